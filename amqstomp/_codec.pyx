@@ -1,0 +1,491 @@
+# cython: language_level=3
+"""STOMP frame codec, compiled.
+
+Same public names and behaviour as the pure-Python twin
+:mod:`amqstomp._codec_py` (whose docstrings are the reference); chosen by
+:mod:`amqstomp.codec`. No I/O, no threads, no clocks: bytes in, frames out.
+
+Speed comes from scanning a C view of the receive buffer with ``memchr``,
+reusing interned ``str`` objects for the command and the header names that
+ActiveMQ sends, and reusing the previous ``str`` of a header whose value did
+not change (destination, subscription, priority ...).
+"""
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.dict cimport PyDict_SetDefault
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport memchr, memcmp, memcpy
+
+from ._codec_py import (
+    CLIENT_COMMANDS,
+    DEFAULT_MAX_BODY_LENGTH,
+    DEFAULT_MAX_COMMAND_LENGTH,
+    DEFAULT_MAX_HEADER_LINE_LENGTH,
+    DEFAULT_MAX_HEADERS,
+    HEARTBEAT,
+    SERVER_COMMANDS,
+    VERSIONS,
+    _unescape,
+    encode_frame,
+)
+from .exception import StompProtocolError
+
+__all__ = [
+    "Frame",
+    "FrameParser",
+    "encode_frame",
+    "HEARTBEAT",
+    "VERSIONS",
+    "CLIENT_COMMANDS",
+    "SERVER_COMMANDS",
+    "DEFAULT_MAX_COMMAND_LENGTH",
+    "DEFAULT_MAX_HEADER_LINE_LENGTH",
+    "DEFAULT_MAX_HEADERS",
+    "DEFAULT_MAX_BODY_LENGTH",
+]
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    void *PyUnicode_DATA(object o)
+
+cdef enum:
+    S_IDLE = 0
+    S_COMMAND = 1
+    S_HEADERS = 2
+    S_BODY = 3
+    S_BIG = 4       # filling a large content-length body straight from the input
+    S_BODY_NUL = 5  # large body complete, its NUL still to come
+    TABLE_SIZE = 512
+
+# Commands and the header names brokers send most; each gets one interned str.
+_COMMAND_LIST = sorted(CLIENT_COMMANDS | SERVER_COMMANDS)
+_UNESCAPED = ("CONNECT", "CONNECTED", "STOMP")
+_KNOWN_KEYS = (
+    "content-length", "content-type", "destination", "subscription", "message-id",
+    "ack", "expires", "priority", "timestamp", "persistent", "redelivered",
+    "receipt-id", "receipt", "message", "version", "server", "heart-beat",
+    "session", "id", "transaction", "correlation-id", "reply-to", "type",
+    "amq-msg-type", "original-destination", "JMSXGroupID", "JMSXGroupSeq",
+    "JMSXUserID", "transformation", "host", "login",
+)
+
+cdef inline unsigned int _slot(const char *p, Py_ssize_t n) noexcept nogil:
+    if n <= 0:
+        return 0
+    return (<unsigned int>n * 31u + <unsigned char>p[0] * 7u + <unsigned char>p[n - 1] * 3u
+            + <unsigned char>p[n >> 1]) % TABLE_SIZE
+
+
+# A body with a content-length of at least this many bytes is copied straight
+# from the input into its final bytes object instead of through the buffer.
+cdef Py_ssize_t BIG_BODY = 1 << 20
+
+
+cdef class _Interned:
+    """Open table of interned str, looked up by a C string without allocating.
+    A name whose slot is taken by another is simply not in the table."""
+    cdef list _keep                         # owns the bytes and str below
+    cdef const char *kptr[TABLE_SIZE]       # slot -> name bytes, or NULL
+    cdef Py_ssize_t klen[TABLE_SIZE]
+    cdef PyObject *vals[TABLE_SIZE]         # slot -> str (borrowed from _keep)
+
+    def __init__(self, names):
+        cdef bytes raw
+        cdef unsigned int s
+        self._keep = []
+        for name in names:
+            raw = name.encode("ascii")
+            s = _slot(raw, len(raw))
+            if self.kptr[s] == NULL:
+                self._keep.append((raw, name))
+                self.kptr[s] = raw
+                self.klen[s] = len(raw)
+                self.vals[s] = <PyObject *>name
+
+    cdef inline int find(self, const char *p, Py_ssize_t n) noexcept:
+        """Slot of the name p[:n], or -1."""
+        cdef unsigned int s = _slot(p, n)
+        if self.kptr[s] == NULL or self.klen[s] != n or memcmp(self.kptr[s], p, n) != 0:
+            return -1
+        return s
+
+    cdef inline object value(self, int slot):
+        return <object>self.vals[slot]
+
+
+cdef _Interned _COMMANDS_T = _Interned(_COMMAND_LIST)
+cdef _Interned _KEYS_T = _Interned(_KNOWN_KEYS)
+cdef int CONTENT_LENGTH_SLOT = _KEYS_T.find(b"content-length", 14)
+assert CONTENT_LENGTH_SLOT >= 0
+
+
+cdef class Frame:
+    """One STOMP frame: ``cmd`` (str), ``headers`` (dict[str, str]), ``body``
+    (bytes as received; a connection with ``auto_decode`` makes it str).
+    See :class:`amqstomp._codec_py.Frame`."""
+    cdef public object cmd
+    cdef public object headers
+    cdef public object body
+
+    def __init__(self, cmd, headers=None, body=b""):
+        self.cmd = cmd
+        self.headers = headers if headers is not None else {}
+        self.body = body
+
+    def __eq__(self, other):
+        if not (hasattr(other, "cmd") and hasattr(other, "headers") and hasattr(other, "body")):
+            return NotImplemented
+        return self.cmd == other.cmd and self.headers == other.headers and self.body == other.body
+
+    __hash__ = None
+
+    def __repr__(self):
+        body = self.body
+        shown = body if len(body) <= 64 else body[:64]
+        return "Frame(cmd=%r, headers=%r, body=%r%s)" % (
+            self.cmd, self.headers, shown, "..." if len(body) > 64 else "")
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __reduce__(self):
+        return (Frame, (self.cmd, self.headers, self.body))
+
+
+cdef inline Frame _new_frame(object cmd, object headers, object body):
+    cdef Frame f = Frame.__new__(Frame)
+    f.cmd = cmd
+    f.headers = headers
+    f.body = body
+    return f
+
+
+cdef class FrameParser:
+    """Incremental STOMP frame parser (compiled). See
+    :class:`amqstomp._codec_py.FrameParser` for arguments, behaviour and errors."""
+
+    cdef public str version
+    cdef readonly Py_ssize_t max_command_length
+    cdef readonly Py_ssize_t max_header_line_length
+    cdef readonly Py_ssize_t max_headers
+    cdef readonly Py_ssize_t max_body_length
+    cdef bytearray _buf
+    cdef long long _base
+    cdef int _state
+    cdef Py_ssize_t _pos
+    cdef Py_ssize_t _scan
+    cdef object _cmd
+    cdef dict _headers
+    cdef Py_ssize_t _nheaders
+    cdef long long _clen
+    cdef bint _crlf
+    cdef bint _unescape
+    cdef object _error
+    cdef PyObject *_last_values[TABLE_SIZE]  # known-key slot -> last value (owned ref) or NULL
+    cdef object _big        # bytes being filled in state S_BIG
+    cdef Py_ssize_t _big_fill
+
+    def __init__(self, version="1.2",
+                 max_command_length=DEFAULT_MAX_COMMAND_LENGTH,
+                 max_header_line_length=DEFAULT_MAX_HEADER_LINE_LENGTH,
+                 max_headers=DEFAULT_MAX_HEADERS,
+                 max_body_length=DEFAULT_MAX_BODY_LENGTH):
+        if version not in VERSIONS:
+            raise ValueError("unknown STOMP version %r (expected one of %s)" % (version, ", ".join(VERSIONS)))
+        for name, value in (("max_command_length", max_command_length),
+                            ("max_header_line_length", max_header_line_length),
+                            ("max_headers", max_headers),
+                            ("max_body_length", max_body_length)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError("%s must be a positive int, got %r" % (name, value))
+        self.version = version
+        self.max_command_length = max_command_length
+        self.max_header_line_length = max_header_line_length
+        self.max_headers = max_headers
+        self.max_body_length = max_body_length
+        self._buf = bytearray()
+        self._base = 0
+        self._state = S_IDLE
+        self._pos = 0
+        self._scan = 0
+        self._cmd = None
+        self._headers = None
+        self._nheaders = 0
+        self._clen = -1
+        self._error = None
+        self._big = None
+        self._big_fill = 0
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(TABLE_SIZE):
+            Py_XDECREF(self._last_values[i])
+            self._last_values[i] = NULL
+
+    @property
+    def offset(self):
+        """Bytes of the stream consumed into complete frames or heart-beats."""
+        return self._base + self._pos
+
+    @property
+    def buffered(self):
+        """Bytes held for a frame not yet complete."""
+        return PyByteArray_GET_SIZE(self._buf) - self._pos
+
+    cdef object _fail(self, str message, Py_ssize_t pos):
+        self._error = StompProtocolError(message, self._base + pos)
+        return self._error
+
+    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n):
+        """Decode a header value, reusing the last str of this header when equal."""
+        cdef PyObject *last
+        if slot >= 0:
+            last = self._last_values[slot]
+            if (last != NULL and PyUnicode_IS_COMPACT_ASCII(<object>last)
+                    and PyUnicode_GET_LENGTH(<object>last) == n
+                    and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
+                return <object>last
+        value = PyUnicode_DecodeUTF8(p, n, NULL)
+        if slot >= 0:
+            Py_INCREF(value)
+            Py_XDECREF(self._last_values[slot])
+            self._last_values[slot] = <PyObject *>value
+        return value
+
+    cdef int _header(self, const char *buf, Py_ssize_t pos, Py_ssize_t stop) except -1:
+        """Parse the header line buf[pos:stop] into self._headers."""
+        cdef const char *line = buf + pos
+        cdef Py_ssize_t n = stop - pos
+        cdef const char *colon = <const char *>memchr(line, b':', n)
+        cdef Py_ssize_t klen, i
+        cdef int slot
+        cdef bint is_length
+        cdef long long clen
+        cdef const char *p
+        cdef Py_ssize_t m
+        cdef object name = None
+        cdef object value = None
+        if colon == NULL:
+            raise self._fail("header line without ':'", pos)
+        klen = colon - line
+        if klen == 0:
+            raise self._fail("header line without a name before ':'", pos)
+        if self._unescape and memchr(line, b'\\', n) != NULL:
+            name = _unescape(PyBytes_FromStringAndSize(line, klen), self.version, self._base + pos)
+            value = _unescape(PyBytes_FromStringAndSize(colon + 1, n - klen - 1), self.version,
+                              self._base + pos + klen + 1)
+            slot = -1
+            is_length = name == "content-length"
+        else:
+            slot = _KEYS_T.find(line, klen)
+            try:
+                is_length = slot == CONTENT_LENGTH_SLOT
+                if slot >= 0:
+                    name = _KEYS_T.value(slot)
+                else:
+                    name = PyUnicode_DecodeUTF8(line, klen, NULL)
+                value = self._value(slot, colon + 1, n - klen - 1)
+            except UnicodeDecodeError as exc:
+                raise self._fail("header is not valid UTF-8", pos + exc.start
+                                 + (0 if name is None else klen + 1)) from None
+        if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+            return 0  # repeated header: the first one wins
+        if is_length:
+            clen = 0
+            p = colon + 1
+            i = 0
+            m = n - klen - 1
+            # ActiveMQ tolerates spaces around the number; so do we.
+            while i < m and p[i] == b' ':
+                i += 1
+            if i == m:
+                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+            while i < m and b'0' <= p[i] <= b'9':
+                clen = clen * 10 + (p[i] - 48)
+                if clen > self.max_body_length:
+                    raise self._fail("content-length %s exceeds max_body_length=%d bytes"
+                                     % (value[:32], self.max_body_length), pos)
+                i += 1
+            while i < m and p[i] == b' ':
+                i += 1
+            if i != m:
+                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+            self._clen = clen
+        return 0
+
+    def feed(self, data):
+        """Add bytes from the stream; return the frames they completed (maybe none)."""
+        if self._error is not None:
+            raise StompProtocolError("parser stopped by an earlier error: %s" % self._error,
+                                     self._error.offset)
+        try:
+            return self._feed(data)
+        except StompProtocolError as exc:
+            self._error = exc
+            raise
+
+    cdef object _fill_big(self, data):
+        """Copy input into the large body; return the input left after it, or None."""
+        cdef const unsigned char[::1] view = data
+        cdef Py_ssize_t n = view.shape[0]
+        cdef Py_ssize_t want = self._clen - self._big_fill
+        cdef Py_ssize_t take = n if n < want else want
+        if take > 0:
+            memcpy(<char *>PyBytes_AS_STRING(self._big) + self._big_fill, &view[0], take)
+            self._big_fill += take
+            self._base += take
+        if self._big_fill < self._clen:
+            return None
+        self._state = S_BODY_NUL
+        return data[take:]
+
+    cdef list _feed(self, data):
+        if self._state == S_BIG:
+            data = self._fill_big(data)
+            if data is None:
+                return []
+        self._buf += data
+        cdef list frames = []
+        cdef const char *buf = PyByteArray_AS_STRING(self._buf)
+        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self._buf)
+        cdef Py_ssize_t pos = self._pos
+        cdef int state = self._state
+        cdef const char *lf
+        cdef const char *nul
+        cdef Py_ssize_t stop, lfpos, clen
+        cdef int slot
+        cdef char c
+        cdef Frame frame
+        cdef object cmd, body
+        self._crlf = self.version == "1.2"
+        while True:
+            if state == S_IDLE:
+                while pos < end:
+                    c = buf[pos]
+                    if c == b'\n':
+                        pos += 1
+                    elif c == b'\r':
+                        if pos + 1 >= end:
+                            break
+                        if buf[pos + 1] != b'\n':
+                            raise self._fail("CR not followed by LF between frames", pos)
+                        pos += 2
+                    else:
+                        break
+                if pos >= end or buf[pos] == b'\r':
+                    break
+                state = S_COMMAND
+            if state == S_COMMAND:
+                lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                if lf == NULL:
+                    if end - pos > self.max_command_length:
+                        raise self._fail("command line longer than max_command_length=%d bytes"
+                                         % self.max_command_length, pos)
+                    break
+                lfpos = lf - buf
+                stop = lfpos
+                if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                    stop -= 1
+                if stop - pos > self.max_command_length:
+                    raise self._fail("command line longer than max_command_length=%d bytes"
+                                     % self.max_command_length, pos)
+                slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                if slot < 0:
+                    raise self._fail("unknown command %r"
+                                     % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
+                                     pos)
+                self._cmd = _COMMANDS_T.value(slot)
+                self._headers = {}
+                self._nheaders = 0
+                self._clen = -1
+                self._unescape = self.version != "1.0" and self._cmd not in _UNESCAPED
+                pos = lfpos + 1
+                state = S_HEADERS
+            if state == S_HEADERS:
+                while True:
+                    lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                    if lf == NULL:
+                        if end - pos > self.max_header_line_length:
+                            raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                             % self.max_header_line_length, pos)
+                        break
+                    lfpos = lf - buf
+                    stop = lfpos
+                    if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                        stop -= 1
+                    if stop == pos:
+                        pos = lfpos + 1
+                        state = S_BODY
+                        self._scan = pos
+                        break
+                    if stop - pos > self.max_header_line_length:
+                        raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                         % self.max_header_line_length, pos)
+                    self._nheaders += 1
+                    if self._nheaders > self.max_headers:
+                        raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
+                    self._header(buf, pos, stop)
+                    pos = lfpos + 1
+                if state != S_BODY:
+                    break
+            if state == S_BODY_NUL:
+                if pos >= end:
+                    break
+                if buf[pos] != 0:
+                    raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
+                pos += 1
+                body = self._big
+                self._big = None
+                state = S_BODY
+                self._clen = -2  # emit below
+            if state == S_BODY:
+                clen = self._clen
+                if clen == -2:
+                    pass  # large body completed above
+                elif clen >= 0:
+                    if end - pos < clen + 1:
+                        if clen >= BIG_BODY:
+                            self._big = PyBytes_FromStringAndSize(NULL, clen)
+                            self._big_fill = end - pos
+                            memcpy(<char *>PyBytes_AS_STRING(self._big), buf + pos, end - pos)
+                            pos = end
+                            state = S_BIG
+                        break
+                    if buf[pos + clen] != 0:
+                        raise self._fail("frame body of content-length %d not followed by NUL" % clen,
+                                         pos + clen)
+                    body = PyBytes_FromStringAndSize(buf + pos, clen)
+                    pos += clen + 1
+                else:
+                    nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
+                    if nul == NULL:
+                        self._scan = end
+                        if end - pos > self.max_body_length:
+                            raise self._fail("frame body longer than max_body_length=%d bytes"
+                                             % self.max_body_length, pos)
+                        break
+                    if (nul - buf) - pos > self.max_body_length:
+                        raise self._fail("frame body longer than max_body_length=%d bytes"
+                                         % self.max_body_length, pos)
+                    body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
+                    pos = (nul - buf) + 1
+                frame = _new_frame(self._cmd, self._headers, body)
+                frames.append(frame)
+                self._headers = None
+                state = S_IDLE
+                if self._cmd == "CONNECTED":
+                    version = frame.headers.get("version", "1.0")
+                    if version in VERSIONS:
+                        self.version = version
+                        self._crlf = version == "1.2"
+        if pos:
+            del self._buf[:pos]
+            self._base += pos
+            self._scan = max(0, self._scan - pos)
+            pos = 0
+        self._pos = pos
+        self._state = state
+        return frames

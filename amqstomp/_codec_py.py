@@ -1,0 +1,442 @@
+"""STOMP frame codec, pure-Python twin of :mod:`amqstomp._codec`.
+
+Same public names and behaviour as the compiled module; :mod:`amqstomp.codec`
+chooses between the two (``AMQSTOMP_NO_EXTENSIONS=1`` forces this one).
+Knows nothing of sockets: bytes in, frames out (and back).
+
+Behaviour follows the STOMP 1.2 specification ("Augmented BNF", "Value
+Encoding", "Size Limits", "Heart-beating") and, for the limits, ActiveMQ's
+``StompWireFormat`` defaults.
+"""
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from .exception import FrameEncodeError, StompProtocolError
+
+__all__ = [
+    "Frame",
+    "FrameParser",
+    "encode_frame",
+    "HEARTBEAT",
+    "VERSIONS",
+    "CLIENT_COMMANDS",
+    "SERVER_COMMANDS",
+    "DEFAULT_MAX_COMMAND_LENGTH",
+    "DEFAULT_MAX_HEADER_LINE_LENGTH",
+    "DEFAULT_MAX_HEADERS",
+    "DEFAULT_MAX_BODY_LENGTH",
+]
+
+#: The bytes a heart-beat is made of (an EOL between frames).
+HEARTBEAT = b"\n"
+#: Protocol versions this codec speaks.
+VERSIONS = ("1.0", "1.1", "1.2")
+#: Frames a client sends (STOMP 1.2 spec, "Client Frames").
+CLIENT_COMMANDS = frozenset(
+    ["SEND", "SUBSCRIBE", "UNSUBSCRIBE", "BEGIN", "COMMIT", "ABORT", "ACK", "NACK",
+     "DISCONNECT", "CONNECT", "STOMP"]
+)
+#: Frames a server sends (STOMP 1.2 spec, "Server Frames").
+SERVER_COMMANDS = frozenset(["CONNECTED", "MESSAGE", "RECEIPT", "ERROR"])
+_COMMANDS = CLIENT_COMMANDS | SERVER_COMMANDS
+#: Frames whose headers are never escaped (STOMP 1.2 spec, "Value Encoding").
+_UNESCAPED_COMMANDS = frozenset(["CONNECT", "CONNECTED", "STOMP"])
+
+# Defaults: at least ActiveMQ's own limits (StompWireFormat).
+DEFAULT_MAX_COMMAND_LENGTH = 1024  # bytes
+DEFAULT_MAX_HEADER_LINE_LENGTH = 10240  # bytes
+DEFAULT_MAX_HEADERS = 1000  # header lines
+DEFAULT_MAX_BODY_LENGTH = 100 * 1024 * 1024  # bytes
+
+_IDLE, _COMMAND, _HEADERS, _BODY = 0, 1, 2, 3
+
+
+class Frame:
+    """One STOMP frame.
+
+    Attributes:
+        cmd (str): the command, e.g. ``"MESSAGE"``.
+        headers (dict[str, str]): header names to values, decoded and unescaped;
+            when a header repeats, the first value is kept (STOMP 1.2 spec,
+            "Repeated Header Entries").
+        body (bytes | str): the body as received (bytes); a connection with
+            ``auto_decode`` replaces it by its text before handing it over.
+    """
+
+    __slots__ = ("cmd", "headers", "body")
+
+    def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = None,
+                 body: Union[bytes, str] = b"") -> None:
+        self.cmd = cmd
+        self.headers = headers if headers is not None else {}
+        self.body = body
+
+    def __eq__(self, other: object) -> bool:
+        if not hasattr(other, "cmd") or not hasattr(other, "headers") or not hasattr(other, "body"):
+            return NotImplemented
+        return (self.cmd == other.cmd and self.headers == other.headers  # type: ignore[attr-defined]
+                and self.body == other.body)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        body = self.body
+        shown = body if len(body) <= 64 else body[:64]
+        return "Frame(cmd=%r, headers=%r, body=%r%s)" % (
+            self.cmd, self.headers, shown, "..." if len(body) > 64 else "")
+
+    __str__ = __repr__
+
+
+def _unescape(raw: bytes, version: str, where: int) -> str:
+    """Undo STOMP 1.1/1.2 header escaping and decode UTF-8."""
+    if b"\\" in raw:
+        out = bytearray()
+        i = 0
+        n = len(raw)
+        while i < n:
+            c = raw[i]
+            if c == 0x5C:  # backslash
+                if i + 1 >= n:
+                    raise StompProtocolError("header ends inside an escape sequence", where + i)
+                e = raw[i + 1]
+                if e == 0x6E:  # n
+                    out.append(0x0A)
+                elif e == 0x63:  # c
+                    out.append(0x3A)
+                elif e == 0x5C:
+                    out.append(0x5C)
+                elif e == 0x72 and version == "1.2":  # r
+                    out.append(0x0D)
+                else:
+                    raise StompProtocolError(
+                        "undefined escape sequence %r in header" % bytes(raw[i:i + 2]).decode("latin-1"),
+                        where + i)
+                i += 2
+            else:
+                out.append(c)
+                i += 1
+        raw = bytes(out)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StompProtocolError("header is not valid UTF-8", where + exc.start) from None
+
+
+def _decode(raw: bytes, where: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StompProtocolError("header is not valid UTF-8", where + exc.start) from None
+
+
+class FrameParser:
+    """Incremental STOMP frame parser.
+
+    ``feed(data)`` takes any slice of the byte stream and returns the frames it
+    completed; the result does not depend on how the stream was split. EOLs
+    between frames are heart-beats and produce no frame.
+
+    Args:
+        version (str): ``"1.0"``, ``"1.1"`` or ``"1.2"``; decides header
+            unescaping and whether CRLF ends a line (1.2 only). A CONNECTED
+            frame switches the parser to the version it names (no ``version``
+            header means 1.0), as STOMP 1.2 "Protocol Negotiation" says.
+        max_command_length (int): bytes in the command line.
+        max_header_line_length (int): bytes in one header line.
+        max_headers (int): header lines per frame.
+        max_body_length (int): bytes in one body.
+
+    Raises:
+        StompProtocolError: from ``feed`` when the stream is not STOMP or breaks
+            a limit; ``.offset`` is the position in the whole stream. The
+            parser is then broken and every later ``feed`` raises again.
+        ValueError: from the constructor for an unknown version or a limit < 1.
+    """
+
+    def __init__(self, version: str = "1.2",
+                 max_command_length: int = DEFAULT_MAX_COMMAND_LENGTH,
+                 max_header_line_length: int = DEFAULT_MAX_HEADER_LINE_LENGTH,
+                 max_headers: int = DEFAULT_MAX_HEADERS,
+                 max_body_length: int = DEFAULT_MAX_BODY_LENGTH) -> None:
+        if version not in VERSIONS:
+            raise ValueError("unknown STOMP version %r (expected one of %s)" % (version, ", ".join(VERSIONS)))
+        for name, value in (("max_command_length", max_command_length),
+                            ("max_header_line_length", max_header_line_length),
+                            ("max_headers", max_headers),
+                            ("max_body_length", max_body_length)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError("%s must be a positive int, got %r" % (name, value))
+        self.version = version
+        self.max_command_length = max_command_length
+        self.max_header_line_length = max_header_line_length
+        self.max_headers = max_headers
+        self.max_body_length = max_body_length
+        self._buf = bytearray()
+        self._base = 0  # stream offset of _buf[0]
+        self._state = _IDLE
+        self._pos = 0  # parse position in _buf
+        self._scan = 0  # where the NUL search resumes (body without content-length)
+        self._cmd = ""
+        self._headers: Dict[str, str] = {}
+        self._nheaders = 0
+        self._clen = -1
+        self._error: Optional[StompProtocolError] = None
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the stream consumed into complete frames or heart-beats."""
+        return self._base + self._pos
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return len(self._buf) - self._pos
+
+    def _fail(self, message: str, pos: int) -> StompProtocolError:
+        self._error = StompProtocolError(message, self._base + pos)
+        return self._error
+
+    def feed(self, data: bytes) -> List[Frame]:
+        """Add bytes from the stream; return the frames they completed (maybe none)."""
+        if self._error is not None:
+            raise StompProtocolError("parser stopped by an earlier error: %s" % self._error,
+                                     self._error.offset)
+        try:
+            return self._feed(data)
+        except StompProtocolError as exc:
+            self._error = exc
+            raise
+
+    def _feed(self, data: bytes) -> List[Frame]:
+        buf = self._buf
+        buf += data
+        frames: List[Frame] = []
+        end = len(buf)
+        pos = self._pos
+        state = self._state
+        crlf = self.version == "1.2"
+        while True:
+            if state == _IDLE:
+                while pos < end:
+                    c = buf[pos]
+                    if c == 0x0A:
+                        pos += 1
+                    elif c == 0x0D:
+                        if pos + 1 >= end:
+                            break
+                        if buf[pos + 1] != 0x0A:
+                            raise self._fail("CR not followed by LF between frames", pos)
+                        pos += 2
+                    else:
+                        break
+                if pos >= end or (buf[pos] == 0x0D):
+                    break
+                state = _COMMAND
+            if state == _COMMAND:
+                lf = buf.find(b"\n", pos)
+                if lf < 0:
+                    if end - pos > self.max_command_length:
+                        raise self._fail("command line longer than max_command_length=%d bytes"
+                                         % self.max_command_length, pos)
+                    break
+                stop = lf
+                if crlf and stop > pos and buf[stop - 1] == 0x0D:
+                    stop -= 1
+                if stop - pos > self.max_command_length:
+                    raise self._fail("command line longer than max_command_length=%d bytes"
+                                     % self.max_command_length, pos)
+                raw = bytes(buf[pos:stop])
+                cmd = raw.decode("latin-1")
+                if cmd not in _COMMANDS:
+                    raise self._fail("unknown command %r" % cmd[:64], pos)
+                self._cmd = cmd
+                self._headers = {}
+                self._nheaders = 0
+                self._clen = -1
+                pos = lf + 1
+                state = _HEADERS
+            if state == _HEADERS:
+                headers = self._headers
+                unescape = self.version != "1.0" and self._cmd not in _UNESCAPED_COMMANDS
+                maxline = self.max_header_line_length
+                done = False
+                while True:
+                    lf = buf.find(b"\n", pos)
+                    if lf < 0:
+                        if end - pos > maxline:
+                            raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                             % maxline, pos)
+                        break
+                    stop = lf
+                    if crlf and stop > pos and buf[stop - 1] == 0x0D:
+                        stop -= 1
+                    if stop == pos:  # blank line: end of headers
+                        pos = lf + 1
+                        done = True
+                        break
+                    if stop - pos > maxline:
+                        raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                         % maxline, pos)
+                    self._nheaders += 1
+                    if self._nheaders > self.max_headers:
+                        raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
+                    line = bytes(buf[pos:stop])
+                    colon = line.find(b":")
+                    if colon <= 0:
+                        raise self._fail("header line without a name before ':'" if colon == 0
+                                         else "header line without ':'", pos)
+                    if unescape:
+                        name = _unescape(line[:colon], self.version, self._base + pos)
+                        value = _unescape(line[colon + 1:], self.version, self._base + pos + colon + 1)
+                    else:
+                        name = _decode(line[:colon], self._base + pos)
+                        value = _decode(line[colon + 1:], self._base + pos + colon + 1)
+                    if name not in headers:
+                        headers[name] = value
+                        if name == "content-length":
+                            clen = value.strip()
+                            if not clen.isdigit() or not clen.isascii():
+                                raise self._fail("content-length %r is not a non-negative integer"
+                                                 % value[:32], pos)
+                            self._clen = int(clen)
+                            if self._clen > self.max_body_length:
+                                raise self._fail("content-length %d exceeds max_body_length=%d bytes"
+                                                 % (self._clen, self.max_body_length), pos)
+                    pos = lf + 1
+                if not done:
+                    break
+                state = _BODY
+                self._scan = pos
+            if state == _BODY:
+                clen = self._clen
+                if clen >= 0:
+                    if end - pos < clen + 1:
+                        break
+                    if buf[pos + clen] != 0:
+                        raise self._fail("frame body of content-length %d not followed by NUL" % clen,
+                                         pos + clen)
+                    body = bytes(buf[pos:pos + clen])
+                    pos += clen + 1
+                else:
+                    nul = buf.find(b"\0", self._scan)
+                    if nul < 0:
+                        self._scan = end
+                        if end - pos > self.max_body_length:
+                            raise self._fail("frame body longer than max_body_length=%d bytes"
+                                             % self.max_body_length, pos)
+                        break
+                    if nul - pos > self.max_body_length:
+                        raise self._fail("frame body longer than max_body_length=%d bytes"
+                                         % self.max_body_length, pos)
+                    body = bytes(buf[pos:nul])
+                    pos = nul + 1
+                frame = Frame(self._cmd, self._headers, body)
+                frames.append(frame)
+                self._headers = {}
+                state = _IDLE
+                if frame.cmd == "CONNECTED":
+                    version = frame.headers.get("version", "1.0")
+                    if version in VERSIONS:
+                        self.version = version
+                        crlf = version == "1.2"
+        # drop what is consumed; keep the partial frame from pos on
+        if pos:
+            del buf[:pos]
+            self._base += pos
+            self._scan = max(0, self._scan - pos)
+            pos = 0
+        self._pos = pos
+        self._state = state
+        return frames
+
+
+_CHAR_ESCAPES_12 = {"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"}
+_CHAR_ESCAPES_11 = {"\\": "\\\\", "\n": "\\n", ":": "\\c"}
+
+
+def _escape(text: str, version: str, what: str) -> str:
+    if version == "1.1" and "\r" in text:
+        raise FrameEncodeError("%s %r holds a CR, which STOMP 1.1 cannot carry" % (what, text[:64]))
+    table = _CHAR_ESCAPES_12 if version == "1.2" else _CHAR_ESCAPES_11
+    if not any(ch in text for ch in table):
+        return text
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
+    return str(value)
+
+
+def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
+                 body: Union[bytes, bytearray, memoryview, str, None] = None,
+                 version: str = "1.2", auto_content_length: bool = True) -> bytes:
+    """Encode one frame as bytes ready for the socket.
+
+    Args:
+        command (str): a STOMP command (client or server frame).
+        headers (Mapping[str, Any] | None): header names to values; values are
+            converted with ``str()`` (bytes are decoded as UTF-8). Order is kept.
+        body (bytes | str | None): the body; ``str`` is encoded as UTF-8.
+        version (str): ``"1.0"``, ``"1.1"`` or ``"1.2"``. 1.1/1.2 escape
+            ``\\``, LF, ``:`` (and CR in 1.2) in header names and values, except
+            on CONNECT/STOMP/CONNECTED (STOMP 1.2 spec, "Value Encoding").
+        auto_content_length (bool): add ``content-length`` (in octets) when the
+            body is not empty and the caller gave none.
+
+    Returns:
+        bytes: the frame, ending with its NUL.
+
+    Raises:
+        FrameEncodeError: unknown command or version; a CR or LF in a header of
+            a frame that cannot escape (STOMP 1.0, CONNECT); a ':' in a 1.0
+            header name; a CR in a 1.1 header; a ``content-length`` different
+            from the body's size; a body holding NUL with no ``content-length``.
+    """
+    if command not in _COMMANDS:
+        raise FrameEncodeError("unknown STOMP command %r" % (command,))
+    if version not in VERSIONS:
+        raise FrameEncodeError("unknown STOMP version %r" % (version,))
+    if body is None:
+        payload = b""
+    elif isinstance(body, str):
+        payload = body.encode("utf-8")
+    else:
+        payload = bytes(body)
+    escape = version != "1.0" and command not in _UNESCAPED_COMMANDS
+    lines = [command]
+    have_length = False
+    if headers:
+        for key, value in headers.items():
+            name = _as_text(key)
+            text = _as_text(value)
+            if name == "content-length":
+                have_length = True
+                if text.strip() != str(len(payload)):
+                    raise FrameEncodeError("header content-length=%r does not match the body's %d bytes"
+                                           % (text, len(payload)))
+            if not name:
+                raise FrameEncodeError("empty header name")
+            if escape:
+                lines.append(_escape(name, version, "header name") + ":" + _escape(text, version, "header value"))
+            else:
+                for part, what in ((name, "name"), (text, "value")):
+                    if "\n" in part or "\r" in part:
+                        raise FrameEncodeError(
+                            "header %s %r holds CR or LF, which a %s frame cannot carry (no escaping)"
+                            % (what, part[:64], command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))
+                if ":" in name:
+                    raise FrameEncodeError("header name %r holds ':', which a %s frame cannot carry"
+                                           % (name[:64], command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))
+                lines.append(name + ":" + text)
+    if not have_length and payload:
+        if auto_content_length:
+            lines.append("content-length:%d" % len(payload))
+        elif b"\0" in payload:
+            raise FrameEncodeError("body holds a NUL byte and the frame has no content-length")
+    lines.append("")
+    lines.append("")
+    return "\n".join(lines).encode("utf-8") + payload + b"\0"

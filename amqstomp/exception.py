@@ -1,0 +1,70 @@
+"""Exceptions raised by amqstomp.
+
+Every exception amqstomp raises derives from :class:`StompException`, so
+``except amqstomp.exception.StompException`` catches them all.  The names
+shared with stomp.py (``StompException``, ``ConnectionClosedException``,
+``NotConnectedException``, ``ConnectFailedException``,
+``InterruptedException``) keep stomp.py's meaning, so code written against
+stomp.py keeps catching what it caught before.
+"""
+from typing import Any, Optional
+
+
+class StompException(Exception):
+    """Base class of every amqstomp exception."""
+
+
+class ConnectionClosedException(StompException):
+    """The connection was closed (by the broker, the network or ``disconnect``)
+    while an operation was waiting on it."""
+
+
+class NotConnectedException(StompException):
+    """An operation needs a connected session and there is none."""
+
+
+class ConnectFailedException(StompException):
+    """Connecting failed: the socket could not be opened, the broker answered
+    the CONNECT frame with ERROR, or no CONNECTED frame came within the timeout."""
+
+
+class InterruptedException(StompException):
+    """A read was interrupted (kept for stomp.py compatibility)."""
+
+
+class StompProtocolError(StompException):
+    """A peer sent bytes that are not a valid STOMP frame, or a frame broke a
+    configured limit (STOMP 1.2 spec, "Augmented BNF" and "Size Limits").
+
+    Attributes:
+        offset (int): byte offset, counted from the first byte ever fed to the
+            parser, at which the fault was found.
+    """
+
+    def __init__(self, message: str, offset: int = -1) -> None:
+        self.offset = offset
+        if offset >= 0:
+            message = "%s (at byte offset %d)" % (message, offset)
+        super().__init__(message)
+
+
+class FrameEncodeError(StompException, ValueError):
+    """The application asked to encode a frame that cannot be written in the
+    chosen STOMP version: a header name or value holding a character the
+    version cannot carry, or a ``content-length`` that does not match the body."""
+
+
+class ReceiptTimeout(StompException, TimeoutError):
+    """No RECEIPT for a frame within the caller's timeout (STOMP 1.2 spec, "RECEIPT")."""
+
+
+class BrokerError(StompException):
+    """The broker answered a frame with an ERROR frame (STOMP 1.2 spec, "ERROR").
+
+    Attributes:
+        frame: the ERROR frame (``frame.headers['message']`` holds the broker's summary).
+    """
+
+    def __init__(self, message: str, frame: Optional[Any] = None) -> None:
+        self.frame = frame
+        super().__init__(message)
