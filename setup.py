@@ -7,7 +7,7 @@ import os
 
 from setuptools import Extension, setup
 
-EXTENSION_MODULES = ["amqstomp._codec"]
+EXTENSION_MODULES = ["amqstomp._codec", "amqstomp._flow"]
 
 
 def extensions():
