@@ -68,3 +68,10 @@ class BrokerError(StompException):
     def __init__(self, message: str, frame: Optional[Any] = None) -> None:
         self.frame = frame
         super().__init__(message)
+
+
+class ConfigurationError(StompException, ValueError):
+    """A URI, option or destination option is not understood: an OpenWire
+    ``tcp://`` URI, an unknown ``jms.*`` option, a value of the wrong type. The
+    message names the option and the URI (ActiveMQConnectionFactory refuses
+    unknown ``jms.*`` options too)."""

@@ -1,0 +1,385 @@
+"""ActiveMQ-style URIs and options: one table maps each camelCase URI option to
+its snake_case Python keyword (``docs/options.md`` is generated from it).
+
+Grammar (ActiveMQ's):
+
+* ``stomp://host:port?opt=value&...``, ``stomp+ssl://...`` (TLS), ``stomp+nio://``
+  (the broker's NIO connector; a plain TCP socket for the client);
+* ``failover:(stomp://a:61613,stomp://b:61613)?opt=...`` or without the
+  parentheses; ``nested.*`` options go to every member;
+* destinations with consumer options: ``/queue/a?consumer.prefetchSize=10``
+  (ActiveMQ ignores ``?consumer.*`` over STOMP, so amqstomp turns each option
+  into the matching SUBSCRIBE header, e.g. ``activemq.prefetchSize:10``).
+
+An OpenWire ``tcp://`` URI, an unknown ``jms.*``/transport option, or a bad value
+raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI.
+"""
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from urllib.parse import unquote
+
+from .exception import ConfigurationError
+
+__all__ = [
+    "Option",
+    "CONNECTION_OPTIONS",
+    "TRANSPORT_OPTIONS",
+    "FAILOVER_OPTIONS",
+    "CONSUMER_OPTIONS",
+    "Endpoint",
+    "BrokerURI",
+    "parse_uri",
+    "parse_destination",
+    "destination_kind",
+    "options_table_markdown",
+]
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _int(text: str) -> int:
+    return int(text.strip(), 10)
+
+
+def _float(text: str) -> float:
+    return float(text.strip())
+
+
+def _heart_beat(text: str) -> Tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError("expected two numbers of ms, 'cx,cy'")
+    cx, cy = (int(p.strip(), 10) for p in parts)
+    if cx < 0 or cy < 0:
+        raise ValueError("heart-beat intervals must be >= 0 ms")
+    return cx, cy
+
+
+class Option(NamedTuple):
+    """One URI option: ``uri_name`` (ActiveMQ's camelCase) maps to ``keyword``
+    (amqstomp's snake_case); ``convert`` parses the text; ``default`` and
+    ``meaning`` (units, source) are for the docs."""
+
+    uri_name: str
+    keyword: str
+    convert: Callable[[str], Any]
+    default: Any
+    meaning: str
+
+
+def _table(*options: Option) -> Dict[str, Option]:
+    return {o.uri_name: o for o in options}
+
+
+#: ``jms.*`` options (ActiveMQConnectionFactory's names), and amqstomp's own ``amqstomp.*``.
+CONNECTION_OPTIONS = _table(
+    Option("jms.prefetchPolicy.all", "prefetch_all", _int, None,
+           "prefetch size (messages) of every destination kind"),
+    Option("jms.prefetchPolicy.queuePrefetch", "queue_prefetch", _int, 1000,
+           "queue consumers' prefetch size (messages); ActiveMQPrefetchPolicy"),
+    Option("jms.prefetchPolicy.queueBrowserPrefetch", "queue_browser_prefetch", _int, 500,
+           "queue browsers' prefetch size (messages)"),
+    Option("jms.prefetchPolicy.durableTopicPrefetch", "durable_topic_prefetch", _int, 100,
+           "durable topic subscribers' prefetch size (messages)"),
+    Option("jms.prefetchPolicy.topicPrefetch", "topic_prefetch", _int, 32767,
+           "topic subscribers' prefetch size (messages); ActiveMQ 5.17's source (docs say 32766)"),
+    Option("jms.optimizeAcknowledge", "optimize_acknowledge", _bool, False,
+           "ack consumed messages in batches with one cumulative ACK; ActiveMQMessageConsumer"),
+    Option("jms.optimizeAcknowledgeTimeOut", "optimize_acknowledge_timeout_ms", _int, 300,
+           "ms after the last ACK when what is unacked is acked anyway"),
+    Option("jms.optimizedAckScheduledAckInterval", "optimized_ack_scheduled_ack_interval_ms", _int, 0,
+           "ack what is unacked every this many ms; 0 = off"),
+    Option("jms.redeliveryPolicy.maximumRedeliveries", "maximum_redeliveries", _int, 6,
+           "redeliveries of a rolled-back message before it is poisoned (-1 = no limit); RedeliveryPolicy"),
+    Option("jms.redeliveryPolicy.initialRedeliveryDelay", "initial_redelivery_delay_ms", _int, 1000,
+           "ms before the first redelivery"),
+    Option("jms.redeliveryPolicy.redeliveryDelay", "redelivery_delay_ms", _int, 1000,
+           "ms between later redeliveries (without back-off)"),
+    Option("jms.redeliveryPolicy.useExponentialBackOff", "use_exponential_back_off", _bool, False,
+           "multiply the delay by backOffMultiplier each time"),
+    Option("jms.redeliveryPolicy.backOffMultiplier", "back_off_multiplier", _float, 5.0,
+           "the back-off multiplier"),
+    Option("jms.redeliveryPolicy.maximumRedeliveryDelay", "maximum_redelivery_delay_ms", _int, -1,
+           "upper bound of the redelivery delay in ms; -1 = none"),
+    Option("jms.clientID", "client_id", str, None, "JMS client id, sent as CONNECT's client-id header"),
+    Option("jms.userName", "username", str, None, "login (CONNECT's login header)"),
+    Option("jms.password", "password", str, None, "passcode (CONNECT's passcode header); never logged"),
+    Option("jms.auditDepth", "audit_depth", _int, 2048,
+           "message-ids kept by the duplicate audit; ActiveMQMessageAudit"),
+    Option("amqstomp.ackBatchCap", "ack_batch_cap", _int, 100,
+           "largest optimized ACK batch (messages): keep it at or below the broker's maxPageSize (200)"),
+    Option("amqstomp.idleAckTimeOut", "idle_ack_ms", _int, 50,
+           "ack what is unacked when no message arrived for this many ms; 0 = off"),
+)
+
+#: Options of one STOMP transport (a member of a failover URI takes them too).
+TRANSPORT_OPTIONS = _table(
+    Option("connectionTimeout", "connection_timeout_ms", _int, 30000, "ms to open the TCP connection"),
+    Option("heartBeat", "heartbeats", _heart_beat, (0, 0),
+           "STOMP heart-beat 'cx,cy' in ms: what we send, what we want (STOMP 1.2 'Heart-beating')"),
+    Option("heartBeatGraceFactor", "heart_beat_receive_scale", _float, 1.5,
+           "silence tolerated, as a multiple of the negotiated receive interval"),
+    Option("keepAlive", "keepalive", _bool, False, "TCP keep-alive on the socket"),
+    Option("stompVersion", "version", str, "1.2", "highest STOMP version to ask for: 1.0, 1.1 or 1.2"),
+    Option("host", "vhost", str, None, "CONNECT's host header (virtual host); default: the host name"),
+)
+
+#: Options of a ``failover:`` URI (FailoverTransport's names and defaults).
+FAILOVER_OPTIONS = _table(
+    Option("initialReconnectDelay", "initial_reconnect_delay_ms", _int, 10, "ms before the first reconnect"),
+    Option("maxReconnectDelay", "max_reconnect_delay_ms", _int, 30000, "upper bound of the delay in ms"),
+    Option("useExponentialBackOff", "use_exponential_back_off", _bool, True, "double the delay each attempt"),
+    Option("backOffMultiplier", "back_off_multiplier", _float, 2.0, "the back-off multiplier"),
+    Option("maxReconnectAttempts", "max_reconnect_attempts", _int, -1,
+           "attempts after a connection was lost; -1 = forever"),
+    Option("startupMaxReconnectAttempts", "startup_max_reconnect_attempts", _int, -1,
+           "attempts before the first connection; -1 = forever"),
+    Option("randomize", "randomize", _bool, True, "pick members in random order"),
+    Option("timeout", "timeout_ms", _int, -1, "ms a send waits while disconnected; -1 = forever"),
+    Option("priorityBackup", "priority_backup", _bool, False, "go back to the first member when it is up"),
+)
+
+#: ``consumer.*`` destination options -> SUBSCRIBE header (ActiveMQ ConsumerInfo properties).
+CONSUMER_OPTIONS = _table(
+    Option("consumer.prefetchSize", "activemq.prefetchSize", _int, None, "the consumer's prefetch size"),
+    Option("consumer.maximumPendingMessageLimit", "activemq.maximumPendingMessageLimit", _int, None,
+           "messages the broker keeps for a slow topic consumer before discarding"),
+    Option("consumer.noLocal", "activemq.noLocal", _bool, None, "skip messages sent on this connection"),
+    Option("consumer.dispatchAsync", "activemq.dispatchAsync", _bool, None, "broker dispatches asynchronously"),
+    Option("consumer.retroactive", "activemq.retroactive", _bool, None, "retroactive topic consumer"),
+    Option("consumer.exclusive", "activemq.exclusive", _bool, None, "exclusive queue consumer"),
+    Option("consumer.priority", "activemq.priority", _int, None, "consumer priority (0-127)"),
+    Option("consumer.selector", "selector", str, None, "JMS selector (STOMP 'selector' header)"),
+)
+
+
+@dataclass
+class Endpoint:
+    """One broker address of a URI."""
+
+    scheme: str  # "stomp", "stomp+ssl", "stomp+nio", "stomp+nio+ssl"
+    host: str
+    port: int
+    options: Dict[str, Any] = field(default_factory=dict)  # TRANSPORT_OPTIONS keywords
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme.endswith("+ssl")
+
+    @property
+    def host_and_port(self) -> Tuple[str, int]:
+        return self.host, self.port
+
+
+@dataclass
+class BrokerURI:
+    """A parsed broker URI: its endpoints (one, or the members of a failover
+    URI), whether it was a ``failover:`` URI, and its options by Python keyword."""
+
+    endpoints: List[Endpoint]
+    failover: bool = False
+    options: Dict[str, Any] = field(default_factory=dict)  # CONNECTION_OPTIONS keywords
+    failover_options: Dict[str, Any] = field(default_factory=dict)  # FAILOVER_OPTIONS keywords
+
+
+_SCHEMES = {"stomp": 61613, "stomp+nio": 61613, "stomp+ssl": 61612, "stomp+nio+ssl": 61612}
+_OPENWIRE = ("tcp", "ssl", "nio", "nio+ssl", "vm", "auto", "auto+nio", "auto+ssl", "amqp", "mqtt", "ws", "wss",
+             "udp", "http", "https")
+
+
+def _unknown(kind: str, key: str, where: str, known) -> ConfigurationError:
+    close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
+    hint = "; did you mean %s?" % " or ".join(close) if close else ""
+    return ConfigurationError("unknown %s %r in %r%s (docs/options.md lists them all)" % (kind, key, where, hint))
+
+
+def _split_query(text: str, uri: str) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    if not text:
+        return out
+    for part in text.split("&"):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ConfigurationError("option %r has no value (expected name=value) in %r" % (part, uri))
+        key, value = part.split("=", 1)
+        out[unquote(key)] = unquote(value)
+    return out
+
+
+def _convert(option: Option, text: str, uri: str) -> Any:
+    try:
+        return option.convert(text)
+    except ValueError as exc:
+        raise ConfigurationError("option %s=%r in %r: %s" % (option.uri_name, text, uri, exc)) from None
+
+
+def _endpoint(text: str, uri: str, nested: Dict[str, str]) -> Tuple[Endpoint, Dict[str, str]]:
+    if "://" not in text:
+        raise ConfigurationError("%r in %r is not a URI (expected stomp://host:port)" % (text, uri))
+    scheme, rest = text.split("://", 1)
+    scheme = scheme.lower()
+    if scheme not in _SCHEMES:
+        if scheme in _OPENWIRE:
+            raise ConfigurationError(
+                "%r is not a STOMP URI: amqstomp speaks STOMP, not %s; use stomp://host:61613 "
+                "(or stomp+ssl://) and open a STOMP transport connector on the broker" % (uri, scheme))
+        raise ConfigurationError("unknown scheme %r in %r (expected stomp, stomp+ssl, stomp+nio)" % (scheme, uri))
+    hostport, _, query = rest.partition("?")
+    hostport = hostport.rstrip("/")
+    if hostport.startswith("["):  # [ipv6]:port
+        host, _, port_text = hostport[1:].partition("]")
+        port_text = port_text.lstrip(":")
+    else:
+        host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+    if not host:
+        raise ConfigurationError("no host in %r" % (uri,))
+    try:
+        port = int(port_text) if port_text else _SCHEMES[scheme]
+        if not 0 < port < 65536:
+            raise ValueError
+    except ValueError:
+        raise ConfigurationError("bad port %r in %r" % (port_text, uri)) from None
+    raw = dict(nested)
+    raw.update(_split_query(query, uri))
+    options: Dict[str, Any] = {}
+    leftover: Dict[str, str] = {}
+    for key, value in raw.items():
+        if key in TRANSPORT_OPTIONS:
+            opt = TRANSPORT_OPTIONS[key]
+            options[opt.keyword] = _convert(opt, value, uri)
+        else:
+            leftover[key] = value
+    return Endpoint(scheme, host, port, options), leftover
+
+
+def _apply_connection_options(raw: Dict[str, str], uri: str, target: Dict[str, Any]) -> None:
+    for key, value in raw.items():
+        opt = CONNECTION_OPTIONS.get(key)
+        if opt is None:
+            raise _unknown("option", key, uri, list(CONNECTION_OPTIONS) + list(TRANSPORT_OPTIONS))
+        target[opt.keyword] = _convert(opt, value, uri)
+
+
+def parse_uri(uri: str) -> BrokerURI:
+    """Parse a broker URI (see the module docstring for the grammar).
+
+    Returns:
+        BrokerURI: endpoints with their transport options; connection options
+        (``jms.*``, ``amqstomp.*``) by snake_case keyword; failover options.
+
+    Raises:
+        ConfigurationError: not a STOMP URI (``tcp://`` is OpenWire), an unknown
+            option, a bad value, no host, a bad port.
+    """
+    if not isinstance(uri, str) or not uri.strip():
+        raise ConfigurationError("broker URI must be a non-empty str, got %r" % (uri,))
+    text = uri.strip()
+    if text.lower().startswith("failover:"):
+        body = text[len("failover:"):]
+        if body.startswith("("):
+            close = body.find(")")
+            if close < 0:
+                raise ConfigurationError("unbalanced parenthesis in %r" % (uri,))
+            members_text, query = body[1:close], body[close + 1:]
+            if query and not query.startswith("?"):
+                raise ConfigurationError("expected '?' after ')' in %r" % (uri,))
+            query = query[1:]
+        else:
+            # without parentheses the outer query is the last member's; ActiveMQ reads it as the failover's
+            members_text, _, query = body.partition("?")
+        raw = _split_query(query, uri)
+        nested = {k[len("nested."):]: v for k, v in raw.items() if k.startswith("nested.")}
+        failover_options: Dict[str, Any] = {}
+        connection_raw: Dict[str, str] = {}
+        for key, value in raw.items():
+            if key.startswith("nested."):
+                continue
+            if key in FAILOVER_OPTIONS:
+                opt = FAILOVER_OPTIONS[key]
+                failover_options[opt.keyword] = _convert(opt, value, uri)
+            elif key in CONNECTION_OPTIONS:
+                connection_raw[key] = value
+            else:
+                raise _unknown("failover option", key, uri, list(FAILOVER_OPTIONS) + list(CONNECTION_OPTIONS))
+        endpoints = []
+        options: Dict[str, Any] = {}
+        # a comma separates members only where the next one starts (a heartBeat value holds one too)
+        for member in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", members_text):
+            member = member.strip()
+            if not member:
+                continue
+            endpoint, leftover = _endpoint(member, uri, nested)
+            _apply_connection_options(leftover, uri, options)
+            endpoints.append(endpoint)
+        if not endpoints:
+            raise ConfigurationError("failover URI %r names no broker" % (uri,))
+        _apply_connection_options(connection_raw, uri, options)
+        return BrokerURI(endpoints, True, options, failover_options)
+    endpoint, leftover = _endpoint(text, uri, {})
+    options = {}
+    _apply_connection_options(leftover, uri, options)
+    return BrokerURI([endpoint], False, options, {})
+
+
+def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:
+    """Split ``/queue/a?consumer.prefetchSize=10`` into ``("/queue/a",
+    {"activemq.prefetchSize": "10"})``: each ``consumer.*`` option becomes its
+    SUBSCRIBE header (``consumer.selector`` the standard ``selector`` header).
+
+    Raises:
+        ConfigurationError: an unknown option or a bad value.
+    """
+    name, sep, query = destination.partition("?")
+    if not sep:
+        return destination, {}
+    headers: Dict[str, str] = {}
+    for key, value in _split_query(query, destination).items():
+        opt = CONSUMER_OPTIONS.get(key)
+        if opt is None:
+            raise _unknown("destination option", key, destination, CONSUMER_OPTIONS)
+        converted = _convert(opt, value, destination)
+        headers[opt.keyword] = ("true" if converted else "false") if isinstance(converted, bool) else str(converted)
+    return name, headers
+
+
+def destination_kind(destination: str, durable: bool = False, browser: bool = False) -> str:
+    """Prefetch-policy kind of a STOMP destination: ``"queue"``,
+    ``"queue-browser"``, ``"topic"`` or ``"durable-topic"``. Anything not
+    ``/topic/`` (or ``/temp-topic/``) counts as a queue, as on ActiveMQ."""
+    if destination.startswith(("/topic/", "/temp-topic/")):
+        return "durable-topic" if durable else "topic"
+    return "queue-browser" if browser else "queue"
+
+
+def options_table_markdown() -> str:
+    """The URI option ↔ Python keyword table, as Markdown: the whole of docs/options.md."""
+    lines = ["# URI options and Python keywords", "",
+             "Generated from `amqstomp/uri.py` by `python -m amqstomp.uri > docs/options.md`; a test keeps",
+             "the two equal. URI options keep ActiveMQ's camelCase; Python keywords are snake_case, with",
+             "`_ms` for milliseconds. An unknown option raises `amqstomp.exception.ConfigurationError`.", ""]
+    for title, table in (("Connection options (`jms.*`, `amqstomp.*`)", CONNECTION_OPTIONS),
+                         ("Transport options (each `stomp://` member)", TRANSPORT_OPTIONS),
+                         ("Failover options (`failover:(...)?...`)", FAILOVER_OPTIONS),
+                         ("Destination options (`/queue/a?consumer.*`) and the SUBSCRIBE header each becomes",
+                          CONSUMER_OPTIONS)):
+        lines += ["## " + title, "", "| URI option | Python keyword / header | default | meaning |",
+                  "|---|---|---|---|"]
+        for opt in table.values():
+            default = "" if opt.default is None else "`%s`" % (opt.default,)
+            lines.append("| `%s` | `%s` | %s | %s |" % (opt.uri_name, opt.keyword, default, opt.meaning))
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(options_table_markdown(), end="")

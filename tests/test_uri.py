@@ -1,0 +1,96 @@
+"""URI and destination-option parsing (amqstomp.uri)."""
+import os
+
+import pytest
+
+from amqstomp.exception import ConfigurationError, StompException
+from amqstomp.uri import (
+    destination_kind,
+    options_table_markdown,
+    parse_destination,
+    parse_uri,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_simple_uri_with_jms_options():
+    u = parse_uri("stomp://127.0.0.1:61613?jms.prefetchPolicy.all=50&jms.optimizeAcknowledge=true"
+                  "&jms.optimizeAcknowledgeTimeOut=100&heartBeat=1000,2000")
+    assert not u.failover
+    (e,) = u.endpoints
+    assert (e.scheme, e.host, e.port, e.tls) == ("stomp", "127.0.0.1", 61613, False)
+    assert e.options == {"heartbeats": (1000, 2000)}
+    assert u.options == {"prefetch_all": 50, "optimize_acknowledge": True, "optimize_acknowledge_timeout_ms": 100}
+
+
+def test_default_ports_and_tls():
+    assert parse_uri("stomp://broker").endpoints[0].port == 61613
+    e = parse_uri("stomp+ssl://broker").endpoints[0]
+    assert e.tls and e.port == 61612
+    assert parse_uri("stomp://[::1]:1234").endpoints[0].host_and_port == ("::1", 1234)
+
+
+def test_failover_grammar():
+    u = parse_uri("failover:(stomp://a:1,stomp+ssl://b:2?heartBeat=0,0)?randomize=false&maxReconnectAttempts=5"
+                  "&nested.heartBeat=5000,5000&jms.clientID=app")
+    assert u.failover
+    assert [(e.host, e.port) for e in u.endpoints] == [("a", 1), ("b", 2)]
+    assert u.endpoints[0].options["heartbeats"] == (5000, 5000)
+    assert u.endpoints[1].options["heartbeats"] == (0, 0)  # the member's own option wins over nested.*
+    assert u.failover_options == {"randomize": False, "max_reconnect_attempts": 5}
+    assert u.options == {"client_id": "app"}
+    bare = parse_uri("failover:stomp://a:1,stomp://b:2?initialReconnectDelay=100")
+    assert [e.host for e in bare.endpoints] == ["a", "b"]
+    assert bare.failover_options == {"initial_reconnect_delay_ms": 100}
+
+
+@pytest.mark.parametrize("uri,needle", [
+    ("tcp://localhost:61616", "amqstomp speaks STOMP"),
+    ("ssl://localhost:61617", "amqstomp speaks STOMP"),
+    ("stomp://h:1?jms.prefetchPolicy.queuPrefetch=1", "did you mean jms.prefetchPolicy.queuePrefetch"),
+    ("stomp://h:1?jms.prefetchPolicy.all=many", "jms.prefetchPolicy.all='many'"),
+    ("stomp://h:1?jms.optimizeAcknowledge=maybe", "true or false"),
+    ("stomp://h:1?heartBeat=10", "cx,cy"),
+    ("stomp://h:notaport", "bad port"),
+    ("stomp://:1", "no host"),
+    ("failover:(stomp://a:1)?bogus=1", "failover option 'bogus'"),
+    ("failover:(stomp://a:1", "parenthesis"),
+    ("failover:()", "names no broker"),
+    ("stomp://h:1?novalue", "no value"),
+    ("", "non-empty"),
+])
+def test_errors_name_the_problem(uri, needle):
+    with pytest.raises(ConfigurationError) as err:
+        parse_uri(uri)
+    assert needle in str(err.value)
+    assert isinstance(err.value, StompException) and isinstance(err.value, ValueError)
+
+
+def test_destination_options_become_headers():
+    name, headers = parse_destination("/queue/a?consumer.prefetchSize=10&consumer.exclusive=TRUE"
+                                      "&consumer.selector=color%3D'red'&consumer.priority=5")
+    assert name == "/queue/a"
+    assert headers == {"activemq.prefetchSize": "10", "activemq.exclusive": "true",
+                       "selector": "color='red'", "activemq.priority": "5"}
+    assert parse_destination("/queue/plain") == ("/queue/plain", {})
+    with pytest.raises(ConfigurationError, match="did you mean consumer.prefetchSize"):
+        parse_destination("/queue/a?consumer.prefetchsize=1")
+    with pytest.raises(ConfigurationError, match="consumer.prefetchSize"):
+        parse_destination("/queue/a?consumer.prefetchSize=ten")
+
+
+def test_destination_kind():
+    assert destination_kind("/queue/a") == "queue"
+    assert destination_kind("/queue/a", browser=True) == "queue-browser"
+    assert destination_kind("/topic/a") == "topic"
+    assert destination_kind("/topic/a", durable=True) == "durable-topic"
+    assert destination_kind("/temp-topic/x") == "topic"
+
+
+def test_docs_table_is_generated_from_the_code():
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "options.md")
+    if not os.path.exists(path):
+        pytest.skip("docs/ is not shipped in an installed package")
+    with open(path, encoding="utf-8") as fh:
+        assert fh.read() == options_table_markdown(), "run: python -m amqstomp.uri > docs/options.md"
