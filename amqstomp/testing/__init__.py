@@ -1,0 +1,34 @@
+"""Test helpers for amqstomp: a real ActiveMQ Classic broker on demand.
+
+:class:`ActiveMQBroker` starts Debian's ActiveMQ 5.x as the current user in a
+temporary directory, with STOMP connectors bound to 127.0.0.1 only, and stops
+it again.  :func:`queue_statistics` asks a running broker (statistics plugin
+enabled) for a queue's counters over a raw socket.  The pytest fixtures that
+use them live in :mod:`amqstomp.testing.pytest_plugin`.
+
+This package does not import the rest of amqstomp, so it can check the client
+against the broker's own view.
+"""
+from .broker import (
+    ACTIVEMQ_HOME,
+    FAST_START_JVM_ARGS,
+    NOT_FOUND_MESSAGE,
+    ActiveMQBroker,
+    BrokerNotAvailable,
+    BrokerStartError,
+    broker_statistics,
+    queue_statistics,
+    topic_statistics,
+)
+
+__all__ = [
+    "ACTIVEMQ_HOME",
+    "FAST_START_JVM_ARGS",
+    "NOT_FOUND_MESSAGE",
+    "ActiveMQBroker",
+    "BrokerNotAvailable",
+    "BrokerStartError",
+    "broker_statistics",
+    "queue_statistics",
+    "topic_statistics",
+]

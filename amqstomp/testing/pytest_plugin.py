@@ -1,0 +1,102 @@
+"""pytest fixtures that run a real ActiveMQ broker (see :mod:`amqstomp.testing.broker`).
+
+``activemq``
+    session-scoped, non-persistent broker with the statistics plugin on.
+``activemq_persistent``
+    session-scoped, persistent (KahaDB) broker with the statistics plugin on.
+``activemq_factory``
+    function-scoped factory: ``activemq_factory(**options)`` starts an
+    :class:`~amqstomp.testing.broker.ActiveMQBroker` with those options (pass
+    ``wait=False`` to return before it answers, e.g. for a shared-store slave)
+    and stops every broker it made at teardown.
+
+When ActiveMQ is not installed the fixtures fail with an install hint; with
+``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead.
+
+The module is registered through the ``pytest11`` entry point ``amqstomp``.
+Without the package installed, load it with ``-p amqstomp.testing.pytest_plugin``
+or ``pytest_plugins = ["amqstomp.testing.pytest_plugin"]`` in a conftest; do
+not do both, pytest refuses a plugin registered under two names.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Iterator, List
+
+import pytest
+
+from .broker import ActiveMQBroker, BrokerNotAvailable
+
+__all__ = ["activemq", "activemq_persistent", "activemq_factory"]
+
+log = logging.getLogger("amqstomp.testing")
+
+SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
+
+
+def _require_broker() -> None:
+    """Fail (or skip with AMQSTOMP_SKIP_BROKER=1) unless ActiveMQ is installed."""
+    try:
+        ActiveMQBroker.require()
+    except BrokerNotAvailable as exc:
+        if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+            pytest.skip(f"{exc} ({SKIP_ENV} is set)")
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _started(**options: Any) -> ActiveMQBroker:
+    wait = options.pop("wait", True)
+    broker = ActiveMQBroker(**options)
+    broker.start(wait=wait)
+    return broker
+
+
+@pytest.fixture(scope="session")
+def activemq() -> Iterator[ActiveMQBroker]:
+    """A non-persistent ActiveMQ with statistics, shared by the whole session."""
+    _require_broker()
+    broker = _started(statistics=True, broker_name="amqstomp-session")
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def activemq_persistent() -> Iterator[ActiveMQBroker]:
+    """A persistent (KahaDB) ActiveMQ with statistics, shared by the whole session."""
+    _require_broker()
+    broker = _started(persistent=True, statistics=True, broker_name="amqstomp-persistent")
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
+    """``factory(**ActiveMQBroker options, wait=True)`` -> a started broker;
+    all of them are stopped when the test ends."""
+    _require_broker()
+    made: List[ActiveMQBroker] = []
+
+    def factory(**options: Any) -> ActiveMQBroker:
+        wait = options.pop("wait", True)
+        broker = ActiveMQBroker(**options)
+        made.append(broker)
+        broker.start(wait=wait)
+        return broker
+
+    try:
+        yield factory
+    finally:
+        errors = []
+        for broker in reversed(made):
+            try:
+                broker.stop()
+            except Exception as exc:  # keep stopping the others
+                log.exception("could not stop %r", broker)
+                errors.append(exc)
+        if errors:
+            raise errors[0]

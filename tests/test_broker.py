@@ -1,0 +1,461 @@
+"""Tests of amqstomp.testing: the real-ActiveMQ broker harness and its fixtures.
+
+These start real brokers (about 1 s each) and talk STOMP over raw sockets, so
+they check the harness without depending on the amqstomp client.
+"""
+import ipaddress
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from amqstomp.testing import broker as broker_mod
+from amqstomp.testing.broker import (
+    NOT_FOUND_MESSAGE,
+    ActiveMQBroker,
+    BrokerNotAvailable,
+    BrokerStartError,
+    _frame,
+    _stomp_handshake,
+    broker_statistics,
+    queue_statistics,
+    topic_statistics,
+)
+
+if "amqstomp.testing.pytest_plugin" not in sys.modules:
+    # Neither the pytest11 entry point nor a conftest loaded the plugin
+    # (a source checkout): take its fixtures from here.
+    from amqstomp.testing.pytest_plugin import (  # noqa: F401
+        activemq,
+        activemq_factory,
+        activemq_persistent,
+    )
+
+pytestmark = pytest.mark.broker
+
+
+# ---------------------------------------------------------------- helpers
+
+class Stomp:
+    """A tiny raw STOMP 1.2 session for these tests."""
+
+    def __init__(self, broker, port=None, timeout=10.0):
+        self.sock, self.reader = _stomp_handshake(broker.host, port or broker.stomp_port, timeout)
+        self.receipts = 0
+
+    def _deadline(self, timeout):
+        self.reader.deadline = time.monotonic() + timeout
+
+    def send(self, destination, body=b"", timeout=10.0, **headers):
+        self.receipts += 1
+        receipt = f"r{self.receipts}"
+        self.sock.sendall(_frame("SEND", {"destination": destination, "receipt": receipt, **headers}, body))
+        self._deadline(timeout)
+        command, hdrs, _ = self.reader.read()
+        assert command == "RECEIPT" and hdrs.get("receipt-id") == receipt, (command, hdrs)
+
+    def subscribe(self, destination, sub_id="1", ack="auto"):
+        self.sock.sendall(_frame("SUBSCRIBE", {"id": sub_id, "destination": destination, "ack": ack}))
+
+    def receive(self, count, timeout=10.0):
+        self._deadline(timeout)
+        bodies = []
+        while len(bodies) < count:
+            command, hdrs, body = self.reader.read()
+            assert command == "MESSAGE", (command, hdrs, body)
+            bodies.append(body)
+        return bodies
+
+    def close(self):
+        try:
+            self.sock.sendall(_frame("DISCONNECT", {}))
+        finally:
+            self.sock.close()
+
+
+def unique(prefix="amqstomp.test"):
+    return f"{prefix}.{uuid.uuid4().hex[:12]}"
+
+
+def listening_sockets(pid):
+    """(ip address, port) of every TCP socket process ``pid`` listens on."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        with open(table) as f:
+            next(f)
+            for line in f:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                    continue
+                addr_hex, port_hex = local.split(":")
+                raw = b"".join(bytes.fromhex(addr_hex[i:i + 8])[::-1] for i in range(0, len(addr_hex), 8))
+                addr = ipaddress.ip_address(raw)
+                if addr.version == 6 and addr.ipv4_mapped is not None:
+                    addr = addr.ipv4_mapped
+                found.append((addr, int(port_hex, 16)))
+    return found
+
+
+def processes_mentioning(text):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def wait_for(predicate, timeout=10.0, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- tests
+
+@pytest.mark.timeout(120)
+def test_session_broker_speaks_stomp(activemq):
+    assert activemq.running
+    assert activemq.url == f"stomp://127.0.0.1:{activemq.stomp_port}"
+    assert activemq.host_and_ports == [("127.0.0.1", activemq.stomp_port)]
+    sock = socket.create_connection(("127.0.0.1", activemq.stomp_port), timeout=10)
+    try:
+        sock.sendall(b"CONNECT\naccept-version:1.2\nhost:localhost\n\n\0")
+        data = b""
+        while b"\0" not in data:
+            chunk = sock.recv(4096)
+            assert chunk, "broker closed the connection"
+            data += chunk
+    finally:
+        sock.close()
+    assert data.startswith(b"CONNECTED\n")
+    assert b"server:ActiveMQ/5." in data
+    assert b"version:1.2" in data
+    assert os.path.exists(activemq.log_path)
+
+
+@pytest.mark.timeout(120)
+def test_only_loopback_is_bound(activemq_factory):
+    broker = activemq_factory(nio=True)
+    sockets = listening_sockets(broker.pid)
+    assert sockets, "the broker listens on nothing?"
+    assert {addr for addr, _ in sockets} == {ipaddress.ip_address("127.0.0.1")}, sockets
+    assert sorted(port for _, port in sockets) == sorted([broker.stomp_port, broker.stomp_nio_port])
+    # the NIO connector speaks STOMP too
+    session = Stomp(broker, port=broker.stomp_nio_port)
+    session.close()
+    # and the config opens no other protocol
+    root = ET.parse(broker.config_path).getroot()
+    uris = [el.get("uri") for el in root.iter("{http://activemq.apache.org/schema/core}transportConnector")]
+    assert uris == [f"stomp://127.0.0.1:{broker.stomp_port}", f"stomp+nio://127.0.0.1:{broker.stomp_nio_port}"]
+
+
+@pytest.mark.timeout(120)
+def test_queue_statistics_counts(activemq):
+    queue = unique()
+    session = Stomp(activemq)
+    try:
+        for i in range(5):
+            session.send(f"/queue/{queue}", b"message %d" % i)
+        stats = queue_statistics(activemq, queue)
+        assert stats["destinationName"] == f"queue://{queue}"
+        assert stats["enqueueCount"] == 5
+        assert stats["size"] == 5
+        assert stats["dequeueCount"] == 0
+        assert stats["inflightCount"] == 0
+        assert isinstance(stats["averageEnqueueTime"], float)
+        # other ways to name the broker and the queue
+        assert queue_statistics(activemq.host_and_ports[0], f"/queue/{queue}")["size"] == 5
+        assert queue_statistics(activemq.url, queue)["size"] == 5
+
+        session.subscribe(f"/queue/{queue}")
+        assert session.receive(5) == [b"message %d" % i for i in range(5)]
+        stats = wait_for(lambda: (s := queue_statistics(activemq, queue))["dequeueCount"] == 5 and s)
+        assert stats and stats["size"] == 0 and stats["consumerCount"] == 1
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(120)
+def test_topic_and_broker_statistics(activemq):
+    topic = unique()
+    session = Stomp(activemq)
+    try:
+        session.subscribe(f"/topic/{topic}")
+        session.send(f"/topic/{topic}", b"hi")
+        assert session.receive(1) == [b"hi"]
+        stats = topic_statistics(activemq, topic)
+        assert stats["destinationName"] == f"topic://{topic}"
+        assert stats["enqueueCount"] == 1
+        assert stats["consumerCount"] == 1
+    finally:
+        session.close()
+    overall = broker_statistics(activemq)
+    assert overall["brokerName"] == activemq.broker_name
+    assert overall["enqueueCount"] >= 1
+
+
+@pytest.mark.timeout(120)
+def test_statistics_of_unknown_queue_is_a_lookup_error(activemq):
+    started = time.monotonic()
+    with pytest.raises(LookupError):
+        queue_statistics(activemq, unique("never.created"), timeout=10.0)
+    assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.timeout(120)
+def test_statistics_request_is_bounded_without_the_plugin(activemq_factory):
+    broker = activemq_factory(statistics=False, transformations=True)
+    session = Stomp(broker)
+    queue = unique()
+    session.send(f"/queue/{queue}", b"x")
+    session.close()
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="statistics plugin"):
+        queue_statistics(broker, queue, timeout=1.0)
+    assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.timeout(120)
+def test_statistics_without_xstream_fail_clearly(activemq_factory):
+    # Debian's broker cannot render jms-map-xml without XStream: it drops the
+    # connection instead of sending an ERROR frame.
+    broker = activemq_factory(statistics=True, transformations=False)
+    assert not os.path.exists(os.path.join(broker.base_dir, "lib", "xstream.jar"))
+    session = Stomp(broker)
+    queue = unique()
+    session.send(f"/queue/{queue}", b"x")
+    session.close()
+    with pytest.raises(ConnectionError, match="XStream"):
+        queue_statistics(broker, queue, timeout=5.0)
+
+
+@pytest.mark.timeout(120)
+def test_persistent_fixture_keeps_persistent_messages(activemq_persistent):
+    queue = unique()
+    session = Stomp(activemq_persistent)
+    try:
+        session.send(f"/queue/{queue}", b"kept", persistent="true")
+    finally:
+        session.close()
+    assert activemq_persistent.persistent
+    assert queue_statistics(activemq_persistent, queue)["size"] == 1
+    assert os.path.isdir(os.path.join(activemq_persistent.base_dir, "data", "kahadb"))
+
+
+@pytest.mark.timeout(120)
+def test_persistent_store_survives_a_new_broker(tmp_path, activemq_factory):
+    store = str(tmp_path / "kahadb")
+    queue = f"/queue/{unique()}"
+    first = activemq_factory(kahadb_dir=store)
+    assert first.persistent
+    session = Stomp(first)
+    for i in range(3):
+        session.send(queue, b"p%d" % i, persistent="true")
+    session.close()
+    first.stop()
+
+    second = activemq_factory(kahadb_dir=store)
+    session = Stomp(second)
+    try:
+        session.subscribe(queue)
+        assert session.receive(3) == [b"p0", b"p1", b"p2"]
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(120)
+def test_restart_keeps_directory_store_and_port(activemq_factory):
+    broker = activemq_factory(persistent=True)
+    port, base = broker.stomp_port, broker.base_dir
+    queue = f"/queue/{unique()}"
+    session = Stomp(broker)
+    session.send(queue, b"again", persistent="true")
+    session.close()
+    old_pid = broker.pid
+    broker.restart()
+    assert broker.pid != old_pid and broker.stomp_port == port and broker.base_dir == base
+    session = Stomp(broker)
+    try:
+        session.subscribe(queue)
+        assert session.receive(1) == [b"again"]
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(120)
+def test_stop_leaves_no_process_and_no_directory():
+    with ActiveMQBroker(broker_name="amqstomp-stop-test") as broker:
+        pid, base = broker.pid, broker.base_dir
+        assert broker.ping()
+        assert processes_mentioning(f"-Dactivemq.base={base}") == [pid]
+    assert not broker.running and broker.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert processes_mentioning(f"-Dactivemq.base={base}") == []
+    assert not os.path.exists(base)
+    broker.stop()  # idempotent
+
+
+@pytest.mark.timeout(120)
+def test_kill_then_stop(activemq_factory):
+    broker = activemq_factory()
+    pid, base = broker.pid, broker.base_dir
+    broker.kill()
+    assert not broker.running
+    assert broker.returncode == -9
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert os.path.exists(os.path.join(base, "data", "activemq.log"))  # kept for post-mortem
+    broker.stop()
+    assert not os.path.exists(base)
+
+
+@pytest.mark.timeout(120)
+def test_shared_store_failover(tmp_path, activemq_factory):
+    store = str(tmp_path / "shared-kahadb")
+    queue = f"/queue/{unique()}"
+    master = activemq_factory(kahadb_dir=store, lock_acquire_sleep_ms=500, broker_name="master")
+    slave = activemq_factory(kahadb_dir=store, lock_acquire_sleep_ms=500, broker_name="slave", wait=False)
+    session = Stomp(master)
+    for i in range(20):
+        session.send(queue, b"m%d" % i, persistent="true")
+    session.close()
+
+    time.sleep(1.5)  # several lock attempts of the slave
+    assert slave.running
+    assert not slave.ping(timeout=1.0)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", slave.stomp_port), timeout=1.0).close()
+    with pytest.raises(BrokerStartError):
+        slave.wait_ready(timeout=0.5)
+
+    master.kill()
+    started = time.monotonic()
+    slave.wait_ready(timeout=30)
+    assert time.monotonic() - started < 15
+    assert queue_statistics(slave, queue)["size"] == 20
+    session = Stomp(slave)
+    try:
+        session.subscribe(queue)
+        assert session.receive(20) == [b"m%d" % i for i in range(20)]
+    finally:
+        session.close()
+
+
+@pytest.mark.timeout(120)
+def test_start_failure_reports_the_broker_log():
+    broker = ActiveMQBroker(extra_xml="<noSuchBrokerElement/>", startup_timeout=60)
+    with pytest.raises(BrokerStartError) as info:
+        broker.start()
+    message = str(info.value)
+    assert "exited with status" in message
+    assert "ERROR" in message and "noSuchBrokerElement" in message
+    assert not broker.running
+    assert broker.base_dir is None  # temporary directory removed
+
+
+@pytest.mark.timeout(120)
+def test_ssl_connector(tmp_path, activemq_factory):
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("keytool (from the JDK) is needed to make a keystore")
+    keystore = tmp_path / "broker.p12"
+    subprocess.run(
+        [keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+         "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12",
+         "-keystore", str(keystore), "-storepass", "secret123", "-keypass", "secret123"],
+        check=True, capture_output=True, timeout=60,
+    )
+    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    assert broker.ssl_url == f"stomp+ssl://127.0.0.1:{broker.stomp_ssl_port}"
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", broker.stomp_ssl_port), timeout=10)
+    with context.wrap_socket(raw) as sock:
+        sock.sendall(b"CONNECT\naccept-version:1.2\nhost:localhost\n\n\0")
+        data = b""
+        while b"\0" not in data:
+            chunk = sock.recv(4096)
+            assert chunk
+            data += chunk
+    assert data.startswith(b"CONNECTED\n")
+
+
+@pytest.mark.timeout(30)
+def test_rendered_config_carries_the_options(tmp_path):
+    broker = ActiveMQBroker(
+        base_dir=str(tmp_path), memory_limit="1 mb", send_fail_if_no_space=True,
+        producer_flow_control=False, scheduler=True, persist_jms_redelivered=True,
+        max_page_size=7, allow_link_stealing=True, persistent=True,
+        lock_acquire_sleep_ms=500, extra_xml="<!-- extra -->", broker_name="cfg",
+    )
+    text = broker.render_config()
+    root = ET.fromstring(text)
+    ns = "{http://activemq.apache.org/schema/core}"
+    b = root.find(f"{ns}broker")
+    assert b.get("brokerName") == "cfg" and b.get("useJmx") == "false"
+    assert b.get("persistent") == "true" and b.get("schedulerSupport") == "true"
+    queue_policy = next(p for p in b.iter(f"{ns}policyEntry") if p.get("queue") == ">")
+    assert queue_policy.get("producerFlowControl") == "false"
+    assert queue_policy.get("persistJMSRedelivered") == "true"
+    assert queue_policy.get("maxPageSize") == "7"
+    usage = b.find(f"{ns}systemUsage/{ns}systemUsage")
+    assert usage.get("sendFailIfNoSpace") == "true"
+    assert usage.find(f"{ns}memoryUsage/{ns}memoryUsage").get("limit") == "1 mb"
+    locker = b.find(f"{ns}persistenceAdapter/{ns}kahaDB/{ns}locker/{ns}shared-file-locker")
+    assert locker.get("lockAcquireSleepInterval") == "500"
+    assert b.find(f"{ns}plugins/{ns}statisticsBrokerPlugin") is not None
+    connector = b.find(f"{ns}transportConnectors/{ns}transportConnector")
+    assert connector.get("allowLinkStealing") == "true"
+    assert "<!-- extra -->" in text
+    with pytest.raises(ValueError):
+        ActiveMQBroker(ssl={"keystroe": "x"})
+
+
+@pytest.mark.timeout(30)
+def test_missing_activemq_is_reported_clearly(monkeypatch, tmp_path):
+    missing = str(tmp_path / "no-activemq")
+    assert not ActiveMQBroker.available(activemq_home=missing)
+    with pytest.raises(BrokerNotAvailable, match="apt-get install -y activemq"):
+        ActiveMQBroker.require(activemq_home=missing)
+    with pytest.raises(BrokerNotAvailable) as info:
+        ActiveMQBroker(activemq_home=missing).start()
+    assert str(info.value).startswith(NOT_FOUND_MESSAGE)
+
+    from amqstomp.testing import pytest_plugin
+
+    monkeypatch.setattr(broker_mod, "ACTIVEMQ_HOME", missing)
+    monkeypatch.delenv(pytest_plugin.SKIP_ENV, raising=False)
+    with pytest.raises(pytest.fail.Exception, match="ActiveMQ not found"):
+        pytest_plugin._require_broker()
+    monkeypatch.setenv(pytest_plugin.SKIP_ENV, "1")
+    with pytest.raises(pytest.skip.Exception):
+        pytest_plugin._require_broker()
