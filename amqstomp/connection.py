@@ -1,0 +1,503 @@
+"""stomp.py-compatible connections: ``Connection10``, ``Connection11``, ``Connection12``.
+
+``import amqstomp as stomp`` keeps stomp.py 8/9 code working: same class
+names, constructor keywords, method signatures, listener callbacks, and
+unknown keyword arguments sent as frame headers. The classes only build
+frames; the socket, threads, heart-beats and receipts are
+:class:`amqstomp.transport.Transport`'s.
+
+Differences from stomp.py, all on purpose:
+
+* every blocking wait is bounded: ``connect(wait=True, timeout=...)``,
+  :meth:`~StompConnection11.wait_for_receipt`, ``disconnect()``;
+* ``disconnect()`` always waits (bounded) for the broker's receipt, then closes
+  the socket and waits for the connection's threads to end;
+* header values ``True``/``False`` are sent as ``true``/``false`` (ActiveMQ
+  reads ``persistent`` only as the exact string ``true``); ``None`` leaves a
+  header out;
+* 1.1/1.2 escape header *names* as well as values (STOMP 1.2 "Value Encoding");
+* ``str`` bodies are encoded with ``encoding`` strictly (stomp.py replaced
+  unencodable characters with ``?``);
+* a listener can wait for a receipt from inside a callback (receipts are
+  resolved on the reading thread, not the dispatcher).
+
+Every stomp.py constructor keyword is accepted and honoured; note that
+``timeout`` bounds the TCP connect and is the default for blocking waits (in
+stomp.py it also became the socket's read timeout), and
+``try_loopback_connect`` only matters for an entry naming this machine by its
+host name. stomp.py's ``override_threading`` and ``set_receipt`` are not
+offered (threads are the transport's; receipts are futures).
+"""
+import logging
+import ssl
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from .codec import Frame
+from .exception import ConnectFailedException, StompException
+from .listener import ConnectionListener
+from .transport import DEFAULT_CLOSE_TIMEOUT, Transport
+from .utils import get_uuid, merge_headers
+
+__all__ = [
+    "BaseConnection",
+    "StompConnection10",
+    "StompConnection11",
+    "StompConnection12",
+    "Connection10",
+    "Connection11",
+    "Connection12",
+    "Connection",
+]
+
+HostAndPort = Tuple[str, int]
+
+log = logging.getLogger("amqstomp.connection")
+
+#: Seconds ``disconnect()`` waits for the DISCONNECT receipt when the
+#: connection has no ``timeout``.
+DEFAULT_DISCONNECT_TIMEOUT = 10.0
+
+
+class BaseConnection:
+    """What every STOMP version's connection shares. Use
+    :class:`StompConnection10`, :class:`StompConnection11` or
+    :class:`StompConnection12`.
+
+    Attributes:
+        transport (Transport): the wire layer.
+        version (str): the STOMP version this class asks for.
+    """
+
+    version = "1.1"
+    _connect_command = "STOMP"
+
+    def _setup(self, host_and_ports: Optional[Sequence[HostAndPort]], prefer_localhost: bool,
+               try_loopback_connect: bool, reconnect_sleep_initial: float, reconnect_sleep_increase: float,
+               reconnect_sleep_jitter: float, reconnect_sleep_max: float, reconnect_attempts_max: int,
+               timeout: Optional[float], heartbeats: Tuple[int, int], keepalive: Any, vhost: Optional[str],
+               auto_decode: bool, encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
+               bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
+               recv_bytes: int) -> None:
+        self.transport = Transport(
+            host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
+            reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
+            timeout, keepalive, vhost, auto_decode, encoding, bind_host_port,
+            ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
+            recv_bytes=recv_bytes, auto_content_length=auto_content_length)
+        hb = tuple(int(x) for x in heartbeats)
+        if len(hb) != 2 or min(hb) < 0:
+            raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
+        self.heartbeats: Tuple[int, int] = (hb[0], hb[1])
+        self.timeout = timeout
+        self.vhost = vhost
+        self.encoding = encoding
+        self.auto_decode = auto_decode
+        self.auto_content_length = auto_content_length
+
+    # ---------------------------------------------------------------- listeners
+
+    def set_listener(self, name: str, listener: ConnectionListener) -> None:
+        """Register ``listener`` under ``name`` (listeners run in name order)."""
+        self.transport.set_listener(name, listener)
+
+    def remove_listener(self, name: str) -> None:
+        """Unregister the listener ``name``."""
+        self.transport.remove_listener(name)
+
+    def get_listener(self, name: str) -> Optional[ConnectionListener]:
+        """The listener registered as ``name``, or None."""
+        return self.transport.get_listener(name)
+
+    def is_connected(self) -> bool:
+        """True while the socket is open and CONNECTED has arrived."""
+        return self.transport.is_connected()
+
+    # ---------------------------------------------------------------- TLS
+
+    def set_ssl(self, for_hosts: Sequence[HostAndPort] = (), key_file: Optional[str] = None,
+                cert_file: Optional[str] = None, ca_certs: Optional[str] = None,
+                cert_validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None,
+                ssl_version: int = ssl.PROTOCOL_TLS_CLIENT, password: Any = None, verify: bool = True) -> None:
+        """stomp.py's TLS set-up: use TLS for ``for_hosts`` (every host when empty).
+
+        Args:
+            key_file, cert_file (str): client certificate (PEM) and its key.
+            ca_certs (str): CA bundle to verify the broker with (system CAs when None).
+            cert_validator: ``(cert, hostname) -> (ok, message)`` extra check.
+            ssl_version (int): an ``ssl.PROTOCOL_*`` constant.
+            password: key password.
+            verify (bool): verify the broker's certificate and host name.
+
+        For full control pass an ``ssl.SSLContext`` as ``ssl_context=`` to the
+        constructor instead.
+        """
+        context = ssl.SSLContext(ssl_version)
+        if ca_certs:
+            context.load_verify_locations(ca_certs)
+        else:
+            context.load_default_certs()
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if cert_file:
+            context.load_cert_chain(cert_file, key_file or cert_file, password)
+        self.transport.set_ssl_context(context, list(for_hosts) or None, cert_validator)
+
+    def get_ssl(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
+        """The TLS context for ``host_and_port`` (the current host when None), or None."""
+        return self.transport.get_ssl_context(host_and_port)
+
+    # ---------------------------------------------------------------- frames
+
+    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> None:
+        """Send any frame as is (headers escaped per version by the codec).
+
+        Raises:
+            NotConnectedException: no socket is open.
+        """
+        self.transport.send_frame(cmd, headers, body)
+
+    def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
+        """Wait for the RECEIPT of a frame sent with ``receipt=receipt_id``.
+
+        Args:
+            timeout (float | None): seconds; the connection's ``timeout`` or
+                30 s when None.
+
+        Returns:
+            Frame: the RECEIPT frame.
+
+        Raises:
+            ReceiptTimeout: nothing within ``timeout``.
+            BrokerError: the broker answered that frame with ERROR.
+            ConnectionClosedException: the connection ended first.
+            KeyError: no frame with that receipt was sent.
+        """
+        return self.transport.wait_for_receipt(str(receipt_id), timeout)
+
+    def _connect_headers(self, username: Optional[str], passcode: Optional[str],
+                         headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any]) -> Dict[str, Any]:
+        merged = merge_headers([headers, keyword_headers])
+        merged["accept-version"] = self.version
+        if self.vhost:
+            merged["host"] = self.vhost
+        if self.version != "1.0" and self.heartbeats != (0, 0):
+            merged["heart-beat"] = "%d,%d" % self.heartbeats
+        if username is not None:
+            merged["login"] = username
+        if passcode is not None:
+            merged["passcode"] = passcode
+        return merged
+
+    def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
+                headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
+                timeout: Optional[float] = None, **keyword_headers: Any) -> None:
+        """Open the socket and send CONNECT (1.0) or STOMP (1.1/1.2; CONNECT
+        with ``with_connect_command``), STOMP 1.2 "Connecting".
+
+        Sends ``accept-version`` (this class's version), ``host`` (the vhost;
+        on 1.2 the broker host when there is no vhost), ``heart-beat`` (when
+        ``heartbeats`` is not (0, 0)), ``login``/``passcode``, plus ``headers``
+        and keyword headers.
+
+        Args:
+            wait (bool): block until CONNECTED.
+            timeout (float | None): seconds for ``wait``; the connection's
+                ``timeout`` or 30 s when None.
+
+        Raises:
+            ConnectFailedException: no socket could be opened; or, with
+                ``wait``, the broker answered ERROR, closed the connection or
+                said nothing within ``timeout`` (the socket is then closed).
+        """
+        if self.transport.is_open():
+            if wait and not self.transport.is_connected():
+                self.transport.wait_connected(timeout)
+            return
+        host_and_port = self.transport.open(self.version)
+        frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
+        if self.version == "1.2" and "host" not in frame_headers:
+            frame_headers["host"] = host_and_port[0]
+        command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
+        try:
+            self.transport.send_frame(command, frame_headers)
+            if wait:
+                self.transport.wait_connected(timeout)
+        except StompException as exc:
+            self.transport.close(reason="connect failed: %s" % exc)
+            if isinstance(exc, ConnectFailedException):
+                raise
+            raise ConnectFailedException(str(exc)) from exc
+
+    def disconnect(self, receipt: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+                   **keyword_headers: Any) -> None:
+        """Send DISCONNECT with a receipt, wait for it (bounded: the
+        connection's ``timeout`` or 10 s), close the socket and wait for the
+        connection's threads (STOMP 1.2 "DISCONNECT"). Listeners get
+        ``on_disconnecting`` first and ``on_disconnected`` last. Does nothing
+        but clean up when not connected; never raises for a connection that
+        is already gone.
+
+        Args:
+            receipt (str | None): receipt id to use (a fresh one when None).
+        """
+        transport = self.transport
+        if not transport.is_open():
+            transport.close()
+            return
+        if transport.is_connected():
+            frame_headers = merge_headers([headers, keyword_headers])
+            frame_headers["receipt"] = receipt or get_uuid()
+            transport.notify("disconnecting")
+            wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
+            try:
+                future = transport.send_frame("DISCONNECT", frame_headers)
+                if future is not None:
+                    transport.wait_future(future, wait_s, "DISCONNECT receipt")
+            except StompException as exc:  # gone already, or no receipt in time: close anyway
+                log.debug("DISCONNECT: %s", exc)
+        transport.close(DEFAULT_CLOSE_TIMEOUT, reason="disconnected by the client")
+
+    def send(self, destination: str, body: Any, content_type: Optional[str] = None,
+             headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SEND a message (STOMP 1.2 "SEND").
+
+        Args:
+            destination (str): e.g. ``/queue/a`` or ``/topic/b``.
+            body (str | bytes): a ``str`` is encoded with ``encoding``.
+            content_type (str | None): the ``content-type`` header.
+            headers, keyword_headers: more headers (``receipt``, ``transaction``,
+                ``persistent``, ActiveMQ's ``JMSXGroupID``...).
+
+        With ``auto_content_length`` a non-empty body gets ``content-length``
+        (ActiveMQ makes a BytesMessage; without one, a TextMessage; pass
+        ``headers={"content-length": None}`` for one TextMessage). A
+        ``content-length`` given by the caller is set to the body's real size.
+
+        Raises:
+            ValueError: destination or body is None.
+            TypeError: body is neither str nor bytes-like.
+            NotConnectedException: not connected.
+        """
+        if destination is None:
+            raise ValueError("'destination' is required")
+        if body is None:
+            raise ValueError("'body' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["destination"] = destination
+        if content_type:
+            frame_headers["content-type"] = content_type
+        if isinstance(body, str):
+            payload = body.encode(self.encoding)
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            payload = body
+        else:
+            raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
+        if "content-length" in frame_headers:
+            if frame_headers["content-length"] is not None:
+                frame_headers["content-length"] = len(payload)
+        elif self.auto_content_length and payload:
+            frame_headers["content-length"] = len(payload)
+        self.transport.send_frame("SEND", frame_headers, payload)
+
+    def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+              **keyword_headers: Any) -> str:
+        """BEGIN a transaction; returns its id (a fresh UUID when None)."""
+        frame_headers = merge_headers([headers, keyword_headers])
+        transaction = transaction or get_uuid()
+        frame_headers["transaction"] = transaction
+        self.transport.send_frame("BEGIN", frame_headers)
+        return transaction
+
+    def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+               **keyword_headers: Any) -> None:
+        """COMMIT ``transaction`` (ActiveMQ then delivers its SENDs and applies its ACKs)."""
+        if transaction is None:
+            raise ValueError("'transaction' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["transaction"] = transaction
+        self.transport.send_frame("COMMIT", frame_headers)
+
+    def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
+        messages are not redelivered, see DESIGN.md section 2)."""
+        if transaction is None:
+            raise ValueError("'transaction' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["transaction"] = transaction
+        self.transport.send_frame("ABORT", frame_headers)
+
+    def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
+                   receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
+        frame_headers = merge_headers([ack_headers, keyword_headers])
+        if transaction:
+            frame_headers["transaction"] = transaction
+        if receipt:
+            frame_headers["receipt"] = receipt
+        self.transport.send_frame(command, frame_headers)
+
+    def __enter__(self) -> "BaseConnection":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.disconnect()
+
+
+class StompConnection10(BaseConnection):
+    """A STOMP 1.0 connection (no heart-beats, no NACK, no header escaping).
+
+    Constructor arguments are stomp.py's ``StompConnection10`` ones, in the
+    same order (see :class:`amqstomp.transport.Transport` for their meaning),
+    plus keyword-only ``ssl_context`` (an ``ssl.SSLContext`` for every host),
+    ``vhost`` and ``recv_bytes``. ``timeout`` (seconds) bounds the TCP connect
+    and is the default for blocking waits.
+    """
+
+    version = "1.0"
+    _connect_command = "CONNECT"
+
+    def __init__(self, host_and_ports: Optional[Sequence[HostAndPort]] = None, prefer_localhost: bool = True,
+                 try_loopback_connect: bool = True, reconnect_sleep_initial: float = 0.1,
+                 reconnect_sleep_increase: float = 0.5, reconnect_sleep_jitter: float = 0.1,
+                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = 3,
+                 timeout: Optional[float] = None, keepalive: Any = None, auto_decode: bool = True,
+                 encoding: str = "utf-8", auto_content_length: bool = True,
+                 bind_host_port: Optional[HostAndPort] = None, *, vhost: Optional[str] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536) -> None:
+        self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
+                    reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
+                    timeout, (0, 0), keepalive, vhost, auto_decode, encoding, auto_content_length, 1.5,
+                    bind_host_port, ssl_context, recv_bytes)
+
+    def subscribe(self, destination: str, id: Optional[str] = None, ack: str = "auto",
+                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
+        ``auto`` or ``client`` (cumulative on ActiveMQ)."""
+        if destination is None:
+            raise ValueError("'destination' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["destination"] = destination
+        if id is not None:
+            frame_headers["id"] = id
+        frame_headers["ack"] = ack
+        self.transport.send_frame("SUBSCRIBE", frame_headers)
+
+    def unsubscribe(self, destination: Optional[str] = None, id: Optional[str] = None,
+                    headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """UNSUBSCRIBE by ``id`` or by ``destination``."""
+        if id is None and destination is None:
+            raise ValueError("'id' or 'destination' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        if id is not None:
+            frame_headers["id"] = id
+        if destination is not None:
+            frame_headers["destination"] = destination
+        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+
+    def ack(self, id: str, transaction: Optional[str] = None, receipt: Optional[str] = None) -> None:
+        """ACK the message whose ``message-id`` is ``id`` (STOMP 1.0 "ACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("ACK", {"message-id": id}, transaction, receipt)
+
+
+class StompConnection11(BaseConnection):
+    """A STOMP 1.1 connection (stomp.py's default ``Connection``).
+
+    Constructor arguments are stomp.py's ``StompConnection11`` ones, in the
+    same order: ``heartbeats`` is ``(cx, cy)`` in ms (STOMP 1.2
+    "Heart-beating"), ``heart_beat_receive_scale`` the grace factor on the
+    receive side, ``vhost`` the ``host`` header; plus keyword-only
+    ``ssl_context`` and ``recv_bytes``. See :class:`amqstomp.transport.Transport`.
+    """
+
+    version = "1.1"
+
+    def __init__(self, host_and_ports: Optional[Sequence[HostAndPort]] = None, prefer_localhost: bool = True,
+                 try_loopback_connect: bool = True, reconnect_sleep_initial: float = 0.1,
+                 reconnect_sleep_increase: float = 0.5, reconnect_sleep_jitter: float = 0.1,
+                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = 3,
+                 timeout: Optional[float] = None, heartbeats: Tuple[int, int] = (0, 0), keepalive: Any = None,
+                 vhost: Optional[str] = None, auto_decode: bool = True, encoding: str = "utf-8",
+                 auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,
+                 bind_host_port: Optional[HostAndPort] = None, *,
+                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536) -> None:
+        self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
+                    reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
+                    timeout, heartbeats, keepalive, vhost, auto_decode, encoding, auto_content_length,
+                    heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes)
+
+    def subscribe(self, destination: str, id: Any, ack: str = "auto",
+                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE").
+
+        Args:
+            destination (str): queue or topic.
+            id: subscription id (MESSAGE frames carry it as ``subscription``).
+            ack (str): ``auto``, ``client`` (cumulative on ActiveMQ) or
+                ``client-individual``.
+            headers, keyword_headers: e.g. ``selector``,
+                ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
+                dispatch only after sending that receipt).
+        """
+        if destination is None:
+            raise ValueError("'destination' is required")
+        if id is None:
+            raise ValueError("'id' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["destination"] = destination
+        frame_headers["id"] = id
+        frame_headers["ack"] = ack
+        self.transport.send_frame("SUBSCRIBE", frame_headers)
+
+    def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """UNSUBSCRIBE the subscription ``id``."""
+        if id is None:
+            raise ValueError("'id' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["id"] = id
+        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+
+    def ack(self, id: str, subscription: Any, transaction: Optional[str] = None,
+            receipt: Optional[str] = None) -> None:
+        """ACK by ``message-id`` and ``subscription`` (STOMP 1.1 "ACK")."""
+        if id is None or subscription is None:
+            raise ValueError("'id' and 'subscription' are required")
+        self._ack_frame("ACK", {"message-id": id, "subscription": subscription}, transaction, receipt)
+
+    def nack(self, id: str, subscription: Any, transaction: Optional[str] = None,
+             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
+        """NACK by ``message-id`` and ``subscription`` (STOMP 1.1 "NACK"; on
+        ActiveMQ the message goes to the DLQ)."""
+        if id is None or subscription is None:
+            raise ValueError("'id' and 'subscription' are required")
+        self._ack_frame("NACK", {"message-id": id, "subscription": subscription}, transaction, receipt,
+                        keyword_headers)
+
+
+class StompConnection12(StompConnection11):
+    """A STOMP 1.2 connection: ACK/NACK by the MESSAGE's ``ack`` header, and
+    CONNECT always carries ``host``. Same constructor as :class:`StompConnection11`."""
+
+    version = "1.2"
+
+    def ack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
+            receipt: Optional[str] = None) -> None:
+        """ACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "ACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("ACK", {"id": id}, transaction, receipt)
+
+    def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
+             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
+        """NACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "NACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("NACK", {"id": id}, transaction, receipt, keyword_headers)
+
+
+Connection10 = StompConnection10
+Connection11 = StompConnection11
+Connection12 = StompConnection12
+#: stomp.py's default connection class (STOMP 1.1).
+Connection = StompConnection11

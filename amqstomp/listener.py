@@ -1,0 +1,336 @@
+"""Connection listeners: the callbacks a connection makes, stomp.py-compatible.
+
+Register one with ``conn.set_listener(name, listener)``. Callbacks about
+received data and the connection's life run on the connection's dispatcher
+thread, one at a time and in arrival order (never on the thread that reads the
+socket, so a slow callback delays neither reading nor heart-beats).
+``on_send`` is the exception: it runs on the thread that sends, before the
+frame is encoded, and may change the frame.
+
+Frames handed over are :class:`amqstomp.codec.Frame` objects (``cmd``,
+``headers``, ``body``); with ``auto_decode`` (the default) ``body`` is a
+``str``, else ``bytes``.
+"""
+import logging
+import threading
+import time
+from typing import Any, List, Optional, Tuple
+
+__all__ = ["ConnectionListener", "WaitingListener", "StatsListener", "PrintingListener", "TestListener"]
+
+log = logging.getLogger("amqstomp.listener")
+
+
+class ConnectionListener:
+    """Base class with every callback a connection makes; each does nothing.
+    Override the ones you need."""
+
+    def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
+        """A socket to ``host_and_port`` is open; no STOMP frame has been exchanged yet."""
+
+    def on_connected(self, frame: Any) -> None:
+        """The broker's CONNECTED frame arrived (STOMP 1.2 "CONNECTED Frame")."""
+
+    def on_disconnecting(self) -> None:
+        """The client is about to send DISCONNECT."""
+
+    def on_disconnected(self) -> None:
+        """The socket is closed (by ``disconnect``, the broker, the network, a
+        heart-beat timeout or a protocol error). Always the connection's last
+        callback; nothing should be sent until it connects again."""
+
+    def on_heartbeat_timeout(self) -> None:
+        """Nothing arrived from the broker within the negotiated heart-beat
+        interval (with grace); ``on_disconnected`` follows."""
+
+    def on_before_message(self, frame: Any) -> None:
+        """Called for each MESSAGE on every listener before any ``on_message``."""
+
+    def on_message(self, frame: Any) -> None:
+        """A MESSAGE frame arrived."""
+
+    def on_receipt(self, frame: Any) -> None:
+        """A RECEIPT frame arrived (for a frame sent with a ``receipt`` header)."""
+
+    def on_error(self, frame: Any) -> None:
+        """An ERROR frame arrived. When the client itself closes the connection
+        because the broker's bytes were not valid STOMP, it reports that here
+        too, with a frame whose headers hold ``amqstomp-protocol-error: true``
+        and ``message``."""
+
+    def on_send(self, frame: Any) -> None:
+        """A frame is about to be sent (on the sending thread; may change it)."""
+
+    def on_heartbeat(self) -> None:
+        """A heart-beat (a lone EOL) arrived."""
+
+    def on_receiver_loop_completed(self, frame: Any) -> None:
+        """The thread reading the socket ended (``frame`` is always None);
+        ``on_disconnected`` follows."""
+
+
+class WaitingListener(ConnectionListener):
+    """Lets a thread wait for one receipt id, and for the disconnection.
+
+    Args:
+        receipt (str): the receipt id to wait for.
+    """
+
+    def __init__(self, receipt: Optional[str]) -> None:
+        self.receipt = receipt
+        self.received = False
+        self.disconnected = False
+        self.receipt_condition = threading.Condition()
+        self.disconnect_condition = threading.Condition()
+
+    def on_receipt(self, frame: Any) -> None:
+        if frame.headers.get("receipt-id") == self.receipt:
+            with self.receipt_condition:
+                self.received = True
+                self.receipt_condition.notify_all()
+
+    def on_connected(self, frame: Any) -> None:
+        with self.disconnect_condition:
+            self.disconnected = False
+
+    def on_disconnected(self) -> None:
+        with self.disconnect_condition:
+            self.disconnected = True
+            self.disconnect_condition.notify_all()
+        with self.receipt_condition:  # no receipt can come any more
+            self.receipt_condition.notify_all()
+
+    def wait_on_receipt(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the receipt arrives (then re-arm for the next one).
+
+        Args:
+            timeout (float | None): seconds; None waits with no limit.
+
+        Returns:
+            bool: True when the receipt arrived; False on timeout or when the
+            connection ended first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.receipt_condition:
+            while not self.received:
+                if self.disconnected:
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self.receipt_condition.wait(remaining)
+            self.received = False
+            return True
+
+    def wait_on_disconnected(self, timeout: Optional[float] = None) -> bool:
+        """Wait until ``on_disconnected``.
+
+        Args:
+            timeout (float | None): seconds; None waits with no limit.
+
+        Returns:
+            bool: True when disconnected, False on timeout.
+        """
+        with self.disconnect_condition:
+            return self.disconnect_condition.wait_for(lambda: self.disconnected, timeout)
+
+
+class StatsListener(ConnectionListener):
+    """Counts what happens on a connection.
+
+    Attributes:
+        errors, connections, disconnects, messages, messages_sent,
+        heartbeat_timeouts, heartbeat_count (int): counters.
+    """
+
+    def __init__(self) -> None:
+        self.errors = 0
+        self.connections = 0
+        self.disconnects = 0
+        self.messages = 0
+        self.messages_sent = 0
+        self.heartbeat_timeouts = 0
+        self.heartbeat_count = 0
+
+    def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
+        self.connections += 1
+        log.info("connecting to %s:%s (connection #%d)", host_and_port[0], host_and_port[1], self.connections)
+
+    def on_disconnected(self) -> None:
+        self.disconnects += 1
+        log.info("disconnected (#%d)", self.disconnects)
+
+    def on_error(self, frame: Any) -> None:
+        self.errors += 1
+        log.info("broker error: %s", frame.headers.get("message", ""))
+
+    def on_message(self, frame: Any) -> None:
+        self.messages += 1
+
+    def on_send(self, frame: Any) -> None:
+        self.messages_sent += 1
+
+    def on_heartbeat_timeout(self) -> None:
+        self.heartbeat_timeouts += 1
+
+    def on_heartbeat(self) -> None:
+        self.heartbeat_count += 1
+
+    def __str__(self) -> str:
+        return ("Connections: %d\nDisconnects: %d\nMessages sent: %d\nMessages received: %d\n"
+                "Heartbeats received: %d\nErrors: %d" % (
+                    self.connections, self.disconnects, self.messages_sent, self.messages,
+                    self.heartbeat_count, self.errors))
+
+
+def _masked(headers: Any) -> Any:
+    if isinstance(headers, dict) and "passcode" in headers:
+        headers = dict(headers)
+        headers["passcode"] = "********"
+    return headers
+
+
+class PrintingListener(ConnectionListener):
+    """Prints every callback (to stdout, or to the ``amqstomp.listener`` log
+    at INFO when ``print_to_log``). Passcodes are masked; bodies are printed
+    to stdout only, never logged above DEBUG.
+
+    Args:
+        print_to_log (bool): log instead of print.
+    """
+
+    def __init__(self, print_to_log: bool = False) -> None:
+        self.print_to_log = print_to_log
+
+    def _out(self, text: str, body: Any = None) -> None:
+        if self.print_to_log:
+            log.info("%s", text)
+            if body is not None and log.isEnabledFor(logging.DEBUG):
+                log.debug("  body: %r", body)
+        else:
+            print(text if body is None else "%s %s" % (text, body))
+
+    def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
+        self._out("on_connecting %s %s" % tuple(host_and_port))
+
+    def on_connected(self, frame: Any) -> None:
+        self._out("on_connected %s" % (frame.headers,), frame.body)
+
+    def on_disconnecting(self) -> None:
+        self._out("on_disconnecting")
+
+    def on_disconnected(self) -> None:
+        self._out("on_disconnected")
+
+    def on_heartbeat_timeout(self) -> None:
+        self._out("on_heartbeat_timeout")
+
+    def on_before_message(self, frame: Any) -> None:
+        self._out("on_before_message %s" % (frame.headers,), frame.body)
+
+    def on_message(self, frame: Any) -> None:
+        self._out("on_message %s" % (frame.headers,), frame.body)
+
+    def on_receipt(self, frame: Any) -> None:
+        self._out("on_receipt %s" % (frame.headers,), frame.body)
+
+    def on_error(self, frame: Any) -> None:
+        self._out("on_error %s" % (frame.headers,), frame.body)
+
+    def on_send(self, frame: Any) -> None:
+        self._out("on_send %s %s" % (frame.cmd, _masked(frame.headers)), frame.body)
+
+    def on_heartbeat(self) -> None:
+        self._out("on_heartbeat")
+
+
+class TestListener(StatsListener, WaitingListener, PrintingListener):
+    """Stats + waiting + printing, and it keeps the messages: handy in tests.
+
+    Args:
+        receipt (str | None): receipt id for :meth:`wait_on_receipt`.
+        print_to_log (bool): see :class:`PrintingListener`; prints nothing
+            unless ``verbose`` is set.
+        verbose (bool): print/log every callback.
+
+    Attributes:
+        message_list (list[tuple[dict, Any]]): (headers, body) of each MESSAGE.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, receipt: Optional[str] = None, print_to_log: bool = False, verbose: bool = False) -> None:
+        StatsListener.__init__(self)
+        WaitingListener.__init__(self, receipt)
+        PrintingListener.__init__(self, print_to_log)
+        self.verbose = verbose
+        self.message_list: List[Tuple[Any, Any]] = []
+        self.message_condition = threading.Condition()
+        self.heartbeat_condition = threading.Condition()
+        self._message_seen = 0
+        self._heartbeat_seen = 0
+
+    def _out(self, text: str, body: Any = None) -> None:
+        if self.verbose:
+            PrintingListener._out(self, text, body)
+
+    def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
+        StatsListener.on_connecting(self, host_and_port)
+        PrintingListener.on_connecting(self, host_and_port)
+
+    def on_connected(self, frame: Any) -> None:
+        WaitingListener.on_connected(self, frame)
+        PrintingListener.on_connected(self, frame)
+
+    def on_disconnected(self) -> None:
+        StatsListener.on_disconnected(self)
+        WaitingListener.on_disconnected(self)
+        PrintingListener.on_disconnected(self)
+
+    def on_error(self, frame: Any) -> None:
+        StatsListener.on_error(self, frame)
+        PrintingListener.on_error(self, frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        WaitingListener.on_receipt(self, frame)
+        PrintingListener.on_receipt(self, frame)
+
+    def on_send(self, frame: Any) -> None:
+        StatsListener.on_send(self, frame)
+        PrintingListener.on_send(self, frame)
+
+    def on_heartbeat_timeout(self) -> None:
+        StatsListener.on_heartbeat_timeout(self)
+        PrintingListener.on_heartbeat_timeout(self)
+
+    def on_message(self, frame: Any) -> None:
+        StatsListener.on_message(self, frame)
+        PrintingListener.on_message(self, frame)
+        with self.message_condition:
+            self.message_list.append((frame.headers, frame.body))
+            self.message_condition.notify_all()
+
+    def on_heartbeat(self) -> None:
+        StatsListener.on_heartbeat(self)
+        with self.heartbeat_condition:
+            self.heartbeat_condition.notify_all()
+
+    def wait_for_message(self, timeout: Optional[float] = None) -> bool:
+        """Wait for a message not yet waited for; False on timeout."""
+        with self.message_condition:
+            ok = self.message_condition.wait_for(lambda: len(self.message_list) > self._message_seen, timeout)
+            if ok:
+                self._message_seen += 1
+            return ok
+
+    def get_latest_message(self) -> Tuple[Any, Any]:
+        """(headers, body) of the last message received."""
+        return self.message_list[-1]
+
+    def wait_for_heartbeat(self, timeout: Optional[float] = None) -> bool:
+        """Wait for a heart-beat not yet waited for; False on timeout."""
+        with self.heartbeat_condition:
+            ok = self.heartbeat_condition.wait_for(lambda: self.heartbeat_count > self._heartbeat_seen, timeout)
+            if ok:
+                self._heartbeat_seen = self.heartbeat_count
+            return ok

@@ -1,0 +1,1264 @@
+"""The wire layer: one socket, its threads, heart-beats and receipts.
+
+A :class:`Transport` owns at most one live socket at a time (a *link*). Per
+link it runs exactly three threads, all of which end when the link ends
+(``close()``, EOF, a socket error, a protocol error or a heart-beat timeout):
+
+* the **reader** (``amqstomp-reader``): ``recv`` into a
+  :class:`~amqstomp.codec.FrameParser`; resolves receipt futures; hands
+  MESSAGE frames to a replaceable handler (see :meth:`Transport.set_message_handler`)
+  and every other event to the dispatcher. On Linux it re-arms
+  ``TCP_QUICKACK`` before every ``recv`` (DESIGN.md section 2: otherwise the
+  broker's Nagle and our delayed ACK stall a window for ~40 ms);
+* the **dispatcher** (``amqstomp-dispatch``): runs listener callbacks in
+  arrival order, so a slow listener never delays reading or heart-beats;
+* the **timer** (``amqstomp-timer``): a small :class:`Scheduler` for heart-beat
+  send/check and for later users (ack-flush timers, reconnect back-off).
+
+This module knows STOMP only as far as the wire needs it: CONNECT/CONNECTED
+heart-beat negotiation, RECEIPT/ERROR correlation, and frame encoding via
+:mod:`amqstomp.codec`. Protocol facades live in :mod:`amqstomp.connection`.
+"""
+import heapq
+import itertools
+import logging
+import math
+import queue
+import random
+import selectors
+import socket
+import ssl
+import sys
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as _FutureTimeout
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .codec import HEARTBEAT, Frame, FrameParser, encode_frame
+from .exception import (
+    BrokerError,
+    ConnectFailedException,
+    ConnectionClosedException,
+    NotConnectedException,
+    ReceiptTimeout,
+    StompException,
+    StompProtocolError,
+)
+
+__all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
+
+log = logging.getLogger("amqstomp.transport")
+
+HostAndPort = Tuple[str, int]
+
+#: Seconds allowed for one TCP (and TLS) connect when ``timeout`` is None.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds a blocking wait (CONNECTED, a receipt) lasts when the caller gives no timeout.
+DEFAULT_WAIT_TIMEOUT = 30.0
+#: Seconds ``close()`` waits for the link's threads to end.
+DEFAULT_CLOSE_TIMEOUT = 10.0
+
+# A heart-beat is written when nothing was written for this fraction of the
+# negotiated send interval. ActiveMQ checks reads on a fixed grid of exactly
+# that interval with no grace (ProtocolConverter.hbGracePeriodMultiplier = 1.0,
+# AbstractInactivityMonitor.readCheck), so writing at the full interval would
+# now and then leave one of its windows empty.
+_HB_SEND_FRACTION = 0.5
+# Peers that decide on a fixed grid whether to send a keep-alive (ActiveMQ's
+# AbstractInactivityMonitor.writeCheck skips one when anything was written in
+# the previous window; RabbitMQ's heart-beater works the same way) can leave
+# up to two intervals between bytes: measured on ActiveMQ 5.17 with 1 s
+# heart-beats, 2.0 s of silence after CONNECTED or after a MESSAGE. The
+# receive deadline is therefore this many intervals times the grace factor.
+_PEER_GRID_FACTOR = 2.0
+
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
+_MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+_STOP = object()
+_LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+_MASKED_HEADERS = ("passcode",)
+
+
+# --------------------------------------------------------------------------- scheduler
+
+
+class TimerHandle:
+    """A callback scheduled on a :class:`Scheduler`; ``cancel()`` stops it from running.
+
+    Attributes:
+        when (float): ``time.monotonic()`` deadline, in seconds.
+    """
+
+    __slots__ = ("when", "fn", "args", "cancelled")
+
+    def __init__(self, when: float, fn: Callable[..., Any], args: Tuple[Any, ...]) -> None:
+        self.when = when
+        self.fn = fn
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Do not run the callback (no effect once it has started)."""
+        self.cancelled = True
+
+
+class Scheduler:
+    """One thread that runs callbacks at given times (a tiny ``call_later`` loop).
+
+    Callbacks run one at a time on the scheduler's thread and must be short;
+    an exception in one is logged and does not stop the others. Used for
+    heart-beats here; later modules use it for ack-flush timers and reconnect
+    back-off.
+
+    Args:
+        name (str): the thread's name.
+    """
+
+    def __init__(self, name: str = "amqstomp-timer") -> None:
+        self.name = name
+        self._heap: List[Tuple[float, int, TimerHandle]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition(threading.Lock())
+        self._stopped = False
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def thread(self) -> Optional[threading.Thread]:
+        """The scheduler's thread (None before :meth:`start`)."""
+        return self._thread
+
+    def start(self) -> "Scheduler":
+        """Start the thread; returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+        return self
+
+    def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``fn(*args)`` on the scheduler thread after ``delay_s`` seconds.
+
+        Returns:
+            TimerHandle: cancel it to drop the call. After :meth:`stop` the
+            returned handle is already cancelled.
+        """
+        handle = TimerHandle(time.monotonic() + max(0.0, float(delay_s)), fn, args)
+        with self._cond:
+            if self._stopped:
+                handle.cancelled = True
+                return handle
+            heapq.heappush(self._heap, (handle.when, next(self._seq), handle))
+            if self._heap[0][2] is handle:
+                self._cond.notify()
+        return handle
+
+    def stop(self, join_timeout: Optional[float] = None) -> None:
+        """Drop every pending call and end the thread.
+
+        Args:
+            join_timeout (float | None): seconds to wait for the thread to end
+                (not waited for when None, or when called from the thread itself).
+        """
+        with self._cond:
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify()
+        thread = self._thread
+        if join_timeout is not None and thread is not None and thread is not threading.current_thread():
+            thread.join(join_timeout)
+
+    def _run(self) -> None:
+        cond = self._cond
+        heap = self._heap
+        while True:
+            with cond:
+                while True:
+                    if self._stopped:
+                        return
+                    if heap:
+                        delay = heap[0][0] - time.monotonic()
+                        if delay <= 0:
+                            handle = heapq.heappop(heap)[2]
+                            break
+                        cond.wait(delay)
+                    else:
+                        cond.wait()
+            if handle.cancelled:
+                continue
+            try:
+                handle.fn(*handle.args)
+            except Exception:
+                log.exception("timer callback %r failed", handle.fn)
+
+
+# --------------------------------------------------------------------------- channels
+
+
+class _PlainChannel:
+    """A connected TCP socket in blocking mode: reads on the reader thread,
+    writes under the link's write lock, each direction on its own."""
+
+    tls = False
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        sock.settimeout(None)
+
+    def recv(self, size: int) -> bytes:
+        return self.sock.recv(size)
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def try_send(self, data: bytes) -> bool:
+        """Write a few bytes without blocking; False when the socket buffer is full."""
+        try:
+            sent = self.sock.send(data, _MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if sent < len(data):  # only ever used for 1-byte heart-beats
+            self.sock.sendall(data[sent:])
+        return True
+
+    def shutdown(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class _TLSChannel:
+    """A TLS socket in non-blocking mode. OpenSSL connections must not be used
+    by two threads at once, so every SSL call runs under one lock held only for
+    that call; threads wait for readiness outside it with a selector."""
+
+    tls = True
+    _POLL_S = 1.0  # re-check the closed flag this often while waiting
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self.sock = sock
+        sock.setblocking(False)
+        self._io = threading.Lock()
+        self._closed = False
+        self._unsent: Optional[memoryview] = None  # a write OpenSSL asked us to retry
+        self._rsel = selectors.DefaultSelector()
+        self._wsel = selectors.DefaultSelector()
+        self._rsel.register(sock, selectors.EVENT_READ)
+
+    def _wait(self, sel: selectors.BaseSelector, events: int) -> None:
+        try:
+            sel.modify(self.sock, events)
+        except (KeyError, ValueError):
+            sel.register(self.sock, events)
+        sel.select(self._POLL_S)
+
+    def recv(self, size: int) -> bytes:
+        while True:
+            with self._io:
+                if self._closed:
+                    return b""
+                try:
+                    return self.sock.recv(size)
+                except ssl.SSLWantReadError:
+                    events = selectors.EVENT_READ
+                except ssl.SSLWantWriteError:
+                    events = selectors.EVENT_WRITE
+                except ssl.SSLZeroReturnError:
+                    return b""
+            self._wait(self._rsel, events)
+
+    def _send_some(self, view: memoryview) -> Tuple[int, int]:
+        """One SSL write under the lock: (bytes written, events to wait for)."""
+        with self._io:
+            if self._closed:
+                raise BrokenPipeError("TLS connection closed")
+            try:
+                return self.sock.send(view), 0
+            except ssl.SSLWantWriteError:
+                return 0, selectors.EVENT_WRITE
+            except ssl.SSLWantReadError:
+                return 0, selectors.EVENT_READ
+
+    def sendall(self, data: bytes) -> None:
+        pending = self._unsent
+        if pending is not None:
+            self._unsent = None
+            self._sendall_view(pending)
+        self._sendall_view(memoryview(data))
+
+    def _sendall_view(self, view: memoryview) -> None:
+        while len(view):
+            sent, events = self._send_some(view)
+            if sent:
+                view = view[sent:]
+            else:
+                self._wait(self._wsel, events)
+
+    def try_send(self, data: bytes) -> bool:
+        try:
+            self._wsel.modify(self.sock, selectors.EVENT_WRITE)
+        except (KeyError, ValueError):
+            self._wsel.register(self.sock, selectors.EVENT_WRITE)
+        if not self._wsel.select(0):  # socket buffer full: skip this beat
+            return False
+        # a write OpenSSL asked us to retry goes first (it is an earlier beat)
+        view = self._unsent if self._unsent is not None else memoryview(data)
+        sent, _ = self._send_some(view)
+        rest = view[sent:]
+        self._unsent = rest if len(rest) else None
+        return sent > 0
+
+    def shutdown(self) -> None:
+        with self._io:
+            self._closed = True
+        try:
+            # the plain socket's shutdown: SSLSocket.shutdown would drop the SSL
+            # object under a reader that may still touch it
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for sel in (self._rsel, self._wsel):
+            try:
+                sel.close()
+            except Exception:
+                pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- link
+
+
+class _Link:
+    """Everything that lives and dies with one socket."""
+
+    def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int) -> None:
+        self.channel = channel
+        self.host_and_port = host_and_port
+        self.version = version
+        self.parser = FrameParser(version=version)
+        self.write_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.closed = False
+        self.close_reason = ""
+        self.close_error: Optional[BaseException] = None
+        self.connected = False
+        self.connected_frame: Optional[Frame] = None
+        self.connect_future: "Future[Frame]" = Future()
+        self.receipts: Dict[str, "Future[Frame]"] = {}
+        self.events: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self.scheduler = Scheduler("amqstomp-timer-%d" % seq)
+        self.reader: Optional[threading.Thread] = None
+        self.dispatcher: Optional[threading.Thread] = None
+        now = time.monotonic()
+        self.last_read = now
+        self.last_write = now
+        self.client_heartbeat = (0, 0)
+        self.send_ms = 0
+        self.recv_ms = 0
+        self.recv_timeout_s = 0.0
+        self.resume = threading.Event()
+        self.resume.set()
+        self.seq = seq
+
+    def threads(self) -> List[threading.Thread]:
+        return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
+
+
+def _parse_heartbeat(value: Optional[str]) -> Tuple[int, int]:
+    if not value:
+        return 0, 0
+    try:
+        x, y = value.replace(" ", "").split(",")
+        return max(0, int(x)), max(0, int(y))
+    except ValueError:
+        log.warning("ignoring malformed heart-beat header %r", value)
+        return 0, 0
+
+
+def _clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
+    if any(name in headers for name in _MASKED_HEADERS):
+        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
+    return dict(headers)
+
+
+def _local_host_names() -> Tuple[str, ...]:
+    try:
+        return _LOCAL_NAMES + (socket.gethostname(),)
+    except OSError:
+        return _LOCAL_NAMES
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class Transport:
+    """One STOMP connection's socket, threads, heart-beats and receipts.
+
+    Args:
+        host_and_ports (list[tuple[str, int]] | None): brokers to try, in order;
+            ``[("localhost", 61613)]`` when None.
+        prefer_localhost (bool): try entries naming this machine first.
+        try_loopback_connect (bool): for an entry naming this machine by its
+            host name, try ``127.0.0.1`` on that port first.
+        reconnect_sleep_initial (float): seconds before the second round of
+            connect attempts.
+        reconnect_sleep_increase (float): each later pause is this fraction
+            longer (0.5: 50 % longer).
+        reconnect_sleep_jitter (float): up to this fraction is added at random.
+        reconnect_sleep_max (float): longest pause, seconds.
+        reconnect_attempts_max (int): socket connect attempts in all (each host
+            tried counts one); -1 for no limit. Applies to :meth:`open` only;
+            failover after a drop is a separate layer.
+        timeout (float | None): seconds for one TCP (+TLS) connect
+            (:data:`DEFAULT_CONNECT_TIMEOUT` when None), and the default for
+            blocking waits (:data:`DEFAULT_WAIT_TIMEOUT` when None).
+        keepalive (bool | tuple | None): TCP keep-alive: True for the OS
+            defaults, ``("linux", idle_s, interval_s, count)`` or
+            ``("mac", interval_s)`` to tune it.
+        vhost (str | None): kept for the facade's ``host`` header.
+        auto_decode (bool): listeners get bodies as ``str`` (decoded with
+            ``encoding``, undecodable bytes replaced) instead of ``bytes``.
+        encoding (str): text encoding of bodies.
+        bind_host_port (tuple[str, int] | None): local address to bind before
+            connecting.
+        ssl_context (ssl.SSLContext | None): wrap every connection in TLS with
+            this context (see also :meth:`set_ssl_context`).
+        heart_beat_receive_scale (float): grace factor for the receive check
+            (stomp.py's name and default, 1.5). The broker is declared dead
+            (``on_heartbeat_timeout``, then the socket is closed) after
+            ``2 x receive interval x scale`` of silence: ActiveMQ's inactivity
+            monitor decides on a fixed grid whether to send a keep-alive and
+            can leave two intervals between bytes (see ``_PEER_GRID_FACTOR``).
+            Heart-beats are written whenever nothing was written for half the
+            send interval, because ActiveMQ checks reads on a fixed grid with
+            no grace.
+        recv_bytes (int): bytes asked for per ``recv``.
+        auto_content_length (bool): add ``content-length`` to frames with a body
+            (STOMP 1.2 "Header content-length"; ActiveMQ then builds a
+            BytesMessage, without it a TextMessage).
+    """
+
+    def __init__(self,
+                 host_and_ports: Optional[Sequence[HostAndPort]] = None,
+                 prefer_localhost: bool = True,
+                 try_loopback_connect: bool = True,
+                 reconnect_sleep_initial: float = 0.1,
+                 reconnect_sleep_increase: float = 0.5,
+                 reconnect_sleep_jitter: float = 0.1,
+                 reconnect_sleep_max: float = 60.0,
+                 reconnect_attempts_max: int = 3,
+                 timeout: Optional[float] = None,
+                 keepalive: Any = None,
+                 vhost: Optional[str] = None,
+                 auto_decode: bool = True,
+                 encoding: str = "utf-8",
+                 bind_host_port: Optional[HostAndPort] = None,
+                 *,
+                 ssl_context: Optional[ssl.SSLContext] = None,
+                 heart_beat_receive_scale: float = 1.5,
+                 recv_bytes: int = 65536,
+                 auto_content_length: bool = True) -> None:
+        hosts = [(str(h), int(p)) for h, p in (host_and_ports or [("localhost", 61613)])]
+        self.host_and_ports: List[HostAndPort] = self._order_hosts(hosts, prefer_localhost, try_loopback_connect)
+        self.reconnect_sleep_initial = reconnect_sleep_initial
+        self.reconnect_sleep_increase = reconnect_sleep_increase
+        self.reconnect_sleep_jitter = reconnect_sleep_jitter
+        self.reconnect_sleep_max = reconnect_sleep_max
+        self.reconnect_attempts_max = reconnect_attempts_max
+        self.timeout = timeout
+        self.keepalive = keepalive
+        self.vhost = vhost
+        self.auto_decode = auto_decode
+        self.encoding = encoding
+        self.bind_host_port = bind_host_port
+        self.heart_beat_receive_scale = float(heart_beat_receive_scale)
+        self.recv_bytes = int(recv_bytes)
+        self.auto_content_length = auto_content_length
+        self._ssl_default: Optional[Tuple[ssl.SSLContext, Any]] = (ssl_context, None) if ssl_context else None
+        self._ssl_hosts: Dict[HostAndPort, Tuple[ssl.SSLContext, Any]] = {}
+        self._lock = threading.RLock()
+        self._link: Optional[_Link] = None
+        self._link_seq = itertools.count(1)
+        self._listeners: Dict[str, Any] = {}
+        self._listener_list: Tuple[Any, ...] = ()
+        self._on_send: Tuple[Callable[[Frame], Any], ...] = ()
+        self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
+        self._message_handler: Callable[[Frame], None] = self.deliver_message
+
+    # ------------------------------------------------------------ configuration
+
+    @staticmethod
+    def _order_hosts(hosts: List[HostAndPort], prefer_localhost: bool, try_loopback: bool) -> List[HostAndPort]:
+        if not (prefer_localhost or try_loopback):
+            return hosts
+        local = _local_host_names()
+        if prefer_localhost:
+            hosts = sorted(hosts, key=lambda hp: 0 if hp[0] in local else 1)  # stable
+        if try_loopback:
+            extra = []
+            for host, port in hosts:
+                if host in local and host not in _LOCAL_NAMES and ("127.0.0.1", port) not in hosts \
+                        and ("localhost", port) not in hosts and ("127.0.0.1", port) not in extra:
+                    extra.append(("127.0.0.1", port))
+            hosts = extra + hosts
+        return hosts
+
+    def set_ssl_context(self, context: ssl.SSLContext,
+                        for_hosts: Optional[Sequence[HostAndPort]] = None,
+                        cert_validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:
+        """Use TLS (``context``) for the given hosts, or for all when ``for_hosts`` is None.
+
+        Args:
+            cert_validator: optional ``(cert, hostname) -> (ok, message)``
+                called with ``getpeercert()`` after the handshake; a false
+                ``ok`` fails that connect attempt.
+        """
+        entry = (context, cert_validator)
+        if for_hosts is None:
+            self._ssl_default = entry
+        else:
+            for host, port in for_hosts:
+                self._ssl_hosts[(host, int(port))] = entry
+
+    def get_ssl_context(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
+        """The TLS context used for ``host_and_port`` (the current one when None), or None."""
+        hp = host_and_port or self.current_host_and_port
+        entry = self._ssl_hosts.get(hp) if hp else None  # type: ignore[arg-type]
+        entry = entry or self._ssl_default
+        return entry[0] if entry else None
+
+    # ------------------------------------------------------------ listeners
+
+    def set_listener(self, name: str, listener: Any) -> None:
+        """Register ``listener`` (a :class:`~amqstomp.listener.ConnectionListener`
+        or any object with some ``on_*`` methods) under ``name``; listeners are
+        called in the order of their names."""
+        if listener is None:
+            raise ValueError("listener must not be None")
+        with self._lock:
+            self._listeners[name] = listener
+            self._rebuild_listeners()
+
+    def remove_listener(self, name: str) -> None:
+        """Unregister the listener called ``name`` (KeyError when there is none)."""
+        with self._lock:
+            del self._listeners[name]
+            self._rebuild_listeners()
+
+    def get_listener(self, name: str) -> Any:
+        """The listener registered as ``name``, or None."""
+        return self._listeners.get(name)
+
+    @property
+    def listeners(self) -> Dict[str, Any]:
+        """A copy of the name -> listener map."""
+        with self._lock:
+            return dict(self._listeners)
+
+    def _rebuild_listeners(self) -> None:
+        ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
+        self._listener_list = ordered
+        self._on_send = tuple(fn for fn in (getattr(l, "on_send", None) for l in ordered) if fn is not None)
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def current_host_and_port(self) -> Optional[HostAndPort]:
+        """(host, port) of the open socket, or None."""
+        link = self._link
+        return link.host_and_port if link is not None and not link.closed else None
+
+    @property
+    def version(self) -> Optional[str]:
+        """The STOMP version in use on the open link (the negotiated one once
+        CONNECTED arrived), or None."""
+        link = self._link
+        return link.version if link is not None else None
+
+    @property
+    def connected_frame(self) -> Optional[Frame]:
+        """The CONNECTED frame of the current link (None before it arrives)."""
+        link = self._link
+        return link.connected_frame if link is not None else None
+
+    @property
+    def server(self) -> Optional[str]:
+        """CONNECTED's ``server`` header (e.g. ``"ActiveMQ/5.17.2"``), or None."""
+        frame = self.connected_frame
+        return frame.headers.get("server") if frame is not None else None
+
+    @property
+    def heartbeats(self) -> Tuple[int, int]:
+        """Negotiated (send, receive) heart-beat intervals in ms; (0, 0) when off
+        (STOMP 1.2 "Heart-beating")."""
+        link = self._link
+        if link is None or link.closed:
+            return 0, 0
+        return link.send_ms, link.recv_ms
+
+    def is_open(self) -> bool:
+        """True while a socket is open (CONNECTED may not have arrived yet)."""
+        link = self._link
+        return link is not None and not link.closed
+
+    def is_connected(self) -> bool:
+        """True while a socket is open and the broker's CONNECTED has arrived."""
+        link = self._link
+        return link is not None and not link.closed and link.connected
+
+    # ------------------------------------------------------------ open / close
+
+    def open(self, version: str = "1.2") -> HostAndPort:
+        """Open a socket to the first reachable broker and start the link's threads.
+
+        Listeners get ``on_connecting((host, port))`` first. No STOMP frame is
+        sent: the caller sends CONNECT/STOMP with :meth:`send_frame`.
+
+        Args:
+            version (str): STOMP version to encode and parse with until the
+                broker's CONNECTED names the negotiated one.
+
+        Returns:
+            tuple[str, int]: the (host, port) connected to.
+
+        Raises:
+            ConnectFailedException: no broker accepted within
+                ``reconnect_attempts_max`` attempts.
+            StompException: a socket is already open.
+        """
+        with self._lock:
+            old = self._link
+            if old is not None and not old.closed:
+                raise StompException("transport already open to %s:%s" % old.host_and_port)
+        if old is not None:
+            self._join(old, DEFAULT_CLOSE_TIMEOUT)
+        channel, host_and_port = self.open_socket()
+        link = _Link(channel, host_and_port, version, next(self._link_seq))
+        with self._lock:
+            self._link = link
+        self._post(link, "connecting", host_and_port)  # always the link's first event
+        link.scheduler.start()
+        link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
+                                           name="amqstomp-dispatch-%d" % link.seq, daemon=True)
+        link.reader = threading.Thread(target=self._read_loop, args=(link,),
+                                       name="amqstomp-reader-%d" % link.seq, daemon=True)
+        link.dispatcher.start()
+        link.reader.start()
+        return host_and_port
+
+    def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client") -> None:
+        """Close the socket (no DISCONNECT frame) and wait for the link's threads.
+
+        Pending receipt futures fail with ConnectionClosedException; listeners
+        get ``on_receiver_loop_completed`` and ``on_disconnected`` (after every
+        event already queued). Safe to call more than once and from a listener
+        (the calling thread is not waited for).
+
+        Args:
+            timeout (float | None): seconds to wait for the threads in all
+                (not waited for when None).
+        """
+        link = self._link
+        if link is None:
+            return
+        self._close_link(link, reason)
+        if timeout is not None:
+            self._join(link, timeout)
+
+    def _join(self, link: _Link, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        me = threading.current_thread()
+        for thread in link.threads():
+            if thread is me or not thread.is_alive():
+                continue
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("thread %s still running %.1f s after close (a listener callback busy?)",
+                            thread.name, timeout)
+
+    def open_socket(self) -> Tuple[Any, HostAndPort]:
+        """Connect to the first reachable of :attr:`host_and_ports`, with
+        stomp.py's attempts and back-off. The one place sockets are made: a
+        failover layer replaces or wraps this method.
+
+        Returns:
+            (channel, (host, port)).
+
+        Raises:
+            ConnectFailedException: every attempt failed.
+        """
+        attempts = 0
+        rounds = 0
+        last_error: Optional[BaseException] = None
+        limit = self.reconnect_attempts_max
+        while True:
+            for host_and_port in self.host_and_ports:
+                if limit != -1 and attempts >= limit:
+                    break
+                attempts += 1
+                try:
+                    channel = self._connect_one(host_and_port)
+                except (OSError, ssl.SSLError, ConnectFailedException) as exc:
+                    last_error = exc
+                    log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+                    continue
+                log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1],
+                         " (TLS)" if channel.tls else "")
+                return channel, host_and_port
+            if limit != -1 and attempts >= limit:
+                break
+            rounds += 1
+            time.sleep(self.backoff_delay(rounds))
+        raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
+                                     % (self.host_and_ports, attempts, last_error))
+
+    def backoff_delay(self, round_number: int) -> float:
+        """Seconds to sleep before connect round ``round_number + 1`` (1-based):
+        ``initial * (1 + increase) ** (round_number - 1)``, capped at
+        ``reconnect_sleep_max``, plus up to ``jitter`` of it at random."""
+        base = self.reconnect_sleep_initial * math.pow(1.0 + self.reconnect_sleep_increase, round_number - 1)
+        base = min(self.reconnect_sleep_max, base)
+        return base * (1.0 + random.random() * self.reconnect_sleep_jitter)
+
+    def _connect_one(self, host_and_port: HostAndPort) -> Any:
+        timeout = self.timeout if self.timeout is not None else DEFAULT_CONNECT_TIMEOUT
+        sock = socket.create_connection(host_and_port, timeout, self.bind_host_port)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._set_keepalive(sock)
+            entry = self._ssl_hosts.get(host_and_port) or self._ssl_default
+            if entry is None:
+                return _PlainChannel(sock)
+            context, validator = entry
+            tls = context.wrap_socket(sock, server_hostname=host_and_port[0])
+            sock = tls
+            if validator is not None:
+                ok, message = validator(tls.getpeercert(), host_and_port[0])
+                if not ok:
+                    raise ConnectFailedException("server certificate rejected: %s" % (message,))
+            return _TLSChannel(tls)
+        except BaseException:
+            sock.close()
+            raise
+
+    def _set_keepalive(self, sock: socket.socket) -> None:
+        spec = self.keepalive
+        if not spec:
+            return
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if spec is True:
+            return
+        kind, args = spec[0], tuple(spec[1:])
+        options: List[Tuple[str, Any]] = []
+        if kind == "linux":
+            options = list(zip(("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), args))
+        elif kind == "mac":
+            options = list(zip(("TCP_KEEPALIVE",), args))
+        elif kind != "auto":
+            log.warning("unknown keepalive specification %r (keep-alive left at OS defaults)", spec)
+        for name, value in options:
+            opt = getattr(socket, name, None)
+            if opt is None or value is None:
+                continue
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))
+            except OSError as exc:
+                log.warning("could not set %s=%r: %s", name, value, exc)
+
+    # ------------------------------------------------------------ writing
+
+    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
+                   body: Union[bytes, bytearray, memoryview, str, None] = b"") -> "Optional[Future[Frame]]":
+        """Encode and write one frame; thread-safe.
+
+        Header values: ``None`` leaves the header out (an explicit
+        ``content-length: None`` also turns off the automatic one, so ActiveMQ
+        makes a TextMessage); ``True``/``False`` become ``"true"``/``"false"``
+        (ActiveMQ reads ``persistent`` only as the exact string ``true``);
+        anything else goes through ``str()``. Listeners' ``on_send(frame)`` run
+        first, on the calling thread, and may change the frame.
+
+        A frame with a ``receipt`` header registers a receipt future before it
+        is written (see :meth:`expect_receipt`); a CONNECT/STOMP frame's
+        ``heart-beat`` header is remembered for the negotiation.
+
+        Returns:
+            Future | None: the receipt future when the frame asks for one.
+
+        Raises:
+            NotConnectedException: no socket is open.
+            ConnectionClosedException: the write failed (the link is then closed).
+            FrameEncodeError: the frame cannot be written in this STOMP version.
+        """
+        link = self._link
+        if link is None or link.closed:
+            raise NotConnectedException("not connected (no open socket)")
+        auto_length = self.auto_content_length
+        clean: Dict[str, Any] = {}
+        if headers:
+            for key, value in headers.items():
+                if value is None:
+                    if key == "content-length":
+                        auto_length = False
+                    continue
+                if value is True or value is False:
+                    value = "true" if value else "false"
+                clean[key] = value
+        frame = Frame(cmd, clean, b"" if body is None else body)
+        for on_send in self._on_send:
+            try:
+                on_send(frame)
+            except Exception:
+                log.exception("listener on_send raised")
+        cmd, clean, payload = frame.cmd, frame.headers, frame.body
+        if isinstance(payload, str):
+            payload = payload.encode(self.encoding)
+        if cmd in ("CONNECT", "STOMP"):
+            link.client_heartbeat = _parse_heartbeat(clean.get("heart-beat"))
+        data = encode_frame(cmd, clean, payload, link.version, auto_length)
+        future = None
+        receipt = clean.get("receipt")
+        if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
+            future = self.expect_receipt(str(receipt))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(clean), len(payload))
+        self._write(link, data)
+        return future
+
+    def _write(self, link: _Link, data: bytes) -> None:
+        with link.write_lock:
+            if link.closed:
+                raise ConnectionClosedException("connection closed: %s" % link.close_reason)
+            try:
+                link.channel.sendall(data)
+            except OSError as exc:
+                self._close_link(link, "write failed: %s" % exc, exc)
+                raise ConnectionClosedException("write failed: %s" % exc) from exc
+            link.last_write = time.monotonic()
+
+    # ------------------------------------------------------------ receipts
+
+    def expect_receipt(self, receipt_id: str) -> "Future[Frame]":
+        """Register a future for the RECEIPT with ``receipt-id: receipt_id``.
+
+        Call before writing the frame (``send_frame`` does so by itself for a
+        frame with a ``receipt`` header). The future's result is the RECEIPT
+        frame; it fails with :class:`BrokerError` when an ERROR carries that
+        ``receipt-id``, and with :class:`ConnectionClosedException` when the
+        connection ends first (STOMP 1.2 "RECEIPT", "ERROR").
+        """
+        link = self._link
+        future: "Future[Frame]" = Future()
+        if link is None or link.closed:
+            future.set_exception(NotConnectedException("not connected (no open socket)"))
+            return future
+        with link.state_lock:
+            if link.closed:
+                future.set_exception(ConnectionClosedException("connection closed: %s" % link.close_reason))
+            else:
+                link.receipts[receipt_id] = future
+        with self._lock:
+            self._done_receipts[receipt_id] = future
+            while len(self._done_receipts) > 1024:
+                self._done_receipts.popitem(last=False)
+        return future
+
+    def receipt_future(self, receipt_id: str) -> "Optional[Future[Frame]]":
+        """The future registered for ``receipt_id`` (pending or among the
+        last 1024 registered), or None."""
+        with self._lock:
+            return self._done_receipts.get(receipt_id)
+
+    def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
+        """Block until the RECEIPT for ``receipt_id`` arrives.
+
+        Args:
+            receipt_id (str): the ``receipt`` header value of a frame sent on
+                this transport.
+            timeout (float | None): seconds; ``self.timeout`` or
+                :data:`DEFAULT_WAIT_TIMEOUT` when None.
+
+        Returns:
+            Frame: the RECEIPT frame.
+
+        Raises:
+            ReceiptTimeout: nothing within ``timeout``.
+            BrokerError: the broker answered with an ERROR for that receipt.
+            ConnectionClosedException: the connection ended first.
+            KeyError: no frame with that receipt id was sent on this transport.
+        """
+        future = self.receipt_future(receipt_id)
+        if future is None:
+            raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
+        return self.wait_future(future, timeout, "receipt %r" % (receipt_id,))
+
+    def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
+        """``future.result()`` with a bounded wait: :class:`ReceiptTimeout` on expiry."""
+        if timeout is None:
+            timeout = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        try:
+            return future.result(timeout)
+        except _FutureTimeout:
+            raise ReceiptTimeout("no %s within %.3g s" % (what, timeout)) from None
+
+    def wait_connected(self, timeout: Optional[float] = None) -> Frame:
+        """Block until the broker's CONNECTED frame arrives.
+
+        Args:
+            timeout (float | None): seconds; ``self.timeout`` or
+                :data:`DEFAULT_WAIT_TIMEOUT` when None.
+
+        Returns:
+            Frame: the CONNECTED frame.
+
+        Raises:
+            ConnectFailedException: an ERROR came instead, the connection
+                ended, or nothing came within ``timeout``.
+        """
+        link = self._link
+        if link is None:
+            raise ConnectFailedException("not connected (no open socket)")
+        if timeout is None:
+            timeout = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        try:
+            return link.connect_future.result(timeout)
+        except _FutureTimeout:
+            raise ConnectFailedException("no CONNECTED frame within %.3g s" % timeout) from None
+        except ConnectFailedException:
+            raise
+        except StompException as exc:
+            raise ConnectFailedException(str(exc)) from exc
+
+    # ------------------------------------------------------------ seams for later layers
+
+    def set_message_handler(self, handler: Optional[Callable[[Frame], None]]) -> None:
+        """Replace what the reader thread does with each MESSAGE frame.
+
+        The default, :meth:`deliver_message`, queues it for the listeners. A
+        flow-control layer installs its own handler (it runs on the reader
+        thread and must not block: count the prefetch window, buffer, then call
+        :meth:`deliver_message`, and :meth:`pause_reading` when its buffer is
+        full). None restores the default.
+        """
+        self._message_handler = handler if handler is not None else self.deliver_message
+
+    def deliver_message(self, frame: Frame) -> None:
+        """Queue a MESSAGE for the listeners (``on_before_message`` then ``on_message``)."""
+        link = self._link
+        if link is not None:
+            self._post(link, "message", frame)
+
+    def pause_reading(self) -> None:
+        """Stop reading the socket after the current ``recv`` (TCP then pushes
+        back on the broker). While paused the receive heart-beat check is
+        suspended. Closing the link ends a pause."""
+        link = self._link
+        if link is not None:
+            link.resume.clear()
+
+    def resume_reading(self) -> None:
+        """Undo :meth:`pause_reading`."""
+        link = self._link
+        if link is not None:
+            link.last_read = time.monotonic()
+            link.resume.set()
+
+    @property
+    def reading_paused(self) -> bool:
+        """True between :meth:`pause_reading` and :meth:`resume_reading`."""
+        link = self._link
+        return link is not None and not link.resume.is_set()
+
+    def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``fn(*args)`` on this link's timer thread after ``delay_s`` seconds
+        (never, when the link closes first).
+
+        Raises:
+            NotConnectedException: no socket is open.
+        """
+        link = self._link
+        if link is None or link.closed:
+            raise NotConnectedException("not connected (no open socket)")
+        return link.scheduler.call_later(delay_s, fn, *args)
+
+    def notify(self, event: str, arg: Any = None) -> None:
+        """Queue listener callback ``on_<event>`` on the dispatcher (after
+        everything already queued). ``event`` is one of connecting, connected,
+        message, receipt, error, heartbeat, heartbeat_timeout, disconnecting,
+        receiver_loop_completed, disconnected."""
+        link = self._link
+        if link is not None:
+            self._post(link, event, arg)
+
+    # ------------------------------------------------------------ reader
+
+    def _read_loop(self, link: _Link) -> None:
+        channel = link.channel
+        parser = link.parser
+        size = self.recv_bytes
+        quickack = _QUICKACK
+        sock = channel.sock
+        on_frame = self._on_frame
+        error: Optional[BaseException] = None
+        reason = "connection closed by the broker"
+        try:
+            while True:
+                if not link.resume.is_set():
+                    link.resume.wait()
+                if link.closed:
+                    break
+                if quickack is not None:
+                    try:
+                        sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+                    except OSError:
+                        quickack = None
+                data = channel.recv(size)
+                if not data:
+                    break
+                link.last_read = time.monotonic()
+                frames = parser.feed(data)
+                if frames:
+                    for frame in frames:
+                        on_frame(link, frame)
+                elif not parser.buffered and not data.strip(b"\r\n"):
+                    self._post(link, "heartbeat", None)
+        except StompProtocolError as exc:
+            error = exc
+            reason = "protocol error: %s" % exc
+            log.error("closing connection to %s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
+            self._post(link, "error", Frame("ERROR", {"message": reason, "amqstomp-protocol-error": "true"}, b""))
+        except OSError as exc:
+            if not link.closed:
+                error = exc
+                reason = "connection lost: %s" % exc
+        except Exception as exc:  # a bug: never end silently
+            error = exc
+            reason = "internal error in the reader: %r" % exc
+            log.exception("reader thread failed")
+        finally:
+            if not link.closed:
+                log.info("%s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
+            self._close_link(link, reason, error)
+            if link.write_lock.acquire(timeout=5.0):
+                try:
+                    channel.close()
+                finally:
+                    link.write_lock.release()
+            else:
+                channel.close()
+            self._post(link, "receiver_loop_completed", None)
+            self._post(link, "disconnected", None)
+            link.events.put(_STOP)
+
+    def _on_frame(self, link: _Link, frame: Frame) -> None:
+        cmd = frame.cmd
+        if cmd == "MESSAGE":
+            self._message_handler(frame)
+            return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("received %s %r", cmd, frame.headers)
+        if cmd == "RECEIPT":
+            future = self._pop_receipt(link, frame.headers.get("receipt-id"))
+            if future is not None:
+                _resolve(future, frame)
+            self._post(link, "receipt", frame)
+        elif cmd == "ERROR":
+            message = frame.headers.get("message", "")
+            log.warning("broker ERROR: %s", message)
+            future = self._pop_receipt(link, frame.headers.get("receipt-id"))
+            if future is not None:
+                _fail(future, BrokerError("broker error: %s" % message, frame))
+            if not link.connected:
+                _fail(link.connect_future, ConnectFailedException("broker refused the connection: %s" % message))
+            self._post(link, "error", frame)
+        elif cmd == "CONNECTED":
+            self._on_connected(link, frame)
+        else:
+            log.warning("ignoring unexpected %s frame from the broker", cmd)
+
+    def _pop_receipt(self, link: _Link, receipt_id: Optional[str]) -> "Optional[Future[Frame]]":
+        if receipt_id is None:
+            return None
+        with link.state_lock:
+            return link.receipts.pop(receipt_id, None)
+
+    def _on_connected(self, link: _Link, frame: Frame) -> None:
+        link.version = link.parser.version
+        link.connected_frame = frame
+        cx, cy = link.client_heartbeat
+        sx, sy = _parse_heartbeat(frame.headers.get("heart-beat"))
+        link.send_ms = max(cx, sy) if cx and sy else 0
+        link.recv_ms = max(sx, cy) if sx and cy else 0
+        now = time.monotonic()
+        link.last_read = now
+        link.connected = True
+        log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
+                  link.version, frame.headers.get("server"), link.send_ms, link.recv_ms)
+        if link.send_ms:
+            link.scheduler.call_later(link.send_ms / 1000.0 * _HB_SEND_FRACTION, self._heartbeat_send_tick, link)
+        if link.recv_ms:
+            link.recv_timeout_s = link.recv_ms / 1000.0 * _PEER_GRID_FACTOR * self.heart_beat_receive_scale
+            link.scheduler.call_later(link.recv_timeout_s, self._heartbeat_check_tick, link)
+        # the dispatcher resolves connect_future once on_connected has run, so
+        # connect(wait=True) returns with the listeners already told
+        self._post(link, "connected", frame)
+
+    # ------------------------------------------------------------ heart-beats (timer thread)
+
+    def _heartbeat_send_tick(self, link: _Link) -> None:
+        if link.closed:
+            return
+        period = link.send_ms / 1000.0 * _HB_SEND_FRACTION
+        idle = time.monotonic() - link.last_write
+        if idle >= period * 0.98:
+            # never wait for the write lock: whoever holds it is writing, which
+            # counts as activity; and a full socket buffer must not stall the
+            # timer thread (it also runs the receive check)
+            if link.write_lock.acquire(blocking=False):
+                try:
+                    if not link.closed and link.channel.try_send(HEARTBEAT):
+                        link.last_write = time.monotonic()
+                except OSError as exc:
+                    self._close_link(link, "heart-beat write failed: %s" % exc, exc)
+                    return
+                finally:
+                    link.write_lock.release()
+            delay = period
+        else:
+            delay = period - idle
+        link.scheduler.call_later(delay, self._heartbeat_send_tick, link)
+
+    def _heartbeat_check_tick(self, link: _Link) -> None:
+        if link.closed:
+            return
+        now = time.monotonic()
+        if not link.resume.is_set():  # reading paused on purpose: not the peer's fault
+            link.last_read = now
+        deadline = link.last_read + link.recv_timeout_s
+        if now < deadline:
+            link.scheduler.call_later(deadline - now, self._heartbeat_check_tick, link)
+            return
+        reason = "heart-beat timeout: nothing received for %.2f s (negotiated %d ms)" % (
+            now - link.last_read, link.recv_ms)
+        log.warning("%s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
+        self._post(link, "heartbeat_timeout", None)
+        self._close_link(link, reason)
+
+    # ------------------------------------------------------------ closing
+
+    def _close_link(self, link: _Link, reason: str, error: Optional[BaseException] = None) -> bool:
+        with link.state_lock:
+            if link.closed:
+                return False
+            link.closed = True
+            link.close_reason = reason
+            link.close_error = error
+            receipts = list(link.receipts.values())
+            link.receipts.clear()
+        was_connected = link.connected
+        link.connected = False
+        # release every waiter before the socket goes: on_disconnected (posted
+        # by the reader once the shutdown wakes it) must find them released
+        closed = ConnectionClosedException("connection closed: %s" % reason)
+        if error is not None:
+            closed.__cause__ = error
+        for future in receipts:
+            _fail(future, closed)
+        if not link.connect_future.done():
+            failed = ConnectFailedException("connection closed %s CONNECTED: %s"
+                                            % ("right after" if was_connected else "before", reason))
+            failed.__cause__ = error
+            _fail(link.connect_future, failed)
+        link.resume.set()
+        link.scheduler.stop()
+        link.channel.shutdown()
+        return True
+
+    # ------------------------------------------------------------ dispatcher
+
+    def _post(self, link: _Link, event: str, arg: Any) -> None:
+        link.events.put((event, arg))
+
+    def _dispatch_loop(self, link: _Link) -> None:
+        events = link.events
+        while True:
+            item = events.get()
+            if item is _STOP:
+                break
+            event, arg = item
+            try:
+                self._notify(event, arg)
+            except Exception:
+                log.exception("dispatching %s failed", event)
+            if event == "connected":
+                _resolve(link.connect_future, arg)
+
+    def _notify(self, event: str, arg: Any) -> None:
+        listeners = self._listener_list
+        if event == "message" or event == "error" or event == "receipt" or event == "connected":
+            if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
+                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+            if event == "message":
+                for listener in listeners:
+                    _call(listener, "on_before_message", arg)
+            name = "on_" + event
+            for listener in listeners:
+                _call(listener, name, arg)
+        elif event == "connecting":
+            for listener in listeners:
+                _call(listener, "on_connecting", arg)
+        elif event == "receiver_loop_completed":
+            for listener in listeners:
+                _call(listener, "on_receiver_loop_completed", None)
+        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected
+            name = "on_" + event
+            for listener in listeners:
+                _call0(listener, name)
+
+
+def _call(listener: Any, name: str, arg: Any) -> None:
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return
+    try:
+        fn(arg)
+    except Exception:
+        log.exception("listener %r raised in %s", listener, name)
+
+
+def _call0(listener: Any, name: str) -> None:
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return
+    try:
+        fn()
+    except Exception:
+        log.exception("listener %r raised in %s", listener, name)
+
+
+def _resolve(future: "Future[Any]", value: Any) -> None:
+    try:
+        if not future.done():
+            future.set_result(value)
+    except Exception:  # cancelled or resolved meanwhile
+        pass
+
+
+def _fail(future: "Future[Any]", exc: BaseException) -> None:
+    try:
+        if not future.done():
+            future.set_exception(exc)
+    except Exception:
+        pass

@@ -1,0 +1,244 @@
+"""Shared test set-up: the real-ActiveMQ fixtures (``activemq``,
+``activemq_persistent``, ``activemq_factory``) from
+:mod:`amqstomp.testing.pytest_plugin`.
+
+The plugin is loaded here unless an installed ``pytest11`` entry point already
+registers it (pytest refuses one plugin under two names).
+"""
+
+try:
+    from importlib.metadata import entry_points
+except ImportError:  # pragma: no cover - Python < 3.8
+    entry_points = None  # type: ignore[assignment]
+
+_PLUGIN = "amqstomp.testing.pytest_plugin"
+
+
+def _entry_point_registered() -> bool:
+    if entry_points is None:
+        return False
+    try:
+        eps = entry_points()
+        group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+        return any(ep.value.split(":")[0].strip() == _PLUGIN for ep in group)
+    except Exception:
+        return False
+
+
+if not _entry_point_registered():
+    pytest_plugins = [_PLUGIN]
+
+
+# --------------------------------------------------------------------------- helpers
+
+import select  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Callable, List, Optional, Tuple  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.02) -> bool:
+    """Poll ``predicate`` until true or ``timeout`` seconds pass; returns its last truth."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(predicate())
+        time.sleep(interval)
+
+
+class Collector:
+    """A listener that records every callback, with bounded waits.
+
+    Attributes:
+        messages (list[Frame]), errors (list[Frame]), receipts (list[Frame]),
+        events (list[str]): callback names in call order.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.messages: List[Any] = []
+        self.errors: List[Any] = []
+        self.receipts: List[Any] = []
+        self.events: List[str] = []
+        self.heartbeats = 0
+        self.connected_frame: Any = None
+
+    def _record(self, name: str, target: Optional[List[Any]] = None, frame: Any = None) -> None:
+        with self.cond:
+            self.events.append(name)
+            if target is not None:
+                target.append(frame)
+            self.cond.notify_all()
+
+    def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
+        self._record("connecting")
+
+    def on_connected(self, frame: Any) -> None:
+        self.connected_frame = frame
+        self._record("connected")
+
+    def on_message(self, frame: Any) -> None:
+        self._record("message", self.messages, frame)
+
+    def on_error(self, frame: Any) -> None:
+        self._record("error", self.errors, frame)
+
+    def on_receipt(self, frame: Any) -> None:
+        self._record("receipt", self.receipts, frame)
+
+    def on_heartbeat(self) -> None:
+        with self.cond:
+            self.heartbeats += 1
+
+    def on_heartbeat_timeout(self) -> None:
+        self._record("heartbeat_timeout")
+
+    def on_disconnecting(self) -> None:
+        self._record("disconnecting")
+
+    def on_receiver_loop_completed(self, frame: Any) -> None:
+        self._record("receiver_loop_completed")
+
+    def on_disconnected(self) -> None:
+        self._record("disconnected")
+
+    def wait_for(self, predicate: Callable[["Collector"], bool], timeout: float = 10.0) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: predicate(self), timeout)
+
+    def wait_messages(self, count: int, timeout: float = 10.0) -> List[Any]:
+        self.wait_for(lambda c: len(c.messages) >= count, timeout)
+        with self.cond:
+            return list(self.messages)
+
+    def wait_event(self, name: str, timeout: float = 10.0) -> bool:
+        return self.wait_for(lambda c: name in c.events, timeout)
+
+
+class StallProxy:
+    """A loopback TCP proxy (127.0.0.1 only) between a client and a broker.
+
+    ``stall()`` stops forwarding in both directions without closing anything
+    (a silent peer); ``resume()`` forwards again; ``inject_to_client(data)``
+    writes raw bytes towards the client; ``drop()`` closes every connection.
+    """
+
+    def __init__(self, upstream: Tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.stalled = threading.Event()
+        self.closing = threading.Event()
+        self.lock = threading.Lock()
+        self.pairs: List[Tuple[socket.socket, socket.socket]] = []
+        self.threads: List[threading.Thread] = []
+        self.bytes_up = 0
+        self.bytes_down = 0
+        self._spawn(self._accept_loop)
+
+    @property
+    def host_and_ports(self) -> List[Tuple[str, int]]:
+        return [("127.0.0.1", self.port)]
+
+    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True, name="test-proxy")
+        with self.lock:
+            self.threads.append(thread)
+        thread.start()
+
+    def _accept_loop(self) -> None:
+        while not self.closing.is_set():
+            ready, _, _ = select.select([self.listener], [], [], 0.05)
+            if not ready:
+                continue
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.pairs.append((client, server))
+            self._spawn(self._pump, client, server, "up")
+            self._spawn(self._pump, server, client, "down")
+
+    def _pump(self, src: socket.socket, dst: socket.socket, direction: str) -> None:
+        while not self.closing.is_set():
+            if self.stalled.is_set():
+                time.sleep(0.02)
+                continue
+            try:
+                ready, _, _ = select.select([src], [], [], 0.05)
+                if not ready or self.stalled.is_set():
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+                if direction == "up":
+                    self.bytes_up += len(data)
+                else:
+                    self.bytes_down += len(data)
+            except (OSError, ValueError):
+                break
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stall(self) -> None:
+        self.stalled.set()
+
+    def resume(self) -> None:
+        self.stalled.clear()
+
+    def inject_to_client(self, data: bytes) -> None:
+        with self.lock:
+            pairs = list(self.pairs)
+        for client, _ in pairs:
+            client.sendall(data)
+
+    def drop(self) -> None:
+        with self.lock:
+            pairs = list(self.pairs)
+        for client, server in pairs:
+            for sock in (client, server):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.closing.set()
+        self.drop()
+        with self.lock:
+            threads = list(self.threads)
+        for thread in threads:
+            thread.join(5)
+        with self.lock:
+            for client, server in self.pairs:
+                client.close()
+                server.close()
+        self.listener.close()
+
+
+@pytest.fixture
+def stall_proxy(activemq):
+    """A :class:`StallProxy` in front of the session broker."""
+    proxy = StallProxy(("127.0.0.1", activemq.stomp_port))
+    try:
+        yield proxy
+    finally:
+        proxy.close()
