@@ -1,0 +1,191 @@
+"""Command line: ``amqstomp demo`` and ``amqstomp broker`` (also ``python -m amqstomp``).
+
+``demo`` starts a local ActiveMQ (Debian's ``activemq`` package, see
+:mod:`amqstomp.testing`), sends N messages through it and consumes them with
+client acknowledgement, showing progress, then prints sent / received / lost
+and the rates. Exit status 0 only when nothing was lost.
+
+``broker`` starts a local ActiveMQ on 127.0.0.1 and keeps it up until Ctrl-C,
+printing its STOMP URL.
+"""
+import argparse
+import logging
+import sys
+import threading
+import time
+from typing import List, Optional
+
+log = logging.getLogger("amqstomp.cli")
+
+
+class _Progress:
+    """One status line, rewritten in place (plain lines when not a terminal)."""
+
+    def __init__(self, total: int, stream=sys.stdout) -> None:
+        self.total = total
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._last = 0.0
+
+    def show(self, sent: int, received: int, started: float, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < (0.2 if self.tty else 2.0):
+            return
+        self._last = now
+        elapsed = max(now - started, 1e-9)
+        width = 30
+        done = int(width * received / self.total) if self.total else width
+        line = "[%s%s] sent %7d  received %7d / %d  %8.0f msg/s" % (
+            "#" * done, "." * (width - done), sent, received, self.total, received / elapsed)
+        if self.tty:
+            self.stream.write("\r" + line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def run_demo(host_and_ports, messages: int, body_size: int, ack_every: int,
+             destination: str, timeout: float, out=sys.stdout) -> dict:
+    """Send ``messages`` messages to ``destination`` and consume them with
+    ``ack:client`` (a cumulative ACK every ``ack_every`` messages and at the end).
+
+    Returns a dict: sent, received (distinct), duplicates, lost, seconds,
+    send_rate and receive_rate (messages/s).
+    """
+    import amqstomp
+
+    seen = bytearray(messages)
+    state = {"received": 0, "duplicates": 0, "since_ack": 0}
+    done = threading.Event()
+    lock = threading.Lock()
+
+    consumer = amqstomp.Connection12(host_and_ports, auto_decode=False)
+
+    class Counter(amqstomp.ConnectionListener):
+        def on_message(self, frame):
+            seq = int(frame.headers["amqstomp-seq"])
+            with lock:
+                if seen[seq]:
+                    state["duplicates"] += 1
+                else:
+                    seen[seq] = 1
+                    state["received"] += 1
+                state["since_ack"] += 1
+                if state["since_ack"] >= ack_every or state["received"] == messages:
+                    # ActiveMQ's ack:client is cumulative: this acks every earlier message too.
+                    consumer.ack(frame.headers["ack"])
+                    state["since_ack"] = 0
+                if state["received"] == messages:
+                    done.set()
+
+        def on_error(self, frame):
+            log.error("broker error: %s", frame.headers.get("message"))
+
+    consumer.set_listener("demo", Counter())
+    consumer.connect(wait=True)
+    consumer.subscribe(destination, id="demo", ack="client", headers={"receipt": "sub-demo"})
+    consumer.wait_for_receipt("sub-demo", timeout=10)
+
+    producer = amqstomp.Connection12(host_and_ports)
+    producer.connect(wait=True)
+    body = b"x" * body_size
+    progress = _Progress(messages, out)
+    sent = 0
+    started = time.monotonic()
+    for seq in range(messages):
+        headers = {"amqstomp-seq": seq}
+        if seq == messages - 1:
+            headers["receipt"] = "last-send"
+        producer.send(destination, body, headers=headers)
+        sent += 1
+        if seq % 1000 == 0:
+            progress.show(sent, state["received"], started)
+    producer.wait_for_receipt("last-send", timeout=timeout)
+    send_seconds = time.monotonic() - started
+    deadline = started + timeout
+    while not done.wait(0.2):
+        progress.show(sent, state["received"], started)
+        if time.monotonic() > deadline:
+            break
+    seconds = time.monotonic() - started
+    progress.show(sent, state["received"], started, force=True)
+    progress.end()
+    producer.disconnect()
+    consumer.disconnect()
+    received = state["received"]
+    return {
+        "sent": sent,
+        "received": received,
+        "duplicates": state["duplicates"],
+        "lost": sent - received,
+        "seconds": seconds,
+        "send_rate": sent / send_seconds if send_seconds else 0.0,
+        "receive_rate": received / seconds if seconds else 0.0,
+    }
+
+
+def _demo(args) -> int:
+    from amqstomp.codec import IMPLEMENTATION
+    from amqstomp.testing import ActiveMQBroker
+
+    if not ActiveMQBroker.available():
+        print("ActiveMQ not found: install Debian's package with `apt-get install -y activemq`",
+              file=sys.stderr)
+        return 2
+    print("amqstomp demo: codec=%s, %d messages of %d bytes, ack:client every %d"
+          % (IMPLEMENTATION, args.messages, args.body_size, args.ack_every))
+    t0 = time.monotonic()
+    with ActiveMQBroker(persistent=args.persistent) as broker:
+        print("ActiveMQ started on %s in %.1f s (pid %s)" % (broker.url, time.monotonic() - t0, broker.pid))
+        result = run_demo(broker.host_and_ports, args.messages, args.body_size, args.ack_every,
+                          args.destination, args.timeout)
+    print("sent %(sent)d, received %(received)d, lost %(lost)d, duplicates %(duplicates)d" % result)
+    print("send rate %.0f msg/s, end-to-end %.0f msg/s (%.2f s)"
+          % (result["send_rate"], result["receive_rate"], result["seconds"]))
+    return 0 if result["lost"] == 0 else 1
+
+
+def _broker(args) -> int:
+    from amqstomp.testing import ActiveMQBroker
+
+    with ActiveMQBroker(persistent=args.persistent, stomp_port=args.port) as broker:
+        print("ActiveMQ up: %s (pid %s); Ctrl-C stops it" % (broker.url, broker.pid), flush=True)
+        try:
+            while broker.running:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="amqstomp", description="amqstomp command line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="producer -> local ActiveMQ -> consumer (client acks)")
+    demo.add_argument("--messages", type=int, default=100_000, help="how many (default 100000)")
+    demo.add_argument("--body-size", type=int, default=256, help="bytes per body (default 256)")
+    demo.add_argument("--ack-every", type=int, default=100,
+                      help="messages per cumulative ACK (default 100; keep it below the broker's "
+                           "page size of 200 and the prefetch)")
+    demo.add_argument("--destination", default="/queue/amqstomp.demo")
+    demo.add_argument("--persistent", action="store_true", help="broker with a KahaDB store")
+    demo.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up")
+    demo.set_defaults(func=_demo)
+    broker = sub.add_parser("broker", help="run a local ActiveMQ until Ctrl-C")
+    broker.add_argument("--port", type=int, default=None, help="STOMP port (default: a free one)")
+    broker.add_argument("--persistent", action="store_true")
+    broker.set_defaults(func=_broker)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
