@@ -68,7 +68,9 @@ cdef class SubscriptionWindow:
             long (50); keeps a consumer whose share of a page is below the batch size
             from waiting for the broker's 30 s sweep.
         max_buffered (int | None): local buffer bound (messages); default
-            ``max(prefetch, 1)`` capped at 10,000. ``on_delivered`` asks to pause
+            ``prefetch`` for ``ack:auto`` (the broker no longer limits what it
+            pushes) and ``prefetch + 1`` for client modes (the broker does), capped
+            at 10,000. ``on_delivered`` asks to pause
             at this many pending, and ``on_consumed`` callers resume reading once
             ``should_resume()`` (pending at or below half of it).
 
@@ -113,7 +115,9 @@ cdef class SubscriptionWindow:
             if not isinstance(value, int) or value < 0:
                 raise ValueError("%s must be an int >= 0 (ms), got %r" % (name, value))
         if max_buffered is None:
-            max_buffered = min(max(prefetch, 1), 10000)
+            # ack:auto: the broker stops counting at dispatch, so the buffer bound is ours;
+            # client modes: the broker never has more than `prefetch` out, so never pause then
+            max_buffered = min(prefetch if ack_mode == ACK_AUTO else prefetch + 1, 10000)
         if not isinstance(max_buffered, int) or max_buffered < 1:
             raise ValueError("max_buffered must be an int >= 1, got %r" % (max_buffered,))
         self.prefetch = prefetch

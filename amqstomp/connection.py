@@ -36,6 +36,8 @@ from .codec import Frame
 from .exception import ConnectFailedException, StompException
 from .listener import ConnectionListener
 from .transport import DEFAULT_CLOSE_TIMEOUT, Transport
+from .subscription import SubscriptionManager, pop_reserved
+from .uri import parse_destination
 from .utils import get_uuid, merge_headers
 
 __all__ = [
@@ -93,6 +95,7 @@ class BaseConnection:
         self.encoding = encoding
         self.auto_decode = auto_decode
         self.auto_content_length = auto_content_length
+        self.subscriptions = SubscriptionManager(self.transport)
 
     # ---------------------------------------------------------------- listeners
 
@@ -214,6 +217,7 @@ class BaseConnection:
             if wait and not self.transport.is_connected():
                 self.transport.wait_connected(timeout)
             return
+        self.subscriptions.reset()
         host_and_port = self.transport.open(self.version)
         frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
         if self.version == "1.2" and "host" not in frame_headers:
@@ -246,6 +250,7 @@ class BaseConnection:
             transport.close()
             return
         if transport.is_connected():
+            self.subscriptions.close_all()
             frame_headers = merge_headers([headers, keyword_headers])
             frame_headers["receipt"] = receipt or get_uuid()
             transport.notify("disconnecting")
@@ -327,6 +332,28 @@ class BaseConnection:
         frame_headers["transaction"] = transaction
         self.transport.send_frame("ABORT", frame_headers)
 
+    def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
+                   keyword_headers: Dict[str, Any]) -> None:
+        if destination is None:
+            raise ValueError("'destination' is required")
+        options = pop_reserved(keyword_headers)
+        frame_headers = merge_headers([headers, keyword_headers])
+        if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
+            if options:
+                raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
+            frame_headers["destination"], extra = parse_destination(destination)
+            for key, value in extra.items():
+                frame_headers.setdefault(key, value)
+            frame_headers["ack"] = ack
+            self.transport.send_frame("SUBSCRIBE", frame_headers)
+            return
+        frame_headers, _ = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
+        try:
+            self.transport.send_frame("SUBSCRIBE", frame_headers)
+        except BaseException:
+            self.subscriptions.discard(id)
+            raise
+
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
         frame_headers = merge_headers([ack_headers, keyword_headers])
@@ -372,21 +399,18 @@ class StompConnection10(BaseConnection):
     def subscribe(self, destination: str, id: Optional[str] = None, ack: str = "auto",
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
-        ``auto`` or ``client`` (cumulative on ActiveMQ)."""
-        if destination is None:
-            raise ValueError("'destination' is required")
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["destination"] = destination
-        if id is not None:
-            frame_headers["id"] = id
-        frame_headers["ack"] = ack
-        self.transport.send_frame("SUBSCRIBE", frame_headers)
+        ``auto`` or ``client`` (cumulative on ActiveMQ). Flow-control keywords
+        as in :meth:`StompConnection11.subscribe` (they need an ``id``)."""
+        self._subscribe(destination, id, ack, headers, keyword_headers)
 
     def unsubscribe(self, destination: Optional[str] = None, id: Optional[str] = None,
                     headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """UNSUBSCRIBE by ``id`` or by ``destination``."""
+        """UNSUBSCRIBE by ``id`` or by ``destination`` (after the ACK of what
+        optimizeAcknowledge has not acked yet)."""
         if id is None and destination is None:
             raise ValueError("'id' or 'destination' is required")
+        if id is not None:
+            self.subscriptions.close(id)
         frame_headers = merge_headers([headers, keyword_headers])
         if id is not None:
             frame_headers["id"] = id
@@ -429,31 +453,52 @@ class StompConnection11(BaseConnection):
 
     def subscribe(self, destination: str, id: Any, ack: str = "auto",
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE").
+        """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") with consumer flow control.
 
         Args:
-            destination (str): queue or topic.
+            destination (str): queue or topic; ActiveMQ consumer options may
+                follow (``/queue/a?consumer.prefetchSize=10``): each becomes its
+                ``activemq.*`` header (docs/options.md), on ActiveMQ only.
             id: subscription id (MESSAGE frames carry it as ``subscription``).
-            ack (str): ``auto``, ``client`` (cumulative on ActiveMQ) or
-                ``client-individual``.
+            ack (str): ``auto`` (the broker acks at dispatch: at-most-once),
+                ``client`` (cumulative on ActiveMQ) or ``client-individual``.
             headers, keyword_headers: e.g. ``selector``,
                 ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
                 dispatch only after sending that receipt).
+
+        amqstomp's own keywords, never sent as headers (RESERVED_KEYWORDS):
+            optimize_acknowledge (bool): with ``ack='client'`` amqstomp sends the
+                ACKs itself, after the listeners returned, one cumulative ACK per
+                batch (ActiveMQMessageConsumer's optimizeAcknowledge; batch rule in
+                :func:`amqstomp.flow.optimized_ack_threshold`); do not call ``ack``.
+            prefetch_size (int): messages the broker may push before an ACK
+                (``activemq.prefetchSize`` on ActiveMQ, ``prefetch-count`` on RabbitMQ).
+            ack_batch_cap (int, messages, 100), optimize_acknowledge_timeout_ms
+                (300), optimized_ack_scheduled_ack_interval_ms (0 = off),
+                idle_ack_ms (50), max_buffered (messages): see
+                :class:`amqstomp.flow.SubscriptionWindow`.
+
+        The local buffer is bounded: when a subscription has ``max_buffered``
+        messages waiting for the listeners (with ``ack='auto'`` the broker no
+        longer limits what it pushes), amqstomp stops reading the socket until
+        half have been handled; listeners' ``on_slow_consumer`` hears when more
+        than 2 x prefetch wait.
+
+        Raises:
+            ValueError: no destination or id, or the id is in use.
+            ConfigurationError: bad ack mode or option, see
+                :meth:`amqstomp.subscription.SubscriptionManager.prepare`.
         """
-        if destination is None:
-            raise ValueError("'destination' is required")
         if id is None:
             raise ValueError("'id' is required")
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["destination"] = destination
-        frame_headers["id"] = id
-        frame_headers["ack"] = ack
-        self.transport.send_frame("SUBSCRIBE", frame_headers)
+        self._subscribe(destination, id, ack, headers, keyword_headers)
 
     def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """UNSUBSCRIBE the subscription ``id``."""
+        """UNSUBSCRIBE the subscription ``id`` (after the ACK of what
+        optimizeAcknowledge has not acked yet)."""
         if id is None:
             raise ValueError("'id' is required")
+        self.subscriptions.close(id)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["id"] = id
         self.transport.send_frame("UNSUBSCRIBE", frame_headers)

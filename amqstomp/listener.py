@@ -14,7 +14,7 @@ Frames handed over are :class:`amqstomp.codec.Frame` objects (``cmd``,
 import logging
 import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = ["ConnectionListener", "WaitingListener", "StatsListener", "PrintingListener", "TestListener"]
 
@@ -48,6 +48,12 @@ class ConnectionListener:
 
     def on_message(self, frame: Any) -> None:
         """A MESSAGE frame arrived."""
+
+    def on_slow_consumer(self, info: Dict[str, Any]) -> None:
+        """A subscription's local buffer holds more than 2 x prefetch messages
+        (ActiveMQ's slow consumer), or no longer does. ``info``: ``subscription``
+        (id), ``destination``, ``pending`` and ``prefetch`` (messages). Called
+        once each time the state changes."""
 
     def on_receipt(self, frame: Any) -> None:
         """A RECEIPT frame arrived (for a frame sent with a ``receipt`` header)."""

@@ -496,6 +496,8 @@ class Transport:
         self._on_send: Tuple[Callable[[Frame], Any], ...] = ()
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         self._message_handler: Callable[[Frame], None] = self.deliver_message
+        self._consumed_hook: Optional[Callable[[Frame], None]] = None
+        self._dispatch_filter: Optional[Callable[[Frame], bool]] = None
 
     # ------------------------------------------------------------ configuration
 
@@ -954,6 +956,19 @@ class Transport:
         """
         self._message_handler = handler if handler is not None else self.deliver_message
 
+    def set_dispatch_filter(self, fn: Optional[Callable[[Frame], bool]]) -> None:
+        """Ask ``fn(frame)`` on the dispatcher thread, before the listeners, whether
+        a queued MESSAGE is still to be delivered (False drops it: a flow-control
+        layer drops the un-acked messages of a subscription it closed, which the
+        broker redelivers)."""
+        self._dispatch_filter = fn
+
+    def set_consumed_hook(self, hook: Optional[Callable[[Frame], None]]) -> None:
+        """Run ``hook(frame)`` on the dispatcher thread after every listener's
+        ``on_message`` returned for ``frame`` (the application had it): where a
+        flow-control layer counts a message consumed and decides its ACK."""
+        self._consumed_hook = hook
+
     def deliver_message(self, frame: Frame) -> None:
         """Queue a MESSAGE for the listeners (``on_before_message`` then ``on_message``)."""
         link = self._link
@@ -1198,10 +1213,17 @@ class Transport:
             if item is _STOP:
                 break
             event, arg = item
+            if event == "message" and self._dispatch_filter is not None and not self._dispatch_filter(arg):
+                continue
             try:
                 self._notify(event, arg)
             except Exception:
                 log.exception("dispatching %s failed", event)
+            if event == "message" and self._consumed_hook is not None:
+                try:
+                    self._consumed_hook(arg)
+                except Exception:
+                    log.exception("consumed hook failed")
             if event == "connected":
                 _resolve(link.connect_future, arg)
 
@@ -1219,6 +1241,9 @@ class Transport:
         elif event == "connecting":
             for listener in listeners:
                 _call(listener, "on_connecting", arg)
+        elif event == "slow_consumer":
+            for listener in listeners:
+                _call(listener, "on_slow_consumer", arg)
         elif event == "receiver_loop_completed":
             for listener in listeners:
                 _call(listener, "on_receiver_loop_completed", None)

@@ -1,0 +1,371 @@
+"""Consumer flow control against a real ActiveMQ, checked with the broker's own counters
+(statistics plugin): optimized ack batches, no loss when a consumer dies, load balancing by
+prefetch, and no stall draining a backlog in any ack mode x prefetch."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+
+import pytest
+
+import amqstomp
+from amqstomp.exception import ConfigurationError
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.broker
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fill(broker, queue, count, body=b"x" * 256, start=0):
+    """Put `count` messages (header seq=start..) on `queue`; returns when the broker has them all."""
+    conn = amqstomp.Connection12(broker.host_and_ports)
+    conn.connect(wait=True)
+    try:
+        for i in range(start, start + count):
+            headers = {"seq": i}
+            if i == start + count - 1:
+                headers["receipt"] = "filled"
+            conn.send(queue, body, headers=headers)
+        conn.wait_for_receipt("filled", timeout=60)
+    finally:
+        conn.disconnect()
+
+
+def wait_until(predicate, timeout, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+class Recorder(amqstomp.ConnectionListener):
+    def __init__(self, hold_at=None, delay=0.0):
+        self.frames = []
+        self.times = []
+        self.hold_at = hold_at  # block in on_message for this (0-based) message until released
+        self.release = threading.Event()
+        self.holding = threading.Event()
+        self.delay = delay
+        self.errors = []
+        self.slow = []
+        self.ack = None  # set to conn.ack to ack every message from the listener
+
+    def on_message(self, frame):
+        if self.hold_at is not None and len(self.frames) == self.hold_at:
+            self.holding.set()
+            self.release.wait(30)
+        self.frames.append(frame)
+        self.times.append(time.monotonic())
+        if self.ack is not None:
+            self.ack(frame.headers["ack"])
+        if self.delay:
+            time.sleep(self.delay)
+
+    def on_error(self, frame):
+        self.errors.append(frame)
+
+    def on_slow_consumer(self, info):
+        self.slow.append(info)
+
+    def max_gap(self):
+        return max((b - a for a, b in zip(self.times, self.times[1:])), default=0.0)
+
+
+def consumer(broker, listener, **kw):
+    conn = amqstomp.Connection12(broker.host_and_ports, auto_decode=False, **kw)
+    conn.set_listener("rec", listener)
+    conn.connect(wait=True)
+    return conn
+
+
+def qname():
+    return "flow.%s" % uuid.uuid4().hex[:8]
+
+
+@pytest.mark.timeout(120)
+def test_optimized_acks_follow_the_batch_rule(activemq):
+    """prefetch 100 -> threshold 65 (SEEDS 003): 64 consumed -> the broker has dequeued nothing;
+    65 consumed -> 65 dequeued; 130 consumed -> 130; the rest acked on unsubscribe."""
+    q = qname()
+    fill(activemq, "/queue/" + q, 200)
+    rec = Recorder(hold_at=64)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=100,
+                   idle_ack_ms=0, optimize_acknowledge_timeout_ms=0)
+    assert rec.holding.wait(30)
+    time.sleep(0.3)
+    assert queue_statistics(activemq, q)["dequeueCount"] == 0  # 64 consumed: below the threshold
+    first_hold = rec.release
+    rec.release = threading.Event()
+    rec.hold_at = 65
+    rec.holding.clear()
+    first_hold.set()
+    assert wait_until(lambda: rec.holding.is_set(), 30)
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 65, 10)
+    rec.hold_at = None
+    rec.release.set()
+    assert wait_until(lambda: len(rec.frames) == 200, 30)
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] >= 195, 10)
+    assert queue_statistics(activemq, q)["dequeueCount"] == 195  # 3 batches of 65; 5 unacked
+    conn.unsubscribe(1)
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 200, 10)
+    conn.disconnect()
+    assert not rec.errors
+
+
+@pytest.mark.timeout(120)
+def test_idle_flush_and_timeout_ack_a_short_batch(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 10)  # fewer than the threshold of 65
+    rec = Recorder()
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=100)
+    assert wait_until(lambda: len(rec.frames) == 10, 30)
+    # the idle flush (50 ms without a delivery) acks the 10
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 10, 5)
+    conn.disconnect()
+
+
+@pytest.mark.timeout(120)
+def test_messages_are_acked_only_after_the_listener_returned(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 5)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=10)
+    assert rec.holding.wait(30)
+    time.sleep(1.0)  # far past every timer: nothing consumed, nothing acked
+    assert queue_statistics(activemq, q)["dequeueCount"] == 0
+    rec.hold_at = None
+    rec.release.set()
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 5, 10)
+    conn.disconnect()
+
+
+@pytest.mark.timeout(180)
+def test_killed_consumer_loses_nothing(activemq):
+    """A consumer process dies mid-batch (kill -9): its un-acked messages come back, marked
+    redelivered, and a second consumer gets them; every message is received at least once."""
+    q = qname()
+    total = 3000
+    fill(activemq, "/queue/" + q, total)
+    child = textwrap.dedent("""
+        import sys, time, amqstomp
+        seen = []
+        class L(amqstomp.ConnectionListener):
+            def on_message(self, frame):
+                sys.stdout.write(frame.headers["seq"] + "\\n"); sys.stdout.flush()
+                time.sleep(0.0005)
+        c = amqstomp.Connection12([("127.0.0.1", %d)], auto_decode=False)
+        c.set_listener("l", L())
+        c.connect(wait=True)
+        c.subscribe("/queue/%s", id=1, ack="client", optimize_acknowledge=True, prefetch_size=100)
+        time.sleep(60)
+    """ % (activemq.stomp_port, q))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, env=env)
+    first = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(first) < 1000 and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            first.add(int(line))
+        os.kill(proc.pid, signal.SIGKILL)
+        for line in proc.stdout:  # whatever it printed before it died
+            first.add(int(line))
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert len(first) >= 1000
+    dequeued = queue_statistics(activemq, q)["dequeueCount"]
+    assert dequeued < len(first) or dequeued < total  # it died with something un-acked
+    rec = Recorder()
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=2, ack="client", optimize_acknowledge=True, prefetch_size=100)
+    assert wait_until(lambda: queue_statistics(activemq, q)["size"] == 0, 60)
+    conn.disconnect()
+    second = [int(f.headers["seq"]) for f in rec.frames]
+    assert set(second) | first == set(range(total)), "lost: %s" % sorted(set(range(total)) - set(second) - first)[:10]
+    again = [f for f in rec.frames if int(f.headers["seq"]) in first]
+    assert again, "the kill came between two batches; nothing was redelivered"
+    assert all(f.headers.get("redelivered") == "true" for f in again)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("prefetch", [1, 1000])
+def test_prefetch_decides_load_balancing(activemq, prefetch):
+    """SEEDS 001/003: with prefetch 1 two slow consumers share a queue; with 1000 the first hoards
+    it (the backlog, one broker page of 200, sits in its buffer while the second gets nothing)."""
+    q = qname()
+    total = 200
+    fill(activemq, "/queue/" + q, total)
+    recs = [Recorder(delay=0.005), Recorder(delay=0.005)]
+    conns = []
+    for rec in recs:
+        conn = consumer(activemq, rec)
+        conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=prefetch,
+                       headers={"receipt": "sub"})
+        conn.wait_for_receipt("sub", 10)
+        conns.append(conn)
+        time.sleep(0.05)
+    assert wait_until(lambda: sum(len(r.frames) for r in recs) == total, 60)
+    for conn in conns:
+        conn.disconnect()
+    share = len(recs[0].frames) / total
+    if prefetch == 1:
+        assert 0.4 <= share <= 0.6, share
+    else:
+        assert share == 1.0, share
+
+
+ACK_MODES = ["auto", "client-individual", "optimized"]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("body_size,count", [(256, 5000), (64 * 1024, 1000)], ids=["256B", "64KiB"])
+def test_backlog_drains_without_stall(activemq, body_size, count):
+    """A backlog far above the broker's page size (200) drains with no gap over 5 s between two
+    messages, for prefetch 1, 10, 100, 1000 in every ack mode (the broker's stalls last 30 s)."""
+    results = []
+    for prefetch in (1, 10, 100, 1000):
+        for mode in ACK_MODES:
+            q = qname()
+            fill(activemq, "/queue/" + q, count, body=b"b" * body_size)
+            rec = Recorder()
+            conn = consumer(activemq, rec)
+            if mode == "client-individual":
+                rec.ack = conn.ack  # the application acks each message itself, as stomp.py users do
+                conn.subscribe("/queue/" + q, id=1, ack="client-individual", prefetch_size=prefetch)
+            elif mode == "optimized":
+                conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=prefetch)
+            else:
+                conn.subscribe("/queue/" + q, id=1, ack="auto", prefetch_size=prefetch)
+            started = time.monotonic()
+            wait_until(lambda: len(rec.frames) >= count or rec.max_gap() > 5
+                       or (rec.times and time.monotonic() - rec.times[-1] > 6), 120, step=0.05)
+            got = len(rec.frames)
+            conn.disconnect()
+            results.append((prefetch, mode, got, rec.max_gap(), time.monotonic() - started))
+            assert got == count, results[-1]
+            assert rec.max_gap() < 5.0, results[-1]
+            assert wait_until(lambda: queue_statistics(activemq, q)["size"] == 0, 10), results[-1]
+    print("\n".join("prefetch %5d %-18s %6d msgs  max gap %.3f s  %.1f s" % r for r in results))
+
+
+@pytest.mark.timeout(120)
+def test_auto_ack_buffer_is_bounded_by_back_pressure(activemq):
+    """ack:auto: the broker no longer limits what it pushes, so amqstomp stops reading when its
+    buffer holds max_buffered messages; the slow-consumer callback fires above 2 x prefetch."""
+    q = qname()
+    fill(activemq, "/queue/" + q, 3000)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="auto", prefetch_size=100, max_buffered=500)
+    assert rec.holding.wait(30)
+    time.sleep(1.0)
+    sub = conn.subscriptions.get(1)
+    # stopped reading at 500; the frames of the socket read in progress (64 KiB) come on top
+    assert 500 <= sub.window.delivered <= 500 + 65536 // 256
+    assert conn.transport.reading_paused
+    rec.hold_at = None
+    rec.release.set()
+    assert wait_until(lambda: len(rec.frames) == 3000, 60)
+    # listeners hear it on the dispatcher, after the message that was being handled
+    assert rec.slow and rec.slow[0]["subscription"] == "1" and rec.slow[0]["pending"] > 200
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_destination_options_become_activemq_headers(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 20)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/%s?consumer.prefetchSize=5" % q, id=1, ack="client-individual")
+    sub = conn.subscriptions.get(1)
+    assert sub.headers["activemq.prefetchSize"] == "5" and sub.headers["destination"] == "/queue/" + q
+    assert rec.holding.wait(30)
+    time.sleep(0.5)
+    assert sub.window.delivered == 5  # the broker honoured the prefetch
+    assert queue_statistics(activemq, q)["inflightCount"] == 5
+    rec.hold_at = None
+    rec.release.set()
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_reserved_keywords_are_not_headers_and_bad_ones_fail(activemq):
+    conn = consumer(activemq, Recorder())
+    try:
+        with pytest.raises(ConfigurationError, match="ack='client'"):
+            conn.subscribe("/queue/x", id=1, ack="auto", optimize_acknowledge=True)
+        with pytest.raises(ConfigurationError, match="prefetch size 0"):
+            conn.subscribe("/queue/x", id=2, ack="client", prefetch_size=0)
+        with pytest.raises(ConfigurationError, match="consumer.prefetchSize"):
+            conn.subscribe("/queue/x?consumer.prefetchsize=3", id=3, ack="client")
+        conn.subscribe("/queue/x", id=4, ack="client", optimize_acknowledge=True, ack_batch_cap=50)
+        headers = conn.subscriptions.get(4).headers
+        assert not any(k in headers for k in ("optimize_acknowledge", "ack_batch_cap"))
+        assert "activemq.prefetchSize" not in headers  # nothing the user did not ask for
+        assert conn.subscriptions.get(4).window.threshold == 50
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_unsubscribed_client_messages_are_not_delivered_after(activemq):
+    """After unsubscribe, queued un-acked messages are dropped locally (the broker redelivers
+    them to other consumers) instead of reaching a listener that can no longer ack them."""
+    q = qname()
+    fill(activemq, "/queue/" + q, 50)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=50)
+    assert rec.holding.wait(30)
+    assert wait_until(lambda: conn.subscriptions.get(1).window.delivered == 50, 10)
+    conn.unsubscribe(1)
+    rec.hold_at = None
+    rec.release.set()
+    time.sleep(0.5)
+    assert len(rec.frames) == 1
+    conn.disconnect()
+    other = Recorder()
+    conn2 = consumer(activemq, other)
+    conn2.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True)
+    assert wait_until(lambda: len(other.frames) >= 49, 20)
+    conn2.disconnect()
+    assert {int(f.headers["seq"]) for f in other.frames} | {int(rec.frames[0].headers["seq"])} == set(range(50))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("cls", [amqstomp.Connection10, amqstomp.Connection11, amqstomp.Connection12])
+def test_optimized_acks_on_every_stomp_version(activemq, cls):
+    """The library's ACKs carry the right ids per version (1.0 message-id, 1.1 + subscription, 1.2 ack)."""
+    q = qname()
+    fill(activemq, "/queue/" + q, 500)
+    rec = Recorder()
+    conn = cls(activemq.host_and_ports, auto_decode=False)
+    conn.set_listener("rec", rec)
+    conn.connect(wait=True)
+    conn.subscribe("/queue/" + q, id="s1", ack="client", optimize_acknowledge=True, prefetch_size=50)
+    assert wait_until(lambda: len(rec.frames) == 500, 30)
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 500, 10)
+    conn.disconnect()
+    assert not rec.errors
+
+
+def test_ack_headers_per_version():
+    from amqstomp.subscription import ack_headers
+    h = {"message-id": "m1", "subscription": "s", "ack": "a1"}
+    assert ack_headers("1.2", h) == {"id": "a1"}
+    assert ack_headers("1.1", h) == {"message-id": "m1", "subscription": "s"}
+    assert ack_headers("1.0", h) == {"message-id": "m1"}
