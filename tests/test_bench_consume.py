@@ -1,0 +1,110 @@
+"""Smoke test of bench/consume.py's case runner: a tiny backlog, one stomp.py and
+one amqstomp consumer (each in its own child process) against a real ActiveMQ.
+Counts and result fields only; no timing assertions."""
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+stomp = pytest.importorskip("stomp", reason="stomp.py is the bench's baseline")
+
+from bench import consume  # noqa: E402
+from bench._common import ChildResult, format_table, human_size, run_child  # noqa: E402
+
+pytestmark = pytest.mark.broker
+
+BACKLOG = 500
+
+ROW_FIELDS = {
+    "id", "client", "ack", "prefetch", "body_size", "count", "status", "msg_per_s", "cpu_s",
+    "cpu_per_10k_s", "consume_cpu_per_10k_s", "max_gap_ms", "stall", "received", "distinct", "missing", "lost",
+    "duplicates", "dequeue_count", "fill", "queue_stats_after", "child", "problems",
+}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("client, ack, prefetch", [
+    ("stomp.py", "client-individual", 10),
+    ("amqstomp", "client", 10),
+    ("amqstomp", "optimized", 10),
+])
+def test_run_case_consumes_the_whole_backlog(activemq_factory, client, ack, prefetch):
+    broker = activemq_factory(statistics=True)
+    if ack == "optimized":
+        available, reason = consume.probe_optimized(broker.host_and_ports)
+        if not available:
+            pytest.skip("amqstomp optimized acks: " + reason)
+    case = consume.Case(client, ack, prefetch, 256, BACKLOG)
+    row = consume.run_case(broker, case, deadline=60.0)
+
+    assert ROW_FIELDS <= set(row), sorted(ROW_FIELDS - set(row))
+    assert row["status"] == "ok", (row["status"], row["problems"], row.get("child_stderr_tail"))
+    assert row["received"] == BACKLOG
+    assert row["distinct"] == BACKLOG
+    assert row["missing"] == row["lost"] == 0
+    assert row["duplicates"] == 0
+    assert row["dequeue_count"] == BACKLOG
+    assert row["queue_stats_after"]["size"] == 0
+    assert row["fill"]["count"] == BACKLOG
+    assert row["child"]["module"] == consume.CLIENTS[client]
+    assert row["cpu_s"] > 0 and row["msg_per_s"] > 0
+    assert row["stall"] is False
+    if ack == "client":
+        # K = min(100, 10 // 2) = 5: one cumulative ACK per 5 messages, none left over
+        assert row["ack_interval"] == 5
+        assert row["acks_sent"] == BACKLOG // 5
+    elif ack == "optimized":
+        assert row["acks_sent"] == 0  # the library acks, the listener never does
+    else:
+        assert row["acks_sent"] == BACKLOG
+
+
+def test_cases_and_ack_interval():
+    assert [consume.default_ack_interval(p) for p in (1, 2, 10, 199, 1000)] == [1, 1, 5, 99, 100]
+    cases = consume.build_cases(quick=True)
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)) == 2 * 3 * 7
+    assert "stomp.py:optimized:p1:256B" not in ids
+    assert "amqstomp:optimized:p1000:64KiB" in ids
+    picked = consume.build_cases(quick=True, patterns=["amqstomp:optimized:*"])
+    assert {c.ack for c in picked} == {"optimized"} and len(picked) == 6
+    with pytest.raises(ValueError):
+        consume.Case("stomp.py", "optimized", 10, 256, 10)
+
+
+def test_ratios_and_table():
+    def row(client, ack, rate, cpu):
+        return {"id": "%s:%s" % (client, ack), "client": client, "ack": ack, "prefetch": 10,
+                "body_size": 256, "count": 100, "status": "ok", "msg_per_s": rate, "cpu_s": cpu,
+                "received": 100, "consume_cpu_s": cpu / 2}
+
+    rows = [row("stomp.py", "auto", 100.0, 2.0), row("amqstomp", "auto", 300.0, 1.0),
+            row("stomp.py", "client-individual", 50.0, 4.0), row("amqstomp", "optimized", 400.0, 1.0)]
+    ratios = consume.compute_ratios(rows)
+    (pair,) = ratios["pairs"]
+    assert pair["msg_per_s_ratio"] == pytest.approx(3.0)
+    assert pair["cpu_per_msg_ratio"] == pytest.approx(0.5)
+    (head,) = ratios["headline"]
+    assert head["optimized_vs_stomppy_individual_msg_per_s"] == pytest.approx(8.0)
+    assert head["optimized_vs_stomppy_auto_msg_per_s"] == pytest.approx(4.0)
+    assert head["cpu_per_msg_optimized_over_stomppy_individual"] == pytest.approx(0.25)
+    text = format_table([["a", 1], ["bb", 22]], ["x", "y"])
+    assert text.splitlines()[0].startswith("x")
+    assert human_size(65536) == "64KiB" and human_size(256) == "256B"
+
+
+@pytest.mark.timeout(60)
+def test_run_child_reports_cpu_and_enforces_deadline():
+    busy = run_child([sys.executable, "-c", "import time; t=time.process_time()\n"
+                      "while time.process_time() - t < 0.3: pass\nprint('{\"ok\": 1}')"], timeout=30)
+    assert isinstance(busy, ChildResult)
+    assert busy.returncode == 0 and not busy.timed_out
+    assert busy.cpu_s >= 0.25
+    assert busy.last_json() == {"ok": 1}
+    hung = run_child([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1.0)
+    assert hung.timed_out and hung.returncode < 0
+    assert hung.wall_s < 30
