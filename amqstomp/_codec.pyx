@@ -124,16 +124,19 @@ assert CONTENT_LENGTH_SLOT >= 0
 
 cdef class Frame:
     """One STOMP frame: ``cmd`` (str), ``headers`` (dict[str, str]), ``body``
-    (bytes as received; a connection with ``auto_decode`` makes it str).
+    (bytes as received; a connection with ``auto_decode`` makes it str),
+    ``delivery_count`` (int, set by a connection's duplicate audit).
     See :class:`amqstomp._codec_py.Frame`."""
     cdef public object cmd
     cdef public object headers
     cdef public object body
+    cdef public int delivery_count
 
     def __init__(self, cmd, headers=None, body=b""):
         self.cmd = cmd
         self.headers = headers if headers is not None else {}
         self.body = body
+        self.delivery_count = 1
 
     def __eq__(self, other):
         if not (hasattr(other, "cmd") and hasattr(other, "headers") and hasattr(other, "body")):
@@ -160,6 +163,7 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
     f.cmd = cmd
     f.headers = headers
     f.body = body
+    f.delivery_count = 1
     return f
 
 

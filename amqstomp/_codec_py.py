@@ -60,15 +60,19 @@ class Frame:
             "Repeated Header Entries").
         body (bytes | str): the body as received (bytes); a connection with
             ``auto_decode`` replaces it by its text before handing it over.
+        delivery_count (int): set by a connection's duplicate audit: how many
+            times it saw this MESSAGE's message-id (1 = first), at least 2 when
+            the broker marked it ``redelivered:true`` (like JMSXDeliveryCount).
     """
 
-    __slots__ = ("cmd", "headers", "body")
+    __slots__ = ("cmd", "headers", "body", "delivery_count")
 
     def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = None,
                  body: Union[bytes, str] = b"") -> None:
         self.cmd = cmd
         self.headers = headers if headers is not None else {}
         self.body = body
+        self.delivery_count = 1
 
     def __eq__(self, other: object) -> bool:
         if not hasattr(other, "cmd") or not hasattr(other, "headers") or not hasattr(other, "body"):

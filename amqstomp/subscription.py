@@ -29,6 +29,7 @@ from .exception import ConfigurationError, NotConnectedException, StompException
 from .flow import (
     ACK_MODES,
     DEFAULT_ACK_BATCH_CAP,
+    MessageAudit,
     PrefetchPolicy,
     SubscriptionWindow,
 )
@@ -97,11 +98,16 @@ class SubscriptionManager:
         transport: the connection's :class:`amqstomp.transport.Transport`.
         prefetch_policy (PrefetchPolicy | None): prefetch sizes the windows assume
             when a subscription names none (ActiveMQ 5.17's defaults).
+        audit_depth (int): message-ids the duplicate audit remembers (ActiveMQ's
+            default 2048); it outlives reconnects, so a message seen again gets
+            ``frame.delivery_count > 1``. 0 turns the audit off.
     """
 
-    def __init__(self, transport: Any, prefetch_policy: Optional[PrefetchPolicy] = None) -> None:
+    def __init__(self, transport: Any, prefetch_policy: Optional[PrefetchPolicy] = None,
+                 audit_depth: int = 2048) -> None:
         self.transport = transport
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
+        self.audit = MessageAudit(audit_depth) if audit_depth else None
         self._subs: Dict[str, Subscription] = {}
         # closed subscriptions (id -> ack mode) whose queued messages are no longer delivered
         self._closed: Dict[str, str] = {}
@@ -257,7 +263,15 @@ class SubscriptionManager:
 
     def on_message(self, frame: Any) -> None:
         """Reader thread: a MESSAGE arrived."""
-        sub = self._subs.get(frame.headers.get("subscription"))
+        headers = frame.headers
+        message_id = headers.get("message-id")
+        if self.audit is not None and message_id is not None:  # only the reader thread touches the audit
+            count = self.audit.record(message_id)
+            if count == 1 and headers.get("redelivered") == "true":
+                count = 2
+            if count > 1:
+                frame.delivery_count = count
+        sub = self._subs.get(headers.get("subscription"))
         if sub is not None:
             with sub.lock:
                 window = sub.window

@@ -405,3 +405,11 @@ def test_selector_module_reexports():
     mod = importlib.import_module("amqstomp.codec")
     for name in _codec_py.__all__:
         assert hasattr(mod, name)
+
+
+def test_frame_delivery_count_defaults_to_one(codec):
+    (frame,) = parse_all(codec, MESSAGE)
+    assert frame.delivery_count == 1
+    assert codec.Frame("MESSAGE").delivery_count == 1
+    frame.delivery_count = 3
+    assert frame.delivery_count == 3

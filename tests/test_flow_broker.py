@@ -198,6 +198,10 @@ def test_killed_consumer_loses_nothing(activemq):
     again = [f for f in rec.frames if int(f.headers["seq"]) in first]
     assert again, "the kill came between two batches; nothing was redelivered"
     assert all(f.headers.get("redelivered") == "true" for f in again)
+    assert all(f.delivery_count >= 2 for f in again)
+    # never dispatched before: first delivery (those dispatched to the dead consumer's buffer but never
+    # handed to its application come back redelivered too, so they count 2)
+    assert all(f.delivery_count == 1 for f in rec.frames if f.headers.get("redelivered") != "true")
 
 
 @pytest.mark.timeout(120)
@@ -369,3 +373,23 @@ def test_ack_headers_per_version():
     assert ack_headers("1.2", h) == {"id": "a1"}
     assert ack_headers("1.1", h) == {"message-id": "m1", "subscription": "s"}
     assert ack_headers("1.0", h) == {"message-id": "m1"}
+
+
+@pytest.mark.timeout(60)
+def test_duplicate_audit_counts_deliveries_on_one_connection(activemq):
+    """Un-acked messages of a closed subscription come back to the next one on the same
+    connection: the audit (message-id window) marks them delivery_count 2."""
+    q = qname()
+    fill(activemq, "/queue/" + q, 10)
+    rec = Recorder()
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client-individual")  # the application never acks
+    assert wait_until(lambda: len(rec.frames) == 10, 20)
+    assert [f.delivery_count for f in rec.frames] == [1] * 10
+    conn.unsubscribe(1)
+    conn.subscribe("/queue/" + q, id=2, ack="client", optimize_acknowledge=True)
+    assert wait_until(lambda: len(rec.frames) == 20, 20)
+    again = rec.frames[10:]
+    assert [f.headers["message-id"] for f in again] == [f.headers["message-id"] for f in rec.frames[:10]]
+    assert [f.delivery_count for f in again] == [2] * 10
+    conn.disconnect()
