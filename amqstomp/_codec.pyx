@@ -25,8 +25,10 @@ from ._codec_py import (
     DEFAULT_MAX_HEADER_LINE_LENGTH,
     DEFAULT_MAX_HEADERS,
     HEARTBEAT,
+    MAX_LIMIT,
     SERVER_COMMANDS,
     VERSIONS,
+    _content_length,
     _unescape,
     encode_frame,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "DEFAULT_MAX_HEADER_LINE_LENGTH",
     "DEFAULT_MAX_HEADERS",
     "DEFAULT_MAX_BODY_LENGTH",
+    "MAX_LIMIT",
 ]
 
 cdef extern from "Python.h":
@@ -147,9 +150,9 @@ cdef class Frame:
 
     def __repr__(self):
         body = self.body
-        shown = body if len(body) <= 64 else body[:64]
+        long = body is not None and len(body) > 64
         return "Frame(cmd=%r, headers=%r, body=%r%s)" % (
-            self.cmd, self.headers, shown, "..." if len(body) > 64 else "")
+            self.cmd, self.headers, body[:64] if long else body, "..." if long else "")
 
     def __str__(self):
         return self.__repr__()
@@ -203,8 +206,8 @@ cdef class FrameParser:
                             ("max_header_line_length", max_header_line_length),
                             ("max_headers", max_headers),
                             ("max_body_length", max_body_length)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError("%s must be a positive int, got %r" % (name, value))
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+                raise ValueError("%s must be an int from 1 to %d, got %r" % (name, MAX_LIMIT, value))
         self.version = version
         self.max_command_length = max_command_length
         self.max_header_line_length = max_header_line_length
@@ -268,6 +271,7 @@ cdef class FrameParser:
         cdef int slot
         cdef bint is_length
         cdef long long clen
+        cdef Py_ssize_t start, digits
         cdef const char *p
         cdef Py_ssize_t m
         cdef object name = None
@@ -298,25 +302,29 @@ cdef class FrameParser:
         if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
             return 0  # repeated header: the first one wins
         if is_length:
+            if slot < 0:  # came through the unescape path: the twin's rule on the text
+                self._clen = _content_length(value, self.max_body_length, self._base + pos)
+                return 0
+            # ASCII digits, spaces around them tolerated (as ActiveMQ does)
             clen = 0
             p = colon + 1
             i = 0
             m = n - klen - 1
-            # ActiveMQ tolerates spaces around the number; so do we.
             while i < m and p[i] == b' ':
                 i += 1
-            if i == m:
-                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+            start = i
             while i < m and b'0' <= p[i] <= b'9':
-                clen = clen * 10 + (p[i] - 48)
-                if clen > self.max_body_length:
-                    raise self._fail("content-length %s exceeds max_body_length=%d bytes"
-                                     % (value[:32], self.max_body_length), pos)
+                if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
+                    clen = clen * 10 + (p[i] - 48)
                 i += 1
+            digits = i - start
             while i < m and p[i] == b' ':
                 i += 1
-            if i != m:
+            if digits == 0 or i != m:
                 raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+            if clen > self.max_body_length:
+                raise self._fail("content-length %s exceeds max_body_length=%d bytes"
+                                 % (value[:32], self.max_body_length), pos)
             self._clen = clen
         return 0
 
@@ -325,11 +333,14 @@ cdef class FrameParser:
         if self._error is not None:
             raise StompProtocolError("parser stopped by an earlier error: %s" % self._error,
                                      self._error.offset)
+        cdef list frames = []
         try:
-            return self._feed(data)
+            self._feed(data, frames)
         except StompProtocolError as exc:
+            exc.frames = frames
             self._error = exc
             raise
+        return frames
 
     cdef object _fill_big(self, data):
         """Copy input into the large body; return the input left after it, or None."""
@@ -346,13 +357,12 @@ cdef class FrameParser:
         self._state = S_BODY_NUL
         return data[take:]
 
-    cdef list _feed(self, data):
+    cdef int _feed(self, data, list frames) except -1:
         if self._state == S_BIG:
             data = self._fill_big(data)
             if data is None:
-                return []
+                return 0
         self._buf += data
-        cdef list frames = []
         cdef const char *buf = PyByteArray_AS_STRING(self._buf)
         cdef Py_ssize_t end = PyByteArray_GET_SIZE(self._buf)
         cdef Py_ssize_t pos = self._pos
@@ -385,7 +395,7 @@ cdef class FrameParser:
             if state == S_COMMAND:
                 lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                 if lf == NULL:
-                    if end - pos > self.max_command_length:
+                    if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
                         raise self._fail("command line longer than max_command_length=%d bytes"
                                          % self.max_command_length, pos)
                     break
@@ -412,7 +422,7 @@ cdef class FrameParser:
                 while True:
                     lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                     if lf == NULL:
-                        if end - pos > self.max_header_line_length:
+                        if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
                             raise self._fail("header line longer than max_header_line_length=%d bytes"
                                              % self.max_header_line_length, pos)
                         break
@@ -452,7 +462,10 @@ cdef class FrameParser:
                 elif clen >= 0:
                     if end - pos < clen + 1:
                         if clen >= BIG_BODY:
-                            self._big = PyBytes_FromStringAndSize(NULL, clen)
+                            try:
+                                self._big = PyBytes_FromStringAndSize(NULL, clen)
+                            except MemoryError:
+                                raise self._fail("no memory for a body of content-length %d" % clen, pos) from None
                             self._big_fill = end - pos
                             memcpy(<char *>PyBytes_AS_STRING(self._big), buf + pos, end - pos)
                             pos = end
@@ -492,4 +505,4 @@ cdef class FrameParser:
             pos = 0
         self._pos = pos
         self._state = state
-        return frames
+        return 0

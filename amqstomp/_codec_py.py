@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_MAX_HEADER_LINE_LENGTH",
     "DEFAULT_MAX_HEADERS",
     "DEFAULT_MAX_BODY_LENGTH",
+    "MAX_LIMIT",
 ]
 
 #: The bytes a heart-beat is made of (an EOL between frames).
@@ -46,6 +47,8 @@ DEFAULT_MAX_COMMAND_LENGTH = 1024  # bytes
 DEFAULT_MAX_HEADER_LINE_LENGTH = 10240  # bytes
 DEFAULT_MAX_HEADERS = 1000  # header lines
 DEFAULT_MAX_BODY_LENGTH = 100 * 1024 * 1024  # bytes
+#: Largest value a limit may take (2**40 bytes = 1 TiB).
+MAX_LIMIT = 1 << 40
 
 _IDLE, _COMMAND, _HEADERS, _BODY = 0, 1, 2, 3
 
@@ -84,46 +87,57 @@ class Frame:
 
     def __repr__(self) -> str:
         body = self.body
-        shown = body if len(body) <= 64 else body[:64]
+        long = body is not None and len(body) > 64
         return "Frame(cmd=%r, headers=%r, body=%r%s)" % (
-            self.cmd, self.headers, shown, "..." if len(body) > 64 else "")
+            self.cmd, self.headers, body[:64] if long else body, "..." if long else "")
 
     __str__ = __repr__
 
 
 def _unescape(raw: bytes, version: str, where: int) -> str:
-    """Undo STOMP 1.1/1.2 header escaping and decode UTF-8."""
-    if b"\\" in raw:
-        out = bytearray()
-        i = 0
-        n = len(raw)
-        while i < n:
-            c = raw[i]
-            if c == 0x5C:  # backslash
-                if i + 1 >= n:
-                    raise StompProtocolError("header ends inside an escape sequence", where + i)
-                e = raw[i + 1]
-                if e == 0x6E:  # n
-                    out.append(0x0A)
-                elif e == 0x63:  # c
-                    out.append(0x3A)
-                elif e == 0x5C:
-                    out.append(0x5C)
-                elif e == 0x72 and version == "1.2":  # r
-                    out.append(0x0D)
-                else:
-                    raise StompProtocolError(
-                        "undefined escape sequence %r in header" % bytes(raw[i:i + 2]).decode("latin-1"),
-                        where + i)
-                i += 2
+    """Decode UTF-8, then undo STOMP 1.1/1.2 header escaping (escape sequences are
+    ASCII, so decoding first gives error offsets in the received bytes)."""
+    text = _decode(raw, where)
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            e = text[i + 1] if i + 1 < n else ""
+            if e == "n":
+                out.append("\n")
+            elif e == "c":
+                out.append(":")
+            elif e == "\\":
+                out.append("\\")
+            elif e == "r" and version == "1.2":
+                out.append("\r")
             else:
-                out.append(c)
-                i += 1
-        raw = bytes(out)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise StompProtocolError("header is not valid UTF-8", where + exc.start) from None
+                at = where + len(text[:i].encode("utf-8"))
+                if not e:
+                    raise StompProtocolError("header ends inside an escape sequence", at)
+                raise StompProtocolError("undefined escape sequence %r in header" % ("\\" + e), at)
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _content_length(value: str, limit: int, where: int) -> int:
+    """The body size a content-length header gives: ASCII digits, spaces around
+    them tolerated (as ActiveMQ does); beyond ``limit`` is an error."""
+    digits = value.strip(" ")
+    if not digits or not digits.isascii() or not digits.isdigit():
+        raise StompProtocolError("content-length %r is not a non-negative integer" % value[:32], where)
+    stripped = digits.lstrip("0") or "0"
+    if len(stripped) > 19 or int(stripped) > limit:
+        raise StompProtocolError("content-length %s exceeds max_body_length=%d bytes"
+                                 % (value[:32], limit), where)
+    return int(stripped)
 
 
 def _decode(raw: bytes, where: int) -> str:
@@ -152,9 +166,12 @@ class FrameParser:
 
     Raises:
         StompProtocolError: from ``feed`` when the stream is not STOMP or breaks
-            a limit; ``.offset`` is the position in the whole stream. The
-            parser is then broken and every later ``feed`` raises again.
-        ValueError: from the constructor for an unknown version or a limit < 1.
+            a limit; ``.offset`` is the position in the whole stream and
+            ``.frames`` the frames that same call completed before the fault
+            (hand them on, then deal with the error). The parser is then
+            broken and every later ``feed`` raises again.
+        ValueError: from the constructor for an unknown version or a limit
+            outside 1 .. MAX_LIMIT (bools refused).
     """
 
     def __init__(self, version: str = "1.2",
@@ -168,8 +185,8 @@ class FrameParser:
                             ("max_header_line_length", max_header_line_length),
                             ("max_headers", max_headers),
                             ("max_body_length", max_body_length)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError("%s must be a positive int, got %r" % (name, value))
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+                raise ValueError("%s must be an int from 1 to %d, got %r" % (name, MAX_LIMIT, value))
         self.version = version
         self.max_command_length = max_command_length
         self.max_header_line_length = max_header_line_length
@@ -205,16 +222,18 @@ class FrameParser:
         if self._error is not None:
             raise StompProtocolError("parser stopped by an earlier error: %s" % self._error,
                                      self._error.offset)
+        frames: List[Frame] = []
         try:
-            return self._feed(data)
+            self._feed(data, frames)
         except StompProtocolError as exc:
+            exc.frames = frames
             self._error = exc
             raise
+        return frames
 
-    def _feed(self, data: bytes) -> List[Frame]:
+    def _feed(self, data: bytes, frames: List[Frame]) -> None:
         buf = self._buf
         buf += data
-        frames: List[Frame] = []
         end = len(buf)
         pos = self._pos
         state = self._state
@@ -239,7 +258,7 @@ class FrameParser:
             if state == _COMMAND:
                 lf = buf.find(b"\n", pos)
                 if lf < 0:
-                    if end - pos > self.max_command_length:
+                    if end - pos > self.max_command_length + crlf:  # + a CR whose LF is still to come
                         raise self._fail("command line longer than max_command_length=%d bytes"
                                          % self.max_command_length, pos)
                     break
@@ -267,7 +286,7 @@ class FrameParser:
                 while True:
                     lf = buf.find(b"\n", pos)
                     if lf < 0:
-                        if end - pos > maxline:
+                        if end - pos > maxline + crlf:  # + a CR whose LF is still to come
                             raise self._fail("header line longer than max_header_line_length=%d bytes"
                                              % maxline, pos)
                         break
@@ -298,14 +317,7 @@ class FrameParser:
                     if name not in headers:
                         headers[name] = value
                         if name == "content-length":
-                            clen = value.strip()
-                            if not clen.isdigit() or not clen.isascii():
-                                raise self._fail("content-length %r is not a non-negative integer"
-                                                 % value[:32], pos)
-                            self._clen = int(clen)
-                            if self._clen > self.max_body_length:
-                                raise self._fail("content-length %d exceeds max_body_length=%d bytes"
-                                                 % (self._clen, self.max_body_length), pos)
+                            self._clen = _content_length(value, self.max_body_length, self._base + pos)
                     pos = lf + 1
                 if not done:
                     break
@@ -351,7 +363,6 @@ class FrameParser:
             pos = 0
         self._pos = pos
         self._state = state
-        return frames
 
 
 _CHAR_ESCAPES_12 = {"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"}
@@ -367,12 +378,39 @@ def _escape(text: str, version: str, what: str) -> str:
     return "".join(table.get(ch, ch) for ch in text)
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: Any, what: str) -> str:
     if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8")
-    return str(value)
+        text = value
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise FrameEncodeError("%s %r is not valid UTF-8" % (what, bytes(value)[:64])) from None
+    elif isinstance(value, bool):
+        text = "true" if value else "false"  # ActiveMQ reads persistent only as the exact "true"
+    else:
+        text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FrameEncodeError("%s %r cannot be encoded as UTF-8" % (what, text[:64])) from None
+    return text
+
+
+def _header_items(headers: Any):
+    """(name, value) pairs: None values left out, a list or tuple value gives
+    one header line per item (what stomp.py does; the receiver keeps the first)."""
+    if not hasattr(headers, "items"):
+        raise FrameEncodeError("headers must be a mapping of names to values, got %s" % type(headers).__name__)
+    for key, value in headers.items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                if item is not None:
+                    yield key, item
+        else:
+            yield key, value
 
 
 def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
@@ -383,8 +421,11 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
     Args:
         command (str): a STOMP command (client or server frame).
         headers (Mapping[str, Any] | None): header names to values; values are
-            converted with ``str()`` (bytes are decoded as UTF-8). Order is kept.
-        body (bytes | str | None): the body; ``str`` is encoded as UTF-8.
+            converted with ``str()`` (bytes are decoded as UTF-8, bools become
+            ``true``/``false``), a None value leaves the header out, a list or
+            tuple value gives one line per item. Order is kept.
+        body (bytes | bytearray | memoryview | str | None): the body; ``str``
+            is encoded as UTF-8.
         version (str): ``"1.0"``, ``"1.1"`` or ``"1.2"``. 1.1/1.2 escape
             ``\\``, LF, ``:`` (and CR in 1.2) in header names and values, except
             on CONNECT/STOMP/CONNECTED (STOMP 1.2 spec, "Value Encoding").
@@ -398,7 +439,9 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
         FrameEncodeError: unknown command or version; a CR or LF in a header of
             a frame that cannot escape (STOMP 1.0, CONNECT); a ':' in a 1.0
             header name; a CR in a 1.1 header; a ``content-length`` different
-            from the body's size; a body holding NUL with no ``content-length``.
+            from the body's size; a body holding NUL with no ``content-length``;
+            a body of another type; text that is not valid UTF-8; headers that
+            are not a mapping.
     """
     if command not in _COMMANDS:
         raise FrameEncodeError("unknown STOMP command %r" % (command,))
@@ -407,16 +450,22 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
     if body is None:
         payload = b""
     elif isinstance(body, str):
-        payload = body.encode("utf-8")
-    else:
+        try:
+            payload = body.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FrameEncodeError("body str cannot be encoded as UTF-8") from None
+    elif isinstance(body, (bytes, bytearray, memoryview)):
         payload = bytes(body)
+    else:
+        raise FrameEncodeError("body must be bytes, bytearray, memoryview, str or None, not %s"
+                               % type(body).__name__)
     escape = version != "1.0" and command not in _UNESCAPED_COMMANDS
     lines = [command]
     have_length = False
     if headers:
-        for key, value in headers.items():
-            name = _as_text(key)
-            text = _as_text(value)
+        for key, value in _header_items(headers):
+            name = _as_text(key, "header name")
+            text = _as_text(value, "header %r value" % (name,))
             if name == "content-length":
                 have_length = True
                 if text.strip() != str(len(payload)):

@@ -10,6 +10,7 @@ printing its STOMP URL.
 """
 import argparse
 import logging
+import signal
 import sys
 import threading
 import time
@@ -153,13 +154,18 @@ def _demo(args) -> int:
 def _broker(args) -> int:
     from amqstomp.testing import ActiveMQBroker
 
+    def stop_on_sigterm(signum, frame):  # `kill` / `timeout`: stop the broker and clean up too
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the clean-up
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     with ActiveMQBroker(persistent=args.persistent, stomp_port=args.port) as broker:
         print("ActiveMQ up: %s (pid %s); Ctrl-C stops it" % (broker.url, broker.pid), flush=True)
         try:
             while broker.running:
                 time.sleep(0.5)
         except KeyboardInterrupt:
-            pass
+            print("stopping ActiveMQ", flush=True)
     return 0
 
 

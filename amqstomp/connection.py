@@ -30,6 +30,8 @@ offered (threads are the transport's; receipts are futures).
 """
 import logging
 import ssl
+import threading
+import time
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from .codec import Frame
@@ -96,6 +98,7 @@ class BaseConnection:
         self.auto_decode = auto_decode
         self.auto_content_length = auto_content_length
         self.subscriptions = SubscriptionManager(self.transport)
+        self._connect_lock = threading.Lock()
 
     # ---------------------------------------------------------------- listeners
 
@@ -213,18 +216,25 @@ class BaseConnection:
                 ``wait``, the broker answered ERROR, closed the connection or
                 said nothing within ``timeout`` (the socket is then closed).
         """
-        if self.transport.is_open():
+        with self._connect_lock:  # concurrent callers: one socket, one CONNECT
+            opened = not self.transport.is_open()
+            if opened:
+                self.subscriptions.reset()
+                host_and_port = self.transport.open(self.version)
+                frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
+                if self.version == "1.2" and "host" not in frame_headers:
+                    frame_headers["host"] = host_and_port[0]
+                command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
+                try:
+                    self.transport.send_frame(command, frame_headers)
+                except StompException as exc:
+                    self.transport.close(reason="connect failed: %s" % exc)
+                    raise ConnectFailedException(str(exc)) from exc
+        if not opened:
             if wait and not self.transport.is_connected():
                 self.transport.wait_connected(timeout)
             return
-        self.subscriptions.reset()
-        host_and_port = self.transport.open(self.version)
-        frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
-        if self.version == "1.2" and "host" not in frame_headers:
-            frame_headers["host"] = host_and_port[0]
-        command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
         try:
-            self.transport.send_frame(command, frame_headers)
             if wait:
                 self.transport.wait_connected(timeout)
         except StompException as exc:
@@ -250,15 +260,17 @@ class BaseConnection:
             transport.close()
             return
         if transport.is_connected():
-            self.subscriptions.close_all()
+            wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
+            deadline = time.monotonic() + wait_s
+            self.subscriptions.close_all(write_timeout=wait_s)
             frame_headers = merge_headers([headers, keyword_headers])
             frame_headers["receipt"] = receipt or get_uuid()
             transport.notify("disconnecting")
-            wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
             try:
-                future = transport.send_frame("DISCONNECT", frame_headers)
+                future = transport.send_frame("DISCONNECT", frame_headers, None,
+                                              max(0.0, deadline - time.monotonic()))
                 if future is not None:
-                    transport.wait_future(future, wait_s, "DISCONNECT receipt")
+                    transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
             except StompException as exc:  # gone already, or no receipt in time: close anyway
                 log.debug("DISCONNECT: %s", exc)
         transport.close(DEFAULT_CLOSE_TIMEOUT, reason="disconnected by the client")
@@ -325,7 +337,8 @@ class BaseConnection:
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
-        messages are not redelivered, see DESIGN.md section 2)."""
+        messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
+        STOMP ABORT)."""
         if transaction is None:
             raise ValueError("'transaction' is required")
         frame_headers = merge_headers([headers, keyword_headers])

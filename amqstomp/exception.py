@@ -39,10 +39,13 @@ class StompProtocolError(StompException):
     Attributes:
         offset (int): byte offset, counted from the first byte ever fed to the
             parser, at which the fault was found.
+        frames (list): frames the failing ``feed`` call completed before the
+            fault, to be handed on before the error is dealt with.
     """
 
     def __init__(self, message: str, offset: int = -1) -> None:
         self.offset = offset
+        self.frames: list = []
         if offset >= 0:
             message = "%s (at byte offset %d)" % (message, offset)
         super().__init__(message)

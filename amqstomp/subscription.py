@@ -218,19 +218,20 @@ class SubscriptionManager:
         if sub is not None:
             self._cancel(sub)
 
-    def close(self, id: Any) -> None:
+    def close(self, id: Any, write_timeout: Optional[float] = None) -> None:
         """Before UNSUBSCRIBE: send the ACK of what was consumed and not yet acked,
         and deliver no more of its queued messages, unless it is ``ack:auto`` (the
         broker redelivers the others; ``auto`` ones were acked at dispatch)."""
         sub = self._subs.pop(str(id), None)
         if sub is not None:
             self._closed[sub.id] = sub.ack
-            self._flush(sub)
+            self._flush(sub, write_timeout)
 
-    def close_all(self) -> None:
-        """Before DISCONNECT: :meth:`close` every subscription."""
+    def close_all(self, write_timeout: Optional[float] = None) -> None:
+        """Before DISCONNECT: :meth:`close` every subscription (each ACK write
+        bounded by ``write_timeout`` seconds)."""
         for sub_id in list(self._subs):
-            self.close(sub_id)
+            self.close(sub_id, write_timeout)
 
     def reset(self) -> None:
         """A new socket: the old subscriptions (and their un-sent ACKs) are gone with the old one."""
@@ -246,12 +247,12 @@ class SubscriptionManager:
         ack = self._closed.get(frame.headers.get("subscription"))
         return ack is None or ack == "auto"
 
-    def _flush(self, sub: Subscription) -> None:
+    def _flush(self, sub: Subscription, write_timeout: Optional[float] = None) -> None:
         with sub.lock:
             self._cancel(sub)
             token = sub.window.flush(_now_ms())
         if token is not None:
-            self._send_ack(token)
+            self._send_ack(token, write_timeout)
 
     @staticmethod
     def _cancel(sub: Subscription) -> None:
@@ -331,10 +332,10 @@ class SubscriptionManager:
         if token is not None:
             self._send_ack(token)
 
-    def _send_ack(self, message_headers: Mapping[str, str]) -> None:
+    def _send_ack(self, message_headers: Mapping[str, str], write_timeout: Optional[float] = None) -> None:
         version = self.transport.version or "1.2"
         try:
-            self.transport.send_frame("ACK", ack_headers(version, message_headers))
+            self.transport.send_frame("ACK", ack_headers(version, message_headers), None, write_timeout)
         except StompException as exc:
             # the connection is gone: its un-acked messages go back to the queue (redelivered);
             # an ACK for them is never sent on another connection

@@ -8,8 +8,9 @@ link it runs exactly three threads, all of which end when the link ends
   :class:`~amqstomp.codec.FrameParser`; resolves receipt futures; hands
   MESSAGE frames to a replaceable handler (see :meth:`Transport.set_message_handler`)
   and every other event to the dispatcher. On Linux it re-arms
-  ``TCP_QUICKACK`` before every ``recv`` (DESIGN.md section 2: otherwise the
-  broker's Nagle and our delayed ACK stall a window for ~40 ms);
+  ``TCP_QUICKACK`` before every ``recv`` (ActiveMQ's STOMP connector leaves
+  Nagle on; without it the client's delayed TCP ACK stalls each prefetch
+  window for ~40 ms when the client has nothing to send);
 * the **dispatcher** (``amqstomp-dispatch``): runs listener callbacks in
   arrival order, so a slow listener never delays reading or heart-beats;
 * the **timer** (``amqstomp-timer``): a small :class:`Scheduler` for heart-beat
@@ -782,7 +783,8 @@ class Transport:
     # ------------------------------------------------------------ writing
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
-                   body: Union[bytes, bytearray, memoryview, str, None] = b"") -> "Optional[Future[Frame]]":
+                   body: Union[bytes, bytearray, memoryview, str, None] = b"",
+                   write_timeout: Optional[float] = None) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -796,12 +798,18 @@ class Transport:
         is written (see :meth:`expect_receipt`); a CONNECT/STOMP frame's
         ``heart-beat`` header is remembered for the negotiation.
 
+        A write blocks while the broker does not read (ActiveMQ's producer flow
+        control stops reading a blocked producer's socket). With
+        ``write_timeout`` (seconds) a frame that could not start being written
+        in that time closes the connection instead (used by ``disconnect``).
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
         Raises:
             NotConnectedException: no socket is open.
-            ConnectionClosedException: the write failed (the link is then closed).
+            ConnectionClosedException: the write failed, or waited past
+                ``write_timeout`` (the link is then closed).
             FrameEncodeError: the frame cannot be written in this STOMP version.
         """
         link = self._link
@@ -836,11 +844,16 @@ class Transport:
             future = self.expect_receipt(str(receipt))
         if log.isEnabledFor(logging.DEBUG):
             log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(clean), len(payload))
-        self._write(link, data)
+        self._write(link, data, write_timeout)
         return future
 
-    def _write(self, link: _Link, data: bytes) -> None:
-        with link.write_lock:
+    def _write(self, link: _Link, data: bytes, write_timeout: Optional[float] = None) -> None:
+        lock = link.write_lock
+        if not lock.acquire(timeout=-1 if write_timeout is None else max(0.0, write_timeout)):
+            reason = "a write was blocked for %.3g s (the broker stopped reading)" % write_timeout
+            self._close_link(link, reason)
+            raise ConnectionClosedException("connection closed: %s" % reason)
+        try:
             if link.closed:
                 raise ConnectionClosedException("connection closed: %s" % link.close_reason)
             try:
@@ -849,6 +862,8 @@ class Transport:
                 self._close_link(link, "write failed: %s" % exc, exc)
                 raise ConnectionClosedException("write failed: %s" % exc) from exc
             link.last_write = time.monotonic()
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------ receipts
 
@@ -1050,6 +1065,11 @@ class Transport:
                 elif not parser.buffered and not data.strip(b"\r\n"):
                     self._post(link, "heartbeat", None)
         except StompProtocolError as exc:
+            for frame in exc.frames:  # complete frames that came before the fault
+                try:
+                    on_frame(link, frame)
+                except Exception:
+                    log.exception("handling a frame before a protocol error failed")
             error = exc
             reason = "protocol error: %s" % exc
             log.error("closing connection to %s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
@@ -1217,12 +1237,12 @@ class Transport:
                 continue
             try:
                 self._notify(event, arg)
-            except Exception:
+            except BaseException:
                 log.exception("dispatching %s failed", event)
             if event == "message" and self._consumed_hook is not None:
                 try:
                     self._consumed_hook(arg)
-                except Exception:
+                except BaseException:
                     log.exception("consumed hook failed")
             if event == "connected":
                 _resolve(link.connect_future, arg)
@@ -1259,7 +1279,7 @@ def _call(listener: Any, name: str, arg: Any) -> None:
         return
     try:
         fn(arg)
-    except Exception:
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
         log.exception("listener %r raised in %s", listener, name)
 
 
@@ -1269,7 +1289,7 @@ def _call0(listener: Any, name: str) -> None:
         return
     try:
         fn()
-    except Exception:
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
         log.exception("listener %r raised in %s", listener, name)
 
 

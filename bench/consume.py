@@ -18,8 +18,8 @@ Per case:
 
 Ack modes: ``auto``; ``client-individual`` (an ACK per message from the
 listener); ``client`` (a cumulative ACK every K messages, K = min(100,
-prefetch // 2 or 1) -- DESIGN.md section 2: an interval above the prefetch or
-above ~200 stalls ActiveMQ); and, amqstomp only, ``optimized``:
+prefetch // 2 or 1): an interval above the prefetch, or above the broker's page
+size of 200 with a backlog, stalls ActiveMQ); and, amqstomp only, ``optimized``:
 ``subscribe(..., ack="client", optimize_acknowledge=True)``, the library acks
 by itself. Prefetch 1, 10, 1000; bodies 256 B (backlog 100,000) and 64 KiB
 (backlog 10,000); ``--quick`` uses 10,000 and 1,000.

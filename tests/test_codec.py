@@ -413,3 +413,95 @@ def test_frame_delivery_count_defaults_to_one(codec):
     assert codec.Frame("MESSAGE").delivery_count == 1
     frame.delivery_count = 3
     assert frame.delivery_count == 3
+
+
+# ---------------------------------------------------------------- hostile input (found by a tester)
+
+@pytest.mark.parametrize("step", [None, 1, 5])
+def test_frames_before_a_fault_ride_on_the_error(codec, step):
+    data = b"MESSAGE\nmessage-id:1\n\nok\x00RECEIPT\nreceipt-id:2\n\n\x00GARBAGE\n\n\x00"
+    parser = codec.FrameParser()
+    got = []
+    with pytest.raises(StompProtocolError) as err:
+        for i in range(0, len(data), step or len(data)):
+            got += parser.feed(data[i:i + (step or len(data))])
+    got += err.value.frames
+    assert [f.cmd for f in got] == ["MESSAGE", "RECEIPT"]
+    assert got[0].body == b"ok"
+
+
+@pytest.mark.parametrize("value", [b"9" * 5000, b"99999999999999999999", b"18446744073709551617"],
+                         ids=["5000-digits", "20-digits", "2**64+1"])
+def test_huge_content_length_is_a_protocol_error(codec, value):
+    for limit in (100, codec.MAX_LIMIT):
+        with pytest.raises(StompProtocolError, match="exceeds max_body_length"):
+            parse_all(codec, b"MESSAGE\ncontent-length:" + value + b"\n\nabc\x00", max_body_length=limit)
+
+
+def test_leading_zeros_are_fine(codec):
+    (frame,) = parse_all(codec, b"MESSAGE\ncontent-length:0003\n\nabc\x00")
+    assert frame.body == b"abc"
+    (frame,) = parse_all(codec, b"MESSAGE\ncontent-length:" + b"0" * 5000 + b"3\n\nabc\x00")
+    assert frame.body == b"abc"
+
+
+@pytest.mark.parametrize("value", [b"\t1", b"\x0b1", b"\xc2\xa01", b"1\t", b"+1", b"\xd9\xa1"])
+def test_content_length_takes_only_ascii_digits_and_spaces(codec, value):
+    with pytest.raises(StompProtocolError, match="not a non-negative integer"):
+        parse_all(codec, b"MESSAGE\ncontent-length:" + value + b"\n\nx\x00", version="1.1")
+    (frame,) = parse_all(codec, b"MESSAGE\ncontent-length: 1 \n\nx\x00")
+    assert frame.body == b"x"
+
+
+@pytest.mark.parametrize("bad", [True, 0, -1, 1 << 41, 2 ** 63 - 1, "100"])
+def test_limits_are_bounded_ints(codec, bad):
+    with pytest.raises(ValueError, match="max_body_length"):
+        codec.FrameParser(max_body_length=bad)
+
+
+def test_crlf_split_at_the_limit(codec):
+    line = b"k:" + b"v" * 10238  # exactly max_header_line_length
+    data = b"MESSAGE\r\n" + line + b"\r\n\r\n\x00"
+    cut = data.index(line) + len(line) + 1  # between the CR and the LF
+    for parts in ([data], [data[:cut], data[cut:]]):
+        parser = codec.FrameParser(version="1.2")
+        frames = []
+        for part in parts:
+            frames += parser.feed(part)
+        assert len(frames) == 1 and len(frames[0].headers["k"]) == 10238
+    cmd = b"MESSAGE\r"
+    parser = codec.FrameParser(version="1.2", max_command_length=7)
+    assert parser.feed(cmd) == []
+    assert len(parser.feed(b"\n\r\n\x00")) == 1
+
+
+def test_utf8_offset_after_escapes(codec):
+    with pytest.raises(StompProtocolError, match="UTF-8") as err:
+        parse_all(codec, b"MESSAGE\nfoo:\\n\\n\xff\n\n\x00")
+    assert err.value.offset == 16
+
+
+def test_repr_with_no_body(codec):
+    assert "body=None" in repr(codec.Frame("SEND", {}, None))
+
+
+@pytest.mark.parametrize("body", [12345, True, ["x"], 1.5, object()])
+def test_encode_refuses_other_body_types(codec, body):
+    with pytest.raises(FrameEncodeError, match="body"):
+        codec.encode_frame("SEND", {"destination": "/queue/a"}, body)
+
+
+@pytest.mark.parametrize("headers,needle", [
+    ({b"\xff": "v"}, "UTF-8"),
+    ({"k": b"\xff"}, "UTF-8"),
+    ({"k": "\ud800"}, "UTF-8"),
+    ([("k", "v")], "mapping"),
+])
+def test_encode_bad_header_text(codec, headers, needle):
+    with pytest.raises(FrameEncodeError, match=needle):
+        codec.encode_frame("SEND", headers, b"")
+
+
+def test_encode_none_bool_and_repeated_values(codec):
+    out = codec.encode_frame("SEND", {"a": None, "persistent": True, "b": ("1", "2")}, None)
+    assert out == b"SEND\npersistent:true\nb:1\nb:2\n\n\x00"

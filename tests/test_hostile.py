@@ -1,0 +1,191 @@
+"""Regression tests for what a hostile tester found: fake peers on 127.0.0.1 that misbehave,
+and misuse of the API. Each fake peer is bounded in time and stops by itself."""
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+
+import amqstomp
+from amqstomp.exception import ConnectionClosedException, FrameEncodeError
+
+pytestmark = pytest.mark.timeout(60)
+
+CONNECTED = b"CONNECTED\nversion:1.2\nserver:FakeBroker/1\nheart-beat:0,0\n\n\x00"
+
+
+class FakePeer:
+    """A one-connection STOMP 'broker' on 127.0.0.1: answers CONNECT with CONNECTED, then runs
+    ``script(sock)``; closes after ``lifetime`` seconds at most."""
+
+    def __init__(self, script, lifetime=20.0):
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(1)
+        self.port = self.server.getsockname()[1]
+        self.script = script
+        self.lifetime = lifetime
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.server.settimeout(self.lifetime)
+        try:
+            sock, _ = self.server.accept()
+        except OSError:
+            return
+        sock.settimeout(self.lifetime)
+        try:
+            data = b""
+            while b"\x00" not in data:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            sock.sendall(CONNECTED)
+            self.script(sock)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+            self.server.close()
+
+    def stop(self):
+        self.server.close()
+        self.thread.join(self.lifetime + 1)
+
+
+class Events(amqstomp.ConnectionListener):
+    def __init__(self):
+        self.messages = []
+        self.errors = []
+        self.disconnected = threading.Event()
+
+    def on_message(self, frame):
+        self.messages.append(frame)
+
+    def on_error(self, frame):
+        self.errors.append(frame)
+
+    def on_disconnected(self):
+        self.disconnected.set()
+
+
+def test_frames_before_garbage_in_one_segment_are_delivered():
+    def script(sock):
+        time.sleep(0.5)  # after connect() returned
+        sock.sendall(b"MESSAGE\nmessage-id:1\nsubscription:1\ndestination:/queue/a\n\none\x00"
+                     b"MESSAGE\nmessage-id:2\nsubscription:1\ndestination:/queue/a\n\ntwo\x00"
+                     b"GARBAGE\n\n\x00")
+        time.sleep(2)
+
+    peer = FakePeer(script)
+    events = Events()
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_decode=False)
+    conn.set_listener("e", events)
+    conn.connect(wait=True, timeout=5)
+    assert events.disconnected.wait(10)
+    assert [f.body for f in events.messages] == [b"one", b"two"]
+    assert events.errors and "unknown command" in events.errors[0].headers["message"]
+    conn.disconnect()
+    peer.stop()
+
+
+def test_disconnect_is_bounded_when_the_peer_stops_reading():
+    stop = threading.Event()
+
+    def script(sock):
+        stop.wait(20)  # never reads again
+
+    peer = FakePeer(script)
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], timeout=3)
+    conn.connect(wait=True)
+    sender_error = []
+
+    def flood():
+        try:
+            for _ in range(200):
+                conn.send("/queue/a", b"x" * (1 << 20))
+        except Exception as exc:  # the connection is closed under it
+            sender_error.append(exc)
+
+    sender = threading.Thread(target=flood, daemon=True)
+    sender.start()
+    time.sleep(2)  # the socket buffers are full by now; the sender is blocked
+    started = time.monotonic()
+    conn.disconnect()
+    assert time.monotonic() - started < 8
+    sender.join(10)
+    assert not sender.is_alive()
+    assert sender_error and isinstance(sender_error[0], ConnectionClosedException)
+    stop.set()
+    peer.stop()
+
+
+@pytest.mark.broker
+def test_concurrent_connect_opens_one_socket(activemq):
+    baseline = threading.active_count()
+    for _ in range(3):
+        conn = amqstomp.Connection12(activemq.host_and_ports)
+        events = Events()
+        conn.set_listener("e", events)
+        failures = []
+
+        def connect():
+            try:
+                conn.connect(wait=True, timeout=10)
+            except Exception as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=connect) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+        assert not failures
+        assert conn.is_connected()
+        assert threading.active_count() == baseline + 3  # one reader, dispatcher, timer
+        conn.disconnect()
+        assert not events.errors
+    deadline = time.monotonic() + 10
+    while threading.active_count() > baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == baseline
+
+
+@pytest.mark.broker
+def test_listener_raising_system_exit_does_not_stop_dispatch(activemq):
+    q = "/queue/hostile.%s" % uuid.uuid4().hex[:8]
+
+    class Quitter(Events):
+        def on_message(self, frame):
+            super().on_message(frame)
+            if len(self.messages) == 2:
+                raise SystemExit("listener wants out")
+
+    events = Quitter()
+    conn = amqstomp.Connection12(activemq.host_and_ports)
+    conn.set_listener("e", events)
+    conn.connect(wait=True)
+    conn.subscribe(q, id=1, ack="auto")
+    for i in range(5):
+        conn.send(q, "m%d" % i)
+    deadline = time.monotonic() + 10
+    while len(events.messages) < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [f.body for f in events.messages] == ["m0", "m1", "m2", "m3", "m4"]
+    conn.disconnect()
+
+
+@pytest.mark.broker
+def test_send_frame_refuses_a_body_that_is_not_bytes_or_str(activemq):
+    conn = amqstomp.Connection12(activemq.host_and_ports)
+    conn.connect(wait=True)
+    try:
+        for body in (12345, True, ["x"]):
+            with pytest.raises(FrameEncodeError, match="body"):
+                conn.send_frame("SEND", {"destination": "/queue/x"}, body)
+        assert conn.is_connected()  # nothing was written
+    finally:
+        conn.disconnect()
