@@ -8,7 +8,7 @@ Behaviour follows the STOMP 1.2 specification ("Augmented BNF", "Value
 Encoding", "Size Limits", "Heart-beating") and, for the limits, ActiveMQ's
 ``StompWireFormat`` defaults.
 """
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .exception import FrameEncodeError, StompProtocolError
 
@@ -53,6 +53,9 @@ MAX_LIMIT = 1 << 40
 _IDLE, _COMMAND, _HEADERS, _BODY = 0, 1, 2, 3
 
 
+_MISSING = object()
+
+
 class Frame:
     """One STOMP frame.
 
@@ -78,10 +81,12 @@ class Frame:
         self.delivery_count = 1
 
     def __eq__(self, other: object) -> bool:
-        if not hasattr(other, "cmd") or not hasattr(other, "headers") or not hasattr(other, "body"):
+        cmd = getattr(other, "cmd", _MISSING)
+        headers = getattr(other, "headers", _MISSING)
+        body = getattr(other, "body", _MISSING)
+        if cmd is _MISSING or headers is _MISSING or body is _MISSING:
             return NotImplemented
-        return (self.cmd == other.cmd and self.headers == other.headers  # type: ignore[attr-defined]
-                and self.body == other.body)  # type: ignore[attr-defined]
+        return bool(self.cmd == cmd and self.headers == headers and self.body == body)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -397,7 +402,7 @@ def _as_text(value: Any, what: str) -> str:
     return text
 
 
-def _header_items(headers: Any):
+def _header_items(headers: Any) -> Iterator[Tuple[Any, Any]]:
     """(name, value) pairs: None values left out, a list or tuple value gives
     one header line per item (what stomp.py does; the receiver keeps the first)."""
     if not hasattr(headers, "items"):

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 log = logging.getLogger("amqstomp.cli")
 
@@ -22,7 +22,7 @@ log = logging.getLogger("amqstomp.cli")
 class _Progress:
     """One status line, rewritten in place (plain lines when not a terminal)."""
 
-    def __init__(self, total: int, stream=sys.stdout) -> None:
+    def __init__(self, total: int, stream: TextIO = sys.stdout) -> None:
         self.total = total
         self.stream = stream
         self.tty = stream.isatty()
@@ -50,8 +50,8 @@ class _Progress:
             self.stream.flush()
 
 
-def run_demo(host_and_ports, messages: int, body_size: int, prefetch: int,
-             destination: str, timeout: float, out=sys.stdout) -> dict:
+def run_demo(host_and_ports: Sequence[Tuple[str, int]], messages: int, body_size: int, prefetch: int,
+             destination: str, timeout: float, out: TextIO = sys.stdout) -> Dict[str, Any]:
     """Send ``messages`` messages to ``destination`` and consume them with
     ``ack:client`` and optimizeAcknowledge: amqstomp acks each batch with one
     cumulative ACK after the listener returned (at-least-once).
@@ -69,7 +69,7 @@ def run_demo(host_and_ports, messages: int, body_size: int, prefetch: int,
     consumer = amqstomp.Connection12(host_and_ports, auto_decode=False)
 
     class Counter(amqstomp.ConnectionListener):
-        def on_message(self, frame):
+        def on_message(self, frame: Any) -> None:
             seq = int(frame.headers["amqstomp-seq"])
             with lock:
                 if seen[seq]:
@@ -80,7 +80,7 @@ def run_demo(host_and_ports, messages: int, body_size: int, prefetch: int,
                 if state["received"] == messages:
                     done.set()
 
-        def on_error(self, frame):
+        def on_error(self, frame: Any) -> None:
             log.error("broker error: %s", frame.headers.get("message"))
 
     consumer.set_listener("demo", Counter())
@@ -96,7 +96,7 @@ def run_demo(host_and_ports, messages: int, body_size: int, prefetch: int,
     sent = 0
     started = time.monotonic()
     for seq in range(messages):
-        headers = {"amqstomp-seq": seq}
+        headers: Dict[str, Any] = {"amqstomp-seq": seq}
         if seq == messages - 1:
             headers["receipt"] = "last-send"
         producer.send(destination, body, headers=headers)
@@ -127,7 +127,7 @@ def run_demo(host_and_ports, messages: int, body_size: int, prefetch: int,
     }
 
 
-def _demo(args) -> int:
+def _demo(args: argparse.Namespace) -> int:
     from amqstomp.codec import IMPLEMENTATION
     from amqstomp.testing import ActiveMQBroker, queue_statistics
 
@@ -151,10 +151,10 @@ def _demo(args) -> int:
     return 0 if result["lost"] == 0 and stats["size"] == 0 else 1
 
 
-def _broker(args) -> int:
+def _broker(args: argparse.Namespace) -> int:
     from amqstomp.testing import ActiveMQBroker
 
-    def stop_on_sigterm(signum, frame):  # `kill` / `timeout`: stop the broker and clean up too
+    def stop_on_sigterm(signum: int, frame: Any) -> None:  # `kill` / `timeout`: stop the broker and clean up too
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the clean-up
         raise KeyboardInterrupt
 
@@ -188,7 +188,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return args.func(args)
+    status: int = args.func(args)
+    return status
 
 
 if __name__ == "__main__":

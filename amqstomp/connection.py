@@ -32,7 +32,7 @@ import logging
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .codec import Frame
 from .exception import ConnectFailedException, StompException
@@ -112,7 +112,8 @@ class BaseConnection:
 
     def get_listener(self, name: str) -> Optional[ConnectionListener]:
         """The listener registered as ``name``, or None."""
-        return self.transport.get_listener(name)
+        listener: Optional[ConnectionListener] = self.transport.get_listener(name)
+        return listener
 
     def is_connected(self) -> bool:
         """True while the socket is open and CONNECTED has arrived."""
@@ -304,6 +305,7 @@ class BaseConnection:
         frame_headers["destination"] = destination
         if content_type:
             frame_headers["content-type"] = content_type
+        payload: Union[bytes, bytearray, memoryview]
         if isinstance(body, str):
             payload = body.encode(self.encoding)
         elif isinstance(body, (bytes, bytearray, memoryview)):

@@ -7,7 +7,7 @@ shared with stomp.py (``StompException``, ``ConnectionClosedException``,
 ``InterruptedException``) keep stomp.py's meaning, so code written against
 stomp.py keeps catching what it caught before.
 """
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 
 class StompException(Exception):
@@ -45,7 +45,7 @@ class StompProtocolError(StompException):
 
     def __init__(self, message: str, offset: int = -1) -> None:
         self.offset = offset
-        self.frames: list = []
+        self.frames: List[Any] = []
         if offset >= 0:
             message = "%s (at byte offset %d)" % (message, offset)
         super().__init__(message)

@@ -1,25 +1,29 @@
 """Chooses the flow-control module: the compiled :mod:`amqstomp._flow` when it
 is built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python twin
-:mod:`amqstomp._flow_py`. Both export the same names.
+:mod:`amqstomp._flow_py`. Both export the same names (type checkers see the
+twin's, which are the reference).
 
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
 """
 import os
+from typing import TYPE_CHECKING
 
-if os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
+from ._flow_py import __all__  # noqa: F401  (the same in both)
+
+IMPLEMENTATION: str
+if TYPE_CHECKING:
     from ._flow_py import *  # noqa: F401,F403
-    from ._flow_py import __all__  # noqa: F401
+elif os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
+    from ._flow_py import *  # noqa: F401,F403
 
     IMPLEMENTATION = "python"
 else:
     try:
         from ._flow import *  # noqa: F401,F403
-        from ._flow import __all__  # noqa: F401
 
         IMPLEMENTATION = "cython"
     except ImportError:  # not built
         from ._flow_py import *  # noqa: F401,F403
-        from ._flow_py import __all__  # noqa: F401
 
         IMPLEMENTATION = "python"

@@ -277,14 +277,11 @@ class SubscriptionManager:
             with sub.lock:
                 window = sub.window
                 pause = window.on_delivered(_now_ms())
-                slow = window.slow_consumer
-                if slow == sub.slow:
-                    slow = None
-                else:
-                    sub.slow = slow
+                turned_slow = window.slow_consumer and not sub.slow
+                sub.slow = window.slow_consumer
             if pause:
                 self.transport.pause_reading()
-            if slow:
+            if turned_slow:
                 self.transport.notify("slow_consumer", {
                     "subscription": sub.id, "destination": sub.destination,
                     "pending": window.pending, "prefetch": window.prefetch})

@@ -35,7 +35,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from .codec import HEARTBEAT, Frame, FrameParser, encode_frame
 from .exception import (
@@ -538,7 +538,7 @@ class Transport:
     def get_ssl_context(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
         """The TLS context used for ``host_and_port`` (the current one when None), or None."""
         hp = host_and_port or self.current_host_and_port
-        entry = self._ssl_hosts.get(hp) if hp else None  # type: ignore[arg-type]
+        entry = self._ssl_hosts.get(hp) if hp else None
         entry = entry or self._ssl_default
         return entry[0] if entry else None
 
@@ -826,7 +826,7 @@ class Transport:
                 if value is True or value is False:
                     value = "true" if value else "false"
                 clean[key] = value
-        frame = Frame(cmd, clean, b"" if body is None else body)
+        frame = Frame(cmd, clean, b"" if body is None else cast(Union[bytes, str], body))
         for on_send in self._on_send:
             try:
                 on_send(frame)
@@ -850,7 +850,7 @@ class Transport:
     def _write(self, link: _Link, data: bytes, write_timeout: Optional[float] = None) -> None:
         lock = link.write_lock
         if not lock.acquire(timeout=-1 if write_timeout is None else max(0.0, write_timeout)):
-            reason = "a write was blocked for %.3g s (the broker stopped reading)" % write_timeout
+            reason = "a write was blocked for %.3g s (the broker stopped reading)" % (write_timeout or 0.0)
             self._close_link(link, reason)
             raise ConnectionClosedException("connection closed: %s" % reason)
         try:
@@ -919,7 +919,8 @@ class Transport:
         future = self.receipt_future(receipt_id)
         if future is None:
             raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
-        return self.wait_future(future, timeout, "receipt %r" % (receipt_id,))
+        frame: Frame = self.wait_future(future, timeout, "receipt %r" % (receipt_id,))
+        return frame
 
     def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
         """``future.result()`` with a bounded wait: :class:`ReceiptTimeout` on expiry."""

@@ -17,7 +17,7 @@ raises :class:`amqstomp.exception.ConfigurationError` naming the option and the 
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 from urllib.parse import unquote
 
 from .exception import ConfigurationError
@@ -196,7 +196,7 @@ _OPENWIRE = ("tcp", "ssl", "nio", "nio+ssl", "vm", "auto", "auto+nio", "auto+ssl
              "udp", "http", "https")
 
 
-def _unknown(kind: str, key: str, where: str, known) -> ConfigurationError:
+def _unknown(kind: str, key: str, where: str, known: Iterable[str]) -> ConfigurationError:
     close = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
     hint = "; did you mean %s?" % " or ".join(close) if close else ""
     return ConfigurationError("unknown %s %r in %r%s (docs/options.md lists them all)" % (kind, key, where, hint))

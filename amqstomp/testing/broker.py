@@ -48,7 +48,7 @@ import time
 import uuid
 import weakref
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from xml.sax.saxutils import quoteattr
 
 __all__ = [
@@ -152,12 +152,12 @@ class BrokerStartError(RuntimeError):
 # process bookkeeping
 
 _LIVE: "weakref.WeakSet[ActiveMQBroker]" = weakref.WeakSet()
-_RESERVED_PORTS: set = set()
+_RESERVED_PORTS: Set[int] = set()
 _PORT_LOCK = threading.Lock()
 
 try:
     _LIBC: Optional[Any] = ctypes.CDLL(None, use_errno=True)
-    _LIBC.prctl  # noqa: B018  (Linux only)
+    getattr(_LIBC, "prctl")  # Linux only: AttributeError elsewhere
 except (OSError, AttributeError):  # pragma: no cover - not Linux
     _LIBC = None
 _PR_SET_PDEATHSIG = 1
@@ -183,7 +183,7 @@ def _free_port() -> int:
         for _ in range(100):
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+                port: int = s.getsockname()[1]
             if port not in _RESERVED_PORTS:
                 _RESERVED_PORTS.add(port)
                 return port
@@ -406,7 +406,7 @@ class ActiveMQBroker:
         self._base_dir_arg = os.path.abspath(base_dir) if base_dir else None
         self._dir: Optional[str] = None
         self._owns_dir = False
-        self._proc: Optional[subprocess.Popen] = None
+        self._proc: "Optional[subprocess.Popen[bytes]]" = None
         self._lock = threading.RLock()
         #: seconds from launching java to the first STOMP CONNECTED (last start)
         self.startup_seconds: Optional[float] = None
