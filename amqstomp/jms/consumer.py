@@ -1,0 +1,461 @@
+"""``MessageConsumer``: one STOMP subscription on the connection's consumer
+socket, with its local buffer and its local redelivery.
+
+The reader thread counts each MESSAGE in the subscription's prefetch window
+(:class:`amqstomp.subscription.SubscriptionManager`) and appends it to the
+consumer's buffer; the session's thread (listener) or the caller of
+``receive()`` takes it from there. When the application had the message, the
+consumer tells the manager (``on_consumed``), which sends AUTO_ACKNOWLEDGE's
+batched ACKs; the other modes' ACKs are sent here.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional
+
+from ..codec import Frame
+from ..exception import ConfigurationError, StompException
+from ..flow import optimized_ack_threshold
+from ..subscription import Subscription
+from ..uri import destination_kind
+from .constants import (
+    AT_MOST_ONCE,
+    AUTO_ACKNOWLEDGE,
+    CLIENT_ACKNOWLEDGE,
+    DUPS_OK_ACKNOWLEDGE,
+    INDIVIDUAL_ACKNOWLEDGE,
+    SESSION_TRANSACTED,
+)
+from .destination import Destination
+from .exceptions import IllegalStateError
+from .link import message_ack_headers
+from .message import Message, message_from_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .session import Session
+
+__all__ = ["MessageConsumer"]
+
+log = logging.getLogger("amqstomp.jms")
+
+MessageListener = Callable[[Message], Any]
+
+_PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
+                     "topic_prefetch")
+
+
+class _Delivery:
+    """One MESSAGE in a consumer's hands: the frame, its arrival number, how often
+    this client redelivered it, and whether the prefetch window counted it consumed."""
+
+    __slots__ = ("frame", "seq", "redeliveries", "counted")
+
+    def __init__(self, frame: Frame, seq: int) -> None:
+        self.frame = frame
+        self.seq = seq
+        self.redeliveries = 0
+        self.counted = False
+
+    @property
+    def delivery_count(self) -> int:
+        return int(getattr(self.frame, "delivery_count", 1) or 1) + self.redeliveries
+
+
+class MessageConsumer:
+    """Made by :meth:`Session.create_consumer`.
+
+    Attributes:
+        destination (Destination), selector (str | None), no_local (bool).
+    """
+
+    def __init__(self, session: "Session", destination: Destination, selector: Optional[str],
+                 no_local: bool) -> None:
+        connection = session.connection
+        self._session = session
+        self._connection = connection
+        self._link = connection.consumer_link
+        self.destination = destination
+        self.selector = selector
+        self.no_local = no_local
+        self._mode = session.acknowledge_mode
+        self._buffer: Deque[_Delivery] = deque()
+        self._delivered: List[_Delivery] = []  # handed over, not yet acked (client / individual / transacted)
+        self._tx_acked = 0  # how many of _delivered an ACK in the open transaction covers
+        self._paused_until = 0.0
+        self._listener: Optional[MessageListener] = None
+        self._closed = False
+        self._sub_id = "%d.%d.%d" % (connection.number, session.number, connection.next_id())
+        self._sub: Optional[Subscription] = None
+        self._tx_threshold = 1
+
+    def __repr__(self) -> str:
+        return "<jms.MessageConsumer %s on %s%s>" % (self._sub_id, self.destination,
+                                                      " closed" if self._closed else "")
+
+    @property
+    def subscription_id(self) -> str:
+        return self._sub_id
+
+    # ------------------------------------------------------------ subscribe
+
+    def _subscribe_options(self) -> Dict[str, Any]:
+        options = self._connection.options
+        out: Dict[str, Any] = {}
+        if self._mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+            out["optimize_acknowledge"] = True
+            # optimize_acknowledge=False: one ACK per consumed message
+            out["ack_batch_cap"] = int(options["ack_batch_cap"]) if options.get("optimize_acknowledge") else 1
+            if self._mode == DUPS_OK_ACKNOWLEDGE:
+                lazy = int(options["dups_ok_ack_timeout_ms"])
+                out["optimize_acknowledge_timeout_ms"] = lazy
+                out["idle_ack_ms"] = lazy
+            else:
+                out["optimize_acknowledge_timeout_ms"] = int(options["optimize_acknowledge_timeout_ms"])
+                out["idle_ack_ms"] = int(options["idle_ack_ms"])
+            out["optimized_ack_scheduled_ack_interval_ms"] = int(options["optimized_ack_scheduled_ack_interval_ms"])
+        given = self._connection.factory._resolved.given
+        if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
+            manager = self._link.manager
+            assert manager is not None
+            kind = destination_kind(self.destination.stomp_name)
+            out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
+        return out
+
+    def _subscribe(self) -> None:
+        link = self._link
+        manager = link.manager
+        assert manager is not None
+        mode = self._mode
+        ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
+                                                     else "client")
+        headers: Dict[str, Any] = {}
+        if self.selector:
+            headers["selector"] = self.selector
+        if self.no_local:
+            if not link.is_activemq:
+                raise ConfigurationError("no_local needs ActiveMQ's activemq.noLocal header; the broker says "
+                                         "server=%r" % (link.server,))
+            headers["activemq.noLocal"] = "true"
+        frame_headers, sub = manager.prepare(self.destination.subscribe_name, self._sub_id, ack, headers,
+                                             self._subscribe_options(), link.connect_timeout_s)
+        self._sub = sub
+        self._tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
+            self._connection.options.get("ack_batch_cap") or 100))
+        self._connection._register_consumer(self._sub_id, self)  # messages may follow SUBSCRIBE at once
+        try:
+            # ActiveMQ starts dispatching only after it sent this RECEIPT
+            link.request("SUBSCRIBE", frame_headers, self._connection.close_timeout_s, "SUBSCRIBE receipt")
+        except BaseException:
+            self._connection._unregister_consumer(self._sub_id)
+            manager.discard(self._sub_id)
+            raise
+
+    # ------------------------------------------------------------ application API
+
+    def set_message_listener(self, listener: Optional[MessageListener]) -> None:
+        """Deliver messages to ``listener(message)`` on the session's thread (None:
+        stop; messages then wait for ``receive()``).
+
+        What a listener that raises gets: AUTO_ACKNOWLEDGE / DUPS_OK /
+        INDIVIDUAL_ACKNOWLEDGE -- the message again (local redelivery after the
+        redelivery delay; poisoned after ``maximum_redeliveries``);
+        CLIENT_ACKNOWLEDGE -- the next message (the failed one stays unacked until
+        ``acknowledge()`` or ``recover()``); transacted -- the session rolls back;
+        AT_MOST_ONCE -- the next message (the failed one is gone).
+        """
+        self._check_open()
+        with self._session._cond:
+            self._listener = listener
+            self._session._cond.notify_all()
+
+    @property
+    def message_listener(self) -> Optional[MessageListener]:
+        return self._listener
+
+    def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
+        """The next message: wait up to ``timeout`` seconds (None: until one comes
+        or the consumer is closed). Returns None on timeout or close.
+
+        Raises:
+            IllegalStateError: the consumer has a message listener, or is closed.
+            ConnectionClosedException: the connection broke.
+        """
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateError("this consumer has a message listener; receive() is for consumers without")
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            delivery = self._session._take(self, left)
+            if delivery is None:
+                return None
+            if self._skip_if_unwanted(delivery):
+                continue
+            message = self._hand_over(delivery)
+            self._consumed(delivery)
+            return message
+
+    def receive_no_wait(self) -> Optional[Message]:
+        """A message that is here already, or None."""
+        return self.receive(0)
+
+    def close(self) -> None:
+        """Stop delivery and UNSUBSCRIBE (waiting for the broker's receipt, bounded
+        by ``close_timeout_ms``): what AUTO_ACKNOWLEDGE consumed is acked first;
+        prefetched but unconsumed messages, and consumed ones not acknowledged
+        (CLIENT/INDIVIDUAL), go back to the queue for other consumers. In a
+        transacted session with an open transaction that holds messages of this
+        consumer, the UNSUBSCRIBE waits for commit / rollback (rolled-back ones then
+        go back to the queue, not to this consumer)."""
+        session = self._session
+        with session._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._buffer.clear()
+            deferred = session.transacted and bool(self._delivered)
+            if self in session._consumers:
+                session._consumers.remove(self)
+            if deferred:
+                session._deferred_close.append(self)
+            session._cond.notify_all()
+        if session._thread is not threading.current_thread():
+            session._wait_idle(self)
+        if not deferred:
+            self._unsubscribe()
+
+    def __enter__(self) -> "MessageConsumer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("%r is closed" % (self,))
+        self._session._check_open()
+
+    # ------------------------------------------------------------ delivery
+
+    def _skip_if_unwanted(self, delivery: _Delivery) -> bool:
+        """no_local messages of this connection's producer socket, and expired
+        ones, are consumed without reaching the application."""
+        frame = delivery.frame
+        unwanted = self.no_local and self._connection.is_local_message(frame)
+        if not unwanted:
+            expires = frame.headers.get("expires")
+            if expires and expires != "0":
+                try:
+                    unwanted = 0 < int(expires) < time.time() * 1000
+                except ValueError:
+                    unwanted = False
+        if not unwanted:
+            return False
+        self._hand_over(delivery)
+        self._consumed(delivery)
+        if self._mode == INDIVIDUAL_ACKNOWLEDGE:
+            self._ack_individual(delivery)
+        return True
+
+    def _hand_over(self, delivery: _Delivery) -> Message:
+        """The application gets ``delivery`` now: track it and make its Message."""
+        mode = self._mode
+        if mode in (CLIENT_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE, SESSION_TRANSACTED):
+            if not delivery.counted:
+                self._count(delivery)
+            with self._session._cond:
+                self._delivered.append(delivery)
+        message = message_from_frame(delivery.frame, self._connection.lookup_temporary, delivery.delivery_count)
+        if mode == CLIENT_ACKNOWLEDGE:
+            message._acknowledge = self._session.acknowledge
+        elif mode == INDIVIDUAL_ACKNOWLEDGE:
+            message._acknowledge = lambda: self._ack_individual(delivery, check=True)
+        return message
+
+    def _consumed(self, delivery: _Delivery) -> None:
+        """The application had ``delivery`` (listener returned, receive() returned)."""
+        mode = self._mode
+        if mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, AT_MOST_ONCE):
+            if not delivery.counted:
+                self._count(delivery)  # the manager sends the batched ACK
+        elif mode == SESSION_TRANSACTED:
+            self._maybe_ack_in_transaction()
+
+    def _count(self, delivery: _Delivery) -> None:
+        delivery.counted = True
+        manager = self._link.manager
+        assert manager is not None
+        manager.on_consumed(delivery.frame)
+
+    def _dispatch(self, delivery: _Delivery) -> None:
+        """Session thread: hand ``delivery`` to the listener."""
+        listener = self._listener
+        if listener is None or self._closed:  # pragma: no cover - raced with set_message_listener(None) / close
+            with self._session._cond:
+                if not self._closed:
+                    self._buffer.appendleft(delivery)
+            return
+        if self._skip_if_unwanted(delivery):
+            return
+        session = self._session
+        message = self._hand_over(delivery)
+        session._recover_current = False
+        try:
+            listener(message)
+        except BaseException as exc:  # SystemExit too: it must not end the session thread
+            log.error("%r: listener raised %r on message %s", self, exc, delivery.frame.headers.get("message-id"),
+                      exc_info=True)
+            self._listener_failed(delivery)
+            return
+        if session._recover_current:
+            session._recover_current = False
+            self._redeliver([delivery])
+            return
+        self._consumed(delivery)
+
+    def _listener_failed(self, delivery: _Delivery) -> None:
+        mode = self._mode
+        if mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+            self._redeliver([delivery])
+        elif mode == INDIVIDUAL_ACKNOWLEDGE:
+            with self._session._cond:
+                deliveries, self._delivered = self._delivered, []
+            self._redeliver(deliveries)
+        elif mode == SESSION_TRANSACTED:
+            try:
+                self._session.rollback()
+            except StompException as exc:
+                log.warning("%r: rollback after a listener error failed: %s", self, exc)
+        else:  # CLIENT_ACKNOWLEDGE: stays unacked; AT_MOST_ONCE: gone
+            self._consumed(delivery)
+
+    # ------------------------------------------------------------ acks
+
+    def _send_ack(self, frame: Frame, transaction: Optional[str] = None) -> None:
+        headers = message_ack_headers(self._link, frame.headers)
+        if transaction is not None:
+            headers["transaction"] = transaction
+        try:
+            self._link.send("ACK", headers)
+        except StompException as exc:
+            log.debug("%r: ACK not sent: %s", self, exc)
+
+    def _window_acked(self, cumulative: bool) -> None:
+        sub = self._sub
+        if sub is None:
+            return
+        with sub.lock:
+            sub.window.on_application_ack(cumulative)
+
+    def _ack_individual(self, delivery: _Delivery, check: bool = False) -> None:
+        """INDIVIDUAL_ACKNOWLEDGE: ACK this one message."""
+        if check:
+            self._session._check_open(IllegalStateError("the session of this message is closed"))
+        with self._session._cond:
+            if delivery not in self._delivered:
+                return  # acked already, or being redelivered
+            self._delivered.remove(delivery)
+        self._send_ack(delivery.frame)
+        self._window_acked(cumulative=False)
+
+    def _maybe_ack_in_transaction(self) -> None:
+        """Transacted: an ACK in the transaction every batch, so the broker (which
+        counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
+        with self._session._cond:
+            pending = len(self._delivered) - self._tx_acked
+            if pending < self._tx_threshold:
+                return
+            frame = self._delivered[-1].frame
+            self._tx_acked = len(self._delivered)
+        self._send_ack(frame, self._session.transaction_id())
+
+    # ------------------------------------------------------------ local redelivery
+
+    def _redeliver(self, deliveries: List[_Delivery]) -> None:
+        """Put ``deliveries`` back at the head of the buffer (in their order) for a
+        redelivery after the policy's delay; poison those past the limit."""
+        if not deliveries:
+            return
+        policy = self._connection.redelivery_policy
+        keep: List[_Delivery] = []
+        poison: List[_Delivery] = []
+        for delivery in deliveries:
+            delivery.redeliveries += 1
+            if policy.exceeded(delivery.delivery_count - 1):
+                poison.append(delivery)
+            else:
+                keep.append(delivery)
+        for delivery in poison:
+            self._poison(delivery)
+        if not keep:
+            return
+        delay_ms = policy.delay_ms(keep[0].delivery_count - 1)
+        session = self._session
+        with session._cond:
+            if self._closed:
+                return  # UNSUBSCRIBE gives them back to the broker
+            self._buffer.extendleft(reversed(keep))
+            until = time.monotonic() + delay_ms / 1000.0
+            self._paused_until = max(self._paused_until, until) if delay_ms else self._paused_until
+            session._cond.notify_all()
+
+    def _poison(self, delivery: _Delivery) -> None:
+        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ)."""
+        if self._mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
+            return
+        frame = delivery.frame
+        link = self._link
+        version = link.version
+        sub = self._sub
+        flush: Any = None
+        if sub is not None:
+            with sub.lock:
+                window = sub.window
+                now = int(time.monotonic() * 1000)
+                if not delivery.counted:
+                    # ack what was consumed before it, then count it without an ACK of its own
+                    flush = window.flush(now)
+                    if window.consumed < window.delivered:
+                        window.on_consumed(frame.headers, now)
+                    window.on_application_ack(True)
+                else:
+                    window.on_application_ack(False)
+        delivery.counted = True
+        log.warning("%r: message %s poisoned after %d redeliveries (NACK: the broker's dead-letter queue)",
+                    self, frame.headers.get("message-id"), delivery.delivery_count - 1)
+        try:
+            if flush is not None:
+                link.send("ACK", message_ack_headers(link, flush))
+            if version == "1.0":  # no NACK in STOMP 1.0: drop it
+                link.send("ACK", message_ack_headers(link, frame.headers))
+            else:
+                link.send("NACK", message_ack_headers(link, frame.headers))
+        except StompException as exc:
+            log.debug("%r: NACK not sent: %s", self, exc)
+
+    # ------------------------------------------------------------ close
+
+    def _unsubscribe(self) -> None:
+        connection = self._connection
+        connection._unregister_consumer(self._sub_id)
+        manager = self._link.manager
+        assert manager is not None
+        if not self._link.transport.is_connected():
+            manager.discard(self._sub_id)
+            return
+        sub = self._sub
+        manager.close(self._sub_id, write_timeout=connection.close_timeout_s)
+        if sub is not None and sub.window.paused:
+            # an ack:auto buffer that was full paused the reader; nobody else resumes it now
+            self._link.transport.resume_reading()
+        try:
+            self._link.request("UNSUBSCRIBE", {"id": self._sub_id}, connection.close_timeout_s, "UNSUBSCRIBE")
+        except StompException as exc:
+            log.debug("%r: UNSUBSCRIBE: %s", self, exc)

@@ -1,0 +1,154 @@
+"""Destinations: :class:`Queue`, :class:`Topic`, :class:`TemporaryQueue`,
+:class:`TemporaryTopic`, and the mapping to and from STOMP destination names
+(ActiveMQ's: ``/queue/a``, ``/topic/b``, ``/temp-queue/x``,
+``/remote-temp-queue/ID:...``).
+
+A queue or topic name may carry ActiveMQ consumer options
+(``Queue("orders?consumer.prefetchSize=10&consumer.exclusive=true")``); they
+apply when a consumer subscribes (each becomes its ``activemq.*`` SUBSCRIBE
+header, see ``docs/options.md``) and are not part of the name a producer sends to.
+
+Licensed under the Apache License, Version 2.0.
+"""
+from typing import Any, Optional
+
+from .exceptions import InvalidDestinationError
+
+__all__ = ["Destination", "Queue", "Topic", "TemporaryQueue", "TemporaryTopic", "destination_from_header"]
+
+
+class Destination:
+    """Base class of every destination.
+
+    Attributes:
+        name (str): the name without prefix or options (``"orders"``).
+        options (str): the ``consumer.*`` options after ``?`` ("" when none).
+    """
+
+    prefix = "/queue/"
+    is_topic = False
+    is_temporary = False
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidDestinationError("a destination name must be a non-empty str, got %r" % (name,))
+        if name.startswith(self.prefix):
+            name = name[len(self.prefix):]
+        elif name.startswith("/"):
+            raise InvalidDestinationError(
+                "%r: give %s the bare name (or %s...), not another kind of STOMP destination"
+                % (name, type(self).__name__, self.prefix))
+        base, _, options = name.partition("?")
+        if not base:
+            raise InvalidDestinationError("empty destination name in %r" % (name,))
+        self.name = base
+        self.options = options
+
+    @property
+    def stomp_name(self) -> str:
+        """The STOMP ``destination`` header value (no options)."""
+        return self.prefix + self.name
+
+    @property
+    def subscribe_name(self) -> str:
+        """The name with its consumer options, as SUBSCRIBE takes it."""
+        return self.stomp_name + ("?" + self.options if self.options else "")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Destination) and other.stomp_name == self.stomp_name
+
+    def __hash__(self) -> int:
+        return hash(self.stomp_name)
+
+    def __str__(self) -> str:
+        return self.stomp_name
+
+    def __repr__(self) -> str:
+        return "%s(%r)" % (type(self).__name__, self.name + ("?" + self.options if self.options else ""))
+
+
+class Queue(Destination):
+    """A queue: ``Queue("orders")`` is STOMP ``/queue/orders``."""
+
+    prefix = "/queue/"
+
+
+class Topic(Destination):
+    """A topic: ``Topic("prices")`` is STOMP ``/topic/prices``."""
+
+    prefix = "/topic/"
+    is_topic = True
+
+
+class _Temporary(Destination):
+    """A temporary destination. One made by this process (``owner`` set) is
+    named ``/temp-queue/<name>`` on the socket that made it (the broker maps the
+    name to a destination of that connection); one received from elsewhere is
+    ``/remote-temp-queue/<broker name>`` and can be sent to from any socket."""
+
+    remote_prefix = "/remote-temp-queue/"
+    is_temporary = True
+
+    def __init__(self, name: str, owner: Optional[Any] = None, remote: bool = False) -> None:
+        if remote:
+            if not name.startswith(self.remote_prefix):
+                name = self.remote_prefix + name
+            self.name = name[len(self.remote_prefix):]
+            self.options = ""
+        else:
+            super().__init__(name)
+        self.remote = remote
+        self.owner = owner  # the jms.Connection that made it, or None
+        self.deleted = False
+
+    @property
+    def stomp_name(self) -> str:
+        return (self.remote_prefix if self.remote else self.prefix) + self.name
+
+    def delete(self) -> None:
+        """Stop using this temporary destination: consumers can no longer be made
+        on it and producers refuse to send to it. STOMP has no command to delete
+        it on the broker; ActiveMQ deletes it when the connection that made it
+        closes."""
+        if self.owner is not None:
+            self.owner._delete_temporary(self)
+        self.deleted = True
+
+
+class TemporaryQueue(_Temporary):
+    """A queue that lives as long as the connection that made it
+    (``session.create_temporary_queue()``); the usual ``reply_to`` of a request."""
+
+    prefix = "/temp-queue/"
+    remote_prefix = "/remote-temp-queue/"
+
+
+class TemporaryTopic(_Temporary):
+    """A topic that lives as long as the connection that made it."""
+
+    prefix = "/temp-topic/"
+    remote_prefix = "/remote-temp-topic/"
+    is_topic = True
+
+
+def destination_from_header(value: Optional[str], lookup: Optional[Any] = None) -> Optional[Destination]:
+    """The destination a STOMP header names (``destination``, ``reply-to``), or
+    None. ``lookup(stomp_name)`` may return this connection's own temporary
+    destination for a ``/temp-queue/`` name. Unknown prefixes give a Queue with
+    the raw name (what ActiveMQ would make of it)."""
+    if not value:
+        return None
+    if value.startswith("/queue/"):
+        return Queue(value)
+    if value.startswith("/topic/"):
+        return Topic(value)
+    if value.startswith("/remote-temp-queue/"):
+        return TemporaryQueue(value, remote=True)
+    if value.startswith("/remote-temp-topic/"):
+        return TemporaryTopic(value, remote=True)
+    if value.startswith(("/temp-queue/", "/temp-topic/")):
+        found = lookup(value) if lookup is not None else None
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        return TemporaryQueue(value) if value.startswith("/temp-queue/") else TemporaryTopic(value)
+    return Queue(value.lstrip("/") or value)

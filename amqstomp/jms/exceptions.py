@@ -1,0 +1,72 @@
+"""Exceptions of the JMS-style API (all derive from
+:class:`amqstomp.exception.StompException`).
+
+Licensed under the Apache License, Version 2.0.
+"""
+from typing import Any, Optional
+
+from ..exception import BrokerError, StompException
+
+__all__ = [
+    "JMSError",
+    "ResourceAllocationError",
+    "IllegalStateError",
+    "TransactionRolledBackError",
+    "MessageFormatError",
+    "InvalidDestinationError",
+    "is_resource_allocation_error",
+]
+
+
+class JMSError(StompException):
+    """Base class of the errors only the JMS-style API raises."""
+
+
+class ResourceAllocationError(BrokerError):
+    """The broker refused a SEND because its memory or store is full and it is
+    configured with ``sendFailIfNoSpace`` (ActiveMQ answers ERROR with a
+    ``javax.jms.ResourceAllocationException``). The connection stays usable:
+    ActiveMQ keeps the socket open after this ERROR.
+
+    Attributes:
+        frame: the ERROR frame.
+    """
+
+    def __init__(self, message: str, frame: Optional[Any] = None) -> None:
+        super().__init__(message, frame)
+
+
+class IllegalStateError(JMSError):
+    """An operation that the object's state does not allow: ``commit()`` on a
+    non-transacted session, ``receive()`` on a consumer with a listener, any
+    call on a closed object (``javax.jms.IllegalStateException``)."""
+
+
+class TransactionRolledBackError(JMSError):
+    """``commit()`` failed and the transaction was rolled back: its sends were
+    dropped by the broker and its consumed messages are redelivered locally."""
+
+
+class MessageFormatError(JMSError, ValueError):
+    """A message cannot be sent as asked: a property named like a STOMP header
+    amqstomp sets itself, a body of the wrong type."""
+
+
+class InvalidDestinationError(JMSError, ValueError):
+    """A destination that cannot be used here: no destination for a producer
+    without one, a temporary queue of another connection to consume from, a
+    deleted temporary queue."""
+
+
+_USAGE_MARKERS = ("ResourceAllocationException", "Usage Manager", "usage limit")
+
+
+def is_resource_allocation_error(frame: Any) -> bool:
+    """True for an ERROR frame with which ActiveMQ refuses a SEND for lack of space."""
+    headers = getattr(frame, "headers", None) or {}
+    text = headers.get("message", "")
+    body = getattr(frame, "body", b"")
+    if isinstance(body, (bytes, bytearray)):
+        body = bytes(body[:2000]).decode("utf-8", "replace")
+    text = "%s\n%s" % (text, body)
+    return any(marker in text for marker in _USAGE_MARKERS)

@@ -1,0 +1,564 @@
+"""One socket of a :class:`amqstomp.jms.Connection` (a *link*).
+
+A link is a :class:`amqstomp.transport.Transport` (reader, dispatcher and timer
+threads), the CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
+
+* on the **consumer link**, a :class:`amqstomp.subscription.SubscriptionManager`
+  that counts prefetch windows and decides batched ACKs; the MESSAGE frames it
+  would queue for the transport's listeners go to the sessions instead
+  (:class:`_ManagerPort` sits between the two);
+* on every link, a :class:`SendTracker`: receipts of SENDs in flight, the
+  usage-full detector (a RECEIPT later than ``usage_full_after_ms``) and the
+  errors of asynchronous sends;
+* a :class:`_LinkListener` on the transport's dispatcher thread, which is the
+  connection's "executor" (as in the Java client): exception listener and
+  usage callbacks run there, never on the reader.
+
+Nothing here knows about failover yet: a failover link will replace
+:meth:`Link.open` (a new socket, CONNECT, then replay of the subscriptions the
+manager holds) and keep the rest.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import itertools
+import logging
+import ssl
+import threading
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
+
+from ..codec import Frame
+from ..exception import (
+    BrokerError,
+    ConnectFailedException,
+    ConnectionClosedException,
+    ReceiptTimeout,
+    StompException,
+)
+from ..flow import PrefetchPolicy
+from ..subscription import SubscriptionManager, ack_headers
+from ..transport import Transport, TimerHandle
+from ..uri import Endpoint
+from .exceptions import ResourceAllocationError, is_resource_allocation_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .connection import Connection
+
+__all__ = ["Link", "SendTracker", "ProducerWindow", "UsageEvent", "ASYNC_RECEIPT_PREFIX", "message_ack_headers"]
+
+log = logging.getLogger("amqstomp.jms")
+
+#: Receipt ids of asynchronous sends start with this; an ERROR carrying one goes to
+#: the exception listener (a synchronous send raises it instead).
+ASYNC_RECEIPT_PREFIX = "a-"
+_SYNC_RECEIPT_PREFIX = "s-"
+
+_ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
+
+
+class UsageEvent:
+    """What ``on_usage_full`` / ``on_usage_not_full`` are told.
+
+    Attributes:
+        full (bool): True for usage full, False for not full.
+        destination (str): STOMP destination of the send whose receipt was late
+            (full) or has just arrived (not full).
+        waited_s (float): seconds that send has waited / waited for its receipt.
+        pending_sends (int): sends on this socket still waiting for a receipt.
+    """
+
+    __slots__ = ("full", "destination", "waited_s", "pending_sends")
+
+    def __init__(self, full: bool, destination: str, waited_s: float, pending_sends: int) -> None:
+        self.full = full
+        self.destination = destination
+        self.waited_s = waited_s
+        self.pending_sends = pending_sends
+
+    def __repr__(self) -> str:
+        return "UsageEvent(full=%r, destination=%r, waited_s=%.3f, pending_sends=%d)" % (
+            self.full, self.destination, self.waited_s, self.pending_sends)
+
+
+class ProducerWindow:
+    """Bytes of one producer's asynchronous sends that await a RECEIPT
+    (ActiveMQ's producerWindowSize): ``send`` blocks while the window is full.
+
+    Not every asynchronous send asks for a receipt: on the producer socket a
+    send closes a *chunk* (and asks for one) when the bytes sent since the last
+    receipt reach a quarter of the window, and the receipt releases the whole
+    chunk. That is exact because ActiveMQ handles the SENDs of one connection in
+    order: the ones without a receipt before the one with it (a SEND without a
+    receipt is never parked, the broker's reader handles it or waits). On the
+    consumer socket every send asks for one (``every_send``), so the broker never
+    stops reading that socket (see :class:`SendTracker`).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.chunk_size = max(1, size // 4)
+        self.in_flight = 0  # bytes sent and not yet covered by a receipt
+        self.unreceipted = 0  # of which sent since the last receipt asked for
+        self.chunks = 0  # receipts awaited
+        self.cond = threading.Condition(threading.Lock())
+
+    def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool) -> int:
+        """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
+        the send's receipt is to release, or 0 when the send asks for no receipt.
+        (A send larger than the window goes when nothing else awaits a receipt.)"""
+        with self.cond:
+            while self.chunks and self.in_flight + nbytes > self.size:
+                if not link.transport.is_connected():
+                    raise ConnectionClosedException("connection closed while waiting for room in the producer "
+                                                    "window: %s" % link.close_reason())
+                wait = 0.5
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise ReceiptTimeout("no room in the producer window (%d bytes awaiting receipts) "
+                                             "within the send timeout" % self.in_flight)
+                    wait = min(wait, left)
+                self.cond.wait(wait)
+            self.in_flight += nbytes
+            self.unreceipted += nbytes
+            if not every_send and self.unreceipted < self.chunk_size:
+                return 0
+            chunk, self.unreceipted = self.unreceipted, 0
+            self.chunks += 1
+            return chunk
+
+    def unsent(self, nbytes: int, chunk: int) -> None:
+        """A send counted by ``acquire`` could not be written."""
+        with self.cond:
+            self.in_flight -= nbytes
+            if chunk:
+                self.chunks -= 1
+                self.unreceipted += chunk - nbytes
+            else:
+                self.unreceipted -= nbytes
+            self.cond.notify_all()
+
+    def release(self, chunk: int) -> None:
+        """The receipt of a chunk (or the ERROR answering it) came."""
+        with self.cond:
+            self.in_flight -= chunk
+            self.chunks -= 1
+            self.cond.notify_all()
+
+    def drain(self, link: "Link", deadline: Optional[float]) -> bool:
+        """Wait until no receipt is awaited; False when the deadline passed first
+        (or the link is gone)."""
+        with self.cond:
+            while self.chunks:
+                if not link.transport.is_connected():
+                    return False
+                wait = 0.5
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    wait = min(wait, left)
+                self.cond.wait(wait)
+            return True
+
+
+class SendTracker:
+    """SENDs of one link awaiting their RECEIPT: usage-full detection and the
+    errors of asynchronous sends.
+
+    ActiveMQ (producerFlowControl on, memory full) parks a SEND that asks for a
+    receipt and answers it once there is room again, and keeps reading the
+    socket meanwhile; a SEND without a receipt instead blocks the connection's
+    reader on the broker, so nothing else sent on that socket (ACKs,
+    heart-beats, SUBSCRIBE) is read until memory frees up (measured on 5.17.2).
+    A receipt later than ``usage_full_after_s`` therefore means "usage full".
+    """
+
+    def __init__(self, link: "Link", usage_full_after_s: float) -> None:
+        self.link = link
+        self.usage_full_after_s = usage_full_after_s
+        self.lock = threading.Lock()
+        # receipt id -> (monotonic time sent, destination)
+        self.outstanding: "OrderedDict[str, Tuple[float, str]]" = OrderedDict()
+        self.full = False
+        self.changed_at = 0.0  # when `full` last changed
+        self.events: Deque[UsageEvent] = deque()
+        self.timer: Optional[TimerHandle] = None
+        self._ids = itertools.count(1)
+
+    def next_id(self, sync: bool) -> str:
+        return "%s%d" % (_SYNC_RECEIPT_PREFIX if sync else ASYNC_RECEIPT_PREFIX, next(self._ids))
+
+    def sent(self, receipt: str, destination: str, future: "Future[Frame]",
+             window: Optional[ProducerWindow], nbytes: int) -> None:
+        """Track a SEND just written with ``receipt`` (``window``: release ``nbytes`` there)."""
+        now = time.monotonic()
+        with self.lock:
+            self.outstanding[receipt] = (now, destination)
+            arm = self.timer is None and self.usage_full_after_s > 0
+            if arm:
+                self.timer = self._call_later(self.usage_full_after_s)
+        future.add_done_callback(lambda f: self._done(receipt, window, nbytes))
+
+    def _call_later(self, delay: float) -> Optional[TimerHandle]:
+        try:
+            return self.link.transport.call_later(delay, self._check)
+        except StompException:
+            return None
+
+    def _done(self, receipt: str, window: Optional[ProducerWindow], nbytes: int) -> None:
+        """Reader thread (or the sender, when already answered): a receipt, an ERROR or the end."""
+        now = time.monotonic()
+        event = None
+        with self.lock:
+            entry = self.outstanding.pop(receipt, None)
+            if entry is not None and self.full and self.link.transport.is_connected():
+                self.full = False
+                self.changed_at = now
+                event = UsageEvent(False, entry[1], now - entry[0], len(self.outstanding))
+                self.events.append(event)
+        if window is not None:
+            window.release(nbytes)
+        if event is not None:
+            self.link.transport.notify("usage_not_full")
+
+    def _check(self) -> None:
+        """Timer thread: is the oldest receipt late?"""
+        now = time.monotonic()
+        post = False
+        with self.lock:
+            self.timer = None
+            if not self.outstanding:
+                return
+            sent_at, destination = next(iter(self.outstanding.values()))
+            since = max(sent_at, self.changed_at)
+            if not self.full and now - since >= self.usage_full_after_s:
+                self.full = True
+                self.changed_at = now
+                self.events.append(UsageEvent(True, destination, now - sent_at, len(self.outstanding)))
+                post = True
+                delay = self.usage_full_after_s
+            else:
+                delay = max(0.05, since + self.usage_full_after_s - now) if not self.full else self.usage_full_after_s
+            self.timer = self._call_later(delay)
+        if post:
+            self.link.transport.notify("usage_full")
+
+    def pop_event(self) -> Optional[UsageEvent]:
+        with self.lock:
+            return self.events.popleft() if self.events else None
+
+
+class _ManagerPort:
+    """The transport as the SubscriptionManager sees it: everything is the real
+    transport's, except that queued MESSAGEs go to the JMS sessions (``route``)
+    and the consumed hook / dispatch filter are not installed (the sessions'
+    threads call :meth:`SubscriptionManager.on_consumed` themselves).
+
+    On STOMP 1.0 it also adds ``subscription`` to the manager's ACKs (see
+    :func:`message_ack_headers`), from the MESSAGEs it routed."""
+
+    _SUBSCRIPTIONS_KEPT = 20000
+
+    def __init__(self, transport: Transport, route: Callable[[Frame], None], link: "Link") -> None:
+        self._transport = transport
+        self._route = route
+        self._link = link
+        self._subscription_of: "OrderedDict[str, str]" = OrderedDict()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
+                   write_timeout: Optional[float] = None) -> "Optional[Future[Frame]]":
+        if cmd == "ACK" and headers is not None and "subscription" not in headers and self._subscription_of:
+            subscription = self._subscription_of.get(str(headers.get("message-id")))
+            if subscription is not None:
+                headers = dict(headers)
+                headers["subscription"] = subscription
+        return self._transport.send_frame(cmd, headers, body, write_timeout)
+
+    def set_message_handler(self, handler: Optional[Callable[[Frame], None]]) -> None:
+        self._transport.set_message_handler(handler)
+
+    def set_consumed_hook(self, hook: Optional[Callable[[Frame], None]]) -> None:
+        pass
+
+    def set_dispatch_filter(self, fn: Optional[Callable[[Frame], bool]]) -> None:
+        pass
+
+    def deliver_message(self, frame: Frame) -> None:
+        if self._link.version == "1.0" and self._link.is_activemq:
+            headers = frame.headers
+            if "subscription" in headers and "message-id" in headers:
+                kept = self._subscription_of
+                kept[headers["message-id"]] = headers["subscription"]
+                if len(kept) > self._SUBSCRIPTIONS_KEPT:
+                    kept.popitem(last=False)
+        self._route(frame)
+
+
+def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
+    """ACK/NACK headers for a MESSAGE (:func:`amqstomp.subscription.ack_headers`),
+    plus ``subscription`` on STOMP 1.0 with ActiveMQ: 5.17 keeps a subscription
+    after its UNSUBSCRIBE in the map it searches for a 1.0 ACK without one, so
+    such an ACK can land on an old subscription that had the same message and be
+    lost (the message then comes back). With ``subscription`` it looks in the
+    right one."""
+    headers = ack_headers(link.version, message_headers)
+    if link.version == "1.0" and link.is_activemq and "subscription" in message_headers:
+        headers["subscription"] = message_headers["subscription"]
+    return headers
+
+
+class _LinkListener:
+    """Runs on the link's dispatcher thread (the connection's executor)."""
+
+    def __init__(self, link: "Link") -> None:
+        self.link = link
+
+    def on_error(self, frame: Frame) -> None:
+        self.link.connection._on_error_frame(self.link, frame)
+
+    def on_heartbeat_timeout(self) -> None:
+        self.link.heartbeat_timed_out = True
+
+    def on_disconnected(self) -> None:
+        self.link.connection._on_link_lost(self.link)
+
+    def on_usage_full(self) -> None:
+        event = self.link.tracker.pop_event()
+        if event is not None:
+            self.link.connection._on_usage(event)
+
+    def on_usage_not_full(self) -> None:
+        self.on_usage_full()
+
+    def on_slow_consumer(self, info: Dict[str, Any]) -> None:
+        log.info("slow consumer: %r", info)
+
+
+def make_ssl_context(options: Mapping[str, Any]) -> ssl.SSLContext:
+    """The TLS context for ``stomp+ssl://``: ``ssl_context`` when given, else one that
+    verifies the broker's certificate and host name (``ca_certs`` or the system's
+    CAs), with a client certificate when ``cert_file`` is given."""
+    context = options.get("ssl_context")
+    if context is not None:
+        return context  # type: ignore[no-any-return]
+    context = ssl.create_default_context(cafile=options.get("ca_certs"))
+    if options.get("cert_file"):
+        context.load_cert_chain(options["cert_file"], options.get("key_file") or options["cert_file"],
+                                options.get("key_password"))
+    return context
+
+
+class Link:
+    """One socket of a JMS connection (see the module docstring).
+
+    Args:
+        connection: the owning :class:`amqstomp.jms.Connection`.
+        role (str): ``"consumer"`` or ``"producer"`` (thread names, messages).
+        endpoint (Endpoint): the broker.
+        options (dict): the connection's resolved options.
+        client_id (str | None): CONNECT's ``client-id`` (the consumer link only:
+            ActiveMQ refuses a second connection with the same client id).
+        route: where MESSAGE frames go (consumer link), or None.
+    """
+
+    def __init__(self, connection: "Connection", role: str, endpoint: Endpoint, options: Mapping[str, Any],
+                 client_id: Optional[str], route: Optional[Callable[[Frame], None]]) -> None:
+        self.connection = connection
+        self.role = role
+        self.endpoint = endpoint
+        self.options = options
+        self.client_id = client_id
+        self.closing = False
+        self.heartbeat_timed_out = False
+        self.connected_frame: Optional[Frame] = None
+        timeout_ms = options.get("connection_timeout_ms") or 30000
+        self.connect_timeout_s = timeout_ms / 1000.0
+        self.transport = Transport(
+            [endpoint.host_and_port], prefer_localhost=False, try_loopback_connect=False,
+            reconnect_attempts_max=1, timeout=self.connect_timeout_s,
+            keepalive=bool(options.get("keepalive")) or None, vhost=options.get("vhost"),
+            auto_decode=False,
+            ssl_context=make_ssl_context(options) if endpoint.tls else None,
+            heart_beat_receive_scale=float(options.get("heart_beat_receive_scale") or 1.5))
+        self.transport.set_listener("amqstomp-jms", _LinkListener(self))
+        self.tracker = SendTracker(self, (options.get("usage_full_after_ms") or 0) / 1000.0)
+        #: every asynchronous SEND asks for a receipt (the consumer socket: ActiveMQ must never
+        #: stop reading it); else one per producer-window chunk
+        self.receipt_every_send = role == "consumer"
+        self.manager: Optional[SubscriptionManager] = None
+        if route is not None:
+            policy = PrefetchPolicy(
+                queue_prefetch=options["queue_prefetch"], queue_browser_prefetch=options["queue_browser_prefetch"],
+                durable_topic_prefetch=options["durable_topic_prefetch"], topic_prefetch=options["topic_prefetch"],
+                all=options.get("prefetch_all"))
+            self.manager = SubscriptionManager(_ManagerPort(self.transport, route, self), policy,
+                                               audit_depth=int(options.get("audit_depth") or 0))
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def version(self) -> str:
+        return self.transport.version or self.options["version"]
+
+    @property
+    def server(self) -> str:
+        return self.transport.server or ""
+
+    @property
+    def is_activemq(self) -> bool:
+        return self.server.startswith("ActiveMQ")
+
+    @property
+    def broker_connection_id(self) -> Optional[str]:
+        """The broker's id of this connection (CONNECTED's ``session`` header is
+        ActiveMQ's connection id when no client id was sent)."""
+        if self.client_id or self.connected_frame is None:
+            return None
+        return self.connected_frame.headers.get("session")
+
+    def close_reason(self) -> str:
+        link = getattr(self.transport, "_link", None)
+        return getattr(link, "close_reason", "") or "not connected"
+
+    def threads(self) -> List[threading.Thread]:
+        link = getattr(self.transport, "_link", None)
+        return link.threads() if link is not None else []
+
+    # ------------------------------------------------------------ open / close
+
+    def open(self) -> None:
+        """Open the socket, send CONNECT and wait for CONNECTED.
+
+        Raises:
+            ConnectFailedException: no socket, an ERROR (bad login, client id in
+                use) or no CONNECTED within ``connection_timeout_ms``.
+        """
+        options = self.options
+        version = options["version"]
+        host, _ = self.transport.open(version)
+        for thread in self.threads():  # amqstomp-reader-1 -> amqstomp-jms1-consumer-reader
+            kind = thread.name.split("-")[1] if thread.name.count("-") >= 2 else thread.name
+            thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
+        headers: Dict[str, Any] = {"accept-version": _ACCEPT_VERSIONS[version],
+                                   "host": options.get("vhost") or host}
+        heartbeats = tuple(options.get("heartbeats") or (0, 0))
+        if version != "1.0" and heartbeats != (0, 0):
+            headers["heart-beat"] = "%d,%d" % heartbeats
+        if options.get("username") is not None:
+            headers["login"] = options["username"]
+        if options.get("password") is not None:
+            headers["passcode"] = options["password"]
+        if self.client_id:
+            headers["client-id"] = self.client_id
+        try:
+            self.transport.send_frame("CONNECT", headers)
+            self.connected_frame = self.transport.wait_connected(self.connect_timeout_s)
+        except StompException as exc:
+            self.closing = True
+            self.transport.close(reason="connect failed: %s" % exc)
+            if isinstance(exc, ConnectFailedException):
+                raise
+            raise ConnectFailedException(str(exc)) from exc
+        log.debug("%s link connected to %s:%s (%s, STOMP %s)", self.role, self.endpoint.host,
+                  self.endpoint.port, self.server, self.version)
+
+    def close(self, timeout_s: float) -> None:
+        """Ack what the manager still holds, DISCONNECT (waiting up to ``timeout_s``
+        for the receipt), close the socket and wait for the link's threads."""
+        self.closing = True
+        transport = self.transport
+        if transport.is_connected():
+            deadline = time.monotonic() + timeout_s
+            if self.manager is not None:
+                self.manager.close_all(write_timeout=timeout_s)
+            try:
+                future = transport.send_frame("DISCONNECT", {"receipt": "disconnect"}, None, timeout_s)
+                if future is not None:
+                    transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
+            except StompException as exc:
+                log.debug("%s link DISCONNECT: %s", self.role, exc)
+        transport.close(10.0, reason="closed by the client")
+
+    # ------------------------------------------------------------ frames
+
+    def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
+        """Write a frame (no receipt)."""
+        self.transport.send_frame(cmd, headers, body)
+
+    def request(self, cmd: str, headers: Mapping[str, Any], timeout_s: Optional[float],
+                what: Optional[str] = None) -> Frame:
+        """Write a frame with a receipt and wait for it: ``timeout_s`` seconds, or as
+        long as the connection lives when None.
+
+        Raises:
+            ConnectionClosedException / NotConnectedException: the link is gone.
+            BrokerError: the broker answered ERROR.
+            ReceiptTimeout: no receipt within ``timeout_s``.
+        """
+        frame_headers = dict(headers)
+        frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
+        future = self.transport.send_frame(cmd, frame_headers, None)
+        assert future is not None
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            raise ReceiptTimeout("no receipt for %s within %.3g s" % (what or cmd, timeout_s or 0.0)) from None
+
+    def send_message(self, headers: Dict[str, Any], body: bytes, sync: bool, window: Optional[ProducerWindow],
+                     timeout_s: Optional[float]) -> None:
+        """SEND a message: ``sync`` waits for the RECEIPT; else with a ``window`` the
+        send carries a receipt and holds window room until it comes; else none.
+
+        Raises:
+            ResourceAllocationError: (sync) the broker is out of space and
+                configured to refuse (sendFailIfNoSpace).
+            BrokerError: (sync) another ERROR.
+            ConnectionClosedException: the connection ended first.
+            ReceiptTimeout: ``timeout_s`` passed.
+        """
+        transport = self.transport
+        if not sync and window is None:
+            transport.send_frame("SEND", headers, body)
+            return
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if not sync:
+            assert window is not None
+            nbytes = len(body) + 64
+            chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
+            if not chunk:
+                try:
+                    transport.send_frame("SEND", headers, body)
+                except BaseException:
+                    window.unsent(nbytes, 0)
+                    raise
+                return
+        receipt = self.tracker.next_id(sync)
+        headers["receipt"] = receipt
+        try:
+            future = transport.send_frame("SEND", headers, body)
+        except BaseException:
+            if not sync:
+                assert window is not None
+                window.unsent(nbytes, chunk)
+            raise
+        assert future is not None
+        if not sync:
+            self.tracker.sent(receipt, headers["destination"], future, window, chunk)
+            return
+        self.tracker.sent(receipt, headers["destination"], future, None, 0)
+        try:
+            future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except BrokerError as exc:
+            if exc.frame is not None and is_resource_allocation_error(exc.frame):
+                raise ResourceAllocationError(str(exc), exc.frame) from exc
+            raise
+        except FutureTimeout:
+            raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
+                                 % (headers["destination"], timeout_s or 0.0)) from None

@@ -1,0 +1,161 @@
+"""``MessageProducer``: SENDs with the Java client's sync/async rules and a
+producer window.
+
+* Outside a transaction, a PERSISTENT send waits for the broker's RECEIPT
+  (the broker has stored the message; Java's synchronous send), unless
+  ``use_async_send``; a NON_PERSISTENT send does not wait, unless
+  ``always_sync_send``.
+* An asynchronous send carries a receipt too, and holds its bytes in the
+  producer's window until the receipt comes: with ``producer_window_size``
+  bytes awaiting receipts, ``send`` blocks (async senders cannot flood the
+  broker). ``producer_window_size=0`` sends without a receipt (then the
+  broker's only brake is to stop reading the socket).
+* In a transacted session the sends go in the session's transaction, on the
+  consumer socket, asynchronously; ``commit()`` waits for their receipts.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
+from .destination import Destination, _Temporary
+from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError
+from .link import Link, ProducerWindow
+from .message import BytesMessage, Message, TextMessage, send_headers
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .session import Session
+
+__all__ = ["MessageProducer"]
+
+log = logging.getLogger("amqstomp.jms")
+
+
+class MessageProducer:
+    """Made by :meth:`Session.create_producer`.
+
+    Attributes:
+        destination (Destination | None): where ``send`` sends (None: each send names one).
+        delivery_mode (int), priority (int), time_to_live (int, ms): defaults of ``send``.
+        disable_message_timestamp (bool): do not set ``timestamp``.
+    """
+
+    def __init__(self, session: "Session", destination: Optional[Destination]) -> None:
+        self._session = session
+        self._connection = session.connection
+        self.destination = destination
+        self.delivery_mode = DEFAULT_DELIVERY_MODE
+        self.priority = DEFAULT_PRIORITY
+        self.time_to_live = DEFAULT_TIME_TO_LIVE
+        self.disable_message_timestamp = False
+        options = self._connection.options
+        size = int(options.get("producer_window_size") or 0)
+        self._window: Optional[ProducerWindow] = ProducerWindow(size) if size > 0 else None
+        self._closed = False
+        self._link: Link = session.send_link  # opens the producer socket on first use
+
+    def __repr__(self) -> str:
+        return "<jms.MessageProducer to %s%s>" % (self.destination, " closed" if self._closed else "")
+
+    def send(self, message: Union[Message, str, bytes], delivery_mode: Optional[int] = None,
+             priority: Optional[int] = None, time_to_live: Optional[int] = None,
+             destination: Union[Destination, str, None] = None) -> None:
+        """Send ``message`` (a ``str`` is sent as a TextMessage, ``bytes`` as a
+        BytesMessage).
+
+        Args:
+            delivery_mode: PERSISTENT or NON_PERSISTENT (default: the producer's).
+            priority: 0-9 (default: the producer's, 4).
+            time_to_live: ms until the broker drops it; 0 = never (default: the producer's).
+            destination: for a producer made without one.
+
+        Raises:
+            ResourceAllocationError: (a synchronous send) the broker's memory/store is
+                full and it refuses sends (sendFailIfNoSpace); the connection stays
+                usable.
+            BrokerError: (a synchronous send) another ERROR.
+            ReceiptTimeout: ``send_timeout_ms`` passed.
+            InvalidDestinationError: no destination, a deleted temporary queue, or
+                one of another connection (send to the ``reply_to`` it came with).
+            IllegalStateError: the producer, session or connection is closed.
+        """
+        from .session import as_destination
+
+        if self._closed:
+            raise IllegalStateError("%r is closed" % (self,))
+        session = self._session
+        session._check_open()
+        if isinstance(message, str):
+            message = TextMessage(message)
+        elif isinstance(message, (bytes, bytearray, memoryview)):
+            message = BytesMessage(bytes(message))
+        elif not isinstance(message, Message):
+            raise MessageFormatError("send() takes a Message, str or bytes, got %s" % type(message).__name__)
+        dest = self.destination
+        if destination is not None:
+            other = as_destination(destination)
+            if dest is not None and other != dest:
+                raise InvalidDestinationError("this producer sends to %s; make one without a destination to "
+                                              "send to %s" % (dest, other))
+            dest = other
+        if dest is None:
+            raise InvalidDestinationError("this producer has no destination; pass destination=")
+        connection = self._connection
+        for named in (dest, message.reply_to):
+            if isinstance(named, _Temporary) and not named.remote:
+                if named.owner is not connection:
+                    raise InvalidDestinationError(
+                        "%s is a temporary destination of another connection; send to the reply_to of the "
+                        "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
+                if named.deleted:
+                    raise InvalidDestinationError("%s was deleted" % (named,))
+        link = self._link
+        own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(message.reply_to)
+        if own_temporary and not session.transacted:
+            # /temp-queue/x names a queue of the socket that says it: use the one that made it
+            link = connection.consumer_link
+        mode = self.delivery_mode if delivery_mode is None else delivery_mode
+        prio = self.priority if priority is None else priority
+        ttl = self.time_to_live if time_to_live is None else time_to_live
+        headers, body = send_headers(message, dest, mode, prio, ttl, link.is_activemq,
+                                     timestamp=not self.disable_message_timestamp)
+        options = connection.options
+        window = self._window
+        if session.transacted:
+            headers["transaction"] = session.transaction_id()
+            sync = False
+        else:
+            sync = bool(options.get("always_sync_send")) or (
+                mode == PERSISTENT and not options.get("use_async_send"))
+            if own_temporary and window is None:
+                sync = True  # never a receipt-less SEND on the consumer socket
+        timeout_ms = options.get("send_timeout_ms") or 0
+        link.send_message(headers, body, sync, window, timeout_ms / 1000.0 if timeout_ms else None)
+
+    def close(self) -> None:
+        """Wait (bounded by ``close_timeout_ms``) for the receipts of this producer's
+        asynchronous sends, and close it."""
+        if self._closed:
+            return
+        self._closed = True
+        window = self._window
+        if window is not None and window.chunks:
+            deadline = time.monotonic() + self._connection.close_timeout_s
+            if not window.drain(self._link, deadline):
+                log.warning("%r closed with %d receipt(s) not come", self, window.chunks)
+        session = self._session
+        with session._cond:
+            if self in session._producers:
+                session._producers.remove(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "MessageProducer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,526 @@
+"""``Session``: a single-threaded context for producing and consuming, with its
+own dispatch thread (``amqstomp-jmsC-session-S``).
+
+Listeners of the session's consumers run on that thread, one at a time, in
+the order the messages arrived on the socket (across the session's consumers),
+so a slow listener delays only its own session: the connection's reader keeps
+reading (heart-beats, other sessions' messages) and its timer keeps writing
+heart-beats. ``receive()`` runs on the caller's thread.
+
+Acknowledge modes and what goes on the wire (README, "JMS-style API"):
+
+======================  =====================  ==========================================
+mode                    SUBSCRIBE ``ack``      ACKs
+======================  =====================  ==========================================
+AUTO_ACKNOWLEDGE        ``client``             amqstomp, after the listener returned /
+                                               ``receive()`` handed the message over; one
+                                               cumulative ACK per batch
+DUPS_OK_ACKNOWLEDGE     ``client``             the same, lazier timers
+CLIENT_ACKNOWLEDGE      ``client``             ``message.acknowledge()``: one cumulative
+                                               ACK per consumer
+INDIVIDUAL_ACKNOWLEDGE  ``client-individual``  ``message.acknowledge()``: that message
+SESSION_TRANSACTED      ``client``             ACK with ``transaction`` (batched), then
+                                               COMMIT
+AT_MOST_ONCE            ``auto``               the broker, at dispatch
+======================  =====================  ==========================================
+
+Redelivery is local: ActiveMQ does not redeliver after a STOMP ABORT, nor
+while the subscription lives, so rollback / recover / a listener that raised
+put the messages back at the head of their consumer's buffer, and the
+consumer waits the RedeliveryPolicy's delay before it delivers again. After
+``maximum_redeliveries`` the message is poisoned: NACK, which sends it to the
+dead-letter queue on ActiveMQ (``ActiveMQ.DLQ``).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import itertools
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
+
+from ..codec import Frame
+from ..exception import StompException
+from .constants import (
+    ACKNOWLEDGE_MODES,
+    AUTO_ACKNOWLEDGE,
+    CLIENT_ACKNOWLEDGE,
+    DUPS_OK_ACKNOWLEDGE,
+    SESSION_TRANSACTED,
+)
+from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, destination_from_header
+from .exceptions import IllegalStateError, InvalidDestinationError, TransactionRolledBackError
+from .link import Link, message_ack_headers
+from .message import BytesMessage, Message, TextMessage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .connection import Connection
+    from .consumer import MessageConsumer, _Delivery
+    from .producer import MessageProducer
+
+__all__ = ["Session", "as_destination"]
+
+log = logging.getLogger("amqstomp.jms")
+
+
+def as_destination(value: Union[Destination, str]) -> Destination:
+    """A Destination from a Destination or a STOMP name (``/queue/a``, ``/topic/b``;
+    a bare name is a queue)."""
+    if isinstance(value, Destination):
+        return value
+    if not isinstance(value, str) or not value:
+        raise InvalidDestinationError("expected a Destination or a STOMP destination name, got %r" % (value,))
+    if value.startswith("/"):
+        base, sep, options = value.partition("?")
+        found = destination_from_header(base)
+        if found is None:  # pragma: no cover - base is non-empty
+            raise InvalidDestinationError("no destination in %r" % (value,))
+        if sep and isinstance(found, (Queue, Topic)) and not found.is_temporary:
+            found.options = options
+        return found
+    return Queue(value)
+
+
+class Session:
+    """Made by :meth:`Connection.create_session`; see the module docstring.
+
+    Attributes:
+        connection: the owning :class:`Connection`.
+        acknowledge_mode (int): one of the constants (SESSION_TRANSACTED when transacted).
+        transacted (bool).
+    """
+
+    def __init__(self, connection: "Connection", acknowledge_mode: int, number: int) -> None:
+        self.connection = connection
+        self.acknowledge_mode = acknowledge_mode
+        self.transacted = acknowledge_mode == SESSION_TRANSACTED
+        self.number = number
+        self._cond = threading.Condition(threading.Lock())
+        self._consumers: List["MessageConsumer"] = []
+        self._producers: List["MessageProducer"] = []
+        self._deferred_close: List["MessageConsumer"] = []
+        self._seq = itertools.count()
+        self._closing = False
+        self._closed = False
+        self._running: Optional["MessageConsumer"] = None  # whose listener runs now
+        self._recover_current = False
+        self._tx_lock = threading.RLock()
+        self._tx: Optional[str] = None
+        self._tx_numbers = itertools.count(1)
+        self._thread: Optional[threading.Thread] = threading.Thread(
+            target=self._run, name="amqstomp-jms%d-session-%d" % (connection.number, number), daemon=True)
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        return "<jms.Session %d.%d %s%s>" % (self.connection.number, self.number,
+                                              ACKNOWLEDGE_MODES.get(self.acknowledge_mode, "?"),
+                                              " closed" if self._closed else "")
+
+    # ------------------------------------------------------------ factories
+
+    def create_queue(self, name: str) -> Queue:
+        return Queue(name)
+
+    def create_topic(self, name: str) -> Topic:
+        return Topic(name)
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        """A queue that lives as long as the connection (ActiveMQ deletes it when the
+        connection's consumer socket closes). Only this connection can consume from
+        it; send its ``reply_to`` to others."""
+        self._check_open()
+        temp = self.connection.create_temporary(topic=False)
+        assert isinstance(temp, TemporaryQueue)
+        return temp
+
+    def create_temporary_topic(self) -> TemporaryTopic:
+        """A topic that lives as long as the connection."""
+        self._check_open()
+        temp = self.connection.create_temporary(topic=True)
+        assert isinstance(temp, TemporaryTopic)
+        return temp
+
+    def create_message(self) -> Message:
+        return Message()
+
+    def create_text_message(self, text: str = "") -> TextMessage:
+        return TextMessage(text)
+
+    def create_bytes_message(self, data: bytes = b"") -> BytesMessage:
+        return BytesMessage(data)
+
+    def create_producer(self, destination: Union[Destination, str, None] = None) -> "MessageProducer":
+        """A producer for ``destination`` (None: give one to each ``send``).
+
+        Non-transacted sessions' producers send on the connection's producer
+        socket (opened by the first one); transacted sessions' on the consumer
+        socket, so that a transaction's SENDs and ACKs commit together.
+        """
+        from .producer import MessageProducer
+
+        self._check_open()
+        dest = as_destination(destination) if destination is not None else None
+        producer = MessageProducer(self, dest)
+        with self._cond:
+            self._producers.append(producer)
+        return producer
+
+    def create_consumer(self, destination: Union[Destination, str], selector: Optional[str] = None,
+                        no_local: bool = False) -> "MessageConsumer":
+        """Subscribe to ``destination`` and return the consumer once the broker
+        confirmed the subscription (RECEIPT). Messages are delivered after
+        :meth:`Connection.start`.
+
+        Args:
+            destination: Queue, Topic, TemporaryQueue of this connection, or a STOMP
+                name; ``consumer.*`` options of the destination become ``activemq.*``
+                SUBSCRIBE headers.
+            selector (str | None): a JMS message selector.
+            no_local (bool): skip messages sent by this connection (topics).
+
+        Raises:
+            InvalidDestinationError: a temporary destination of another connection.
+            ConfigurationError: a bad destination option, or an option the broker
+                does not support.
+            BrokerError: the broker refused the subscription.
+        """
+        from .consumer import MessageConsumer
+
+        self._check_open()
+        dest = as_destination(destination)
+        if dest.is_temporary:
+            if not self.connection.is_own_temporary(dest):
+                raise InvalidDestinationError("%s is a temporary destination of another connection: only the "
+                                              "connection that made it can consume from it" % (dest,))
+            if getattr(dest, "deleted", False):
+                raise InvalidDestinationError("%s was deleted" % (dest,))
+        consumer = MessageConsumer(self, dest, selector, bool(no_local))
+        with self._cond:
+            self._consumers.append(consumer)
+        try:
+            consumer._subscribe()
+        except BaseException:
+            with self._cond:
+                consumer._closed = True
+                if consumer in self._consumers:
+                    self._consumers.remove(consumer)
+            raise
+        return consumer
+
+    # ------------------------------------------------------------ transactions
+
+    @property
+    def send_link(self) -> Link:
+        """The socket this session's producers send on."""
+        if self.transacted:
+            return self.connection.consumer_link
+        return self.connection.producer_link()
+
+    def transaction_id(self) -> str:
+        """The open transaction's id (BEGIN is sent on first use)."""
+        with self._tx_lock:
+            if self._tx is None:
+                self._check_open()
+                tx = "tx-%d.%d-%d" % (self.connection.number, self.number, next(self._tx_numbers))
+                self.connection.consumer_link.send("BEGIN", {"transaction": tx})
+                self._tx = tx
+            return self._tx
+
+    def _all_consumers(self) -> List["MessageConsumer"]:
+        return list(self._consumers) + list(self._deferred_close)
+
+    def _drain_sends(self, timeout_s: Optional[float]) -> bool:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._cond:
+            producers = list(self._producers)
+        ok = True
+        for producer in producers:
+            if producer._window is not None:
+                ok = producer._window.drain(self.connection.consumer_link, deadline) and ok
+        return ok
+
+    def commit(self) -> None:
+        """Commit the transaction: the broker delivers its SENDs and drops the
+        messages it ACKed. Waits until every SEND of the transaction was received
+        (its RECEIPT), then for COMMIT's receipt.
+
+        Raises:
+            IllegalStateError: not a transacted session, or closed.
+            TransactionRolledBackError: the broker refused the COMMIT; the
+                transaction is rolled back (consumed messages redelivered locally).
+        """
+        self._check_open()
+        if not self.transacted:
+            raise IllegalStateError("commit() needs a transacted session")
+        link = self.connection.consumer_link
+        with self._tx_lock:
+            if not self._drain_sends(self._send_timeout_s()):
+                self._rollback_locked()
+                raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
+            acks: List[Tuple["MessageConsumer", Frame]] = []
+            with self._cond:
+                for consumer in self._all_consumers():
+                    if len(consumer._delivered) > consumer._tx_acked:
+                        acks.append((consumer, consumer._delivered[-1].frame))
+                        consumer._tx_acked = len(consumer._delivered)
+            tx = self._tx
+            try:
+                if acks:
+                    tx = self.transaction_id()
+                    for _, frame in acks:
+                        headers = message_ack_headers(link, frame.headers)
+                        headers["transaction"] = tx
+                        link.send("ACK", headers)
+                if tx is not None:
+                    link.request("COMMIT", {"transaction": tx}, self._send_timeout_s(), "COMMIT")
+            except StompException as exc:
+                self._tx = None
+                self._rollback_local()
+                self._finish_deferred_closes()
+                raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
+            self._tx = None
+            with self._cond:
+                settled = []
+                for consumer in self._all_consumers():
+                    if consumer._delivered:
+                        settled.append(consumer)
+                    consumer._delivered = []
+                    consumer._tx_acked = 0
+            for consumer in settled:
+                consumer._window_acked(cumulative=True)
+            self._finish_deferred_closes()
+
+    def rollback(self) -> None:
+        """Roll the transaction back: the broker drops its SENDs (ABORT), and the
+        messages it consumed are redelivered locally by their consumers after the
+        redelivery delay (poisoned to the DLQ after ``maximum_redeliveries``).
+
+        Raises:
+            IllegalStateError: not a transacted session, or closed.
+        """
+        self._check_open()
+        if not self.transacted:
+            raise IllegalStateError("rollback() needs a transacted session")
+        with self._tx_lock:
+            self._rollback_locked()
+
+    def _rollback_locked(self) -> None:
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            self._drain_sends(self.connection.close_timeout_s)
+            try:
+                self.connection.consumer_link.request("ABORT", {"transaction": tx},
+                                                      self.connection.close_timeout_s, "ABORT")
+            except StompException as exc:
+                log.warning("%r: ABORT failed: %s", self, exc)
+        self._rollback_local()
+        self._finish_deferred_closes()
+
+    def _rollback_local(self) -> None:
+        with self._cond:
+            work = []
+            for consumer in self._all_consumers():
+                if consumer._delivered:
+                    work.append((consumer, consumer._delivered))
+                consumer._delivered = []
+                consumer._tx_acked = 0
+        for consumer, deliveries in work:
+            consumer._redeliver(deliveries)
+
+    def _finish_deferred_closes(self) -> None:
+        with self._cond:
+            closing, self._deferred_close = self._deferred_close, []
+        for consumer in closing:
+            consumer._unsubscribe()
+
+    def recover(self) -> None:
+        """Redeliver (locally, after the redelivery delay) every message this
+        session's consumers delivered and that was not acknowledged yet; called
+        from a listener in AUTO/DUPS_OK mode, the current message.
+
+        Raises:
+            IllegalStateError: a transacted session (use rollback), or closed.
+        """
+        self._check_open()
+        if self.transacted:
+            raise IllegalStateError("recover() is not for a transacted session; use rollback()")
+        if self._thread is threading.current_thread() and self._running is not None and \
+                self.acknowledge_mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+            self._recover_current = True
+        with self._cond:
+            work = []
+            for consumer in self._consumers:
+                if consumer._delivered:
+                    work.append((consumer, consumer._delivered))
+                consumer._delivered = []
+        for consumer, deliveries in work:
+            consumer._redeliver(deliveries)
+
+    def acknowledge(self) -> None:
+        """CLIENT_ACKNOWLEDGE: ack every message delivered so far, one cumulative
+        ACK per consumer (what ``message.acknowledge()`` calls)."""
+        self._check_open(IllegalStateError("the session of this message is closed"))
+        if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
+            return
+        with self._cond:
+            work = []
+            for consumer in self._consumers:
+                if consumer._delivered:
+                    work.append((consumer, consumer._delivered[-1]))
+                consumer._delivered = []
+        for consumer, delivery in work:
+            consumer._send_ack(delivery.frame)
+            consumer._window_acked(cumulative=True)
+
+    def _send_timeout_s(self) -> Optional[float]:
+        ms = self.connection.options.get("send_timeout_ms") or 0
+        return ms / 1000.0 if ms else None
+
+    # ------------------------------------------------------------ life
+
+    def _check_open(self, error: Optional[BaseException] = None) -> None:
+        if self._closed or self._closing:
+            raise error or IllegalStateError("%r is closed" % (self,))
+        self.connection.check_open()
+
+    def close(self) -> None:
+        """Roll back an open transaction, close the consumers (their prefetched
+        messages go back to the broker) and producers, and end the session's
+        thread (after the listener running now, unless called from it)."""
+        with self._cond:
+            if self._closing or self._closed:
+                return
+            self._closing = True
+            self._cond.notify_all()
+        me = threading.current_thread()
+        if self._thread is not me:
+            self._wait_idle()
+        if self.transacted and self.connection.consumer_link.transport.is_connected():
+            with self._tx_lock:
+                try:
+                    self._rollback_locked()
+                except StompException as exc:
+                    log.debug("%r: rollback on close: %s", self, exc)
+        with self._cond:
+            consumers = list(self._consumers)
+            producers = list(self._producers)
+        for consumer in consumers:
+            consumer.close()
+        for producer in producers:
+            producer.close()
+        self._finish_deferred_closes()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None and thread is not me:
+            thread.join(10.0)
+            if thread.is_alive():  # pragma: no cover - a listener that never returns
+                log.warning("%s still running 10 s after close (a listener busy?)", thread.name)
+        self.connection._remove_session(self)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ------------------------------------------------------------ dispatch thread
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _wait_idle(self, consumer: Optional["MessageConsumer"] = None) -> bool:
+        """Wait until no listener (of ``consumer``, or any) runs on the session thread;
+        at most ``close_timeout_ms`` (False then: two listeners closing each other's
+        sessions would otherwise wait for each other forever)."""
+        deadline = time.monotonic() + self.connection.close_timeout_s
+        with self._cond:
+            while self._running is not None and (consumer is None or self._running is consumer):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.warning("%r: a listener still runs after %.1f s; going on without it",
+                                self, self.connection.close_timeout_s)
+                    return False
+                self._cond.wait(min(0.5, left))
+        return True
+
+    def _enqueue(self, consumer: "MessageConsumer", frame: Frame) -> None:
+        """Reader thread: a MESSAGE for ``consumer``."""
+        from .consumer import _Delivery
+
+        with self._cond:
+            if consumer._closed:
+                return
+            consumer._buffer.append(_Delivery(frame, next(self._seq)))
+            self._cond.notify_all()
+
+    def _next_for_listener(self) -> Tuple[Optional[Tuple["MessageConsumer", "_Delivery"]], Optional[float]]:
+        connection = self.connection
+        if not connection._started or connection._failure is not None or self._closing:
+            return None, None
+        now = time.monotonic()
+        best: Optional["MessageConsumer"] = None
+        wait: Optional[float] = None
+        for consumer in self._consumers:
+            if consumer._listener is None or consumer._closed or not consumer._buffer:
+                continue
+            if consumer._paused_until > now:
+                left = consumer._paused_until - now
+                wait = left if wait is None else min(wait, left)
+                continue
+            if best is None or consumer._buffer[0].seq < best._buffer[0].seq:
+                best = consumer
+        if best is not None:
+            return (best, best._buffer.popleft()), None
+        return None, wait
+
+    def _run(self) -> None:
+        cond = self._cond
+        while True:
+            with cond:
+                while True:
+                    if self._closed:
+                        return
+                    pick, wait = self._next_for_listener()
+                    if pick is not None:
+                        break
+                    cond.wait(wait)
+                consumer, delivery = pick
+                self._running = consumer
+            try:
+                consumer._dispatch(delivery)
+            except BaseException:  # never end the session thread silently
+                log.exception("%r: dispatching a message failed", self)
+            finally:
+                with cond:
+                    self._running = None
+                    cond.notify_all()
+
+    def _take(self, consumer: "MessageConsumer", timeout: Optional[float]) -> Optional["_Delivery"]:
+        """``receive()``'s wait, on the caller's thread."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        connection = self.connection
+        with self._cond:
+            while True:
+                if consumer._closed or self._closing or self._closed:
+                    return None
+                connection.check_open()
+                now = time.monotonic()
+                wait: Optional[float] = None
+                if connection._started and consumer._buffer:
+                    if consumer._paused_until <= now:
+                        return consumer._buffer.popleft()
+                    wait = consumer._paused_until - now
+                if deadline is not None:
+                    left = deadline - now
+                    if left <= 0:
+                        return None
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(wait)
+

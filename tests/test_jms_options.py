@@ -1,0 +1,146 @@
+"""The JMS-style API without a broker: URIs and options, destinations, message mapping."""
+import ssl
+
+import pytest
+
+from amqstomp.codec import Frame
+from amqstomp.exception import ConfigurationError
+from amqstomp.jms import (
+    NON_PERSISTENT,
+    PERSISTENT,
+    BytesMessage,
+    ConnectionFactory,
+    MessageFormatError,
+    Queue,
+    TemporaryQueue,
+    TextMessage,
+    Topic,
+)
+from amqstomp.jms.message import message_from_frame, send_headers
+from amqstomp.jms.options import JMS_OPTIONS, resolve
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_tcp_uri_says_amqstomp_speaks_stomp():
+    with pytest.raises(ConfigurationError, match="amqstomp speaks STOMP"):
+        ConnectionFactory("tcp://localhost:61616")
+
+
+def test_unknown_jms_option_is_refused_with_a_hint():
+    with pytest.raises(ConfigurationError, match="jms.prefetchPolicy.queuePrefech.*did you mean"):
+        ConnectionFactory("stomp://localhost:61613?jms.prefetchPolicy.queuePrefech=5")
+    with pytest.raises(ConfigurationError, match="jms.useAsyncSnd"):
+        ConnectionFactory("stomp://localhost:61613?jms.useAsyncSnd=true")
+
+
+def test_unknown_keyword_is_refused():
+    with pytest.raises(ConfigurationError, match="producer_windw_size.*did you mean.*producer_window_size"):
+        ConnectionFactory("stomp://localhost:61613", producer_windw_size=10)
+    with pytest.raises(ConfigurationError, match="must be an int"):
+        ConnectionFactory("stomp://localhost:61613", producer_window_size="big")
+
+
+def test_failover_is_a_later_release():
+    with pytest.raises(ConfigurationError, match="failover comes in a later release"):
+        ConnectionFactory("failover:(stomp://a:61613,stomp://b:61613)")
+
+
+def test_uri_and_keyword_options_merge_keywords_win():
+    factory = ConnectionFactory(
+        "stomp://127.0.0.1:61613?jms.prefetchPolicy.all=50&jms.useAsyncSend=true&jms.producerWindowSize=2048"
+        "&heartBeat=1000,2000&jms.redeliveryPolicy.maximumRedeliveries=2&amqstomp.usageFullAfter=250",
+        producer_window_size=4096, client_id="me")
+    options = factory.options
+    assert options["prefetch_all"] == 50
+    assert options["use_async_send"] is True
+    assert options["producer_window_size"] == 4096
+    assert options["heartbeats"] == (1000, 2000)
+    assert options["maximum_redeliveries"] == 2
+    assert options["usage_full_after_ms"] == 250
+    assert options["client_id"] == "me"
+    # the JMS API's defaults
+    defaults = ConnectionFactory("stomp://127.0.0.1").options
+    assert defaults["optimize_acknowledge"] is True
+    assert defaults["producer_window_size"] == 1048576
+    assert defaults["separate_producer_socket"] is True
+    assert defaults["use_async_send"] is False
+
+
+def test_every_jms_option_has_a_keyword_and_a_uri_form():
+    for name, option in JMS_OPTIONS.items():
+        assert name.startswith(("jms.", "amqstomp.")), name
+        resolved = resolve("stomp://h:1?%s=%s" % (name, "true" if isinstance(option.default, bool) else "7"), {})
+        assert option.keyword in resolved.given
+
+
+def test_ssl_scheme_and_context():
+    context = ssl.create_default_context()
+    factory = ConnectionFactory("stomp+ssl://broker.example:61612", ssl_context=context)
+    assert factory._resolved.uri.endpoints[0].tls
+    with pytest.raises(ConfigurationError, match="SSLContext"):
+        ConnectionFactory("stomp+ssl://broker.example:61612", ssl_context="yes")
+
+
+def test_destinations():
+    assert Queue("a").stomp_name == "/queue/a"
+    assert Queue("/queue/a") == Queue("a")
+    assert Topic("b").stomp_name == "/topic/b"
+    q = Queue("orders?consumer.prefetchSize=10&consumer.exclusive=true")
+    assert q.stomp_name == "/queue/orders"
+    assert q.subscribe_name == "/queue/orders?consumer.prefetchSize=10&consumer.exclusive=true"
+    assert Queue("x") != Topic("x")
+    remote = TemporaryQueue("/remote-temp-queue/ID:host-1:2:1", remote=True)
+    assert remote.stomp_name == "/remote-temp-queue/ID:host-1:2:1"
+
+
+def test_send_headers_map_jms_fields():
+    message = TextMessage("hello")
+    message.correlation_id = "c-1"
+    message.reply_to = Queue("replies")
+    message.type = "order"
+    message.group_id = "g"
+    message.set_property("flag", True)
+    message.set_property("n", 5)
+    headers, body = send_headers(message, Queue("q"), NON_PERSISTENT, 7, 60000, activemq=True)
+    assert body == b"hello"
+    assert headers["content-length"] is None  # a TextMessage on ActiveMQ
+    assert "persistent" not in headers  # non-persistent is the default
+    assert headers["priority"] == "7"
+    assert headers["correlation-id"] == "c-1"
+    assert headers["reply-to"] == "/queue/replies"
+    assert headers["type"] == "order"
+    assert headers["JMSXGroupID"] == "g"
+    assert headers["flag"] == "true" and headers["n"] == "5"
+    assert int(headers["expires"]) == int(headers["timestamp"]) + 60000
+    assert message.expiration == int(headers["expires"]) and message.destination == Queue("q")
+    with pytest.raises(MessageFormatError):
+        message.set_property("destination", "x")
+    with pytest.raises(MessageFormatError):
+        send_headers(message, Queue("q"), 3, 4, 0, activemq=True)
+
+
+def test_text_with_nul_and_bytes():
+    headers, body = send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, activemq=True)
+    assert headers["amq-msg-type"] == "text" and headers["content-length"] == 3
+    with pytest.raises(MessageFormatError):
+        send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, activemq=False)
+    headers, body = send_headers(BytesMessage(b""), Queue("q"), PERSISTENT, 4, 0, activemq=True)
+    assert headers["content-length"] == 0 and body == b""
+
+
+def test_message_from_frame():
+    frame = Frame("MESSAGE", {"destination": "/queue/q", "message-id": "ID:x:1:-1:1:1", "subscription": "1",
+                              "content-length": "3", "priority": "6", "persistent": "true",
+                              "reply-to": "/remote-temp-queue/ID:x:1:1", "correlation-id": "c",
+                              "timestamp": "123", "expires": "0", "custom": "v"}, b"a\x00b")
+    message = message_from_frame(frame, delivery_count=2)
+    assert isinstance(message, BytesMessage) and message.data == b"a\x00b"
+    assert message.priority == 6 and message.delivery_mode == PERSISTENT
+    assert message.redelivered and message.delivery_count == 2
+    assert isinstance(message.reply_to, TemporaryQueue) and message.reply_to.remote
+    assert message.reply_to.stomp_name == "/remote-temp-queue/ID:x:1:1"
+    assert message.properties == {"custom": "v"}
+    text = message_from_frame(Frame("MESSAGE", {"destination": "/topic/t", "message-id": "m"}, b"caf\xc3\xa9"))
+    assert isinstance(text, TextMessage) and text.text == "café" and not text.redelivered
+    assert text.destination == Topic("t")
