@@ -15,6 +15,7 @@ from ._flow_py import (
     ACK_CLIENT_INDIVIDUAL,
     ACK_MODES,
     DEFAULT_ACK_BATCH_CAP,
+    DEFAULT_MAX_BUFFERED_BYTES,
     OPTIMIZE_ACK_RATIO,
     MessageAudit,
     PrefetchPolicy,
@@ -69,10 +70,12 @@ cdef class SubscriptionWindow:
             from waiting for the broker's 30 s sweep.
         max_buffered (int | None): local buffer bound (messages); default
             ``prefetch`` for ``ack:auto`` (the broker no longer limits what it
-            pushes) and ``prefetch + 1`` for client modes (the broker does), capped
-            at 10,000. ``on_delivered`` asks to pause
-            at this many pending, and ``on_consumed`` callers resume reading once
-            ``should_resume()`` (pending at or below half of it).
+            pushes) and ``2 x prefetch + 1`` for client modes (the broker does; an
+            ACK sent from inside a listener lets it send ``prefetch`` more while
+            that message is still held), capped at 10,000.
+        max_buffered_bytes (int): local buffer bound in body bytes (64 MiB); 0 = none.
+            ``on_delivered`` asks to pause at either bound, and ``should_resume()``
+            says when pending is back at or below half of both.
 
     Raises:
         ValueError: bad arguments (named in the message).
@@ -87,6 +90,8 @@ cdef class SubscriptionWindow:
     cdef readonly long long optimized_ack_scheduled_ack_interval_ms
     cdef readonly long long idle_ack_ms
     cdef readonly long long max_buffered
+    cdef readonly long long max_buffered_bytes
+    cdef readonly long long pending_bytes
     cdef readonly long long delivered
     cdef readonly long long consumed
     cdef readonly long long acked
@@ -101,7 +106,8 @@ cdef class SubscriptionWindow:
                  optimize_acknowledge: bool = False, ack_batch_cap: int = DEFAULT_ACK_BATCH_CAP,
                  optimize_acknowledge_timeout_ms: int = 300,
                  optimized_ack_scheduled_ack_interval_ms: int = 0,
-                 idle_ack_ms: int = 50, max_buffered: Optional[int] = None) -> None:
+                 idle_ack_ms: int = 50, max_buffered: Optional[int] = None,
+                 max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES) -> None:
         if ack_mode not in (ACK_AUTO, ACK_CLIENT, ACK_CLIENT_INDIVIDUAL):
             raise ValueError("ack_mode must be ACK_AUTO, ACK_CLIENT or ACK_CLIENT_INDIVIDUAL, got %r"
                              % (ack_mode,))
@@ -117,9 +123,11 @@ cdef class SubscriptionWindow:
         if max_buffered is None:
             # ack:auto: the broker stops counting at dispatch, so the buffer bound is ours;
             # client modes: the broker never has more than `prefetch` out, so never pause then
-            max_buffered = min(prefetch if ack_mode == ACK_AUTO else prefetch + 1, 10000)
-        if not isinstance(max_buffered, int) or max_buffered < 1:
+            max_buffered = min(prefetch if ack_mode == ACK_AUTO else 2 * prefetch + 1, 10000)
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
             raise ValueError("max_buffered must be an int >= 1, got %r" % (max_buffered,))
+        if isinstance(max_buffered_bytes, bool) or not isinstance(max_buffered_bytes, int) or max_buffered_bytes < 0:
+            raise ValueError("max_buffered_bytes must be an int >= 0, got %r" % (max_buffered_bytes,))
         self.prefetch = prefetch
         self.ack_mode = ack_mode
         self.auto_ack = bool(auto_ack) and ack_mode != ACK_AUTO
@@ -130,6 +138,8 @@ cdef class SubscriptionWindow:
         self.optimized_ack_scheduled_ack_interval_ms = optimized_ack_scheduled_ack_interval_ms
         self.idle_ack_ms = idle_ack_ms
         self.max_buffered = max_buffered
+        self.max_buffered_bytes = max_buffered_bytes
+        self.pending_bytes = 0
         self.delivered = 0
         self.consumed = 0
         self.acked = 0
@@ -151,40 +161,48 @@ cdef class SubscriptionWindow:
 
     @property
     def slow_consumer(self) -> bool:
-        """True when more than 2 x prefetch messages wait in the buffer (ActiveMQ's definition)."""
-        return self.delivered - self.consumed > 2 * self.prefetch
+        """True when more than 2 x prefetch messages wait in the buffer (ActiveMQ's
+        definition), or the buffer is full (reading is paused)."""
+        return self._paused or self.delivered - self.consumed > 2 * self.prefetch
 
     @property
     def paused(self) -> bool:
         """True between an ``on_delivered`` that asked to pause and ``should_resume``."""
         return self._paused
 
-    cpdef bint on_delivered(self, long long now_ms):
-        """A MESSAGE arrived. Returns True when the reader should stop reading."""
+    cpdef bint on_delivered(self, long long now_ms, long long nbytes=0):
+        """A MESSAGE (of ``nbytes`` body bytes) arrived. Returns True when the
+        reader should stop reading."""
         self.delivered += 1
         self._last_delivery_ms = now_ms
         if self._last_ack_ms < 0:
             self._last_ack_ms = now_ms
         if self.ack_mode == _ACK_AUTO:
             self.acked += 1  # the broker acked it at dispatch
-        if self.delivered - self.consumed >= self.max_buffered:
+        self.pending_bytes += nbytes
+        if (self.delivered - self.consumed >= self.max_buffered
+                or (self.max_buffered_bytes and self.pending_bytes >= self.max_buffered_bytes)):
             self._paused = True
         return self._paused
 
     def should_resume(self) -> bool:
-        """True (once) when a paused reader may read again: pending <= max_buffered / 2."""
-        if self._paused and self.delivered - self.consumed <= self.max_buffered // 2:
+        """True (once) when a paused reader may read again: pending at or below half
+        of ``max_buffered`` and of ``max_buffered_bytes``."""
+        if (self._paused and self.delivered - self.consumed <= self.max_buffered // 2
+                and self.pending_bytes <= self.max_buffered_bytes // 2):
             self._paused = False
             return True
         return False
 
-    cpdef object on_consumed(self, object ack_id, long long now_ms):
-        """The application had the message whose ack id (STOMP 1.2 ``ack`` header,
-        or message-id before 1.2) is ``ack_id``. Returns the ack id to send, or None."""
+    cpdef object on_consumed(self, object ack_id, long long now_ms, long long nbytes=0):
+        """The application had the message (of ``nbytes`` body bytes) whose ack id
+        (STOMP 1.2 ``ack`` header, or message-id before 1.2) is ``ack_id``.
+        Returns the ack id to send, or None."""
         if self.consumed >= self.delivered:
             raise ValueError("on_consumed without a matching on_delivered (consumed=%d, delivered=%d)"
                              % (self.consumed, self.delivered))
         self.consumed += 1
+        self.pending_bytes -= nbytes
         if self.ack_mode == _ACK_AUTO:
             return None
         self._last_ack_id = ack_id
@@ -254,7 +272,7 @@ cdef class SubscriptionWindow:
 
     def reset(self) -> None:
         """Forget every count (the subscription was replayed on a new connection)."""
-        self.delivered = self.consumed = self.acked = 0
+        self.delivered = self.consumed = self.acked = self.pending_bytes = 0
         self._last_ack_id = None
         self._last_ack_ms = self._last_delivery_ms = -1
         self._paused = False

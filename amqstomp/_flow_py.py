@@ -28,6 +28,7 @@ __all__ = [
     "ACK_CLIENT_INDIVIDUAL",
     "ACK_MODES",
     "DEFAULT_ACK_BATCH_CAP",
+    "DEFAULT_MAX_BUFFERED_BYTES",
     "OPTIMIZE_ACK_RATIO",
     "PrefetchPolicy",
     "optimized_ack_threshold",
@@ -51,6 +52,8 @@ OPTIMIZE_ACK_RATIO = 0.65
 #: (``maxPageSize`` 200). With no new sends the broker pages the next messages in only
 #: when an ACK arrives, so a batch larger than what it paged in waits for its 30 s sweep.
 DEFAULT_ACK_BATCH_CAP = 100
+#: Default bound of a subscription's local buffer in body bytes.
+DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024
 
 
 class PrefetchPolicy:
@@ -177,10 +180,12 @@ class SubscriptionWindow:
             from waiting for the broker's 30 s sweep.
         max_buffered (int | None): local buffer bound (messages); default
             ``prefetch`` for ``ack:auto`` (the broker no longer limits what it
-            pushes) and ``prefetch + 1`` for client modes (the broker does), capped
-            at 10,000. ``on_delivered`` asks to pause
-            at this many pending, and ``on_consumed`` callers resume reading once
-            ``should_resume()`` (pending at or below half of it).
+            pushes) and ``2 x prefetch + 1`` for client modes (the broker does; an
+            ACK sent from inside a listener lets it send ``prefetch`` more while
+            that message is still held), capped at 10,000.
+        max_buffered_bytes (int): local buffer bound in body bytes (64 MiB); 0 = none.
+            ``on_delivered`` asks to pause at either bound, and ``should_resume()``
+            says when pending is back at or below half of both.
 
     Raises:
         ValueError: bad arguments (named in the message).
@@ -190,7 +195,8 @@ class SubscriptionWindow:
                  optimize_acknowledge: bool = False, ack_batch_cap: int = DEFAULT_ACK_BATCH_CAP,
                  optimize_acknowledge_timeout_ms: int = 300,
                  optimized_ack_scheduled_ack_interval_ms: int = 0,
-                 idle_ack_ms: int = 50, max_buffered: Optional[int] = None) -> None:
+                 idle_ack_ms: int = 50, max_buffered: Optional[int] = None,
+                 max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES) -> None:
         if ack_mode not in (ACK_AUTO, ACK_CLIENT, ACK_CLIENT_INDIVIDUAL):
             raise ValueError("ack_mode must be ACK_AUTO, ACK_CLIENT or ACK_CLIENT_INDIVIDUAL, got %r"
                              % (ack_mode,))
@@ -206,9 +212,11 @@ class SubscriptionWindow:
         if max_buffered is None:
             # ack:auto: the broker stops counting at dispatch, so the buffer bound is ours;
             # client modes: the broker never has more than `prefetch` out, so never pause then
-            max_buffered = min(prefetch if ack_mode == ACK_AUTO else prefetch + 1, 10000)
-        if not isinstance(max_buffered, int) or max_buffered < 1:
+            max_buffered = min(prefetch if ack_mode == ACK_AUTO else 2 * prefetch + 1, 10000)
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
             raise ValueError("max_buffered must be an int >= 1, got %r" % (max_buffered,))
+        if isinstance(max_buffered_bytes, bool) or not isinstance(max_buffered_bytes, int) or max_buffered_bytes < 0:
+            raise ValueError("max_buffered_bytes must be an int >= 0, got %r" % (max_buffered_bytes,))
         self.prefetch = prefetch
         self.ack_mode = ack_mode
         self.auto_ack = bool(auto_ack) and ack_mode != ACK_AUTO
@@ -219,6 +227,8 @@ class SubscriptionWindow:
         self.optimized_ack_scheduled_ack_interval_ms = optimized_ack_scheduled_ack_interval_ms
         self.idle_ack_ms = idle_ack_ms
         self.max_buffered = max_buffered
+        self.max_buffered_bytes = max_buffered_bytes
+        self.pending_bytes = 0
         self.delivered = 0
         self.consumed = 0
         self.acked = 0
@@ -240,40 +250,48 @@ class SubscriptionWindow:
 
     @property
     def slow_consumer(self) -> bool:
-        """True when more than 2 x prefetch messages wait in the buffer (ActiveMQ's definition)."""
-        return self.delivered - self.consumed > 2 * self.prefetch
+        """True when more than 2 x prefetch messages wait in the buffer (ActiveMQ's
+        definition), or the buffer is full (reading is paused)."""
+        return self._paused or self.delivered - self.consumed > 2 * self.prefetch
 
     @property
     def paused(self) -> bool:
         """True between an ``on_delivered`` that asked to pause and ``should_resume``."""
         return self._paused
 
-    def on_delivered(self, now_ms: int) -> bool:
-        """A MESSAGE arrived. Returns True when the reader should stop reading."""
+    def on_delivered(self, now_ms: int, nbytes: int = 0) -> bool:
+        """A MESSAGE (of ``nbytes`` body bytes) arrived. Returns True when the
+        reader should stop reading."""
         self.delivered += 1
         self._last_delivery_ms = now_ms
         if self._last_ack_ms < 0:
             self._last_ack_ms = now_ms
         if self.ack_mode == ACK_AUTO:
             self.acked += 1  # the broker acked it at dispatch
-        if self.delivered - self.consumed >= self.max_buffered:
+        self.pending_bytes += nbytes
+        if (self.delivered - self.consumed >= self.max_buffered
+                or (self.max_buffered_bytes and self.pending_bytes >= self.max_buffered_bytes)):
             self._paused = True
         return self._paused
 
     def should_resume(self) -> bool:
-        """True (once) when a paused reader may read again: pending <= max_buffered / 2."""
-        if self._paused and self.delivered - self.consumed <= self.max_buffered // 2:
+        """True (once) when a paused reader may read again: pending at or below half
+        of ``max_buffered`` and of ``max_buffered_bytes``."""
+        if (self._paused and self.delivered - self.consumed <= self.max_buffered // 2
+                and self.pending_bytes <= self.max_buffered_bytes // 2):
             self._paused = False
             return True
         return False
 
-    def on_consumed(self, ack_id: Any, now_ms: int) -> Any:
-        """The application had the message whose ack id (STOMP 1.2 ``ack`` header,
-        or message-id before 1.2) is ``ack_id``. Returns the ack id to send, or None."""
+    def on_consumed(self, ack_id: Any, now_ms: int, nbytes: int = 0) -> Any:
+        """The application had the message (of ``nbytes`` body bytes) whose ack id
+        (STOMP 1.2 ``ack`` header, or message-id before 1.2) is ``ack_id``.
+        Returns the ack id to send, or None."""
         if self.consumed >= self.delivered:
             raise ValueError("on_consumed without a matching on_delivered (consumed=%d, delivered=%d)"
                              % (self.consumed, self.delivered))
         self.consumed += 1
+        self.pending_bytes -= nbytes
         if self.ack_mode == ACK_AUTO:
             return None
         self._last_ack_id = ack_id
@@ -343,7 +361,7 @@ class SubscriptionWindow:
 
     def reset(self) -> None:
         """Forget every count (the subscription was replayed on a new connection)."""
-        self.delivered = self.consumed = self.acked = 0
+        self.delivered = self.consumed = self.acked = self.pending_bytes = 0
         self._last_ack_id = None
         self._last_ack_ms = self._last_delivery_ms = -1
         self._paused = False

@@ -15,22 +15,30 @@ each window consistent:
   (optimizeAcknowledgeTimeOut, the scheduled interval, the idle flush).
 
 A message is acked only after the application had it (at-least-once): the
-window sees it consumed after the listeners returned.
+window sees it consumed after the listeners returned. When amqstomp sends the
+ACKs (optimize_acknowledge) and a listener raised, or no listener was
+registered, the message is redelivered locally after the RedeliveryPolicy's
+delay (``redelivered:true``, ``delivery_count`` + 1) and no ACK is sent past it
+meanwhile; after ``maximum_redeliveries`` failures it is NACKed (ActiveMQ then
+moves it to its DLQ), as the Java client's consumer does.
 
 Keywords of ``subscribe`` that are amqstomp's own and never sent as headers
 are :data:`RESERVED_KEYWORDS`.
 """
+import difflib
 import logging
 import threading
 import time
-from typing import Any, Dict, Mapping, MutableMapping, Optional, Tuple
+from typing import Any, Dict, Mapping, MutableMapping, Optional, Set, Tuple
 
 from .exception import ConfigurationError, NotConnectedException, StompException
 from .flow import (
     ACK_MODES,
     DEFAULT_ACK_BATCH_CAP,
+    DEFAULT_MAX_BUFFERED_BYTES,
     MessageAudit,
     PrefetchPolicy,
+    RedeliveryPolicy,
     SubscriptionWindow,
 )
 from .uri import destination_kind, parse_destination
@@ -48,11 +56,33 @@ RESERVED_KEYWORDS = (
     "optimized_ack_scheduled_ack_interval_ms",
     "idle_ack_ms",
     "max_buffered",
+    "max_buffered_bytes",
+    "redelivery_policy",
 )
+
+# names close to a reserved keyword, which stomp.py's rule would otherwise send as headers
+_ALIASES = {"prefetch": "prefetch_size", "prefetchSize": "prefetch_size", "prefetch_count": "prefetch_size",
+            "optimizeAcknowledge": "optimize_acknowledge"}
 
 
 def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
-    """Remove amqstomp's own keywords from ``keyword_headers`` and return them."""
+    """Remove amqstomp's own keywords from ``keyword_headers`` and return them.
+
+    Raises:
+        ConfigurationError: a keyword that looks like a misspelt reserved one
+            (``optimise_acknowledge``, ``prefetchSize`` ...): stomp.py's rule would
+            send it as a header and the option would silently do nothing.
+    """
+    for name in keyword_headers:
+        if name in RESERVED_KEYWORDS:
+            continue
+        guess = _ALIASES.get(name)
+        if guess is None and "_" in name:
+            close = difflib.get_close_matches(name, RESERVED_KEYWORDS, n=1, cutoff=0.8)
+            guess = close[0] if close else None
+        if guess is not None:
+            raise ConfigurationError("subscribe keyword %r is not an amqstomp option; did you mean %s? "
+                                     "(pass it in headers={...} to send it as a header)" % (name, guess))
     return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
 
 
@@ -71,13 +101,22 @@ def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-class Subscription:
-    """One subscription of a connection: what was sent (for a later replay) and its window."""
+#: Largest prefetch ActiveMQ takes (a Java int).
+MAX_PREFETCH = 2 ** 31 - 1
+#: Seconds before a message that found no listener is offered again (not counted as a failure).
+NO_LISTENER_RETRY_S = 1.0
+_OWNER_PURGE_AT = 50000
 
-    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow")
+
+class Subscription:
+    """One subscription of a connection: what was sent (for a later replay), its
+    window, and the state of local redelivery."""
+
+    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
+                 "redelivery_policy", "failures", "held", "newest", "newest_seq")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
-                 window: SubscriptionWindow) -> None:
+                 window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy) -> None:
         self.id = id
         self.destination = destination
         self.ack = ack
@@ -86,9 +125,22 @@ class Subscription:
         self.lock = threading.Lock()
         self.timer: Any = None
         self.slow = False
+        self.closed = False
+        self.redelivery_policy = redelivery_policy
+        self.failures: Dict[str, int] = {}  # message-id -> failed deliveries, while it is redelivered
+        self.held = 0  # messages waiting for a local redelivery: no cumulative ACK may pass them
+        self.newest: Any = None  # headers of the newest message consumed in dispatch order
+        self.newest_seq = 0  # its place in that order (1 = the first delivered)
 
     def __repr__(self) -> str:
         return "Subscription(id=%r, destination=%r, ack=%r, %r)" % (self.id, self.destination, self.ack, self.window)
+
+
+def _option_int(options: Mapping[str, Any], name: str, default: int, low: int = 0) -> int:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
+    return value
 
 
 class SubscriptionManager:
@@ -98,22 +150,31 @@ class SubscriptionManager:
         transport: the connection's :class:`amqstomp.transport.Transport`.
         prefetch_policy (PrefetchPolicy | None): prefetch sizes the windows assume
             when a subscription names none (ActiveMQ 5.17's defaults).
-        audit_depth (int): message-ids the duplicate audit remembers (ActiveMQ's
-            default 2048); it outlives reconnects, so a message seen again gets
-            ``frame.delivery_count > 1``. 0 turns the audit off.
+        audit_depth (int): message-ids per subscription the duplicate audit
+            remembers (ActiveMQ's default 2048); it outlives reconnects, so a
+            message seen again gets ``frame.delivery_count > 1``. 0 turns it off.
+        redelivery_policy (RedeliveryPolicy | None): local redelivery of messages
+            whose listener raised (``org.apache.activemq.RedeliveryPolicy`` defaults).
     """
 
     def __init__(self, transport: Any, prefetch_policy: Optional[PrefetchPolicy] = None,
-                 audit_depth: int = 2048) -> None:
+                 audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None) -> None:
         self.transport = transport
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
+        self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
         self._subs: Dict[str, Subscription] = {}
-        # closed subscriptions (id -> ack mode) whose queued messages are no longer delivered
-        self._closed: Dict[str, str] = {}
+        # frames between the reader and the application: id(frame) -> (subscription, body bytes,
+        # place in the subscription's dispatch order)
+        self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
+        self._owner_lock = threading.Lock()
+        self._paused: Set[Subscription] = set()
+        self._pause_lock = threading.Lock()
         transport.set_message_handler(self.on_message)
         transport.set_consumed_hook(self.on_consumed)
         transport.set_dispatch_filter(self.should_dispatch)
+        if hasattr(transport, "set_failed_hook"):
+            transport.set_failed_hook(self.on_failed)
 
     # ------------------------------------------------------------------ setup
 
@@ -145,10 +206,10 @@ class SubscriptionManager:
             (headers of the SUBSCRIBE frame, the Subscription).
 
         Raises:
-            ConfigurationError: unknown ack mode or destination option;
-                optimize_acknowledge without ``ack='client'``; prefetch 0 on
-                ActiveMQ (it delivers nothing over STOMP); ActiveMQ options on
-                another broker.
+            ConfigurationError: unknown ack mode or destination option; a bad
+                option value; optimize_acknowledge without ``ack='client'``;
+                prefetch 0 on ActiveMQ (it delivers nothing over STOMP) or a
+                prefetch outside 0 .. 2**31-1; ActiveMQ options on another broker.
             ValueError: a subscription with this id exists already.
         """
         sub_id = str(id)
@@ -157,16 +218,21 @@ class SubscriptionManager:
         if ack not in ACK_MODES:
             raise ConfigurationError("ack must be one of %s, got %r" % (", ".join(ACK_MODES), ack))
         name, extra = parse_destination(destination)
-        optimize = bool(options.get("optimize_acknowledge", False))
+        optimize = options.get("optimize_acknowledge", False)
+        if not isinstance(optimize, bool):
+            raise ConfigurationError("optimize_acknowledge must be True or False, got %r" % (optimize,))
         if optimize and ack != "client":
             raise ConfigurationError(
                 "optimize_acknowledge=True needs ack='client' (cumulative ACKs; got ack=%r)" % ack)
+        policy = options.get("redelivery_policy", self.redelivery_policy)
+        if not isinstance(policy, RedeliveryPolicy):
+            raise ConfigurationError("redelivery_policy must be an amqstomp.flow.RedeliveryPolicy, got %r" % (policy,))
         prefetch_size = options.get("prefetch_size")
         if extra or prefetch_size is not None:
             server = self._server(wait_timeout)
             if prefetch_size is not None:
-                if isinstance(prefetch_size, bool) or not isinstance(prefetch_size, int) or prefetch_size < 0:
-                    raise ConfigurationError("prefetch_size must be an int >= 0, got %r" % (prefetch_size,))
+                if isinstance(prefetch_size, bool) or not isinstance(prefetch_size, int):
+                    raise ConfigurationError("prefetch_size must be an int, got %r" % (prefetch_size,))
                 if server.startswith("ActiveMQ"):
                     extra["activemq.prefetchSize"] = str(prefetch_size)
                 elif server.startswith("RabbitMQ"):
@@ -189,15 +255,19 @@ class SubscriptionManager:
             raise ConfigurationError(
                 "prefetch size 0 (pull) delivers nothing over STOMP on ActiveMQ; use 1 and take messages "
                 "one at a time (SEEDS 001: consumers that cannot buffer use prefetch 1)")
-        window = SubscriptionWindow(
-            max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize, optimize_acknowledge=optimize,
-            ack_batch_cap=int(options.get("ack_batch_cap", DEFAULT_ACK_BATCH_CAP)),
-            optimize_acknowledge_timeout_ms=int(options.get("optimize_acknowledge_timeout_ms", 300)),
-            optimized_ack_scheduled_ack_interval_ms=int(options.get("optimized_ack_scheduled_ack_interval_ms", 0)),
-            idle_ack_ms=int(options.get("idle_ack_ms", 50)),
-            max_buffered=options.get("max_buffered"))
-        sub = Subscription(sub_id, name, ack, frame_headers, window)
-        self._closed.pop(sub_id, None)
+        try:
+            window = SubscriptionWindow(
+                max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize, optimize_acknowledge=optimize,
+                ack_batch_cap=_option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1),
+                optimize_acknowledge_timeout_ms=_option_int(options, "optimize_acknowledge_timeout_ms", 300),
+                optimized_ack_scheduled_ack_interval_ms=_option_int(
+                    options, "optimized_ack_scheduled_ack_interval_ms", 0),
+                idle_ack_ms=_option_int(options, "idle_ack_ms", 50),
+                max_buffered=options.get("max_buffered"),
+                max_buffered_bytes=_option_int(options, "max_buffered_bytes", DEFAULT_MAX_BUFFERED_BYTES))
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
+        sub = Subscription(sub_id, name, ack, frame_headers, window, policy)
         self._subs[sub_id] = sub
         return frame_headers, sub
 
@@ -205,9 +275,13 @@ class SubscriptionManager:
         for key in ("activemq.prefetchSize", "prefetch-count"):
             if key in headers:
                 try:
-                    return int(headers[key])
+                    value = int(str(headers[key]).strip())
                 except (TypeError, ValueError):
                     raise ConfigurationError("%s must be an integer, got %r" % (key, headers[key])) from None
+                if not 0 <= value <= MAX_PREFETCH:
+                    raise ConfigurationError("%s must be from 0 to %d, got %d (ActiveMQ then delivers nothing)"
+                                             % (key, MAX_PREFETCH, value))
+                return value
         durable = "activemq.subscriptionName" in headers or "durable-subscription-name" in headers
         kind = destination_kind(destination, durable=durable, browser=str(headers.get("browser")) == "true")
         return self.prefetch_policy.prefetch_for(kind)
@@ -216,7 +290,7 @@ class SubscriptionManager:
         """Forget a subscription whose SUBSCRIBE could not be sent."""
         sub = self._subs.pop(str(id), None)
         if sub is not None:
-            self._cancel(sub)
+            self._retire(sub)
 
     def close(self, id: Any, write_timeout: Optional[float] = None) -> None:
         """Before UNSUBSCRIBE: send the ACK of what was consumed and not yet acked,
@@ -224,8 +298,11 @@ class SubscriptionManager:
         broker redelivers the others; ``auto`` ones were acked at dispatch)."""
         sub = self._subs.pop(str(id), None)
         if sub is not None:
-            self._closed[sub.id] = sub.ack
-            self._flush(sub, write_timeout)
+            with sub.lock:
+                token = None if sub.held else sub.window.flush(_now_ms())
+            self._retire(sub)
+            if token is not None:
+                self._send_ack(sub, token, write_timeout)
 
     def close_all(self, write_timeout: Optional[float] = None) -> None:
         """Before DISCONNECT: :meth:`close` every subscription (each ACK write
@@ -235,24 +312,17 @@ class SubscriptionManager:
 
     def reset(self) -> None:
         """A new socket: the old subscriptions (and their un-sent ACKs) are gone with the old one."""
-        for sub in self._subs.values():
-            self._cancel(sub)
+        for sub in list(self._subs.values()):
+            self._retire(sub)
         self._subs.clear()
-        self._closed.clear()
+        with self._owner_lock:
+            self._owner.clear()
 
-    def should_dispatch(self, frame: Any) -> bool:
-        """Dispatcher thread: False for a queued MESSAGE of a closed client-ack subscription."""
-        if not self._closed:
-            return True
-        ack = self._closed.get(frame.headers.get("subscription"))
-        return ack is None or ack == "auto"
-
-    def _flush(self, sub: Subscription, write_timeout: Optional[float] = None) -> None:
+    def _retire(self, sub: Subscription) -> None:
         with sub.lock:
+            sub.closed = True
             self._cancel(sub)
-            token = sub.window.flush(_now_ms())
-        if token is not None:
-            self._send_ack(token, write_timeout)
+        self._unpause(sub)  # frames still queued for it are dropped or passed on by should_dispatch
 
     @staticmethod
     def _cancel(sub: Subscription) -> None:
@@ -260,54 +330,148 @@ class SubscriptionManager:
             sub.timer.cancel()
             sub.timer = None
 
+    def _unpause(self, sub: Subscription) -> None:
+        with self._pause_lock:
+            if sub not in self._paused:
+                return
+            self._paused.discard(sub)
+            resume = not self._paused
+        if resume:
+            self.transport.resume_reading()
+
     # ------------------------------------------------------------------ threads
 
     def on_message(self, frame: Any) -> None:
         """Reader thread: a MESSAGE arrived."""
         headers = frame.headers
+        sub_id = headers.get("subscription")
         message_id = headers.get("message-id")
         if self.audit is not None and message_id is not None:  # only the reader thread touches the audit
-            count = self.audit.record(message_id)
+            count = self.audit.record((sub_id, message_id))
             if count == 1 and headers.get("redelivered") == "true":
                 count = 2
             if count > 1:
                 frame.delivery_count = count
-        sub = self._subs.get(headers.get("subscription"))
+        sub = self._subs.get(sub_id) if sub_id is not None else None
         if sub is not None:
+            size = len(frame.body)
             with sub.lock:
                 window = sub.window
-                pause = window.on_delivered(_now_ms())
+                pause = window.on_delivered(_now_ms(), size)
+                seq = window.delivered
                 turned_slow = window.slow_consumer and not sub.slow
                 sub.slow = window.slow_consumer
+            with self._owner_lock:
+                owner = self._owner
+                owner[id(frame)] = (sub, size, seq)
+                if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
+                    for key in [k for k, entry in owner.items() if entry[0].closed]:
+                        del owner[key]
             if pause:
+                with self._pause_lock:
+                    self._paused.add(sub)
                 self.transport.pause_reading()
             if turned_slow:
                 self.transport.notify("slow_consumer", {
                     "subscription": sub.id, "destination": sub.destination,
-                    "pending": window.pending, "prefetch": window.prefetch})
+                    "pending": window.pending, "pending_bytes": window.pending_bytes,
+                    "prefetch": window.prefetch})
         self.transport.deliver_message(frame)
 
+    def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
+        with self._owner_lock:
+            return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
+
+    def should_dispatch(self, frame: Any) -> bool:
+        """Dispatcher thread: False for a queued MESSAGE of a closed client-ack
+        subscription (the broker redelivers it; the application could not ack it)."""
+        entry = self._owner_of(frame, pop=False)
+        if entry is None or not entry[0].closed or entry[0].ack == "auto":
+            return True
+        self._owner_of(frame, pop=True)
+        return False
+
     def on_consumed(self, frame: Any) -> None:
-        """Dispatcher thread: every listener returned from ``on_message(frame)``."""
-        sub = self._subs.get(frame.headers.get("subscription"))
-        if sub is None:
+        """Dispatcher thread (or a JMS session's): the application had ``frame``."""
+        entry = self._owner_of(frame, pop=True)
+        if entry is None:
             return
-        arm = None
+        sub, size, seq = entry
+        token = None
+        resume = False
         with sub.lock:
+            if sub.closed:
+                return
             window = sub.window
-            if window.consumed >= window.delivered:  # delivered before a reset
+            if window.consumed >= window.delivered:  # pragma: no cover - delivered before a reset
                 return
             now = _now_ms()
-            token = window.on_consumed(frame.headers, now)
+            local_redelivery = frame.headers.get("message-id") in sub.failures
+            if local_redelivery:
+                del sub.failures[frame.headers["message-id"]]
+                sub.held -= 1
+            if seq > sub.newest_seq:
+                sub.newest, sub.newest_seq = frame.headers, seq
+            # a cumulative ACK names the newest message consumed in dispatch order
+            token = window.on_consumed(sub.newest if window.optimize_acknowledge else frame.headers, now, size)
+            if window.optimize_acknowledge and sub.held:
+                token = None  # a message waiting for redelivery must not be acked by a cumulative ACK
+            elif local_redelivery and window.optimize_acknowledge and token is None and not sub.held:
+                token = window.flush(now)  # the ACKs held back meanwhile
             resume = window.should_resume()
             if sub.timer is None:
-                arm = window.next_deadline_ms()
-                if arm is not None:
-                    self._arm(sub, arm, now)
+                deadline = window.next_deadline_ms()
+                if deadline is not None:
+                    self._arm(sub, deadline, now)
         if token is not None:
-            self._send_ack(token)
+            self._send_ack(sub, token)
         if resume:
-            self.transport.resume_reading()
+            self._unpause(sub)
+
+    def on_failed(self, frame: Any, reason: str) -> None:
+        """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),
+        or no listener was registered ("no listener"). For a subscription whose
+        ACKs amqstomp sends, the message is redelivered locally; otherwise the
+        application owns its acknowledgement, as in stomp.py, and it counts as consumed."""
+        entry = self._owner_of(frame, pop=False)
+        if entry is None:
+            return
+        sub = entry[0]
+        if not sub.window.optimize_acknowledge or sub.closed:
+            self.on_consumed(frame)
+            return
+        message_id = frame.headers.get("message-id")
+        with sub.lock:
+            first = message_id not in sub.failures
+            failures = sub.failures.get(message_id, 0) + (1 if reason == "error" else 0)
+            sub.failures[message_id] = failures
+            if first:
+                sub.held += 1
+        if reason == "error" and sub.redelivery_policy.exceeded(failures):
+            log.warning("message %s of subscription %s failed %d times: poisoned (NACK)",
+                        message_id, sub.id, failures)
+            self._poison(sub, frame)
+            return
+        delay = (sub.redelivery_policy.delay_ms(failures) / 1000.0 if reason == "error"
+                 else NO_LISTENER_RETRY_S)
+        frame.headers["redelivered"] = "true"
+        frame.delivery_count += 1
+        try:
+            self.transport.call_later(delay, self._redeliver, sub, frame)
+        except NotConnectedException:
+            pass  # the connection is gone: the broker redelivers it
+
+    def _redeliver(self, sub: Subscription, frame: Any) -> None:
+        if not sub.closed:
+            self.transport.deliver_message(frame)
+
+    def _poison(self, sub: Subscription, frame: Any) -> None:
+        version = self.transport.version or "1.2"
+        try:
+            self.transport.send_frame("NACK" if version != "1.0" else "ACK", ack_headers(version, frame.headers))
+        except StompException as exc:
+            log.debug("NACK not sent: %s", exc)
+        self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
 
     def _arm(self, sub: Subscription, deadline_ms: int, now_ms: int) -> None:
         try:
@@ -319,20 +483,26 @@ class SubscriptionManager:
         """Timer thread: a batch deadline passed."""
         with sub.lock:
             sub.timer = None
-            if self._subs.get(sub.id) is not sub:
+            if sub.closed:
                 return
             now = _now_ms()
-            token = sub.window.poll(now)
+            token = None if sub.held else sub.window.poll(now)
             deadline = sub.window.next_deadline_ms()
             if deadline is not None:
                 self._arm(sub, deadline, now)
         if token is not None:
-            self._send_ack(token)
+            self._send_ack(sub, token)
 
-    def _send_ack(self, message_headers: Mapping[str, str], write_timeout: Optional[float] = None) -> None:
+    def _send_ack(self, sub: Subscription, message_headers: Mapping[str, str],
+                  write_timeout: Optional[float] = None) -> None:
         version = self.transport.version or "1.2"
+        headers = ack_headers(version, message_headers)
+        if version == "1.0" and "subscription" in message_headers:
+            # ActiveMQ 5.17 keeps an unsubscribed subscription in the map a 1.0 ACK without
+            # `subscription` is looked up in, so such an ACK can land on the old one
+            headers["subscription"] = message_headers["subscription"]
         try:
-            self.transport.send_frame("ACK", ack_headers(version, message_headers), None, write_timeout)
+            self.transport.send_frame("ACK", headers, None, write_timeout)
         except StompException as exc:
             # the connection is gone: its un-acked messages go back to the queue (redelivered);
             # an ACK for them is never sent on another connection

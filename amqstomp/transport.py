@@ -371,6 +371,7 @@ class _Link:
         self.recv_timeout_s = 0.0
         self.resume = threading.Event()
         self.resume.set()
+        self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
         self.seq = seq
 
     def threads(self) -> List[threading.Thread]:
@@ -498,6 +499,7 @@ class Transport:
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         self._message_handler: Callable[[Frame], None] = self.deliver_message
         self._consumed_hook: Optional[Callable[[Frame], None]] = None
+        self._failed_hook: Optional[Callable[[Frame, str], None]] = None
         self._dispatch_filter: Optional[Callable[[Frame], bool]] = None
 
     # ------------------------------------------------------------ configuration
@@ -923,13 +925,25 @@ class Transport:
         return frame
 
     def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
-        """``future.result()`` with a bounded wait: :class:`ReceiptTimeout` on expiry."""
+        """``future.result()`` with a bounded wait: :class:`ReceiptTimeout` on expiry.
+
+        Called from a listener (the dispatcher thread) while flow control has
+        paused reading, it reads on meanwhile: the answer may be behind the
+        messages that filled the buffer, which only this thread would drain."""
         if timeout is None:
             timeout = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        link = self._link
+        on_dispatcher = link is not None and threading.current_thread() is link.dispatcher
+        if on_dispatcher and link is not None:
+            link.pause_suspended += 1
+            link.resume.set()
         try:
             return future.result(timeout)
         except _FutureTimeout:
             raise ReceiptTimeout("no %s within %.3g s" % (what, timeout)) from None
+        finally:
+            if on_dispatcher and link is not None:
+                link.pause_suspended -= 1
 
     def wait_connected(self, timeout: Optional[float] = None) -> Frame:
         """Block until the broker's CONNECTED frame arrives.
@@ -979,6 +993,12 @@ class Transport:
         broker redelivers)."""
         self._dispatch_filter = fn
 
+    def set_failed_hook(self, hook: Optional[Callable[[Frame, str], None]]) -> None:
+        """Run ``hook(frame, reason)`` on the dispatcher thread instead of the
+        consumed hook when the application did not have ``frame``: a listener
+        raised (``"error"``) or none was registered (``"no listener"``)."""
+        self._failed_hook = hook
+
     def set_consumed_hook(self, hook: Optional[Callable[[Frame], None]]) -> None:
         """Run ``hook(frame)`` on the dispatcher thread after every listener's
         ``on_message`` returned for ``frame`` (the application had it): where a
@@ -994,9 +1014,10 @@ class Transport:
     def pause_reading(self) -> None:
         """Stop reading the socket after the current ``recv`` (TCP then pushes
         back on the broker). While paused the receive heart-beat check is
-        suspended. Closing the link ends a pause."""
+        suspended. Closing the link ends a pause; so does a receipt wait on the
+        dispatcher thread, for its duration (see :meth:`wait_future`)."""
         link = self._link
-        if link is not None:
+        if link is not None and not link.pause_suspended:
             link.resume.clear()
 
     def resume_reading(self) -> None:
@@ -1236,26 +1257,39 @@ class Transport:
             event, arg = item
             if event == "message" and self._dispatch_filter is not None and not self._dispatch_filter(arg):
                 continue
+            outcome: Optional[str] = None
             try:
-                self._notify(event, arg)
+                outcome = self._notify(event, arg)
             except BaseException:
                 log.exception("dispatching %s failed", event)
-            if event == "message" and self._consumed_hook is not None:
+            if event == "message":
                 try:
-                    self._consumed_hook(arg)
+                    if outcome is None:
+                        if self._consumed_hook is not None:
+                            self._consumed_hook(arg)
+                    elif self._failed_hook is not None:
+                        self._failed_hook(arg, outcome)
                 except BaseException:
                     log.exception("consumed hook failed")
             if event == "connected":
                 _resolve(link.connect_future, arg)
 
-    def _notify(self, event: str, arg: Any) -> None:
+    def _notify(self, event: str, arg: Any) -> Optional[str]:
+        """Call the listeners; for a MESSAGE return None when they all had it,
+        "error" when one raised, "no listener" when there was none."""
         listeners = self._listener_list
         if event == "message" or event == "error" or event == "receipt" or event == "connected":
             if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
                 arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
             if event == "message":
+                if not listeners:
+                    return "no listener"
+                failed = False
                 for listener in listeners:
-                    _call(listener, "on_before_message", arg)
+                    failed = not _call(listener, "on_before_message", arg) or failed
+                for listener in listeners:
+                    failed = not _call(listener, "on_message", arg) or failed
+                return "error" if failed else None
             name = "on_" + event
             for listener in listeners:
                 _call(listener, name, arg)
@@ -1272,16 +1306,20 @@ class Transport:
             name = "on_" + event
             for listener in listeners:
                 _call0(listener, name)
+        return None
 
 
-def _call(listener: Any, name: str, arg: Any) -> None:
+def _call(listener: Any, name: str, arg: Any) -> bool:
+    """Call ``listener.name(arg)``; False when it raised (logged)."""
     fn = getattr(listener, name, None)
     if fn is None:
-        return
+        return True
     try:
         fn(arg)
+        return True
     except BaseException:  # SystemExit too: it would end the dispatcher thread silently
         log.exception("listener %r raised in %s", listener, name)
+        return False
 
 
 def _call0(listener: Any, name: str) -> None:

@@ -160,19 +160,38 @@ def test_scheduled_interval(flow):
 
 
 def test_buffer_bound_and_slow_consumer(flow):
-    w = flow.SubscriptionWindow(10, flow.ACK_AUTO, max_buffered=20)
+    w = flow.SubscriptionWindow(10, flow.ACK_AUTO, max_buffered=25)
     pauses = [w.on_delivered(0) for _ in range(20)]
-    assert pauses[:19] == [False] * 19 and pauses[19] is True and w.paused
-    assert not w.slow_consumer
-    for _ in range(2):
-        w.on_delivered(0)
-    assert w.slow_consumer  # 22 pending > 2 x 10
-    for i in range(11):
+    assert pauses == [False] * 20 and not w.slow_consumer
+    w.on_delivered(0)
+    assert w.slow_consumer and not w.paused  # 21 pending > 2 x 10 (ActiveMQ's definition)
+    pauses = [w.on_delivered(0) for _ in range(4)]
+    assert pauses == [False, False, False, True] and w.paused  # 25 = max_buffered
+    for i in range(12):
         w.on_consumed(i, 0)
-    assert w.should_resume() is False  # 11 pending > 10
-    w.on_consumed(11, 0)
+    assert w.should_resume() is False  # 13 pending > 12
+    w.on_consumed(12, 0)
     assert w.should_resume() is True and not w.paused
     assert w.should_resume() is False
+
+
+def test_default_buffer_bounds(flow):
+    assert flow.SubscriptionWindow(100, flow.ACK_AUTO).max_buffered == 100
+    assert flow.SubscriptionWindow(100, flow.ACK_CLIENT).max_buffered == 201  # never pauses a client mode
+    assert flow.SubscriptionWindow(32767, flow.ACK_AUTO).max_buffered == 10000
+    assert flow.SubscriptionWindow(1, flow.ACK_AUTO).max_buffered_bytes == flow.DEFAULT_MAX_BUFFERED_BYTES
+
+
+def test_byte_bound(flow):
+    w = flow.SubscriptionWindow(1000, flow.ACK_AUTO, max_buffered_bytes=1000)
+    assert [w.on_delivered(0, 400) for _ in range(3)] == [False, False, True]
+    assert w.pending_bytes == 1200 and w.slow_consumer
+    w.on_consumed("a", 0, 400)
+    assert not w.should_resume()  # 800 bytes > 500
+    w.on_consumed("b", 0, 400)
+    assert w.should_resume() and w.pending_bytes == 400
+    with pytest.raises(ValueError, match="max_buffered_bytes"):
+        flow.SubscriptionWindow(10, flow.ACK_AUTO, max_buffered_bytes=-1)
 
 
 def test_consumed_without_delivery_is_an_error(flow):

@@ -393,3 +393,192 @@ def test_duplicate_audit_counts_deliveries_on_one_connection(activemq):
     assert [f.headers["message-id"] for f in again] == [f.headers["message-id"] for f in rec.frames[:10]]
     assert [f.delivery_count for f in again] == [2] * 10
     conn.disconnect()
+
+
+# ------------------------------------------------------------ found by a hostile tester
+
+from amqstomp.flow import RedeliveryPolicy  # noqa: E402
+
+FAST_REDELIVERY = RedeliveryPolicy(maximum_redeliveries=2, initial_redelivery_delay_ms=50)
+
+
+@pytest.mark.timeout(60)
+def test_listener_that_raises_gets_the_message_again_and_it_is_not_acked_meanwhile(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 50)
+    failures = {5: 2, 17: 1, 33: 1}  # seq -> times the listener raises before it takes it
+
+    class Flaky(Recorder):
+        def on_message(self, frame):
+            seq = int(frame.headers["seq"])
+            if failures.get(seq, 0) > 0:
+                failures[seq] -= 1
+                raise RuntimeError("listener failed on %d" % seq)
+            super().on_message(frame)
+
+    rec = Flaky()
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=100,
+                   redelivery_policy=FAST_REDELIVERY)
+    assert wait_until(lambda: len(rec.frames) == 50, 20)
+    assert sorted(int(f.headers["seq"]) for f in rec.frames) == list(range(50))
+    again = {int(f.headers["seq"]): f for f in rec.frames if int(f.headers["seq"]) in (5, 17, 33)}
+    assert again[5].delivery_count == 3 and again[17].delivery_count == 2
+    assert all(f.headers.get("redelivered") == "true" for f in again.values())
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 50, 10)
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_a_message_that_always_fails_is_poisoned_to_the_dlq(activemq):
+    q = qname()
+    conn0 = amqstomp.Connection12(activemq.host_and_ports)
+    conn0.connect(wait=True)
+    for i in range(3):
+        conn0.send("/queue/" + q, "m%d" % i, headers={"seq": i, "persistent": "true",
+                                                      **({"receipt": "r"} if i == 2 else {})})
+    conn0.wait_for_receipt("r", 10)
+    conn0.disconnect()
+
+    class Poison(Recorder):
+        def on_message(self, frame):
+            if frame.headers["seq"] == "1":
+                raise ValueError("cannot handle this one")
+            super().on_message(frame)
+
+    rec = Poison()
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True,
+                   redelivery_policy=FAST_REDELIVERY)
+    assert wait_until(lambda: len(rec.frames) == 2, 20)
+    assert wait_until(lambda: queue_statistics(activemq, q)["size"] == 0, 10)
+    conn.disconnect()
+    dlq = Recorder()
+    conn2 = consumer(activemq, dlq)
+    conn2.subscribe("/queue/ActiveMQ.DLQ", id=9, ack="auto", selector="seq = 1")
+    assert wait_until(lambda: any(f.headers.get("seq") == "1" for f in dlq.frames), 10)
+    conn2.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_messages_before_the_listener_is_set_are_not_lost(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 100)
+    conn = amqstomp.Connection12(activemq.host_and_ports, auto_decode=False)
+    conn.connect(wait=True)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True)
+    time.sleep(1.0)  # messages arrive with no listener registered (a common stomp.py ordering)
+    assert queue_statistics(activemq, q)["dequeueCount"] == 0
+    rec = Recorder()
+    conn.set_listener("late", rec)
+    assert wait_until(lambda: len({f.headers["seq"] for f in rec.frames}) == 100, 20)
+    assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 100, 10)
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_unsubscribe_while_reading_is_paused_resumes_reading(activemq):
+    q, q2 = qname(), qname()
+    fill(activemq, "/queue/" + q, 200)
+    fill(activemq, "/queue/" + q2, 20)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="auto", prefetch_size=10)
+    assert rec.holding.wait(10)
+    assert wait_until(lambda: conn.transport.reading_paused, 10)
+    conn.unsubscribe(1)
+    assert not conn.transport.reading_paused
+    rec.hold_at = None
+    rec.release.set()
+    conn.subscribe("/queue/" + q2, id=2, ack="client", optimize_acknowledge=True, headers={"receipt": "s2"})
+    conn.wait_for_receipt("s2", 10)
+    assert wait_until(lambda: sum(1 for f in rec.frames if f.headers["subscription"] == "2") == 20, 20)
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_resubscribe_with_the_same_id_while_messages_are_queued(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 20)
+    rec = Recorder(hold_at=0)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=10)
+    assert rec.holding.wait(10)
+    assert wait_until(lambda: conn.subscriptions.get(1).window.delivered == 10, 10)
+    conn.unsubscribe(1)
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True, prefetch_size=10)
+    rec.hold_at = None
+    rec.release.set()
+    fill(activemq, "/queue/" + q, 50, start=20)
+    assert wait_until(lambda: {int(f.headers["seq"]) for f in rec.frames} >= set(range(1, 70)), 20), \
+        sorted({int(f.headers["seq"]) for f in rec.frames})[-5:]
+    assert wait_until(lambda: queue_statistics(activemq, q)["size"] == 0, 10)
+    conn.disconnect()
+    assert not rec.errors
+
+
+@pytest.mark.timeout(60)
+def test_waiting_for_a_receipt_inside_a_listener_with_a_full_buffer(activemq):
+    q = qname()
+    fill(activemq, "/queue/" + q, 100)
+    waited = []
+
+    class Waiter(Recorder):
+        def on_message(self, frame):
+            super().on_message(frame)
+            if len(self.frames) % 25 == 1:
+                receipt = "r%d" % len(self.frames)
+                conn.send("/queue/" + q + ".out", "x", headers={"receipt": receipt})
+                started = time.monotonic()
+                conn.wait_for_receipt(receipt, 5)
+                waited.append(time.monotonic() - started)
+
+    rec = Waiter(delay=0.005)
+    conn = consumer(activemq, rec)
+    conn.subscribe("/queue/" + q, id=1, ack="auto", prefetch_size=10)
+    assert wait_until(lambda: len(rec.frames) == 100, 30)
+    assert len(waited) == 4 and max(waited) < 2
+    conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["destination", "header"])
+def test_negative_prefetch_is_refused(activemq, how):
+    conn = consumer(activemq, Recorder())
+    try:
+        with pytest.raises(ConfigurationError, match="prefetch"):
+            if how == "destination":
+                conn.subscribe("/queue/x?consumer.prefetchSize=-1", id=1, ack="client")
+            else:
+                conn.subscribe("/queue/x", id=1, ack="client", headers={"activemq.prefetchSize": "-1"})
+        assert conn.subscriptions.get(1) is None
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("typo,meant", [("optimise_acknowledge", "optimize_acknowledge"),
+                                        ("optimize_acknowledgement", "optimize_acknowledge"),
+                                        ("prefetchSize", "prefetch_size"), ("prefetch", "prefetch_size")])
+def test_misspelt_amqstomp_keywords_are_refused(activemq, typo, meant):
+    conn = consumer(activemq, Recorder())
+    try:
+        with pytest.raises(ConfigurationError, match="did you mean %s" % meant):
+            conn.subscribe("/queue/x", id=1, ack="client", **{typo: True})
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_same_message_on_two_subscriptions_is_not_a_duplicate(activemq):
+    topic = "/topic/" + qname()
+    rec = Recorder()
+    conn = consumer(activemq, rec)
+    for sid in (1, 2):
+        conn.subscribe(topic, id=sid, ack="auto", headers={"receipt": "s%d" % sid})
+        conn.wait_for_receipt("s%d" % sid, 10)
+    for i in range(10):
+        conn.send(topic, "t%d" % i)
+    assert wait_until(lambda: len(rec.frames) == 20, 10)
+    assert [f.delivery_count for f in rec.frames] == [1] * 20
+    conn.disconnect()
