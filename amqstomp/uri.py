@@ -15,6 +15,7 @@ An OpenWire ``tcp://`` URI, an unknown ``jms.*``/transport option, or a bad valu
 raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI.
 """
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
@@ -54,6 +55,43 @@ def _float(text: str) -> float:
     return float(text.strip())
 
 
+def _int_in(low: int, high: Optional[int] = None) -> Callable[[str], int]:
+    """An int converter that refuses values outside low .. high."""
+    def convert(text: str) -> int:
+        value = int(text.strip(), 10)
+        if value < low or (high is not None and value > high):
+            raise ValueError("expected an integer from %d%s" % (low, " to %d" % high if high is not None else " up"))
+        return value
+    return convert
+
+
+def _float_min(low: float) -> Callable[[str], float]:
+    """A float converter that refuses NaN, infinities and values below ``low``."""
+    def convert(text: str) -> float:
+        value = float(text.strip())
+        if not math.isfinite(value) or value < low:
+            raise ValueError("expected a finite number >= %g" % low)
+        return value
+    return convert
+
+
+def _version(text: str) -> str:
+    if text not in ("1.0", "1.1", "1.2"):
+        raise ValueError("expected 1.0, 1.1 or 1.2")
+    return text
+
+
+_PREFETCH = _int_in(0, 2 ** 31 - 1)
+_MS = _int_in(0)
+_MS_OR_OFF = _int_in(-1)
+
+
+def _redact(text: str) -> str:
+    """``text`` with passwords and URI credentials masked, for error messages."""
+    text = re.sub(r"((?:password|passcode)=)[^&)\s]*", r"\1***", text, flags=re.I)
+    return re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
+
+
 def _heart_beat(text: str) -> Tuple[int, int]:
     parts = text.split(",")
     if len(parts) != 2:
@@ -82,82 +120,82 @@ def _table(*options: Option) -> Dict[str, Option]:
 
 #: ``jms.*`` options (ActiveMQConnectionFactory's names), and amqstomp's own ``amqstomp.*``.
 CONNECTION_OPTIONS = _table(
-    Option("jms.prefetchPolicy.all", "prefetch_all", _int, None,
+    Option("jms.prefetchPolicy.all", "prefetch_all", _PREFETCH, None,
            "prefetch size (messages) of every destination kind"),
-    Option("jms.prefetchPolicy.queuePrefetch", "queue_prefetch", _int, 1000,
+    Option("jms.prefetchPolicy.queuePrefetch", "queue_prefetch", _PREFETCH, 1000,
            "queue consumers' prefetch size (messages); ActiveMQPrefetchPolicy"),
-    Option("jms.prefetchPolicy.queueBrowserPrefetch", "queue_browser_prefetch", _int, 500,
+    Option("jms.prefetchPolicy.queueBrowserPrefetch", "queue_browser_prefetch", _PREFETCH, 500,
            "queue browsers' prefetch size (messages)"),
-    Option("jms.prefetchPolicy.durableTopicPrefetch", "durable_topic_prefetch", _int, 100,
+    Option("jms.prefetchPolicy.durableTopicPrefetch", "durable_topic_prefetch", _PREFETCH, 100,
            "durable topic subscribers' prefetch size (messages)"),
-    Option("jms.prefetchPolicy.topicPrefetch", "topic_prefetch", _int, 32767,
+    Option("jms.prefetchPolicy.topicPrefetch", "topic_prefetch", _PREFETCH, 32767,
            "topic subscribers' prefetch size (messages); ActiveMQ 5.17's source (docs say 32766)"),
     Option("jms.optimizeAcknowledge", "optimize_acknowledge", _bool, False,
            "ack consumed messages in batches with one cumulative ACK; ActiveMQMessageConsumer"),
-    Option("jms.optimizeAcknowledgeTimeOut", "optimize_acknowledge_timeout_ms", _int, 300,
+    Option("jms.optimizeAcknowledgeTimeOut", "optimize_acknowledge_timeout_ms", _MS, 300,
            "ms after the last ACK when what is unacked is acked anyway"),
-    Option("jms.optimizedAckScheduledAckInterval", "optimized_ack_scheduled_ack_interval_ms", _int, 0,
+    Option("jms.optimizedAckScheduledAckInterval", "optimized_ack_scheduled_ack_interval_ms", _MS, 0,
            "ack what is unacked every this many ms; 0 = off"),
-    Option("jms.redeliveryPolicy.maximumRedeliveries", "maximum_redeliveries", _int, 6,
+    Option("jms.redeliveryPolicy.maximumRedeliveries", "maximum_redeliveries", _MS_OR_OFF, 6,
            "redeliveries of a rolled-back message before it is poisoned (-1 = no limit); RedeliveryPolicy"),
-    Option("jms.redeliveryPolicy.initialRedeliveryDelay", "initial_redelivery_delay_ms", _int, 1000,
+    Option("jms.redeliveryPolicy.initialRedeliveryDelay", "initial_redelivery_delay_ms", _MS, 1000,
            "ms before the first redelivery"),
-    Option("jms.redeliveryPolicy.redeliveryDelay", "redelivery_delay_ms", _int, 1000,
+    Option("jms.redeliveryPolicy.redeliveryDelay", "redelivery_delay_ms", _MS, 1000,
            "ms between later redeliveries (without back-off)"),
     Option("jms.redeliveryPolicy.useExponentialBackOff", "use_exponential_back_off", _bool, False,
            "multiply the delay by backOffMultiplier each time"),
-    Option("jms.redeliveryPolicy.backOffMultiplier", "back_off_multiplier", _float, 5.0,
+    Option("jms.redeliveryPolicy.backOffMultiplier", "back_off_multiplier", _float_min(1.0), 5.0,
            "the back-off multiplier"),
-    Option("jms.redeliveryPolicy.maximumRedeliveryDelay", "maximum_redelivery_delay_ms", _int, -1,
+    Option("jms.redeliveryPolicy.maximumRedeliveryDelay", "maximum_redelivery_delay_ms", _MS_OR_OFF, -1,
            "upper bound of the redelivery delay in ms; -1 = none"),
     Option("jms.clientID", "client_id", str, None, "JMS client id, sent as CONNECT's client-id header"),
     Option("jms.userName", "username", str, None, "login (CONNECT's login header)"),
     Option("jms.password", "password", str, None, "passcode (CONNECT's passcode header); never logged"),
-    Option("jms.auditDepth", "audit_depth", _int, 2048,
+    Option("jms.auditDepth", "audit_depth", _MS, 2048,
            "message-ids kept by the duplicate audit; ActiveMQMessageAudit"),
-    Option("amqstomp.ackBatchCap", "ack_batch_cap", _int, 100,
+    Option("amqstomp.ackBatchCap", "ack_batch_cap", _int_in(1), 100,
            "largest optimized ACK batch (messages): keep it at or below the broker's maxPageSize (200)"),
-    Option("amqstomp.idleAckTimeOut", "idle_ack_ms", _int, 50,
+    Option("amqstomp.idleAckTimeOut", "idle_ack_ms", _MS, 50,
            "ack what is unacked when no message arrived for this many ms; 0 = off"),
 )
 
 #: Options of one STOMP transport (a member of a failover URI takes them too).
 TRANSPORT_OPTIONS = _table(
-    Option("connectionTimeout", "connection_timeout_ms", _int, 30000, "ms to open the TCP connection"),
+    Option("connectionTimeout", "connection_timeout_ms", _MS, 30000, "ms to open the TCP connection"),
     Option("heartBeat", "heartbeats", _heart_beat, (0, 0),
            "STOMP heart-beat 'cx,cy' in ms: what we send, what we want (STOMP 1.2 'Heart-beating')"),
-    Option("heartBeatGraceFactor", "heart_beat_receive_scale", _float, 1.5,
+    Option("heartBeatGraceFactor", "heart_beat_receive_scale", _float_min(1.0), 1.5,
            "silence tolerated, as a multiple of the negotiated receive interval"),
     Option("keepAlive", "keepalive", _bool, False, "TCP keep-alive on the socket"),
-    Option("stompVersion", "version", str, "1.2", "highest STOMP version to ask for: 1.0, 1.1 or 1.2"),
+    Option("stompVersion", "version", _version, "1.2", "highest STOMP version to ask for: 1.0, 1.1 or 1.2"),
     Option("host", "vhost", str, None, "CONNECT's host header (virtual host); default: the host name"),
 )
 
 #: Options of a ``failover:`` URI (FailoverTransport's names and defaults).
 FAILOVER_OPTIONS = _table(
-    Option("initialReconnectDelay", "initial_reconnect_delay_ms", _int, 10, "ms before the first reconnect"),
-    Option("maxReconnectDelay", "max_reconnect_delay_ms", _int, 30000, "upper bound of the delay in ms"),
+    Option("initialReconnectDelay", "initial_reconnect_delay_ms", _MS, 10, "ms before the first reconnect"),
+    Option("maxReconnectDelay", "max_reconnect_delay_ms", _MS, 30000, "upper bound of the delay in ms"),
     Option("useExponentialBackOff", "use_exponential_back_off", _bool, True, "double the delay each attempt"),
-    Option("backOffMultiplier", "back_off_multiplier", _float, 2.0, "the back-off multiplier"),
-    Option("maxReconnectAttempts", "max_reconnect_attempts", _int, -1,
+    Option("backOffMultiplier", "back_off_multiplier", _float_min(1.0), 2.0, "the back-off multiplier"),
+    Option("maxReconnectAttempts", "max_reconnect_attempts", _MS_OR_OFF, -1,
            "attempts after a connection was lost; -1 = forever"),
-    Option("startupMaxReconnectAttempts", "startup_max_reconnect_attempts", _int, -1,
+    Option("startupMaxReconnectAttempts", "startup_max_reconnect_attempts", _MS_OR_OFF, -1,
            "attempts before the first connection; -1 = forever"),
     Option("randomize", "randomize", _bool, True, "pick members in random order"),
-    Option("timeout", "timeout_ms", _int, -1, "ms a send waits while disconnected; -1 = forever"),
+    Option("timeout", "timeout_ms", _MS_OR_OFF, -1, "ms a send waits while disconnected; -1 = forever"),
     Option("priorityBackup", "priority_backup", _bool, False, "go back to the first member when it is up"),
 )
 
 #: ``consumer.*`` destination options -> SUBSCRIBE header (ActiveMQ ConsumerInfo properties).
 CONSUMER_OPTIONS = _table(
-    Option("consumer.prefetchSize", "activemq.prefetchSize", _int, None, "the consumer's prefetch size"),
-    Option("consumer.maximumPendingMessageLimit", "activemq.maximumPendingMessageLimit", _int, None,
+    Option("consumer.prefetchSize", "activemq.prefetchSize", _PREFETCH, None, "the consumer's prefetch size"),
+    Option("consumer.maximumPendingMessageLimit", "activemq.maximumPendingMessageLimit", _MS_OR_OFF, None,
            "messages the broker keeps for a slow topic consumer before discarding"),
     Option("consumer.noLocal", "activemq.noLocal", _bool, None, "skip messages sent on this connection"),
     Option("consumer.dispatchAsync", "activemq.dispatchAsync", _bool, None, "broker dispatches asynchronously"),
     Option("consumer.retroactive", "activemq.retroactive", _bool, None, "retroactive topic consumer"),
     Option("consumer.exclusive", "activemq.exclusive", _bool, None, "exclusive queue consumer"),
-    Option("consumer.priority", "activemq.priority", _int, None, "consumer priority (0-127)"),
+    Option("consumer.priority", "activemq.priority", _int_in(0, 127), None, "consumer priority (0-127)"),
     Option("consumer.selector", "selector", str, None, "JMS selector (STOMP 'selector' header)"),
 )
 
@@ -220,7 +258,8 @@ def _convert(option: Option, text: str, uri: str) -> Any:
     try:
         return option.convert(text)
     except ValueError as exc:
-        raise ConfigurationError("option %s=%r in %r: %s" % (option.uri_name, text, uri, exc)) from None
+        shown = "***" if option.keyword == "password" else text
+        raise ConfigurationError("option %s=%r in %r: %s" % (option.uri_name, shown, uri, exc)) from None
 
 
 def _endpoint(text: str, uri: str, nested: Dict[str, str]) -> Tuple[Endpoint, Dict[str, str]]:
@@ -236,9 +275,14 @@ def _endpoint(text: str, uri: str, nested: Dict[str, str]) -> Tuple[Endpoint, Di
         raise ConfigurationError("unknown scheme %r in %r (expected stomp, stomp+ssl, stomp+nio)" % (scheme, uri))
     hostport, _, query = rest.partition("?")
     hostport = hostport.rstrip("/")
+    if "@" in hostport:
+        raise ConfigurationError("credentials in the authority of %r are not supported: use "
+                                 "jms.userName and jms.password" % (uri,))
     if hostport.startswith("["):  # [ipv6]:port
-        host, _, port_text = hostport[1:].partition("]")
-        port_text = port_text.lstrip(":")
+        host, bracket, port_text = hostport[1:].partition("]")
+        if not bracket or (port_text and not port_text.startswith(":")):
+            raise ConfigurationError("bad IPv6 address in %r (expected [address]:port)" % (uri,))
+        port_text = port_text[1:]
     else:
         host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
     if not host:
@@ -284,6 +328,7 @@ def parse_uri(uri: str) -> BrokerURI:
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigurationError("broker URI must be a non-empty str, got %r" % (uri,))
     text = uri.strip()
+    uri = _redact(text)  # what error messages show
     if text.lower().startswith("failover:"):
         body = text[len("failover:"):]
         if body.startswith("("):
@@ -315,11 +360,14 @@ def parse_uri(uri: str) -> BrokerURI:
         options: Dict[str, Any] = {}
         # a comma separates members only where the next one starts (a heartBeat value holds one too)
         for member in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", members_text):
-            member = member.strip()
+            member = member.strip().rstrip(",").strip()
             if not member:
                 continue
             endpoint, leftover = _endpoint(member, uri, nested)
-            _apply_connection_options(leftover, uri, options)
+            if leftover:
+                raise ConfigurationError("option %s on a member of %r: connection options go on the failover "
+                                         "URI's own query (failover:(...)?%s=...)"
+                                         % (", ".join(sorted(leftover)), uri, sorted(leftover)[0]))
             endpoints.append(endpoint)
         if not endpoints:
             raise ConfigurationError("failover URI %r names no broker" % (uri,))

@@ -94,3 +94,42 @@ def test_docs_table_is_generated_from_the_code():
         pytest.skip("docs/ is not shipped in an installed package")
     with open(path, encoding="utf-8") as fh:
         assert fh.read() == options_table_markdown(), "run: python -m amqstomp.uri > docs/options.md"
+
+
+@pytest.mark.parametrize("uri,needle", [
+    ("stomp://h:1?jms.prefetchPolicy.all=-5", "from 0 to 2147483647"),
+    ("stomp://h:1?jms.prefetchPolicy.queuePrefetch=99999999999", "from 0 to 2147483647"),
+    ("stomp://h:1?amqstomp.ackBatchCap=0", "from 1 up"),
+    ("stomp://h:1?jms.auditDepth=-1", "from 0 up"),
+    ("stomp://h:1?heartBeatGraceFactor=nan", "finite"),
+    ("stomp://h:1?heartBeatGraceFactor=-inf", "finite"),
+    ("stomp://h:1?stompVersion=9.9", "1.0, 1.1 or 1.2"),
+    ("failover:(stomp://a:1)?timeout=-5", "from -1 up"),
+    ("failover:(stomp://a:1)?backOffMultiplier=0.5", ">= 1"),
+    ("stomp://user:secret@host:1", "jms.userName"),
+    ("stomp://[::1", "IPv6"),
+    ("failover:(stomp://a:1?jms.clientID=x)", "failover URI's own query"),
+])
+def test_bad_values_are_refused(uri, needle):
+    with pytest.raises(ConfigurationError) as err:
+        parse_uri(uri)
+    assert needle in str(err.value)
+
+
+def test_passwords_never_appear_in_errors():
+    for uri in ("stomp://h:1?jms.password=hunter2&jms.bogus=1", "stomp://u:hunter2@h:1",
+                "failover:(stomp://a:1)?jms.password=hunter2&nope=1"):
+        with pytest.raises(ConfigurationError) as err:
+            parse_uri(uri)
+        assert "hunter2" not in str(err.value)
+
+
+def test_trailing_comma_in_a_failover_list():
+    assert [e.port for e in parse_uri("failover:(stomp://a:1,stomp://b:2,)").endpoints] == [1, 2]
+
+
+def test_consumer_option_ranges():
+    with pytest.raises(ConfigurationError, match="from 0 to 127"):
+        parse_destination("/queue/a?consumer.priority=200")
+    with pytest.raises(ConfigurationError, match="from 0 to"):
+        parse_destination("/queue/a?consumer.prefetchSize=-1")
