@@ -22,6 +22,18 @@ from .connection import (
 )
 from .listener import ConnectionListener, PrintingListener, StatsListener, TestListener, WaitingListener
 
+# the JMS-style API (amqstomp.jms): its entry points and constants, also from here
+from .jms import (  # noqa: E402
+    AUTO_ACKNOWLEDGE,
+    CLIENT_ACKNOWLEDGE,
+    DUPS_OK_ACKNOWLEDGE,
+    INDIVIDUAL_ACKNOWLEDGE,
+    SESSION_TRANSACTED,
+    ConnectionFactory,
+    Queue,
+    Topic,
+)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -41,4 +53,12 @@ __all__ = [
     "listener",
     "utils",
     "__version__",
+    "ConnectionFactory",
+    "Queue",
+    "Topic",
+    "AUTO_ACKNOWLEDGE",
+    "CLIENT_ACKNOWLEDGE",
+    "DUPS_OK_ACKNOWLEDGE",
+    "INDIVIDUAL_ACKNOWLEDGE",
+    "SESSION_TRANSACTED",
 ]

@@ -144,3 +144,13 @@ def test_message_from_frame():
     text = message_from_frame(Frame("MESSAGE", {"destination": "/topic/t", "message-id": "m"}, b"caf\xc3\xa9"))
     assert isinstance(text, TextMessage) and text.text == "café" and not text.redelivered
     assert text.destination == Topic("t")
+
+
+def test_jms_entry_points_are_exported_from_the_package():
+    import amqstomp
+    from amqstomp import jms
+
+    for name in ("ConnectionFactory", "Queue", "Topic", "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE",
+                 "DUPS_OK_ACKNOWLEDGE", "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED"):
+        assert getattr(amqstomp, name) is getattr(jms, name), name
+    assert amqstomp.Connection is not jms.Connection  # the stomp.py-compatible one stays
