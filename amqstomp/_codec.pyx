@@ -262,6 +262,43 @@ cdef class FrameParser:
             self._last_values[slot] = <PyObject *>value
         return value
 
+    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
+        UTF-8; any fault is reported by the twin's exact rules and offsets."""
+        cdef bytearray out = bytearray(n)
+        cdef char *o = PyByteArray_AS_STRING(out)
+        cdef Py_ssize_t i = 0, m = 0
+        cdef char e
+        cdef bint v12 = self.version == "1.2"
+        while i < n:
+            if p[i] != b'\\':
+                o[m] = p[i]
+                m += 1
+                i += 1
+                continue
+            if i + 1 >= n:
+                break
+            e = p[i + 1]
+            if e == b'n':
+                o[m] = b'\n'
+            elif e == b'c':
+                o[m] = b':'
+            elif e == b'\\':
+                o[m] = b'\\'
+            elif e == b'r' and v12:
+                o[m] = b'\r'
+            else:
+                break
+            m += 1
+            i += 2
+        if i == n:
+            try:
+                return PyUnicode_DecodeUTF8(o, m, NULL)
+            except UnicodeDecodeError:
+                pass
+        # a bad escape or bad UTF-8: the twin raises with the right message and offset
+        return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
+
     cdef int _header(self, const char *buf, Py_ssize_t pos, Py_ssize_t stop) except -1:
         """Parse the header line buf[pos:stop] into self._headers."""
         cdef const char *line = buf + pos
@@ -282,11 +319,19 @@ cdef class FrameParser:
         if klen == 0:
             raise self._fail("header line without a name before ':'", pos)
         if self._unescape and memchr(line, b'\\', n) != NULL:
-            name = _unescape(PyBytes_FromStringAndSize(line, klen), self.version, self._base + pos)
-            value = _unescape(PyBytes_FromStringAndSize(colon + 1, n - klen - 1), self.version,
-                              self._base + pos + klen + 1)
-            slot = -1
-            is_length = name == "content-length"
+            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+            if memchr(line, b'\\', klen) != NULL:
+                name = self._unescaped(line, klen, pos)
+                slot = -1
+            else:
+                slot = _KEYS_T.find(line, klen)
+                name = _KEYS_T.value(slot) if slot >= 0 else PyUnicode_DecodeUTF8(line, klen, NULL)
+            value = self._unescaped(colon + 1, n - klen - 1, pos + klen + 1)
+            if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+                return 0  # repeated header: the first one wins
+            if name == "content-length":
+                self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            return 0
         else:
             slot = _KEYS_T.find(line, klen)
             try:

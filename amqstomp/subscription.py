@@ -166,8 +166,8 @@ class SubscriptionManager:
         self._subs: Dict[str, Subscription] = {}
         # frames between the reader and the application: id(frame) -> (subscription, body bytes,
         # place in the subscription's dispatch order)
+        # (set by the reader, popped by the dispatcher: single dict operations, atomic in CPython)
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
-        self._owner_lock = threading.Lock()
         self._paused: Set[Subscription] = set()
         self._pause_lock = threading.Lock()
         transport.set_message_handler(self.on_message)
@@ -315,8 +315,7 @@ class SubscriptionManager:
         for sub in list(self._subs.values()):
             self._retire(sub)
         self._subs.clear()
-        with self._owner_lock:
-            self._owner.clear()
+        self._owner.clear()
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
@@ -359,14 +358,15 @@ class SubscriptionManager:
                 window = sub.window
                 pause = window.on_delivered(_now_ms(), size)
                 seq = window.delivered
-                turned_slow = window.slow_consumer and not sub.slow
-                sub.slow = window.slow_consumer
-            with self._owner_lock:
-                owner = self._owner
-                owner[id(frame)] = (sub, size, seq)
-                if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
-                    for key in [k for k, entry in owner.items() if entry[0].closed]:
-                        del owner[key]
+                slow = window.slow_consumer
+                turned_slow = slow and not sub.slow
+                sub.slow = slow
+            owner = self._owner
+            owner[id(frame)] = (sub, size, seq)
+            if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
+                for key, entry in list(owner.items()):
+                    if entry[0].closed:
+                        owner.pop(key, None)
             if pause:
                 with self._pause_lock:
                     self._paused.add(sub)
@@ -379,8 +379,7 @@ class SubscriptionManager:
         self.transport.deliver_message(frame)
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
-        with self._owner_lock:
-            return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
+        return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
 
     def should_dispatch(self, frame: Any) -> bool:
         """Dispatcher thread: False for a queued MESSAGE of a closed client-ack

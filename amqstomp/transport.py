@@ -47,6 +47,7 @@ from .exception import (
     StompException,
     StompProtocolError,
 )
+from .listener import ConnectionListener as _ConnectionListener
 
 __all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
 
@@ -495,6 +496,8 @@ class Transport:
         self._link_seq = itertools.count(1)
         self._listeners: Dict[str, Any] = {}
         self._listener_list: Tuple[Any, ...] = ()
+        self._before_message: Tuple[Any, ...] = ()
+        self._on_message: Tuple[Any, ...] = ()
         self._on_send: Tuple[Callable[[Frame], Any], ...] = ()
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         self._message_handler: Callable[[Frame], None] = self.deliver_message
@@ -576,6 +579,10 @@ class Transport:
         ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
         self._listener_list = ordered
         self._on_send = tuple(fn for fn in (getattr(l, "on_send", None) for l in ordered) if fn is not None)
+        # per MESSAGE: the listeners' own on_before_message / on_message (the base class's
+        # do-nothing methods are skipped: they are called for every message)
+        self._before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
+        self._on_message = tuple(_overridden(l, "on_message") for l in ordered)
 
     # ------------------------------------------------------------ state
 
@@ -1285,10 +1292,12 @@ class Transport:
                 if not listeners:
                     return "no listener"
                 failed = False
-                for listener in listeners:
-                    failed = not _call(listener, "on_before_message", arg) or failed
-                for listener in listeners:
-                    failed = not _call(listener, "on_message", arg) or failed
+                for fn in self._before_message:
+                    if fn is not None:
+                        failed = not _call_fn(fn, arg) or failed
+                for fn in self._on_message:
+                    if fn is not None:
+                        failed = not _call_fn(fn, arg) or failed
                 return "error" if failed else None
             name = "on_" + event
             for listener in listeners:
@@ -1307,6 +1316,27 @@ class Transport:
             for listener in listeners:
                 _call0(listener, name)
         return None
+
+
+def _overridden(listener: Any, name: str) -> Any:
+    """``listener.name`` as a bound method, or None when it is ConnectionListener's no-op."""
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return None
+    base = getattr(_ConnectionListener, name, None)
+    if base is not None and getattr(type(listener), name, None) is base and name not in vars(listener):
+        return None
+    return fn
+
+
+def _call_fn(fn: Any, arg: Any) -> bool:
+    """Call a listener's bound method; False when it raised (logged)."""
+    try:
+        fn(arg)
+        return True
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+        log.exception("listener method %r raised", fn)
+        return False
 
 
 def _call(listener: Any, name: str, arg: Any) -> bool:

@@ -28,8 +28,9 @@ CHUNK = 16 * 1024
 
 
 def activemq_message(i: int, body_size: int = 256) -> bytes:
-    """A MESSAGE frame shaped like the ones ActiveMQ 5.17 sends on a STOMP 1.2 connection."""
-    mid = "ID:bench-host-40123-1764489600000-3:1:1:1:%d" % (i + 1)
+    """A MESSAGE frame shaped like the ones ActiveMQ 5.17 sends on a STOMP 1.2 connection
+    (which escapes every ':' of a header value as ``\\c``)."""
+    mid = "ID\\cbench-host-40123-1764489600000-3\\c1\\c1\\c1\\c%d" % (i + 1)
     head = (
         "MESSAGE\n"
         "content-length:%d\n"
