@@ -157,6 +157,29 @@ CONNECTION_OPTIONS = _table(
            "largest optimized ACK batch (messages): keep it at or below the broker's maxPageSize (200)"),
     Option("amqstomp.idleAckTimeOut", "idle_ack_ms", _MS, 50,
            "ack what is unacked when no message arrived for this many ms; 0 = off"),
+    Option("jms.useAsyncSend", "use_async_send", _bool, False,
+           "persistent sends outside a transaction do not wait for the broker's RECEIPT; "
+           "ActiveMQConnectionFactory"),
+    Option("jms.alwaysSyncSend", "always_sync_send", _bool, False,
+           "every send outside a transaction waits for the broker's RECEIPT, non-persistent ones too"),
+    Option("jms.producerWindowSize", "producer_window_size", _MS, 1048576,
+           "bytes of async sends a producer may have awaiting the broker's RECEIPT before send() "
+           "blocks; 0 = no window (async sends carry no receipt; ActiveMQ then stops reading "
+           "the socket when its memory is full)"),
+    Option("jms.sendTimeout", "send_timeout_ms", _MS, 0,
+           "ms a send waits for its RECEIPT or for room in the producer window; 0 = as long as "
+           "the connection lives"),
+    Option("jms.closeTimeout", "close_timeout_ms", _MS, 15000,
+           "ms close() waits for the broker's answers (UNSUBSCRIBE, DISCONNECT receipts)"),
+    Option("amqstomp.usageFullAfter", "usage_full_after_ms", _MS, 1000,
+           "a RECEIPT later than this many ms calls on_usage_full (ActiveMQ holds a blocked "
+           "producer's receipts back while its memory is full)"),
+    Option("amqstomp.separateProducerSocket", "separate_producer_socket", _bool, True,
+           "non-transacted producers send on their own socket, so producer flow control never "
+           "stalls the ACKs and heart-beats of consumers"),
+    Option("amqstomp.dupsOkAckTimeOut", "dups_ok_ack_timeout_ms", _MS, 1000,
+           "DUPS_OK_ACKNOWLEDGE: ms a short ACK batch may wait (AUTO_ACKNOWLEDGE uses "
+           "optimizeAcknowledgeTimeOut and idleAckTimeOut)"),
 )
 
 #: Options of one STOMP transport (a member of a failover URI takes them too).

@@ -154,3 +154,20 @@ def test_jms_entry_points_are_exported_from_the_package():
                  "DUPS_OK_ACKNOWLEDGE", "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED"):
         assert getattr(amqstomp, name) is getattr(jms, name), name
     assert amqstomp.Connection is not jms.Connection  # the stomp.py-compatible one stays
+
+
+@pytest.mark.parametrize("keyword,value,needle", [
+    ("queue_prefetch", -1, "from 0 to"), ("version", "9", "1.0, 1.1 or 1.2"),
+    ("producer_window_size", -5, "from 0 up"), ("use_async_send", "yes", "True or False"),
+    ("ack_batch_cap", 0, "from 1 up"),
+])
+def test_keywords_get_the_uri_forms_checks(keyword, value, needle):
+    from amqstomp.jms import ConnectionFactory
+    with pytest.raises(ConfigurationError, match=needle):
+        ConnectionFactory("stomp://127.0.0.1:1", **{keyword: value})
+
+
+def test_jms_options_are_in_the_one_options_table():
+    from amqstomp.uri import CONNECTION_OPTIONS, options_table_markdown
+    for name in JMS_OPTIONS:
+        assert name in CONNECTION_OPTIONS and name in options_table_markdown()

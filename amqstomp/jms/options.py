@@ -1,6 +1,5 @@
-"""Options of the JMS-style API: the ``jms.*`` / ``amqstomp.*`` options that
-:mod:`amqstomp.uri` does not know yet (producer side, sessions), and the
-merge of URI options with keyword arguments.
+"""Options of the JMS-style API: the merge of a broker URI's options
+(:mod:`amqstomp.uri`, which holds every option's table) with keyword arguments.
 
 URI options keep ActiveMQ's camelCase, keywords are snake_case with ``_ms`` for
 milliseconds, as in ``docs/options.md``. An unknown option or keyword raises
@@ -11,45 +10,21 @@ Licensed under the Apache License, Version 2.0.
 """
 import difflib
 import ssl
-from typing import Any, Dict, Iterable, List, Mapping, Tuple
-from urllib.parse import unquote
+from typing import Any, Dict, Iterable, Mapping
 
 from ..exception import ConfigurationError
-from ..uri import CONNECTION_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, _bool, _int, parse_uri
+from ..uri import CONNECTION_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults"]
 
 
-def _table(*options: Option) -> Dict[str, Option]:
-    return {o.uri_name: o for o in options}
+#: The options that are the JMS-style API's own (producer side, sessions); they live in
+#: :data:`amqstomp.uri.CONNECTION_OPTIONS` with the others (docs/options.md).
+JMS_OPTIONS = {name: option for name, option in CONNECTION_OPTIONS.items()
+               if option.keyword in ("use_async_send", "always_sync_send", "producer_window_size",
+                                     "send_timeout_ms", "close_timeout_ms", "usage_full_after_ms",
+                                     "separate_producer_socket", "dups_ok_ack_timeout_ms")}
 
-
-#: Options of the JMS-style API that ``amqstomp/uri.py`` does not list (yet).
-JMS_OPTIONS = _table(
-    Option("jms.useAsyncSend", "use_async_send", _bool, False,
-           "persistent sends outside a transaction do not wait for the broker's RECEIPT; "
-           "ActiveMQConnectionFactory"),
-    Option("jms.alwaysSyncSend", "always_sync_send", _bool, False,
-           "every send outside a transaction waits for the broker's RECEIPT, non-persistent ones too"),
-    Option("jms.producerWindowSize", "producer_window_size", _int, 1048576,
-           "bytes of async sends a producer may have awaiting the broker's RECEIPT before send() "
-           "blocks; 0 = no window (async sends carry no receipt; ActiveMQ then stops reading "
-           "the socket when its memory is full)"),
-    Option("jms.sendTimeout", "send_timeout_ms", _int, 0,
-           "ms a send waits for its RECEIPT or for room in the producer window; 0 = as long as "
-           "the connection lives"),
-    Option("jms.closeTimeout", "close_timeout_ms", _int, 15000,
-           "ms close() waits for the broker's answers (UNSUBSCRIBE, DISCONNECT receipts)"),
-    Option("amqstomp.usageFullAfter", "usage_full_after_ms", _int, 1000,
-           "a RECEIPT later than this many ms calls on_usage_full (ActiveMQ holds a blocked "
-           "producer's receipts back while its memory is full)"),
-    Option("amqstomp.separateProducerSocket", "separate_producer_socket", _bool, True,
-           "non-transacted producers send on their own socket, so producer flow control never "
-           "stalls the ACKs and heart-beats of consumers"),
-    Option("amqstomp.dupsOkAckTimeOut", "dups_ok_ack_timeout_ms", _int, 1000,
-           "DUPS_OK_ACKNOWLEDGE: ms a short ACK batch may wait (AUTO_ACKNOWLEDGE uses "
-           "optimizeAcknowledgeTimeOut and idleAckTimeOut)"),
-)
 
 #: Keywords that have no URI form.
 EXTRA_KEYWORDS = {
@@ -60,17 +35,16 @@ EXTRA_KEYWORDS = {
     "key_password": "password of key_file",
 }
 
-_INT_KEYWORDS = {o.keyword for o in list(CONNECTION_OPTIONS.values()) + list(TRANSPORT_OPTIONS.values())
-                 + list(JMS_OPTIONS.values()) if o.convert is _int}
-_BOOL_KEYWORDS = {o.keyword for o in list(CONNECTION_OPTIONS.values()) + list(TRANSPORT_OPTIONS.values())
-                  + list(JMS_OPTIONS.values()) if o.convert is _bool}
+_BY_KEYWORD: Dict[str, Option] = {}
+for _table_ in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS):
+    for _option in _table_.values():
+        _BY_KEYWORD.setdefault(_option.keyword, _option)
 
 
 def _keywords() -> Dict[str, str]:
     """keyword -> where it comes from, for the error message."""
     known: Dict[str, str] = {}
-    for table, kind in ((CONNECTION_OPTIONS, "connection"), (TRANSPORT_OPTIONS, "transport"),
-                        (JMS_OPTIONS, "jms")):
+    for table, kind in ((CONNECTION_OPTIONS, "connection"), (TRANSPORT_OPTIONS, "transport")):
         for option in table.values():
             known.setdefault(option.keyword, kind)
     for name in EXTRA_KEYWORDS:
@@ -84,7 +58,7 @@ KNOWN_KEYWORDS = _keywords()
 def defaults() -> Dict[str, Any]:
     """Every option's default, by keyword (the JMS API's own defaults applied)."""
     out: Dict[str, Any] = {}
-    for table in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS, JMS_OPTIONS):
+    for table in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS):
         for option in table.values():
             out.setdefault(option.keyword, option.default)
     # the JMS API batches AUTO_ACKNOWLEDGE acks unless told otherwise (README "JMS-style API")
@@ -109,30 +83,6 @@ class ResolvedOptions:
         self.given = set(given)
 
 
-def _split_jms(broker_url: str) -> Tuple[str, Dict[str, Any]]:
-    """Take the JMS_OPTIONS out of the URI's query (uri.py would refuse them)."""
-    base, sep, query = broker_url.partition("?")
-    if not sep:
-        return broker_url, {}
-    kept: List[str] = []
-    found: Dict[str, Any] = {}
-    for part in query.split("&"):
-        key = unquote(part.split("=", 1)[0])
-        option = JMS_OPTIONS.get(key)
-        if option is None:
-            kept.append(part)
-            continue
-        if "=" not in part:
-            raise ConfigurationError("option %r has no value (expected name=value) in %r" % (part, broker_url))
-        text = unquote(part.split("=", 1)[1])
-        try:
-            found[option.keyword] = option.convert(text)
-        except ValueError as exc:
-            raise ConfigurationError("option %s=%r in %r: %s" % (key, text, broker_url, exc)) from None
-    rest = base + ("?" + "&".join(kept) if kept else "")
-    return rest, found
-
-
 def _check_keyword(name: str, value: Any) -> Any:
     if name not in KNOWN_KEYWORDS:
         close = difflib.get_close_matches(name, list(KNOWN_KEYWORDS), n=3, cutoff=0.6)
@@ -141,10 +91,19 @@ def _check_keyword(name: str, value: Any) -> Any:
                                  "list them all)" % (name, hint))
     if value is None:
         return value
-    if name in _BOOL_KEYWORDS and not isinstance(value, bool):
-        raise ConfigurationError("option %s must be True or False, got %r" % (name, value))
-    if name in _INT_KEYWORDS and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigurationError("option %s must be an int, got %r" % (name, value))
+    option = _BY_KEYWORD.get(name)
+    if option is not None and name != "heartbeats":
+        default = option.default
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise ConfigurationError("option %s must be True or False, got %r" % (name, value))
+        if isinstance(default, int) and not isinstance(default, bool) and (
+                isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigurationError("option %s must be an int, got %r" % (name, value))
+        if not isinstance(value, bool):  # the URI form's own checks (ranges, versions)
+            try:
+                option.convert(str(value))
+            except ValueError as exc:
+                raise ConfigurationError("option %s=%r: %s" % (name, value, exc)) from None
     if name == "ssl_context" and not isinstance(value, ssl.SSLContext):
         raise ConfigurationError("ssl_context must be an ssl.SSLContext, got %r" % (value,))
     if name == "heartbeats":
@@ -172,14 +131,13 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
         raise ConfigurationError(
             "%r: failover comes in a later release of amqstomp's JMS-style API; connect to one "
             "broker with stomp://host:port (or stomp+ssl://) for now" % (broker_url,))
-    rest, jms = _split_jms(text)
-    uri = parse_uri(rest)
+    uri = parse_uri(text)
     if len(uri.endpoints) != 1:  # pragma: no cover - only failover has several
         raise ConfigurationError("%r names %d brokers; one is expected" % (broker_url, len(uri.endpoints)))
     options = defaults()
     given = set()
     endpoint = uri.endpoints[0]
-    for source in (uri.options, endpoint.options, jms):
+    for source in (uri.options, endpoint.options):
         for name, value in source.items():
             options[name] = value
             given.add(name)
