@@ -453,8 +453,9 @@ class SubscriptionManager:
             return
         delay = (sub.redelivery_policy.delay_ms(failures) / 1000.0 if reason == "error"
                  else NO_LISTENER_RETRY_S)
-        frame.headers["redelivered"] = "true"
-        frame.delivery_count += 1
+        if reason == "error":  # the application saw it (a listener raised): a redelivery
+            frame.headers["redelivered"] = "true"
+            frame.delivery_count += 1
         try:
             self.transport.call_later(delay, self._redeliver, sub, frame)
         except NotConnectedException:

@@ -473,6 +473,7 @@ def test_messages_before_the_listener_is_set_are_not_lost(activemq):
     conn.set_listener("late", rec)
     assert wait_until(lambda: len({f.headers["seq"] for f in rec.frames}) == 100, 20)
     assert wait_until(lambda: queue_statistics(activemq, q)["dequeueCount"] == 100, 10)
+    assert all(f.delivery_count == 1 and "redelivered" not in f.headers for f in rec.frames)  # first sight
     conn.disconnect()
 
 
