@@ -1,0 +1,68 @@
+"""The failover transport's reconnect policy (pure decisions, ActiveMQ's defaults)."""
+import logging
+import random
+
+import pytest
+
+from amqstomp.exception import ConfigurationError
+from amqstomp.failover import ReconnectPolicy
+from amqstomp.uri import parse_uri
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_activemq_defaults():
+    p = ReconnectPolicy()
+    assert (p.initial_reconnect_delay_ms, p.max_reconnect_delay_ms, p.use_exponential_back_off,
+            p.back_off_multiplier, p.max_reconnect_attempts, p.startup_max_reconnect_attempts,
+            p.randomize, p.timeout_ms) == (10, 30000, True, 2.0, -1, -1, True, -1)
+    assert ReconnectPolicy.from_uri(parse_uri("stomp://a:1")).__dict__ == p.__dict__
+
+
+def test_exponential_back_off_is_capped():
+    p = ReconnectPolicy()
+    assert [p.delay_ms(n) for n in (0, 1, 2, 3, 4, 12, 13, 100, 10 ** 6)] == \
+        [0, 10, 20, 40, 80, 20480, 30000, 30000, 30000]
+    flat = ReconnectPolicy(use_exponential_back_off=False, initial_reconnect_delay_ms=250)
+    assert [flat.delay_ms(n) for n in (1, 2, 50)] == [250, 250, 250]
+
+
+def test_from_a_failover_uri():
+    p = ReconnectPolicy.from_uri(parse_uri(
+        "failover:(stomp://a:1,stomp://b:2)?randomize=false&maxReconnectAttempts=5"
+        "&initialReconnectDelay=100&maxReconnectDelay=1000&startupMaxReconnectAttempts=2"))
+    assert (p.randomize, p.max_reconnect_attempts, p.startup_max_reconnect_attempts) == (False, 5, 2)
+    assert [p.delay_ms(n) for n in (1, 2, 3, 4, 5)] == [100, 200, 400, 800, 1000]
+    assert p.order(["a", "b", "c"]) == ["a", "b", "c"]
+
+
+def test_giving_up():
+    forever = ReconnectPolicy()
+    assert not forever.gives_up(10 ** 6, True) and not forever.gives_up(10 ** 6, False)
+    p = ReconnectPolicy(max_reconnect_attempts=5, startup_max_reconnect_attempts=2)
+    assert not p.gives_up(1, False) and p.gives_up(2, False)
+    assert not p.gives_up(4, True) and p.gives_up(5, True)
+    only_max = ReconnectPolicy(max_reconnect_attempts=3)
+    assert only_max.gives_up(3, False)  # startup -1: the general limit applies
+    assert ReconnectPolicy(max_reconnect_attempts=0).gives_up(0, True)  # 0: never reconnect
+
+
+def test_randomized_order_is_a_permutation():
+    p = ReconnectPolicy()
+    rng = random.Random(7)
+    seen = {tuple(p.order(["a", "b", "c"], rng)) for _ in range(50)}
+    assert len(seen) > 1 and all(sorted(s) == ["a", "b", "c"] for s in seen)
+
+
+def test_warning_on_the_first_attempt_and_every_tenth():
+    levels = [ReconnectPolicy.log_level(n, False) for n in range(1, 31)]
+    warned = [n for n, level in zip(range(1, 31), levels) if level == logging.WARNING]
+    assert warned == [1, 10, 20, 30]
+    assert ReconnectPolicy.log_level(7, True) == logging.ERROR
+
+
+@pytest.mark.parametrize("kw", [{"initial_reconnect_delay_ms": -1}, {"back_off_multiplier": 0.5},
+                                {"max_reconnect_attempts": -2}, {"timeout_ms": True}])
+def test_bad_values(kw):
+    with pytest.raises(ConfigurationError):
+        ReconnectPolicy(**kw)
