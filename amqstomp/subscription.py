@@ -113,7 +113,7 @@ class Subscription:
     window, and the state of local redelivery."""
 
     __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
-                 "redelivery_policy", "failures", "held", "newest", "newest_seq")
+                 "redelivery_policy", "failures", "newest", "newest_seq")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
                  window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy) -> None:
@@ -127,8 +127,9 @@ class Subscription:
         self.slow = False
         self.closed = False
         self.redelivery_policy = redelivery_policy
-        self.failures: Dict[str, int] = {}  # message-id -> failed deliveries, while it is redelivered
-        self.held = 0  # messages waiting for a local redelivery: no cumulative ACK may pass them
+        # message-id -> failed deliveries, while it waits for a local redelivery; while any
+        # message waits here no cumulative ACK may be sent (it would ack that one too)
+        self.failures: Dict[str, int] = {}
         self.newest: Any = None  # headers of the newest message consumed in dispatch order
         self.newest_seq = 0  # its place in that order (1 = the first delivered)
 
@@ -299,7 +300,7 @@ class SubscriptionManager:
         sub = self._subs.pop(str(id), None)
         if sub is not None:
             with sub.lock:
-                token = None if sub.held else sub.window.flush(_now_ms())
+                token = None if sub.failures else sub.window.flush(_now_ms())
             self._retire(sub)
             if token is not None:
                 self._send_ack(sub, token, write_timeout)
@@ -408,14 +409,13 @@ class SubscriptionManager:
             local_redelivery = frame.headers.get("message-id") in sub.failures
             if local_redelivery:
                 del sub.failures[frame.headers["message-id"]]
-                sub.held -= 1
             if seq > sub.newest_seq:
                 sub.newest, sub.newest_seq = frame.headers, seq
             # a cumulative ACK names the newest message consumed in dispatch order
             token = window.on_consumed(sub.newest if window.optimize_acknowledge else frame.headers, now, size)
-            if window.optimize_acknowledge and sub.held:
+            if window.optimize_acknowledge and sub.failures:
                 token = None  # a message waiting for redelivery must not be acked by a cumulative ACK
-            elif local_redelivery and window.optimize_acknowledge and token is None and not sub.held:
+            elif local_redelivery and window.optimize_acknowledge and token is None and not sub.failures:
                 token = window.flush(now)  # the ACKs held back meanwhile
             resume = window.should_resume()
             if sub.timer is None:
@@ -441,11 +441,8 @@ class SubscriptionManager:
             return
         message_id = frame.headers.get("message-id")
         with sub.lock:
-            first = message_id not in sub.failures
             failures = sub.failures.get(message_id, 0) + (1 if reason == "error" else 0)
             sub.failures[message_id] = failures
-            if first:
-                sub.held += 1
         if reason == "error" and sub.redelivery_policy.exceeded(failures):
             log.warning("message %s of subscription %s failed %d times: poisoned (NACK)",
                         message_id, sub.id, failures)
@@ -486,7 +483,7 @@ class SubscriptionManager:
             if sub.closed:
                 return
             now = _now_ms()
-            token = None if sub.held else sub.window.poll(now)
+            token = None if sub.failures else sub.window.poll(now)
             deadline = sub.window.next_deadline_ms()
             if deadline is not None:
                 self._arm(sub, deadline, now)
