@@ -20,6 +20,7 @@ sockets.
 
 Licensed under the Apache License, Version 2.0.
 """
+from .browser import BrowseTimeoutError, QueueBrowser
 from .connection import Connection, ConnectionFactory
 from .constants import (
     AT_MOST_ONCE,
@@ -45,7 +46,7 @@ from .exceptions import (
     TransactionRolledBackError,
 )
 from .link import UsageEvent
-from .message import BytesMessage, Message, TextMessage
+from .message import BytesMessage, MapMessage, Message, TextMessage
 from .options import JMS_OPTIONS
 from .producer import MessageProducer
 from .session import Session
@@ -64,6 +65,9 @@ __all__ = [
     "Message",
     "TextMessage",
     "BytesMessage",
+    "MapMessage",
+    "QueueBrowser",
+    "BrowseTimeoutError",
     "UsageEvent",
     "SESSION_TRANSACTED",
     "AUTO_ACKNOWLEDGE",

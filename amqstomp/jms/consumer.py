@@ -72,7 +72,8 @@ class MessageConsumer:
     """
 
     def __init__(self, session: "Session", destination: Destination, selector: Optional[str],
-                 no_local: bool) -> None:
+                 no_local: bool, durable_name: Optional[str] = None, browser: bool = False,
+                 transformation: Optional[str] = None, mode: Optional[int] = None) -> None:
         connection = session.connection
         self._session = session
         self._connection = connection
@@ -80,7 +81,11 @@ class MessageConsumer:
         self.destination = destination
         self.selector = selector
         self.no_local = no_local
-        self._mode = session.acknowledge_mode
+        #: the durable subscription's name (``activemq.subscriptionName``), or None
+        self.durable_name = durable_name
+        self._browser = browser
+        self._transformation = transformation
+        self._mode = session.acknowledge_mode if mode is None else mode
         self._buffer: Deque[_Delivery] = deque()
         self._delivered: List[_Delivery] = []  # handed over, not yet acked (client / individual / transacted)
         self._tx_acked = 0  # how many of _delivered an ACK in the open transaction covers
@@ -120,7 +125,8 @@ class MessageConsumer:
         if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
             manager = self._link.manager
             assert manager is not None
-            kind = destination_kind(self.destination.stomp_name)
+            kind = destination_kind(self.destination.stomp_name, durable=self.durable_name is not None,
+                                    browser=self._browser)
             out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
         return out
 
@@ -139,6 +145,12 @@ class MessageConsumer:
                 raise ConfigurationError("no_local needs ActiveMQ's activemq.noLocal header; the broker says "
                                          "server=%r" % (link.server,))
             headers["activemq.noLocal"] = "true"
+        if self.durable_name is not None:
+            headers["activemq.subscriptionName"] = self.durable_name
+        if self._browser:
+            headers["browser"] = "true"
+        if self._transformation is not None:
+            headers["transformation"] = self._transformation
         frame_headers, sub = manager.prepare(self.destination.subscribe_name, self._sub_id, ack, headers,
                                              self._subscribe_options(), link.connect_timeout_s)
         self._sub = sub

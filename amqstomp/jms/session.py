@@ -40,7 +40,7 @@ import time
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from ..codec import Frame
-from ..exception import StompException
+from ..exception import BrokerError, ConfigurationError, StompException
 from .constants import (
     ACKNOWLEDGE_MODES,
     AUTO_ACKNOWLEDGE,
@@ -51,10 +51,11 @@ from .constants import (
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, destination_from_header
 from .exceptions import IllegalStateError, InvalidDestinationError, TransactionRolledBackError
 from .link import Link, message_ack_headers
-from .message import BytesMessage, Message, TextMessage
+from .message import MAP_SUBSCRIBE_TRANSFORMATION, BytesMessage, MapMessage, Message, TextMessage
 
 if TYPE_CHECKING:  # pragma: no cover
     from .connection import Connection
+    from .browser import QueueBrowser
     from .consumer import MessageConsumer, _Delivery
     from .producer import MessageProducer
 
@@ -99,6 +100,7 @@ class Session:
         self._consumers: List["MessageConsumer"] = []
         self._producers: List["MessageProducer"] = []
         self._deferred_close: List["MessageConsumer"] = []
+        self._browsers: List["QueueBrowser"] = []
         self._seq = itertools.count()
         self._closing = False
         self._closed = False
@@ -149,6 +151,10 @@ class Session:
     def create_bytes_message(self, data: bytes = b"") -> BytesMessage:
         return BytesMessage(data)
 
+    def create_map_message(self) -> MapMessage:
+        """An empty :class:`MapMessage` (typed entries; sent as ``jms-map-xml``)."""
+        return MapMessage()
+
     def create_producer(self, destination: Union[Destination, str, None] = None) -> "MessageProducer":
         """A producer for ``destination`` (None: give one to each ``send``).
 
@@ -166,7 +172,7 @@ class Session:
         return producer
 
     def create_consumer(self, destination: Union[Destination, str], selector: Optional[str] = None,
-                        no_local: bool = False) -> "MessageConsumer":
+                        no_local: bool = False, map_messages: bool = False) -> "MessageConsumer":
         """Subscribe to ``destination`` and return the consumer once the broker
         confirmed the subscription (RECEIPT). Messages are delivered after
         :meth:`Connection.start`.
@@ -177,11 +183,17 @@ class Session:
                 SUBSCRIBE headers.
             selector (str | None): a JMS message selector.
             no_local (bool): skip messages sent by this connection (topics).
+            map_messages (bool): receive MapMessages with their entries: SUBSCRIBE
+                with ``transformation:jms-xml``, so that ActiveMQ's
+                JmsFrameTranslator renders each MapMessage as ``jms-map-xml`` (other
+                messages are unchanged). The broker needs XStream on its class
+                path (without it ActiveMQ 5.17 closes the socket when it renders
+                one); see :class:`amqstomp.jms.MapMessage`.
 
         Raises:
             InvalidDestinationError: a temporary destination of another connection.
             ConfigurationError: a bad destination option, or an option the broker
-                does not support.
+                does not support (``no_local``, ``map_messages`` need ActiveMQ).
             BrokerError: the broker refused the subscription.
         """
         from .consumer import MessageConsumer
@@ -194,7 +206,22 @@ class Session:
                                               "connection that made it can consume from it" % (dest,))
             if getattr(dest, "deleted", False):
                 raise InvalidDestinationError("%s was deleted" % (dest,))
-        consumer = MessageConsumer(self, dest, selector, bool(no_local))
+        consumer = MessageConsumer(self, dest, selector, bool(no_local),
+                                   transformation=self._map_transformation(map_messages))
+        return self._open_consumer(consumer)
+
+    def _map_transformation(self, map_messages: bool) -> Optional[str]:
+        if not isinstance(map_messages, bool):
+            raise TypeError("map_messages must be True or False, got %r" % (map_messages,))
+        if not map_messages:
+            return None
+        link = self.connection.consumer_link
+        if not link.is_activemq:
+            raise ConfigurationError("map_messages needs ActiveMQ's transformation header; the broker says "
+                                     "server=%r" % (link.server,))
+        return MAP_SUBSCRIBE_TRANSFORMATION
+
+    def _open_consumer(self, consumer: "MessageConsumer") -> "MessageConsumer":
         with self._cond:
             self._consumers.append(consumer)
         try:
@@ -206,6 +233,150 @@ class Session:
                     self._consumers.remove(consumer)
             raise
         return consumer
+
+    # ------------------------------------------------------------ durable subscriptions, browsers
+
+    def create_durable_subscriber(self, topic: Union[Topic, str], name: str, selector: Optional[str] = None,
+                                  no_local: bool = False, map_messages: bool = False) -> "MessageConsumer":
+        """Subscribe durably to ``topic`` as ``name``: the broker keeps the messages
+        published while no consumer of the subscription is open, and delivers them
+        when one opens again (ActiveMQ: SUBSCRIBE with ``activemq.subscriptionName``;
+        the subscription is the connection's client id + ``name``). Closing the
+        consumer keeps the subscription; :meth:`unsubscribe` removes it.
+
+        Prefetch: ``jms.prefetchPolicy.durableTopicPrefetch`` (100, ActiveMQ 5.17's
+        ``ActiveMQPrefetchPolicy``) unless the topic says ``consumer.prefetchSize``.
+
+        Args:
+            topic (Topic | str): a Topic (not a temporary one) or ``/topic/name``.
+            name (str): the subscription's name, unique per client id.
+            selector (str | None), no_local (bool), map_messages (bool): as in
+                :meth:`create_consumer` (``selector`` and ``no_local`` are part of
+                the subscription: reopening it with others replaces it, ActiveMQ's
+                rule).
+
+        Raises:
+            IllegalStateError: the connection has no client id (``jms.clientID`` /
+                ``client_id=``), or a consumer of this connection has the
+                subscription open already; the session is closed.
+            InvalidDestinationError: not a topic, or a temporary topic.
+            ValueError: ``name`` is not a non-empty str.
+            ConfigurationError: the broker is not ActiveMQ.
+            BrokerError: the broker refused it (e.g. another connection with the
+                same client id has it open).
+        """
+        from .consumer import MessageConsumer
+
+        self._check_open()
+        dest = as_destination(topic)
+        if not isinstance(dest, Topic):
+            raise InvalidDestinationError("a durable subscription needs a Topic, got %r" % (dest,))
+        self._check_durable_name(name, "create_durable_subscriber")
+        if self._durable_consumer(name) is not None:
+            raise IllegalStateError("durable subscription %r is open on this connection already; close its "
+                                    "consumer first" % (name,))
+        consumer = MessageConsumer(self, dest, selector, bool(no_local), durable_name=name,
+                                   transformation=self._map_transformation(map_messages))
+        return self._open_consumer(consumer)
+
+    def unsubscribe(self, name: str) -> None:
+        """Remove the durable subscription ``name`` of this connection's client id
+        from the broker, with the messages it kept (ActiveMQ: UNSUBSCRIBE with
+        ``activemq.subscriptionName``, which becomes a RemoveSubscriptionInfo).
+        Waits for the broker's RECEIPT (at most ``close_timeout_ms``).
+
+        Raises:
+            IllegalStateError: a consumer of this connection has it open (close it
+                first; JMS forbids removing an active subscription, and so does
+                ActiveMQ: "Durable consumer is in use"), no client id, or closed.
+            InvalidDestinationError: the broker has no such subscription.
+            ValueError: ``name`` is not a non-empty str.
+            ConfigurationError: the broker is not ActiveMQ.
+            BrokerError: another refusal; ReceiptTimeout: no answer in time.
+        """
+        self._check_open()
+        self._check_durable_name(name, "unsubscribe")
+        open_consumer = self._durable_consumer(name)
+        if open_consumer is not None:
+            pending = open_consumer.closed
+            raise IllegalStateError(
+                "durable subscription %r is in use by %r%s; close it before unsubscribe()" % (
+                    name, open_consumer,
+                    " (its close waits for the transaction's commit or rollback)" if pending else ""))
+        connection = self.connection
+        headers = {"id": "unsubscribe-%d" % connection.next_id(), "activemq.subscriptionName": name}
+        try:
+            connection.consumer_link.request("UNSUBSCRIBE", headers, connection.close_timeout_s,
+                                             "UNSUBSCRIBE of durable subscription %r" % (name,))
+        except BrokerError as exc:
+            text = "%s %s" % (exc.frame.headers.get("message", "") if exc.frame is not None else "", exc)
+            if "No durable subscription exists" in text:
+                raise InvalidDestinationError("no durable subscription %r for client id %r on the broker"
+                                              % (name, connection.client_id)) from exc
+            if "in use" in text:
+                raise IllegalStateError("durable subscription %r is in use: %s" % (name, exc)) from exc
+            raise
+        log.debug("%r: durable subscription %r removed", self, name)
+
+    def _check_durable_name(self, name: Any, what: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("%s: the durable subscription name must be a non-empty str, got %r" % (what, name))
+        link = self.connection.consumer_link
+        if not link.is_activemq:
+            raise ConfigurationError("durable subscriptions use ActiveMQ's activemq.subscriptionName header; "
+                                     "the broker says server=%r" % (link.server,))
+        if not self.connection.client_id:
+            raise IllegalStateError("%s needs a client id: durable subscriptions belong to one (set "
+                                    "jms.clientID in the URI or client_id= on the ConnectionFactory)" % (what,))
+
+    def _durable_consumer(self, name: str) -> Optional["MessageConsumer"]:
+        """The consumer of this connection (any session) that holds durable
+        subscription ``name`` on the broker, also one whose UNSUBSCRIBE waits for
+        the end of a transaction."""
+        for session in self.connection._session_list():
+            with session._cond:
+                for consumer in session._all_consumers():
+                    if consumer.durable_name == name:
+                        return consumer
+        return None
+
+    def create_browser(self, queue: Union[Queue, str], selector: Optional[str] = None,
+                       timeout: float = 30.0) -> "QueueBrowser":
+        """A :class:`QueueBrowser`: look at the messages on ``queue`` without
+        consuming them (ActiveMQ: SUBSCRIBE with ``browser:true``; the broker ends
+        each browse with a MESSAGE carrying ``browser:end``). Browsing does not
+        need :meth:`Connection.start`.
+
+        Args:
+            queue (Queue | str): the queue.
+            selector (str | None): only messages it selects.
+            timeout (float): seconds iteration waits for the broker's next message
+                (or its end marker) before raising :class:`BrowseTimeoutError`.
+
+        Raises:
+            InvalidDestinationError: not a queue.
+            ConfigurationError: the broker is not ActiveMQ, or STOMP 1.0 (ActiveMQ
+                browses only for 1.1+).
+            ValueError: ``timeout`` not > 0.
+            BrokerError: the broker refused the subscription (a bad selector).
+        """
+        from .browser import QueueBrowser
+
+        self._check_open()
+        dest = as_destination(queue)
+        if not isinstance(dest, Queue):
+            raise InvalidDestinationError("a queue browser needs a Queue, got %r" % (dest,))
+        browser = QueueBrowser(self, dest, selector, timeout)
+        with self._cond:
+            self._browsers.append(browser)
+        try:
+            browser._start()
+        except BaseException:
+            with self._cond:
+                if browser in self._browsers:
+                    self._browsers.remove(browser)
+            raise
+        return browser
 
     # ------------------------------------------------------------ transactions
 
@@ -408,6 +579,10 @@ class Session:
             consumer.close()
         for producer in producers:
             producer.close()
+        with self._cond:
+            browsers = list(self._browsers)
+        for browser in browsers:
+            browser.close()
         self._finish_deferred_closes()
         with self._cond:
             self._closed = True

@@ -1,0 +1,180 @@
+"""``QueueBrowser``: the messages on a queue, looked at without consuming them.
+
+On ActiveMQ a STOMP SUBSCRIBE with ``browser:true`` (STOMP 1.1 and later)
+makes a browsing consumer (``ProtocolConverter.onStompSubscribe``; prefetch
+``ActiveMQPrefetchPolicy.DEFAULT_QUEUE_BROWSER_PREFETCH``, 500): the broker
+sends a copy of each message the queue holds (that the selector selects), then
+one MESSAGE with ``browser:end`` and no body (``StompQueueBrowserSubscription``).
+The browse subscription is ``ack:auto``: ActiveMQ acks the copies at dispatch,
+which leaves the queue as it was and keeps the prefetch window open.
+
+Each iteration of a :class:`QueueBrowser` is one such browse: the first uses the
+subscription made by :meth:`Session.create_browser`, later ones subscribe again
+(a new snapshot). An iteration ends at ``browser:end``; it raises
+:class:`BrowseTimeoutError` when nothing comes for ``timeout`` seconds, so it
+never hangs.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+from ..exception import ConfigurationError
+from .constants import AT_MOST_ONCE
+from .destination import Queue
+from .exceptions import IllegalStateError, JMSError
+from .message import Message, message_from_frame
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .consumer import MessageConsumer, _Delivery
+    from .session import Session
+
+__all__ = ["QueueBrowser", "BrowseTimeoutError"]
+
+log = logging.getLogger("amqstomp.jms")
+
+
+class BrowseTimeoutError(JMSError, TimeoutError):
+    """A browse got neither a message nor the broker's ``browser:end`` within the
+    browser's ``timeout`` (the queue's messages may be paged out slowly, or the
+    broker is stuck). The browse is closed; iterate again to retry."""
+
+
+class QueueBrowser:
+    """Made by :meth:`Session.create_browser`. Iterate over it (or call
+    :meth:`get_enumeration`) for the messages on the queue, oldest first; use it
+    as a context manager or call :meth:`close`.
+
+    Attributes:
+        queue (Queue), selector (str | None), timeout (float, seconds).
+    """
+
+    def __init__(self, session: "Session", queue: Queue, selector: Optional[str], timeout: float) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError("timeout must be a number of seconds > 0, got %r" % (timeout,))
+        if selector is not None and not isinstance(selector, str):
+            raise TypeError("selector must be a str or None, got %r" % (selector,))
+        link = session.connection.consumer_link
+        if not link.is_activemq:
+            raise ConfigurationError("queue browsers use ActiveMQ's browser header; the broker says server=%r"
+                                     % (link.server,))
+        if link.version == "1.0":
+            raise ConfigurationError("ActiveMQ browses queues for STOMP 1.1 and later; this connection speaks "
+                                     "1.0 (stompVersion)")
+        self._session = session
+        self.queue = queue
+        self.selector = selector
+        self.timeout = float(timeout)
+        self._lock = threading.Lock()
+        self._consumer: Optional["MessageConsumer"] = None
+        self._fresh = False  # the current subscription has not been iterated yet
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return "<jms.QueueBrowser on %s%s>" % (self.queue, " closed" if self._closed else "")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _start(self) -> None:
+        """SUBSCRIBE a new browse (waits for the broker's RECEIPT)."""
+        from .consumer import MessageConsumer
+
+        consumer = MessageConsumer(self._session, self.queue, self.selector, False, browser=True,
+                                   mode=AT_MOST_ONCE)
+        consumer._subscribe()
+        with self._lock:
+            self._consumer = consumer
+            self._fresh = True
+
+    def _stop(self, consumer: "MessageConsumer") -> None:
+        with self._lock:
+            if self._consumer is consumer:
+                self._consumer = None
+                self._fresh = False
+        consumer.close()
+
+    def __iter__(self) -> Iterator[Message]:
+        return self.get_enumeration()
+
+    def get_enumeration(self) -> Iterator[Message]:
+        """A new browse: yields each message on the queue (a :class:`Message`
+        subclass, as ``receive()`` gives) and ends at the broker's end marker.
+
+        Raises (while iterating):
+            BrowseTimeoutError: nothing came for ``timeout`` seconds.
+            IllegalStateError: the browser, its session or connection is closed.
+            ConnectionClosedException: the connection broke.
+        """
+        self._check_open()
+        with self._lock:
+            consumer, fresh = self._consumer, self._fresh
+            self._fresh = False
+        if consumer is None or not fresh:
+            if consumer is not None:
+                self._stop(consumer)  # an earlier browse left unfinished
+            self._start()
+            with self._lock:
+                consumer, self._fresh = self._consumer, False
+        assert consumer is not None
+        return self._browse(consumer)
+
+    def _browse(self, consumer: "MessageConsumer") -> Iterator[Message]:
+        try:
+            while True:
+                delivery = self._next(consumer)
+                consumer._count(delivery)  # frees the window; ack:auto sends no ACK
+                if delivery.frame.headers.get("browser") == "end":
+                    return
+                yield message_from_frame(delivery.frame, self._session.connection.lookup_temporary)
+        finally:
+            self._stop(consumer)
+
+    def _next(self, consumer: "MessageConsumer") -> "_Delivery":
+        session = self._session
+        connection = session.connection
+        deadline = time.monotonic() + self.timeout
+        with session._cond:
+            while True:
+                if consumer._buffer:
+                    return consumer._buffer.popleft()
+                if self._closed or consumer._closed:
+                    raise IllegalStateError("%r was closed while browsing" % (self,))
+                if session._closing or session._closed:
+                    raise IllegalStateError("the session of %r is closed" % (self,))
+                connection.check_open()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BrowseTimeoutError("%r: no message and no end of browse from the broker within %.3g s"
+                                             % (self, self.timeout))
+                session._cond.wait(min(left, 0.5))
+
+    def close(self) -> None:
+        """End the browse in progress (UNSUBSCRIBE, waiting at most
+        ``close_timeout_ms`` for the receipt). Safe to call more than once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
+        session = self._session
+        with session._cond:
+            if self in session._browsers:
+                session._browsers.remove(self)
+            session._cond.notify_all()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("%r is closed" % (self,))
+        self._session._check_open()
+
+    def __enter__(self) -> "QueueBrowser":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,343 @@
+"""The JMS-style API's remaining features of issue 4 against a real ActiveMQ: durable
+subscribers and unsubscribe, queue browsers, MapMessage, scheduled delivery, and the
+release-after-rollback option."""
+import threading
+import time
+import uuid
+
+import pytest
+
+from amqstomp.exception import BrokerError, ConfigurationError
+from amqstomp.jms import (
+    AUTO_ACKNOWLEDGE,
+    NON_PERSISTENT,
+    BrowseTimeoutError,
+    ConnectionFactory,
+    IllegalStateError,
+    InvalidDestinationError,
+    MapMessage,
+    MessageFormatError,
+    Queue,
+    TextMessage,
+    Topic,
+)
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.broker
+
+
+def qname(prefix="feat"):
+    return "%s.%s" % (prefix, uuid.uuid4().hex[:10])
+
+
+def wait_until(predicate, timeout, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def drain(consumer, timeout=0.5, limit=10_000):
+    """Texts of the messages ``consumer`` gets until none comes for ``timeout`` s."""
+    out = []
+    for _ in range(limit):
+        message = consumer.receive(timeout)
+        if message is None:
+            break
+        out.append(message.text)
+    return out
+
+
+def send_texts(session, destination, texts, delivery_mode=None):
+    producer = session.create_producer(destination)
+    for text in texts:
+        if delivery_mode is None:
+            producer.send(TextMessage(text))
+        else:
+            producer.send(TextMessage(text), delivery_mode=delivery_mode)
+    producer.close()
+
+
+# --------------------------------------------------------------------------- durable subscribers
+
+
+@pytest.mark.timeout(90)
+def test_durable_subscriber_gets_what_was_published_while_closed_until_unsubscribed(activemq_persistent):
+    topic = Topic(qname("durable"))
+    client_id = qname("client")
+    factory = ConnectionFactory(activemq_persistent.url, client_id=client_id)
+    publisher_factory = ConnectionFactory(activemq_persistent.url)
+    with publisher_factory.create_connection() as publisher:
+        pub = publisher.create_session()
+        with factory.create_connection() as connection:
+            session = connection.create_session()
+            subscriber = session.create_durable_subscriber(topic, "orders-audit")
+            assert subscriber.durable_name == "orders-audit"
+            connection.start()
+            send_texts(pub, topic, ["live-1"])
+            assert drain(subscriber) == ["live-1"]
+            subscriber.close()
+            # the subscription outlives its consumer (and the connection)
+            send_texts(pub, topic, ["away-%d" % i for i in range(5)])
+        with factory.create_connection() as connection:
+            session = connection.create_session()
+            subscriber = session.create_durable_subscriber(topic, "orders-audit")
+            connection.start()
+            assert drain(subscriber) == ["away-%d" % i for i in range(5)]
+            # JMS (and ActiveMQ) refuse to remove a subscription in use
+            with pytest.raises(IllegalStateError, match="in use"):
+                session.unsubscribe("orders-audit")
+            with pytest.raises(IllegalStateError, match="open on this connection"):
+                session.create_durable_subscriber(topic, "orders-audit")
+            subscriber.close()
+            session.unsubscribe("orders-audit")
+            with pytest.raises(InvalidDestinationError, match="no durable subscription"):
+                session.unsubscribe("orders-audit")
+            send_texts(pub, topic, ["after-unsubscribe"])
+            # a new subscription of the same name starts empty: nothing kept after unsubscribe
+            subscriber = session.create_durable_subscriber(topic, "orders-audit")
+            assert drain(subscriber, timeout=1.0) == []
+            send_texts(pub, topic, ["fresh"])
+            assert drain(subscriber) == ["fresh"]
+            subscriber.close()
+            session.unsubscribe("orders-audit")
+
+
+@pytest.mark.timeout(60)
+def test_durable_subscriber_refuses_bad_input(activemq):
+    with ConnectionFactory(activemq.url).create_connection() as anonymous:
+        session = anonymous.create_session()
+        with pytest.raises(IllegalStateError, match="client id"):
+            session.create_durable_subscriber(Topic(qname()), "name")
+        with pytest.raises(IllegalStateError, match="client id"):
+            session.unsubscribe("name")
+    with ConnectionFactory(activemq.url, client_id=qname("client")).create_connection() as connection:
+        session = connection.create_session()
+        with pytest.raises(InvalidDestinationError, match="Topic"):
+            session.create_durable_subscriber(Queue(qname()), "name")
+        with pytest.raises(InvalidDestinationError, match="Topic"):
+            session.create_durable_subscriber(session.create_temporary_topic(), "name")
+        with pytest.raises(ValueError, match="non-empty str"):
+            session.create_durable_subscriber(Topic(qname()), "")
+        with pytest.raises(ValueError, match="non-empty str"):
+            session.unsubscribe(None)
+
+
+@pytest.mark.timeout(60)
+def test_durable_subscriber_uses_the_durable_topic_prefetch(activemq):
+    """The broker stops dispatching at the durable topic prefetch: with the connection
+    stopped nothing is consumed, so the buffer holds exactly ``prefetch`` messages,
+    while a plain topic subscriber (prefetch 32767) gets them all."""
+    topic = Topic(qname("prefetch"))
+    factory = ConnectionFactory(activemq.url + "?jms.prefetchPolicy.durableTopicPrefetch=7&jms.clientID="
+                                + qname("client"))
+    default_factory = ConnectionFactory(activemq.url, client_id=qname("client"))
+    with factory.create_connection() as connection, default_factory.create_connection() as default:
+        session = connection.create_session()
+        durable = session.create_durable_subscriber(topic, "seven")
+        plain = session.create_consumer(topic)
+        default_durable = default.create_session().create_durable_subscriber(topic, "hundred")
+        assert durable._sub.window.prefetch == 7
+        assert default_durable._sub.window.prefetch == 100  # ActiveMQPrefetchPolicy's default
+        send_texts(session, topic, ["m%d" % i for i in range(150)], delivery_mode=NON_PERSISTENT)
+        assert wait_until(lambda: len(plain._buffer) == 150, 10)
+        assert wait_until(lambda: len(default_durable._buffer) >= 100, 10)
+        time.sleep(0.3)  # the broker would have sent more by now if it were going to
+        assert len(durable._buffer) == 7
+        assert len(default_durable._buffer) == 100
+        connection.start()
+        default.start()
+        assert len(drain(durable)) == 150
+        assert len(drain(default_durable)) == 150
+        durable.close()
+        default_durable.close()
+        session.unsubscribe("seven")
+        default.create_session().unsubscribe("hundred")
+
+
+# --------------------------------------------------------------------------- queue browser
+
+
+@pytest.mark.timeout(90)
+def test_browser_sees_every_message_and_consumes_none(activemq):
+    queue = Queue(qname("browse"))
+    count = 300
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        send_texts(session, queue, ["m%d" % i for i in range(count)], delivery_mode=NON_PERSISTENT)
+        assert wait_until(lambda: queue_statistics(activemq, queue.name)["size"] == count, 10)
+        with session.create_browser(queue) as browser:
+            started = time.monotonic()
+            seen = [message.text for message in browser]
+            elapsed = time.monotonic() - started
+            assert seen == ["m%d" % i for i in range(count)]
+            # a second iteration is a new browse of the same messages
+            assert [m.text for m in browser.get_enumeration()] == seen
+        print("browsed %d messages in %.3f s" % (count, elapsed))
+        assert queue_statistics(activemq, queue.name)["size"] == count
+        selected = session.create_browser(Queue(queue.name), selector="JMSMessageID IS NOT NULL")
+        assert len(list(selected)) == count
+        selected.close()
+        # and every message is still there for a consumer
+        consumer = session.create_consumer(queue)
+        connection.start()
+        assert drain(consumer) == ["m%d" % i for i in range(count)]
+        assert queue_statistics(activemq, queue.name)["size"] == 0
+
+
+@pytest.mark.timeout(90)
+def test_browser_shows_at_most_the_brokers_max_browse_page_size(activemq):
+    """ActiveMQ's browse pages in at most the destination policy's maxBrowsePageSize
+    (400 by default) messages: a longer queue is browsed up to there, then
+    browser:end. Documented in the README."""
+    queue = Queue(qname("browse"))
+    count = 600
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        send_texts(session, queue, ["m%d" % i for i in range(count)], delivery_mode=NON_PERSISTENT)
+        assert wait_until(lambda: queue_statistics(activemq, queue.name)["size"] == count, 10)
+        with session.create_browser(queue, timeout=10) as browser:
+            seen = [message.text for message in browser]
+        assert seen == ["m%d" % i for i in range(400)]
+        assert queue_statistics(activemq, queue.name)["size"] == count
+
+
+@pytest.mark.timeout(60)
+def test_browser_selector_empty_queue_close_and_bad_input(activemq):
+    queue = Queue(qname("browse"))
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        assert list(session.create_browser(queue)) == []  # ends at browser:end at once
+        producer = session.create_producer(queue)
+        for i in range(10):
+            message = TextMessage("m%d" % i)
+            message.set_property("parity", "even" if i % 2 == 0 else "odd")
+            producer.send(message)
+        browser = session.create_browser(queue, selector="parity = 'odd'")
+        assert [m.text for m in browser] == ["m1", "m3", "m5", "m7", "m9"]
+        iterator = iter(browser)
+        assert next(iterator).text == "m1"
+        browser.close()
+        with pytest.raises(IllegalStateError):
+            next(iterator)
+        with pytest.raises(IllegalStateError):
+            list(browser)
+        with pytest.raises(InvalidDestinationError, match="Queue"):
+            session.create_browser(Topic(qname()))
+        with pytest.raises(ValueError, match="timeout"):
+            session.create_browser(queue, timeout=0)
+        with pytest.raises(BrokerError):
+            session.create_browser(queue, selector="this is not ( a selector")
+        assert queue_statistics(activemq, queue.name)["size"] == 10
+        # closing the session closes its browsers
+        other = session.create_browser(queue)
+        session.close()
+        assert other.closed
+
+
+@pytest.mark.timeout(60)
+def test_browser_times_out_instead_of_hanging(activemq):
+    queue = Queue(qname("browse"))
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        send_texts(session, queue, ["a", "b"])
+        browser = session.create_browser(queue, timeout=0.5)
+        # a browse whose end marker never comes: swallow it on its way in
+        consumer = browser._consumer
+        original = consumer._session._enqueue
+
+        def drop_end(target, frame):
+            if frame.headers.get("browser") != "end":
+                original(target, frame)
+
+        consumer._session._enqueue = drop_end
+        started = time.monotonic()
+        got = []
+        with pytest.raises(BrowseTimeoutError, match="within 0.5 s"):
+            for message in browser:
+                got.append(message.text)
+        assert got == ["a", "b"]
+        assert 0.4 < time.monotonic() - started < 5
+        consumer._session._enqueue = original
+        assert [m.text for m in browser] == ["a", "b"]  # the next browse works
+        browser.close()
+
+
+# --------------------------------------------------------------------------- MapMessage
+
+
+@pytest.mark.timeout(60)
+def test_map_message_round_trip_through_the_broker(activemq):
+    queue = Queue(qname("map"))
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        message = session.create_map_message()
+        message.set_int("int", -5)
+        message.set_long("long", 2 ** 40)
+        message.set_short("short", 300)
+        message.set_byte("byte", -7)
+        message.set_double("double", 1.25)
+        message.set_float("float", 0.5)
+        message.set_boolean("flag", True)
+        message.set_string("text", "grüße <&> \"q\"")
+        message.set_string("empty", "")
+        message.set_char("char", "λ")
+        message["inferred"] = 2 ** 31  # beyond an int: a long
+        message["nothing"] = None
+        message.set_property("kind", "map")
+        session.create_producer(queue).send(message)
+        text = TextMessage("plain")
+        session.create_producer(queue).send(text)
+
+        consumer = session.create_consumer(queue, map_messages=True)
+        connection.start()
+        received = consumer.receive(10)
+        assert isinstance(received, MapMessage)
+        assert received.to_dict() == {
+            "int": -5, "long": 2 ** 40, "short": 300, "byte": -7, "double": 1.25, "float": 0.5, "flag": True,
+            "text": "grüße <&> \"q\"", "empty": "", "char": "λ", "inferred": 2 ** 31, "nothing": None}
+        # the broker kept the Java types
+        assert [received.get_type(n) for n in ("int", "long", "short", "byte", "double", "float", "flag", "char",
+                                                "inferred", "nothing")] == [
+            "int", "long", "short", "byte", "double", "float", "boolean", "char", "long", "null"]
+        assert received.get_long("int") == -5 and received.get_string("double") == "1.25"
+        assert received.get_property("kind") == "map" and "transformation" not in received.properties
+        with pytest.raises(MessageFormatError, match="'long'"):
+            received.get_int("long")
+        with pytest.raises(KeyError, match="missing"):
+            received.get_int("missing")
+        assert received.get_string("missing") is None
+        # a text message on a map_messages consumer is still a text message
+        plain = consumer.receive(10)
+        assert plain.text == "plain" and "transformation" not in plain.properties
+
+
+@pytest.mark.timeout(60)
+def test_map_message_without_map_messages_and_bad_values(activemq):
+    queue = Queue(qname("map"))
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        session.create_producer(queue).send(MapMessage({"a": 1}))
+        consumer = session.create_consumer(queue)
+        connection.start()
+        received = consumer.receive(10)
+        assert isinstance(received, MapMessage)
+        with pytest.raises(MessageFormatError, match="map_messages=True"):
+            received.get_int("a")
+    message = MapMessage()
+    for bad in ({}, [1], object(), 1j, b"bytes"):
+        with pytest.raises(TypeError, match="'key'"):
+            message.set_object("key", bad)
+    with pytest.raises(TypeError, match="'key'"):
+        message.set_int("key", "5")
+    with pytest.raises(MessageFormatError, match="'key'"):
+        message.set_int("key", 2 ** 31)
+    with pytest.raises(MessageFormatError, match="'key'"):
+        message["key"] = 2 ** 63
+    with pytest.raises(MessageFormatError, match="'key'"):
+        message.set_string("key", "a\x00b")
+    with pytest.raises(MessageFormatError, match="non-empty str"):
+        message.set_int("", 1)
+    assert len(message) == 0
