@@ -505,3 +505,108 @@ def test_encode_bad_header_text(codec, headers, needle):
 def test_encode_none_bool_and_repeated_values(codec):
     out = codec.encode_frame("SEND", {"a": None, "persistent": True, "b": ("1", "2")}, None)
     assert out == b"SEND\npersistent:true\nb:1\nb:2\n\n\x00"
+
+
+# ---------------------------------------------------------------- encoding: compiled == twin
+
+def _encode_outcome(codec, args, kwargs):
+    """What encode_frame gives: ("ok", bytes) or (exception type, message)."""
+    try:
+        return "ok", codec.encode_frame(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the point is to compare any error
+        return type(exc), str(exc)
+
+
+def _same_encoding(args, kwargs=None):
+    if _codec_c is None:
+        pytest.skip("compiled codec not built")
+    kwargs = kwargs or {}
+    twin = _encode_outcome(_codec_py, args, kwargs)
+    compiled = _encode_outcome(_codec_c, args, kwargs)
+    assert compiled == twin, (args, kwargs)
+    return twin
+
+
+def test_compiled_encode_is_compiled():
+    """encode_frame of the compiled module is its own C function, not the twin's."""
+    if _codec_c is None:
+        pytest.skip("compiled codec not built")
+    assert _codec_c.encode_frame is not _codec_py.encode_frame
+    assert type(_codec_c.encode_frame).__name__ in ("cython_function_or_method", "builtin_function_or_method")
+
+
+ESCAPE_TEXTS = ["plain", "a:b", "x\ny", "back\\slash", "cr\rlf", "\\c:\\n", "é:✓\n", "::", "\r\n", ""]
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2", "3", None])
+@pytest.mark.parametrize("command", ["SEND", "CONNECT", "STOMP", "CONNECTED", "ACK", "MESSAGE", "send", "BOGUS"])
+def test_encode_compiled_matches_twin_escaping(command, version):
+    for name in ESCAPE_TEXTS:
+        for value in ESCAPE_TEXTS:
+            _same_encoding((command, {"destination": "/queue/a", name: value}, b"body", version))
+
+
+@pytest.mark.parametrize("body", [None, b"", b"abc", b"a\x00b", "été", "", "a\x00", bytearray(b"xy"),
+                                  memoryview(b"mv"), "\ud800", 12, True, 1.5, ["x"], object()])
+@pytest.mark.parametrize("auto", [True, False, 0, 1])
+def test_encode_compiled_matches_twin_bodies(body, auto):
+    _same_encoding(("SEND", {"destination": "/queue/a"}, body, "1.2", auto))
+    _same_encoding(("SEND", {"destination": "/queue/a"}, body), {"auto_content_length": auto})
+
+
+@pytest.mark.parametrize("length", [3, "3", " 3", "3 ", "03", "4", "2", "", "x", "\u0663", None, 3.0, True, b"3",
+                                    ["3"], ("3", "4")])
+@pytest.mark.parametrize("body", [b"abc", "abc", b"", None])
+def test_encode_compiled_matches_twin_content_length(length, body):
+    _same_encoding(("SEND", {"destination": "/queue/a", "content-length": length}, body, "1.2"))
+    _same_encoding(("SEND", {"content-length": length, "destination": "/queue/a"}, body, "1.0", False))
+
+
+@pytest.mark.parametrize("headers", [
+    None, {}, {"a": None}, {"persistent": True, "redelivered": False}, {"priority": 4, "n": -12, "big": 10 ** 30},
+    {"a": ("1", "2")}, {"a": ["1", None, "2"]}, {"a": b"bytes"}, {"a": b"\xff"}, {b"k": "v"}, {b"\xff": "v"},
+    {"": "v"}, {"k": ""}, {"k": "\ud800"}, {"\ud800": "v"}, {1: "v"}, {"k": 1.5}, {"k": object()},
+    [("k", "v")], "k:v", {"ké": "vé✓" * 50}, {"k" * 5000: "v" * 20000},
+])
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+def test_encode_compiled_matches_twin_headers(headers, version):
+    _same_encoding(("SEND", headers, b"x", version))
+    _same_encoding(("CONNECT", headers, None, version))
+
+
+def test_encode_compiled_matches_twin_mapping_types():
+    from collections import OrderedDict
+    from types import MappingProxyType
+
+    class Text(str):
+        pass
+
+    class Number(int):
+        pass
+
+    for headers in (OrderedDict([("b", "1"), ("a", "2")]), MappingProxyType({"a": "1:2"}),
+                    {Text("a:b"): Text("c\nd")}, {"n": Number(5)}):
+        _same_encoding(("SEND", headers, b"x", "1.2"))
+
+
+def test_encode_large_body_and_many_headers_match():
+    headers = {"h%d" % i: "v:%d\n" % i for i in range(300)}
+    body = bytes(range(256)) * 8192  # 2 MiB with NULs
+    kind, out = _same_encoding(("SEND", headers, body, "1.2"))
+    assert kind == "ok" and out.endswith(body + b"\x00")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    command=st.sampled_from(["SEND", "CONNECT", "ACK", "MESSAGE", "NACK", "STOMP"]),
+    version=st.sampled_from(["1.0", "1.1", "1.2"]),
+    headers=st.dictionaries(
+        st.text(max_size=12),
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=24), st.binary(max_size=8),
+                  st.lists(st.text(max_size=4), max_size=3)),
+        max_size=8),
+    body=st.one_of(st.none(), st.binary(max_size=64), st.text(max_size=32)),
+    auto=st.booleans(),
+)
+def test_encode_compiled_matches_twin_random(command, version, headers, body, auto):
+    _same_encoding((command, headers, body, version, auto))
