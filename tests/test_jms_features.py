@@ -341,3 +341,74 @@ def test_map_message_without_map_messages_and_bad_values(activemq):
     with pytest.raises(MessageFormatError, match="non-empty str"):
         message.set_int("", 1)
     assert len(message) == 0
+
+
+def test_map_message_parses_what_java_producers_send():
+    """XStream renders a Java producer's map with types amqstomp does not send
+    (byte[], others): byte[] is read as bytes, an unknown type as its text."""
+    body = (b"<map>\n  <entry>\n    <string>raw</string>\n    <byte-array>AAH+/w==</byte-array>\n  </entry>\n"
+            b"  <entry>\n    <string>when</string>\n    <sql-timestamp>2026-01-01 00:00:00.0</sql-timestamp>\n"
+            b"  </entry>\n  <entry>\n    <string>big</string>\n    <double>1.0E20</double>\n  </entry>\n"
+            b"  <entry>\n    <string>nan</string>\n    <float>NaN</float>\n  </entry>\n</map>")
+    message = MapMessage._from_xml(body)
+    assert message.get_bytes("raw") == b"\x00\x01\xfe\xff"
+    assert message.get_string("when") == "2026-01-01 00:00:00.0"
+    assert message.get_double("big") == 1e20
+    assert message.get_string("nan") == "NaN"
+    with pytest.raises(MessageFormatError, match="'raw'"):
+        message.get_string("raw")
+    with pytest.raises(MessageFormatError, match="DOCTYPE"):
+        MapMessage._from_xml(b'<!DOCTYPE map [<!ENTITY x "y">]><map/>')
+    with pytest.raises(MessageFormatError, match="not XML"):
+        MapMessage._from_xml(b"<map><entry>")
+    with pytest.raises(MessageFormatError, match="bad <int>"):
+        MapMessage._from_xml(b"<map><entry><string>k</string><int>x</int></entry></map>")
+
+
+# --------------------------------------------------------------------------- scheduled delivery
+
+
+@pytest.mark.timeout(60)
+def test_scheduled_delay_holds_the_message_back(activemq_factory):
+    broker = activemq_factory(scheduler=True)
+    queue = Queue(qname("scheduled"))
+    delay_ms = 2000
+    with ConnectionFactory(broker.url).create_connection() as connection:
+        session = connection.create_session()
+        consumer = session.create_consumer(queue)
+        connection.start()
+        later = TextMessage("later")
+        later.schedule(delay_ms=delay_ms)
+        assert later.properties == {"AMQ_SCHEDULED_DELAY": delay_ms}
+        producer = session.create_producer(queue)
+        sent = time.monotonic()
+        producer.send(later)
+        producer.send(TextMessage("now"))  # no delay: overtakes the scheduled one
+        first = consumer.receive(5)
+        assert first is not None and first.text == "now"
+        assert consumer.receive(delay_ms / 1000.0 - 0.5) is None  # not before the delay
+        second = consumer.receive(10)
+        waited = time.monotonic() - sent
+        assert second is not None and second.text == "later"
+        assert delay_ms / 1000.0 <= waited + 0.05 < delay_ms / 1000.0 + 3
+        # the property set by hand works the same way
+        by_hand = TextMessage("by hand")
+        by_hand.set_property("AMQ_SCHEDULED_DELAY", 1000)
+        sent = time.monotonic()
+        producer.send(by_hand)
+        assert consumer.receive(0.6) is None
+        got = consumer.receive(10)
+        assert got is not None and got.text == "by hand" and time.monotonic() - sent >= 0.95
+
+
+def test_schedule_refuses_bad_values():
+    message = TextMessage("x")
+    for kwargs in ({"delay_ms": -1}, {"delay_ms": 1.5}, {"delay_ms": True}, {"repeat": 2},
+                   {"period_ms": "10"}, {"cron": ""}):
+        with pytest.raises(ValueError):
+            message.schedule(**kwargs)
+    message.schedule(delay_ms=10, period_ms=100, repeat=3)
+    assert message.properties == {"AMQ_SCHEDULED_DELAY": 10, "AMQ_SCHEDULED_PERIOD": 100,
+                                  "AMQ_SCHEDULED_REPEAT": 3}
+    message.schedule(cron="0 * * * *")
+    assert message.properties == {"AMQ_SCHEDULED_CRON": "0 * * * *"}
