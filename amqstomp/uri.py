@@ -180,6 +180,10 @@ CONNECTION_OPTIONS = _table(
     Option("amqstomp.dupsOkAckTimeOut", "dups_ok_ack_timeout_ms", _MS, 1000,
            "DUPS_OK_ACKNOWLEDGE: ms a short ACK batch may wait (AUTO_ACKNOWLEDGE uses "
            "optimizeAcknowledgeTimeOut and idleAckTimeOut)"),
+    Option("amqstomp.releaseAfterRollback", "release_after_rollback", _bool, False,
+           "a transacted session's rollback() re-subscribes the consumers that got messages in "
+           "the transaction (UNSUBSCRIBE returns them to the queue, for any consumer) instead of "
+           "redelivering them locally; README \"Release after rollback\""),
 )
 
 #: Options of one STOMP transport (a member of a failover URI takes them too).

@@ -412,3 +412,78 @@ def test_schedule_refuses_bad_values():
                                   "AMQ_SCHEDULED_REPEAT": 3}
     message.schedule(cron="0 * * * *")
     assert message.properties == {"AMQ_SCHEDULED_CRON": "0 * * * *"}
+
+
+# --------------------------------------------------------------------------- release after rollback
+
+
+def _rolled_back_run(broker, release):
+    """Consumer A (transacted) rolls back everything it gets; consumer B on another
+    connection commits. Returns (texts B got, texts A got, whether B saw redelivered)."""
+    queue = Queue(qname("release"))
+    url = broker.url + "?jms.prefetchPolicy.queuePrefetch=1&jms.redeliveryPolicy.initialRedeliveryDelay=0" \
+                       "&jms.redeliveryPolicy.redeliveryDelay=0&jms.redeliveryPolicy.maximumRedeliveries=-1"
+    factory = ConnectionFactory(url, release_after_rollback=release)
+    texts = ["m%d" % i for i in range(10)]
+    a_got, b_got, b_redelivered = [], [], []
+    lock = threading.Lock()
+    with factory.create_connection() as a_connection, factory.create_connection() as b_connection:
+        a_session = a_connection.create_session(transacted=True)
+        a_consumer = a_session.create_consumer(queue)
+        send_texts(a_connection.create_session(), queue, texts)
+        a_connection.start()
+        first = a_consumer.receive(5)  # A holds a message in its transaction before B exists
+        assert first is not None
+        a_got.append(first.text)
+        b_session = b_connection.create_session(transacted=True)
+        b_consumer = b_session.create_consumer(queue)
+
+        def b_listener(message):
+            with lock:
+                b_got.append(message.text)
+                b_redelivered.append(message.redelivered)
+            b_session.commit()
+
+        b_consumer.set_message_listener(b_listener)
+        b_connection.start()
+        a_session.rollback()
+        deadline = time.monotonic() + (20 if release else 4)  # without release B never gets them all
+        while time.monotonic() < deadline:
+            with lock:
+                if sorted(set(b_got)) == texts:
+                    break
+            message = a_consumer.receive(0.2)
+            if message is not None:
+                a_got.append(message.text)
+                a_session.rollback()
+        b_consumer.set_message_listener(None)
+    return b_got, a_got, b_redelivered, texts
+
+
+@pytest.mark.timeout(90)
+def test_release_after_rollback_hands_rolled_back_messages_to_another_consumer(activemq):
+    b_got, a_got, b_redelivered, texts = _rolled_back_run(activemq, release=True)
+    assert sorted(b_got) == texts  # every message reached B, each once (B commits)
+    assert a_got[0] in b_got  # including the one A rolled back first
+    print("A rolled back %d deliveries; B got %d, %d marked redelivered"
+          % (len(a_got), len(b_got), sum(b_redelivered)))
+    assert b_redelivered[b_got.index(a_got[0])]  # the broker marks what A released
+
+
+@pytest.mark.timeout(90)
+def test_without_release_rolled_back_messages_stay_with_their_consumer(activemq):
+    b_got, a_got, b_redelivered, texts = _rolled_back_run(activemq, release=False)
+    assert a_got[0] not in b_got  # local redelivery: A keeps it (until poisoned)
+    assert a_got.count(a_got[0]) > 1
+    assert sorted(set(b_got)) != texts
+
+
+def test_release_after_rollback_is_a_documented_option():
+    from amqstomp.uri import CONNECTION_OPTIONS, options_table_markdown
+
+    assert CONNECTION_OPTIONS["amqstomp.releaseAfterRollback"].keyword == "release_after_rollback"
+    assert "amqstomp.releaseAfterRollback" in options_table_markdown()
+    with pytest.raises(ConfigurationError, match="release_after_rollback"):
+        ConnectionFactory("stomp://127.0.0.1:61613", release_after_rollback="yes")
+    assert ConnectionFactory("stomp://127.0.0.1:61613?amqstomp.releaseAfterRollback=true") \
+        .options["release_after_rollback"] is True

@@ -454,6 +454,31 @@ class MessageConsumer:
 
     # ------------------------------------------------------------ close
 
+    def _resubscribe(self) -> None:
+        """``release_after_rollback``: drop the local buffer, UNSUBSCRIBE (ActiveMQ
+        returns every message it delivered to this subscription and nobody acked to
+        the queue) and SUBSCRIBE again under a new id.
+
+        Raises:
+            BrokerError / ReceiptTimeout / ConnectionClosedException: the new
+                SUBSCRIBE failed (the consumer then gets nothing more).
+        """
+        session = self._session
+        with session._cond:
+            if self._closed:
+                return
+            self._buffer.clear()
+            self._paused_until = 0.0
+        self._unsubscribe()
+        with session._cond:
+            if self._closed:
+                return
+            self._buffer.clear()  # anything routed before the unsubscribe went through
+            connection = self._connection
+            self._sub_id = "%d.%d.%d" % (connection.number, session.number, connection.next_id())
+        log.debug("%r: re-subscribing after a rollback", self)
+        self._subscribe()
+
     def _unsubscribe(self) -> None:
         connection = self._connection
         connection._unregister_consumer(self._sub_id)

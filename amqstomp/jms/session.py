@@ -465,6 +465,10 @@ class Session:
         """Roll the transaction back: the broker drops its SENDs (ABORT), and the
         messages it consumed are redelivered locally by their consumers after the
         redelivery delay (poisoned to the DLQ after ``maximum_redeliveries``).
+        With ``release_after_rollback`` (``amqstomp.releaseAfterRollback``) the
+        consumers that got them re-subscribe instead, which returns the messages
+        (and what they had prefetched) to the queue for any consumer; see the
+        README's "Release after rollback" for the trade-off.
 
         Raises:
             IllegalStateError: not a transacted session, or closed.
@@ -484,8 +488,30 @@ class Session:
                                                       self.connection.close_timeout_s, "ABORT")
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
-        self._rollback_local()
+        if self.connection.options.get("release_after_rollback") and not self._closing:
+            self._release_after_rollback()
+        else:
+            self._rollback_local()
         self._finish_deferred_closes()
+
+    def _release_after_rollback(self) -> None:
+        """``release_after_rollback``: every consumer that got messages in the
+        rolled-back transaction UNSUBSCRIBEs (ActiveMQ puts what it delivered and
+        nobody acked back on the queue, for any consumer, marked redelivered) and
+        SUBSCRIBEs again; the others keep their subscriptions."""
+        with self._cond:
+            release = []
+            for consumer in self._all_consumers():
+                if consumer._delivered and not consumer._closed:
+                    release.append(consumer)
+                consumer._delivered = []
+                consumer._tx_acked = 0
+        for consumer in release:
+            try:
+                consumer._resubscribe()
+            except StompException as exc:
+                log.warning("%r: re-subscribing %r after a rollback failed: %s", self, consumer, exc)
+                self.connection._report(exc)
 
     def _rollback_local(self) -> None:
         with self._cond:
