@@ -5,6 +5,9 @@ temporary directory, with STOMP connectors bound to 127.0.0.1 only, and stops
 it again.  :func:`queue_statistics` asks a running broker (statistics plugin
 enabled) for a queue's counters over a raw socket.  The pytest fixtures that
 use them live in :mod:`amqstomp.testing.pytest_plugin`.
+:class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
+puts between a client and a broker to cut, stall, half-close or refuse
+connections.
 
 This package does not import the rest of amqstomp, so it can check the client
 against the broker's own view.
@@ -20,6 +23,7 @@ from .broker import (
     queue_statistics,
     topic_statistics,
 )
+from .proxy import ProxyError, TcpProxy
 
 __all__ = [
     "ACTIVEMQ_HOME",
@@ -28,6 +32,8 @@ __all__ = [
     "ActiveMQBroker",
     "BrokerNotAvailable",
     "BrokerStartError",
+    "ProxyError",
+    "TcpProxy",
     "broker_statistics",
     "queue_statistics",
     "topic_statistics",

@@ -9,6 +9,10 @@
     :class:`~amqstomp.testing.broker.ActiveMQBroker` with those options (pass
     ``wait=False`` to return before it answers, e.g. for a shared-store slave)
     and stops every broker it made at teardown.
+``tcp_proxy_factory``
+    function-scoped factory: ``tcp_proxy_factory((host, port), **options)``
+    starts a :class:`~amqstomp.testing.proxy.TcpProxy` in front of that
+    address and closes every proxy it made at teardown (needs no broker).
 
 When ActiveMQ is not installed the fixtures fail with an install hint; with
 ``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead.
@@ -22,13 +26,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
 
 from .broker import ActiveMQBroker, BrokerNotAvailable
+from .proxy import TcpProxy
 
-__all__ = ["activemq", "activemq_persistent", "activemq_factory"]
+__all__ = ["activemq", "activemq_persistent", "activemq_factory", "tcp_proxy_factory"]
 
 log = logging.getLogger("amqstomp.testing")
 
@@ -97,6 +102,34 @@ def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
                 broker.stop()
             except Exception as exc:  # keep stopping the others
                 log.exception("could not stop %r", broker)
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+@pytest.fixture
+def tcp_proxy_factory() -> Iterator[Callable[..., TcpProxy]]:
+    """``factory((host, port), **TcpProxy options)`` -> a started
+    :class:`~amqstomp.testing.proxy.TcpProxy` on 127.0.0.1; all of them are
+    closed when the test ends (the first error from a close is raised after
+    closing the others)."""
+    made: List[TcpProxy] = []
+
+    def factory(target: Tuple[str, int], **options: Any) -> TcpProxy:
+        proxy = TcpProxy(target, **options)
+        made.append(proxy)
+        proxy.start()
+        return proxy
+
+    try:
+        yield factory
+    finally:
+        errors = []
+        for proxy in reversed(made):
+            try:
+                proxy.close()
+            except Exception as exc:  # keep closing the others
+                log.exception("could not close %r", proxy)
                 errors.append(exc)
         if errors:
             raise errors[0]
