@@ -32,12 +32,21 @@ import logging
 import ssl
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .codec import Frame
-from .exception import ConnectFailedException, StompException
+from .exception import (
+    BrokerError,
+    ConnectFailedException,
+    ConnectionClosedException,
+    NotConnectedException,
+    StompException,
+    TransactionRolledBackError,
+)
+from .failover import ReconnectPolicy, Reconnector
 from .listener import ConnectionListener
-from .transport import DEFAULT_CLOSE_TIMEOUT, Transport
+from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .subscription import SubscriptionManager, pop_reserved
 from .uri import parse_destination
 from .utils import get_uuid, merge_headers
@@ -60,6 +69,11 @@ log = logging.getLogger("amqstomp.connection")
 #: Seconds ``disconnect()`` waits for the DISCONNECT receipt when the
 #: connection has no ``timeout``.
 DEFAULT_DISCONNECT_TIMEOUT = 10.0
+#: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
+#: broker that goes silent with the socket still open is only noticed by them.
+DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
+#: Message ids (and 1.2 ack ids) remembered to tell a lost socket's messages.
+_ACK_IDS_KEPT = 65536
 
 
 class BaseConnection:
@@ -67,9 +81,34 @@ class BaseConnection:
     :class:`StompConnection10`, :class:`StompConnection11` or
     :class:`StompConnection12`.
 
+    Reconnecting (keyword-only ``auto_reconnect=True``; off by default, as in
+    stomp.py, whose ``reconnect_sleep_*`` / ``reconnect_attempts_max`` only
+    govern the attempts inside ``connect``): after ``connect`` succeeded, a lost
+    socket (EOF, reset, a heart-beat timeout) is replaced by an
+    :class:`amqstomp.failover.Reconnector` with stomp.py's back-off
+    (``reconnect_sleep_initial`` s, each pause ``reconnect_sleep_increase``
+    longer, up to ``reconnect_sleep_max`` s, plus ``reconnect_sleep_jitter``)
+    for up to ``reconnect_attempts_max`` rounds over the hosts (-1: forever).
+    Listeners get ``on_transport_interrupted()`` instead of
+    ``on_disconnected()``, then ``on_connecting``/``on_connected`` and
+    ``on_transport_resumed()``; ``on_disconnected()`` only when the attempts
+    run out. The same CONNECT is sent again; with ``auto_resubscribe`` (the
+    default) every subscription is sent again with its id and headers, each
+    waiting for its RECEIPT (one the broker refuses is reported through
+    ``on_error`` once and dropped). While down, ``send``/``subscribe``/``begin``
+    wait for the new socket up to ``timeout`` seconds (30 when None), then
+    raise NotConnectedException. A frame written before the loss is not
+    written again (a SEND whose receipt you wait for fails with
+    ConnectionClosedException: send it again: at-least-once). ``ack``/``nack``
+    for a message of the lost socket are not sent (the broker redelivers it,
+    ``redelivered: true``); ``commit`` of a transaction begun before the loss
+    raises TransactionRolledBackError.
+
     Attributes:
         transport (Transport): the wire layer.
         version (str): the STOMP version this class asks for.
+        reconnector (Reconnector | None): the failover loop with
+            ``auto_reconnect``.
     """
 
     version = "1.1"
@@ -78,16 +117,18 @@ class BaseConnection:
     def _setup(self, host_and_ports: Optional[Sequence[HostAndPort]], prefer_localhost: bool,
                try_loopback_connect: bool, reconnect_sleep_initial: float, reconnect_sleep_increase: float,
                reconnect_sleep_jitter: float, reconnect_sleep_max: float, reconnect_attempts_max: int,
-               timeout: Optional[float], heartbeats: Tuple[int, int], keepalive: Any, vhost: Optional[str],
+               timeout: Optional[float], heartbeats: Optional[Tuple[int, int]], keepalive: Any, vhost: Optional[str],
                auto_decode: bool, encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
                bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
-               recv_bytes: int) -> None:
+               recv_bytes: int, auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
         self.transport = Transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
             reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
             timeout, keepalive, vhost, auto_decode, encoding, bind_host_port,
             ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
             recv_bytes=recv_bytes, auto_content_length=auto_content_length)
+        if heartbeats is None:
+            heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
         hb = tuple(int(x) for x in heartbeats)
         if len(hb) != 2 or min(hb) < 0:
             raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
@@ -99,6 +140,28 @@ class BaseConnection:
         self.auto_content_length = auto_content_length
         self.subscriptions = SubscriptionManager(self.transport)
         self._connect_lock = threading.Lock()
+        self.auto_resubscribe = bool(auto_resubscribe)
+        self._connect_args: Optional[Tuple[Any, ...]] = None
+        self._transactions: Dict[str, int] = {}  # open transaction -> the socket it began on
+        self._delivered_on: "OrderedDict[str, int]" = OrderedDict()  # ack/message id -> socket
+        #: the failover loop (``auto_reconnect=True``), else None
+        self.reconnector: Optional[Reconnector] = None
+        if auto_reconnect:
+            policy = ReconnectPolicy(
+                initial_reconnect_delay_ms=int(reconnect_sleep_initial * 1000),
+                max_reconnect_delay_ms=int(reconnect_sleep_max * 1000),
+                use_exponential_back_off=reconnect_sleep_increase > 0,
+                back_off_multiplier=1.0 + max(0.0, reconnect_sleep_increase),
+                max_reconnect_attempts=reconnect_attempts_max, randomize=False,
+                jitter=max(0.0, reconnect_sleep_jitter))
+            self.reconnector = Reconnector(self.transport, self.transport.host_and_ports, policy,
+                                           self._reestablish, self._gave_up)
+            self.transport.set_message_handler(self._remember_socket)
+
+    @property
+    def auto_reconnect(self) -> bool:
+        """True when a lost connection reconnects by itself (see ``auto_reconnect``)."""
+        return self.reconnector is not None
 
     # ---------------------------------------------------------------- listeners
 
@@ -160,9 +223,105 @@ class BaseConnection:
         """Send any frame as is (headers escaped per version by the codec).
 
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open (with ``auto_reconnect``:
+                none again within the connection's ``timeout``).
         """
-        self.transport.send_frame(cmd, headers, body)
+        self._send(cmd, headers, body)
+
+    # ---------------------------------------------------------------- failover
+
+    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
+        """``transport.send_frame``; with ``auto_reconnect`` a frame that finds the
+        connection down waits (bounded by ``timeout``) for the new socket and goes
+        there. A frame whose write failed half-way is written again: at-least-once."""
+        rc = self.reconnector
+        if rc is None:
+            return self.transport.send_frame(cmd, headers, body)
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self.transport.send_frame(cmd, headers, body)
+            except (NotConnectedException, ConnectionClosedException) as exc:
+                if not rc.armed:
+                    raise
+                if not rc.wait_connected(deadline - time.monotonic()):
+                    if rc.gave_up is not None:
+                        raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from exc
+                    raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from exc
+
+    def _remember_socket(self, frame: Frame) -> None:
+        """Reader thread (``auto_reconnect``): note which socket delivered a MESSAGE."""
+        headers = frame.headers
+        seq = self.transport.link_seq
+        kept = self._delivered_on
+        for key in ("message-id", "ack"):
+            value = headers.get(key)
+            if value is not None:
+                kept[value] = seq
+        while len(kept) > _ACK_IDS_KEPT:
+            kept.popitem(last=False)
+        self.subscriptions.on_message(frame)
+
+    def _from_lost_socket(self, ack_id: Any) -> bool:
+        if self.reconnector is None:
+            return False
+        if self.reconnector.reconnecting:
+            return True
+        seq = self._delivered_on.get(str(ack_id))
+        return seq is not None and seq != self.transport.link_seq
+
+    def _check_transaction(self, transaction: Optional[str]) -> None:
+        if transaction is None or self.reconnector is None:
+            return
+        seq = self._transactions.get(str(transaction))
+        if seq is not None and seq != self.transport.link_seq:
+            raise TransactionRolledBackError(
+                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
+
+    def _reestablish(self, host_and_port: HostAndPort) -> None:
+        """Failover thread: one attempt to replace the lost socket (Reconnector's
+        ``establish``): socket, the same CONNECT, CONNECTED, then every
+        subscription again (``auto_resubscribe``), each gated on its RECEIPT."""
+        transport = self.transport
+        if self._connect_args is None:  # pragma: no cover - armed only after connect()
+            raise ConnectFailedException("never connected")
+        username, passcode, headers, keyword_headers, command = self._connect_args
+        transport.open(self.version, only=host_and_port)
+        frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
+        if self.version == "1.2" and "host" not in frame_headers:
+            frame_headers["host"] = host_and_port[0]
+        transport.send_frame(command, frame_headers)
+        transport.wait_connected(self.timeout)
+        transport.notify("transport_resumed")
+        if not self.auto_resubscribe:
+            self.subscriptions.reset()
+            return
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        for sub in self.subscriptions.renew():
+            sub_headers = dict(sub.headers)
+            sub_headers["receipt"] = "amqstomp-resubscribe-%s-%d" % (sub.id, transport.link_seq)
+            future = transport.send_frame("SUBSCRIBE", sub_headers)
+            assert future is not None  # it has a receipt header
+            try:
+                transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
+            except BrokerError as exc:  # reported once (on_error), never retried
+                self.subscriptions.discard(sub.id)
+                log.error("subscription %s to %s refused after reconnecting; dropped: %s",
+                          sub.id, sub.destination, exc)
+
+    def _gave_up(self, exc: BaseException) -> None:
+        """Failover thread: the reconnect attempts ran out."""
+        self.subscriptions.reset()
+        self._transactions.clear()
+        for listener in self.transport.listeners.values():
+            fn = getattr(listener, "on_disconnected", None)
+            if fn is None:
+                continue
+            try:
+                fn()
+            except BaseException:
+                log.exception("listener %r raised in on_disconnected", listener)
 
     def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
         """Wait for the RECEIPT of a frame sent with ``receipt=receipt_id``.
@@ -217,10 +376,16 @@ class BaseConnection:
                 ``wait``, the broker answered ERROR, closed the connection or
                 said nothing within ``timeout`` (the socket is then closed).
         """
+        rc = self.reconnector
+        if rc is not None and rc.reconnecting:  # the failover loop is at it already
+            if not rc.wait_connected(timeout if timeout is not None else self.timeout):
+                raise ConnectFailedException("not reconnected: %s" % (rc.gave_up or rc.last_error,))
+            return
         with self._connect_lock:  # concurrent callers: one socket, one CONNECT
             opened = not self.transport.is_open()
             if opened:
                 self.subscriptions.reset()
+                self._transactions.clear()
                 host_and_port = self.transport.open(self.version)
                 frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
                 if self.version == "1.2" and "host" not in frame_headers:
@@ -231,6 +396,9 @@ class BaseConnection:
                 except StompException as exc:
                     self.transport.close(reason="connect failed: %s" % exc)
                     raise ConnectFailedException(str(exc)) from exc
+                self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
+                if rc is not None:
+                    rc.arm()
         if not opened:
             if wait and not self.transport.is_connected():
                 self.transport.wait_connected(timeout)
@@ -239,6 +407,8 @@ class BaseConnection:
             if wait:
                 self.transport.wait_connected(timeout)
         except StompException as exc:
+            if rc is not None:
+                rc.disarm()
             self.transport.close(reason="connect failed: %s" % exc)
             if isinstance(exc, ConnectFailedException):
                 raise
@@ -257,6 +427,9 @@ class BaseConnection:
             receipt (str | None): receipt id to use (a fresh one when None).
         """
         transport = self.transport
+        if self.reconnector is not None:
+            self.reconnector.disarm()
+        self._transactions.clear()
         if not transport.is_open():
             transport.close()
             return
@@ -317,7 +490,8 @@ class BaseConnection:
                 frame_headers["content-length"] = len(payload)
         elif self.auto_content_length and payload:
             frame_headers["content-length"] = len(payload)
-        self.transport.send_frame("SEND", frame_headers, payload)
+        self._check_transaction(frame_headers.get("transaction"))
+        self._send("SEND", frame_headers, payload)
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:
@@ -325,16 +499,28 @@ class BaseConnection:
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
         frame_headers["transaction"] = transaction
-        self.transport.send_frame("BEGIN", frame_headers)
+        self._send("BEGIN", frame_headers)
+        if self.reconnector is not None:
+            self._transactions[str(transaction)] = self.transport.link_seq
         return transaction
 
     def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
                **keyword_headers: Any) -> None:
-        """COMMIT ``transaction`` (ActiveMQ then delivers its SENDs and applies its ACKs)."""
+        """COMMIT ``transaction`` (ActiveMQ then delivers its SENDs and applies its ACKs).
+
+        Raises:
+            TransactionRolledBackError: (``auto_reconnect``) the transaction
+                began on a socket that was lost since: the broker rolled it back.
+        """
         if transaction is None:
             raise ValueError("'transaction' is required")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
+        try:
+            self._check_transaction(transaction)
+        finally:
+            if self.reconnector is not None:
+                self._transactions.pop(str(transaction), None)
         self.transport.send_frame("COMMIT", frame_headers)
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -345,6 +531,10 @@ class BaseConnection:
             raise ValueError("'transaction' is required")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
+        if self.reconnector is not None:
+            began_on = self._transactions.pop(str(transaction), None)
+            if began_on is not None and began_on != self.transport.link_seq:
+                return  # gone with its socket: nothing to abort
         self.transport.send_frame("ABORT", frame_headers)
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
@@ -364,7 +554,7 @@ class BaseConnection:
             return
         frame_headers, _ = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         try:
-            self.transport.send_frame("SUBSCRIBE", frame_headers)
+            self._send("SUBSCRIBE", frame_headers)
         except BaseException:
             self.subscriptions.discard(id)
             raise
@@ -373,9 +563,16 @@ class BaseConnection:
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
         frame_headers = merge_headers([ack_headers, keyword_headers])
         if transaction:
+            self._check_transaction(transaction)
             frame_headers["transaction"] = transaction
         if receipt:
             frame_headers["receipt"] = receipt
+        if self.reconnector is not None:
+            ack_id = ack_headers.get("id", ack_headers.get("message-id"))
+            if self._from_lost_socket(ack_id):
+                # never on another socket: the broker redelivers the message (redelivered: true)
+                log.info("%s for %s not sent: the message came on a connection that was lost", command, ack_id)
+                return
         self.transport.send_frame(command, frame_headers)
 
     def __enter__(self) -> "BaseConnection":
@@ -405,11 +602,13 @@ class StompConnection10(BaseConnection):
                  timeout: Optional[float] = None, keepalive: Any = None, auto_decode: bool = True,
                  encoding: str = "utf-8", auto_content_length: bool = True,
                  bind_host_port: Optional[HostAndPort] = None, *, vhost: Optional[str] = None,
-                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
         self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
                     reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
                     timeout, (0, 0), keepalive, vhost, auto_decode, encoding, auto_content_length, 1.5,
-                    bind_host_port, ssl_context, recv_bytes)
+                    bind_host_port, ssl_context, recv_bytes,
+                    auto_reconnect, auto_resubscribe)
 
     def subscribe(self, destination: str, id: Optional[str] = None, ack: str = "auto",
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -447,7 +646,10 @@ class StompConnection11(BaseConnection):
     same order: ``heartbeats`` is ``(cx, cy)`` in ms (STOMP 1.2
     "Heart-beating"), ``heart_beat_receive_scale`` the grace factor on the
     receive side, ``vhost`` the ``host`` header; plus keyword-only
-    ``ssl_context`` and ``recv_bytes``. See :class:`amqstomp.transport.Transport`.
+    ``ssl_context``, ``recv_bytes``, ``auto_reconnect`` and
+    ``auto_resubscribe`` (see :class:`BaseConnection`). See
+    :class:`amqstomp.transport.Transport`. ``heartbeats`` defaults to (0, 0),
+    or to :data:`DEFAULT_FAILOVER_HEARTBEATS` with ``auto_reconnect``.
     """
 
     version = "1.1"
@@ -456,15 +658,17 @@ class StompConnection11(BaseConnection):
                  try_loopback_connect: bool = True, reconnect_sleep_initial: float = 0.1,
                  reconnect_sleep_increase: float = 0.5, reconnect_sleep_jitter: float = 0.1,
                  reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = 3,
-                 timeout: Optional[float] = None, heartbeats: Tuple[int, int] = (0, 0), keepalive: Any = None,
+                 timeout: Optional[float] = None, heartbeats: Optional[Tuple[int, int]] = None, keepalive: Any = None,
                  vhost: Optional[str] = None, auto_decode: bool = True, encoding: str = "utf-8",
                  auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,
                  bind_host_port: Optional[HostAndPort] = None, *,
-                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536) -> None:
+                 ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
         self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
                     reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
                     timeout, heartbeats, keepalive, vhost, auto_decode, encoding, auto_content_length,
-                    heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes)
+                    heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes,
+                    auto_reconnect, auto_resubscribe)
 
     def subscribe(self, destination: str, id: Any, ack: str = "auto",
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:

@@ -78,3 +78,11 @@ class ConfigurationError(StompException, ValueError):
     ``tcp://`` URI, an unknown ``jms.*`` option, a value of the wrong type. The
     message names the option and the URI (ActiveMQConnectionFactory refuses
     unknown ``jms.*`` options too)."""
+
+
+class TransactionRolledBackError(StompException):
+    """``commit()`` failed and the transaction was rolled back: the broker
+    refused the COMMIT, or the connection was lost while the transaction was
+    open (the broker rolls back a transaction whose connection ends; ActiveMQ's
+    ``javax.jms.TransactionRolledBackException`` after a failover). Its sends
+    were dropped; its consumed messages come again."""

@@ -1,21 +1,44 @@
-"""Failover, first piece: the reconnect policy of ActiveMQ's failover transport
-(``org.apache.activemq.transport.failover.FailoverTransport``), as pure decisions.
+"""Failover: ActiveMQ's failover transport
+(``org.apache.activemq.transport.failover.FailoverTransport``) for STOMP.
 
-``failover:(stomp://a:61613,stomp://b:61613)?randomize=false&maxReconnectAttempts=5``
-is parsed by :func:`amqstomp.uri.parse_uri`; :meth:`ReconnectPolicy.from_uri`
-takes its options. What to do with a lost connection (the loop, replaying
-CONNECT and subscriptions) builds on these decisions in a later step.
+Two pieces:
 
-No sockets, no clocks, no threads: the caller counts attempts and sleeps.
+* :class:`ReconnectPolicy` -- when to try the next broker and when to give up,
+  as pure decisions (no sockets, clocks or threads), with FailoverTransport's
+  defaults; ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false``
+  URIs are parsed by :func:`amqstomp.uri.parse_uri` and
+  :meth:`ReconnectPolicy.from_uri` takes their options;
+* :class:`Reconnector` -- the loop that keeps one
+  :class:`~amqstomp.transport.Transport` connected. It takes over a lost
+  socket (the transport's link-lost hook), tries the brokers with the
+  policy's back-off on a thread of its own (``amqstomp-failover``, alive only
+  while reconnecting), and calls the facade's ``establish(host_and_port)``
+  for each attempt: open the socket, CONNECT, wait for CONNECTED, replay the
+  subscriptions. The facades (:mod:`amqstomp.connection`, :mod:`amqstomp.jms`)
+  own what is replayed; this module owns when.
+
+What a lost socket means for the application (documented in the README's
+"Failover" section): messages delivered on it and not acknowledged come again
+from the broker (``redelivered: true``) and ACKs for them are never written on
+the new socket; a transaction open at the loss fails on commit with
+:class:`~amqstomp.exception.TransactionRolledBackError`.
+
+Licensed under the Apache License, Version 2.0.
 """
 import logging
 import random
-from typing import Any, List, Optional, Sequence, TypeVar
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
-from .exception import ConfigurationError
+from .exception import ConfigurationError, ConnectFailedException, StompException
 from .uri import FAILOVER_OPTIONS, BrokerURI
 
-__all__ = ["ReconnectPolicy"]
+__all__ = ["ReconnectPolicy", "Reconnector"]
+
+log = logging.getLogger("amqstomp.failover")
+
+HostAndPort = Tuple[str, int]
 
 T = TypeVar("T")
 
@@ -38,6 +61,8 @@ class ReconnectPolicy:
         priority_backup (bool): prefer the first broker of the list (kept for the
             failover loop; no decision here yet).
         timeout_ms (int): how long a send waits while disconnected; -1 = forever.
+        jitter (float): up to this fraction is added to each delay at random
+            (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
 
     Raises:
         ConfigurationError: a negative delay, a multiplier < 1, attempts < -1.
@@ -46,7 +71,8 @@ class ReconnectPolicy:
     def __init__(self, initial_reconnect_delay_ms: int = 10, max_reconnect_delay_ms: int = 30000,
                  use_exponential_back_off: bool = True, back_off_multiplier: float = 2.0,
                  max_reconnect_attempts: int = -1, startup_max_reconnect_attempts: int = -1,
-                 randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1) -> None:
+                 randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1,
+                 jitter: float = 0.0) -> None:
         for name, value, low in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms, 0),
                                  ("max_reconnect_delay_ms", max_reconnect_delay_ms, 0),
                                  ("max_reconnect_attempts", max_reconnect_attempts, -1),
@@ -54,6 +80,8 @@ class ReconnectPolicy:
                                  ("timeout_ms", timeout_ms, -1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
+        if not 0 <= jitter <= 10:
+            raise ConfigurationError("jitter must be from 0 to 10, got %r" % (jitter,))
         if not back_off_multiplier >= 1:
             raise ConfigurationError("back_off_multiplier must be >= 1, got %r" % (back_off_multiplier,))
         self.initial_reconnect_delay_ms = initial_reconnect_delay_ms
@@ -65,6 +93,7 @@ class ReconnectPolicy:
         self.randomize = bool(randomize)
         self.priority_backup = bool(priority_backup)
         self.timeout_ms = timeout_ms
+        self.jitter = float(jitter)
 
     @classmethod
     def from_uri(cls, uri: BrokerURI) -> "ReconnectPolicy":
@@ -81,7 +110,10 @@ class ReconnectPolicy:
         delay = float(self.initial_reconnect_delay_ms)
         if self.use_exponential_back_off and attempt > 1:
             delay *= self.back_off_multiplier ** min(attempt - 1, 1000)
-        return int(min(delay, float(self.max_reconnect_delay_ms)))
+        delay = min(delay, float(self.max_reconnect_delay_ms))
+        if self.jitter:
+            delay *= 1.0 + random.random() * self.jitter
+        return int(delay)
 
     def gives_up(self, attempts: int, ever_connected: bool) -> bool:
         """True when ``attempts`` failed attempts are the limit: ``max_reconnect_attempts``
@@ -113,3 +145,245 @@ class ReconnectPolicy:
     def __repr__(self) -> str:
         fields: Any = ", ".join("%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
         return "ReconnectPolicy(%s)" % fields
+
+
+class Reconnector:
+    """Keeps one transport connected (see the module docstring).
+
+    Args:
+        transport: the :class:`~amqstomp.transport.Transport` to watch; its
+            link-lost hook is set here.
+        endpoints (list[tuple[str, int]]): the brokers, in URI order.
+        policy (ReconnectPolicy): back-off, attempt limits, order.
+        establish: ``establish((host, port))`` makes one attempt: open the
+            transport to that broker, CONNECT, wait for CONNECTED, replay state.
+            It raises (any :class:`~amqstomp.exception.StompException` or
+            ``OSError``) when the attempt failed; the socket is then closed here.
+        on_gave_up: ``on_gave_up(exc)`` when the policy's attempt limit is
+            reached after a loss (on the failover thread); ``exc`` is a
+            :class:`~amqstomp.exception.ConnectFailedException`.
+        name (str): thread name and log prefix.
+
+    Thread: ``amqstomp-failover`` runs only between a loss and the end of the
+    reconnect (success, give-up or :meth:`disarm`).
+    """
+
+    def __init__(self, transport: Any, endpoints: Sequence[HostAndPort], policy: ReconnectPolicy,
+                 establish: Callable[[HostAndPort], None],
+                 on_gave_up: Optional[Callable[[BaseException], None]] = None,
+                 name: str = "amqstomp-failover") -> None:
+        if not endpoints:
+            raise ConfigurationError("failover needs at least one broker")
+        self.transport = transport
+        self.endpoints: List[HostAndPort] = [(str(h), int(p)) for h, p in endpoints]
+        self.policy = policy
+        self.name = name
+        self._establish = establish
+        self._on_gave_up = on_gave_up
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._stop.set()  # disarmed until arm()
+        self._up = threading.Event()
+        self._reconnecting = False
+        self._thread: Optional[threading.Thread] = None
+        self.ever_connected = False
+        #: times a lost socket was replaced
+        self.failovers = 0
+        #: monotonic time of the last loss and of the reconnect after it (None until then)
+        self.lost_at: Optional[float] = None
+        self.resumed_at: Optional[float] = None
+        #: why the last attempt failed, or the last loss
+        self.last_error: Optional[BaseException] = None
+        self.gave_up: Optional[BaseException] = None
+        transport.set_link_lost_hook(self._on_link_lost)
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def armed(self) -> bool:
+        """True between :meth:`arm` and :meth:`disarm` (losses are taken over)."""
+        return not self._stop.is_set()
+
+    @property
+    def reconnecting(self) -> bool:
+        """True while a lost socket is being replaced."""
+        return self._reconnecting
+
+    def wait_connected(self, timeout_s: Optional[float]) -> bool:
+        """Block until the transport is connected again (True), the reconnector
+        gives up or is disarmed, or ``timeout_s`` seconds pass (False; None =
+        no limit while armed)."""
+        deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
+        while True:
+            if self.transport.is_connected() and not self._reconnecting:
+                return True
+            if not self.armed:
+                return False
+            wait = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if wait <= 0:
+                return False
+            self._up.wait(wait)
+
+    # ------------------------------------------------------------ control
+
+    def connect(self, timeout_s: Optional[float] = None) -> HostAndPort:
+        """The first connection, on the calling thread, with the policy's start-up
+        limit (``startup_max_reconnect_attempts``) and at most ``timeout_s``
+        seconds when given; arms the reconnector.
+
+        Raises:
+            ConnectFailedException: the limit or ``timeout_s`` was reached.
+        """
+        self.arm()
+        with self._lock:
+            self._reconnecting = True  # an attempt's lost socket is this loop's business
+        try:
+            return self._loop(None if timeout_s is None else time.monotonic() + timeout_s)
+        except BaseException:
+            self.disarm()
+            raise
+        finally:
+            with self._lock:
+                if self._thread is None:
+                    self._reconnecting = False
+
+    def arm(self) -> None:
+        """Take over losses from now on."""
+        with self._lock:
+            self._stop.clear()
+            self.gave_up = None
+            if self.transport.is_open():
+                self.ever_connected = True  # the facade connected by itself
+
+    def disarm(self, join_timeout_s: float = 10.0) -> None:
+        """Stop taking over losses and end a reconnect in progress (bounded wait
+        for the failover thread). Call before closing the transport on purpose."""
+        with self._lock:
+            self._stop.set()
+            thread = self._thread
+        self._up.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(join_timeout_s)
+            if thread.is_alive():
+                log.warning("%s: failover thread still running %.1f s after disarm", self.name, join_timeout_s)
+
+    # ------------------------------------------------------------ the loop
+
+    def _on_link_lost(self, seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
+        """Transport's reader thread: a socket ended without close(). Returns the
+        event the listeners hear (see ``Transport.set_link_lost_hook``)."""
+        with self._lock:
+            if self._stop.is_set():
+                return "disconnected"
+            self.last_error = error or ConnectFailedException(reason)
+            if self._reconnecting:
+                return None  # an attempt's socket: the running loop sees it is not connected and goes on
+            self._reconnecting = True
+            self._up.clear()
+            self.lost_at = time.monotonic()
+            log.warning("%s: connection to %s lost (%s); failing over", self.name,
+                        _where(self.transport.current_host_and_port or self._last_host()), reason)
+            thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread = thread
+        thread.start()
+        return "transport_interrupted"
+
+    def _last_host(self) -> Optional[HostAndPort]:
+        link = getattr(self.transport, "_link", None)
+        return link.host_and_port if link is not None else None
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except ConnectFailedException as exc:
+            if self.armed:
+                self.gave_up = exc
+                with self._lock:
+                    self._stop.set()
+                self._up.set()
+                if self._on_gave_up is not None:
+                    try:
+                        self._on_gave_up(exc)
+                    except Exception:
+                        log.exception("%s: on_gave_up failed", self.name)
+        except Exception:  # a bug: never end silently
+            log.exception("%s: failover loop failed", self.name)
+        finally:
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+                    self._reconnecting = False
+
+    def _loop(self, deadline: Optional[float] = None) -> HostAndPort:
+        """Try the brokers until one is connected; raises ConnectFailedException
+        when the policy gives up, ``deadline`` (monotonic) passes or the
+        reconnector is disarmed."""
+        passes = 0
+        last: Optional[BaseException] = None
+        while True:
+            for host_and_port in self.policy.order(self.endpoints):
+                if self._stop.is_set():
+                    raise ConnectFailedException("failover stopped (the connection is being closed)")
+                try:
+                    self._establish(host_and_port)
+                except (StompException, OSError) as exc:
+                    last = exc
+                    self.last_error = exc
+                    log.debug("%s: attempt on %s failed: %s", self.name, _where(host_and_port), exc)
+                    self._discard()
+                    continue
+                with self._lock:
+                    if self._stop.is_set():
+                        closing = True
+                    elif self.transport.is_connected():
+                        closing = False
+                        self._reconnecting = False
+                        if self.ever_connected:
+                            self.failovers += 1
+                            self.resumed_at = time.monotonic()
+                        self.ever_connected = True
+                        self._up.set()
+                    else:
+                        closing = None  # lost again at once: next broker
+                if closing is None:
+                    continue
+                if closing:
+                    self._discard()
+                    raise ConnectFailedException("failover stopped (the connection is being closed)")
+                if self.failovers and self.resumed_at is not None and self.lost_at is not None:
+                    log.info("%s: reconnected to %s after %.3f s", self.name, _where(host_and_port),
+                             self.resumed_at - self.lost_at)
+                return host_and_port
+            passes += 1
+            gave_up = self.policy.gives_up(passes, self.ever_connected)
+            level = self.policy.log_level(passes, gave_up)
+            if level is not None:
+                log.log(level, "%s: failed to connect to %s after %d attempt(s)%s: %s", self.name,
+                        ", ".join(_where(hp) for hp in self.endpoints), passes,
+                        "; giving up" if gave_up else ", continuing to retry", last)
+            delay_s = self.policy.delay_ms(passes) / 1000.0
+            if not gave_up and deadline is not None and time.monotonic() + delay_s >= deadline:
+                gave_up = True
+                log.error("%s: no broker of %s within the time allowed", self.name,
+                          ", ".join(_where(hp) for hp in self.endpoints))
+            if gave_up:
+                raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
+                                             % (", ".join(_where(hp) for hp in self.endpoints), passes, last))
+            if self._stop.wait(delay_s):
+                raise ConnectFailedException("failover stopped (the connection is being closed)")
+
+    def _discard(self) -> None:
+        try:
+            self.transport.close(10.0, reason="failover attempt abandoned", silent=True)
+        except Exception:  # pragma: no cover - close never raises by design
+            log.exception("%s: closing a failed attempt", self.name)
+
+    def __repr__(self) -> str:
+        state = "reconnecting" if self._reconnecting else ("armed" if self.armed else "disarmed")
+        return "<Reconnector %s %s failovers=%d>" % (self.name, state, self.failovers)
+
+
+def _where(host_and_port: Optional[HostAndPort]) -> str:
+    if host_and_port is None:
+        return "?"
+    return "%s:%s" % host_and_port

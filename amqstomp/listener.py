@@ -41,7 +41,19 @@ class ConnectionListener:
 
     def on_heartbeat_timeout(self) -> None:
         """Nothing arrived from the broker within the negotiated heart-beat
-        interval (with grace); ``on_disconnected`` follows."""
+        interval (with grace); ``on_disconnected`` follows (or, when the
+        connection reconnects by itself, ``on_transport_interrupted``)."""
+
+    def on_transport_interrupted(self) -> None:
+        """The socket was lost and the connection reconnects by itself
+        (``auto_reconnect=True``; ActiveMQ's TransportListener.transportInterrupted).
+        Messages not acknowledged yet come again, from the broker, flagged
+        ``redelivered``; ACKs for them are not sent on the new socket."""
+
+    def on_transport_resumed(self) -> None:
+        """A new socket is connected (CONNECTED arrived) after
+        ``on_transport_interrupted``; subscriptions are being replayed
+        (ActiveMQ's TransportListener.transportResumed)."""
 
     def on_before_message(self, frame: Any) -> None:
         """Called for each MESSAGE on every listener before any ``on_message``."""

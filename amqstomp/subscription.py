@@ -29,7 +29,7 @@ import difflib
 import logging
 import threading
 import time
-from typing import Any, Dict, Mapping, MutableMapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
 
 from .exception import ConfigurationError, NotConnectedException, StompException
 from .flow import (
@@ -113,11 +113,13 @@ class Subscription:
     window, and the state of local redelivery."""
 
     __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
-                 "redelivery_policy", "failures", "newest", "newest_seq")
+                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
-                 window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy) -> None:
+                 window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy,
+                 make_window: Optional[Callable[[], SubscriptionWindow]] = None) -> None:
         self.id = id
+        self.make_window = make_window  # a fresh window like this one (for a replay on a new socket)
         self.destination = destination
         self.ack = ack
         self.headers = headers
@@ -256,19 +258,26 @@ class SubscriptionManager:
             raise ConfigurationError(
                 "prefetch size 0 (pull) delivers nothing over STOMP on ActiveMQ; use 1 and take messages "
                 "one at a time (SEEDS 001: consumers that cannot buffer use prefetch 1)")
+        window_prefetch, window_mode = max(prefetch, 1), ACK_MODES[ack]
+        ack_batch_cap = _option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1)
+        timeout_ms = _option_int(options, "optimize_acknowledge_timeout_ms", 300)
+        interval_ms = _option_int(options, "optimized_ack_scheduled_ack_interval_ms", 0)
+        idle_ms = _option_int(options, "idle_ack_ms", 50)
+        max_buffered = options.get("max_buffered")
+        max_bytes = _option_int(options, "max_buffered_bytes", DEFAULT_MAX_BUFFERED_BYTES)
+
+        def make_window() -> SubscriptionWindow:
+            return SubscriptionWindow(
+                window_prefetch, window_mode, auto_ack=optimize, optimize_acknowledge=optimize,
+                ack_batch_cap=ack_batch_cap, optimize_acknowledge_timeout_ms=timeout_ms,
+                optimized_ack_scheduled_ack_interval_ms=interval_ms, idle_ack_ms=idle_ms,
+                max_buffered=max_buffered, max_buffered_bytes=max_bytes)
+
         try:
-            window = SubscriptionWindow(
-                max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize, optimize_acknowledge=optimize,
-                ack_batch_cap=_option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1),
-                optimize_acknowledge_timeout_ms=_option_int(options, "optimize_acknowledge_timeout_ms", 300),
-                optimized_ack_scheduled_ack_interval_ms=_option_int(
-                    options, "optimized_ack_scheduled_ack_interval_ms", 0),
-                idle_ack_ms=_option_int(options, "idle_ack_ms", 50),
-                max_buffered=options.get("max_buffered"),
-                max_buffered_bytes=_option_int(options, "max_buffered_bytes", DEFAULT_MAX_BUFFERED_BYTES))
+            window = make_window()
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        sub = Subscription(sub_id, name, ack, frame_headers, window, policy)
+        sub = Subscription(sub_id, name, ack, frame_headers, window, policy, make_window)
         self._subs[sub_id] = sub
         return frame_headers, sub
 
@@ -317,6 +326,23 @@ class SubscriptionManager:
             self._retire(sub)
         self._subs.clear()
         self._owner.clear()
+
+    def renew(self) -> List[Subscription]:
+        """A new socket replaces a lost one (failover): every subscription starts
+        again with an empty window, same id and headers. What the lost socket
+        delivered and nobody acknowledged comes again from the broker; the old
+        socket's frames still queued are dropped (client acks) and no ACK is
+        ever sent for them on the new socket. Returns the new subscriptions, in
+        the order they were made, for the facade to SUBSCRIBE again."""
+        fresh: List[Subscription] = []
+        for sub_id, old in list(self._subs.items()):
+            self._retire(old)
+            window = old.make_window() if old.make_window is not None else old.window
+            sub = Subscription(old.id, old.destination, old.ack, old.headers, window,
+                               old.redelivery_policy, old.make_window)
+            self._subs[sub_id] = sub
+            fresh.append(sub)
+        return fresh
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:

@@ -374,6 +374,8 @@ class _Link:
         self.resume.set()
         self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
         self.seq = seq
+        self.by_client = False  # closed by Transport.close() (not lost): no failover
+        self.silent = False  # a failover attempt abandoned: no disconnected event
 
     def threads(self) -> List[threading.Thread]:
         return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
@@ -504,6 +506,7 @@ class Transport:
         self._consumed_hook: Optional[Callable[[Frame], None]] = None
         self._failed_hook: Optional[Callable[[Frame, str], None]] = None
         self._dispatch_filter: Optional[Callable[[Frame], bool]] = None
+        self._link_lost_hook: Optional[Callable[[int, str, Optional[BaseException]], Optional[str]]] = None
 
     # ------------------------------------------------------------ configuration
 
@@ -620,6 +623,14 @@ class Transport:
             return 0, 0
         return link.send_ms, link.recv_ms
 
+    @property
+    def link_seq(self) -> int:
+        """Number of the current (or last) socket of this transport: 1 for the
+        first, +1 for each new one; 0 before the first. A failover layer tells
+        the messages of a lost socket from the new socket's by it."""
+        link = self._link
+        return link.seq if link is not None else 0
+
     def is_open(self) -> bool:
         """True while a socket is open (CONNECTED may not have arrived yet)."""
         link = self._link
@@ -632,7 +643,7 @@ class Transport:
 
     # ------------------------------------------------------------ open / close
 
-    def open(self, version: str = "1.2") -> HostAndPort:
+    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None) -> HostAndPort:
         """Open a socket to the first reachable broker and start the link's threads.
 
         Listeners get ``on_connecting((host, port))`` first. No STOMP frame is
@@ -641,6 +652,8 @@ class Transport:
         Args:
             version (str): STOMP version to encode and parse with until the
                 broker's CONNECTED names the negotiated one.
+            only (tuple[str, int] | None): one attempt to this broker only (a
+                failover layer's own loop decides where and when to retry).
 
         Returns:
             tuple[str, int]: the (host, port) connected to.
@@ -656,7 +669,7 @@ class Transport:
                 raise StompException("transport already open to %s:%s" % old.host_and_port)
         if old is not None:
             self._join(old, DEFAULT_CLOSE_TIMEOUT)
-        channel, host_and_port = self.open_socket()
+        channel, host_and_port = self.open_socket(only)
         link = _Link(channel, host_and_port, version, next(self._link_seq))
         with self._lock:
             self._link = link
@@ -670,7 +683,8 @@ class Transport:
         link.reader.start()
         return host_and_port
 
-    def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client") -> None:
+    def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client",
+              silent: bool = False) -> None:
         """Close the socket (no DISCONNECT frame) and wait for the link's threads.
 
         Pending receipt futures fail with ConnectionClosedException; listeners
@@ -681,10 +695,14 @@ class Transport:
         Args:
             timeout (float | None): seconds to wait for the threads in all
                 (not waited for when None).
+            silent (bool): no ``on_receiver_loop_completed`` / ``on_disconnected``
+                (a failover layer abandoning one attempt of its own).
         """
         link = self._link
         if link is None:
             return
+        link.by_client = True
+        link.silent = link.silent or silent
         self._close_link(link, reason)
         if timeout is not None:
             self._join(link, timeout)
@@ -700,10 +718,10 @@ class Transport:
                 log.warning("thread %s still running %.1f s after close (a listener callback busy?)",
                             thread.name, timeout)
 
-    def open_socket(self) -> Tuple[Any, HostAndPort]:
+    def open_socket(self, only: Optional[HostAndPort] = None) -> Tuple[Any, HostAndPort]:
         """Connect to the first reachable of :attr:`host_and_ports`, with
-        stomp.py's attempts and back-off. The one place sockets are made: a
-        failover layer replaces or wraps this method.
+        stomp.py's attempts and back-off; or make one attempt to ``only``. The
+        one place sockets are made.
 
         Returns:
             (channel, (host, port)).
@@ -711,6 +729,13 @@ class Transport:
         Raises:
             ConnectFailedException: every attempt failed.
         """
+        if only is not None:
+            try:
+                channel = self._connect_one((str(only[0]), int(only[1])))
+            except (OSError, ssl.SSLError, ConnectFailedException) as exc:
+                raise ConnectFailedException("could not connect to %s:%s: %s" % (only[0], only[1], exc)) from exc
+            log.info("connected to %s:%s%s", only[0], only[1], " (TLS)" if channel.tls else "")
+            return channel, (str(only[0]), int(only[1]))
         attempts = 0
         rounds = 0
         last_error: Optional[BaseException] = None
@@ -1000,6 +1025,15 @@ class Transport:
         broker redelivers)."""
         self._dispatch_filter = fn
 
+    def set_link_lost_hook(self, hook: Optional[Callable[[int, str, Optional[BaseException]], Optional[str]]]) -> None:
+        """Run ``hook(link_seq, reason, error)`` on the reader thread when a socket
+        ends that :meth:`close` did not end (EOF, a socket or protocol error, a
+        heart-beat timeout). It returns what the listeners hear last:
+        ``"disconnected"`` (no failover), ``"transport_interrupted"`` (a failover
+        layer took the loss over) or None (nothing: a failover attempt of its own
+        failed). It must not block."""
+        self._link_lost_hook = hook
+
     def set_failed_hook(self, hook: Optional[Callable[[Frame, str], None]]) -> None:
         """Run ``hook(frame, reason)`` on the dispatcher thread instead of the
         consumed hook when the application did not have ``frame``: a listener
@@ -1056,7 +1090,8 @@ class Transport:
         """Queue listener callback ``on_<event>`` on the dispatcher (after
         everything already queued). ``event`` is one of connecting, connected,
         message, receipt, error, heartbeat, heartbeat_timeout, disconnecting,
-        receiver_loop_completed, disconnected."""
+        receiver_loop_completed, disconnected, transport_interrupted,
+        transport_resumed."""
         link = self._link
         if link is not None:
             self._post(link, event, arg)
@@ -1122,8 +1157,18 @@ class Transport:
                     link.write_lock.release()
             else:
                 channel.close()
-            self._post(link, "receiver_loop_completed", None)
-            self._post(link, "disconnected", None)
+            last: Optional[str] = "disconnected"
+            hook = self._link_lost_hook
+            if hook is not None and not link.by_client:
+                try:
+                    last = hook(link.seq, reason, error)
+                except Exception:
+                    log.exception("link-lost hook failed")
+            if link.silent:
+                last = None
+            if last is not None:
+                self._post(link, "receiver_loop_completed", None)
+                self._post(link, last, None)
             link.events.put(_STOP)
 
     def _on_frame(self, link: _Link, frame: Frame) -> None:
@@ -1311,7 +1356,7 @@ class Transport:
         elif event == "receiver_loop_completed":
             for listener in listeners:
                 _call(listener, "on_receiver_loop_completed", None)
-        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected
+        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
             name = "on_" + event
             for listener in listeners:
                 _call0(listener, name)

@@ -41,9 +41,17 @@ def test_unknown_keyword_is_refused():
         ConnectionFactory("stomp://localhost:61613", producer_window_size="big")
 
 
-def test_failover_is_a_later_release():
-    with pytest.raises(ConfigurationError, match="failover comes in a later release"):
-        ConnectionFactory("failover:(stomp://a:61613,stomp://b:61613)")
+def test_failover_uri_options_and_defaults():
+    factory = ConnectionFactory("failover:(stomp://a:61613,stomp://b:61614)?randomize=false"
+                                "&maxReconnectAttempts=5&jms.prefetchPolicy.all=7")
+    uri = factory._resolved.uri
+    assert [ep.host_and_port for ep in uri.endpoints] == [("a", 61613), ("b", 61614)]
+    assert factory.options["prefetch_all"] == 7
+    assert factory.options["heartbeats"] == (5000, 5000)  # failover: a silent broker must be noticed
+    assert ConnectionFactory("failover:(stomp://a:61613)?nested.heartBeat=0,0").options["heartbeats"] == (0, 0)
+    assert ConnectionFactory("stomp://a:61613").options["heartbeats"] == (0, 0)
+    with pytest.raises(ConfigurationError, match="maxReconectAttempts"):
+        ConnectionFactory("failover:(stomp://a:61613)?maxReconectAttempts=5")
 
 
 def test_uri_and_keyword_options_merge_keywords_win():

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException, StompException
+from ..failover import ReconnectPolicy
 from ..flow import RedeliveryPolicy
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .destination import Destination, TemporaryQueue, TemporaryTopic, _Temporary
@@ -63,7 +64,11 @@ class ConnectionFactory:
     Args:
         broker_url (str): ``stomp://host:61613`` or ``stomp+ssl://host:61612``, with
             ActiveMQ's URI options, e.g.
-            ``stomp://127.0.0.1:61613?jms.prefetchPolicy.all=50&heartBeat=1000,1000``.
+            ``stomp://127.0.0.1:61613?jms.prefetchPolicy.all=50&heartBeat=1000,1000``;
+            or ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false`` (the
+            README's "Failover" section: reconnect with FailoverTransport's back-off,
+            replay of CONNECT and subscriptions; heart-beats default to 5000,5000
+            there, so a silent broker is noticed too).
         **options: the same options by Python keyword (docs/options.md, and the
             README's "JMS-style API" section for the producer options); keywords win
             over the URI. Also ``ssl_context`` (an ``ssl.SSLContext``), or
@@ -72,9 +77,8 @@ class ConnectionFactory:
             unless your context says otherwise).
 
     Raises:
-        ConfigurationError: an OpenWire ``tcp://`` URI (amqstomp speaks STOMP), a
-            ``failover:`` URI (a later release), an unknown ``jms.*`` option or
-            keyword, a bad value.
+        ConfigurationError: an OpenWire ``tcp://`` URI (amqstomp speaks STOMP), an
+            unknown ``jms.*`` or failover option or keyword, a bad value.
     """
 
     def __init__(self, broker_url: str = "stomp://localhost:61613", **options: Any) -> None:
@@ -87,12 +91,16 @@ class ConnectionFactory:
         """Every option by keyword, as connections will use them (a copy)."""
         return dict(self._resolved.options)
 
-    def create_connection(self, username: Optional[str] = None, password: Optional[str] = None) -> "Connection":
+    def create_connection(self, username: Optional[str] = None, password: Optional[str] = None,
+                          timeout_s: Optional[float] = None) -> "Connection":
         """Connect (the consumer socket; CONNECT and CONNECTED) and return the
         connection, stopped: call :meth:`Connection.start` to get messages.
 
         Args:
             username, password: override ``jms.userName`` / ``jms.password``.
+            timeout_s (float | None): with a ``failover:`` URI, give up after this
+                many seconds (None: the URI's ``startupMaxReconnectAttempts``
+                decide, -1 = keep trying, as ActiveMQ's client does).
 
         Raises:
             ConnectFailedException: the broker is unreachable, refused the login
@@ -103,7 +111,7 @@ class ConnectionFactory:
             options["username"] = username
         if password is not None:
             options["password"] = password
-        return Connection(self, options)
+        return Connection(self, options, timeout_s)
 
     def __repr__(self) -> str:
         return "ConnectionFactory(%r)" % (self.broker_url,)
@@ -115,11 +123,17 @@ class Connection:
     for its sockets and threads. Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, factory: ConnectionFactory, options: Dict[str, Any]) -> None:
+    def __init__(self, factory: ConnectionFactory, options: Dict[str, Any],
+                 timeout_s: Optional[float] = None) -> None:
         self.factory = factory
         self.options = options
         self.number = next(_connection_ids)
-        self._endpoint = factory._resolved.uri.endpoints[0]
+        uri = factory._resolved.uri
+        self._endpoint = uri.endpoints[0]
+        self._endpoints = list(uri.endpoints)
+        #: the failover URI's reconnect policy, or None for a plain stomp:// URI
+        self.reconnect_policy: Optional[ReconnectPolicy] = ReconnectPolicy.from_uri(uri) if uri.failover else None
+        self._transport_listener: Any = None
         self._lock = threading.RLock()
         self._sessions: List["Session"] = []
         self._consumers: Dict[str, "MessageConsumer"] = {}
@@ -142,8 +156,8 @@ class Connection:
             maximum_redelivery_delay_ms=options["maximum_redelivery_delay_ms"])
         self._producer_link: Optional[Link] = None
         self._consumer_link = Link(self, "consumer", self._endpoint, options, options.get("client_id"),
-                                   self._route)
-        self._consumer_link.open()
+                                   self._route, self._endpoints, self.reconnect_policy)
+        self._consumer_link.open(timeout_s)
 
     # ------------------------------------------------------------ properties
 
@@ -197,6 +211,14 @@ class Connection:
     @property
     def exception_listener(self) -> Optional[ExceptionListener]:
         return self._exception_listener
+
+    def set_transport_listener(self, listener: Any) -> None:
+        """With a ``failover:`` URI, ``listener.on_transport_interrupted()`` runs when
+        a socket of this connection is lost (a new one is being sought; sends
+        wait), ``listener.on_transport_resumed()`` when a new socket is connected
+        (ActiveMQ's ``TransportListener``). Either method may be missing. They run
+        on the dispatcher thread of the socket concerned."""
+        self._transport_listener = listener
 
     def set_usage_listener(self, on_usage_full: Optional[UsageListener] = None,
                            on_usage_not_full: Optional[UsageListener] = None) -> None:
@@ -317,7 +339,8 @@ class Connection:
         with self._lock:
             self.check_open()
             if self._producer_link is None:
-                link = Link(self, "producer", self._endpoint, self.options, None, None)
+                link = Link(self, "producer", self._endpoint, self.options, None, None,
+                            self._endpoints, self.reconnect_policy)
                 link.open()
                 self._producer_link = link
             return self._producer_link
@@ -387,10 +410,47 @@ class Connection:
             exc = BrokerError("broker error on the %s socket: %s" % (link.role, message), frame)
         self._report(exc)
 
-    def _on_link_lost(self, link: Link) -> None:
+    def _on_transport_event(self, link: Link, name: str) -> None:
+        """Dispatcher thread of ``link``: on_transport_interrupted / on_transport_resumed."""
+        if name == "on_transport_interrupted":
+            log.info("%r: %s socket lost; failing over", self, link.role)
+        fn = getattr(self._transport_listener, name, None)
+        if fn is None:
+            return
+        try:
+            fn()
+        except BaseException:  # a listener must not end the dispatcher thread
+            log.exception("transport listener %s raised", name)
+
+    def _on_link_resumed(self, link: Link) -> None:
+        """Failover thread: ``link`` has a new socket (CONNECTED arrived). The
+        consumer link's subscriptions are sent again with their ids and headers,
+        each waiting for its RECEIPT; one the broker refuses is reported to the
+        exception listener once (not retried)."""
+        manager = link.manager
+        if manager is None:
+            return
+        wait_s = link.connect_timeout_s
+        for sub in manager.renew():
+            headers = dict(sub.headers)
+            headers["receipt"] = "resubscribe-%s-%d" % (sub.id, link.transport.link_seq)
+            future = link.transport.send_frame("SUBSCRIBE", headers)
+            assert future is not None  # it has a receipt header
+            try:
+                link.transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
+            except BrokerError as exc:
+                manager.discard(sub.id)
+                log.error("%r: subscription %s (%s) refused after failover; its consumer gets nothing more: %s",
+                          self, sub.id, sub.destination, exc)
+                self._report(BrokerError("subscription to %s refused after failover (its consumer gets no more "
+                                         "messages; close it): %s" % (sub.destination, exc), exc.frame))
+
+    def _on_link_lost(self, link: Link, gave_up: Optional[BaseException] = None) -> None:
         if link.closing or self._closed:
             return
         reason = link.close_reason()
+        if gave_up is not None:
+            reason = "failover gave up: %s" % gave_up
         if link.heartbeat_timed_out:
             reason = "heart-beat timeout (%s)" % reason
         exc = ConnectionClosedException("the %s socket of %r was lost: %s" % (link.role, self, reason))
@@ -398,6 +458,8 @@ class Connection:
         for other in (self._consumer_link, self._producer_link):
             if other is not None and other is not link:
                 other.closing = True
+                if other.reconnector is not None:
+                    other.reconnector.disarm(0.0)
                 other.transport.close(None, reason="the %s socket was lost" % link.role)
         for session in self._session_list():
             session._wake()

@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0.
 """
 from typing import Any, Optional
 
-from ..exception import BrokerError, StompException
+from ..exception import BrokerError, StompException, TransactionRolledBackError
 
 __all__ = [
     "JMSError",
@@ -40,11 +40,6 @@ class IllegalStateError(JMSError):
     """An operation that the object's state does not allow: ``commit()`` on a
     non-transacted session, ``receive()`` on a consumer with a listener, any
     call on a closed object (``javax.jms.IllegalStateException``)."""
-
-
-class TransactionRolledBackError(JMSError):
-    """``commit()`` failed and the transaction was rolled back: its sends were
-    dropped by the broker and its consumed messages are redelivered locally."""
 
 
 class MessageFormatError(JMSError, ValueError):

@@ -14,9 +14,14 @@ threads), the CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
   connection's "executor" (as in the Java client): exception listener and
   usage callbacks run there, never on the reader.
 
-Nothing here knows about failover yet: a failover link will replace
-:meth:`Link.open` (a new socket, CONNECT, then replay of the subscriptions the
-manager holds) and keep the rest.
+With a ``failover:`` URI a link has a :class:`amqstomp.failover.Reconnector`:
+a lost socket is replaced (same CONNECT, same client id), the consumer link's
+subscriptions are sent again (each gated on its RECEIPT), frames wait for the
+new socket (bounded), a synchronous SEND whose socket was lost before its
+RECEIPT came is written again on the new one (at-least-once), and ACKs or
+transactional frames of the lost socket's messages and transactions are never
+written on the new one (the broker redelivers those messages; a COMMIT of a
+transaction begun on the lost socket raises TransactionRolledBackError).
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -35,9 +40,12 @@ from ..exception import (
     BrokerError,
     ConnectFailedException,
     ConnectionClosedException,
+    NotConnectedException,
     ReceiptTimeout,
     StompException,
+    TransactionRolledBackError,
 )
+from ..failover import ReconnectPolicy, Reconnector
 from ..flow import PrefetchPolicy
 from ..subscription import SubscriptionManager, ack_headers
 from ..transport import Transport, TimerHandle
@@ -57,6 +65,8 @@ ASYNC_RECEIPT_PREFIX = "a-"
 _SYNC_RECEIPT_PREFIX = "s-"
 
 _ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
+#: message ids (and 1.2 ack ids) remembered per failover link, to tell the lost socket's messages
+_DELIVERED_KEPT = 65536
 
 
 class UsageEvent:
@@ -111,7 +121,7 @@ class ProducerWindow:
         (A send larger than the window goes when nothing else awaits a receipt.)"""
         with self.cond:
             while self.chunks and self.in_flight + nbytes > self.size:
-                if not link.transport.is_connected():
+                if link.gone():
                     raise ConnectionClosedException("connection closed while waiting for room in the producer "
                                                     "window: %s" % link.close_reason())
                 wait = 0.5
@@ -153,7 +163,7 @@ class ProducerWindow:
         (or the link is gone)."""
         with self.cond:
             while self.chunks:
-                if not link.transport.is_connected():
+                if link.gone():
                     return False
                 wait = 0.5
                 if deadline is not None:
@@ -291,6 +301,8 @@ class _ManagerPort:
         pass
 
     def deliver_message(self, frame: Frame) -> None:
+        if self._link.reconnector is not None:
+            self._link.remember_socket(frame.headers)
         if self._link.version == "1.0" and self._link.is_activemq:
             headers = frame.headers
             if "subscription" in headers and "message-id" in headers:
@@ -329,6 +341,12 @@ class _LinkListener:
     def on_disconnected(self) -> None:
         self.link.connection._on_link_lost(self.link)
 
+    def on_transport_interrupted(self) -> None:
+        self.link.connection._on_transport_event(self.link, "on_transport_interrupted")
+
+    def on_transport_resumed(self) -> None:
+        self.link.connection._on_transport_event(self.link, "on_transport_resumed")
+
     def on_usage_full(self) -> None:
         event = self.link.tracker.pop_event()
         if event is not None:
@@ -361,18 +379,23 @@ class Link:
     Args:
         connection: the owning :class:`amqstomp.jms.Connection`.
         role (str): ``"consumer"`` or ``"producer"`` (thread names, messages).
-        endpoint (Endpoint): the broker.
+        endpoint (Endpoint): the broker (the first one of a failover URI).
         options (dict): the connection's resolved options.
         client_id (str | None): CONNECT's ``client-id`` (the consumer link only:
             ActiveMQ refuses a second connection with the same client id).
         route: where MESSAGE frames go (consumer link), or None.
+        endpoints (list[Endpoint] | None): every broker of a ``failover:`` URI.
+        policy (ReconnectPolicy | None): reconnect with it (failover); None: a
+            lost socket breaks the connection.
     """
 
     def __init__(self, connection: "Connection", role: str, endpoint: Endpoint, options: Mapping[str, Any],
-                 client_id: Optional[str], route: Optional[Callable[[Frame], None]]) -> None:
+                 client_id: Optional[str], route: Optional[Callable[[Frame], None]],
+                 endpoints: Optional[List[Endpoint]] = None, policy: Optional[ReconnectPolicy] = None) -> None:
         self.connection = connection
         self.role = role
         self.endpoint = endpoint
+        self.endpoints = list(endpoints or [endpoint])
         self.options = options
         self.client_id = client_id
         self.closing = False
@@ -381,24 +404,34 @@ class Link:
         timeout_ms = options.get("connection_timeout_ms") or 30000
         self.connect_timeout_s = timeout_ms / 1000.0
         self.transport = Transport(
-            [endpoint.host_and_port], prefer_localhost=False, try_loopback_connect=False,
+            [ep.host_and_port for ep in self.endpoints], prefer_localhost=False, try_loopback_connect=False,
             reconnect_attempts_max=1, timeout=self.connect_timeout_s,
             keepalive=bool(options.get("keepalive")) or None, vhost=options.get("vhost"),
             auto_decode=False,
-            ssl_context=make_ssl_context(options) if endpoint.tls else None,
             heart_beat_receive_scale=float(options.get("heart_beat_receive_scale") or 1.5))
+        tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
+        if tls_hosts:
+            self.transport.set_ssl_context(make_ssl_context(options), tls_hosts)
         self.transport.set_listener("amqstomp-jms", _LinkListener(self))
+        #: the failover loop (a ``failover:`` URI), else None
+        self.reconnector: Optional[Reconnector] = None
+        self._delivered_on: "OrderedDict[str, int]" = OrderedDict()  # message/ack id -> socket
+        self._transactions: Dict[str, int] = {}  # transaction -> the socket its BEGIN went on
+        if policy is not None:
+            self.reconnector = Reconnector(
+                self.transport, [ep.host_and_port for ep in self.endpoints], policy, self._establish,
+                self._gave_up, name="amqstomp-jms%d-%s-failover" % (connection.number, role))
         self.tracker = SendTracker(self, (options.get("usage_full_after_ms") or 0) / 1000.0)
         #: every asynchronous SEND asks for a receipt (the consumer socket: ActiveMQ must never
         #: stop reading it); else one per producer-window chunk
         self.receipt_every_send = role == "consumer"
         self.manager: Optional[SubscriptionManager] = None
         if route is not None:
-            policy = PrefetchPolicy(
+            prefetch_policy = PrefetchPolicy(
                 queue_prefetch=options["queue_prefetch"], queue_browser_prefetch=options["queue_browser_prefetch"],
                 durable_topic_prefetch=options["durable_topic_prefetch"], topic_prefetch=options["topic_prefetch"],
                 all=options.get("prefetch_all"))
-            self.manager = SubscriptionManager(_ManagerPort(self.transport, route, self), policy,
+            self.manager = SubscriptionManager(_ManagerPort(self.transport, route, self), prefetch_policy,
                                                audit_depth=int(options.get("audit_depth") or 0))
 
     # ------------------------------------------------------------ state
@@ -433,16 +466,38 @@ class Link:
 
     # ------------------------------------------------------------ open / close
 
-    def open(self) -> None:
-        """Open the socket, send CONNECT and wait for CONNECTED.
+    def open(self, timeout_s: Optional[float] = None) -> None:
+        """Open the socket, send CONNECT and wait for CONNECTED (with failover: try
+        the brokers with the policy's start-up limit, for at most ``timeout_s``
+        seconds when given).
 
         Raises:
             ConnectFailedException: no socket, an ERROR (bad login, client id in
                 use) or no CONNECTED within ``connection_timeout_ms``.
         """
+        if self.reconnector is not None:
+            self.reconnector.connect(timeout_s)
+            return
+        self._connect(None)
+
+    def _establish(self, host_and_port: Tuple[str, int]) -> None:
+        """Failover thread (or :meth:`open`): one attempt on ``host_and_port``;
+        after a loss, also the replay (the connection's :meth:`_on_link_resumed`)."""
+        assert self.reconnector is not None
+        resumed = self.reconnector.ever_connected
+        self._connect(host_and_port)
+        if resumed:
+            self.transport.notify("transport_resumed")
+            self.connection._on_link_resumed(self)
+
+    def _gave_up(self, exc: BaseException) -> None:
+        """Failover thread: the policy's attempts ran out: the connection is broken."""
+        self.connection._on_link_lost(self, exc)
+
+    def _connect(self, only: Optional[Tuple[str, int]]) -> None:
         options = self.options
         version = options["version"]
-        host, _ = self.transport.open(version)
+        host, _ = self.transport.open(version, only=only)
         for thread in self.threads():  # amqstomp-reader-1 -> amqstomp-jms1-consumer-reader
             kind = thread.name.split("-")[1] if thread.name.count("-") >= 2 else thread.name
             thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
@@ -461,8 +516,9 @@ class Link:
             self.transport.send_frame("CONNECT", headers)
             self.connected_frame = self.transport.wait_connected(self.connect_timeout_s)
         except StompException as exc:
-            self.closing = True
-            self.transport.close(reason="connect failed: %s" % exc)
+            if self.reconnector is None:
+                self.closing = True
+            self.transport.close(reason="connect failed: %s" % exc, silent=self.reconnector is not None)
             if isinstance(exc, ConnectFailedException):
                 raise
             raise ConnectFailedException(str(exc)) from exc
@@ -473,6 +529,8 @@ class Link:
         """Ack what the manager still holds, DISCONNECT (waiting up to ``timeout_s``
         for the receipt), close the socket and wait for the link's threads."""
         self.closing = True
+        if self.reconnector is not None:
+            self.reconnector.disarm(timeout_s)
         transport = self.transport
         if transport.is_connected():
             deadline = time.monotonic() + timeout_s
@@ -488,9 +546,85 @@ class Link:
 
     # ------------------------------------------------------------ frames
 
+    # ------------------------------------------------------------ failover
+
+    def gone(self) -> bool:
+        """True when the socket is down for good (no failover, or it gave up)."""
+        if self.transport.is_connected():
+            return False
+        return self.reconnector is None or not self.reconnector.armed
+
+    def remember_socket(self, headers: Mapping[str, str]) -> None:
+        """Reader thread (failover): note which socket delivered a MESSAGE."""
+        seq = self.transport.link_seq
+        kept = self._delivered_on
+        for key in ("message-id", "ack"):
+            value = headers.get(key)
+            if value is not None:
+                kept[value] = seq
+        while len(kept) > _DELIVERED_KEPT:
+            kept.popitem(last=False)
+
+    def _stale(self, cmd: str, headers: Mapping[str, Any]) -> Optional[str]:
+        """Why a frame must not go on the current socket (it belongs to a lost
+        one), or None."""
+        seq = self.transport.link_seq
+        tx = headers.get("transaction")
+        if tx is not None:
+            began = self._transactions.get(str(tx))
+            if cmd == "BEGIN":
+                self._transactions[str(tx)] = seq
+            elif began is not None and began != seq:
+                return "transaction %s began on a lost connection" % (tx,)
+        if cmd in ("ACK", "NACK"):
+            ack_id = headers.get("id", headers.get("message-id"))
+            delivered = self._delivered_on.get(str(ack_id))
+            if delivered is not None and delivered != seq:
+                return "message %s came on a lost connection" % (ack_id,)
+        return None
+
+    def _await_up(self, deadline: Optional[float], what: str) -> None:
+        """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
+        policy's ``timeout``; raise when it does not come."""
+        rc = self.reconnector
+        if rc is None or not rc.armed:
+            raise ConnectionClosedException("the %s socket is closed: %s" % (self.role, self.close_reason()))
+        policy_ms = rc.policy.timeout_ms
+        limit = None if policy_ms < 0 else time.monotonic() + policy_ms / 1000.0
+        if deadline is not None:
+            limit = deadline if limit is None else min(limit, deadline)
+        if not rc.wait_connected(None if limit is None else max(0.0, limit - time.monotonic())):
+            if rc.gave_up is not None:
+                raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, rc.gave_up))
+            raise NotConnectedException("%s not sent: no broker reconnected in time (failover timeout)" % what)
+
+    def _write(self, cmd: str, headers: Mapping[str, Any], body: Any,
+               deadline: Optional[float] = None) -> "Optional[Future[Frame]]":
+        """``transport.send_frame``, riding through a failover: a frame that finds
+        the socket down waits for the new one. Frames of a lost socket's
+        transaction or messages are dropped here (None)."""
+        if self.reconnector is None:
+            return self.transport.send_frame(cmd, headers, body)
+        while True:
+            if self.transport.is_connected() and not self.reconnector.reconnecting:
+                why = self._stale(cmd, headers)
+                if why is not None:
+                    if cmd == "COMMIT":
+                        raise TransactionRolledBackError("commit failed: %s; the broker rolled it back" % why)
+                    log.info("%s not sent on the new socket: %s", cmd, why)
+                    return None
+                try:
+                    return self.transport.send_frame(cmd, headers, body)
+                except (NotConnectedException, ConnectionClosedException):
+                    if cmd in ("ACK", "NACK") or "transaction" in headers:
+                        return None  # its socket is gone: the broker redelivers / rolls back
+            elif cmd in ("ACK", "NACK"):
+                return None  # never on another socket
+            self._await_up(deadline, cmd)
+
     def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
         """Write a frame (no receipt)."""
-        self.transport.send_frame(cmd, headers, body)
+        self._write(cmd, headers, body)
 
     def request(self, cmd: str, headers: Mapping[str, Any], timeout_s: Optional[float],
                 what: Optional[str] = None) -> Frame:
@@ -504,8 +638,12 @@ class Link:
         """
         frame_headers = dict(headers)
         frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
-        future = self.transport.send_frame(cmd, frame_headers, None)
-        assert future is not None
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        future = self._write(cmd, frame_headers, None, deadline)
+        if future is None:  # a frame of a lost socket's transaction (failover): nothing to wait for
+            if cmd == "ABORT":
+                return Frame("RECEIPT", {}, b"")  # the broker rolled it back with its connection
+            raise TransactionRolledBackError("%s: its transaction was lost with its connection" % (what or cmd))
         try:
             return future.result(timeout_s)
         except FutureTimeout:
@@ -525,9 +663,11 @@ class Link:
         """
         transport = self.transport
         if not sync and window is None:
-            transport.send_frame("SEND", headers, body)
+            self._write("SEND", headers, body)
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if self.reconnector is not None and not transport.is_connected():
+            self._await_up(deadline, "SEND")
         if not sync:
             assert window is not None
             nbytes = len(body) + 64
@@ -541,6 +681,9 @@ class Link:
                 return
         receipt = self.tracker.next_id(sync)
         headers["receipt"] = receipt
+        if sync and self.reconnector is not None and "transaction" not in headers:
+            self._send_sync_failover(headers, body, deadline, timeout_s)
+            return
         try:
             future = transport.send_frame("SEND", headers, body)
         except BaseException:
@@ -562,3 +705,32 @@ class Link:
         except FutureTimeout:
             raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
                                  % (headers["destination"], timeout_s or 0.0)) from None
+
+    def _send_sync_failover(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
+                            timeout_s: Optional[float]) -> None:
+        """A synchronous SEND over failover: when the socket is lost before the
+        RECEIPT, the SEND is written again on the new socket (at-least-once: the
+        broker may have stored the first one; consumers see the copy as a new
+        message), until ``deadline``."""
+        while True:
+            try:
+                future = self.transport.send_frame("SEND", headers, body)
+            except (NotConnectedException, ConnectionClosedException):
+                self._await_up(deadline, "SEND")
+                continue
+            assert future is not None
+            self.tracker.sent(headers["receipt"], headers["destination"], future, None, 0)
+            try:
+                future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                return
+            except ConnectionClosedException:
+                log.info("socket lost before the receipt of a send to %s: sending it again after failover",
+                         headers["destination"])
+                self._await_up(deadline, "SEND")
+            except BrokerError as exc:
+                if exc.frame is not None and is_resource_allocation_error(exc.frame):
+                    raise ResourceAllocationError(str(exc), exc.frame) from exc
+                raise
+            except FutureTimeout:
+                raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
+                                     % (headers["destination"], timeout_s or 0.0)) from None

@@ -15,7 +15,10 @@ from typing import Any, Dict, Iterable, Mapping
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
 
-__all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults"]
+__all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
+
+#: Heart-beats (ms) of a ``failover:`` connection whose URI names none.
+FAILOVER_HEARTBEATS = (5000, 5000)
 
 
 #: The options that are the JMS-style API's own (producer side, sessions); they live in
@@ -121,26 +124,24 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
     """Parse ``broker_url`` and merge its options with ``keywords`` (keywords win).
 
     Raises:
-        ConfigurationError: an OpenWire ``tcp://`` URI, a ``failover:`` URI (not in
-            this release), an unknown option or keyword, a bad value.
+        ConfigurationError: an OpenWire ``tcp://`` URI, an unknown option or
+            keyword, a bad value.
     """
     if not isinstance(broker_url, str) or not broker_url.strip():
         raise ConfigurationError("broker URL must be a non-empty str, got %r" % (broker_url,))
     text = broker_url.strip()
-    if text.lower().startswith("failover:"):
-        raise ConfigurationError(
-            "%r: failover comes in a later release of amqstomp's JMS-style API; connect to one "
-            "broker with stomp://host:port (or stomp+ssl://) for now" % (broker_url,))
     uri = parse_uri(text)
-    if len(uri.endpoints) != 1:  # pragma: no cover - only failover has several
+    if len(uri.endpoints) != 1 and not uri.failover:  # pragma: no cover - only failover has several
         raise ConfigurationError("%r names %d brokers; one is expected" % (broker_url, len(uri.endpoints)))
     options = defaults()
     given = set()
-    endpoint = uri.endpoints[0]
+    endpoint = uri.endpoints[0]  # transport options: the first member's (nested.* gives them to all)
     for source in (uri.options, endpoint.options):
         for name, value in source.items():
             options[name] = value
             given.add(name)
+    if uri.failover and "heartbeats" not in given and "heartbeats" not in keywords:
+        options["heartbeats"] = FAILOVER_HEARTBEATS  # a silent broker must be noticed too
     for name, value in keywords.items():
         options[name] = _check_keyword(name, value)
         given.add(name)

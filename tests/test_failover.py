@@ -1,0 +1,442 @@
+"""Failover against a real ActiveMQ, through a loopback TCP proxy the tests
+control (cut, stall, half-close, refuse): the stomp.py-compatible connection
+with ``auto_reconnect`` and the JMS-style API with ``failover:`` URIs.
+
+What each test proves is in its name; every wait is bounded.
+"""
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+from conftest import Collector, wait_until
+
+import amqstomp
+import amqstomp as stomp
+from amqstomp.exception import ConnectFailedException, NotConnectedException, TransactionRolledBackError
+from amqstomp.testing import TcpProxy
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def queue_name() -> str:
+    return "/queue/amqstomp-fo-" + uuid.uuid4().hex[:12]
+
+
+class Recorder(Collector):
+    """Collector plus the failover callbacks, and acks of client-individual messages."""
+
+    def __init__(self, conn=None):
+        super().__init__()
+        self.conn = conn
+
+    def on_transport_interrupted(self):
+        self._record("interrupted")
+
+    def on_transport_resumed(self):
+        self._record("resumed")
+
+    def on_disconnected(self):
+        self._record("disconnected")
+
+    def count(self, name):
+        with self.cond:
+            return self.events.count(name)
+
+
+def amq_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("amqstomp-")]
+
+
+def free_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@pytest.fixture
+def proxy(activemq):
+    with TcpProxy(activemq.host_and_ports[0]) as p:
+        yield p
+
+
+def plain(activemq):
+    conn = stomp.Connection12(activemq.host_and_ports)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    return conn
+
+
+def failover_conn(proxy, listener=None, **kwargs):
+    kwargs.setdefault("heartbeats", (1000, 1000))
+    kwargs.setdefault("reconnect_sleep_initial", 0.05)
+    kwargs.setdefault("reconnect_attempts_max", -1)
+    kwargs.setdefault("timeout", 20)
+    conn = stomp.Connection12([proxy.address], auto_reconnect=True, **kwargs)
+    rec = listener or Recorder()
+    conn.set_listener("rec", rec)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    return conn, rec
+
+
+def send_and_confirm(conn, destination, bodies):
+    for body in bodies:
+        conn.send(destination, body)
+    receipt = "r-" + uuid.uuid4().hex
+    conn.send(destination, "marker", receipt=receipt, headers={"amqstomp-marker": "1"})
+    conn.wait_for_receipt(receipt, 15)
+
+
+# --------------------------------------------------------------------------- stomp.py-compatible API
+
+
+def test_twenty_cuts_reconnect_resubscribe_and_lose_nothing_with_stable_threads(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy)
+    got = set()
+    lock = threading.Lock()
+
+    class Acker(stomp.ConnectionListener):
+        def on_message(self, frame):
+            with lock:
+                got.add(frame.body)
+            conn.ack(frame.headers["ack"])
+
+    conn.set_listener("acker", Acker())
+    conn.subscribe(q, id="s1", ack="client-individual", receipt="sub-1")
+    conn.wait_for_receipt("sub-1", 15)
+    producer = plain(activemq)
+    threads_after_first = None
+    expected = set()
+    try:
+        for cycle in range(20):
+            assert proxy.cut() == 1
+            assert wait_until(lambda: rec.count("resumed") == cycle + 1, 20), rec.events[-6:]
+            bodies = ["c%d-%d" % (cycle, i) for i in range(5)]
+            expected.update(bodies)
+            send_and_confirm(producer, q, bodies)
+            assert wait_until(lambda: expected <= got, 20), sorted(expected - got)[:5]
+            if cycle == 0:
+                threads_after_first = threading.active_count()
+        assert rec.count("interrupted") == 20
+        assert rec.count("disconnected") == 0
+        assert conn.reconnector.failovers == 20
+        assert abs(threading.active_count() - threads_after_first) <= 1  # the failover thread may be ending
+        assert wait_until(lambda: not [t for t in threading.enumerate() if t.name == "amqstomp-failover"], 5)
+    finally:
+        conn.disconnect()
+        producer.disconnect()
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_a_stalled_broker_is_found_by_heart_beats_and_replaced(proxy):
+    conn, rec = failover_conn(proxy, heartbeats=(500, 500))
+    try:
+        proxy.stall()
+        started = time.monotonic()
+        assert wait_until(lambda: rec.count("interrupted") == 1, 10), rec.events
+        detected = time.monotonic() - started
+        assert "heartbeat_timeout" in rec.events
+        proxy.unstall()
+        assert wait_until(lambda: rec.count("resumed") == 1, 15), rec.events
+        assert conn.is_connected()
+        assert detected < 2 * 0.5 * 1.5 * 2 + 1.0  # 2 intervals x grace, plus scheduling slack
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.parametrize("direction", ["to_client", "both"])
+def test_a_half_closed_socket_is_replaced(proxy, direction):
+    conn, rec = failover_conn(proxy)
+    try:
+        assert proxy.half_close(direction) == 1
+        assert wait_until(lambda: rec.count("resumed") == 1, 15), rec.events
+        q = queue_name()
+        conn.send(q, "after", receipt="r-after")
+        conn.wait_for_receipt("r-after", 10)
+    finally:
+        conn.disconnect()
+
+
+def test_a_send_while_down_waits_for_the_new_socket_or_times_out(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy, timeout=2)
+    try:
+        proxy.refuse(True)
+        proxy.cut()
+        assert wait_until(lambda: rec.count("interrupted") == 1, 10)
+        started = time.monotonic()
+        with pytest.raises(NotConnectedException, match="not reconnected within"):
+            conn.send(q, "lost?")
+        assert 1.5 < time.monotonic() - started < 6
+        done = threading.Event()
+
+        def late_send():
+            conn.send(q, "waited", receipt="r-waited")
+            done.set()
+
+        sender = threading.Thread(target=late_send)
+        sender.start()
+        time.sleep(0.5)
+        assert not done.is_set()  # blocked while no broker can be reached
+        proxy.refuse(False)
+        sender.join(10)
+        assert done.is_set()
+        conn.wait_for_receipt("r-waited", 10)
+        consumer = plain(activemq)
+        got = Collector()
+        consumer.set_listener("got", got)
+        consumer.subscribe(q, id=1, ack="auto")
+        assert wait_until(lambda: len(got.messages) == 1, 10)
+        assert got.messages[0].body == "waited"
+        consumer.disconnect()
+    finally:
+        conn.disconnect()
+
+
+def test_acks_of_the_lost_socket_are_never_sent_on_the_new_one(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy)
+    producer = plain(activemq)
+    try:
+        conn.subscribe(q, id="s", ack="client-individual", receipt="sub")
+        conn.wait_for_receipt("sub", 10)
+        producer.send(q, "one")
+        assert wait_until(lambda: len(rec.messages) == 1, 10)
+        first = rec.messages[0]
+        assert first.headers.get("redelivered") != "true"
+        proxy.cut()
+        assert wait_until(lambda: len(rec.messages) == 2, 15), rec.events
+        again = rec.messages[1]
+        assert again.body == "one" and again.headers["redelivered"] == "true"
+        assert again.delivery_count >= 2
+        conn.ack(first.headers["ack"], receipt="ack-old")  # of the lost socket: not written
+        with pytest.raises(KeyError):
+            conn.wait_for_receipt("ack-old", 1)
+        conn.ack(again.headers["ack"], receipt="ack-new")
+        conn.wait_for_receipt("ack-new", 10)
+        assert rec.errors == []
+    finally:
+        conn.disconnect()
+        producer.disconnect()
+    check = plain(activemq)
+    got = Collector()
+    check.set_listener("got", got)
+    check.subscribe(q, id=1, ack="auto")
+    time.sleep(1.0)
+    check.disconnect()
+    assert got.messages == []  # acked once, on the new socket
+
+
+def test_commit_of_a_transaction_begun_before_the_loss_raises_and_its_sends_are_gone(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy)
+    try:
+        tx = conn.begin()
+        conn.send(q, "in-tx", transaction=tx)
+        proxy.cut()
+        assert wait_until(lambda: rec.count("resumed") == 1, 15)
+        with pytest.raises(TransactionRolledBackError, match="lost"):
+            conn.send(q, "more", transaction=tx)
+        with pytest.raises(TransactionRolledBackError, match="lost"):
+            conn.commit(tx)
+        tx2 = conn.begin()
+        conn.send(q, "tx2", transaction=tx2)
+        conn.commit(tx2)
+        conn.send(q, "marker", receipt="r-m")
+        conn.wait_for_receipt("r-m", 10)
+    finally:
+        conn.disconnect()
+    check = plain(activemq)
+    got = Collector()
+    check.set_listener("got", got)
+    check.subscribe(q, id=1, ack="auto")
+    assert wait_until(lambda: len(got.messages) == 2, 10)
+    time.sleep(0.3)
+    check.disconnect()
+    assert [m.body for m in got.messages] == ["tx2", "marker"]
+
+
+def test_a_subscription_refused_on_replay_is_reported_once_and_not_retried(activemq, proxy):
+    conn, rec = failover_conn(proxy)
+    try:
+        conn.subscribe(queue_name(), id="bad", ack="auto", selector="this is (( not a selector")
+        assert wait_until(lambda: len(rec.errors) == 1, 10)  # the broker refuses it at once...
+        assert conn.subscriptions.get("bad") is not None  # ...but no receipt was asked: still listed
+        good = queue_name()
+        conn.subscribe(good, id="good", ack="auto", receipt="r-good")
+        conn.wait_for_receipt("r-good", 10)
+        for cycle in range(3):
+            proxy.cut()
+            assert wait_until(lambda: rec.count("resumed") == cycle + 1, 15)
+            assert wait_until(lambda: conn.subscriptions.get("good") is not None, 5)
+        time.sleep(0.5)
+        replay_errors = [e for e in rec.errors if e.headers.get("receipt-id", "").startswith("amqstomp-resubscribe-bad")]
+        assert len(replay_errors) == 1  # reported once, then dropped
+        assert conn.subscriptions.get("bad") is None
+        producer = plain(activemq)
+        producer.send(good, "still here")
+        producer.disconnect()
+        assert wait_until(lambda: any(m.body == "still here" for m in rec.messages), 10)
+    finally:
+        conn.disconnect()
+
+
+def test_without_resubscribe_the_subscriptions_are_dropped(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy, auto_resubscribe=False)
+    try:
+        conn.subscribe(q, id="s", ack="auto", receipt="r")
+        conn.wait_for_receipt("r", 10)
+        proxy.cut()
+        assert wait_until(lambda: rec.count("resumed") == 1, 15)
+        assert len(conn.subscriptions) == 0
+    finally:
+        conn.disconnect()
+
+
+def test_reconnect_attempts_run_out_and_listeners_hear_disconnected(proxy):
+    conn, rec = failover_conn(proxy, reconnect_attempts_max=3, reconnect_sleep_initial=0.05, timeout=5)
+    proxy.refuse(True)
+    proxy.cut()
+    assert wait_until(lambda: rec.count("disconnected") == 1, 15), rec.events
+    assert conn.reconnector.gave_up is not None
+    with pytest.raises(NotConnectedException):
+        conn.send(queue_name(), "x")
+    conn.disconnect()
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_auto_reconnect_defaults_to_heart_beats(proxy):
+    conn = stomp.Connection12([proxy.address], auto_reconnect=True)
+    assert conn.heartbeats == (5000, 5000)
+    assert stomp.Connection12([proxy.address]).heartbeats == (0, 0)
+
+
+# --------------------------------------------------------------------------- JMS-style API
+
+
+class TransportEvents:
+    def __init__(self):
+        self.events = []
+
+    def on_transport_interrupted(self):
+        self.events.append("interrupted")
+
+    def on_transport_resumed(self):
+        self.events.append("resumed")
+
+
+def test_jms_failover_sync_sends_and_individual_acks_lose_nothing_over_cuts(proxy):
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=200" % proxy.address
+    factory = amqstomp.ConnectionFactory(url, heartbeats=(1000, 1000))
+    name = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    got = []
+    sent = []
+    events = TransportEvents()
+    with factory.create_connection(timeout_s=15) as consumer_conn, \
+            factory.create_connection(timeout_s=15) as producer_conn:
+        consumer_conn.set_transport_listener(events)
+        session = consumer_conn.create_session(acknowledge_mode=amqstomp.INDIVIDUAL_ACKNOWLEDGE)
+        consumer = session.create_consumer(amqstomp.Queue(name))
+
+        def on_message(message):
+            got.append(message.text)
+            message.acknowledge()
+
+        consumer.set_message_listener(on_message)
+        consumer_conn.start()
+        psession = producer_conn.create_session()
+        producer = psession.create_producer(amqstomp.Queue(name))
+        stop = threading.Event()
+        errors = []
+
+        def produce():
+            for i in range(100000):
+                if stop.is_set():
+                    return
+                try:
+                    producer.send(psession.create_text_message("m%d" % i))  # persistent: waits for the receipt
+                except Exception as exc:  # pragma: no cover - reported below
+                    errors.append(exc)
+                    return
+                sent.append("m%d" % i)
+
+        thread = threading.Thread(target=produce)
+        thread.start()
+        try:
+            for _ in range(5):
+                time.sleep(0.5)
+                proxy.cut()
+        finally:
+            time.sleep(0.5)
+            stop.set()
+            thread.join(30)
+        assert not errors
+        assert wait_until(lambda: set(sent) <= set(got), 30), len(set(sent) - set(got))
+        assert events.events.count("interrupted") >= 5
+        assert consumer_conn.failure is None and producer_conn.failure is None
+    assert len(sent) > 50
+
+
+def test_jms_transaction_open_at_a_loss_fails_on_commit(proxy):
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10" % proxy.address
+    name = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+        events = TransportEvents()
+        conn.set_transport_listener(events)
+        session = conn.create_session(transacted=True)
+        producer = session.create_producer(amqstomp.Queue(name))
+        producer.send(session.create_text_message("lost with the socket"))
+        proxy.cut()
+        assert wait_until(lambda: "resumed" in events.events, 15)
+        with pytest.raises(TransactionRolledBackError):
+            session.commit()
+        producer.send(session.create_text_message("committed"))
+        session.commit()
+        reader = conn.create_session()
+        consumer = reader.create_consumer(amqstomp.Queue(name))
+        conn.start()
+        first = consumer.receive(10)
+        assert first is not None and first.text == "committed"
+        assert consumer.receive(0.5) is None
+
+
+def test_jms_startup_before_the_broker_is_up_connects_within_the_back_off(activemq):
+    port = free_port()
+    url = "failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=20&maxReconnectDelay=300" % port
+    result = {}
+
+    def connect():
+        try:
+            result["conn"] = amqstomp.ConnectionFactory(url).create_connection(timeout_s=20)
+        except Exception as exc:  # pragma: no cover - reported below
+            result["error"] = exc
+
+    thread = threading.Thread(target=connect)
+    thread.start()
+    time.sleep(1.5)
+    assert thread.is_alive()  # still trying: nothing listens yet
+    with TcpProxy(activemq.host_and_ports[0], listen_port=port) as late:
+        started = time.monotonic()
+        thread.join(10)
+        elapsed = time.monotonic() - started
+        assert "conn" in result, result
+        assert elapsed < 0.3 + 1.0  # within maxReconnectDelay (+ the connect itself)
+        result["conn"].close()
+        assert late.accepted >= 1
+
+
+def test_jms_startup_gives_up_after_its_timeout_or_attempts():
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(ConnectFailedException):
+        amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:%d)?maxReconnectDelay=100" % port
+                                   ).create_connection(timeout_s=1.0)
+    assert time.monotonic() - started < 5
+    with pytest.raises(ConnectFailedException, match="after 3 attempt"):
+        amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:%d)?startupMaxReconnectAttempts=3"
+                                   "&initialReconnectDelay=1" % port).create_connection()
+    assert wait_until(lambda: not amq_threads(), 5), amq_threads()
