@@ -243,16 +243,16 @@ def test_browser_times_out_instead_of_hanging(activemq):
     with ConnectionFactory(activemq.url).create_connection() as connection:
         session = connection.create_session()
         send_texts(session, queue, ["a", "b"])
-        browser = session.create_browser(queue, timeout=0.5)
-        # a browse whose end marker never comes: swallow it on its way in
-        consumer = browser._consumer
-        original = consumer._session._enqueue
+        # a browse whose end marker never comes: swallow it on its way in (patched before
+        # the SUBSCRIBE, or the marker may already be in)
+        original = session._enqueue
 
         def drop_end(target, frame):
             if frame.headers.get("browser") != "end":
                 original(target, frame)
 
-        consumer._session._enqueue = drop_end
+        session._enqueue = drop_end
+        browser = session.create_browser(queue, timeout=0.5)
         started = time.monotonic()
         got = []
         with pytest.raises(BrowseTimeoutError, match="within 0.5 s"):
@@ -260,7 +260,7 @@ def test_browser_times_out_instead_of_hanging(activemq):
                 got.append(message.text)
         assert got == ["a", "b"]
         assert 0.4 < time.monotonic() - started < 5
-        consumer._session._enqueue = original
+        session._enqueue = original
         assert [m.text for m in browser] == ["a", "b"]  # the next browse works
         browser.close()
 
