@@ -266,8 +266,6 @@ class BaseConnection:
     def _from_lost_socket(self, ack_id: Any) -> bool:
         if self.reconnector is None:
             return False
-        if self.reconnector.reconnecting:
-            return True
         seq = self._delivered_on.get(str(ack_id))
         return seq is not None and seq != self.transport.link_seq
 
@@ -573,6 +571,13 @@ class BaseConnection:
                 # never on another socket: the broker redelivers the message (redelivered: true)
                 log.info("%s for %s not sent: the message came on a connection that was lost", command, ack_id)
                 return
+            try:
+                self.transport.send_frame(command, frame_headers)
+            except (NotConnectedException, ConnectionClosedException) as exc:
+                if not self.reconnector.armed:
+                    raise
+                log.info("%s for %s not sent: the connection was lost (%s)", command, ack_id, exc)
+            return
         self.transport.send_frame(command, frame_headers)
 
     def __enter__(self) -> "BaseConnection":

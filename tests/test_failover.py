@@ -440,3 +440,31 @@ def test_jms_startup_gives_up_after_its_timeout_or_attempts():
         amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:%d)?startupMaxReconnectAttempts=3"
                                    "&initialReconnectDelay=1" % port).create_connection()
     assert wait_until(lambda: not amq_threads(), 5), amq_threads()
+
+
+def test_jms_messages_buffered_from_the_lost_socket_are_dropped_and_come_again_redelivered(activemq, proxy):
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10" % proxy.address
+    name = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    producer = plain(activemq)
+    for i in range(5):
+        producer.send("/queue/" + name, "m%d" % i, receipt="r%d" % i, headers={"content-length": None})
+        producer.wait_for_receipt("r%d" % i, 10)
+    producer.disconnect()
+    with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+        events = TransportEvents()
+        conn.set_transport_listener(events)
+        session = conn.create_session(acknowledge_mode=amqstomp.INDIVIDUAL_ACKNOWLEDGE)
+        consumer = session.create_consumer(amqstomp.Queue(name))
+        conn.start()
+        first = consumer.receive(10)
+        assert first.text == "m0" and not first.redelivered
+        assert wait_until(lambda: len(consumer._buffer) == 4, 10)  # the rest prefetched, buffered
+        proxy.cut()
+        assert wait_until(lambda: "resumed" in events.events, 15)
+        first.acknowledge()  # of the lost socket: not sent
+        after = [consumer.receive(10) for _ in range(5)]
+        assert [m.text for m in after] == ["m0", "m1", "m2", "m3", "m4"]
+        assert all(m.redelivered for m in after)  # the broker's copies, not the lost socket's
+        for message in after:
+            message.acknowledge()
+        assert consumer.receive(0.5) is None

@@ -364,6 +364,12 @@ class Connection:
             return
         consumer._session._enqueue(consumer, frame)
 
+    def is_from_lost_socket(self, frame: Frame) -> bool:
+        """True for a MESSAGE that came on a consumer socket lost since
+        (failover): it must not be handed over or acked; the broker redelivers it."""
+        link = self._consumer_link
+        return link.reconnector is not None and link.delivered_on_lost_socket(frame.headers)
+
     def is_local_message(self, frame: Frame) -> bool:
         """True when ``frame`` was sent by this connection's producer socket (for
         ``no_local`` consumers: the broker only knows the consumer socket's own)."""

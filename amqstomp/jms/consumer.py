@@ -258,8 +258,11 @@ class MessageConsumer:
 
     def _skip_if_unwanted(self, delivery: _Delivery) -> bool:
         """no_local messages of this connection's producer socket, and expired
-        ones, are consumed without reaching the application."""
+        ones, are consumed without reaching the application; messages of a
+        consumer socket lost since (failover) are dropped unacknowledged."""
         frame = delivery.frame
+        if self._connection.is_from_lost_socket(frame):
+            return True  # failover: never handed over nor acked; the broker redelivers it
         unwanted = self.no_local and self._connection.is_local_message(frame)
         if not unwanted:
             expires = frame.headers.get("expires")
@@ -393,6 +396,8 @@ class MessageConsumer:
     def _redeliver(self, deliveries: List[_Delivery]) -> None:
         """Put ``deliveries`` back at the head of the buffer (in their order) for a
         redelivery after the policy's delay; poison those past the limit."""
+        # failover: a lost socket's messages come again from the broker, not from here
+        deliveries = [d for d in deliveries if not self._connection.is_from_lost_socket(d.frame)]
         if not deliveries:
             return
         policy = self._connection.redelivery_policy

@@ -565,6 +565,12 @@ class Link:
         while len(kept) > _DELIVERED_KEPT:
             kept.popitem(last=False)
 
+    def delivered_on_lost_socket(self, headers: Mapping[str, str]) -> bool:
+        """True when the MESSAGE with these headers came on a socket replaced since."""
+        message_id = headers.get("message-id")
+        seq = self._delivered_on.get(message_id) if message_id is not None else None
+        return seq is not None and seq != self.transport.link_seq
+
     def _stale(self, cmd: str, headers: Mapping[str, Any]) -> Optional[str]:
         """Why a frame must not go on the current socket (it belongs to a lost
         one), or None."""
