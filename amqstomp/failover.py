@@ -58,8 +58,8 @@ class ReconnectPolicy:
         startup_max_reconnect_attempts (int): attempts before the first connection
             ever succeeded; -1 = forever.
         randomize (bool): try the brokers in random order (True).
-        priority_backup (bool): prefer the first broker of the list (kept for the
-            failover loop; no decision here yet).
+        priority_backup (bool): always try the first broker of the list first
+            (no switch back to it while connected to another).
         timeout_ms (int): how long a send waits while disconnected; -1 = forever.
         jitter (float): up to this fraction is added to each delay at random
             (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
@@ -125,8 +125,15 @@ class ReconnectPolicy:
         return limit != -1 and attempts >= limit
 
     def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None) -> List[T]:
-        """The order to try ``endpoints`` in: as listed, or shuffled with ``randomize``."""
+        """The order to try ``endpoints`` in: as listed, or shuffled with
+        ``randomize``; with ``priority_backup`` the first one listed (the primary)
+        is always tried first."""
         out = list(endpoints)
+        if self.priority_backup and len(out) > 1:
+            rest = out[1:]
+            if self.randomize:
+                (rng or random).shuffle(rest)
+            return out[:1] + rest
         if self.randomize and len(out) > 1:
             (rng or random).shuffle(out)
         return out

@@ -16,6 +16,14 @@ link it runs exactly three threads, all of which end when the link ends
 * the **timer** (``amqstomp-timer``): a small :class:`Scheduler` for heart-beat
   send/check and for later users (ack-flush timers, reconnect back-off).
 
+A socket that ends without :meth:`Transport.close` is offered to a failover
+layer first (:meth:`Transport.set_link_lost_hook`, used by
+:class:`amqstomp.failover.Reconnector`): it opens the next link with
+:meth:`Transport.open` (``only=`` one broker) from its own short-lived thread,
+and the listeners hear ``on_transport_interrupted`` instead of
+``on_disconnected``. Each link's three threads end with it, so the count is the
+same after any number of failovers.
+
 This module knows STOMP only as far as the wire needs it: CONNECT/CONNECTED
 heart-beat negotiation, RECEIPT/ERROR correlation, and frame encoding via
 :mod:`amqstomp.codec`. Protocol facades live in :mod:`amqstomp.connection`.

@@ -66,3 +66,12 @@ def test_warning_on_the_first_attempt_and_every_tenth():
 def test_bad_values(kw):
     with pytest.raises(ConfigurationError):
         ReconnectPolicy(**kw)
+
+
+def test_priority_backup_keeps_the_primary_first():
+    import random as _random
+    policy = ReconnectPolicy(randomize=True, priority_backup=True)
+    rng = _random.Random(7)
+    orders = {tuple(policy.order(["a", "b", "c", "d"], rng)) for _ in range(50)}
+    assert all(order[0] == "a" for order in orders)
+    assert len(orders) > 1  # the others are still shuffled

@@ -24,7 +24,9 @@ connection's executor: exception listener, usage callbacks) and ``...-timer``
 ``consumer`` for the producer link -- and one ``amqstomp-jmsC-session-S`` per
 session (its listeners). A connection with S sessions and a producer in a
 non-transacted session runs 3 + 3 + S threads; without such a producer (or
-with ``separate_producer_socket=False``) 3 + S.
+with ``separate_producer_socket=False``) 3 + S. With a ``failover:`` URI a
+socket being replaced also has ``amqstomp-jmsC-consumer-failover`` (or
+``-producer-failover``) until its new socket is connected.
 
 Licensed under the Apache License, Version 2.0.
 """
