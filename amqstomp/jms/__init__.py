@@ -20,7 +20,7 @@ sockets.
 
 Licensed under the Apache License, Version 2.0.
 """
-from .browser import BrowseTimeoutError, QueueBrowser
+from .browser import QueueBrowser
 from .connection import Connection, ConnectionFactory
 from .constants import (
     AT_MOST_ONCE,
@@ -38,6 +38,7 @@ from .constants import (
 from .consumer import MessageConsumer
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
+    BrowseTimeoutError,
     IllegalStateError,
     InvalidDestinationError,
     JMSError,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from ..exception import ConfigurationError
 from .constants import AT_MOST_ONCE
 from .destination import Queue
-from .exceptions import IllegalStateError, JMSError
+from .exceptions import BrowseTimeoutError, IllegalStateError
 from .message import Message, message_from_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,12 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["QueueBrowser", "BrowseTimeoutError"]
 
 log = logging.getLogger("amqstomp.jms")
-
-
-class BrowseTimeoutError(JMSError, TimeoutError):
-    """A browse got neither a message nor the broker's ``browser:end`` within the
-    browser's ``timeout`` (the queue's messages may be paged out slowly, or the
-    broker is stuck). The browse is closed; iterate again to retry."""
 
 
 class QueueBrowser:

@@ -14,6 +14,7 @@ __all__ = [
     "TransactionRolledBackError",
     "MessageFormatError",
     "InvalidDestinationError",
+    "BrowseTimeoutError",
     "is_resource_allocation_error",
 ]
 
@@ -51,6 +52,12 @@ class InvalidDestinationError(JMSError, ValueError):
     """A destination that cannot be used here: no destination for a producer
     without one, a temporary queue of another connection to consume from, a
     deleted temporary queue."""
+
+
+class BrowseTimeoutError(JMSError, TimeoutError):
+    """A browse got neither a message nor the broker's ``browser:end`` within the
+    browser's ``timeout`` (the queue's messages may be paged out slowly, or the
+    broker is stuck). The browse is closed; iterate again to retry."""
 
 
 _USAGE_MARKERS = ("ResourceAllocationException", "Usage Manager", "usage limit")

@@ -26,7 +26,8 @@ FAILOVER_HEARTBEATS = (5000, 5000)
 JMS_OPTIONS = {name: option for name, option in CONNECTION_OPTIONS.items()
                if option.keyword in ("use_async_send", "always_sync_send", "producer_window_size",
                                      "send_timeout_ms", "close_timeout_ms", "usage_full_after_ms",
-                                     "separate_producer_socket", "dups_ok_ack_timeout_ms")}
+                                     "separate_producer_socket", "dups_ok_ack_timeout_ms",
+                                     "release_after_rollback")}
 
 
 #: Keywords that have no URI form.
