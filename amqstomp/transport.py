@@ -14,7 +14,17 @@ link it runs exactly three threads, all of which end when the link ends
 * the **dispatcher** (``amqstomp-dispatch``): runs listener callbacks in
   arrival order, so a slow listener never delays reading or heart-beats;
 * the **timer** (``amqstomp-timer``): a small :class:`Scheduler` for heart-beat
-  send/check and for later users (ack-flush timers, reconnect back-off).
+  send/check, the flush of deferred writes, and for later users (ack-flush
+  timers, reconnect back-off).
+
+Writes: a frame is written under the link's write lock, in the order the
+callers got the lock. A frame sent with ``defer=True`` (asynchronous SENDs
+nobody waits for) may instead wait in the link's write buffer, for at most
+:data:`DEFER_FLUSH_S` (the timer thread flushes it), until
+:data:`DEFER_FLUSH_BYTES` have gathered, or until any frame sent without
+``defer`` (it goes out behind them, in one ``send``): many small frames then
+cost one system call instead of one each. Order is kept; heart-beats flush the
+buffer instead. TLS links never defer.
 
 A socket that ends without :meth:`Transport.close` is offered to a failover
 layer first (:meth:`Transport.set_link_lost_hook`, used by
@@ -57,7 +67,8 @@ from .exception import (
 )
 from .listener import ConnectionListener as _ConnectionListener
 
-__all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
+__all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT",
+           "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -84,9 +95,16 @@ _HB_SEND_FRACTION = 0.5
 # receive deadline is therefore this many intervals times the grace factor.
 _PEER_GRID_FACTOR = 2.0
 
+#: Longest time (seconds) a frame sent with ``defer=True`` waits in the link's
+#: write buffer before the timer thread writes it.
+DEFER_FLUSH_S = 0.001
+#: A write buffer holding this many bytes is written at once (by the sender).
+DEFER_FLUSH_BYTES = 65536
+
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _STOP = object()
+_NO_HEADERS: Mapping[str, Any] = {}  # never written to
 _LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 _MASKED_HEADERS = ("passcode",)
 
@@ -220,6 +238,14 @@ class _PlainChannel:
 
     def sendall(self, data: bytes) -> None:
         self.sock.sendall(data)
+
+    def send_some(self, data: Union[bytes, bytearray, memoryview]) -> int:
+        """Write what fits without blocking; returns the bytes written (0: the
+        socket buffer is full)."""
+        try:
+            return self.sock.send(data, _MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return 0
 
     def try_send(self, data: bytes) -> bool:
         """Write a few bytes without blocking; False when the socket buffer is full."""
@@ -359,6 +385,10 @@ class _Link:
         self.version = version
         self.parser = FrameParser(version=version)
         self.write_lock = threading.Lock()
+        # deferred frames not yet written (under write_lock); TLS links never defer
+        self.wbuf = bytearray()
+        self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0
+        self.flush_scheduled = False  # a timer flush of wbuf is pending
         self.state_lock = threading.Lock()
         self.closed = False
         self.close_reason = ""
@@ -509,6 +539,7 @@ class Transport:
         self._before_message: Tuple[Any, ...] = ()
         self._on_message: Tuple[Any, ...] = ()
         self._on_send: Tuple[Callable[[Frame], Any], ...] = ()
+        self._wants_receipts = False
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         self._message_handler: Callable[[Frame], None] = self.deliver_message
         self._consumed_hook: Optional[Callable[[Frame], None]] = None
@@ -589,11 +620,15 @@ class Transport:
     def _rebuild_listeners(self) -> None:
         ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
         self._listener_list = ordered
-        self._on_send = tuple(fn for fn in (getattr(l, "on_send", None) for l in ordered) if fn is not None)
+        # listeners' own on_send (the base class's no-op is skipped: with none, send_frame
+        # builds no Frame)
+        self._on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
         # per MESSAGE: the listeners' own on_before_message / on_message (the base class's
         # do-nothing methods are skipped: they are called for every message)
         self._before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
         self._on_message = tuple(_overridden(l, "on_message") for l in ordered)
+        # RECEIPTs go to the dispatcher only for a listener of its own on_receipt
+        self._wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
 
     # ------------------------------------------------------------ state
 
@@ -826,7 +861,7 @@ class Transport:
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
                    body: Union[bytes, bytearray, memoryview, str, None] = b"",
-                   write_timeout: Optional[float] = None) -> "Optional[Future[Frame]]":
+                   write_timeout: Optional[float] = None, defer: bool = False) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -845,6 +880,13 @@ class Transport:
         ``write_timeout`` (seconds) a frame that could not start being written
         in that time closes the connection instead (used by ``disconnect``).
 
+        With ``defer=True`` the frame may wait in the link's write buffer for
+        up to :data:`DEFER_FLUSH_S` seconds (see the module docstring): for
+        frames nobody waits on; a frame someone waits for (a receipt, a reply)
+        is sent without ``defer``, which writes the buffer first. Frames that
+        are still in the buffer when the socket is lost are lost with it, like
+        those in the socket's own buffers.
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
@@ -858,26 +900,35 @@ class Transport:
         if link is None or link.closed:
             raise NotConnectedException("not connected (no open socket)")
         auto_length = self.auto_content_length
-        clean: Dict[str, Any] = {}
-        if headers:
-            for key, value in headers.items():
-                if value is None:
-                    if key == "content-length":
-                        auto_length = False
-                    continue
-                if value is True or value is False:
-                    value = "true" if value else "false"
-                clean[key] = value
-        frame = Frame(cmd, clean, b"" if body is None else cast(Union[bytes, str], body))
-        for on_send in self._on_send:
-            try:
-                on_send(frame)
-            except Exception:
-                log.exception("listener on_send raised")
-        cmd, clean, payload = frame.cmd, frame.headers, frame.body
-        if isinstance(payload, str):
+        clean: Mapping[str, Any]
+        payload: Any
+        if self._on_send or (headers and type(headers) is not dict):
+            copied: Dict[str, Any] = {}
+            if headers:
+                for key, value in headers.items():
+                    if value is None:
+                        if key == "content-length":
+                            auto_length = False
+                        continue
+                    if value is True or value is False:
+                        value = "true" if value else "false"
+                    copied[key] = value
+            frame = Frame(cmd, copied, b"" if body is None else body)  # type: ignore[arg-type]
+            for on_send in self._on_send:
+                try:
+                    on_send(frame)
+                except Exception:
+                    log.exception("listener on_send raised")
+            cmd, clean, payload = frame.cmd, frame.headers, frame.body
+        else:
+            # the codec leaves None values out and writes bools as true/false itself
+            clean = headers if headers else _NO_HEADERS
+            if "content-length" in clean and clean["content-length"] is None:
+                auto_length = False
+            payload = b"" if body is None else body
+        if payload.__class__ is not bytes and isinstance(payload, str):
             payload = payload.encode(self.encoding)
-        if cmd in ("CONNECT", "STOMP"):
+        if cmd == "CONNECT" or cmd == "STOMP":
             link.client_heartbeat = _parse_heartbeat(clean.get("heart-beat"))
         data = encode_frame(cmd, clean, payload, link.version, auto_length)
         future = None
@@ -886,26 +937,113 @@ class Transport:
             future = self.expect_receipt(str(receipt))
         if log.isEnabledFor(logging.DEBUG):
             log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(clean), len(payload))
-        self._write(link, data, write_timeout)
+        if defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+            self._write_deferred(link, data, write_timeout)
+        else:
+            self._write(link, data, write_timeout)
         return future
 
-    def _write(self, link: _Link, data: bytes, write_timeout: Optional[float] = None) -> None:
+    def flush(self) -> None:
+        """Write the frames waiting in the write buffer now (blocking while the
+        broker does not read). Nothing to do when there are none or no socket.
+
+        Raises:
+            ConnectionClosedException: the write failed (the link is then closed).
+        """
+        link = self._link
+        if link is not None and link.wbuf and not link.closed:
+            self._write(link, b"")
+
+    def _lock_for_write(self, link: _Link, write_timeout: Optional[float]) -> None:
         lock = link.write_lock
         if not lock.acquire(timeout=-1 if write_timeout is None else max(0.0, write_timeout)):
             reason = "a write was blocked for %.3g s (the broker stopped reading)" % (write_timeout or 0.0)
             self._close_link(link, reason)
             raise ConnectionClosedException("connection closed: %s" % reason)
+        if link.closed:
+            lock.release()
+            raise ConnectionClosedException("connection closed: %s" % link.close_reason)
+
+    def _write(self, link: _Link, data: bytes, write_timeout: Optional[float] = None) -> None:
+        """Write the deferred frames, then ``data``, under the write lock."""
+        self._lock_for_write(link, write_timeout)
         try:
-            if link.closed:
-                raise ConnectionClosedException("connection closed: %s" % link.close_reason)
+            wbuf = link.wbuf
             try:
-                link.channel.sendall(data)
+                if wbuf:
+                    if len(data) < DEFER_FLUSH_BYTES:
+                        wbuf += data  # one system call for both
+                        link.channel.sendall(wbuf)
+                    else:
+                        link.channel.sendall(wbuf)
+                        link.channel.sendall(data)
+                    del wbuf[:]
+                elif data:
+                    link.channel.sendall(data)
             except OSError as exc:
                 self._close_link(link, "write failed: %s" % exc, exc)
                 raise ConnectionClosedException("write failed: %s" % exc) from exc
             link.last_write = time.monotonic()
         finally:
-            lock.release()
+            link.write_lock.release()
+
+    def _write_deferred(self, link: _Link, data: bytes, write_timeout: Optional[float]) -> None:
+        """Add ``data`` to the write buffer; write the buffer when it is full, else
+        make sure a timer flush is coming."""
+        if write_timeout is None and not link.closed:
+            link.write_lock.acquire()
+            if link.closed:
+                link.write_lock.release()
+                raise ConnectionClosedException("connection closed: %s" % link.close_reason)
+        else:
+            self._lock_for_write(link, write_timeout)
+        try:
+            wbuf = link.wbuf
+            wbuf += data
+            if len(wbuf) >= DEFER_FLUSH_BYTES:
+                try:
+                    link.channel.sendall(wbuf)
+                except OSError as exc:
+                    self._close_link(link, "write failed: %s" % exc, exc)
+                    raise ConnectionClosedException("write failed: %s" % exc) from exc
+                del wbuf[:]
+                link.last_write = time.monotonic()
+            elif not link.flush_scheduled:
+                link.flush_scheduled = True
+                link.scheduler.call_later(DEFER_FLUSH_S, self._flush_tick, link)
+        finally:
+            link.write_lock.release()
+
+    def _flush_tick(self, link: _Link, tries: int = 0) -> None:
+        """Timer thread: write the deferred frames without ever blocking (the timer
+        also sends heart-beats). When a writer holds the lock or the broker is not
+        reading, look again later (backing off to 50 ms)."""
+        if link.closed:
+            return
+        if link.write_lock.acquire(blocking=False):
+            try:
+                if not self._flush_some(link):
+                    link.flush_scheduled = False
+                    return
+            finally:
+                link.write_lock.release()
+        link.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self._flush_tick, link, tries + 1)
+
+    def _flush_some(self, link: _Link) -> bool:
+        """Under the write lock: write what fits of the buffer without blocking.
+        True when some is left (the broker is not reading fast enough)."""
+        wbuf = link.wbuf
+        if not wbuf or link.closed:
+            return False
+        try:
+            sent = link.channel.send_some(wbuf)
+        except OSError as exc:
+            self._close_link(link, "write failed: %s" % exc, exc)
+            return False
+        if sent:
+            del wbuf[:sent]
+            link.last_write = time.monotonic()
+        return bool(wbuf)
 
     # ------------------------------------------------------------ receipts
 
@@ -1190,7 +1328,8 @@ class Transport:
             future = self._pop_receipt(link, frame.headers.get("receipt-id"))
             if future is not None:
                 _resolve(future, frame)
-            self._post(link, "receipt", frame)
+            if self._wants_receipts:
+                self._post(link, "receipt", frame)
         elif cmd == "ERROR":
             message = frame.headers.get("message", "")
             log.warning("broker ERROR: %s", message)
@@ -1245,7 +1384,9 @@ class Transport:
             # timer thread (it also runs the receive check)
             if link.write_lock.acquire(blocking=False):
                 try:
-                    if not link.closed and link.channel.try_send(HEARTBEAT):
+                    if link.wbuf:  # deferred frames count as activity: write them instead
+                        self._flush_some(link)
+                    elif not link.closed and link.channel.try_send(HEARTBEAT):
                         link.last_write = time.monotonic()
                 except OSError as exc:
                     self._close_link(link, "heart-beat write failed: %s" % exc, exc)

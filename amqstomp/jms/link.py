@@ -113,32 +113,62 @@ class ProducerWindow:
         self.in_flight = 0  # bytes sent and not yet covered by a receipt
         self.unreceipted = 0  # of which sent since the last receipt asked for
         self.chunks = 0  # receipts awaited
-        self.cond = threading.Condition(threading.Lock())
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        # threads in cond.wait, and the least room one of the acquire()s among them
+        # needs: a receipt wakes them only when that may be enough (or none is awaited)
+        self.waiters = 0
+        self.need = 0
 
     def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool) -> int:
         """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
         the send's receipt is to release, or 0 when the send asks for no receipt.
-        (A send larger than the window goes when nothing else awaits a receipt.)"""
-        with self.cond:
-            while self.chunks and self.in_flight + nbytes > self.size:
-                if link.gone():
-                    raise ConnectionClosedException("connection closed while waiting for room in the producer "
-                                                    "window: %s" % link.close_reason())
-                wait = 0.5
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise ReceiptTimeout("no room in the producer window (%d bytes awaiting receipts) "
-                                             "within the send timeout" % self.in_flight)
-                    wait = min(wait, left)
-                self.cond.wait(wait)
-            self.in_flight += nbytes
-            self.unreceipted += nbytes
-            if not every_send and self.unreceipted < self.chunk_size:
-                return 0
-            chunk, self.unreceipted = self.unreceipted, 0
-            self.chunks += 1
-            return chunk
+        (A send larger than the window goes when nothing else awaits a receipt.)
+        Before it waits, the socket's deferred frames are written (the receipts it
+        waits for may be theirs)."""
+        flushed = False
+        while True:
+            with self.lock:
+                if not self.chunks or self.in_flight + nbytes <= self.size:
+                    return self._count(nbytes, every_send)
+                if flushed:
+                    self._wait_room(nbytes, link, deadline)
+                    return self._count(nbytes, every_send)
+            link.transport.flush()  # never under the window's lock: it may block on the socket
+            flushed = True
+
+    def _count(self, nbytes: int, every_send: bool) -> int:
+        self.in_flight += nbytes
+        self.unreceipted += nbytes
+        if not every_send and self.unreceipted < self.chunk_size:
+            return 0
+        chunk, self.unreceipted = self.unreceipted, 0
+        self.chunks += 1
+        return chunk
+
+    def _wait_room(self, nbytes: int, link: "Link", deadline: Optional[float]) -> None:
+        while self.chunks and self.in_flight + nbytes > self.size:
+            self.need = nbytes if not self.waiters else min(self.need, nbytes)
+            if link.gone():
+                raise ConnectionClosedException("connection closed while waiting for room in the producer "
+                                                "window: %s" % link.close_reason())
+            wait = 0.5
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ReceiptTimeout("no room in the producer window (%d bytes awaiting receipts) "
+                                         "within the send timeout" % self.in_flight)
+                wait = min(wait, left)
+            self._wait(wait)
+
+    def _wait(self, seconds: float) -> None:
+        self.waiters += 1
+        try:
+            self.cond.wait(seconds)
+        finally:
+            self.waiters -= 1
+            if not self.waiters:
+                self.need = 0
 
     def unsent(self, nbytes: int, chunk: int) -> None:
         """A send counted by ``acquire`` could not be written."""
@@ -153,14 +183,20 @@ class ProducerWindow:
 
     def release(self, chunk: int) -> None:
         """The receipt of a chunk (or the ERROR answering it) came."""
-        with self.cond:
+        with self.lock:
             self.in_flight -= chunk
             self.chunks -= 1
-            self.cond.notify_all()
+            if self.waiters and (not self.chunks or self.in_flight + self.need <= self.size):
+                self.cond.notify_all()
 
     def drain(self, link: "Link", deadline: Optional[float]) -> bool:
-        """Wait until no receipt is awaited; False when the deadline passed first
-        (or the link is gone)."""
+        """Wait until no receipt is awaited (writing the socket's deferred frames
+        first); False when the deadline passed first (or the link is gone)."""
+        if self.chunks:
+            try:
+                link.transport.flush()
+            except StompException:
+                pass  # the socket is down: the loop below tells whether a new one comes (failover)
         with self.cond:
             while self.chunks:
                 if link.gone():
@@ -171,7 +207,9 @@ class ProducerWindow:
                     if left <= 0:
                         return False
                     wait = min(wait, left)
-                self.cond.wait(wait)
+                if not self.waiters:
+                    self.need = self.size + 1  # wake me only when no receipt is awaited
+                self._wait(wait)
             return True
 
 
@@ -401,6 +439,8 @@ class Link:
         self.closing = False
         self.heartbeat_timed_out = False
         self.connected_frame: Optional[Frame] = None
+        self._activemq_of: Optional[Frame] = None
+        self._activemq = False
         timeout_ms = options.get("connection_timeout_ms") or 30000
         self.connect_timeout_s = timeout_ms / 1000.0
         self.transport = Transport(
@@ -446,7 +486,11 @@ class Link:
 
     @property
     def is_activemq(self) -> bool:
-        return self.server.startswith("ActiveMQ")
+        frame = self.transport.connected_frame  # read once per CONNECTED (send() asks every time)
+        if frame is not self._activemq_of:
+            self._activemq_of = frame
+            self._activemq = self.server.startswith("ActiveMQ")
+        return self._activemq
 
     @property
     def broker_connection_id(self) -> Optional[str]:
@@ -605,12 +649,13 @@ class Link:
             raise NotConnectedException("%s not sent: no broker reconnected in time (failover timeout)" % what)
 
     def _write(self, cmd: str, headers: Mapping[str, Any], body: Any,
-               deadline: Optional[float] = None) -> "Optional[Future[Frame]]":
+               deadline: Optional[float] = None, defer: bool = False) -> "Optional[Future[Frame]]":
         """``transport.send_frame``, riding through a failover: a frame that finds
         the socket down waits for the new one. Frames of a lost socket's
-        transaction or messages are dropped here (None)."""
+        transaction or messages are dropped here (None). ``defer``: see
+        :meth:`Transport.send_frame`."""
         if self.reconnector is None:
-            return self.transport.send_frame(cmd, headers, body)
+            return self.transport.send_frame(cmd, headers, body, None, defer)
         while True:
             if self.transport.is_connected() and not self.reconnector.reconnecting:
                 why = self._stale(cmd, headers)
@@ -620,7 +665,7 @@ class Link:
                     log.info("%s not sent on the new socket: %s", cmd, why)
                     return None
                 try:
-                    return self.transport.send_frame(cmd, headers, body)
+                    return self.transport.send_frame(cmd, headers, body, None, defer)
                 except (NotConnectedException, ConnectionClosedException):
                     if cmd in ("ACK", "NACK") or "transaction" in headers:
                         return None  # its socket is gone: the broker redelivers / rolls back
@@ -659,6 +704,8 @@ class Link:
                      timeout_s: Optional[float]) -> None:
         """SEND a message: ``sync`` waits for the RECEIPT; else with a ``window`` the
         send carries a receipt and holds window room until it comes; else none.
+        An asynchronous SEND is written deferred (it may wait up to 1 ms in the
+        socket's write buffer, see :meth:`Transport.send_frame`).
 
         Raises:
             ResourceAllocationError: (sync) the broker is out of space and
@@ -669,7 +716,7 @@ class Link:
         """
         transport = self.transport
         if not sync and window is None:
-            self._write("SEND", headers, body)
+            self._write("SEND", headers, body, defer=True)
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         if self.reconnector is not None and not transport.is_connected():
@@ -680,7 +727,7 @@ class Link:
             chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
             if not chunk:
                 try:
-                    transport.send_frame("SEND", headers, body)
+                    transport.send_frame("SEND", headers, body, None, True)
                 except BaseException:
                     window.unsent(nbytes, 0)
                     raise
@@ -691,7 +738,7 @@ class Link:
             self._send_sync_failover(headers, body, deadline, timeout_s)
             return
         try:
-            future = transport.send_frame("SEND", headers, body)
+            future = transport.send_frame("SEND", headers, body, None, not sync)
         except BaseException:
             if not sync:
                 assert window is not None

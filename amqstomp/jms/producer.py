@@ -12,6 +12,11 @@ producer window.
   broker's only brake is to stop reading the socket).
 * In a transacted session the sends go in the session's transaction, on the
   consumer socket, asynchronously; ``commit()`` waits for their receipts.
+* Asynchronous sends are written with ``defer=True``
+  (:meth:`amqstomp.transport.Transport.send_frame`): they may wait up to
+  :data:`amqstomp.transport.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
+  so that many go out in one system call; a synchronous send, a COMMIT and a
+  producer waiting for room in its window write the buffer at once.
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -29,6 +34,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from .session import Session
 
 __all__ = ["MessageProducer"]
+
+
+def _as_destination(value: Union[Destination, str]) -> Destination:
+    from .session import as_destination  # session imports this module
+
+    return as_destination(value)
 
 log = logging.getLogger("amqstomp.jms")
 
@@ -53,6 +64,11 @@ class MessageProducer:
         options = self._connection.options
         size = int(options.get("producer_window_size") or 0)
         self._window: Optional[ProducerWindow] = ProducerWindow(size) if size > 0 else None
+        # the connection's options, read once (send() is the hot path)
+        self._always_sync = bool(options.get("always_sync_send"))
+        self._use_async = bool(options.get("use_async_send"))
+        timeout_ms = options.get("send_timeout_ms") or 0
+        self._timeout_s: Optional[float] = timeout_ms / 1000.0 if timeout_ms else None
         self._closed = False
         self._link: Link = session.send_link  # opens the producer socket on first use
 
@@ -81,58 +97,56 @@ class MessageProducer:
                 one of another connection (send to the ``reply_to`` it came with).
             IllegalStateError: the producer, session or connection is closed.
         """
-        from .session import as_destination
-
         if self._closed:
             raise IllegalStateError("%r is closed" % (self,))
         session = self._session
         session._check_open()
-        if isinstance(message, str):
-            message = TextMessage(message)
-        elif isinstance(message, (bytes, bytearray, memoryview)):
-            message = BytesMessage(bytes(message))
-        elif not isinstance(message, Message):
-            raise MessageFormatError("send() takes a Message, str or bytes, got %s" % type(message).__name__)
+        if not isinstance(message, Message):
+            if isinstance(message, str):
+                message = TextMessage(message)
+            elif isinstance(message, (bytes, bytearray, memoryview)):
+                message = BytesMessage(bytes(message))
+            else:
+                raise MessageFormatError("send() takes a Message, str or bytes, got %s" % type(message).__name__)
         dest = self.destination
         if destination is not None:
-            other = as_destination(destination)
+            other = _as_destination(destination)
             if dest is not None and other != dest:
                 raise InvalidDestinationError("this producer sends to %s; make one without a destination to "
                                               "send to %s" % (dest, other))
             dest = other
         if dest is None:
             raise InvalidDestinationError("this producer has no destination; pass destination=")
-        connection = self._connection
-        for named in (dest, message.reply_to):
-            if isinstance(named, _Temporary) and not named.remote:
-                if named.owner is not connection:
-                    raise InvalidDestinationError(
-                        "%s is a temporary destination of another connection; send to the reply_to of the "
-                        "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
-                if named.deleted:
-                    raise InvalidDestinationError("%s was deleted" % (named,))
         link = self._link
-        own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(message.reply_to)
-        if own_temporary and not session.transacted:
-            # /temp-queue/x names a queue of the socket that says it: use the one that made it
-            link = connection.consumer_link
+        reply_to = message.reply_to
+        own_temporary = False
+        if isinstance(dest, _Temporary) or isinstance(reply_to, _Temporary):
+            connection = self._connection
+            for named in (dest, reply_to):
+                if isinstance(named, _Temporary) and not named.remote:
+                    if named.owner is not connection:
+                        raise InvalidDestinationError(
+                            "%s is a temporary destination of another connection; send to the reply_to of the "
+                            "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
+                    if named.deleted:
+                        raise InvalidDestinationError("%s was deleted" % (named,))
+            own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
+            if own_temporary and not session.transacted:
+                # /temp-queue/x names a queue of the socket that says it: use the one that made it
+                link = connection.consumer_link
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
-        prio = self.priority if priority is None else priority
-        ttl = self.time_to_live if time_to_live is None else time_to_live
-        headers, body = send_headers(message, dest, mode, prio, ttl, link.is_activemq,
-                                     timestamp=not self.disable_message_timestamp)
-        options = connection.options
+        headers, body = send_headers(message, dest, mode, self.priority if priority is None else priority,
+                                     self.time_to_live if time_to_live is None else time_to_live,
+                                     link.is_activemq, timestamp=not self.disable_message_timestamp)
         window = self._window
         if session.transacted:
             headers["transaction"] = session.transaction_id()
             sync = False
         else:
-            sync = bool(options.get("always_sync_send")) or (
-                mode == PERSISTENT and not options.get("use_async_send"))
+            sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
             if own_temporary and window is None:
                 sync = True  # never a receipt-less SEND on the consumer socket
-        timeout_ms = options.get("send_timeout_ms") or 0
-        link.send_message(headers, body, sync, window, timeout_ms / 1000.0 if timeout_ms else None)
+        link.send_message(headers, body, sync, window, self._timeout_s)
 
     def close(self) -> None:
         """Wait (bounded by ``close_timeout_ms``) for the receipts of this producer's
