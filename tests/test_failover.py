@@ -468,3 +468,35 @@ def test_jms_messages_buffered_from_the_lost_socket_are_dropped_and_come_again_r
         for message in after:
             message.acknowledge()
         assert consumer.receive(0.5) is None
+
+
+def test_jms_durable_subscriber_and_client_id_survive_a_stall_failover(activemq_factory):
+    broker = activemq_factory(allow_link_stealing=True)
+    topic = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    with TcpProxy(broker.host_and_ports[0]) as proxy:
+        url = ("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=200"
+               "&nested.heartBeat=500,500" % proxy.address)
+        with amqstomp.ConnectionFactory(url, client_id="fo-durable-" + topic).create_connection(timeout_s=15) as conn:
+            events = TransportEvents()
+            conn.set_transport_listener(events)
+            session = conn.create_session()
+            subscriber = session.create_durable_subscriber(amqstomp.Topic(topic), "sub")
+            conn.start()
+            publisher = plain(broker)
+            publisher.send("/topic/" + topic, "before", receipt="r1", headers={"content-length": None})
+            publisher.wait_for_receipt("r1", 10)
+            assert subscriber.receive(10).text == "before"
+            proxy.stall()  # the broker still holds the old socket (and the client id) open
+            assert wait_until(lambda: "interrupted" in events.events, 10)
+            publisher.send("/topic/" + topic, "during", receipt="r2", headers={"content-length": None})
+            publisher.wait_for_receipt("r2", 10)
+            proxy.unstall()
+            assert wait_until(lambda: "resumed" in events.events, 20), events.events
+            message = subscriber.receive(10)
+            if message is not None and message.text == "before":
+                # its ACK was batched into the stalled socket: the broker redelivers it, flagged
+                assert message.redelivered and message.delivery_count >= 2
+                message = subscriber.receive(10)
+            assert message is not None and message.text == "during"  # kept for the durable subscription
+            assert subscriber.receive(0.5) is None
+            publisher.disconnect()
