@@ -633,6 +633,17 @@ class Link:
                 return "message %s came on a lost connection" % (ack_id,)
         return None
 
+    def _came_on_this_socket(self, cmd: str, headers: Mapping[str, Any]) -> bool:
+        """An ACK/NACK of a message the current socket delivered. It goes out even
+        while the reconnect is still replaying later subscriptions: the ones
+        replayed first receive messages already, and dropping their ACKs would
+        leave them unacknowledged on the broker (a consumer with prefetch 1
+        stalls for good)."""
+        if cmd not in ("ACK", "NACK"):
+            return False
+        ack_id = headers.get("id", headers.get("message-id"))
+        return self._delivered_on.get(str(ack_id)) == self.transport.link_seq
+
     def _await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
         policy's ``timeout``; raise when it does not come."""
@@ -657,7 +668,8 @@ class Link:
         if self.reconnector is None:
             return self.transport.send_frame(cmd, headers, body, None, defer)
         while True:
-            if self.transport.is_connected() and not self.reconnector.reconnecting:
+            if self.transport.is_connected() and (not self.reconnector.reconnecting
+                                                  or self._came_on_this_socket(cmd, headers)):
                 why = self._stale(cmd, headers)
                 if why is not None:
                     if cmd == "COMMIT":
