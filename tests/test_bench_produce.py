@@ -1,0 +1,98 @@
+"""Smoke test of bench/produce.py: a --tiny run of every case and client (children
+against a real ActiveMQ with a KahaDB store on disk), and its JSON shape. Counts,
+fields and the broker's own counters only; never a timing assertion."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+pytest.importorskip("stomp", reason="stomp.py is the bench's baseline")
+
+from bench import produce  # noqa: E402
+
+pytestmark = pytest.mark.broker
+
+SUMMARY_FIELDS = {"case", "client", "runs", "ok_runs", "msg_per_s", "cpu_us_per_msg", "msg_per_s_vs_stomppy",
+                  "cpu_per_msg_vs_stomppy", "msg_per_s_runs", "cpu_us_per_msg_runs"}
+ROW_FIELDS = {"id", "client", "case", "run", "count", "body_size", "status", "problems", "seconds", "cpu_s",
+              "msg_per_s", "cpu_us_per_msg", "enqueue_count", "drained", "child", "module"}
+
+
+@pytest.mark.timeout(600)
+def test_tiny_run_writes_the_json(tmp_path):
+    out = tmp_path / "produce.json"
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "produce.py"), "--tiny", "--runs", "1",
+                           "--deadline", "120", "--data-dir", str(tmp_path / "broker"), "--json", str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=560)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "targets (issue 4)" in proc.stdout
+    result = json.loads(out.read_text())
+
+    assert result["bench"] == "produce" and result["mode"] == "tiny" and result["runs"] == 1
+    assert result["counts"] == produce.COUNTS["tiny"]
+    assert result["broker"]["file_system"] not in produce.MEMORY_FILE_SYSTEMS
+    assert result["broker"]["persistent"] is True
+    rows = result["rows"]
+    assert {(r["case"], r["client"]) for r in rows} == {(c, k) for c in produce.CASES for k in produce.CLIENTS}
+    for row in rows:
+        assert ROW_FIELDS <= set(row), sorted(ROW_FIELDS - set(row))
+        assert row["status"] == "ok", (row["id"], row["problems"], row.get("child_stderr_tail"))
+        assert row["count"] == produce.COUNTS["tiny"][row["case"]]
+        assert row["enqueue_count"] == row["count"]  # the broker's own counter: every message arrived
+        assert row["drained"] == row["count"]
+        assert row["cpu_s"] > 0 and row["msg_per_s"] > 0
+        assert row["module"] == {"stomp.py": "stomp", "amqstomp": "amqstomp", "amqstomp-jms": "amqstomp.jms"}[
+            row["client"]]
+    summary = result["summary"]
+    assert len(summary) == len(produce.CASES) * len(produce.CLIENTS)
+    for entry in summary:
+        assert SUMMARY_FIELDS <= set(entry), sorted(SUMMARY_FIELDS - set(entry))
+        assert entry["ok_runs"] == 1
+        if entry["client"] == "stomp.py":
+            assert entry["msg_per_s_vs_stomppy"] == pytest.approx(1.0)
+    names = [t["target"] for t in result["targets"]]
+    assert len(names) == 4 + 1 + 2
+    assert all(t["met"] in (True, False) for t in result["targets"])
+
+
+def test_summary_ratios_and_targets():
+    def row(client, case, rate, cpu_us):
+        return {"id": "%s:%s" % (client, case), "client": client, "case": case, "status": "ok",
+                "msg_per_s": rate, "cpu_us_per_msg": cpu_us}
+
+    rows = [row("stomp.py", "async", 100.0, 8.0), row("amqstomp-jms", "async", 150.0, 3.0),
+            row("stomp.py", "async", 300.0, 10.0), row("amqstomp-jms", "async", 250.0, 5.0),
+            row("stomp.py", "sync", 10.0, 100.0), row("amqstomp-jms", "sync", 12.0, 90.0),
+            row("stomp.py", "tx100", 40.0, 20.0), row("amqstomp-jms", "tx100", 30.0, 20.0)]
+    result = produce.summarize(rows)
+    entries = {(e["case"], e["client"]): e for e in result["summary"]}
+    jms = entries[("async", "amqstomp-jms")]
+    assert jms["msg_per_s"] == pytest.approx(200.0)  # median of two runs
+    assert jms["msg_per_s_vs_stomppy"] == pytest.approx(1.0)
+    assert jms["cpu_per_msg_vs_stomppy"] == pytest.approx(4.0 / 9.0)
+    targets = {t["target"]: t for t in result["targets"]}
+    assert targets["async: amqstomp-jms CPU/msg / stomp.py CPU/msg"]["met"] is True
+    assert targets["tx100: amqstomp-jms msg/s / stomp.py msg/s"]["met"] is False
+    assert targets["tx100: amqstomp-jms msg/s / amqstomp-jms sync msg/s"]["value"] == pytest.approx(2.5)
+    assert targets["tx1000: amqstomp-jms msg/s / stomp.py msg/s"]["met"] is None  # not measured
+    assert "targets (issue 4)" in produce.format_report(dict(result))
+
+
+def test_data_dir_refuses_memory_file_systems(tmp_path, monkeypatch):
+    monkeypatch.setattr(produce, "file_system_of", lambda path: "tmpfs")
+    with pytest.raises(RuntimeError, match="tmpfs"):
+        produce.choose_data_dir(str(tmp_path / "x"))
+    monkeypatch.setattr(produce, "file_system_of", lambda path: "ext4")
+    path, kind = produce.choose_data_dir(str(tmp_path / "y"))
+    assert kind == "ext4" and os.path.isdir(path)
+
+
+def test_file_system_of_names_the_mount():
+    assert produce.file_system_of("/") not in ("", None)
+    assert produce.file_system_of("/proc/self") == "proc"
