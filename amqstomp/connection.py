@@ -32,7 +32,6 @@ import logging
 import ssl
 import threading
 import time
-from collections import OrderedDict
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .codec import Frame
@@ -44,7 +43,7 @@ from .exception import (
     StompException,
     TransactionRolledBackError,
 )
-from .failover import ReconnectPolicy, Reconnector
+from .failover import ReconnectPolicy, Reconnector, SocketLedger
 from .listener import ConnectionListener
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .subscription import SubscriptionManager, pop_reserved
@@ -72,8 +71,6 @@ DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
 #: broker that goes silent with the socket still open is only noticed by them.
 DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
-#: Message ids (and 1.2 ack ids) remembered to tell a lost socket's messages.
-_ACK_IDS_KEPT = 65536
 
 
 class BaseConnection:
@@ -142,8 +139,7 @@ class BaseConnection:
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
-        self._transactions: Dict[str, int] = {}  # open transaction -> the socket it began on
-        self._delivered_on: "OrderedDict[str, int]" = OrderedDict()  # ack/message id -> socket
+        self._ledger = SocketLedger(self.transport)  # what came / began on which socket (auto_reconnect)
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector: Optional[Reconnector] = None
         if auto_reconnect:
@@ -252,28 +248,13 @@ class BaseConnection:
 
     def _remember_socket(self, frame: Frame) -> None:
         """Reader thread (``auto_reconnect``): note which socket delivered a MESSAGE."""
-        headers = frame.headers
-        seq = self.transport.link_seq
-        kept = self._delivered_on
-        for key in ("message-id", "ack"):
-            value = headers.get(key)
-            if value is not None:
-                kept[value] = seq
-        while len(kept) > _ACK_IDS_KEPT:
-            kept.popitem(last=False)
+        self._ledger.delivered(frame.headers)
         self.subscriptions.on_message(frame)
-
-    def _from_lost_socket(self, ack_id: Any) -> bool:
-        if self.reconnector is None:
-            return False
-        seq = self._delivered_on.get(str(ack_id))
-        return seq is not None and seq != self.transport.link_seq
 
     def _check_transaction(self, transaction: Optional[str]) -> None:
         if transaction is None or self.reconnector is None:
             return
-        seq = self._transactions.get(str(transaction))
-        if seq is not None and seq != self.transport.link_seq:
+        if self._ledger.transaction_is_stale(transaction):
             raise TransactionRolledBackError(
                 "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
 
@@ -311,7 +292,7 @@ class BaseConnection:
     def _gave_up(self, exc: BaseException) -> None:
         """Failover thread: the reconnect attempts ran out."""
         self.subscriptions.reset()
-        self._transactions.clear()
+        self._ledger.clear_transactions()
         for listener in self.transport.listeners.values():
             fn = getattr(listener, "on_disconnected", None)
             if fn is None:
@@ -383,7 +364,7 @@ class BaseConnection:
             opened = not self.transport.is_open()
             if opened:
                 self.subscriptions.reset()
-                self._transactions.clear()
+                self._ledger.clear_transactions()
                 host_and_port = self.transport.open(self.version)
                 frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
                 if self.version == "1.2" and "host" not in frame_headers:
@@ -427,7 +408,7 @@ class BaseConnection:
         transport = self.transport
         if self.reconnector is not None:
             self.reconnector.disarm()
-        self._transactions.clear()
+        self._ledger.clear_transactions()
         if not transport.is_open():
             transport.close()
             return
@@ -499,7 +480,7 @@ class BaseConnection:
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)
         if self.reconnector is not None:
-            self._transactions[str(transaction)] = self.transport.link_seq
+            self._ledger.began(transaction)
         return transaction
 
     def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
@@ -517,8 +498,7 @@ class BaseConnection:
         try:
             self._check_transaction(transaction)
         finally:
-            if self.reconnector is not None:
-                self._transactions.pop(str(transaction), None)
+            self._ledger.ended(transaction)
         self.transport.send_frame("COMMIT", frame_headers)
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -530,8 +510,9 @@ class BaseConnection:
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         if self.reconnector is not None:
-            began_on = self._transactions.pop(str(transaction), None)
-            if began_on is not None and began_on != self.transport.link_seq:
+            stale = self._ledger.transaction_is_stale(transaction)
+            self._ledger.ended(transaction)
+            if stale:
                 return  # gone with its socket: nothing to abort
         self.transport.send_frame("ABORT", frame_headers)
 
@@ -567,7 +548,7 @@ class BaseConnection:
             frame_headers["receipt"] = receipt
         if self.reconnector is not None:
             ack_id = ack_headers.get("id", ack_headers.get("message-id"))
-            if self._from_lost_socket(ack_id):
+            if self._ledger.message_is_stale(ack_id):
                 # never on another socket: the broker redelivers the message (redelivered: true)
                 log.info("%s for %s not sent: the message came on a connection that was lost", command, ack_id)
                 return

@@ -29,12 +29,13 @@ import logging
 import random
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
+from collections import OrderedDict
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .exception import ConfigurationError, ConnectFailedException, StompException
 from .uri import FAILOVER_OPTIONS, BrokerURI
 
-__all__ = ["ReconnectPolicy", "Reconnector"]
+__all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
 
 log = logging.getLogger("amqstomp.failover")
 
@@ -388,6 +389,63 @@ class Reconnector:
     def __repr__(self) -> str:
         state = "reconnecting" if self._reconnecting else ("armed" if self.armed else "disarmed")
         return "<Reconnector %s %s failovers=%d>" % (self.name, state, self.failovers)
+
+
+class SocketLedger:
+    """Which socket of a transport (its ``link_seq``) each message came on and each
+    transaction began on, so that a failover layer never writes an ACK/NACK or a
+    transactional frame of a lost socket on the new one (the broker redelivers
+    those messages and rolled those transactions back).
+
+    Args:
+        transport: the :class:`~amqstomp.transport.Transport` (its ``link_seq``
+            names the current socket).
+        size (int): message ids remembered (the oldest are forgotten first; a
+            forgotten id counts as the current socket's).
+    """
+
+    def __init__(self, transport: Any, size: int = 65536) -> None:
+        self.transport = transport
+        self.size = int(size)
+        self._messages: "OrderedDict[str, int]" = OrderedDict()
+        self._transactions: Dict[str, int] = {}
+
+    def delivered(self, headers: Mapping[str, str]) -> None:
+        """Reader thread: a MESSAGE with these headers came on the current socket
+        (remembered by ``message-id`` and by its 1.2 ``ack`` id)."""
+        seq = self.transport.link_seq
+        kept = self._messages
+        for key in ("message-id", "ack"):
+            value = headers.get(key)
+            if value is not None:
+                kept[value] = seq
+        while len(kept) > self.size:
+            kept.popitem(last=False)
+
+    def message_socket(self, ack_id: Any) -> Optional[int]:
+        """The socket the message ``ack_id`` (message-id or ack id) came on, or None."""
+        return self._messages.get(str(ack_id))
+
+    def message_is_stale(self, ack_id: Any) -> bool:
+        """True when the message came on a socket replaced since."""
+        seq = self._messages.get(str(ack_id))
+        return seq is not None and seq != self.transport.link_seq
+
+    def began(self, transaction: Any) -> None:
+        """A BEGIN for ``transaction`` goes on the current socket."""
+        self._transactions[str(transaction)] = self.transport.link_seq
+
+    def transaction_is_stale(self, transaction: Any) -> bool:
+        """True when ``transaction`` began on a socket replaced since."""
+        seq = self._transactions.get(str(transaction))
+        return seq is not None and seq != self.transport.link_seq
+
+    def ended(self, transaction: Any) -> None:
+        """``transaction`` was committed or aborted (forget it)."""
+        self._transactions.pop(str(transaction), None)
+
+    def clear_transactions(self) -> None:
+        self._transactions.clear()
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:

@@ -307,7 +307,7 @@ class Stream:
                     self._ack(unacked)
                     unacked, pending = None, 0
                 continue
-            socket = self.consumer_link._delivered_on.get(message.message_id, 0)
+            socket = self.consumer_link.ledger.message_socket(message.message_id) or 0
             record = Received(time.monotonic(), message.text, message.message_id or "",
                               message.headers.get("redelivered") == "true", message.delivery_count, socket)
             with self.lock:

@@ -45,7 +45,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
-from ..failover import ReconnectPolicy, Reconnector
+from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
 from ..subscription import SubscriptionManager, ack_headers
 from ..transport import Transport, TimerHandle
@@ -65,8 +65,6 @@ ASYNC_RECEIPT_PREFIX = "a-"
 _SYNC_RECEIPT_PREFIX = "s-"
 
 _ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
-#: message ids (and 1.2 ack ids) remembered per failover link, to tell the lost socket's messages
-_DELIVERED_KEPT = 65536
 
 
 class UsageEvent:
@@ -340,7 +338,7 @@ class _ManagerPort:
 
     def deliver_message(self, frame: Frame) -> None:
         if self._link.reconnector is not None:
-            self._link.remember_socket(frame.headers)
+            self._link.ledger.delivered(frame.headers)
         if self._link.version == "1.0" and self._link.is_activemq:
             headers = frame.headers
             if "subscription" in headers and "message-id" in headers:
@@ -455,8 +453,8 @@ class Link:
         self.transport.set_listener("amqstomp-jms", _LinkListener(self))
         #: the failover loop (a ``failover:`` URI), else None
         self.reconnector: Optional[Reconnector] = None
-        self._delivered_on: "OrderedDict[str, int]" = OrderedDict()  # message/ack id -> socket
-        self._transactions: Dict[str, int] = {}  # transaction -> the socket its BEGIN went on
+        #: what came / began on which socket (failover)
+        self.ledger = SocketLedger(self.transport)
         if policy is not None:
             self.reconnector = Reconnector(
                 self.transport, [ep.host_and_port for ep in self.endpoints], policy, self._establish,
@@ -598,38 +596,23 @@ class Link:
             return False
         return self.reconnector is None or not self.reconnector.armed
 
-    def remember_socket(self, headers: Mapping[str, str]) -> None:
-        """Reader thread (failover): note which socket delivered a MESSAGE."""
-        seq = self.transport.link_seq
-        kept = self._delivered_on
-        for key in ("message-id", "ack"):
-            value = headers.get(key)
-            if value is not None:
-                kept[value] = seq
-        while len(kept) > _DELIVERED_KEPT:
-            kept.popitem(last=False)
-
     def delivered_on_lost_socket(self, headers: Mapping[str, str]) -> bool:
         """True when the MESSAGE with these headers came on a socket replaced since."""
         message_id = headers.get("message-id")
-        seq = self._delivered_on.get(message_id) if message_id is not None else None
-        return seq is not None and seq != self.transport.link_seq
+        return message_id is not None and self.ledger.message_is_stale(message_id)
 
     def _stale(self, cmd: str, headers: Mapping[str, Any]) -> Optional[str]:
         """Why a frame must not go on the current socket (it belongs to a lost
         one), or None."""
-        seq = self.transport.link_seq
         tx = headers.get("transaction")
         if tx is not None:
-            began = self._transactions.get(str(tx))
             if cmd == "BEGIN":
-                self._transactions[str(tx)] = seq
-            elif began is not None and began != seq:
+                self.ledger.began(tx)
+            elif self.ledger.transaction_is_stale(tx):
                 return "transaction %s began on a lost connection" % (tx,)
         if cmd in ("ACK", "NACK"):
             ack_id = headers.get("id", headers.get("message-id"))
-            delivered = self._delivered_on.get(str(ack_id))
-            if delivered is not None and delivered != seq:
+            if self.ledger.message_is_stale(ack_id):
                 return "message %s came on a lost connection" % (ack_id,)
         return None
 
@@ -642,7 +625,7 @@ class Link:
         if cmd not in ("ACK", "NACK"):
             return False
         ack_id = headers.get("id", headers.get("message-id"))
-        return self._delivered_on.get(str(ack_id)) == self.transport.link_seq
+        return self.ledger.message_socket(ack_id) == self.transport.link_seq
 
     def _await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
