@@ -128,8 +128,37 @@ def test_transacted_batch_send_is_invisible_until_commit(activemq):
         tx.commit()
         assert consumer.receive(5).text == "after"
         assert consumer.receive(0.3) is None
-        # the commit also consumed: sends and acks of one transaction go on one socket
-        assert [t.name for t in conn.threads() if "producer" in t.name] == []
+        # a session without consumers keeps its send-only transactions on the producer socket
+        assert [t.name for t in conn.threads() if "producer-reader" in t.name]
+
+
+def test_a_transacted_session_with_a_consumer_commits_sends_and_acks_together(activemq):
+    source, sink = Queue(qname("tx-in")), Queue(qname("tx-out"))
+    factory = ConnectionFactory(activemq.url)
+    with factory.create_connection() as conn:
+        feeder = conn.create_session()
+        feed = feeder.create_producer(source)
+        for i in range(3):
+            feed.send(TextMessage("in %d" % i))
+        tx = conn.create_session(transacted=True)
+        consumer = tx.create_consumer(source)
+        producer = tx.create_producer(sink)
+        conn.start()
+        for _ in range(3):
+            message = consumer.receive(5)
+            producer.send(TextMessage(message.text.replace("in", "out")))
+        assert tx.send_link is conn.consumer_link  # one socket, one STOMP transaction
+        tx.rollback()  # neither the sends nor the acks happened
+        assert stats(activemq, sink.name)["enqueueCount"] == 0
+        got = [consumer.receive(5) for _ in range(3)]
+        assert [m.text for m in got] == ["in 0", "in 1", "in 2"] and all(m.redelivered for m in got)
+        for message in got:
+            producer.send(TextMessage(message.text.replace("in", "out")))
+        tx.commit()
+        reader = conn.create_session()
+        out = reader.create_consumer(sink)
+        assert [out.receive(5).text for _ in range(3)] == ["out 0", "out 1", "out 2"]
+        assert stats(activemq, source.name)["dequeueCount"] == 3
 
 
 @pytest.mark.timeout(60)
@@ -602,11 +631,11 @@ def test_thread_count_per_connection_and_session(activemq):
                                for k in ("reader", "dispatch", "timer"))
         tx = conn.create_session(transacted=True)
         assert threading.active_count() == before + 4  # + the session's dispatch thread
-        tx.create_producer(Queue("x"))
-        assert threading.active_count() == before + 4  # transacted: sends on the consumer socket
+        tx.create_producer(Queue("x"))  # no consumer: its transactions go on the producer socket
+        assert threading.active_count() == before + 7  # + producer socket (3)
         plain = conn.create_session()
         plain.create_producer(Queue("x"))
-        assert threading.active_count() == before + 8  # + session, + producer socket (3)
+        assert threading.active_count() == before + 8  # + session; the producer socket is shared
         plain.create_producer(Queue("y"))
         conn.create_session()
         assert threading.active_count() == before + 9

@@ -3,11 +3,13 @@
 A :class:`Connection` holds up to two sockets (*links*, see :mod:`amqstomp.jms.link`):
 
 * the **consumer link**, opened by :meth:`ConnectionFactory.create_connection`
-  (it carries the client id): SUBSCRIBE/ACK/NACK, transacted sessions'
-  SENDs and BEGIN/COMMIT/ABORT, and sends that name a temporary destination of
-  this connection (``/temp-queue/x`` means a different queue on another socket);
-* the **producer link**, opened by the first producer of a non-transacted
-  session (``separate_producer_socket``, default True): every other SEND.
+  (it carries the client id): SUBSCRIBE/ACK/NACK, the transactions of
+  transacted sessions that have consumers (SENDs, ACKs, BEGIN/COMMIT/ABORT:
+  committed together), and sends that name a temporary destination of this
+  connection (``/temp-queue/x`` means a different queue on another socket);
+* the **producer link**, opened by the first producer of a session without
+  consumers (``separate_producer_socket``, default True): every other SEND,
+  send-only transactions included (see :meth:`Session.transacted_send`).
 
 Why two: ActiveMQ's producer flow control (memory full, no ``sendFailIfNoSpace``)
 stops reading a socket that carries a SEND without a receipt until memory frees
@@ -23,7 +25,7 @@ connection's executor: exception listener, usage callbacks) and ``...-timer``
 (heart-beats, ACK batch timers, usage-full checks), ``producer`` instead of
 ``consumer`` for the producer link -- and one ``amqstomp-jmsC-session-S`` per
 session (its listeners). A connection with S sessions and a producer in a
-non-transacted session runs 3 + 3 + S threads; without such a producer (or
+session without consumers runs 3 + 3 + S threads; without such a producer (or
 with ``separate_producer_socket=False``) 3 + S. With a ``failover:`` URI a
 socket being replaced also has ``amqstomp-jmsC-consumer-failover`` (or
 ``-producer-failover``) until its new socket is connected.

@@ -134,13 +134,16 @@ class MessageProducer:
             if own_temporary and not session.transacted:
                 # /temp-queue/x names a queue of the socket that says it: use the one that made it
                 link = connection.consumer_link
+        transaction = None
+        if session.transacted:
+            link, transaction = session.transacted_send(own_temporary)
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
         headers, body = send_headers(message, dest, mode, self.priority if priority is None else priority,
                                      self.time_to_live if time_to_live is None else time_to_live,
                                      link.is_activemq, timestamp=not self.disable_message_timestamp)
         window = self._window
-        if session.transacted:
-            headers["transaction"] = session.transaction_id()
+        if transaction is not None:
+            headers["transaction"] = transaction
             sync = False
         else:
             sync = self._always_sync or (mode == PERSISTENT and not self._use_async)

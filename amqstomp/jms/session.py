@@ -107,7 +107,8 @@ class Session:
         self._running: Optional["MessageConsumer"] = None  # whose listener runs now
         self._recover_current = False
         self._tx_lock = threading.RLock()
-        self._tx: Optional[str] = None
+        self._tx: Optional[str] = None  # the transaction on the consumer socket (ACKs, and SENDs there)
+        self._send_tx: Optional[Tuple[Link, str]] = None  # a send-only transaction on the producer socket
         self._tx_numbers = itertools.count(1)
         self._thread: Optional[threading.Thread] = threading.Thread(
             target=self._run, name="amqstomp-jms%d-session-%d" % (connection.number, number), daemon=True)
@@ -382,13 +383,19 @@ class Session:
 
     @property
     def send_link(self) -> Link:
-        """The socket this session's producers send on."""
+        """The socket this session's producers send on (for a transacted session,
+        the one its next transactional SEND goes on, see :meth:`transacted_send`)."""
         if self.transacted:
-            return self.connection.consumer_link
+            with self._tx_lock:
+                if self._send_tx is not None:
+                    return self._send_tx[0]
+                if self._tx is not None or self._consumers or self._deferred_close:
+                    return self.connection.consumer_link
+            return self.connection.producer_link()
         return self.connection.producer_link()
 
     def transaction_id(self) -> str:
-        """The open transaction's id (BEGIN is sent on first use)."""
+        """The open transaction's id on the consumer socket (BEGIN is sent on first use)."""
         with self._tx_lock:
             if self._tx is None:
                 self._check_open()
@@ -397,6 +404,33 @@ class Session:
                 self._tx = tx
             return self._tx
 
+    def transacted_send(self, needs_consumer_socket: bool = False) -> Tuple[Link, str]:
+        """Where a transactional SEND goes: ``(link, transaction id)``.
+
+        A transaction whose session has no consumer holds only SENDs: it goes on
+        the producer socket, where asynchronous sends ask for a receipt once per
+        producer-window quarter (on the consumer socket every SEND asks for one,
+        so that ActiveMQ's producer flow control never stops reading the socket
+        that carries ACKs: see the module docstring of :mod:`amqstomp.jms.link`).
+        A session with consumers keeps its SENDs and ACKs in one transaction on
+        the consumer socket, committed together. ``needs_consumer_socket``: the
+        SEND names a temporary destination of this connection (which means
+        another queue on another socket).
+        """
+        with self._tx_lock:
+            if not needs_consumer_socket:
+                if self._send_tx is not None:
+                    return self._send_tx
+                if self._tx is None and not self._consumers and not self._deferred_close:
+                    link = self.connection.producer_link()
+                    if link is not self.connection.consumer_link:
+                        self._check_open()
+                        tx = "tx-%d.%d-%d" % (self.connection.number, self.number, next(self._tx_numbers))
+                        link.send("BEGIN", {"transaction": tx})
+                        self._send_tx = (link, tx)
+                        return self._send_tx
+            return self.connection.consumer_link, self.transaction_id()
+
     def _all_consumers(self) -> List["MessageConsumer"]:
         return list(self._consumers) + list(self._deferred_close)
 
@@ -404,10 +438,11 @@ class Session:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
             producers = list(self._producers)
+        link = self._send_tx[0] if self._send_tx is not None else self.connection.consumer_link
         ok = True
         for producer in producers:
             if producer._window is not None:
-                ok = producer._window.drain(self.connection.consumer_link, deadline) and ok
+                ok = producer._window.drain(link, deadline) and ok
         return ok
 
     def commit(self) -> None:
@@ -415,10 +450,17 @@ class Session:
         messages it ACKed. Waits until every SEND of the transaction was received
         (its RECEIPT), then for COMMIT's receipt.
 
+        A session whose transaction went on the producer socket (it had no
+        consumer when the transaction began) commits that one first; should a
+        consumer have joined meanwhile, its ACKs commit right after, in their
+        own transaction on the consumer socket (a failure between the two
+        redelivers those messages: at-least-once, never a loss).
+
         Raises:
             IllegalStateError: not a transacted session, or closed.
-            TransactionRolledBackError: the broker refused the COMMIT; the
-                transaction is rolled back (consumed messages redelivered locally).
+            TransactionRolledBackError: the broker refused the COMMIT, or the
+                connection was lost meanwhile; the transaction is rolled back
+                (consumed messages redelivered locally).
         """
         self._check_open()
         if not self.transacted:
@@ -435,6 +477,15 @@ class Session:
                         acks.append((consumer, consumer._delivered[-1].frame))
                         consumer._tx_acked = len(consumer._delivered)
             tx = self._tx
+            send_tx = self._send_tx
+            if send_tx is not None:
+                try:
+                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self._send_timeout_s(), "COMMIT")
+                except StompException as exc:
+                    self._send_tx = None
+                    self._rollback_locked()
+                    raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
+                self._send_tx = None
             try:
                 if acks:
                     tx = self.transaction_id()
@@ -448,6 +499,10 @@ class Session:
                 self._tx = None
                 self._rollback_local()
                 self._finish_deferred_closes()
+                if send_tx is not None:
+                    raise TransactionRolledBackError(
+                        "the transaction's sends were committed, but its acknowledgements were rolled back (the "
+                        "consumed messages come again): %s" % exc) from exc
                 raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
             self._tx = None
             with self._cond:
@@ -480,6 +535,14 @@ class Session:
             self._rollback_locked()
 
     def _rollback_locked(self) -> None:
+        send_tx = self._send_tx
+        if send_tx is not None:
+            self._drain_sends(self.connection.close_timeout_s)
+            self._send_tx = None
+            try:
+                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, self.connection.close_timeout_s, "ABORT")
+            except StompException as exc:
+                log.warning("%r: ABORT failed: %s", self, exc)
         tx, self._tx = self._tx, None
         if tx is not None:
             self._drain_sends(self.connection.close_timeout_s)
