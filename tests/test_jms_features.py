@@ -487,3 +487,90 @@ def test_release_after_rollback_is_a_documented_option():
         ConnectionFactory("stomp://127.0.0.1:61613", release_after_rollback="yes")
     assert ConnectionFactory("stomp://127.0.0.1:61613?amqstomp.releaseAfterRollback=true") \
         .options["release_after_rollback"] is True
+
+
+# --------------------------------------------------------------------------- scheduling values ActiveMQ refuses
+
+
+_BAD_SCHEDULED = [
+    ("AMQ_SCHEDULED_DELAY", 2 ** 70), ("AMQ_SCHEDULED_DELAY", 2 ** 63), ("AMQ_SCHEDULED_DELAY", -1),
+    ("AMQ_SCHEDULED_DELAY", "abc"), ("AMQ_SCHEDULED_DELAY", "-1"), ("AMQ_SCHEDULED_DELAY", 1.5),
+    ("AMQ_SCHEDULED_DELAY", " 5"), ("AMQ_SCHEDULED_DELAY", "1_000"), ("AMQ_SCHEDULED_DELAY", True),
+    ("AMQ_SCHEDULED_PERIOD", -5), ("AMQ_SCHEDULED_PERIOD", "5.0"),
+    ("AMQ_SCHEDULED_REPEAT", 2 ** 31), ("AMQ_SCHEDULED_REPEAT", -1), ("AMQ_SCHEDULED_REPEAT", "x"),
+    ("AMQ_SCHEDULED_CRON", "not a cron"), ("AMQ_SCHEDULED_CRON", "* * * *"), ("AMQ_SCHEDULED_CRON", "* * * * * *"),
+    ("AMQ_SCHEDULED_CRON", "60 * * * *"), ("AMQ_SCHEDULED_CRON", "* 24 * * *"), ("AMQ_SCHEDULED_CRON", "* * 0 * *"),
+    ("AMQ_SCHEDULED_CRON", "* * * 13 *"), ("AMQ_SCHEDULED_CRON", "* * * * 7"), ("AMQ_SCHEDULED_CRON", "* * * JAN *"),
+    ("AMQ_SCHEDULED_CRON", "0 0 ? * MON"), ("AMQ_SCHEDULED_CRON", "5/10 * * * *"), ("AMQ_SCHEDULED_CRON", "*/0 * * * *"),
+    ("AMQ_SCHEDULED_CRON", "1-2-3 * * * *"), ("AMQ_SCHEDULED_CRON", "-5 * * * *"), ("AMQ_SCHEDULED_CRON", "5-1 * * * *"),
+    ("AMQ_SCHEDULED_CRON", "0-99999999999 * * * *"), ("AMQ_SCHEDULED_CRON", "1,,2 * * * *"),
+    ("AMQ_SCHEDULED_CRON", "   "), ("AMQ_SCHEDULED_CRON", 5),
+]
+
+
+@pytest.mark.parametrize("name,value", _BAD_SCHEDULED)
+def test_scheduling_properties_refuse_what_activemq_cannot_parse(name, value):
+    message = TextMessage("x")
+    with pytest.raises(MessageFormatError) as caught:
+        message.set_property(name, value)
+    assert name in str(caught.value) and repr(value) in str(caught.value)
+    assert name not in message.properties
+    # a value put into the dict by hand is refused when sent
+    from amqstomp.jms.message import send_headers
+
+    message.properties[name] = value
+    with pytest.raises(MessageFormatError, match=name):
+        send_headers(message, Queue("q"), 2, 4, 0, True)
+
+
+def test_schedule_refuses_values_out_of_java_range_and_bad_cron():
+    message = TextMessage("x")
+    message.schedule(delay_ms=10)
+    for kwargs in ({"delay_ms": 2 ** 70}, {"period_ms": 2 ** 63}, {"repeat": 2 ** 31, "period_ms": 1},
+                   {"cron": "not a cron"}, {"cron": "61 * * * *"}, {"cron": "* * * * MON"}):
+        with pytest.raises(ValueError) as caught:
+            message.schedule(**kwargs)
+        value = next(iter(kwargs.values()))
+        assert repr(value) in str(caught.value) and "AMQ_SCHEDULED_" in str(caught.value)
+        assert message.properties == {"AMQ_SCHEDULED_DELAY": 10}  # unchanged
+    message.schedule(delay_ms=2 ** 63 - 1, period_ms=2 ** 63 - 1, repeat=2 ** 31 - 1)
+    for cron in ("* * * * *", "*/15 0-23 1,15 * 1-5", "0-30/10 9 * 1-12 0", "0\t12  31 12 6", "59 23 31 12 0-6"):
+        message.schedule(cron=cron)
+        assert message.properties == {"AMQ_SCHEDULED_CRON": cron}
+    for value in (0, "+5", "007", 2 ** 63 - 1, str(2 ** 63 - 1)):
+        message.set_property("AMQ_SCHEDULED_PERIOD", value)
+
+
+@pytest.mark.timeout(60)
+def test_accepted_scheduling_values_keep_the_connection(activemq_factory):
+    """What the checks let through, ActiveMQ's scheduler takes without closing the
+    socket; what they refuse never reaches it."""
+    broker = activemq_factory(scheduler=True)
+    queue = Queue(qname("sched-values"))
+    errors = []
+    with ConnectionFactory(broker.url).create_connection() as connection:
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session()
+        consumer = session.create_consumer(queue)
+        connection.start()
+        producer = session.create_producer(queue)
+        for cron in ("*/15 0-23 1,15 * 1-5", "0-30/10 9 * 1-12 0", "0\t12  31 12 6", "59 23 31 12 0-6"):
+            message = TextMessage("cron")
+            message.schedule(cron=cron)
+            producer.send(message)  # persistent: waits for the RECEIPT
+        far = TextMessage("far")
+        far.set_property("AMQ_SCHEDULED_DELAY", "+3600000")
+        far.set_property("AMQ_SCHEDULED_REPEAT", "0")
+        producer.send(far)
+        for name, value in _BAD_SCHEDULED:
+            with pytest.raises(MessageFormatError):
+                bad = TextMessage("bad")
+                bad.set_property(name, value)
+                producer.send(bad)
+        soon = TextMessage("soon")
+        soon.set_property("AMQ_SCHEDULED_DELAY", "007")
+        producer.send(soon)
+        producer.send(TextMessage("plain"))
+        got = sorted(m.text for m in (consumer.receive(10), consumer.receive(10)) if m is not None)
+        assert got == ["plain", "soon"]
+        assert errors == [] and not connection.is_closed and connection.failure is None

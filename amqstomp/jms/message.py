@@ -25,7 +25,7 @@ import math
 import re
 import time
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set, Tuple, Union
 
 from .constants import DEFAULT_PRIORITY, NON_PERSISTENT, PERSISTENT
 from .destination import Destination, destination_from_header
@@ -34,7 +34,7 @@ from .exceptions import IllegalStateError, MessageFormatError
 if TYPE_CHECKING:  # pragma: no cover
     from ..codec import Frame
 
-__all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEADERS", "message_from_frame",
+__all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEADERS", "message_from_frame", "check_scheduled_property",
            "send_headers", "MAP_TRANSFORMATION", "MAP_SUBSCRIBE_TRANSFORMATION"]
 
 #: The ``transformation`` a MapMessage is sent with, and the one ActiveMQ's
@@ -59,6 +59,25 @@ _FRAME_ONLY = frozenset(("destination", "message-id", "subscription", "ack", "co
                          "timestamp", "amq-msg-type", "JMSXGroupID", "JMSXGroupSeq", "transformation"))
 
 PropertyValue = Union[str, int, float, bool]
+
+# ActiveMQ's scheduler (SchedulerBroker) reads these properties of a SEND with
+# Long.valueOf / Integer.valueOf of the header text and the cron entry with its
+# CronParser; a value they refuse makes the broker answer ERROR and close the
+# socket, so amqstomp refuses it before sending. Name -> (largest value, unit).
+_JAVA_LONG_MAX = 2 ** 63 - 1
+_JAVA_INT_MAX = 2 ** 31 - 1
+_SCHEDULED_NUMBERS: Dict[str, Tuple[int, str]] = {
+    "AMQ_SCHEDULED_DELAY": (_JAVA_LONG_MAX, "ms"),
+    "AMQ_SCHEDULED_PERIOD": (_JAVA_LONG_MAX, "ms"),
+    "AMQ_SCHEDULED_REPEAT": (_JAVA_INT_MAX, "repeats"),
+}
+_SCHEDULED_CRON = "AMQ_SCHEDULED_CRON"
+_DECIMAL = re.compile(r"[+-]?[0-9]+\Z")  # what Long.valueOf takes (ASCII digits only here)
+_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
+                ("day of week", 0, 6))
+_CRON_SEPARATORS = re.compile(r"[ \t]+")
+_CRON_TOKEN = re.compile(r"[0-9*,/-]+\Z")
+_CRON_NUMBER = re.compile(r"[0-9]{1,9}\Z")
 
 
 def _now_ms() -> int:
@@ -112,7 +131,10 @@ class Message:
 
         Raises:
             MessageFormatError: the name is one amqstomp sets itself
-                (:data:`RESERVED_HEADERS`), or the value is not str/int/float/bool.
+                (:data:`RESERVED_HEADERS`), the value is not str/int/float/bool, or
+                it is an ``AMQ_SCHEDULED_*`` value ActiveMQ's scheduler would refuse
+                (out of range, negative, not a whole number, a bad cron entry: see
+                :func:`check_scheduled_property`).
         """
         _check_property(name, value)
         self.properties[name] = value
@@ -135,9 +157,18 @@ class Message:
         property out. The broker needs ``schedulerSupport="true"``; without it the
         properties are ignored and the message is delivered at once.
 
+        ``delay_ms`` and ``period_ms`` go up to 2**63 - 1 (a Java long), ``repeat``
+        up to 2**31 - 1 (a Java int; ActiveMQ 5.18+ refuses more than its
+        ``maxRepeatAllowed``, 1000 by default); ``cron`` is five fields (minute
+        hour day-of-month month day-of-week) in the syntax ActiveMQ's CronParser
+        takes (:func:`check_scheduled_property` lists it). Nothing is changed when
+        a value is refused.
+
         Raises:
-            ValueError: a negative or non-int value, a repeat without a period or
-                cron, an empty cron string.
+            ValueError: a negative or non-int value, one out of those ranges, a
+                repeat without a period or cron, an empty cron string.
+            MessageFormatError (a ValueError): a cron entry ActiveMQ would refuse;
+                the message names the property and the value.
         """
         for name, value in (("delay_ms", delay_ms), ("period_ms", period_ms), ("repeat", repeat)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -149,6 +180,9 @@ class Message:
         wanted: Tuple[Tuple[str, Union[int, str, None]], ...] = (
             ("AMQ_SCHEDULED_DELAY", delay_ms), ("AMQ_SCHEDULED_PERIOD", period_ms),
             ("AMQ_SCHEDULED_REPEAT", repeat), ("AMQ_SCHEDULED_CRON", cron))
+        for prop, setting in wanted:
+            if setting:
+                check_scheduled_property(prop, setting)
         for prop, setting in wanted:
             if setting:
                 self.properties[prop] = setting
@@ -609,6 +643,101 @@ def _check_property(name: str, value: Any) -> None:
                                  "attribute for it (correlation_id, reply_to, group_id...)" % (name,))
     if not isinstance(value, (str, int, float, bool)):
         raise MessageFormatError("property %r must be str, int, float or bool, got %s" % (name, type(value).__name__))
+    if name in _SCHEDULED_NUMBERS or name == _SCHEDULED_CRON:
+        check_scheduled_property(name, value)
+
+
+def check_scheduled_property(name: str, value: Any) -> None:
+    """Refuse a value of one of ActiveMQ's scheduling properties that the broker
+    cannot parse (it would answer ERROR and close the socket).
+
+    ``AMQ_SCHEDULED_DELAY`` and ``AMQ_SCHEDULED_PERIOD`` (ms) must be whole numbers
+    from 0 to 2**63 - 1 (a Java long), ``AMQ_SCHEDULED_REPEAT`` one from 0 to
+    2**31 - 1 (a Java int): an ``int`` (not a bool or float) or a str of ASCII
+    digits with an optional sign. ActiveMQ 5.18+ further refuses a repeat above
+    its ``maxRepeatAllowed`` (1000 by default). ``AMQ_SCHEDULED_CRON`` must be a
+    str that ActiveMQ's CronParser accepts, checked structurally: exactly five
+    fields separated by spaces or tabs -- minute 0-59, hour 0-23, day of month
+    1-31, month 1-12, day of week 0-6 (0 = Sunday) -- each ``*``, a number, a
+    range ``a-b``, a list ``a,b,...`` of numbers and ranges, or a step ``x/n``
+    (n >= 1). As in CronParser a step keeps the values of ``x`` that are
+    multiples of ``n`` (``*/15`` = 0,15,30,45; ``5/10`` selects nothing and is
+    refused). No names (JAN, MON), no Quartz ``? L W #``, no seconds field.
+    Other property names are not checked here.
+
+    Raises:
+        MessageFormatError (a ValueError): naming the property and the bad value.
+    """
+    if name in _SCHEDULED_NUMBERS:
+        largest, unit = _SCHEDULED_NUMBERS[name]
+        number: Optional[int] = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and _DECIMAL.match(value):
+            number = int(value)
+        if number is None or not 0 <= number <= largest:
+            raise MessageFormatError("%s must be a whole number of %s from 0 to %d (what ActiveMQ's scheduler "
+                                     "parses), got %r" % (name, unit, largest, value))
+    elif name == _SCHEDULED_CRON:
+        if not isinstance(value, str):
+            raise MessageFormatError("%s must be a str (a cron entry such as '0 * * * *'), got %r" % (name, value))
+        problem = _cron_problem(value)
+        if problem:
+            raise MessageFormatError("%s: %r is not a cron entry ActiveMQ accepts: %s" % (name, value, problem))
+
+
+def _cron_problem(entry: str) -> Optional[str]:
+    """What is wrong with a cron entry (None: nothing); see check_scheduled_property."""
+    fields = [f for f in _CRON_SEPARATORS.split(entry.strip(" \t")) if f]
+    if len(fields) != len(_CRON_FIELDS):
+        return ("%d field(s); it needs 5 separated by spaces: minute hour day-of-month month day-of-week"
+                % len(fields))
+    for token, (what, low, high) in zip(fields, _CRON_FIELDS):
+        if not _CRON_TOKEN.match(token):
+            return "%s field %r: only digits and * , - / are allowed" % (what, token)
+        try:
+            values = _cron_values(token, low, high)
+        except ValueError as exc:
+            return "%s field %r: %s" % (what, token, exc)
+        if not values:
+            return "%s field %r selects no %s (a step x/n keeps the multiples of n in x)" % (what, token, what)
+    return None
+
+
+def _cron_values(token: str, low: int, high: int) -> Set[int]:
+    """The values a cron field selects, evaluated the way CronParser does (a
+    step before a list before a range); ValueError says what is wrong."""
+    if token == "*":
+        return set(range(low, high + 1))
+    if "/" in token:
+        base, _, step = token.partition("/")
+        if not _CRON_NUMBER.match(step) or int(step) < 1:
+            raise ValueError("the step after '/' must be a number >= 1, got %r" % (step,))
+        n = int(step)
+        return {v for v in _cron_values(base, low, high) if v % n == 0}
+    if "," in token:
+        chosen: Set[int] = set()
+        for part in token.split(","):
+            if not part:
+                raise ValueError("an empty list item")
+            chosen |= _cron_values(part, low, high)
+        return chosen
+    if "-" in token:
+        first, _, last = token.partition("-")
+        a, b = _cron_number(first, low, high), _cron_number(last, low, high)
+        if a > b:
+            raise ValueError("the range %d-%d is empty" % (a, b))
+        return set(range(a, b + 1))
+    return {_cron_number(token, low, high)}
+
+
+def _cron_number(text: str, low: int, high: int) -> int:
+    if not _CRON_NUMBER.match(text):
+        raise ValueError("%r is not a number" % (text,))
+    value = int(text)
+    if not low <= value <= high:
+        raise ValueError("%d is outside %d-%d" % (value, low, high))
+    return value
 
 
 def _text(value: PropertyValue) -> str:
