@@ -29,6 +29,7 @@ host name. stomp.py's ``override_threading`` and ``set_receipt`` are not
 offered (threads are the transport's; receipts are futures).
 """
 import logging
+import math
 import ssl
 import threading
 import time
@@ -37,6 +38,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 from .codec import Frame
 from .exception import (
     BrokerError,
+    ConfigurationError,
     ConnectFailedException,
     ConnectionClosedException,
     NotConnectedException,
@@ -71,6 +73,7 @@ DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
 #: broker that goes silent with the socket still open is only noticed by them.
 DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
+_MAX_RECONNECT_SLEEP_S = 86400 * 365  # a year: anything longer is a mistake
 
 
 class BaseConnection:
@@ -142,7 +145,22 @@ class BaseConnection:
         self._ledger = SocketLedger(self.transport)  # what came / began on which socket (auto_reconnect)
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector: Optional[Reconnector] = None
+        if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
+            raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
+                                     % (auto_reconnect, auto_resubscribe))
         if auto_reconnect:
+            for name, value in (("reconnect_sleep_initial", reconnect_sleep_initial),
+                                ("reconnect_sleep_increase", reconnect_sleep_increase),
+                                ("reconnect_sleep_jitter", reconnect_sleep_jitter),
+                                ("reconnect_sleep_max", reconnect_sleep_max)):
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                        or value < 0 or value > _MAX_RECONNECT_SLEEP_S:
+                    raise ConfigurationError("%s must be a number of seconds from 0 to %d, got %r"
+                                             % (name, _MAX_RECONNECT_SLEEP_S, value))
+            if isinstance(reconnect_attempts_max, bool) or not isinstance(reconnect_attempts_max, int) \
+                    or reconnect_attempts_max < -1:
+                raise ConfigurationError("reconnect_attempts_max must be an int >= -1 (-1: no limit), got %r"
+                                         % (reconnect_attempts_max,))
             policy = ReconnectPolicy(
                 initial_reconnect_delay_ms=int(reconnect_sleep_initial * 1000),
                 max_reconnect_delay_ms=int(reconnect_sleep_max * 1000),
@@ -236,15 +254,22 @@ class BaseConnection:
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
         deadline = time.monotonic() + wait_s
         while True:
-            try:
-                return self.transport.send_frame(cmd, headers, body)
-            except (NotConnectedException, ConnectionClosedException) as exc:
+            cause: Optional[BaseException] = None
+            if rc.armed and (rc.reconnecting or not self.transport.is_connected()):
+                pass  # a new socket is being made: nothing before its CONNECT and replay
+            else:
+                try:
+                    return self.transport.send_frame(cmd, headers, body)
+                except (NotConnectedException, ConnectionClosedException) as exc:
+                    if not rc.armed:
+                        raise
+                    cause = exc
+            if not rc.wait_connected(deadline - time.monotonic()):
+                if rc.gave_up is not None:
+                    raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from cause
                 if not rc.armed:
-                    raise
-                if not rc.wait_connected(deadline - time.monotonic()):
-                    if rc.gave_up is not None:
-                        raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from exc
-                    raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from exc
+                    raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
+                raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
 
     def _remember_socket(self, frame: Frame) -> None:
         """Reader thread (``auto_reconnect``): note which socket delivered a MESSAGE."""

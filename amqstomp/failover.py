@@ -26,6 +26,7 @@ the new socket; a transaction open at the loss fails on commit with
 Licensed under the Apache License, Version 2.0.
 """
 import logging
+import math
 import random
 import threading
 import time
@@ -44,6 +45,9 @@ HostAndPort = Tuple[str, int]
 T = TypeVar("T")
 
 _DEFAULTS = {option.keyword: option.default for option in FAILOVER_OPTIONS.values()}
+_JAVA_LONG_MAX = 2 ** 63 - 1
+#: Longest single sleep of the reconnect loop (s): longer delays are slept in pieces.
+_MAX_SLEEP_S = 3600.0
 
 
 class ReconnectPolicy:
@@ -81,10 +85,15 @@ class ReconnectPolicy:
                                  ("timeout_ms", timeout_ms, -1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
-        if not 0 <= jitter <= 10:
-            raise ConfigurationError("jitter must be from 0 to 10, got %r" % (jitter,))
-        if not back_off_multiplier >= 1:
-            raise ConfigurationError("back_off_multiplier must be >= 1, got %r" % (back_off_multiplier,))
+        for name, value in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms),
+                            ("max_reconnect_delay_ms", max_reconnect_delay_ms), ("timeout_ms", timeout_ms)):
+            if value > _JAVA_LONG_MAX:
+                raise ConfigurationError("%s must be at most %d ms (a Java long), got %r" % (name, _JAVA_LONG_MAX, value))
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 10:
+            raise ConfigurationError("jitter must be a number from 0 to 10, got %r" % (jitter,))
+        if isinstance(back_off_multiplier, bool) or not isinstance(back_off_multiplier, (int, float)) \
+                or not math.isfinite(back_off_multiplier) or not back_off_multiplier >= 1:
+            raise ConfigurationError("back_off_multiplier must be a finite number >= 1, got %r" % (back_off_multiplier,))
         self.initial_reconnect_delay_ms = initial_reconnect_delay_ms
         self.max_reconnect_delay_ms = max_reconnect_delay_ms
         self.use_exponential_back_off = bool(use_exponential_back_off)
@@ -109,8 +118,11 @@ class ReconnectPolicy:
         if attempt < 1:
             return 0
         delay = float(self.initial_reconnect_delay_ms)
-        if self.use_exponential_back_off and attempt > 1:
-            delay *= self.back_off_multiplier ** min(attempt - 1, 1000)
+        if self.use_exponential_back_off and attempt > 1 and delay > 0 and self.back_off_multiplier > 1:
+            # compare exponents, not products: multiplier ** attempt overflows a float soon
+            room = math.log(max(float(self.max_reconnect_delay_ms), 1.0) / delay) / math.log(self.back_off_multiplier)
+            delay = float(self.max_reconnect_delay_ms) if attempt - 1 >= room else \
+                delay * self.back_off_multiplier ** (attempt - 1)
         delay = min(delay, float(self.max_reconnect_delay_ms))
         if self.jitter:
             delay *= 1.0 + random.random() * self.jitter
@@ -270,10 +282,17 @@ class Reconnector:
             self._stop.set()
             thread = self._thread
         self._up.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(join_timeout_s)
-            if thread.is_alive():
-                log.warning("%s: failover thread still running %.1f s after disarm", self.name, join_timeout_s)
+        if thread is None or thread is threading.current_thread() or not thread.is_alive():
+            return
+        # an attempt in progress (a connect, a CONNECTED or RECEIPT wait) ends at once
+        self.transport.close(None, reason="failover stopped: the connection is being closed", silent=True)
+        if threading.current_thread().name.startswith("amqstomp-"):
+            # one of this library's dispatcher / session threads (a listener closing the
+            # connection): the failover thread may be waiting for it; it ends by itself
+            return
+        thread.join(join_timeout_s)
+        if thread.is_alive():
+            log.warning("%s: failover thread still running %.1f s after disarm", self.name, join_timeout_s)
 
     # ------------------------------------------------------------ the loop
 
@@ -314,8 +333,18 @@ class Reconnector:
                         self._on_gave_up(exc)
                     except Exception:
                         log.exception("%s: on_gave_up failed", self.name)
-        except Exception:  # a bug: never end silently
+        except Exception as exc:  # a bug: never end silently, and never leave senders waiting
             log.exception("%s: failover loop failed", self.name)
+            if self.armed:
+                self.gave_up = ConnectFailedException("failover loop failed: %r" % (exc,))
+                with self._lock:
+                    self._stop.set()
+                self._up.set()
+                if self._on_gave_up is not None:
+                    try:
+                        self._on_gave_up(self.gave_up)
+                    except Exception:
+                        log.exception("%s: on_gave_up failed", self.name)
         finally:
             with self._lock:
                 if self._thread is threading.current_thread():
@@ -334,7 +363,7 @@ class Reconnector:
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
                 try:
                     self._establish(host_and_port)
-                except (StompException, OSError) as exc:
+                except Exception as exc:  # StompException, OSError, UnicodeError (a bad host name)...
                     last = exc
                     self.last_error = exc
                     log.debug("%s: attempt on %s failed: %s", self.name, _where(host_and_port), exc)
@@ -377,8 +406,18 @@ class Reconnector:
             if gave_up:
                 raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
                                              % (", ".join(_where(hp) for hp in self.endpoints), passes, last))
-            if self._stop.wait(delay_s):
+            if self._sleep(delay_s):
                 raise ConnectFailedException("failover stopped (the connection is being closed)")
+
+    def _sleep(self, delay_s: float) -> bool:
+        """Sleep ``delay_s`` seconds (in pieces); True when disarmed meanwhile."""
+        end = time.monotonic() + delay_s
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if self._stop.wait(min(left, _MAX_SLEEP_S)):
+                return True
 
     def _discard(self) -> None:
         try:

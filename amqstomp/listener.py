@@ -74,7 +74,8 @@ class ConnectionListener:
         """An ERROR frame arrived. When the client itself closes the connection
         because the broker's bytes were not valid STOMP, it reports that here
         too, with a frame whose headers hold ``amqstomp-protocol-error: true``
-        and ``message``."""
+        and ``message``. An ERROR that answers CONNECT (a refused login or
+        client id) carries ``amqstomp-connect-refused: true``."""
 
     def on_send(self, frame: Any) -> None:
         """A frame is about to be sent (on the sending thread; may change it)."""

@@ -1295,6 +1295,8 @@ class Transport:
         finally:
             if not link.closed:
                 log.info("%s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
+            elif link.close_reason:
+                reason = link.close_reason  # closed on purpose (heart-beat timeout, close()): say why
             self._close_link(link, reason, error)
             if link.write_lock.acquire(timeout=5.0):
                 try:
@@ -1337,6 +1339,7 @@ class Transport:
             if future is not None:
                 _fail(future, BrokerError("broker error: %s" % message, frame))
             if not link.connected:
+                frame.headers["amqstomp-connect-refused"] = "true"  # the answer to CONNECT
                 _fail(link.connect_future, ConnectFailedException("broker refused the connection: %s" % message))
             self._post(link, "error", frame)
         elif cmd == "CONNECTED":

@@ -314,6 +314,7 @@ def _endpoint(text: str, uri: str, nested: Dict[str, str]) -> Tuple[Endpoint, Di
         host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
     if not host:
         raise ConfigurationError("no host in %r" % (uri,))
+    _check_host(host, text, uri)
     try:
         port = int(port_text) if port_text else _SCHEMES[scheme]
         if not 0 < port < 65536:
@@ -331,6 +332,22 @@ def _endpoint(text: str, uri: str, nested: Dict[str, str]) -> Tuple[Endpoint, Di
         else:
             leftover[key] = value
     return Endpoint(scheme, host, port, options), leftover
+
+
+def _check_host(host: str, member: str, uri: str) -> None:
+    """A host name a socket can be opened to: no blanks or control characters,
+    labels of 1-63 characters, 253 in all (RFC 1123); IPv6 literals pass."""
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in host):
+        raise ConfigurationError("host %r of %r in %r holds a blank or a control character" % (host, member, uri))
+    if ":" in host:  # an IPv6 literal (from [..]); the socket layer checks it
+        return
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ConfigurationError("host %r of %r in %r is not a valid host name (each dot-separated label "
+                                 "must have 1 to 63 characters)" % (host, member, uri)) from None
+    if len(ascii_host) > 253:
+        raise ConfigurationError("host name of %r in %r is longer than 253 characters" % (member, uri))
 
 
 def _apply_connection_options(raw: Dict[str, str], uri: str, target: Dict[str, Any]) -> None:
@@ -381,6 +398,10 @@ def parse_uri(uri: str) -> BrokerURI:
                 failover_options[opt.keyword] = _convert(opt, value, uri)
             elif key in CONNECTION_OPTIONS:
                 connection_raw[key] = value
+            elif key in TRANSPORT_OPTIONS:
+                raise ConfigurationError("%s is an option of each broker, not of the failover URI %r: give it to "
+                                         "every member as nested.%s=..., or to one inside the parentheses "
+                                         "(failover:(stomp://host:port?%s=...))" % (key, uri, key, key))
             else:
                 raise _unknown("failover option", key, uri, list(FAILOVER_OPTIONS) + list(CONNECTION_OPTIONS))
         endpoints = []
@@ -391,10 +412,13 @@ def parse_uri(uri: str) -> BrokerURI:
             if not member:
                 continue
             endpoint, leftover = _endpoint(member, uri, nested)
-            if leftover:
-                raise ConfigurationError("option %s on a member of %r: connection options go on the failover "
-                                         "URI's own query (failover:(...)?%s=...)"
-                                         % (", ".join(sorted(leftover)), uri, sorted(leftover)[0]))
+            for key in sorted(leftover):
+                if key in CONNECTION_OPTIONS:
+                    raise ConfigurationError("option %s on a member of %r: connection options go on the failover "
+                                             "URI's own query (failover:(...)?%s=...)" % (key, uri, key))
+                where = "nested.%s" % key if key in nested else key
+                raise _unknown("transport option", where, uri,
+                               ["nested." + k for k in TRANSPORT_OPTIONS] if key in nested else list(TRANSPORT_OPTIONS))
             endpoints.append(endpoint)
         if not endpoints:
             raise ConfigurationError("failover URI %r names no broker" % (uri,))

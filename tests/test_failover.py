@@ -500,3 +500,122 @@ def test_jms_durable_subscriber_and_client_id_survive_a_stall_failover(activemq_
             assert message is not None and message.text == "during"  # kept for the durable subscription
             assert subscriber.receive(0.5) is None
             publisher.disconnect()
+
+
+# --------------------------------------------------------------------------- hostile findings
+
+
+def test_a_sync_send_the_broker_closes_the_socket_on_is_not_resent_forever(activemq_factory):
+    broker = activemq_factory(scheduler=True)
+    url = "failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=10" % broker.stomp_port
+    with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+        link = conn.producer_link()
+        started = time.monotonic()
+        # ActiveMQ drops the socket on a cron entry it cannot parse (the JMS API refuses to send
+        # one; the raw link does not)
+        with pytest.raises(amqstomp.exception.ConnectionClosedException, match="4 times"):
+            link.send_message({"destination": "/queue/amqstomp-poison", "AMQ_SCHEDULED_CRON": "not a cron",
+                               "persistent": "true"}, b"x", True, None, 30)
+        assert time.monotonic() - started < 20
+        assert link.reconnector.failovers <= 5
+        session = conn.create_session()
+        session.create_producer(amqstomp.Queue("amqstomp-after-poison")).send("fine")  # still usable
+
+
+def test_stomp_frames_wait_for_connect_and_replay_on_the_new_socket(activemq, proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy)
+    real_open = conn.transport.open
+
+    def slow_open(*args, **kwargs):  # widen the gap between the new socket and its CONNECT
+        result = real_open(*args, **kwargs)
+        time.sleep(0.3)
+        return result
+
+    conn.transport.open = slow_open
+    try:
+        accepted = proxy.accepted
+        proxy.cut()
+        assert proxy.wait_for_accepted(accepted + 1, 10)  # the new socket is open, its CONNECT not sent yet
+        time.sleep(0.1)  # inside slow_open's 0.3 s
+        for i in range(20):
+            conn.send(q, "m%d" % i)  # no receipts: nothing may be written before CONNECT
+        conn.send(q, "last", receipt="r-last")
+        conn.wait_for_receipt("r-last", 15)
+        assert [e for e in rec.errors] == []
+    finally:
+        conn.transport.open = real_open
+        conn.disconnect()
+    check = plain(activemq)
+    got = Collector()
+    check.set_listener("got", got)
+    check.subscribe(q, id=1, ack="auto")
+    assert wait_until(lambda: len(got.messages) == 21, 10), len(got.messages)
+    check.disconnect()
+
+
+def test_close_during_a_stalled_reconnect_attempt_is_prompt(proxy):
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&nested.heartBeat=500,500" % proxy.address
+    conn = amqstomp.ConnectionFactory(url).create_connection(timeout_s=15)
+    events = TransportEvents()
+    conn.set_transport_listener(events)
+    proxy.stall()  # new connections stall too: the attempt's CONNECT is never answered
+    assert wait_until(lambda: "interrupted" in events.events, 10)
+    time.sleep(1.0)
+    started = time.monotonic()
+    conn.close()
+    assert time.monotonic() - started < 5
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_disconnect_from_on_transport_interrupted_is_prompt(proxy):
+    done = threading.Event()
+    took = []
+
+    class Closer(Recorder):
+        def on_transport_interrupted(self):
+            started = time.monotonic()
+            conn.disconnect()
+            took.append(time.monotonic() - started)
+            done.set()
+
+    conn, _ = failover_conn(proxy, listener=Closer())
+    proxy.cut()
+    assert done.wait(15)
+    assert took[0] < 3
+    assert wait_until(lambda: not amq_threads(), 15), amq_threads()
+
+
+def test_a_refused_connect_is_marked_and_jms_failover_attempts_do_not_reach_the_exception_listener(activemq, proxy):
+    client_id = "fo-refused-" + uuid.uuid4().hex[:8]
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address
+    reports = []
+    conn = amqstomp.ConnectionFactory(url, client_id=client_id).create_connection(timeout_s=15)
+    conn.set_exception_listener(reports.append)
+    events = TransportEvents()
+    conn.set_transport_listener(events)
+    thief = stomp.Connection12(activemq.host_and_ports)
+    thief_errors = Collector()
+    thief.set_listener("e", thief_errors)
+    try:
+        proxy.refuse(True)
+        proxy.cut()
+        assert wait_until(lambda: "interrupted" in events.events, 10)
+        thief.connect("admin", "admin", wait=True, timeout=10, headers={"client-id": client_id})
+        proxy.refuse(False)
+        time.sleep(1.0)  # attempts refused meanwhile: "already connected"
+        assert "resumed" not in events.events
+        thief.disconnect()
+        assert wait_until(lambda: "resumed" in events.events, 15), events.events
+        assert reports == []
+        # the stomp.py API marks an ERROR that answers CONNECT
+        dup = stomp.Connection12([proxy.address])
+        dup_errors = Collector()
+        dup.set_listener("e", dup_errors)
+        with pytest.raises(ConnectFailedException):
+            dup.connect("admin", "admin", wait=True, timeout=10, headers={"client-id": client_id})
+        assert wait_until(lambda: dup_errors.errors, 5)
+        assert dup_errors.errors[0].headers["amqstomp-connect-refused"] == "true"
+        dup.disconnect()
+    finally:
+        conn.close()

@@ -103,13 +103,18 @@ class ConnectionFactory:
         Args:
             username, password: override ``jms.userName`` / ``jms.password``.
             timeout_s (float | None): with a ``failover:`` URI, give up after this
-                many seconds (None: the URI's ``startupMaxReconnectAttempts``
-                decide, -1 = keep trying, as ActiveMQ's client does).
+                many seconds (None: the URI's ``timeout`` when set, else its
+                ``startupMaxReconnectAttempts`` decide, -1 = keep trying, as
+                ActiveMQ's client does).
 
         Raises:
             ConnectFailedException: the broker is unreachable, refused the login
                 or the client id.
+            ValueError: ``timeout_s`` is not a number >= 0.
         """
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                      or not timeout_s >= 0 or timeout_s == float("inf")):
+            raise ValueError("timeout_s must be a finite number of seconds >= 0 or None, got %r" % (timeout_s,))
         options = dict(self._resolved.options)
         if username is not None:
             options["username"] = username
@@ -137,6 +142,8 @@ class Connection:
         self._endpoints = list(uri.endpoints)
         #: the failover URI's reconnect policy, or None for a plain stomp:// URI
         self.reconnect_policy: Optional[ReconnectPolicy] = ReconnectPolicy.from_uri(uri) if uri.failover else None
+        if timeout_s is None and self.reconnect_policy is not None and self.reconnect_policy.timeout_ms >= 0:
+            timeout_s = self.reconnect_policy.timeout_ms / 1000.0  # as in ActiveMQ: it bounds start() too
         self._transport_listener: Any = None
         self._lock = threading.RLock()
         self._sessions: List["Session"] = []
@@ -409,6 +416,11 @@ class Connection:
     # ------------------------------------------------------------ link events (dispatcher threads)
 
     def _on_error_frame(self, link: Link, frame: Frame) -> None:
+        if frame.headers.get("amqstomp-connect-refused") == "true":
+            # the answer to a CONNECT: that connect attempt raises it, or (failover) tries again
+            log.info("%r: the broker refused a CONNECT on the %s socket: %s", self, link.role,
+                     frame.headers.get("message", ""))
+            return
         receipt = frame.headers.get("receipt-id")
         if receipt is not None and not receipt.startswith(ASYNC_RECEIPT_PREFIX):
             return  # a waiting call raises it

@@ -65,6 +65,8 @@ ASYNC_RECEIPT_PREFIX = "a-"
 _SYNC_RECEIPT_PREFIX = "s-"
 
 _ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
+#: Times a synchronous SEND is written again on a new socket (failover) before it fails.
+MAX_SEND_RETRIES = 3
 
 
 class UsageEvent:
@@ -455,6 +457,7 @@ class Link:
         self.reconnector: Optional[Reconnector] = None
         #: what came / began on which socket (failover)
         self.ledger = SocketLedger(self.transport)
+        self._last_server = ""
         if policy is not None:
             self.reconnector = Reconnector(
                 self.transport, [ep.host_and_port for ep in self.endpoints], policy, self._establish,
@@ -480,11 +483,19 @@ class Link:
 
     @property
     def server(self) -> str:
-        return self.transport.server or ""
+        """CONNECTED's ``server`` header; while a failover replaces the socket,
+        the last broker's (so that broker checks do not fail meanwhile)."""
+        server = self.transport.server
+        if server:
+            self._last_server = server
+            return server
+        return self._last_server
 
     @property
     def is_activemq(self) -> bool:
         frame = self.transport.connected_frame  # read once per CONNECTED (send() asks every time)
+        if frame is None:
+            return self.server.startswith("ActiveMQ")
         if frame is not self._activemq_of:
             self._activemq_of = frame
             self._activemq = self.server.startswith("ActiveMQ")
@@ -760,6 +771,7 @@ class Link:
         RECEIPT, the SEND is written again on the new socket (at-least-once: the
         broker may have stored the first one; consumers see the copy as a new
         message), until ``deadline``."""
+        losses = 0
         while True:
             try:
                 future = self.transport.send_frame("SEND", headers, body)
@@ -771,7 +783,15 @@ class Link:
             try:
                 future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
                 return
-            except ConnectionClosedException:
+            except ConnectionClosedException as exc:
+                losses += 1
+                if losses > MAX_SEND_RETRIES:
+                    # a broker that closes the socket on a frame it cannot take (a bad header) would
+                    # otherwise be fed the same frame forever
+                    raise ConnectionClosedException(
+                        "a send to %s lost its socket %d times before its receipt; not sent again (a broker "
+                        "that closes the connection on this message? see its log)" % (headers["destination"], losses)
+                    ) from exc
                 log.info("socket lost before the receipt of a send to %s: sending it again after failover",
                          headers["destination"])
                 self._await_up(deadline, "SEND")
