@@ -75,3 +75,70 @@ def test_priority_backup_keeps_the_primary_first():
     orders = {tuple(policy.order(["a", "b", "c", "d"], rng)) for _ in range(50)}
     assert all(order[0] == "a" for order in orders)
     assert len(orders) > 1  # the others are still shuffled
+
+
+class _StubTransport:
+    """Just enough of a Transport for the loop's own logic (no broker decides anything here)."""
+
+    def __init__(self):
+        self.connected = False
+        self.link_seq = 0
+        self.current_host_and_port = None
+        self.closed = 0
+
+    def set_link_lost_hook(self, hook):
+        self.hook = hook
+
+    def is_connected(self):
+        return self.connected
+
+    def is_open(self):
+        return self.connected
+
+    def close(self, *args, **kwargs):
+        self.closed += 1
+        self.connected = False
+
+
+def test_the_loop_treats_any_attempt_error_as_a_failed_attempt():
+    from amqstomp.failover import Reconnector
+    transport = _StubTransport()
+    calls = []
+
+    def establish(host_and_port):
+        calls.append(host_and_port)
+        if len(calls) == 1:
+            raise UnicodeError("label too long")  # what getaddrinfo raises for a bad host name
+        if len(calls) == 2:
+            raise RuntimeError("anything else")
+        transport.connected = True
+
+    rc = Reconnector(transport, [("h", 1)], ReconnectPolicy(initial_reconnect_delay_ms=1), establish)
+    assert rc.connect(timeout_s=5) == ("h", 1)
+    assert len(calls) == 3 and transport.closed == 2
+
+
+def test_the_loop_gives_up_and_reports_once():
+    from amqstomp.failover import Reconnector
+    from amqstomp.exception import ConnectFailedException
+    transport = _StubTransport()
+    gave_up = []
+
+    def establish(host_and_port):
+        raise OSError("refused")
+
+    rc = Reconnector(transport, [("h", 1), ("k", 2)], ReconnectPolicy(initial_reconnect_delay_ms=1,
+                     startup_max_reconnect_attempts=3), establish, gave_up.append)
+    with pytest.raises(ConnectFailedException, match="after 3 attempt"):
+        rc.connect()
+    assert not rc.armed
+
+
+def test_huge_back_off_never_overflows():
+    policy = ReconnectPolicy(back_off_multiplier=1e200, max_reconnect_delay_ms=100)
+    assert [policy.delay_ms(n) for n in (1, 2, 3, 1000, 10 ** 6)] == [10, 100, 100, 100, 100]
+    assert ReconnectPolicy(back_off_multiplier=10).delay_ms(400) == 30000
+    with pytest.raises(ConfigurationError):
+        ReconnectPolicy(back_off_multiplier=float("inf"))
+    with pytest.raises(ConfigurationError):
+        ReconnectPolicy(max_reconnect_delay_ms=10 ** 20)
