@@ -574,3 +574,53 @@ def test_accepted_scheduling_values_keep_the_connection(activemq_factory):
         got = sorted(m.text for m in (consumer.receive(10), consumer.receive(10)) if m is not None)
         assert got == ["plain", "soon"]
         assert errors == [] and not connection.is_closed and connection.failure is None
+
+
+# --------------------------------------------------------------------------- release after rollback + failover
+
+
+@pytest.mark.timeout(240)
+def test_release_after_rollback_survives_a_failover_during_the_rollback(activemq, tcp_proxy_factory):
+    """A socket cut while rollback() re-subscribes (UNSUBSCRIBE / SUBSCRIBE in
+    flight): the consumer must end up subscribed on the new socket and get every
+    message, or at least not stay open and silent."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = ("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100"
+           "&amqstomp.releaseAfterRollback=true" % proxy.address)
+    queue = Queue(qname("release-fo"))
+    count = 50
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        send_texts(feeder.create_session(), queue, ["m%d" % i for i in range(count)])
+    committed = set()
+    cuts = 0
+    errors = []
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as connection:
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        deadline = time.monotonic() + 150
+        turn = 0
+        while len(committed) < count and time.monotonic() < deadline:
+            message = consumer.receive(10)
+            assert message is not None, (
+                "consumer stalled: %d of %d committed after %d cuts; closed=%s, broker consumers=%s, errors=%r"
+                % (len(committed), count, cuts, consumer.closed,
+                   queue_statistics(activemq, queue.name)["consumerCount"], errors[-3:]))
+            turn += 1
+            if turn % 2:
+                cutter = threading.Timer(0.002, proxy.cut)
+                cutter.start()
+                session.rollback()
+                cutter.join(5)
+                cuts += 1
+            else:
+                try:
+                    session.commit()
+                    committed.add(message.text)
+                except Exception:  # the transaction was lost with a socket: it comes again
+                    pass
+        assert committed == {"m%d" % i for i in range(count)}
+        assert not consumer.closed and connection.failure is None
+        assert wait_until(lambda: queue_statistics(activemq, queue.name)["consumerCount"] == 1, 10)
+    assert cuts >= 20

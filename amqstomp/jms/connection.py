@@ -454,6 +454,8 @@ class Connection:
             return
         wait_s = link.connect_timeout_s
         for sub in manager.renew():
+            if manager.get(sub.id) is not sub:
+                continue  # unsubscribed or dropped while the ones before it were replayed
             headers = dict(sub.headers)
             headers["receipt"] = "resubscribe-%s-%d" % (sub.id, link.transport.link_seq)
             future = link.transport.send_frame("SUBSCRIBE", headers)

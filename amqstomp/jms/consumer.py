@@ -17,7 +17,13 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional
 
 from ..codec import Frame
-from ..exception import ConfigurationError, StompException
+from ..exception import (
+    BrokerError,
+    ConfigurationError,
+    ConnectionClosedException,
+    NotConnectedException,
+    StompException,
+)
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -130,7 +136,27 @@ class MessageConsumer:
             out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
         return out
 
-    def _subscribe(self) -> None:
+    def _subscribe(self, wait_s: Optional[float] = -1.0) -> None:
+        """Register the subscription with the link's SubscriptionManager, then send
+        SUBSCRIBE and wait for its RECEIPT (``close_timeout_ms``).
+
+        Over failover the registration comes first, so a reconnect that starts
+        after it replays the subscription (``Connection._on_link_resumed``); the
+        SUBSCRIBE itself waits for a socket that is up and not being replayed
+        (``wait_s`` seconds; -1: ``close_timeout_ms``; None: as long as the
+        failover lasts -- the URI's ``timeout``, the connection's close or the
+        reconnect giving up end it) and is sent again on the new socket when the
+        socket it went on is lost before the RECEIPT, unless the reconnect
+        replayed it meanwhile.
+
+        Raises:
+            BrokerError: the broker refused the SUBSCRIBE (also on replay).
+            ReceiptTimeout: no RECEIPT within ``close_timeout_ms``.
+            ConnectionClosedException / NotConnectedException: the connection is
+                gone, or no new socket came within the wait.
+            IllegalStateError: the consumer was closed meanwhile.
+            ConfigurationError: headers the broker does not support.
+        """
         link = self._link
         manager = link.manager
         assert manager is not None
@@ -157,13 +183,59 @@ class MessageConsumer:
         self._tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
             self._connection.options.get("ack_batch_cap") or 100))
         self._connection._register_consumer(self._sub_id, self)  # messages may follow SUBSCRIBE at once
+        timeout_s = self._connection.close_timeout_s
         try:
             # ActiveMQ starts dispatching only after it sent this RECEIPT
-            link.request("SUBSCRIBE", frame_headers, self._connection.close_timeout_s, "SUBSCRIBE receipt")
+            if link.reconnector is None:
+                link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
+            else:
+                self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s)
         except BaseException:
-            self._connection._unregister_consumer(self._sub_id)
-            manager.discard(self._sub_id)
+            sub_id = self._sub_id
+            self._connection._unregister_consumer(sub_id)
+            manager.discard(sub_id)
             raise
+
+    def _subscribe_over_failover(self, frame_headers: Dict[str, Any], sub: Subscription,
+                                 wait_s: Optional[float]) -> None:
+        """The SUBSCRIBE of a registered subscription on a failover link (see
+        :meth:`_subscribe`); returns once a RECEIPT came for it on the current
+        socket, either for this SUBSCRIBE or for the reconnect's replay of it."""
+        link = self._link
+        manager = link.manager
+        assert manager is not None
+        transport = link.transport
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        receipt_s = self._connection.close_timeout_s
+        while True:
+            link._await_up(deadline, "SUBSCRIBE")  # connected, and any replay finished
+            current = manager.get(self._sub_id)
+            if current is None:
+                if self._closed:
+                    raise IllegalStateError("%r was closed while subscribing" % (self,))
+                raise ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
+                                                "replay)" % (self,))
+            if current is not sub:
+                self._sub = current  # a reconnect after the registration replayed it and got its RECEIPT
+                return
+            headers = dict(frame_headers)
+            headers["receipt"] = "subscribe-%s-%d" % (self._sub_id, transport.link_seq)
+            try:
+                future = transport.send_frame("SUBSCRIBE", headers)
+                assert future is not None  # it has a receipt header
+                transport.wait_future(future, receipt_s, "SUBSCRIBE receipt")
+                return
+            except (ConnectionClosedException, NotConnectedException) as exc:
+                # the socket went before the RECEIPT: the reconnect replays the subscription,
+                # or (when it renewed the subscriptions before this one was registered) the
+                # next turn sends it on the new socket
+                log.info("%r: SUBSCRIBE interrupted by a failover (%s); waiting for the new socket", self, exc)
+            except BrokerError:
+                now = manager.get(self._sub_id)
+                if now is not None and now is not sub:
+                    self._sub = now  # a duplicate of the replay that a reconnect sent meanwhile
+                    return
+                raise
 
     # ------------------------------------------------------------ application API
 
@@ -462,11 +534,15 @@ class MessageConsumer:
     def _resubscribe(self) -> None:
         """``release_after_rollback``: drop the local buffer, UNSUBSCRIBE (ActiveMQ
         returns every message it delivered to this subscription and nobody acked to
-        the queue) and SUBSCRIBE again under a new id.
+        the queue) and SUBSCRIBE again under a new id. Over failover the new
+        subscription is registered before its SUBSCRIBE, so a socket lost meanwhile
+        does not lose it: the reconnect replays it, or the SUBSCRIBE waits for the
+        new socket (as long as the failover lasts: see :meth:`_subscribe`).
 
         Raises:
-            BrokerError / ReceiptTimeout / ConnectionClosedException: the new
-                SUBSCRIBE failed (the consumer then gets nothing more).
+            BrokerError / ReceiptTimeout / ConnectionClosedException /
+                NotConnectedException: the new SUBSCRIBE failed (the caller closes
+                the consumer: it holds no subscription).
         """
         session = self._session
         with session._cond:
@@ -482,7 +558,23 @@ class MessageConsumer:
             connection = self._connection
             self._sub_id = "%d.%d.%d" % (connection.number, session.number, connection.next_id())
         log.debug("%r: re-subscribing after a rollback", self)
-        self._subscribe()
+        self._subscribe(wait_s=None)
+
+    def _abandon(self) -> None:
+        """Close without UNSUBSCRIBE: the consumer holds no subscription any more
+        (its re-subscribe failed)."""
+        session = self._session
+        with session._cond:
+            self._closed = True
+            self._buffer.clear()
+            self._delivered = []
+            if self in session._consumers:
+                session._consumers.remove(self)
+            session._cond.notify_all()
+        self._connection._unregister_consumer(self._sub_id)
+        manager = self._link.manager
+        if manager is not None:
+            manager.discard(self._sub_id)
 
     def _unsubscribe(self) -> None:
         connection = self._connection

@@ -468,7 +468,7 @@ class Session:
         link = self.connection.consumer_link
         with self._tx_lock:
             if not self._drain_sends(self._send_timeout_s()):
-                self._rollback_locked()
+                self._rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
             acks: List[Tuple["MessageConsumer", Frame]] = []
             with self._cond:
@@ -483,7 +483,7 @@ class Session:
                     send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self._send_timeout_s(), "COMMIT")
                 except StompException as exc:
                     self._send_tx = None
-                    self._rollback_locked()
+                    self._rollback_after_failed_commit()
                     raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
                 self._send_tx = None
             try:
@@ -523,16 +523,33 @@ class Session:
         With ``release_after_rollback`` (``amqstomp.releaseAfterRollback``) the
         consumers that got them re-subscribe instead, which returns the messages
         (and what they had prefetched) to the queue for any consumer; see the
-        README's "Release after rollback" for the trade-off.
+        README's "Release after rollback" for the trade-off. Over failover a
+        socket lost during that re-subscribe is ridden through: the consumer's
+        new subscription is replayed, or sent on the new socket, waiting as long
+        as the failover lasts (the URI's ``timeout``; close() ends the wait).
 
         Raises:
             IllegalStateError: not a transacted session, or closed.
+            StompException (BrokerError, ReceiptTimeout, ConnectionClosedException,
+                NotConnectedException): ``release_after_rollback`` only: a
+                consumer could not subscribe again; that consumer is closed (the
+                rollback itself took place).
         """
         self._check_open()
         if not self.transacted:
             raise IllegalStateError("rollback() needs a transacted session")
         with self._tx_lock:
             self._rollback_locked()
+
+    def _rollback_after_failed_commit(self) -> None:
+        """The rollback of a commit that failed: its TransactionRolledBackError is
+        what the caller gets; a consumer that could not re-subscribe
+        (``release_after_rollback``) is closed and reported to the exception
+        listener."""
+        try:
+            self._rollback_locked()
+        except StompException as exc:
+            log.warning("%r: rollback after a failed commit: %s", self, exc)
 
     def _rollback_locked(self) -> None:
         send_tx = self._send_tx
@@ -551,17 +568,28 @@ class Session:
                                                       self.connection.close_timeout_s, "ABORT")
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
-        if self.connection.options.get("release_after_rollback") and not self._closing:
-            self._release_after_rollback()
-        else:
-            self._rollback_local()
-        self._finish_deferred_closes()
+        try:
+            if self.connection.options.get("release_after_rollback") and not self._closing:
+                self._release_after_rollback()
+            else:
+                self._rollback_local()
+        finally:
+            self._finish_deferred_closes()
 
     def _release_after_rollback(self) -> None:
         """``release_after_rollback``: every consumer that got messages in the
         rolled-back transaction UNSUBSCRIBEs (ActiveMQ puts what it delivered and
         nobody acked back on the queue, for any consumer, marked redelivered) and
-        SUBSCRIBEs again; the others keep their subscriptions."""
+        SUBSCRIBEs again; the others keep their subscriptions. A failover during
+        this rides through (the new subscription is replayed or sent on the new
+        socket).
+
+        Raises:
+            StompException (BrokerError, ReceiptTimeout, ConnectionClosedException,
+                NotConnectedException): a consumer could not subscribe again; it is
+                closed (and the exception listener is told), the others were
+                still re-subscribed. The first such error is raised.
+        """
         with self._cond:
             release = []
             for consumer in self._all_consumers():
@@ -569,12 +597,17 @@ class Session:
                     release.append(consumer)
                 consumer._delivered = []
                 consumer._tx_acked = 0
+        failed: List[StompException] = []
         for consumer in release:
             try:
                 consumer._resubscribe()
             except StompException as exc:
-                log.warning("%r: re-subscribing %r after a rollback failed: %s", self, consumer, exc)
+                log.warning("%r: re-subscribing %r after a rollback failed; it is closed: %s", self, consumer, exc)
+                consumer._abandon()
+                failed.append(exc)
                 self.connection._report(exc)
+        if failed:
+            raise failed[0]
 
     def _rollback_local(self) -> None:
         with self._cond:
