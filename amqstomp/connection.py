@@ -373,7 +373,10 @@ class BaseConnection:
         Args:
             wait (bool): block until CONNECTED.
             timeout (float | None): seconds for ``wait``; the connection's
-                ``timeout`` or 30 s when None.
+                ``timeout`` or 30 s when None. With ``wait`` it also ends the
+                socket attempts (``reconnect_attempts_max=-1`` included) once
+                passed (the connection's ``timeout`` when None; no limit when both
+                are None, as in stomp.py).
 
         Raises:
             ConnectFailedException: no socket could be opened; or, with
@@ -390,7 +393,9 @@ class BaseConnection:
             if opened:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
-                host_and_port = self.transport.open(self.version)
+                wait_s = timeout if timeout is not None else self.timeout
+                host_and_port = self.transport.open(
+                    self.version, deadline=time.monotonic() + wait_s if wait and wait_s is not None else None)
                 frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
                 if self.version == "1.2" and "host" not in frame_headers:
                     frame_headers["host"] = host_and_port[0]

@@ -686,7 +686,8 @@ class Transport:
 
     # ------------------------------------------------------------ open / close
 
-    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None) -> HostAndPort:
+    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
+             deadline: Optional[float] = None) -> HostAndPort:
         """Open a socket to the first reachable broker and start the link's threads.
 
         Listeners get ``on_connecting((host, port))`` first. No STOMP frame is
@@ -697,6 +698,8 @@ class Transport:
                 broker's CONNECTED names the negotiated one.
             only (tuple[str, int] | None): one attempt to this broker only (a
                 failover layer's own loop decides where and when to retry).
+            deadline (float | None): ``time.monotonic()`` after which no further
+                attempt starts (also with ``reconnect_attempts_max=-1``).
 
         Returns:
             tuple[str, int]: the (host, port) connected to.
@@ -712,7 +715,7 @@ class Transport:
                 raise StompException("transport already open to %s:%s" % old.host_and_port)
         if old is not None:
             self._join(old, DEFAULT_CLOSE_TIMEOUT)
-        channel, host_and_port = self.open_socket(only)
+        channel, host_and_port = self.open_socket(only, deadline)
         link = _Link(channel, host_and_port, version, next(self._link_seq))
         with self._lock:
             self._link = link
@@ -761,7 +764,8 @@ class Transport:
                 log.warning("thread %s still running %.1f s after close (a listener callback busy?)",
                             thread.name, timeout)
 
-    def open_socket(self, only: Optional[HostAndPort] = None) -> Tuple[Any, HostAndPort]:
+    def open_socket(self, only: Optional[HostAndPort] = None,
+                    deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
         """Connect to the first reachable of :attr:`host_and_ports`, with
         stomp.py's attempts and back-off; or make one attempt to ``only``. The
         one place sockets are made.
@@ -800,7 +804,10 @@ class Transport:
             if limit != -1 and attempts >= limit:
                 break
             rounds += 1
-            time.sleep(self.backoff_delay(rounds))
+            pause = self.backoff_delay(rounds)
+            if deadline is not None and time.monotonic() + pause >= deadline:
+                break
+            time.sleep(pause)
         raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
                                      % (self.host_and_ports, attempts, last_error))
 

@@ -288,6 +288,12 @@ def test_connect_to_closed_port(activemq):
     with pytest.raises(ConnectFailedException):
         conn.connect("admin", "admin", wait=True)
     assert time.monotonic() - start < 3
+    # endless attempts (-1) still end with wait=True's timeout
+    conn = stomp.Connection([("127.0.0.1", port)], reconnect_attempts_max=-1, reconnect_sleep_initial=0.05)
+    start = time.monotonic()
+    with pytest.raises(ConnectFailedException, match="attempt"):
+        conn.connect("admin", "admin", wait=True, timeout=1.5)
+    assert 0.5 < time.monotonic() - start < 5
 
 
 # --------------------------------------------------------------------------- transactions
