@@ -624,3 +624,45 @@ def test_release_after_rollback_survives_a_failover_during_the_rollback(activemq
         assert not consumer.closed and connection.failure is None
         assert wait_until(lambda: queue_statistics(activemq, queue.name)["consumerCount"] == 1, 10)
     assert cuts >= 20
+
+
+# --------------------------------------------------------------------------- queue browser + failover
+
+
+@pytest.mark.timeout(120)
+def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(activemq, tcp_proxy_factory):
+    """A browse is a snapshot: a failover in the middle must not yield the queue
+    again from its head in the same iteration (duplicates); it raises, and a new
+    iteration on the new socket shows every message once."""
+    from amqstomp.jms import BrowseInterruptedError
+
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = ("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100"
+           "&jms.prefetchPolicy.queueBrowserPrefetch=10" % proxy.address)
+    queue = Queue(qname("browse-fo"))
+    count = 300
+    texts = ["m%03d" % i for i in range(count)]
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        send_texts(feeder.create_session(), queue, texts)
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as connection:
+        errors = []
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session()
+        with session.create_browser(queue, timeout=20) as browser:
+            seen = []
+            with pytest.raises(BrowseInterruptedError, match="iterate again"):
+                for message in browser:
+                    seen.append(message.text)
+                    if len(seen) == 50:
+                        assert proxy.cut() >= 1
+            assert len(seen) == len(set(seen)), "duplicates within one browse"
+            assert seen == texts[:len(seen)] and 50 <= len(seen) < count
+            # the browse was not replayed on the new socket
+            assert not any(c._browser for c in connection._consumers.values())
+            again = [m.text for m in browser]
+            assert again == texts
+        assert queue_statistics(activemq, queue.name)["size"] == count  # browsing consumed nothing
+        assert connection.failure is None and errors == []
+        consumer = session.create_consumer(queue)
+        connection.start()
+        assert drain(consumer, timeout=2) == texts

@@ -38,6 +38,7 @@ from .constants import (
 from .consumer import MessageConsumer
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
+    BrowseInterruptedError,
     BrowseTimeoutError,
     IllegalStateError,
     InvalidDestinationError,
@@ -69,6 +70,7 @@ __all__ = [
     "MapMessage",
     "QueueBrowser",
     "BrowseTimeoutError",
+    "BrowseInterruptedError",
     "UsageEvent",
     "SESSION_TRANSACTED",
     "AUTO_ACKNOWLEDGE",

@@ -14,6 +14,13 @@ subscription made by :meth:`Session.create_browser`, later ones subscribe again
 :class:`BrowseTimeoutError` when nothing comes for ``timeout`` seconds, so it
 never hangs.
 
+Over failover a browse is not replayed on the new socket: the broker would send
+the queue again from its head, after what the lost socket delivered, and one
+iteration would yield messages twice. An iteration whose socket is lost raises
+:class:`BrowseInterruptedError` instead (at once, also with messages of the
+lost socket still buffered); the browser stays open and the next iteration
+browses on the new socket.
+
 Licensed under the Apache License, Version 2.0.
 """
 import logging
@@ -24,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from ..exception import ConfigurationError
 from .constants import AT_MOST_ONCE
 from .destination import Queue
-from .exceptions import BrowseTimeoutError, IllegalStateError
+from .exceptions import BrowseInterruptedError, BrowseTimeoutError, IllegalStateError
 from .message import Message, message_from_frame
 
 if TYPE_CHECKING:  # pragma: no cover
     from .consumer import MessageConsumer, _Delivery
     from .session import Session
 
-__all__ = ["QueueBrowser", "BrowseTimeoutError"]
+__all__ = ["QueueBrowser", "BrowseTimeoutError", "BrowseInterruptedError"]
 
 log = logging.getLogger("amqstomp.jms")
 
@@ -100,6 +107,8 @@ class QueueBrowser:
 
         Raises (while iterating):
             BrowseTimeoutError: nothing came for ``timeout`` seconds.
+            BrowseInterruptedError: a failover replaced the socket during the
+                browse (it is not replayed: iterate again for a new snapshot).
             IllegalStateError: the browser, its session or connection is closed.
             ConnectionClosedException: the connection broke.
         """
@@ -107,6 +116,8 @@ class QueueBrowser:
         with self._lock:
             consumer, fresh = self._consumer, self._fresh
             self._fresh = False
+        if consumer is not None and fresh and self._interrupted(consumer):
+            fresh = False  # create_browser's browse was lost in a failover since: browse anew
         if consumer is None or not fresh:
             if consumer is not None:
                 self._stop(consumer)  # an earlier browse left unfinished
@@ -127,12 +138,23 @@ class QueueBrowser:
         finally:
             self._stop(consumer)
 
+    @staticmethod
+    def _interrupted(consumer: "MessageConsumer") -> bool:
+        """True when a failover replaced the socket ``consumer``'s browse was on."""
+        link = consumer._link
+        if link.reconnector is None:
+            return False
+        transport = link.transport
+        return consumer._browse_lost or transport.link_seq != consumer._browse_seq or not transport.is_connected()
+
     def _next(self, consumer: "MessageConsumer") -> "_Delivery":
         session = self._session
         connection = session.connection
         deadline = time.monotonic() + self.timeout
         with session._cond:
             while True:
+                if self._interrupted(consumer):
+                    raise BrowseInterruptedError("%r: browse interrupted by a failover; iterate again" % (self,))
                 if consumer._buffer:
                     return consumer._buffer.popleft()
                 if self._closed or consumer._closed:

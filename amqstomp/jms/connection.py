@@ -448,7 +448,9 @@ class Connection:
         """Failover thread: ``link`` has a new socket (CONNECTED arrived). The
         consumer link's subscriptions are sent again with their ids and headers,
         each waiting for its RECEIPT; one the broker refuses is reported to the
-        exception listener once (not retried)."""
+        exception listener once (not retried). Queue browses are dropped, not
+        replayed (the broker would browse again from the head of the queue): their
+        iteration raises BrowseInterruptedError."""
         manager = link.manager
         if manager is None:
             return
@@ -456,6 +458,13 @@ class Connection:
         for sub in manager.renew():
             if manager.get(sub.id) is not sub:
                 continue  # unsubscribed or dropped while the ones before it were replayed
+            if str(sub.headers.get("browser")) == "true":
+                manager.discard(sub.id)
+                with self._lock:
+                    browsing = self._consumers.get(sub.id)
+                if browsing is not None:
+                    browsing._browse_interrupted()
+                continue
             headers = dict(sub.headers)
             headers["receipt"] = "resubscribe-%s-%d" % (sub.id, link.transport.link_seq)
             future = link.transport.send_frame("SUBSCRIBE", headers)

@@ -36,7 +36,7 @@ from .constants import (
     SESSION_TRANSACTED,
 )
 from .destination import Destination
-from .exceptions import IllegalStateError
+from .exceptions import BrowseInterruptedError, IllegalStateError
 from .link import message_ack_headers
 from .message import Message, message_from_frame
 
@@ -101,6 +101,10 @@ class MessageConsumer:
         self._sub_id = "%d.%d.%d" % (connection.number, session.number, connection.next_id())
         self._sub: Optional[Subscription] = None
         self._tx_threshold = 1
+        #: browser: the consumer socket (transport link_seq) the browse is on; 0 before its RECEIPT
+        self._browse_seq = 0
+        #: browser: a failover dropped the browse (it is not replayed; the iteration raises)
+        self._browse_lost = False
 
     def __repr__(self) -> str:
         return "<jms.MessageConsumer %s on %s%s>" % (self._sub_id, self.destination,
@@ -155,6 +159,8 @@ class MessageConsumer:
             ConnectionClosedException / NotConnectedException: the connection is
                 gone, or no new socket came within the wait.
             IllegalStateError: the consumer was closed meanwhile.
+            BrowseInterruptedError: a browse whose socket was lost before its
+                RECEIPT (browses are not replayed).
             ConfigurationError: headers the broker does not support.
         """
         link = self._link
@@ -190,6 +196,8 @@ class MessageConsumer:
                 link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
             else:
                 self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s)
+            if self._browser:
+                self._browse_seq = link.transport.link_seq
         except BaseException:
             sub_id = self._sub_id
             self._connection._unregister_consumer(sub_id)
@@ -211,6 +219,9 @@ class MessageConsumer:
             link._await_up(deadline, "SUBSCRIBE")  # connected, and any replay finished
             current = manager.get(self._sub_id)
             if current is None:
+                if self._browser:  # browses are not replayed
+                    raise BrowseInterruptedError("browse of %s interrupted by a failover; iterate again"
+                                                 % (self.destination,))
                 if self._closed:
                     raise IllegalStateError("%r was closed while subscribing" % (self,))
                 raise ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
@@ -576,6 +587,14 @@ class MessageConsumer:
         if manager is not None:
             manager.discard(self._sub_id)
 
+    def _browse_interrupted(self) -> None:
+        """Failover thread: the reconnect dropped this browser's subscription
+        instead of replaying it; the iteration raises BrowseInterruptedError."""
+        session = self._session
+        with session._cond:
+            self._browse_lost = True
+            session._cond.notify_all()
+
     def _unsubscribe(self) -> None:
         connection = self._connection
         connection._unregister_consumer(self._sub_id)
@@ -584,6 +603,9 @@ class MessageConsumer:
         if not self._link.transport.is_connected():
             manager.discard(self._sub_id)
             return
+        if self._browser and (self._browse_lost or self._browse_seq != self._link.transport.link_seq):
+            manager.discard(self._sub_id)
+            return  # browses are not replayed: the broker has no such subscription on this socket
         sub = self._sub
         manager.close(self._sub_id, write_timeout=connection.close_timeout_s)
         if sub is not None and sub.window.paused:

@@ -15,6 +15,7 @@ __all__ = [
     "MessageFormatError",
     "InvalidDestinationError",
     "BrowseTimeoutError",
+    "BrowseInterruptedError",
     "is_resource_allocation_error",
 ]
 
@@ -58,6 +59,15 @@ class BrowseTimeoutError(JMSError, TimeoutError):
     """A browse got neither a message nor the broker's ``browser:end`` within the
     browser's ``timeout`` (the queue's messages may be paged out slowly, or the
     broker is stuck). The browse is closed; iterate again to retry."""
+
+
+class BrowseInterruptedError(JMSError):
+    """A failover replaced the consumer socket during a browse. A browse is a
+    snapshot that the broker sends on one socket; what it had not sent yet is
+    lost with that socket, and a browse replayed on the new one would start
+    again from the head of the queue (duplicates within one iteration), so
+    amqstomp does not replay browser subscriptions: the iteration raises this.
+    The browser stays usable; iterate again for a new snapshot."""
 
 
 _USAGE_MARKERS = ("ResourceAllocationException", "Usage Manager", "usage limit")
