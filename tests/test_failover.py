@@ -619,3 +619,38 @@ def test_a_refused_connect_is_marked_and_jms_failover_attempts_do_not_reach_the_
         dup.disconnect()
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("mode", ["individual", "client"])
+def test_jms_prefetch_one_consumers_keep_counting_acks_after_a_failover(activemq, proxy, mode):
+    url = ("failover:(stomp://%s:%d)?initialReconnectDelay=10&jms.prefetchPolicy.all=1" % proxy.address)
+    name = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    producer = plain(activemq)
+    for i in range(40):
+        producer.send("/queue/" + name, "m%d" % i, headers={"content-length": None})
+    producer.send("/queue/" + name, "m-last", receipt="r", headers={"content-length": None})
+    producer.wait_for_receipt("r", 10)
+    producer.disconnect()
+    ack_mode = amqstomp.INDIVIDUAL_ACKNOWLEDGE if mode == "individual" else amqstomp.CLIENT_ACKNOWLEDGE
+    with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+        events = TransportEvents()
+        conn.set_transport_listener(events)
+        session = conn.create_session(acknowledge_mode=ack_mode)
+        consumer = session.create_consumer(amqstomp.Queue(name))
+        conn.start()
+        got = set()
+        for cycle in range(3):
+            for _ in range(5):
+                message = consumer.receive(10)
+                assert message is not None, (cycle, sorted(got))
+                got.add(message.text)
+                message.acknowledge()
+            proxy.cut()
+            assert wait_until(lambda: events.events.count("resumed") == cycle + 1, 15)
+        deadline = time.monotonic() + 30
+        while len(got) < 41 and time.monotonic() < deadline:
+            message = consumer.receive(5)
+            assert message is not None, sorted(got)  # a window that lost count stops delivery
+            got.add(message.text)
+            message.acknowledge()
+        assert len(got) == 41

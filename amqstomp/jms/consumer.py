@@ -445,8 +445,17 @@ class MessageConsumer:
         except StompException as exc:
             log.debug("%r: ACK not sent: %s", self, exc)
 
-    def _window_acked(self, cumulative: bool) -> None:
+    def _current_sub(self) -> Optional[Subscription]:
+        """This consumer's subscription; after a failover replayed it, the new one."""
         sub = self._sub
+        if sub is not None and sub.closed and self._link.manager is not None:
+            fresh = self._link.manager.get(self._sub_id)
+            if fresh is not None and not fresh.closed:
+                self._sub = sub = fresh
+        return sub
+
+    def _window_acked(self, cumulative: bool) -> None:
+        sub = self._current_sub()
         if sub is None:
             return
         with sub.lock:
@@ -461,7 +470,8 @@ class MessageConsumer:
                 return  # acked already, or being redelivered
             self._delivered.remove(delivery)
         self._send_ack(delivery.frame)
-        self._window_acked(cumulative=False)
+        if not self._connection.is_from_lost_socket(delivery.frame):  # its window went with the socket
+            self._window_acked(cumulative=False)
 
     def _maybe_ack_in_transaction(self) -> None:
         """Transacted: an ACK in the transaction every batch, so the broker (which
@@ -513,7 +523,7 @@ class MessageConsumer:
         frame = delivery.frame
         link = self._link
         version = link.version
-        sub = self._sub
+        sub = self._current_sub()
         flush: Any = None
         if sub is not None:
             with sub.lock:
