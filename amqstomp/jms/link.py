@@ -130,7 +130,15 @@ class ProducerWindow:
         while True:
             with self.lock:
                 if not self.chunks or self.in_flight + nbytes <= self.size:
-                    return self._count(nbytes, every_send)
+                    # room: _count() inlined (every asynchronous send passes here)
+                    self.in_flight += nbytes
+                    unreceipted = self.unreceipted + nbytes
+                    if not every_send and unreceipted < self.chunk_size:
+                        self.unreceipted = unreceipted
+                        return 0
+                    self.unreceipted = 0
+                    self.chunks += 1
+                    return unreceipted
                 if flushed:
                     self._wait_room(nbytes, link, deadline)
                     return self._count(nbytes, every_send)
@@ -439,8 +447,9 @@ class Link:
         self.closing = False
         self.heartbeat_timed_out = False
         self.connected_frame: Optional[Frame] = None
-        self._activemq_of: Optional[Frame] = None
-        self._activemq = False
+        #: the broker is ActiveMQ (CONNECTED's ``server``; set on each CONNECTED and
+        #: kept while a failover replaces the socket). An attribute: send() reads it.
+        self.is_activemq = False
         timeout_ms = options.get("connection_timeout_ms") or 30000
         self.connect_timeout_s = timeout_ms / 1000.0
         self.transport = Transport(
@@ -491,15 +500,6 @@ class Link:
             return server
         return self._last_server
 
-    @property
-    def is_activemq(self) -> bool:
-        frame = self.transport.connected_frame  # read once per CONNECTED (send() asks every time)
-        if frame is None:
-            return self.server.startswith("ActiveMQ")
-        if frame is not self._activemq_of:
-            self._activemq_of = frame
-            self._activemq = self.server.startswith("ActiveMQ")
-        return self._activemq
 
     @property
     def broker_connection_id(self) -> Optional[str]:
@@ -568,6 +568,7 @@ class Link:
         try:
             self.transport.send_frame("CONNECT", headers)
             self.connected_frame = self.transport.wait_connected(self.connect_timeout_s)
+            self.is_activemq = self.server.startswith("ActiveMQ")
         except StompException as exc:
             if self.reconnector is None:
                 self.closing = True

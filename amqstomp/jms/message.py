@@ -80,8 +80,11 @@ _CRON_TOKEN = re.compile(r"[0-9*,/-]+\Z")
 _CRON_NUMBER = re.compile(r"[0-9]{1,9}\Z")
 
 
+_time = time.time
+
+
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    return int(_time() * 1000)
 
 
 class Message:
@@ -106,23 +109,26 @@ class Message:
         properties (dict[str, str | int | float | bool]): application properties.
     """
 
+    # the header fields' defaults live on the class (immutable values; an assignment makes
+    # the instance's own): a new message per send is on producers' hot path
+    destination: Optional[Destination] = None
+    message_id: Optional[str] = None
+    timestamp = 0
+    correlation_id: Optional[str] = None
+    reply_to: Optional[Destination] = None
+    type: Optional[str] = None
+    delivery_mode = PERSISTENT
+    priority = DEFAULT_PRIORITY
+    expiration = 0
+    redelivered = False
+    delivery_count = 1
+    group_id: Optional[str] = None
+    group_seq: Optional[int] = None
+    _acknowledge: Optional[Callable[[], None]] = None
+
     def __init__(self) -> None:
-        self.destination: Optional[Destination] = None
-        self.message_id: Optional[str] = None
-        self.timestamp = 0
-        self.correlation_id: Optional[str] = None
-        self.reply_to: Optional[Destination] = None
-        self.type: Optional[str] = None
-        self.delivery_mode = PERSISTENT
-        self.priority = DEFAULT_PRIORITY
-        self.expiration = 0
-        self.redelivered = False
-        self.delivery_count = 1
-        self.group_id: Optional[str] = None
-        self.group_seq: Optional[int] = None
         self.properties: Dict[str, PropertyValue] = {}
         self.headers: Dict[str, str] = {}  # the MESSAGE frame's headers, for received messages
-        self._acknowledge: Optional[Callable[[], None]] = None
 
     # ------------------------------------------------------------ properties
 
@@ -260,7 +266,7 @@ class BytesMessage(Message):
 
     def __init__(self, data: bytes = b"") -> None:
         super().__init__()
-        self.data = bytes(data)
+        self.data = data if data.__class__ is bytes else bytes(data)
 
     @property
     def body(self) -> bytes:
@@ -275,9 +281,11 @@ class BytesMessage(Message):
 
     def _payload(self, activemq: bool) -> Tuple[bytes, Dict[str, Any]]:
         data = self.data
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise MessageFormatError("BytesMessage.data must be bytes, got %s" % type(data).__name__)
-        return bytes(data), {"content-length": len(data)}
+        if data.__class__ is not bytes:
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise MessageFormatError("BytesMessage.data must be bytes, got %s" % type(data).__name__)
+            data = bytes(data)
+        return data, {"content-length": len(data)}
 
     def __repr__(self) -> str:
         return "<BytesMessage id=%s destination=%s %d bytes>" % (self.message_id, self.destination, len(self.data))
@@ -754,18 +762,24 @@ def send_headers(message: Message, destination: Destination, delivery_mode: int,
     Raises:
         MessageFormatError: a bad property, body, priority or delivery mode.
     """
-    if delivery_mode not in (PERSISTENT, NON_PERSISTENT):
-        raise MessageFormatError("delivery_mode must be PERSISTENT (2) or NON_PERSISTENT (1), got %r"
-                                 % (delivery_mode,))
-    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9:
-        raise MessageFormatError("priority must be an int 0-9, got %r" % (priority,))
-    if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
-        raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
+    # (the hot path of every send: the checks are cheap type() tests first)
+    if delivery_mode.__class__ is not int or (delivery_mode != PERSISTENT and delivery_mode != NON_PERSISTENT):
+        if delivery_mode not in (PERSISTENT, NON_PERSISTENT) or isinstance(delivery_mode, bool):
+            raise MessageFormatError("delivery_mode must be PERSISTENT (2) or NON_PERSISTENT (1), got %r"
+                                     % (delivery_mode,))
+    if priority.__class__ is not int or not 0 <= priority <= 9:
+        if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9:
+            raise MessageFormatError("priority must be an int 0-9, got %r" % (priority,))
+    if time_to_live.__class__ is not int or time_to_live < 0:
+        if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
+            raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
     body, headers = message._payload(activemq)
-    for name, value in message.properties.items():
-        _check_property(name, value)
-        headers[name] = _text(value)
-    now = _now_ms() if (timestamp or time_to_live) else 0
+    properties = message.properties
+    if properties:
+        for name, value in properties.items():
+            _check_property(name, value)
+            headers[name] = _text(value)
+    now = int(_time() * 1000) if (timestamp or time_to_live) else 0
     headers["destination"] = destination.stomp_name
     if delivery_mode == PERSISTENT:  # ActiveMQ's default is non-persistent
         headers["persistent"] = "true"
@@ -778,11 +792,12 @@ def send_headers(message: Message, destination: Destination, delivery_mode: int,
         headers["expires"] = str(expiration)
     if message.correlation_id is not None:
         headers["correlation-id"] = str(message.correlation_id)
-    if message.reply_to is not None:
-        if not isinstance(message.reply_to, Destination):
+    reply_to = message.reply_to
+    if reply_to is not None:
+        if not isinstance(reply_to, Destination):
             raise MessageFormatError("reply_to must be a Destination (Queue, Topic, TemporaryQueue), got %r"
-                                     % (message.reply_to,))
-        headers["reply-to"] = message.reply_to.stomp_name
+                                     % (reply_to,))
+        headers["reply-to"] = reply_to.stomp_name
     if message.type is not None:
         headers["type"] = str(message.type)
     if message.group_id is not None:

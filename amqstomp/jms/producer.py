@@ -100,7 +100,9 @@ class MessageProducer:
         if self._closed:
             raise IllegalStateError("%r is closed" % (self,))
         session = self._session
-        session._check_open()
+        connection = self._connection
+        if session._closed or session._closing or connection._closed or connection._failure is not None:
+            session._check_open()  # raises, naming what is closed
         if not isinstance(message, Message):
             if isinstance(message, str):
                 message = TextMessage(message)
@@ -121,7 +123,6 @@ class MessageProducer:
         reply_to = message.reply_to
         own_temporary = False
         if isinstance(dest, _Temporary) or isinstance(reply_to, _Temporary):
-            connection = self._connection
             for named in (dest, reply_to):
                 if isinstance(named, _Temporary) and not named.remote:
                     if named.owner is not connection:
@@ -140,7 +141,7 @@ class MessageProducer:
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
         headers, body = send_headers(message, dest, mode, self.priority if priority is None else priority,
                                      self.time_to_live if time_to_live is None else time_to_live,
-                                     link.is_activemq, timestamp=not self.disable_message_timestamp)
+                                     link.is_activemq, not self.disable_message_timestamp)
         window = self._window
         if transaction is not None:
             headers["transaction"] = transaction
