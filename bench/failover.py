@@ -294,7 +294,7 @@ class Stream:
                         pending.acknowledge()
                         pending, count = None, 0
                     continue
-                socket_seq = self.consumer_link._delivered_on.get(message.message_id, 0)
+                socket_seq = self.consumer_link.ledger.message_socket(message.message_id) or 0
                 with self.lock:
                     self.received.append((time.monotonic(), message.text, message.message_id or "", socket_seq))
                 pending, count = message, count + 1

@@ -756,6 +756,19 @@ class Link:
             self.tracker.sent(receipt, headers["destination"], future, window, chunk)
             return
         self.tracker.sent(receipt, headers["destination"], future, None, 0)
+        self._await_receipt(future, headers["destination"], deadline, timeout_s)
+
+    @staticmethod
+    def _await_receipt(future: "Future[Frame]", destination: str, deadline: Optional[float],
+                       timeout_s: Optional[float]) -> None:
+        """Wait for a synchronous SEND's RECEIPT until ``deadline``.
+
+        Raises:
+            ResourceAllocationError: the broker is out of space (sendFailIfNoSpace).
+            BrokerError: another ERROR.
+            ConnectionClosedException: the socket was lost first.
+            ReceiptTimeout: ``deadline`` passed (``timeout_s`` for the message).
+        """
         try:
             future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except BrokerError as exc:
@@ -764,7 +777,7 @@ class Link:
             raise
         except FutureTimeout:
             raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
-                                 % (headers["destination"], timeout_s or 0.0)) from None
+                                 % (destination, timeout_s or 0.0)) from None
 
     def _send_sync_failover(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
                             timeout_s: Optional[float]) -> None:
@@ -782,7 +795,7 @@ class Link:
             assert future is not None
             self.tracker.sent(headers["receipt"], headers["destination"], future, None, 0)
             try:
-                future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                self._await_receipt(future, headers["destination"], deadline, timeout_s)
                 return
             except ConnectionClosedException as exc:
                 losses += 1
@@ -796,10 +809,3 @@ class Link:
                 log.info("socket lost before the receipt of a send to %s: sending it again after failover",
                          headers["destination"])
                 self._await_up(deadline, "SEND")
-            except BrokerError as exc:
-                if exc.frame is not None and is_resource_allocation_error(exc.frame):
-                    raise ResourceAllocationError(str(exc), exc.frame) from exc
-                raise
-            except FutureTimeout:
-                raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
-                                     % (headers["destination"], timeout_s or 0.0)) from None
