@@ -44,7 +44,11 @@ HostAndPort = Tuple[str, int]
 
 T = TypeVar("T")
 
-_DEFAULTS = {option.keyword: option.default for option in FAILOVER_OPTIONS.values()}
+# option keyword (docs/options.md) -> constructor argument, where they differ (the
+# redelivery policy's options own the plain names)
+_ARGUMENT = {"reconnect_use_exponential_back_off": "use_exponential_back_off",
+             "reconnect_back_off_multiplier": "back_off_multiplier"}
+_DEFAULTS = {_ARGUMENT.get(option.keyword, option.keyword): option.default for option in FAILOVER_OPTIONS.values()}
 _JAVA_LONG_MAX = 2 ** 63 - 1
 #: Longest single sleep of the reconnect loop (s): longer delays are slept in pieces.
 _MAX_SLEEP_S = 3600.0
@@ -109,7 +113,8 @@ class ReconnectPolicy:
     def from_uri(cls, uri: BrokerURI) -> "ReconnectPolicy":
         """The policy of a parsed ``failover:`` URI (defaults for a plain one)."""
         options = dict(_DEFAULTS)
-        options.update(uri.failover_options)
+        for keyword, value in uri.failover_options.items():
+            options[_ARGUMENT.get(keyword, keyword)] = value
         return cls(**options)
 
     def delay_ms(self, attempt: int) -> int:
@@ -357,6 +362,7 @@ class Reconnector:
         reconnector is disarmed."""
         passes = 0
         last: Optional[BaseException] = None
+        final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
         while True:
             for host_and_port in self.policy.order(self.endpoints):
                 if self._stop.is_set():
@@ -399,10 +405,14 @@ class Reconnector:
                         ", ".join(_where(hp) for hp in self.endpoints), passes,
                         "; giving up" if gave_up else ", continuing to retry", last)
             delay_s = self.policy.delay_ms(passes) / 1000.0
-            if not gave_up and deadline is not None and time.monotonic() + delay_s >= deadline:
-                gave_up = True
-                log.error("%s: no broker of %s within the time allowed", self.name,
-                          ", ".join(_where(hp) for hp in self.endpoints))
+            if not gave_up and deadline is not None:
+                left = deadline - time.monotonic()
+                if final_pass or left <= 0:
+                    gave_up = True
+                    log.error("%s: no broker of %s within the time allowed", self.name,
+                              ", ".join(_where(hp) for hp in self.endpoints))
+                elif delay_s >= left:
+                    delay_s, final_pass = left, True
             if gave_up:
                 raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
                                              % (", ".join(_where(hp) for hp in self.endpoints), passes, last))

@@ -202,15 +202,17 @@ TRANSPORT_OPTIONS = _table(
 FAILOVER_OPTIONS = _table(
     Option("initialReconnectDelay", "initial_reconnect_delay_ms", _MS, 10, "ms before the first reconnect"),
     Option("maxReconnectDelay", "max_reconnect_delay_ms", _MS, 30000, "upper bound of the delay in ms"),
-    Option("useExponentialBackOff", "use_exponential_back_off", _bool, True, "double the delay each attempt"),
-    Option("backOffMultiplier", "back_off_multiplier", _float_min(1.0), 2.0, "the back-off multiplier"),
+    Option("useExponentialBackOff", "reconnect_use_exponential_back_off", _bool, True,
+           "multiply the delay after each failed attempt"),
+    Option("backOffMultiplier", "reconnect_back_off_multiplier", _float_min(1.0), 2.0, "the back-off multiplier"),
     Option("maxReconnectAttempts", "max_reconnect_attempts", _MS_OR_OFF, -1,
            "attempts after a connection was lost; -1 = forever"),
     Option("startupMaxReconnectAttempts", "startup_max_reconnect_attempts", _MS_OR_OFF, -1,
            "attempts before the first connection; -1 = forever"),
     Option("randomize", "randomize", _bool, True, "pick members in random order"),
     Option("timeout", "timeout_ms", _MS_OR_OFF, -1, "ms a send waits while disconnected; -1 = forever"),
-    Option("priorityBackup", "priority_backup", _bool, False, "go back to the first member when it is up"),
+    Option("priorityBackup", "priority_backup", _bool, False,
+           "try the first member first on every pass (no switch back to it while connected to another)"),
 )
 
 #: ``consumer.*`` destination options -> SUBSCRIBE header (ActiveMQ ConsumerInfo properties).

@@ -179,3 +179,16 @@ def test_jms_options_are_in_the_one_options_table():
     from amqstomp.uri import CONNECTION_OPTIONS, options_table_markdown
     for name in JMS_OPTIONS:
         assert name in CONNECTION_OPTIONS and name in options_table_markdown()
+
+
+def test_failover_options_by_keyword_need_a_failover_uri():
+    from amqstomp.failover import ReconnectPolicy
+    factory = ConnectionFactory("failover:(stomp://a:61613)?maxReconnectDelay=500", max_reconnect_attempts=5,
+                                reconnect_back_off_multiplier=3.0, back_off_multiplier=7.0)
+    policy = ReconnectPolicy.from_uri(factory._resolved.uri)
+    assert (policy.max_reconnect_attempts, policy.back_off_multiplier, policy.max_reconnect_delay_ms) == (5, 3.0, 500)
+    assert factory.options["back_off_multiplier"] == 7.0  # the redelivery policy's, not the reconnect's
+    with pytest.raises(ConfigurationError, match="needs a failover: URI"):
+        ConnectionFactory("stomp://a:61613", max_reconnect_attempts=5)
+    with pytest.raises(ConfigurationError, match="must be an int"):
+        ConnectionFactory("failover:(stomp://a:61613)", max_reconnect_attempts="5")

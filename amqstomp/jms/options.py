@@ -13,7 +13,7 @@ import ssl
 from typing import Any, Dict, Iterable, Mapping
 
 from ..exception import ConfigurationError
-from ..uri import CONNECTION_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
+from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
 
@@ -40,7 +40,7 @@ EXTRA_KEYWORDS = {
 }
 
 _BY_KEYWORD: Dict[str, Option] = {}
-for _table_ in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS):
+for _table_ in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS, FAILOVER_OPTIONS):
     for _option in _table_.values():
         _BY_KEYWORD.setdefault(_option.keyword, _option)
 
@@ -48,7 +48,8 @@ for _table_ in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS):
 def _keywords() -> Dict[str, str]:
     """keyword -> where it comes from, for the error message."""
     known: Dict[str, str] = {}
-    for table, kind in ((CONNECTION_OPTIONS, "connection"), (TRANSPORT_OPTIONS, "transport")):
+    for table, kind in ((CONNECTION_OPTIONS, "connection"), (TRANSPORT_OPTIONS, "transport"),
+                        (FAILOVER_OPTIONS, "failover")):
         for option in table.values():
             known.setdefault(option.keyword, kind)
     for name in EXTRA_KEYWORDS:
@@ -144,7 +145,15 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
     if uri.failover and "heartbeats" not in given and "heartbeats" not in keywords:
         options["heartbeats"] = FAILOVER_HEARTBEATS  # a silent broker must be noticed too
     for name, value in keywords.items():
-        options[name] = _check_keyword(name, value)
+        value = _check_keyword(name, value)
+        if KNOWN_KEYWORDS[name] == "failover":  # the reconnect policy's, by keyword (docs/options.md)
+            if not uri.failover:
+                raise ConfigurationError("option %s is a failover option: it needs a failover: URI, e.g. "
+                                         "failover:(%s)" % (name, broker_url))
+            if value is not None:
+                uri.failover_options[name] = value
+            continue
+        options[name] = value
         given.add(name)
     if options["producer_window_size"] < 0:
         raise ConfigurationError("producer_window_size must be >= 0 bytes, got %r" % (options["producer_window_size"],))
