@@ -159,13 +159,20 @@ def _broker(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    with ActiveMQBroker(persistent=args.persistent, stomp_port=args.port) as broker:
+    with ActiveMQBroker(persistent=args.persistent, stomp_port=args.port, scheduler=args.scheduler) as broker:
         print("ActiveMQ up: %s (pid %s); Ctrl-C stops it" % (broker.url, broker.pid), flush=True)
         try:
             while broker.running:
                 time.sleep(0.5)
         except KeyboardInterrupt:
             print("stopping ActiveMQ", flush=True)
+    return 0
+
+
+def _options(args: argparse.Namespace) -> int:
+    from .uri import options_table_markdown
+
+    print(options_table_markdown(), end="")
     return 0
 
 
@@ -184,7 +191,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     broker = sub.add_parser("broker", help="run a local ActiveMQ until Ctrl-C")
     broker.add_argument("--port", type=int, default=None, help="STOMP port (default: a free one)")
     broker.add_argument("--persistent", action="store_true")
+    broker.add_argument("--scheduler", action="store_true",
+                        help="turn ActiveMQ's scheduler on (AMQ_SCHEDULED_* delayed delivery)")
     broker.set_defaults(func=_broker)
+    options = sub.add_parser("options", help="print the URI option / Python keyword table (docs/options.md)")
+    options.set_defaults(func=_options)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

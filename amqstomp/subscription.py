@@ -257,7 +257,7 @@ class SubscriptionManager:
         if prefetch == 0 and (self.transport.server or "").startswith("ActiveMQ"):
             raise ConfigurationError(
                 "prefetch size 0 (pull) delivers nothing over STOMP on ActiveMQ; use 1 and take messages "
-                "one at a time (SEEDS 001: consumers that cannot buffer use prefetch 1)")
+                "one at a time (consumers that cannot buffer messages use prefetch 1)")
         window_prefetch, window_mode = max(prefetch, 1), ACK_MODES[ack]
         ack_batch_cap = _option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1)
         timeout_ms = _option_int(options, "optimize_acknowledge_timeout_ms", 300)

@@ -465,7 +465,7 @@ def destination_kind(destination: str, durable: bool = False, browser: bool = Fa
 def options_table_markdown() -> str:
     """The URI option ↔ Python keyword table, as Markdown: the whole of docs/options.md."""
     lines = ["# URI options and Python keywords", "",
-             "Generated from `amqstomp/uri.py` by `python -m amqstomp.uri > docs/options.md`; a test keeps",
+             "Generated from `amqstomp/uri.py` by `amqstomp options > docs/options.md`; a test keeps",
              "the two equal. URI options keep ActiveMQ's camelCase; Python keywords are snake_case, with",
              "`_ms` for milliseconds. An unknown option raises `amqstomp.exception.ConfigurationError`.", ""]
     for title, table in (("Connection options (`jms.*`, `amqstomp.*`)", CONNECTION_OPTIONS),

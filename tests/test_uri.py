@@ -93,7 +93,7 @@ def test_docs_table_is_generated_from_the_code():
     if not os.path.exists(path):
         pytest.skip("docs/ is not shipped in an installed package")
     with open(path, encoding="utf-8") as fh:
-        assert fh.read() == options_table_markdown(), "run: python -m amqstomp.uri > docs/options.md"
+        assert fh.read() == options_table_markdown(), "run: amqstomp options > docs/options.md"
 
 
 @pytest.mark.parametrize("uri,needle", [

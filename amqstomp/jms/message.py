@@ -171,18 +171,19 @@ class Message:
         a value is refused.
 
         Raises:
-            ValueError: a negative or non-int value, one out of those ranges, a
-                repeat without a period or cron, an empty cron string.
-            MessageFormatError (a ValueError): a cron entry ActiveMQ would refuse;
-                the message names the property and the value.
+            MessageFormatError (a ValueError): a negative or non-int value, one
+                out of those ranges, a repeat without a period or cron, an empty
+                cron string or a cron entry ActiveMQ would refuse; the message
+                names the argument or property and the value.
         """
         for name, value in (("delay_ms", delay_ms), ("period_ms", period_ms), ("repeat", repeat)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError("schedule(): %s must be an int >= 0, got %r" % (name, value))
+                raise MessageFormatError("schedule(): %s must be an int >= 0, got %r" % (name, value))
         if cron is not None and (not isinstance(cron, str) or not cron.strip()):
-            raise ValueError("schedule(): cron must be a non-empty str (e.g. '0 * * * *') or None, got %r" % (cron,))
+            raise MessageFormatError("schedule(): cron must be a non-empty str (e.g. '0 * * * *') or None, got %r"
+                                     % (cron,))
         if repeat and not period_ms and cron is None:
-            raise ValueError("schedule(): repeat=%d needs period_ms or cron" % repeat)
+            raise MessageFormatError("schedule(): repeat=%d needs period_ms or cron" % repeat)
         wanted: Tuple[Tuple[str, Union[int, str, None]], ...] = (
             ("AMQ_SCHEDULED_DELAY", delay_ms), ("AMQ_SCHEDULED_PERIOD", period_ms),
             ("AMQ_SCHEDULED_REPEAT", repeat), ("AMQ_SCHEDULED_CRON", cron))
@@ -320,8 +321,10 @@ class MapMessage(Message):
     entries back only if it asks (``create_consumer(..., map_messages=True)``:
     SUBSCRIBE with ``transformation:jms-xml``); otherwise ActiveMQ sends the
     frame without a body and reading an entry raises :class:`MessageFormatError`.
-    The broker needs XStream on its class path (not in Debian's package; see
-    DESIGN.md §3): without it ActiveMQ 5.17 closes the socket.
+    The broker needs XStream on its class path (not in Debian's package: link
+    /usr/share/java/{xstream,jettison,xpp3}.jar into its lib directory, as
+    :class:`amqstomp.testing.ActiveMQBroker` does): without it ActiveMQ 5.17
+    closes the socket.
 
     Entry types (the Java type each becomes): ``set_boolean`` (boolean),
     ``set_byte`` (byte), ``set_short`` (short), ``set_char`` (char, a 1-character
