@@ -326,6 +326,23 @@ def test_map_message_without_map_messages_and_bad_values(activemq):
         assert isinstance(received, MapMessage)
         with pytest.raises(MessageFormatError, match="map_messages=True"):
             received.get_int("a")
+    # a map a map_messages=True consumer prefetched and gave back keeps that subscription's
+    # transformation on the broker: a plain consumer still gets a MapMessage that says what to do
+    queue2 = Queue(qname("map-back"))
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        producer = session.create_producer(queue2)
+        producer.send(MapMessage({"qty": 1}))
+        producer.send(MapMessage({"qty": 2}))
+        mapper = session.create_consumer(queue2, map_messages=True)
+        connection.start()
+        assert mapper.receive(10).get_int("qty") == 1
+        mapper.close()  # the second map was prefetched: back to the queue
+        plain = session.create_consumer(queue2)
+        again = plain.receive(10)
+        assert isinstance(again, MapMessage)
+        with pytest.raises(MessageFormatError, match="map_messages=True"):
+            again.get_int("qty")
     message = MapMessage()
     for bad in ({}, [1], object(), 1j, b"bytes"):
         with pytest.raises(TypeError, match="'key'"):

@@ -832,7 +832,10 @@ def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = 
     data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
     kind = headers.get("amq-msg-type")
     message: Message
-    if headers.get("transformation") == MAP_TRANSFORMATION:
+    transformation = headers.get("transformation")
+    if transformation == MAP_TRANSFORMATION or (transformation == MAP_SUBSCRIBE_TRANSFORMATION and not data.strip()):
+        # the second: a map that a map_messages=True consumer had prefetched and gave back; ActiveMQ
+        # keeps that subscription's transformation on it and sends other consumers no body
         if data.strip():
             message = MapMessage._from_xml(data)
         else:  # the consumer did not ask for the rendering: ActiveMQ sent no body
