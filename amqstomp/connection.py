@@ -388,6 +388,9 @@ class BaseConnection:
             if not rc.wait_connected(timeout if timeout is not None else self.timeout):
                 raise ConnectFailedException("not reconnected: %s" % (rc.gave_up or rc.last_error,))
             return
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 <= timeout < float("inf")):
+            raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
         with self._connect_lock:  # concurrent callers: one socket, one CONNECT
             opened = not self.transport.is_open()
             if opened:

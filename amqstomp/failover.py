@@ -398,6 +398,8 @@ class Reconnector:
                              self.resumed_at - self.lost_at)
                 return host_and_port
             passes += 1
+            if self._stop.is_set():
+                raise ConnectFailedException("failover stopped (the connection is being closed)")
             gave_up = self.policy.gives_up(passes, self.ever_connected)
             level = self.policy.log_level(passes, gave_up)
             if level is not None:

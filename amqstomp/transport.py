@@ -520,6 +520,9 @@ class Transport:
         self.reconnect_sleep_jitter = reconnect_sleep_jitter
         self.reconnect_sleep_max = reconnect_sleep_max
         self.reconnect_attempts_max = reconnect_attempts_max
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 < timeout < float("inf")):
+            raise ValueError("timeout must be a finite number of seconds > 0 or None, got %r" % (timeout,))
         self.timeout = timeout
         self.keepalive = keepalive
         self.vhost = vhost
@@ -787,6 +790,7 @@ class Transport:
         rounds = 0
         last_error: Optional[BaseException] = None
         limit = self.reconnect_attempts_max
+        final_round = False  # the deadline falls within the next pause: one last round at it
         while True:
             for host_and_port in self.host_and_ports:
                 if limit != -1 and attempts >= limit:
@@ -805,8 +809,12 @@ class Transport:
                 break
             rounds += 1
             pause = self.backoff_delay(rounds)
-            if deadline is not None and time.monotonic() + pause >= deadline:
-                break
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if final_round or left <= 0:
+                    break
+                if pause >= left:
+                    pause, final_round = left, True
             time.sleep(pause)
         raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
                                      % (self.host_and_ports, attempts, last_error))

@@ -708,6 +708,9 @@ def test_closed_objects_refuse_work(activemq):
     consumer.set_message_listener(lambda m: None)
     with pytest.raises(IllegalStateError):
         consumer.receive(0)
+    for bad in (float("nan"), -1, "1"):
+        with pytest.raises(ValueError, match="timeout"):
+            consumer.receive(bad)
     with pytest.raises(IllegalStateError):
         session.commit()
     conn.close()

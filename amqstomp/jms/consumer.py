@@ -277,7 +277,11 @@ class MessageConsumer:
         Raises:
             IllegalStateError: the consumer has a message listener, or is closed.
             ConnectionClosedException: the connection broke.
+            ValueError: ``timeout`` is not a number of seconds >= 0 (or None).
         """
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout >= 0 or timeout != timeout):
+            raise ValueError("timeout must be a number of seconds >= 0 or None, got %r" % (timeout,))
         self._check_open()
         if self._listener is not None:
             raise IllegalStateError("this consumer has a message listener; receive() is for consumers without")
