@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from conftest import wait_until
 
 from amqstomp.exception import ConnectFailedException, ConnectionClosedException
 from amqstomp.jms import (
@@ -34,15 +35,6 @@ pytestmark = pytest.mark.broker
 
 def qname(prefix="jms"):
     return "%s.%s" % (prefix, uuid.uuid4().hex[:10])
-
-
-def wait_until(predicate, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
 
 
 def stats(broker, queue):

@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from conftest import wait_until
 
 from amqstomp.exception import BrokerError, ConfigurationError
 from amqstomp.jms import (
@@ -28,15 +29,6 @@ pytestmark = pytest.mark.broker
 
 def qname(prefix="feat"):
     return "%s.%s" % (prefix, uuid.uuid4().hex[:10])
-
-
-def wait_until(predicate, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
 
 
 def drain(consumer, timeout=0.5, limit=10_000):
