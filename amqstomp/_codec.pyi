@@ -5,7 +5,7 @@ from typing_extensions import disjoint_base
 
 from .exception import StompProtocolError as StompProtocolError
 
-__all__ = ['Frame', 'FrameParser', 'encode_frame', 'HEARTBEAT', 'VERSIONS', 'CLIENT_COMMANDS', 'SERVER_COMMANDS', 'DEFAULT_MAX_COMMAND_LENGTH', 'DEFAULT_MAX_HEADER_LINE_LENGTH', 'DEFAULT_MAX_HEADERS', 'DEFAULT_MAX_BODY_LENGTH', 'MAX_LIMIT']
+__all__ = ['Frame', 'FrameParser', 'encode_frame', 'encode_headers', 'FrameHead', 'HEARTBEAT', 'VERSIONS', 'CLIENT_COMMANDS', 'SERVER_COMMANDS', 'DEFAULT_MAX_COMMAND_LENGTH', 'DEFAULT_MAX_HEADER_LINE_LENGTH', 'DEFAULT_MAX_HEADERS', 'DEFAULT_MAX_BODY_LENGTH', 'MAX_LIMIT']
 
 HEARTBEAT: bytes
 VERSIONS: Tuple[str, ...]
@@ -47,4 +47,11 @@ class FrameParser:
 
 def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = ...,
                  body: Union[bytes, bytearray, memoryview, str, None] = ...,
-                 version: str = ..., auto_content_length: bool = ...) -> bytes: ...
+                 version: str = ..., auto_content_length: bool = ..., head: bytes = ...) -> bytes: ...
+def encode_headers(command: str, headers: Mapping[str, Any], version: str = ...) -> bytes: ...
+
+class FrameHead:
+    command: str
+    headers: Dict[str, Any]
+    def __init__(self, command: str, headers: Mapping[str, Any]) -> None: ...
+    def encoded(self, version: str) -> bytes: ...

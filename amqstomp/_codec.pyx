@@ -42,12 +42,15 @@ from ._codec_py import (
     _unescape,
 )
 from ._codec_py import encode_frame as _encode_frame_py
+from ._codec_py import FrameHead, encode_headers
 from .exception import StompProtocolError
 
 __all__ = [
     "Frame",
     "FrameParser",
     "encode_frame",
+    "encode_headers",
+    "FrameHead",
     "HEARTBEAT",
     "VERSIONS",
     "CLIENT_COMMANDS",
@@ -666,7 +669,8 @@ cdef Py_ssize_t _decimal(char *buf, Py_ssize_t value) noexcept:
     return n
 
 
-cdef object _encode(object command, object headers, object body, object version, object auto_content_length):
+cdef object _encode(object command, object headers, object body, object version, object auto_content_length,
+                    object head):
     """The frame as bytes, or None when the twin must encode it."""
     cdef int esc
     cdef object payload
@@ -678,6 +682,9 @@ cdef object _encode(object command, object headers, object body, object version,
     cdef bint have_length = False
     cdef char digits[24]
     cdef Py_ssize_t ndigits
+    cdef char digits2[24]
+    cdef Py_ssize_t ndigits2
+    cdef long long num
     cdef object text
     cdef bytes out
     cdef char *w
@@ -711,6 +718,8 @@ cdef object _encode(object command, object headers, object body, object version,
     plen = len(payload)
     if headers is not None and type(headers) is not dict:
         return None
+    if type(head) is not bytes or (len(<bytes>head) and (<bytes>head)[len(<bytes>head) - 1] != 10):
+        return None  # the twin names what is wrong with it
     o.p = <char *>malloc(512)
     if o.p == NULL:
         raise MemoryError()
@@ -720,6 +729,8 @@ cdef object _encode(object command, object headers, object body, object version,
         s = PyUnicode_AsUTF8AndSize(command, &n)
         _put(&o, s, n)
         _put(&o, "\n", 1)
+        if len(<bytes>head):
+            _put(&o, PyBytes_AS_STRING(head), len(<bytes>head))
         if headers:
             ndigits = _decimal(digits, plen)
             for key, value in (<dict>headers).items():
@@ -734,6 +745,26 @@ cdef object _encode(object command, object headers, object body, object version,
                 elif value is False:
                     text = "false"
                 elif type(value) is int:
+                    if 0 <= value < 1000000000000000000:
+                        # digits written straight into the frame (timestamps, lengths)
+                        try:
+                            s = PyUnicode_AsUTF8AndSize(key, &n)
+                        except UnicodeEncodeError:
+                            return None
+                        if n == 0:
+                            return None
+                        num = value
+                        if n == 14 and memcmp(s, b"content-length", 14) == 0:
+                            if num != plen:
+                                return None  # the twin raises
+                            have_length = True
+                        if _put_text(&o, s, n, esc, True) == FALLBACK:
+                            return None
+                        _put(&o, ":", 1)
+                        ndigits2 = _decimal(digits2, num)
+                        _put(&o, digits2, ndigits2)
+                        _put(&o, "\n", 1)
+                        continue
                     text = str(value)
                 else:
                     return None  # lists, bytes, other objects: the twin's rules
@@ -786,11 +817,11 @@ cdef object _encode(object command, object headers, object body, object version,
         free(o.p)
 
 
-def encode_frame(command, headers=None, body=None, version="1.2", auto_content_length=True):
+def encode_frame(command, headers=None, body=None, version="1.2", auto_content_length=True, head=b""):
     """Encode one frame as bytes ready for the socket (compiled). See
     :func:`amqstomp._codec_py.encode_frame` for arguments, output and errors,
     which are the same."""
-    out = _encode(command, headers, body, version, auto_content_length)
+    out = _encode(command, headers, body, version, auto_content_length, head)
     if out is None:
-        return _encode_frame_py(command, headers, body, version, auto_content_length)
+        return _encode_frame_py(command, headers, body, version, auto_content_length, head)
     return out

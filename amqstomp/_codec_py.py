@@ -16,6 +16,8 @@ __all__ = [
     "Frame",
     "FrameParser",
     "encode_frame",
+    "encode_headers",
+    "FrameHead",
     "HEARTBEAT",
     "VERSIONS",
     "CLIENT_COMMANDS",
@@ -418,54 +420,18 @@ def _header_items(headers: Any) -> Iterator[Tuple[Any, Any]]:
             yield key, value
 
 
-def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
-                 body: Union[bytes, bytearray, memoryview, str, None] = None,
-                 version: str = "1.2", auto_content_length: bool = True) -> bytes:
-    """Encode one frame as bytes ready for the socket.
-
-    Args:
-        command (str): a STOMP command (client or server frame).
-        headers (Mapping[str, Any] | None): header names to values; values are
-            converted with ``str()`` (bytes are decoded as UTF-8, bools become
-            ``true``/``false``), a None value leaves the header out, a list or
-            tuple value gives one line per item. Order is kept.
-        body (bytes | bytearray | memoryview | str | None): the body; ``str``
-            is encoded as UTF-8.
-        version (str): ``"1.0"``, ``"1.1"`` or ``"1.2"``. 1.1/1.2 escape
-            ``\\``, LF, ``:`` (and CR in 1.2) in header names and values, except
-            on CONNECT/STOMP/CONNECTED (STOMP 1.2 spec, "Value Encoding").
-        auto_content_length (bool): add ``content-length`` (in octets) when the
-            body is not empty and the caller gave none.
-
-    Returns:
-        bytes: the frame, ending with its NUL.
-
-    Raises:
-        FrameEncodeError: unknown command or version; a CR or LF in a header of
-            a frame that cannot escape (STOMP 1.0, CONNECT); a ':' in a 1.0
-            header name; a CR in a 1.1 header; a ``content-length`` different
-            from the body's size; a body holding NUL with no ``content-length``;
-            a body of another type; text that is not valid UTF-8; headers that
-            are not a mapping.
-    """
+def _check_command(command: Any, version: Any) -> None:
     if command not in _COMMANDS:
         raise FrameEncodeError("unknown STOMP command %r" % (command,))
     if version not in VERSIONS:
         raise FrameEncodeError("unknown STOMP version %r" % (version,))
-    if body is None:
-        payload = b""
-    elif isinstance(body, str):
-        try:
-            payload = body.encode("utf-8")
-        except UnicodeEncodeError:
-            raise FrameEncodeError("body str cannot be encoded as UTF-8") from None
-    elif isinstance(body, (bytes, bytearray, memoryview)):
-        payload = bytes(body)
-    else:
-        raise FrameEncodeError("body must be bytes, bytearray, memoryview, str or None, not %s"
-                               % type(body).__name__)
+
+
+def _header_lines(command: str, headers: Any, version: str, payload: Optional[bytes]) -> Tuple[List[str], bool]:
+    """The header lines of a frame (checked and escaped) and whether one is
+    ``content-length`` (checked against ``payload`` unless that is None)."""
     escape = version != "1.0" and command not in _UNESCAPED_COMMANDS
-    lines = [command]
+    lines: List[str] = []
     have_length = False
     if headers:
         for key, value in _header_items(headers):
@@ -473,7 +439,7 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
             text = _as_text(value, "header %r value" % (name,))
             if name == "content-length":
                 have_length = True
-                if text.strip() != str(len(payload)):
+                if payload is not None and text.strip() != str(len(payload)):
                     raise FrameEncodeError("header content-length=%r does not match the body's %d bytes"
                                            % (text, len(payload)))
             if not name:
@@ -490,6 +456,127 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
                     raise FrameEncodeError("header name %r holds ':', which a %s frame cannot carry"
                                            % (name[:64], command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))
                 lines.append(name + ":" + text)
+    return lines, have_length
+
+
+def encode_headers(command: str, headers: Mapping[str, Any], version: str = "1.2") -> bytes:
+    """Encode header lines once, to start many frames with them: pass the result
+    as ``encode_frame(..., head=...)`` (same command and version). Each line
+    ends with LF; there is no command line and no blank line. Values follow
+    :func:`encode_frame`'s rules.
+
+    Raises:
+        FrameEncodeError: as :func:`encode_frame`; also a ``content-length``
+            header (it belongs to each frame's own body).
+    """
+    _check_command(command, version)
+    lines, have_length = _header_lines(command, headers, version, None)
+    if have_length:
+        raise FrameEncodeError("content-length cannot be part of a frame head: each frame has its own body")
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+class FrameHead:
+    """Headers that many frames start with, encoded once per STOMP version: pass
+    it as ``head=`` to :meth:`amqstomp.transport.Transport.send_frame` (or its
+    :meth:`encoded` bytes to :func:`encode_frame`).
+
+    Args:
+        command (str): the frames' command.
+        headers (Mapping[str, Any]): the leading headers (copied; values as in
+            :func:`encode_frame`). ``content-length`` and ``receipt`` cannot be
+            among them (each frame has its own).
+
+    Attributes:
+        command (str), headers (Dict[str, Any]): as given.
+
+    Raises:
+        FrameEncodeError: unknown command, ``content-length`` or ``receipt``
+            among the headers, headers that are not a mapping.
+    """
+
+    __slots__ = ("command", "headers", "_version", "_encoded")
+
+    def __init__(self, command: str, headers: Mapping[str, Any]) -> None:
+        if command not in _COMMANDS:
+            raise FrameEncodeError("unknown STOMP command %r" % (command,))
+        if not hasattr(headers, "items"):
+            raise FrameEncodeError("headers must be a mapping of names to values, got %s" % type(headers).__name__)
+        for name in ("content-length", "receipt"):
+            if name in headers:
+                raise FrameEncodeError("%s cannot be part of a frame head: each frame has its own" % name)
+        self.command = command
+        self.headers: Dict[str, Any] = dict(headers)
+        self._version = ""
+        self._encoded = b""
+
+    def encoded(self, version: str) -> bytes:
+        """The header lines for STOMP ``version`` (see :func:`encode_headers`);
+        encoded on first use per version.
+
+        Raises:
+            FrameEncodeError: as :func:`encode_headers`.
+        """
+        if version != self._version:
+            self._encoded = encode_headers(self.command, self.headers, version)
+            self._version = version
+        return self._encoded
+
+    def __repr__(self) -> str:
+        return "FrameHead(%r, %r)" % (self.command, self.headers)
+
+
+def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
+                 body: Union[bytes, bytearray, memoryview, str, None] = None,
+                 version: str = "1.2", auto_content_length: bool = True, head: bytes = b"") -> bytes:
+    """Encode one frame as bytes ready for the socket.
+
+    Args:
+        command (str): a STOMP command (client or server frame).
+        headers (Mapping[str, Any] | None): header names to values; values are
+            converted with ``str()`` (bytes are decoded as UTF-8, bools become
+            ``true``/``false``), a None value leaves the header out, a list or
+            tuple value gives one line per item. Order is kept.
+        body (bytes | bytearray | memoryview | str | None): the body; ``str``
+            is encoded as UTF-8.
+        version (str): ``"1.0"``, ``"1.1"`` or ``"1.2"``. 1.1/1.2 escape
+            ``\\``, LF, ``:`` (and CR in 1.2) in header names and values, except
+            on CONNECT/STOMP/CONNECTED (STOMP 1.2 spec, "Value Encoding").
+        auto_content_length (bool): add ``content-length`` (in octets) when the
+            body is not empty and the caller gave none.
+        head (bytes): header lines made by :func:`encode_headers` for the same
+            command and version, written before ``headers`` (a receiver keeps
+            the first of repeated headers, STOMP 1.2 "Repeated Header Entries").
+
+    Returns:
+        bytes: the frame, ending with its NUL.
+
+    Raises:
+        FrameEncodeError: unknown command or version; a CR or LF in a header of
+            a frame that cannot escape (STOMP 1.0, CONNECT); a ':' in a 1.0
+            header name; a CR in a 1.1 header; a ``content-length`` different
+            from the body's size; a body holding NUL with no ``content-length``;
+            a body of another type; text that is not valid UTF-8; headers that
+            are not a mapping; a ``head`` that is not bytes ending with LF.
+    """
+    _check_command(command, version)
+    if body is None:
+        payload = b""
+    elif isinstance(body, str):
+        try:
+            payload = body.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FrameEncodeError("body str cannot be encoded as UTF-8") from None
+    elif isinstance(body, (bytes, bytearray, memoryview)):
+        payload = bytes(body)
+    else:
+        raise FrameEncodeError("body must be bytes, bytearray, memoryview, str or None, not %s"
+                               % type(body).__name__)
+    if head.__class__ is not bytes or (head and not head.endswith(b"\n")):
+        raise FrameEncodeError("head must be bytes from encode_headers (header lines ending with LF), got %r"
+                               % (head[:64] if isinstance(head, (bytes, str)) else type(head).__name__,))
+    lines, have_length = _header_lines(command, headers, version, payload)
+    lines.insert(0, command)
     if not have_length and payload:
         if auto_content_length:
             lines.append("content-length:%d" % len(payload))
@@ -497,4 +584,6 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
             raise FrameEncodeError("body holds a NUL byte and the frame has no content-length")
     lines.append("")
     lines.append("")
+    if head:
+        return (command + "\n").encode("utf-8") + head + "\n".join(lines[1:]).encode("utf-8") + payload + b"\0"
     return "\n".join(lines).encode("utf-8") + payload + b"\0"

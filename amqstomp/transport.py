@@ -55,11 +55,12 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from .codec import HEARTBEAT, Frame, FrameParser, encode_frame
+from .codec import HEARTBEAT, Frame, FrameHead, FrameParser, encode_frame
 from .exception import (
     BrokerError,
     ConnectFailedException,
     ConnectionClosedException,
+    FrameEncodeError,
     NotConnectedException,
     ReceiptTimeout,
     StompException,
@@ -385,8 +386,11 @@ class _Link:
         self.version = version
         self.parser = FrameParser(version=version)
         self.write_lock = threading.Lock()
-        # deferred frames not yet written (under write_lock); TLS links never defer
-        self.wbuf = bytearray()
+        # deferred frames not yet written (under write_lock), and their size in bytes: a
+        # list joined once per write (a growing bytearray copies each frame ~9 times);
+        # TLS links never defer
+        self.wbuf: List[bytes] = []
+        self.wbuf_bytes = 0
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0
         self.flush_scheduled = False  # a timer flush of wbuf is pending
         self.state_lock = threading.Lock()
@@ -417,6 +421,17 @@ class _Link:
 
     def threads(self) -> List[threading.Thread]:
         return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
+
+
+def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A frame head's headers followed by the frame's own (a name in both keeps
+    the head's value: the receiver of the encoded frame keeps the first line,
+    STOMP 1.2 "Repeated Header Entries")."""
+    merged = dict(head.headers)
+    if headers:
+        for name, value in headers.items():
+            merged.setdefault(name, value)
+    return merged
 
 
 def _parse_heartbeat(value: Optional[str]) -> Tuple[int, int]:
@@ -876,7 +891,8 @@ class Transport:
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
                    body: Union[bytes, bytearray, memoryview, str, None] = b"",
-                   write_timeout: Optional[float] = None, defer: bool = False) -> "Optional[Future[Frame]]":
+                   write_timeout: Optional[float] = None, defer: bool = False,
+                   head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -902,6 +918,11 @@ class Transport:
         are still in the buffer when the socket is lost are lost with it, like
         those in the socket's own buffers.
 
+        ``head`` (:class:`amqstomp.codec.FrameHead` of ``cmd``): headers the
+        frame starts with, before ``headers``, encoded once per STOMP version
+        for all the frames that share it (a producer's destination and
+        delivery mode); listeners' ``on_send`` see them merged.
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
@@ -919,6 +940,9 @@ class Transport:
         payload: Any
         if self._on_send or (headers and type(headers) is not dict):
             copied: Dict[str, Any] = {}
+            if head is not None:
+                headers = _merged(head, headers)
+                head = None
             if headers:
                 for key, value in headers.items():
                     if value is None:
@@ -945,13 +969,19 @@ class Transport:
             payload = payload.encode(self.encoding)
         if cmd == "CONNECT" or cmd == "STOMP":
             link.client_heartbeat = _parse_heartbeat(clean.get("heart-beat"))
-        data = encode_frame(cmd, clean, payload, link.version, auto_length)
+        if head is None:
+            data = encode_frame(cmd, clean, payload, link.version, auto_length)
+        else:
+            if head.command != cmd:
+                raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
+            data = encode_frame(cmd, clean, payload, link.version, auto_length, head.encoded(link.version))
         future = None
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(clean), len(payload))
+            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
+                      len(payload))
         if defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
             self._write_deferred(link, data, write_timeout)
         else:
@@ -986,13 +1016,15 @@ class Transport:
             wbuf = link.wbuf
             try:
                 if wbuf:
-                    if len(data) < DEFER_FLUSH_BYTES:
-                        wbuf += data  # one system call for both
-                        link.channel.sendall(wbuf)
-                    else:
-                        link.channel.sendall(wbuf)
+                    big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
+                    if data and not big:
+                        wbuf.append(data)  # one system call for all
+                    joined = b"".join(wbuf)
+                    wbuf.clear()
+                    link.wbuf_bytes = 0
+                    link.channel.sendall(joined)
+                    if big:
                         link.channel.sendall(data)
-                    del wbuf[:]
                 elif data:
                     link.channel.sendall(data)
             except OSError as exc:
@@ -1014,18 +1046,23 @@ class Transport:
             self._lock_for_write(link, write_timeout)
         try:
             wbuf = link.wbuf
-            wbuf += data
-            if len(wbuf) >= DEFER_FLUSH_BYTES:
+            wbuf.append(data)
+            size = link.wbuf_bytes + len(data)
+            if size >= DEFER_FLUSH_BYTES:
+                joined = b"".join(wbuf)
+                wbuf.clear()
+                link.wbuf_bytes = 0
                 try:
-                    link.channel.sendall(wbuf)
+                    link.channel.sendall(joined)
                 except OSError as exc:
                     self._close_link(link, "write failed: %s" % exc, exc)
                     raise ConnectionClosedException("write failed: %s" % exc) from exc
-                del wbuf[:]
                 link.last_write = time.monotonic()
-            elif not link.flush_scheduled:
-                link.flush_scheduled = True
-                link.scheduler.call_later(DEFER_FLUSH_S, self._flush_tick, link)
+            else:
+                link.wbuf_bytes = size
+                if not link.flush_scheduled:
+                    link.flush_scheduled = True
+                    link.scheduler.call_later(DEFER_FLUSH_S, self._flush_tick, link)
         finally:
             link.write_lock.release()
 
@@ -1050,14 +1087,18 @@ class Transport:
         wbuf = link.wbuf
         if not wbuf or link.closed:
             return False
+        joined = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
         try:
-            sent = link.channel.send_some(wbuf)
+            sent = link.channel.send_some(joined)
         except OSError as exc:
             self._close_link(link, "write failed: %s" % exc, exc)
             return False
         if sent:
-            del wbuf[:sent]
             link.last_write = time.monotonic()
+        wbuf.clear()
+        if sent < len(joined):
+            wbuf.append(joined[sent:])
+        link.wbuf_bytes = len(joined) - sent
         return bool(wbuf)
 
     # ------------------------------------------------------------ receipts

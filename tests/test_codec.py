@@ -610,3 +610,66 @@ def test_encode_large_body_and_many_headers_match():
 )
 def test_encode_compiled_matches_twin_random(command, version, headers, body, auto):
     _same_encoding((command, headers, body, version, auto))
+
+
+# ---------------------------------------------------------------- frame heads (encode_headers, FrameHead, head=)
+
+def test_frame_with_head_equals_frame_with_all_headers(codec):
+    head = codec.encode_headers("SEND", {"destination": "/queue/a:b", "persistent": True, "priority": 7}, "1.2")
+    assert head == b"destination:/queue/a\\cb\npersistent:true\npriority:7\n"
+    with_head = codec.encode_frame("SEND", {"timestamp": 1796045238967, "x": "y"}, b"body", "1.2", True, head)
+    whole = codec.encode_frame("SEND", {"destination": "/queue/a:b", "persistent": True, "priority": 7,
+                                        "timestamp": 1796045238967, "x": "y"}, b"body", "1.2")
+    assert with_head == whole
+    assert codec.encode_frame("SEND", None, None, "1.2", True, head) == b"SEND\n" + head + b"\n\x00"
+
+
+def test_frame_head_encodes_once_per_version(codec):
+    head = codec.FrameHead("SEND", {"destination": "/queue/a:b"})
+    assert head.encoded("1.2") == b"destination:/queue/a\\cb\n"
+    assert head.encoded("1.2") is head.encoded("1.2")
+    assert head.encoded("1.0") == b"destination:/queue/a:b\n"
+    head.headers["destination"] = "changed"  # a copy: the caller's dict is not kept
+    with pytest.raises(FrameEncodeError, match="unknown STOMP version"):
+        head.encoded("2.0")
+
+
+@pytest.mark.parametrize("headers, error", [
+    ({"content-length": 3}, "content-length cannot be part of a frame head"),
+    ({"receipt": "r1"}, "receipt cannot be part of a frame head"),
+    ("destination:/queue/a", "headers must be a mapping"),
+])
+def test_frame_head_refuses_per_frame_headers(codec, headers, error):
+    with pytest.raises(FrameEncodeError, match=error):
+        codec.FrameHead("SEND", headers)
+
+
+def test_frame_head_refuses_unknown_command(codec):
+    with pytest.raises(FrameEncodeError, match="unknown STOMP command 'send'"):
+        codec.FrameHead("send", {})
+    with pytest.raises(FrameEncodeError, match="content-length cannot be part of a frame head"):
+        codec.encode_headers("SEND", {"content-length": "3"})
+    with pytest.raises(FrameEncodeError, match="holds CR or LF"):
+        codec.encode_headers("SEND", {"k": "a\nb"}, "1.0")
+
+
+@pytest.mark.parametrize("head", [b"destination:/queue/a", "destination:/queue/a\n", bytearray(b"a:b\n"), 7, None])
+def test_encode_frame_refuses_a_bad_head(codec, head):
+    with pytest.raises(FrameEncodeError, match="head must be bytes from encode_headers"):
+        codec.encode_frame("SEND", {}, b"x", "1.2", True, head)
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+@pytest.mark.parametrize("headers", [
+    {}, {"timestamp": 1796045238967, "expires": 0}, {"content-length": 3}, {"content-length": 4},
+    {"n": -5, "big": 10 ** 18, "bigger": 10 ** 30, "t": True}, {"a:b": 12}, {"k": "v\n"},
+])
+@pytest.mark.parametrize("head", [b"", b"destination:/queue/a\n", b"destination:/queue/a\npersistent:true\n"])
+def test_encode_with_head_compiled_matches_twin(version, headers, head):
+    _same_encoding(("SEND", headers, b"abc", version, True, head))
+    _same_encoding(("SEND", headers, b"abc", version), {"head": head})
+
+
+def test_int_header_values_are_written_as_digits(codec):
+    out = codec.encode_frame("SEND", {"timestamp": 0, "expires": 999999999999999999, "n": -1}, None, "1.2")
+    assert out == b"SEND\ntimestamp:0\nexpires:999999999999999999\nn:-1\n\n\x00"

@@ -12,6 +12,7 @@ from amqstomp.exception import BrokerError, ConfigurationError
 from amqstomp.jms import (
     AUTO_ACKNOWLEDGE,
     NON_PERSISTENT,
+    PERSISTENT,
     BrowseTimeoutError,
     ConnectionFactory,
     IllegalStateError,
@@ -675,3 +676,43 @@ def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(
         consumer = session.create_consumer(queue)
         connection.start()
         assert drain(consumer, timeout=2) == texts
+
+
+# --------------------------------------------------------------------------- the producer's frame head
+
+
+@pytest.mark.timeout(60)
+def test_a_producer_without_destination_alternating_heads_sends_each_to_its_own(activemq):
+    """The producer encodes destination/persistent/priority once and reuses them
+    while they repeat: sends that alternate destinations, modes and priorities
+    (and an IntEnum priority) each carry their own, synchronous and not."""
+    import enum
+
+    class Level(enum.IntEnum):
+        HIGH = 8
+
+    a, b = Queue(qname("head-a")), Queue(qname("head-b"))
+    plan = [(a, NON_PERSISTENT, 4), (a, NON_PERSISTENT, 4), (b, PERSISTENT, 7), (a, PERSISTENT, 4),
+            (b, NON_PERSISTENT, Level.HIGH), (b, NON_PERSISTENT, 0), (a, NON_PERSISTENT, 9)]
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        producer = session.create_producer(None)
+        for i, (dest, mode, priority) in enumerate(plan):
+            message = TextMessage("m%d" % i)
+            producer.send(message, delivery_mode=mode, priority=priority, destination=dest)
+            assert (message.destination, message.delivery_mode, message.priority) == (dest, mode, int(priority))
+            assert type(message.priority) is int
+        with pytest.raises(MessageFormatError, match="priority must be an int 0-9, got True"):
+            producer.send(TextMessage("bad"), priority=True, destination=a)
+        with pytest.raises(MessageFormatError, match="delivery_mode must be"):
+            producer.send(TextMessage("bad"), delivery_mode=3, destination=a)
+        connection.start()
+        got = {}
+        for dest in (a, b):
+            consumer = session.create_consumer(dest)
+            for _ in range(10):
+                message = consumer.receive(2.0 if len(got) < len(plan) else 0.3)
+                if message is None:
+                    break
+                got[message.text] = (message.destination, message.delivery_mode, message.priority)
+    assert got == {"m%d" % i: (dest, mode, int(priority)) for i, (dest, mode, priority) in enumerate(plan)}

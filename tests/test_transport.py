@@ -19,6 +19,7 @@ from amqstomp.exception import (
     BrokerError,
     ConnectFailedException,
     ConnectionClosedException,
+    FrameEncodeError,
     NotConnectedException,
     ReceiptTimeout,
 )
@@ -394,6 +395,46 @@ def test_message_handler_seam_and_pause_reading(activemq):
         assert "heartbeat_timeout" not in col.events
     finally:
         transport.set_message_handler(None)
+        conn.disconnect()
+
+
+class _SeesSends(Collector):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = []
+
+    def on_send(self, frame):
+        if frame.cmd == "SEND":
+            self.sent.append(dict(frame.headers))
+
+
+def test_frames_with_a_head_arrive_in_order_deferred_or_not(activemq):
+    """send_frame(head=FrameHead): the head's headers come first on the wire (the
+    broker keeps the head's destination), listeners' on_send see them merged, and
+    600 frames written deferred (the coalesced write buffer) and at once, mixed,
+    reach a consumer complete and in order."""
+    conn, col = connect(activemq.host_and_ports)
+    transport = conn.transport
+    q = queue_name()
+    head = codec.FrameHead("SEND", {"destination": q, "persistent": "false"})
+    try:
+        conn.subscribe(q, id="1", receipt="sub")
+        conn.wait_for_receipt("sub", 5)
+        for i in range(600):
+            transport.send_frame("SEND", {"n": i, "destination": "/queue/elsewhere"}, b"%d" % i, None,
+                                 defer=i % 7 != 0, head=head)
+        transport.flush()
+        got = col.wait_messages(600, 30)
+        assert [int(m.body) for m in got] == list(range(600))
+        assert all(m.headers["destination"] == q and m.headers["n"] == m.body for m in got)
+        with pytest.raises(FrameEncodeError, match="a SEND head for a ACK frame"):
+            transport.send_frame("ACK", {"id": "x"}, None, None, False, head)
+        listener = _SeesSends()
+        conn.set_listener("sees", listener)
+        transport.send_frame("SEND", {"n": "last"}, b"last", None, True, head)
+        assert listener.sent == [{"destination": q, "persistent": "false", "n": "last"}]
+        assert col.wait_messages(601, 10)[-1].body == "last"
+    finally:
         conn.disconnect()
 
 

@@ -35,7 +35,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
-from ..codec import Frame
+from ..codec import Frame, FrameHead
 from ..exception import (
     BrokerError,
     ConnectFailedException,
@@ -654,14 +654,14 @@ class Link:
                 raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, rc.gave_up))
             raise NotConnectedException("%s not sent: no broker reconnected in time (failover timeout)" % what)
 
-    def _write(self, cmd: str, headers: Mapping[str, Any], body: Any,
-               deadline: Optional[float] = None, defer: bool = False) -> "Optional[Future[Frame]]":
+    def _write(self, cmd: str, headers: Mapping[str, Any], body: Any, deadline: Optional[float] = None,
+               defer: bool = False, head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
         """``transport.send_frame``, riding through a failover: a frame that finds
         the socket down waits for the new one. Frames of a lost socket's
         transaction or messages are dropped here (None). ``defer``: see
-        :meth:`Transport.send_frame`."""
+        :meth:`Transport.send_frame`; ``head`` too."""
         if self.reconnector is None:
-            return self.transport.send_frame(cmd, headers, body, None, defer)
+            return self.transport.send_frame(cmd, headers, body, None, defer, head)
         while True:
             if self.transport.is_connected() and (not self.reconnector.reconnecting
                                                   or self._came_on_this_socket(cmd, headers)):
@@ -672,7 +672,7 @@ class Link:
                     log.info("%s not sent on the new socket: %s", cmd, why)
                     return None
                 try:
-                    return self.transport.send_frame(cmd, headers, body, None, defer)
+                    return self.transport.send_frame(cmd, headers, body, None, defer, head)
                 except (NotConnectedException, ConnectionClosedException):
                     if cmd in ("ACK", "NACK") or "transaction" in headers:
                         return None  # its socket is gone: the broker redelivers / rolls back
@@ -708,11 +708,15 @@ class Link:
             raise ReceiptTimeout("no receipt for %s within %.3g s" % (what or cmd, timeout_s or 0.0)) from None
 
     def send_message(self, headers: Dict[str, Any], body: bytes, sync: bool, window: Optional[ProducerWindow],
-                     timeout_s: Optional[float]) -> None:
+                     timeout_s: Optional[float], head: Optional[FrameHead] = None) -> None:
         """SEND a message: ``sync`` waits for the RECEIPT; else with a ``window`` the
         send carries a receipt and holds window room until it comes; else none.
         An asynchronous SEND is written deferred (it may wait up to 1 ms in the
         socket's write buffer, see :meth:`Transport.send_frame`).
+
+        ``head``: headers the frame starts with, encoded once for many sends
+        (:class:`amqstomp.jms.message.SendHead`: destination, persistent,
+        priority); ``headers`` are then the rest (:func:`message_headers`).
 
         Raises:
             ResourceAllocationError: (sync) the broker is out of space and
@@ -720,10 +724,11 @@ class Link:
             BrokerError: (sync) another ERROR.
             ConnectionClosedException: the connection ended first.
             ReceiptTimeout: ``timeout_s`` passed.
+            FrameEncodeError: a header cannot be written in the socket's STOMP version.
         """
         transport = self.transport
         if not sync and window is None:
-            self._write("SEND", headers, body, defer=True)
+            self._write("SEND", headers, body, defer=True, head=head)
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         if self.reconnector is not None and not transport.is_connected():
@@ -734,18 +739,19 @@ class Link:
             chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
             if not chunk:
                 try:
-                    transport.send_frame("SEND", headers, body, None, True)
+                    transport.send_frame("SEND", headers, body, None, True, head)
                 except BaseException:
                     window.unsent(nbytes, 0)
                     raise
                 return
         receipt = self.tracker.next_id(sync)
         headers["receipt"] = receipt
+        destination = (head.headers if head is not None else headers)["destination"]
         if sync and self.reconnector is not None and "transaction" not in headers:
-            self._send_sync_failover(headers, body, deadline, timeout_s)
+            self._send_sync_failover(headers, body, deadline, timeout_s, head)
             return
         try:
-            future = transport.send_frame("SEND", headers, body, None, not sync)
+            future = transport.send_frame("SEND", headers, body, None, not sync, head)
         except BaseException:
             if not sync:
                 assert window is not None
@@ -753,10 +759,10 @@ class Link:
             raise
         assert future is not None
         if not sync:
-            self.tracker.sent(receipt, headers["destination"], future, window, chunk)
+            self.tracker.sent(receipt, destination, future, window, chunk)
             return
-        self.tracker.sent(receipt, headers["destination"], future, None, 0)
-        self._await_receipt(future, headers["destination"], deadline, timeout_s)
+        self.tracker.sent(receipt, destination, future, None, 0)
+        self._await_receipt(future, destination, deadline, timeout_s)
 
     @staticmethod
     def _await_receipt(future: "Future[Frame]", destination: str, deadline: Optional[float],
@@ -780,22 +786,23 @@ class Link:
                                  % (destination, timeout_s or 0.0)) from None
 
     def _send_sync_failover(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
-                            timeout_s: Optional[float]) -> None:
+                            timeout_s: Optional[float], head: Optional[FrameHead] = None) -> None:
         """A synchronous SEND over failover: when the socket is lost before the
         RECEIPT, the SEND is written again on the new socket (at-least-once: the
         broker may have stored the first one; consumers see the copy as a new
         message), until ``deadline``."""
         losses = 0
+        destination = (head.headers if head is not None else headers)["destination"]
         while True:
             try:
-                future = self.transport.send_frame("SEND", headers, body)
+                future = self.transport.send_frame("SEND", headers, body, None, False, head)
             except (NotConnectedException, ConnectionClosedException):
                 self._await_up(deadline, "SEND")
                 continue
             assert future is not None
-            self.tracker.sent(headers["receipt"], headers["destination"], future, None, 0)
+            self.tracker.sent(headers["receipt"], destination, future, None, 0)
             try:
-                self._await_receipt(future, headers["destination"], deadline, timeout_s)
+                self._await_receipt(future, destination, deadline, timeout_s)
                 return
             except ConnectionClosedException as exc:
                 losses += 1
@@ -804,8 +811,8 @@ class Link:
                     # otherwise be fed the same frame forever
                     raise ConnectionClosedException(
                         "a send to %s lost its socket %d times before its receipt; not sent again (a broker "
-                        "that closes the connection on this message? see its log)" % (headers["destination"], losses)
+                        "that closes the connection on this message? see its log)" % (destination, losses)
                     ) from exc
                 log.info("socket lost before the receipt of a send to %s: sending it again after failover",
-                         headers["destination"])
+                         destination)
                 self._await_up(deadline, "SEND")

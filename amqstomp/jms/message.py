@@ -27,6 +27,7 @@ import time
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Set, Tuple, Union
 
+from ..codec import FrameHead
 from .constants import DEFAULT_PRIORITY, NON_PERSISTENT, PERSISTENT
 from .destination import Destination, destination_from_header
 from .exceptions import IllegalStateError, MessageFormatError
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..codec import Frame
 
 __all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEADERS", "message_from_frame", "check_scheduled_property",
-           "send_headers", "MAP_TRANSFORMATION", "MAP_SUBSCRIBE_TRANSFORMATION"]
+           "send_headers", "message_headers", "SendHead", "MAP_TRANSFORMATION", "MAP_SUBSCRIBE_TRANSFORMATION"]
 
 #: The ``transformation`` a MapMessage is sent with, and the one ActiveMQ's
 #: JmsFrameTranslator gives a MapMessage it renders for a consumer.
@@ -231,7 +232,9 @@ class TextMessage(Message):
     """
 
     def __init__(self, text: str = "") -> None:
-        super().__init__()
+        # Message.__init__ inlined: a new message per send is on producers' hot path
+        self.properties: Dict[str, PropertyValue] = {}
+        self.headers: Dict[str, str] = {}
         self.text = text
 
     @property
@@ -266,7 +269,9 @@ class BytesMessage(Message):
     """
 
     def __init__(self, data: bytes = b"") -> None:
-        super().__init__()
+        # Message.__init__ inlined: a new message per send is on producers' hot path
+        self.properties: Dict[str, PropertyValue] = {}
+        self.headers: Dict[str, str] = {}
         self.data = data if data.__class__ is bytes else bytes(data)
 
     @property
@@ -757,22 +762,57 @@ def _text(value: PropertyValue) -> str:
     return str(value)
 
 
-def send_headers(message: Message, destination: Destination, delivery_mode: int, priority: int,
-                 time_to_live: int, activemq: bool, timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
-    """The SEND headers and body of ``message``; sets the message's JMS header fields
-    (destination, delivery mode, priority, timestamp, expiration) as ``send`` does.
+class SendHead(FrameHead):
+    """What many SENDs of a producer start with: ``destination``, ``persistent``
+    and ``priority``, checked once and encoded once per STOMP version (a
+    :class:`amqstomp.codec.FrameHead`); :func:`message_headers` gives the rest
+    of each frame.
+
+    Args:
+        destination (Destination), delivery_mode (int: PERSISTENT / NON_PERSISTENT),
+        priority (int 0-9).
 
     Raises:
-        MessageFormatError: a bad property, body, priority or delivery mode.
+        MessageFormatError: a bad delivery mode or priority.
     """
-    # (the hot path of every send: the checks are cheap type() tests first)
-    if delivery_mode.__class__ is not int or (delivery_mode != PERSISTENT and delivery_mode != NON_PERSISTENT):
-        if delivery_mode not in (PERSISTENT, NON_PERSISTENT) or isinstance(delivery_mode, bool):
+
+    __slots__ = ("destination", "delivery_mode", "priority")
+
+    def __init__(self, destination: Destination, delivery_mode: int, priority: int) -> None:
+        if isinstance(delivery_mode, bool) or not isinstance(delivery_mode, int) \
+                or delivery_mode not in (PERSISTENT, NON_PERSISTENT):
             raise MessageFormatError("delivery_mode must be PERSISTENT (2) or NON_PERSISTENT (1), got %r"
                                      % (delivery_mode,))
-    if priority.__class__ is not int or not 0 <= priority <= 9:
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 9:
             raise MessageFormatError("priority must be an int 0-9, got %r" % (priority,))
+        self.destination = destination
+        self.delivery_mode = int(delivery_mode)
+        self.priority = int(priority)
+        headers = {"destination": destination.stomp_name}
+        if delivery_mode == PERSISTENT:  # ActiveMQ's default is non-persistent
+            headers["persistent"] = "true"
+        if priority != DEFAULT_PRIORITY:
+            headers["priority"] = str(priority)
+        super().__init__("SEND", headers)
+
+    def matches(self, destination: Destination, delivery_mode: int, priority: int) -> bool:
+        """Whether a send with these arguments starts with this head."""
+        return (destination is self.destination and delivery_mode == self.delivery_mode
+                and priority == self.priority and priority.__class__ is int and delivery_mode.__class__ is int)
+
+
+def message_headers(message: Message, head: SendHead, time_to_live: int, activemq: bool,
+                    timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
+    """The SEND headers of ``message`` that follow ``head`` (body framing,
+    properties, timestamp, expiration, correlation id, reply-to, type, group),
+    and its body; sets the message's JMS header fields (destination, delivery
+    mode, priority, timestamp, expiration) as ``send`` does. Timestamps are
+    epoch ms (ints: the codec writes them).
+
+    Raises:
+        MessageFormatError: a bad property, body, reply-to or time-to-live.
+    """
+    # (the hot path of every send: the checks are cheap type() tests first)
     if time_to_live.__class__ is not int or time_to_live < 0:
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
@@ -783,16 +823,11 @@ def send_headers(message: Message, destination: Destination, delivery_mode: int,
             _check_property(name, value)
             headers[name] = _text(value)
     now = int(_time() * 1000) if (timestamp or time_to_live) else 0
-    headers["destination"] = destination.stomp_name
-    if delivery_mode == PERSISTENT:  # ActiveMQ's default is non-persistent
-        headers["persistent"] = "true"
-    if priority != DEFAULT_PRIORITY:
-        headers["priority"] = str(priority)
     if timestamp:
-        headers["timestamp"] = str(now)
+        headers["timestamp"] = now
     expiration = now + time_to_live if time_to_live else 0
     if expiration:
-        headers["expires"] = str(expiration)
+        headers["expires"] = expiration
     if message.correlation_id is not None:
         headers["correlation-id"] = str(message.correlation_id)
     reply_to = message.reply_to
@@ -807,12 +842,29 @@ def send_headers(message: Message, destination: Destination, delivery_mode: int,
         headers["JMSXGroupID"] = str(message.group_id)
     if message.group_seq is not None:
         headers["JMSXGroupSeq"] = str(int(message.group_seq))
-    message.destination = destination
-    message.delivery_mode = delivery_mode
-    message.priority = priority
+    message.destination = head.destination
+    message.delivery_mode = head.delivery_mode
+    message.priority = head.priority
     message.timestamp = now
     message.expiration = expiration
     return headers, body
+
+
+def send_headers(message: Message, destination: Destination, delivery_mode: int, priority: int,
+                 time_to_live: int, activemq: bool, timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
+    """All the SEND headers of ``message`` (:class:`SendHead`'s, then
+    :func:`message_headers`'), and its body; sets the message's JMS header
+    fields as ``send`` does.
+
+    Raises:
+        MessageFormatError: a bad property, body, priority, delivery mode,
+            reply-to or time-to-live.
+    """
+    head = SendHead(destination, delivery_mode, priority)
+    headers, body = message_headers(message, head, time_to_live, activemq, timestamp)
+    full: Dict[str, Any] = dict(head.headers)
+    full.update(headers)
+    return full, body
 
 
 def _int(value: Optional[str], default: int) -> int:

@@ -28,7 +28,7 @@ from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_
 from .destination import Destination, _Temporary
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError
 from .link import Link, ProducerWindow
-from .message import BytesMessage, Message, TextMessage, send_headers
+from .message import BytesMessage, Message, SendHead, TextMessage, message_headers
 
 if TYPE_CHECKING:  # pragma: no cover
     from .session import Session
@@ -70,6 +70,7 @@ class MessageProducer:
         timeout_ms = options.get("send_timeout_ms") or 0
         self._timeout_s: Optional[float] = timeout_ms / 1000.0 if timeout_ms else None
         self._closed = False
+        self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
         self._link: Link = session.send_link  # opens the producer socket on first use
 
     def __repr__(self) -> str:
@@ -139,9 +140,14 @@ class MessageProducer:
         if session.transacted:
             link, transaction = session.transacted_send(own_temporary)
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
-        headers, body = send_headers(message, dest, mode, self.priority if priority is None else priority,
-                                     self.time_to_live if time_to_live is None else time_to_live,
-                                     link.is_activemq, not self.disable_message_timestamp)
+        if priority is None:
+            priority = self.priority
+        head = self._head  # SendHead.matches() inlined: the hot path
+        if (head is None or head.destination is not dest or head.delivery_mode != mode or head.priority != priority
+                or mode.__class__ is not int or priority.__class__ is not int):
+            head = self._head = SendHead(dest, mode, priority)
+        headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
+                                        link.is_activemq, not self.disable_message_timestamp)
         window = self._window
         if transaction is not None:
             headers["transaction"] = transaction
@@ -150,7 +156,7 @@ class MessageProducer:
             sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
             if own_temporary and window is None:
                 sync = True  # never a receipt-less SEND on the consumer socket
-        link.send_message(headers, body, sync, window, self._timeout_s)
+        link.send_message(headers, body, sync, window, self._timeout_s, head)
 
     def close(self) -> None:
         """Wait (bounded by ``close_timeout_ms``) for the receipts of this producer's
