@@ -504,6 +504,8 @@ def test_release_after_rollback_is_a_documented_option():
 
 _BAD_SCHEDULED = [
     ("AMQ_SCHEDULED_DELAY", 2 ** 70), ("AMQ_SCHEDULED_DELAY", 2 ** 63), ("AMQ_SCHEDULED_DELAY", -1),
+    # now + delay overflows the broker's Java long: "Illegal execution time"
+    ("AMQ_SCHEDULED_DELAY", 2 ** 63 - 1), ("AMQ_SCHEDULED_DELAY", str(2 ** 63 - 1 - int(time.time() * 1000))),
     ("AMQ_SCHEDULED_DELAY", "abc"), ("AMQ_SCHEDULED_DELAY", "-1"), ("AMQ_SCHEDULED_DELAY", 1.5),
     ("AMQ_SCHEDULED_DELAY", " 5"), ("AMQ_SCHEDULED_DELAY", "1_000"), ("AMQ_SCHEDULED_DELAY", True),
     ("AMQ_SCHEDULED_PERIOD", -5), ("AMQ_SCHEDULED_PERIOD", "5.0"),
@@ -516,6 +518,10 @@ _BAD_SCHEDULED = [
     ("AMQ_SCHEDULED_CRON", "0-99999999999 * * * *"), ("AMQ_SCHEDULED_CRON", "1,,2 * * * *"),
     ("AMQ_SCHEDULED_CRON", "   "), ("AMQ_SCHEDULED_CRON", 5),
 ]
+
+
+# the largest delay the check takes (with a day to spare): 2**63 - 1 less now and 100 years
+_FAR_DELAY_MS = 2 ** 63 - 1 - int(time.time() * 1000) - 101 * 365 * 24 * 3600 * 1000
 
 
 @pytest.mark.parametrize("name,value", _BAD_SCHEDULED)
@@ -543,7 +549,7 @@ def test_schedule_refuses_values_out_of_java_range_and_bad_cron():
         value = next(iter(kwargs.values()))
         assert repr(value) in str(caught.value) and "AMQ_SCHEDULED_" in str(caught.value)
         assert message.properties == {"AMQ_SCHEDULED_DELAY": 10}  # unchanged
-    message.schedule(delay_ms=2 ** 63 - 1, period_ms=2 ** 63 - 1, repeat=2 ** 31 - 1)
+    message.schedule(delay_ms=_FAR_DELAY_MS, period_ms=2 ** 63 - 1, repeat=2 ** 31 - 1)
     for cron in ("* * * * *", "*/15 0-23 1,15 * 1-5", "0-30/10 9 * 1-12 0", "0\t12  31 12 6", "59 23 31 12 0-6"):
         message.schedule(cron=cron)
         assert message.properties == {"AMQ_SCHEDULED_CRON": cron}
@@ -572,6 +578,9 @@ def test_accepted_scheduling_values_keep_the_connection(activemq_factory):
         far.set_property("AMQ_SCHEDULED_DELAY", "+3600000")
         far.set_property("AMQ_SCHEDULED_REPEAT", "0")
         producer.send(far)
+        farthest = TextMessage("farthest")
+        farthest.schedule(delay_ms=_FAR_DELAY_MS)
+        producer.send(farthest)
         for name, value in _BAD_SCHEDULED:
             with pytest.raises(MessageFormatError):
                 bad = TextMessage("bad")

@@ -72,6 +72,10 @@ _SCHEDULED_NUMBERS: Dict[str, Tuple[int, str]] = {
     "AMQ_SCHEDULED_PERIOD": (_JAVA_LONG_MAX, "ms"),
     "AMQ_SCHEDULED_REPEAT": (_JAVA_INT_MAX, "repeats"),
 }
+# ActiveMQ adds AMQ_SCHEDULED_DELAY to the current time in a Java long: a delay
+# that overflows it makes the broker answer "Illegal execution time". The check
+# keeps 100 years of room, so a message checked now is still fine when sent later.
+_DELAY_ROOM_MS = 100 * 365 * 24 * 3600 * 1000
 _SCHEDULED_CRON = "AMQ_SCHEDULED_CRON"
 _DECIMAL = re.compile(r"[+-]?[0-9]+\Z")  # what Long.valueOf takes (ASCII digits only here)
 _CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
@@ -668,7 +672,10 @@ def check_scheduled_property(name: str, value: Any) -> None:
     cannot parse (it would answer ERROR and close the socket).
 
     ``AMQ_SCHEDULED_DELAY`` and ``AMQ_SCHEDULED_PERIOD`` (ms) must be whole numbers
-    from 0 to 2**63 - 1 (a Java long), ``AMQ_SCHEDULED_REPEAT`` one from 0 to
+    from 0 to 2**63 - 1 (a Java long) -- the delay less the current time since
+    the epoch and 100 years, because the broker adds it to the current time in a
+    Java long (an overflow is its "Illegal execution time") --,
+    ``AMQ_SCHEDULED_REPEAT`` one from 0 to
     2**31 - 1 (a Java int): an ``int`` (not a bool or float) or a str of ASCII
     digits with an optional sign. ActiveMQ 5.18+ further refuses a repeat above
     its ``maxRepeatAllowed`` (1000 by default). ``AMQ_SCHEDULED_CRON`` must be a
@@ -686,6 +693,8 @@ def check_scheduled_property(name: str, value: Any) -> None:
     """
     if name in _SCHEDULED_NUMBERS:
         largest, unit = _SCHEDULED_NUMBERS[name]
+        if name == "AMQ_SCHEDULED_DELAY":
+            largest -= int(_time() * 1000) + _DELAY_ROOM_MS
         number: Optional[int] = None
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
