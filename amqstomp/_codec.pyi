@@ -52,6 +52,6 @@ def encode_headers(command: str, headers: Mapping[str, Any], version: str = ...)
 
 class FrameHead:
     command: str
-    headers: Dict[str, Any]
+    headers: Mapping[str, Any]
     def __init__(self, command: str, headers: Mapping[str, Any]) -> None: ...
     def encoded(self, version: str) -> bytes: ...

@@ -8,6 +8,7 @@ Behaviour follows the STOMP 1.2 specification ("Augmented BNF", "Value
 Encoding", "Size Limits", "Heart-beating") and, for the limits, ActiveMQ's
 ``StompWireFormat`` defaults.
 """
+from types import MappingProxyType
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .exception import FrameEncodeError, StompProtocolError
@@ -482,17 +483,22 @@ class FrameHead:
     :meth:`encoded` bytes to :func:`encode_frame`).
 
     Args:
-        command (str): the frames' command.
-        headers (Mapping[str, Any]): the leading headers (copied; values as in
-            :func:`encode_frame`). ``content-length`` and ``receipt`` cannot be
-            among them (each frame has its own).
+        command (str): the frames' command; not CONNECT or STOMP (sent once per
+            connection, their headers are negotiated).
+        headers (Mapping[str, Any]): the leading headers, copied: names as
+            :func:`encode_frame` takes them (str, or UTF-8 bytes: kept as
+            str), None values left out. ``content-length`` and ``receipt``
+            cannot be among them (each frame has its own).
 
     Attributes:
-        command (str), headers (Dict[str, Any]): as given.
+        command (str): as given.
+        headers (Mapping[str, Any]): the copy, read-only (the encoded lines
+            must stay what they say).
 
     Raises:
-        FrameEncodeError: unknown command, ``content-length`` or ``receipt``
-            among the headers, headers that are not a mapping.
+        FrameEncodeError: unknown command, CONNECT/STOMP, ``content-length``
+            or ``receipt`` among the headers, a name that is not text, headers
+            that are not a mapping.
     """
 
     __slots__ = ("command", "headers", "_version", "_encoded")
@@ -500,13 +506,21 @@ class FrameHead:
     def __init__(self, command: str, headers: Mapping[str, Any]) -> None:
         if command not in _COMMANDS:
             raise FrameEncodeError("unknown STOMP command %r" % (command,))
+        if command in ("CONNECT", "STOMP"):
+            raise FrameEncodeError("a %s frame cannot have a head: it is sent once per connection" % command)
         if not hasattr(headers, "items"):
             raise FrameEncodeError("headers must be a mapping of names to values, got %s" % type(headers).__name__)
-        for name in ("content-length", "receipt"):
-            if name in headers:
+        copied: Dict[str, Any] = {}
+        for key, value in headers.items():
+            if not isinstance(key, (str, bytes, bytearray, memoryview)):
+                raise FrameEncodeError("header name %r is not text" % (key,))
+            name = _as_text(key, "header name")
+            if name in ("content-length", "receipt"):
                 raise FrameEncodeError("%s cannot be part of a frame head: each frame has its own" % name)
+            if value is not None:
+                copied[name] = value
         self.command = command
-        self.headers: Dict[str, Any] = dict(headers)
+        self.headers: Mapping[str, Any] = MappingProxyType(copied)
         self._version = ""
         self._encoded = b""
 
@@ -523,7 +537,7 @@ class FrameHead:
         return self._encoded
 
     def __repr__(self) -> str:
-        return "FrameHead(%r, %r)" % (self.command, self.headers)
+        return "FrameHead(%r, %r)" % (self.command, dict(self.headers))
 
 
 def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,

@@ -935,6 +935,8 @@ class Transport:
         link = self._link
         if link is None or link.closed:
             raise NotConnectedException("not connected (no open socket)")
+        if head is not None and head.command != cmd:
+            raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
         auto_length = self.auto_content_length
         clean: Mapping[str, Any]
         payload: Any
@@ -972,8 +974,6 @@ class Transport:
         if head is None:
             data = encode_frame(cmd, clean, payload, link.version, auto_length)
         else:
-            if head.command != cmd:
-                raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
             data = encode_frame(cmd, clean, payload, link.version, auto_length, head.encoded(link.version))
         future = None
         receipt = clean.get("receipt")

@@ -380,7 +380,12 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         value = (tx["msg_per_s"] / sync["msg_per_s"]
                  if tx and sync and tx["msg_per_s"] and sync["msg_per_s"] else None)
         target("%s: amqstomp-jms msg/s / amqstomp-jms sync msg/s" % case, value, ">=", 3.0)
-    return {"summary": summary, "targets": targets}
+    # the same ratios by "client:case", for bench/gate.py's json_key (e.g.
+    # "ratios.amqstomp-jms:async.cpu_per_msg_vs_stomppy")
+    ratios = {"%s:%s" % (e["client"], e["case"]): {"msg_per_s_vs_stomppy": e["msg_per_s_vs_stomppy"],
+                                                   "cpu_per_msg_vs_stomppy": e["cpu_per_msg_vs_stomppy"]}
+              for e in summary}
+    return {"summary": summary, "targets": targets, "ratios": ratios}
 
 
 def format_report(result: Dict[str, Any]) -> str:

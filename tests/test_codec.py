@@ -629,14 +629,22 @@ def test_frame_head_encodes_once_per_version(codec):
     assert head.encoded("1.2") == b"destination:/queue/a\\cb\n"
     assert head.encoded("1.2") is head.encoded("1.2")
     assert head.encoded("1.0") == b"destination:/queue/a:b\n"
-    head.headers["destination"] = "changed"  # a copy: the caller's dict is not kept
+    with pytest.raises(TypeError):  # read-only: the encoded lines must stay what they say
+        head.headers["destination"] = "changed"  # type: ignore[index]
     with pytest.raises(FrameEncodeError, match="unknown STOMP version"):
         head.encoded("2.0")
+    given = {"destination": "/queue/a", b"x-name": "v", "dropped": None}
+    head = codec.FrameHead("SEND", given)
+    given["destination"] = "/queue/b"  # a copy: the caller's dict is not kept
+    assert dict(head.headers) == {"destination": "/queue/a", "x-name": "v"}  # None left out, names as str
 
 
 @pytest.mark.parametrize("headers, error", [
     ({"content-length": 3}, "content-length cannot be part of a frame head"),
     ({"receipt": "r1"}, "receipt cannot be part of a frame head"),
+    ({b"receipt": "r1"}, "receipt cannot be part of a frame head"),
+    ({b"content-length": 1}, "content-length cannot be part of a frame head"),
+    ({7: "v"}, "header name 7 is not text"),
     ("destination:/queue/a", "headers must be a mapping"),
 ])
 def test_frame_head_refuses_per_frame_headers(codec, headers, error):
@@ -647,6 +655,9 @@ def test_frame_head_refuses_per_frame_headers(codec, headers, error):
 def test_frame_head_refuses_unknown_command(codec):
     with pytest.raises(FrameEncodeError, match="unknown STOMP command 'send'"):
         codec.FrameHead("send", {})
+    for command in ("CONNECT", "STOMP"):
+        with pytest.raises(FrameEncodeError, match="sent once per connection"):
+            codec.FrameHead(command, {"heart-beat": "1000,1000"})
     with pytest.raises(FrameEncodeError, match="content-length cannot be part of a frame head"):
         codec.encode_headers("SEND", {"content-length": "3"})
     with pytest.raises(FrameEncodeError, match="holds CR or LF"):

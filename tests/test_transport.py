@@ -434,6 +434,15 @@ def test_frames_with_a_head_arrive_in_order_deferred_or_not(activemq):
         transport.send_frame("SEND", {"n": "last"}, b"last", None, True, head)
         assert listener.sent == [{"destination": q, "persistent": "false", "n": "last"}]
         assert col.wait_messages(601, 10)[-1].body == "last"
+        # the same refusal when listeners see the frame (the merged path)
+        with pytest.raises(FrameEncodeError, match="a SEND head for a ACK frame"):
+            transport.send_frame("ACK", {"id": "x"}, None, None, False, head)
+        # a None in the head is left out: the frame's own value goes, with or without on_send
+        other = codec.FrameHead("SEND", {"destination": None, "persistent": "false"})
+        transport.send_frame("SEND", {"destination": q, "n": "own"}, b"own", None, False, other)
+        assert col.wait_messages(602, 10)[-1].headers["destination"] == q
+        assert listener.sent[-1] == {"persistent": "false", "destination": q, "n": "own"}
+        assert not col.errors
     finally:
         conn.disconnect()
 
