@@ -825,7 +825,11 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, activem
     if time_to_live.__class__ is not int or time_to_live < 0:
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
-    body, headers = message._payload(activemq)
+    if message.__class__ is BytesMessage and message.data.__class__ is bytes:
+        body = message.data
+        headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage._payload inlined: hot path
+    else:
+        body, headers = message._payload(activemq)
     properties = message.properties
     if properties:
         for name, value in properties.items():

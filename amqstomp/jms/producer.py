@@ -123,7 +123,7 @@ class MessageProducer:
         link = self._link
         reply_to = message.reply_to
         own_temporary = False
-        if isinstance(dest, _Temporary) or isinstance(reply_to, _Temporary):
+        if isinstance(dest, _Temporary) or (reply_to is not None and isinstance(reply_to, _Temporary)):
             for named in (dest, reply_to):
                 if isinstance(named, _Temporary) and not named.remote:
                     if named.owner is not connection:
