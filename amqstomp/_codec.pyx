@@ -738,6 +738,26 @@ cdef object _encode(object command, object headers, object body, object version,
                     continue
                 if type(key) is not str:
                     return None
+                try:
+                    s = PyUnicode_AsUTF8AndSize(key, &n)
+                except UnicodeEncodeError:
+                    return None
+                if n == 0:
+                    return None
+                if type(value) is int and 0 <= value < 1000000000000000000:
+                    # digits written straight into the frame (timestamps, lengths)
+                    num = value
+                    if n == 14 and memcmp(s, b"content-length", 14) == 0:
+                        if num != plen:
+                            return None  # the twin raises
+                        have_length = True
+                    if _put_text(&o, s, n, esc, True) == FALLBACK:
+                        return None
+                    _put(&o, ":", 1)
+                    ndigits2 = _decimal(digits2, num)
+                    _put(&o, digits2, ndigits2)
+                    _put(&o, "\n", 1)
+                    continue
                 if type(value) is str:
                     text = value
                 elif value is True:
@@ -745,35 +765,9 @@ cdef object _encode(object command, object headers, object body, object version,
                 elif value is False:
                     text = "false"
                 elif type(value) is int:
-                    if 0 <= value < 1000000000000000000:
-                        # digits written straight into the frame (timestamps, lengths)
-                        try:
-                            s = PyUnicode_AsUTF8AndSize(key, &n)
-                        except UnicodeEncodeError:
-                            return None
-                        if n == 0:
-                            return None
-                        num = value
-                        if n == 14 and memcmp(s, b"content-length", 14) == 0:
-                            if num != plen:
-                                return None  # the twin raises
-                            have_length = True
-                        if _put_text(&o, s, n, esc, True) == FALLBACK:
-                            return None
-                        _put(&o, ":", 1)
-                        ndigits2 = _decimal(digits2, num)
-                        _put(&o, digits2, ndigits2)
-                        _put(&o, "\n", 1)
-                        continue
                     text = str(value)
                 else:
                     return None  # lists, bytes, other objects: the twin's rules
-                try:
-                    s = PyUnicode_AsUTF8AndSize(key, &n)
-                except UnicodeEncodeError:
-                    return None
-                if n == 0:
-                    return None
                 if n == 14 and memcmp(s, b"content-length", 14) == 0:
                     have_length = True
                     # the value must be the body's size written as the twin writes it

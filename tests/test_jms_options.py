@@ -192,3 +192,69 @@ def test_failover_options_by_keyword_need_a_failover_uri():
         ConnectionFactory("stomp://a:61613", max_reconnect_attempts=5)
     with pytest.raises(ConfigurationError, match="must be an int"):
         ConnectionFactory("failover:(stomp://a:61613)", max_reconnect_attempts="5")
+
+
+# --------------------------------------------------------------------------- the producer window (no broker)
+
+
+class _FakeLink:
+    """What ProducerWindow uses of a Link: its transport's flush() and gone()."""
+
+    def __init__(self) -> None:
+        self.flushes = 0
+        self.transport = self
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def gone(self) -> bool:
+        return False
+
+    def close_reason(self) -> str:
+        return ""
+
+
+@pytest.mark.timeout(20)
+def test_producer_window_chunks_receipts_and_blocks_until_one_comes():
+    import threading
+    import time
+
+    from amqstomp.exception import ReceiptTimeout
+    from amqstomp.jms.link import ProducerWindow
+
+    window, link = ProducerWindow(1000), _FakeLink()  # chunks of 250 bytes
+    # sends without a receipt until a chunk fills; the one that fills it asks for one, for all of it
+    assert [window.acquire(100, link, None, False) for _ in range(3)] == [0, 0, 300]
+    assert (window.closed, window.chunks, window.unreceipted, window.in_flight) == (300, 1, 0, 300)
+    assert [window.acquire(100, link, None, False) for _ in range(6)] == [0, 0, 300, 0, 0, 300]
+    assert window.in_flight == 900 and window.chunks == 3
+    # no room for 200 more: flush the socket first, then wait for a receipt (bounded)
+    with pytest.raises(ReceiptTimeout, match="no room in the producer window"):
+        window.acquire(200, link, time.monotonic() + 0.2, False)
+    assert link.flushes == 1
+    # a receipt from another thread frees the waiting sender
+    got = []
+    sender = threading.Thread(target=lambda: got.append(window.acquire(200, link, time.monotonic() + 10, False)))
+    sender.start()
+    time.sleep(0.2)
+    assert not got
+    window.release(300)
+    sender.join(5)
+    assert got == [0] and window.in_flight == 800
+    # a send that failed gives its bytes back (and an unsent chunk reopens its other sends)
+    window.unsent(200, 0)
+    assert window.in_flight == 600
+    chunk = window.acquire(300, link, None, False)
+    assert chunk == 300 and window.chunks == 3
+    window.unsent(300, chunk)
+    assert (window.closed, window.chunks, window.unreceipted) == (600, 2, 0)
+    # every_send (the consumer socket): each send asks for its own receipt
+    assert window.acquire(10, link, None, True) == 10 and window.chunks == 3
+    for chunk in (300, 300, 10):
+        window.release(chunk)
+    assert (window.in_flight, window.chunks) == (0, 0)
+    assert window.drain(link, time.monotonic() + 1)
+    # larger than the whole window: goes when nothing else awaits a receipt
+    assert window.acquire(5000, link, None, False) == 5000
+    with pytest.raises(ReceiptTimeout):
+        window.acquire(1, link, time.monotonic() + 0.1, False)

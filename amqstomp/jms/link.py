@@ -110,9 +110,13 @@ class ProducerWindow:
     def __init__(self, size: int) -> None:
         self.size = size
         self.chunk_size = max(1, size // 4)
-        self.in_flight = 0  # bytes sent and not yet covered by a receipt
-        self.unreceipted = 0  # of which sent since the last receipt asked for
-        self.chunks = 0  # receipts awaited
+        # bytes sent since the last send that asked for a receipt (the open chunk): only
+        # senders change it, without the lock (the common send touches nothing else)
+        self.unreceipted = 0
+        # under the lock: bytes of the chunks whose receipts are awaited, and their count
+        # (the sender adds a chunk when it closes one, the reader takes it off)
+        self.closed = 0
+        self.chunks = 0
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         # threads in cond.wait, and the least room one of the acquire()s among them
@@ -120,25 +124,35 @@ class ProducerWindow:
         self.waiters = 0
         self.need = 0
 
+    @property
+    def in_flight(self) -> int:
+        """Bytes sent and not yet covered by a receipt."""
+        return self.closed + self.unreceipted
+
     def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool) -> int:
         """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
         the send's receipt is to release, or 0 when the send asks for no receipt.
         (A send larger than the window goes when nothing else awaits a receipt.)
         Before it waits, the socket's deferred frames are written (the receipts it
-        waits for may be theirs)."""
+        waits for may be theirs).
+
+        The common send -- room, and no chunk to close -- takes no lock: it reads
+        ``closed``/``chunks``, which only the lock's holders change (a stale
+        value is a larger one: it can only send it to the locked path), and
+        adds to ``unreceipted``, which only senders change (two threads sending
+        on one producer at once, which JMS does not allow, could lose an
+        addition: a receipt then comes a little later, nothing more).
+        """
+        unreceipted = self.unreceipted + nbytes
+        if unreceipted < self.chunk_size and not every_send and (
+                not self.chunks or self.closed + unreceipted <= self.size):
+            self.unreceipted = unreceipted
+            return 0
         flushed = False
         while True:
             with self.lock:
-                if not self.chunks or self.in_flight + nbytes <= self.size:
-                    # room: _count() inlined (every asynchronous send passes here)
-                    self.in_flight += nbytes
-                    unreceipted = self.unreceipted + nbytes
-                    if not every_send and unreceipted < self.chunk_size:
-                        self.unreceipted = unreceipted
-                        return 0
-                    self.unreceipted = 0
-                    self.chunks += 1
-                    return unreceipted
+                if not self.chunks or self.closed + self.unreceipted + nbytes <= self.size:
+                    return self._count(nbytes, every_send)
                 if flushed:
                     self._wait_room(nbytes, link, deadline)
                     return self._count(nbytes, every_send)
@@ -146,16 +160,18 @@ class ProducerWindow:
             flushed = True
 
     def _count(self, nbytes: int, every_send: bool) -> int:
-        self.in_flight += nbytes
-        self.unreceipted += nbytes
-        if not every_send and self.unreceipted < self.chunk_size:
+        """Under the lock: count a send in the open chunk, closing it when full."""
+        unreceipted = self.unreceipted + nbytes
+        if not every_send and unreceipted < self.chunk_size:
+            self.unreceipted = unreceipted
             return 0
-        chunk, self.unreceipted = self.unreceipted, 0
+        self.unreceipted = 0
+        self.closed += unreceipted
         self.chunks += 1
-        return chunk
+        return unreceipted
 
     def _wait_room(self, nbytes: int, link: "Link", deadline: Optional[float]) -> None:
-        while self.chunks and self.in_flight + nbytes > self.size:
+        while self.chunks and self.closed + self.unreceipted + nbytes > self.size:
             self.need = nbytes if not self.waiters else min(self.need, nbytes)
             if link.gone():
                 raise ConnectionClosedException("connection closed while waiting for room in the producer "
@@ -181,10 +197,10 @@ class ProducerWindow:
     def unsent(self, nbytes: int, chunk: int) -> None:
         """A send counted by ``acquire`` could not be written."""
         with self.cond:
-            self.in_flight -= nbytes
             if chunk:
+                self.closed -= chunk
                 self.chunks -= 1
-                self.unreceipted += chunk - nbytes
+                self.unreceipted += chunk - nbytes  # the chunk's other sends went: open again
             else:
                 self.unreceipted -= nbytes
             self.cond.notify_all()
@@ -192,9 +208,9 @@ class ProducerWindow:
     def release(self, chunk: int) -> None:
         """The receipt of a chunk (or the ERROR answering it) came."""
         with self.lock:
-            self.in_flight -= chunk
+            self.closed -= chunk
             self.chunks -= 1
-            if self.waiters and (not self.chunks or self.in_flight + self.need <= self.size):
+            if self.waiters and (not self.chunks or self.closed + self.unreceipted + self.need <= self.size):
                 self.cond.notify_all()
 
     def drain(self, link: "Link", deadline: Optional[float]) -> bool:
