@@ -687,6 +687,46 @@ def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(
         assert drain(consumer, timeout=2) == texts
 
 
+@pytest.mark.timeout(120)
+def test_a_browse_started_while_the_socket_is_down_browses_once_it_is_back(activemq, tcp_proxy_factory):
+    """A browser made during an outage has sent nothing yet: when the new socket
+    comes it browses there (the reconnect does not drop it as interrupted)."""
+    from amqstomp.jms import BrowseInterruptedError
+
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=50&maxReconnectDelay=200" % proxy.address
+    queue = Queue(qname("browse-down"))
+    texts = ["d%02d" % i for i in range(20)]
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        send_texts(feeder.create_session(), queue, texts)
+    with ConnectionFactory(url, heartbeats=(500, 500)).create_connection(timeout_s=15) as connection:
+        errors = []
+        connection.set_exception_listener(errors.append)
+        session = connection.create_session()
+        consumer_link = connection.consumer_link
+        proxy.refuse(True, mode="closed")
+        assert proxy.cut() >= 1
+        assert wait_until(lambda: not consumer_link.transport.is_connected(), 10)
+        result = {}
+
+        def browse():
+            try:
+                with session.create_browser(queue, timeout=20) as browser:
+                    result["texts"] = [m.text for m in browser]
+            except BrowseInterruptedError as exc:  # the bug: raised though nothing had been browsed
+                result["error"] = exc
+
+        browsing = threading.Thread(target=browse)
+        browsing.start()
+        time.sleep(1.0)  # create_browser waits for the socket
+        assert browsing.is_alive()
+        proxy.refuse(False)
+        browsing.join(30)
+        assert not browsing.is_alive()
+        assert result == {"texts": texts}
+        assert connection.failure is None and errors == []
+
+
 # --------------------------------------------------------------------------- the producer's frame head
 
 

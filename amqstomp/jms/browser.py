@@ -19,7 +19,9 @@ the queue again from its head, after what the lost socket delivered, and one
 iteration would yield messages twice. An iteration whose socket is lost raises
 :class:`BrowseInterruptedError` instead (at once, also with messages of the
 lost socket still buffered); the browser stays open and the next iteration
-browses on the new socket.
+browses on the new socket. A browse whose RECEIPT had not come when the socket
+went (nothing browsed yet; a browser made during an outage) is sent again on
+the new socket instead.
 
 Licensed under the Apache License, Version 2.0.
 """

@@ -450,7 +450,9 @@ class Connection:
         each waiting for its RECEIPT; one the broker refuses is reported to the
         exception listener once (not retried). Queue browses are dropped, not
         replayed (the broker would browse again from the head of the queue): their
-        iteration raises BrowseInterruptedError."""
+        iteration raises BrowseInterruptedError. A browse whose RECEIPT had not come
+        yet (nothing browsed) is left to its consumer, which SUBSCRIBEs it on the new
+        socket."""
         manager = link.manager
         if manager is None:
             return
@@ -459,9 +461,11 @@ class Connection:
             if manager.get(sub.id) is not sub:
                 continue  # unsubscribed or dropped while the ones before it were replayed
             if str(sub.headers.get("browser")) == "true":
-                manager.discard(sub.id)
                 with self._lock:
                     browsing = self._consumers.get(sub.id)
+                if browsing is not None and browsing._browse_seq is None and not browsing._closed:
+                    continue  # its RECEIPT had not come (nothing browsed): its consumer sends it again
+                manager.discard(sub.id)
                 if browsing is not None:
                     browsing._browse_interrupted()
                 continue

@@ -102,7 +102,8 @@ class MessageConsumer:
         self._sub: Optional[Subscription] = None
         self._tx_threshold = 1
         #: browser: the consumer socket (transport link_seq) the browse is on; 0 before its RECEIPT
-        self._browse_seq = 0
+        # the socket (link_seq) whose RECEIPT started this browse; None until it came
+        self._browse_seq: Optional[int] = None
         #: browser: a failover dropped the browse (it is not replayed; the iteration raises)
         self._browse_lost = False
 
@@ -194,10 +195,10 @@ class MessageConsumer:
             # ActiveMQ starts dispatching only after it sent this RECEIPT
             if link.reconnector is None:
                 link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
+                if self._browser:
+                    self._browse_seq = link.transport.link_seq
             else:
                 self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s)
-            if self._browser:
-                self._browse_seq = link.transport.link_seq
         except BaseException:
             sub_id = self._sub_id
             self._connection._unregister_consumer(sub_id)
@@ -227,14 +228,21 @@ class MessageConsumer:
                 raise ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
                                                 "replay)" % (self,))
             if current is not sub:
-                self._sub = current  # a reconnect after the registration replayed it and got its RECEIPT
-                return
+                if not self._browser:
+                    self._sub = current  # a reconnect after the registration replayed it and got its RECEIPT
+                    return
+                # a reconnect renewed this browse before its RECEIPT came and left it to us (browses
+                # are never replayed; nothing was browsed yet): send it on the new socket
+                sub = self._sub = current
+            seq = transport.link_seq
             headers = dict(frame_headers)
-            headers["receipt"] = "subscribe-%s-%d" % (self._sub_id, transport.link_seq)
+            headers["receipt"] = "subscribe-%s-%d" % (self._sub_id, seq)
             try:
                 future = transport.send_frame("SUBSCRIBE", headers)
                 assert future is not None  # it has a receipt header
                 transport.wait_future(future, receipt_s, "SUBSCRIBE receipt")
+                if self._browser:
+                    self._browse_seq = seq
                 return
             except (ConnectionClosedException, NotConnectedException) as exc:
                 # the socket went before the RECEIPT: the reconnect replays the subscription,
