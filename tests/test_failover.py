@@ -653,3 +653,41 @@ def test_jms_prefetch_one_consumers_keep_counting_acks_after_a_failover(activemq
             got.add(message.text)
             message.acknowledge()
         assert len(got) == 41
+
+
+@pytest.mark.timeout(90)
+def test_jms_commit_of_messages_from_a_lost_socket_raises_and_they_come_again(activemq, tcp_proxy_factory):
+    """A transacted consumer received messages on a socket that was lost before
+    commit(): their ACKs can never be written, so commit() must not report
+    success (the broker redelivers them); it raises TransactionRolledBackError
+    and the messages come again, flagged redelivered."""
+    from amqstomp.exception import TransactionRolledBackError
+    from amqstomp.jms import NON_PERSISTENT, ConnectionFactory, Queue, TextMessage
+
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address
+    queue = Queue("tx-lost.%s" % uuid.uuid4().hex[:10])
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        producer = feeder.create_session().create_producer(queue)
+        for i in range(3):
+            producer.send(TextMessage("t%d" % i), delivery_mode=NON_PERSISTENT)
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as connection:
+        session = connection.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        first = [consumer.receive(5).text for _ in range(2)]
+        assert first == ["t0", "t1"]
+        link = connection.consumer_link
+        seq = link.transport.link_seq
+        assert proxy.cut() >= 1
+        assert wait_until(lambda: link.transport.is_connected() and link.transport.link_seq != seq, 15)
+        with pytest.raises(TransactionRolledBackError, match="lost since"):
+            session.commit()
+        again = []
+        for _ in range(3):
+            message = consumer.receive(5)
+            assert message is not None
+            again.append((message.text, message.redelivered))
+        session.commit()
+        assert [text for text, _ in again] == ["t0", "t1", "t2"]
+        assert again[0][1] and again[1][1]

@@ -459,14 +459,22 @@ class Session:
         Raises:
             IllegalStateError: not a transacted session, or closed.
             TransactionRolledBackError: the broker refused the COMMIT, or the
-                connection was lost meanwhile; the transaction is rolled back
-                (consumed messages redelivered locally).
+                connection was lost meanwhile, or a message consumed in the
+                transaction came on a socket lost since (failover: the broker
+                redelivers it); the transaction is rolled back (consumed messages
+                redelivered locally, or by the broker).
         """
         self._check_open()
         if not self.transacted:
             raise IllegalStateError("commit() needs a transacted session")
         link = self.connection.consumer_link
         with self._tx_lock:
+            if self._consumed_on_lost_socket():
+                # their ACKs can never be written (the broker redelivers them): committing the rest
+                # would report success for messages that come again (JMS: rolled back by failover)
+                self._rollback_after_failed_commit()
+                raise TransactionRolledBackError("commit failed: messages of this transaction came on a connection "
+                                                 "lost since (failover) and will be redelivered; rolled back")
             if not self._drain_sends(self._send_timeout_s()):
                 self._rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
@@ -494,6 +502,13 @@ class Session:
                         headers["transaction"] = tx
                         link.send("ACK", headers)
                 if tx is not None:
+                    if acks and self._consumed_on_lost_socket():  # lost while its ACKs were written
+                        try:
+                            link.send("ABORT", {"transaction": tx})
+                        except StompException:
+                            pass  # its socket is gone too: the broker rolled it back
+                        raise TransactionRolledBackError("messages of this transaction came on a connection lost "
+                                                         "since (failover) and will be redelivered")
                     link.request("COMMIT", {"transaction": tx}, self._send_timeout_s(), "COMMIT")
             except StompException as exc:
                 self._tx = None
@@ -540,6 +555,13 @@ class Session:
             raise IllegalStateError("rollback() needs a transacted session")
         with self._tx_lock:
             self._rollback_locked()
+
+    def _consumed_on_lost_socket(self) -> bool:
+        """Whether a message consumed in the open transaction came on a consumer
+        socket lost since (failover)."""
+        lost = self.connection.is_from_lost_socket
+        with self._cond:
+            return any(lost(d.frame) for consumer in self._all_consumers() for d in consumer._delivered)
 
     def _rollback_after_failed_commit(self) -> None:
         """The rollback of a commit that failed: its TransactionRolledBackError is
