@@ -423,6 +423,14 @@ class _Link:
         return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
 
 
+def _take_buffer(link: "_Link") -> bytes:
+    """Under the write lock: the deferred frames as one bytes, the buffer emptied."""
+    joined = b"".join(link.wbuf)
+    link.wbuf.clear()
+    link.wbuf_bytes = 0
+    return joined
+
+
 def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """A frame head's headers followed by the frame's own (a name in both keeps
     the head's value: the receiver of the encoded frame keeps the first line,
@@ -1019,10 +1027,7 @@ class Transport:
                     big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
                     if data and not big:
                         wbuf.append(data)  # one system call for all
-                    joined = b"".join(wbuf)
-                    wbuf.clear()
-                    link.wbuf_bytes = 0
-                    link.channel.sendall(joined)
+                    link.channel.sendall(_take_buffer(link))
                     if big:
                         link.channel.sendall(data)
                 elif data:
@@ -1049,9 +1054,7 @@ class Transport:
             wbuf.append(data)
             size = link.wbuf_bytes + len(data)
             if size >= DEFER_FLUSH_BYTES:
-                joined = b"".join(wbuf)
-                wbuf.clear()
-                link.wbuf_bytes = 0
+                joined = _take_buffer(link)
                 try:
                     link.channel.sendall(joined)
                 except OSError as exc:

@@ -764,7 +764,7 @@ class Link:
         headers["receipt"] = receipt
         destination = (head.headers if head is not None else headers)["destination"]
         if sync and self.reconnector is not None and "transaction" not in headers:
-            self._send_sync_failover(headers, body, deadline, timeout_s, head)
+            self._send_sync_failover(headers, body, deadline, timeout_s, destination, head)
             return
         try:
             future = transport.send_frame("SEND", headers, body, None, not sync, head)
@@ -802,13 +802,12 @@ class Link:
                                  % (destination, timeout_s or 0.0)) from None
 
     def _send_sync_failover(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
-                            timeout_s: Optional[float], head: Optional[FrameHead] = None) -> None:
+                            timeout_s: Optional[float], destination: str, head: Optional[FrameHead] = None) -> None:
         """A synchronous SEND over failover: when the socket is lost before the
         RECEIPT, the SEND is written again on the new socket (at-least-once: the
         broker may have stored the first one; consumers see the copy as a new
         message), until ``deadline``."""
         losses = 0
-        destination = (head.headers if head is not None else headers)["destination"]
         while True:
             try:
                 future = self.transport.send_frame("SEND", headers, body, None, False, head)

@@ -804,11 +804,6 @@ class SendHead(FrameHead):
             headers["priority"] = str(priority)
         super().__init__("SEND", headers)
 
-    def matches(self, destination: Destination, delivery_mode: int, priority: int) -> bool:
-        """Whether a send with these arguments starts with this head."""
-        return (destination is self.destination and delivery_mode == self.delivery_mode
-                and priority == self.priority and priority.__class__ is int and delivery_mode.__class__ is int)
-
 
 def message_headers(message: Message, head: SendHead, time_to_live: int, activemq: bool,
                     timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:

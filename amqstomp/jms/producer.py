@@ -142,7 +142,7 @@ class MessageProducer:
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
         if priority is None:
             priority = self.priority
-        head = self._head  # SendHead.matches() inlined: the hot path
+        head = self._head  # reused while destination, mode and priority repeat (the hot path)
         if (head is None or head.destination is not dest or head.delivery_mode != mode or head.priority != priority
                 or mode.__class__ is not int or priority.__class__ is not int):
             head = self._head = SendHead(dest, mode, priority)
