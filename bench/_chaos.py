@@ -1,0 +1,1599 @@
+"""The chaos harness behind tests/test_chaos.py (bounded, CI) and bench/chaos.py (long, release checks).
+
+One run: for every *mode* (a way of settling messages, below) a producer and a consumer talk to
+ActiveMQ through their own :class:`~amqstomp.testing.proxy.TcpProxy`, with failover on (stomp.py
+API: ``auto_reconnect=True``; JMS API: ``failover:`` URIs), while a schedule made from one seed
+cuts, stalls, half-closes and refuses the proxies, runs busy-loop processes that compete for the
+CPU, and (with a shared-store master/slave pair) kills the master with SIGKILL. Every message
+carries a unique sequence number (property/header ``chaos_seq``). A :class:`Ledger` per mode
+records each delivery the application saw (message id, ``redelivered`` flag, delivery count) and
+each settlement the API reported as done; at the end the producers stop, the chaos heals, the
+consumers drain, close, and the broker's own view is read (statistics plugin, then a fresh plain
+consumer drains what is left, and ``ActiveMQ.DLQ`` is searched for the run's messages).
+
+Invariants, checked per mode (:data:`MODES` says which apply):
+
+``lost``
+    every sequence number whose send was confirmed (receipt) is delivered at least once.
+    Allowed only for ``stomp-auto`` (``ack:auto`` is at-most-once: the broker acks at dispatch,
+    what is in flight or buffered when the socket dies is gone; README).
+``settled->redelivered``
+    a message (message-id) whose settlement returned normally is never delivered again.
+    Strict for the modes whose settlement call reports the broker applied it: stomp.py API
+    ``client``/``client-individual`` (``ack(..., receipt=r)`` then ``wait_for_receipt(r)``
+    returned), JMS CLIENT/INDIVIDUAL with ``jms.sendAcksAsync=false`` (acknowledge() waits for
+    the ACK's RECEIPT: "a normal return means the broker applied it"), transacted sessions
+    (``commit()`` returned). Counted but allowed for ``jms-client-async``/
+    ``jms-individual-async`` (the default ``sendAcksAsync=true``: acknowledge() returns once the
+    ACK is written, as ActiveMQ's Java client) and for modes where the library settles
+    (stomp ``auto``/optimized, JMS AUTO/DUPS_OK: redelivery after a failure is documented).
+``rolled-back-gone``
+    transacted: every message of a ``commit()`` that raised ``TransactionRolledBackError`` is
+    delivered again ("its consumed messages come again"). A COMMIT the broker did execute but
+    the client reported as rolled back shows up here. ``TransactionInDoubtError`` (if the
+    library has it) promises nothing either way: counted, not checked.
+``unflagged``
+    a redelivery (a message-id this consumer saw before) carries ``redelivered: true`` or a
+    delivery count > 1 (README: "every one carrying redelivered: true").
+``stalls``
+    no consumer idle for ``stall_timeout_s`` while the broker holds messages for it (its queue
+    size > 0 by the statistics plugin, or, if the broker cannot answer, confirmed sends it has
+    not delivered yet).
+``left`` / ``dlq``
+    after the consumer closed, its queue is empty (statistics ``size`` 0 and nothing for a
+    fresh consumer) and nothing of the run is in ``ActiveMQ.DLQ`` (redelivery limits are off).
+``errors``
+    an API call raised what its documentation does not list for a failover connection, the
+    broker sent an ERROR frame, an exception listener / ``on_disconnected`` fired, a listener
+    call raised; globally: ERROR log records of ``amqstomp.*`` loggers (not
+    ``amqstomp.testing``), uncaught exceptions in any thread (``threading.excepthook``).
+``leaks`` (global)
+    after everything closed, the threads and the process's sockets (/proc/self/fd) are back to
+    what they were before the run.
+
+Reproducing: the run's seed decides the schedule (every chaos event, its time and target, the
+busy-loop windows, the kills), each mode's prefetch, batch sizes, send bursts and processing
+delays. Thread timing is not replayable, the schedule is: ``python bench/chaos.py --seed X
+--modes ...`` replays a reported run's schedule.
+
+Units: seconds (float) unless a name ends in ``_ms``.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import queue as _queue
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+import amqstomp
+import amqstomp.exception as _exc
+from amqstomp.testing.broker import ActiveMQBroker, queue_statistics
+from amqstomp.testing.proxy import TcpProxy
+
+log = logging.getLogger("amqstomp.testing.chaos")
+
+Address = Tuple[str, int]
+
+# ------------------------------------------------------------------------------------------ modes
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    name: str
+    api: str  # "stomp" | "jms"
+    settle: str  # what the consumer does
+    may_lose: bool = False  # confirmed sends may never arrive (documented at-most-once)
+    strict: bool = False  # settled-then-redelivered is a violation
+    transacted: bool = False
+    allowed: str = ""  # one line: what the mode may do under failures
+
+
+MODES: Dict[str, ModeSpec] = {m.name: m for m in (
+    ModeSpec("stomp-auto", "stomp", "auto", may_lose=True,
+             allowed="loss (ack:auto is at-most-once); no redelivery expected"),
+    ModeSpec("stomp-client", "stomp", "client", strict=True,
+             allowed="redelivery of messages whose cumulative ACK was not confirmed by its RECEIPT"),
+    ModeSpec("stomp-individual", "stomp", "client-individual", strict=True,
+             allowed="redelivery of messages whose ACK was not confirmed by its RECEIPT"),
+    ModeSpec("stomp-optimized", "stomp", "optimized",
+             allowed="redelivery (the library's batched ACKs may be lost)"),
+    ModeSpec("jms-auto", "jms", "AUTO",
+             allowed="redelivery (batched ACKs may be lost)"),
+    ModeSpec("jms-dups-ok", "jms", "DUPS_OK",
+             allowed="redelivery (lazy batched ACKs may be lost)"),
+    ModeSpec("jms-client", "jms", "CLIENT", strict=True,
+             allowed="redelivery of messages whose acknowledge() raised (sendAcksAsync=false)"),
+    ModeSpec("jms-individual", "jms", "INDIVIDUAL", strict=True,
+             allowed="redelivery of messages whose acknowledge() raised (sendAcksAsync=false)"),
+    ModeSpec("jms-client-async", "jms", "CLIENT-async",
+             allowed="redelivery after acknowledge() returned (sendAcksAsync=true: ACK written, not confirmed)"),
+    ModeSpec("jms-individual-async", "jms", "INDIVIDUAL-async",
+             allowed="redelivery after acknowledge() returned (sendAcksAsync=true: ACK written, not confirmed)"),
+    ModeSpec("jms-tx1", "jms", "TX1", strict=True, transacted=True,
+             allowed="redelivery after a commit() that raised (rolled back / in doubt)"),
+    ModeSpec("jms-txbatch", "jms", "TXBATCH", strict=True, transacted=True,
+             allowed="redelivery after a commit() that raised (rolled back / in doubt)"),
+)}
+
+ALL_MODES: List[str] = list(MODES)
+
+
+def _exception_class(name: str) -> Optional[type]:
+    for module in (_exc, getattr(amqstomp, "jms", None)):
+        cls = getattr(module, name, None) if module is not None else None
+        if isinstance(cls, type):
+            return cls
+    return None
+
+
+#: exceptions a commit() may raise after which the transaction is known rolled back / unknown
+ROLLED_BACK: Tuple[type, ...] = tuple(c for c in (_exception_class("TransactionRolledBackError"),) if c)
+IN_DOUBT: Tuple[type, ...] = tuple(c for c in (_exception_class("TransactionInDoubtError"),) if c)
+ACK_INTERRUPTED: Tuple[type, ...] = tuple(c for c in (_exception_class("AcknowledgeInterruptedError"),) if c)
+#: a send that failed this way is sent again (at-least-once producers); not an error
+SEND_RETRY: Tuple[type, ...] = (_exc.ConnectionClosedException, _exc.NotConnectedException, _exc.ReceiptTimeout)
+#: a confirmed ACK (stomp.py API: ack with a receipt) that failed this way was not settled; not an error
+#: (KeyError: wait_for_receipt of an ACK the library did not write, its message came on a lost socket)
+STOMP_ACK_UNCONFIRMED: Tuple[type, ...] = (_exc.ConnectionClosedException, _exc.NotConnectedException,
+                                           _exc.ReceiptTimeout, KeyError)
+#: acknowledge() (JMS) documents these for a failover connection (sendAcksAsync=false adds ReceiptTimeout)
+JMS_ACK_UNSETTLED: Tuple[type, ...] = ACK_INTERRUPTED + (_exc.ReceiptTimeout,)
+
+
+# ------------------------------------------------------------------------------------------ config
+
+
+@dataclass
+class ChaosConfig:
+    """What one run does. ``seed`` decides everything random."""
+
+    seed: int
+    modes: Sequence[str] = tuple(ALL_MODES)
+    seconds: float = 20.0  # producers + chaos
+    rate: float = 20.0  # mean sends per second per mode (plus bursts)
+    burst_probability: float = 0.02  # per send: start a burst
+    burst_size: Tuple[int, int] = (10, 60)
+    chaos_gap_s: float = 1.5  # mean gap between proxy events
+    stall_s: Tuple[float, float] = (0.3, 4.0)
+    refuse_s: Tuple[float, float] = (0.2, 1.5)
+    weights: Dict[str, float] = field(default_factory=lambda: {"cut": 4, "stall": 2, "half_close": 2, "refuse": 1})
+    hogs: int = 1  # busy-loop processes at once while a hog window is on (0: none)
+    hog_on_s: Tuple[float, float] = (2.0, 8.0)
+    hog_off_s: Tuple[float, float] = (1.0, 5.0)
+    kills: int = 0  # master kills (needs a MasterSlavePair)
+    heartbeat_ms: int = 1000
+    stall_timeout_s: float = 10.0
+    drain_timeout_s: float = 60.0
+    quiet_s: float = 1.5  # drained = everything seen and nothing delivered for this long
+    prefetch_choices: Sequence[int] = (1, 5, 50, 500)
+    persistent: bool = True
+    leak_timeout_s: float = 15.0
+    #: tests of the checker only: "skip-ack" makes the ack-calling consumers record a settlement
+    #: without acknowledging anything (a broken client the invariants must catch)
+    sabotage: str = ""
+
+    def replay_command(self) -> str:
+        return ("python bench/chaos.py --runs 1 --seconds %g --seed %d --modes %s --hogs %d --kills %d --rate %g"
+                % (self.seconds, self.seed, ",".join(self.modes), self.hogs, self.kills, self.rate))
+
+
+# ------------------------------------------------------------------------------------------ ledger
+
+_event_index = itertools.count(1)  # one order for every delivery and settlement of the process
+
+
+def _next_index() -> int:
+    return next(_event_index)
+
+
+@dataclass
+class Delivery:
+    index: int
+    at: float
+    seq: int
+    message_id: str
+    flagged: bool  # redelivered:true
+    count: int  # delivery count (1: first)
+    link: int  # the socket it came on, when the library says (0: unknown)
+
+
+class Ledger:
+    """What one mode's application saw and was told. Thread-safe; all times monotonic."""
+
+    MAX_NOTES = 30
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.attempts: Dict[int, int] = {}  # seq -> sends tried
+        self.confirmed: Dict[int, float] = {}  # seq -> when its send was confirmed
+        self.deliveries: List[Delivery] = []
+        self.seen_seqs: Set[int] = set()
+        self.settled: Dict[str, int] = {}  # message-id -> event index after the call returned
+        self.rolled_back: List[Tuple[int, List[str]]] = []
+        self.in_doubt: List[Tuple[int, List[str]]] = []
+        self.commits_ok = 0
+        self.unsettled_calls: Dict[str, int] = {}  # "acknowledge: AcknowledgeInterruptedError" -> n (documented)
+        self.send_retries: Dict[str, int] = {}
+        self.errors: List[str] = []
+        self.error_count = 0
+        self.stalls: List[Tuple[float, float, str]] = []  # (start, duration, why)
+        self.last_delivery = time.monotonic()
+        self.started = time.monotonic()
+        self.listener_events: Dict[str, int] = {}
+
+    # producer side
+    def attempt(self, seq: int) -> None:
+        with self.lock:
+            self.attempts[seq] = self.attempts.get(seq, 0) + 1
+
+    def confirm(self, seq: int) -> None:
+        with self.lock:
+            self.confirmed.setdefault(seq, time.monotonic())
+
+    def send_retry(self, exc: BaseException) -> None:
+        key = type(exc).__name__
+        with self.lock:
+            self.send_retries[key] = self.send_retries.get(key, 0) + 1
+
+    # consumer side
+    def deliver(self, seq: int, message_id: str, flagged: bool, count: int, link: int = 0) -> Delivery:
+        d = Delivery(_next_index(), time.monotonic(), seq, message_id, flagged, count, link)
+        with self.lock:
+            self.deliveries.append(d)
+            self.seen_seqs.add(seq)
+            self.last_delivery = d.at
+        return d
+
+    def settle(self, message_ids: Sequence[str]) -> None:
+        """Call right after the settling call returned normally."""
+        index = _next_index()
+        with self.lock:
+            for mid in message_ids:
+                self.settled.setdefault(mid, index)
+
+    def commit_ok(self, message_ids: Sequence[str]) -> None:
+        self.settle(message_ids)
+        with self.lock:
+            self.commits_ok += 1
+
+    def commit_rolled_back(self, message_ids: Sequence[str]) -> None:
+        index = _next_index()
+        with self.lock:
+            self.rolled_back.append((index, list(message_ids)))
+
+    def commit_in_doubt(self, message_ids: Sequence[str]) -> None:
+        index = _next_index()
+        with self.lock:
+            self.in_doubt.append((index, list(message_ids)))
+
+    def unsettled(self, call: str, exc: BaseException) -> None:
+        key = "%s: %s" % (call, type(exc).__name__)
+        with self.lock:
+            self.unsettled_calls[key] = self.unsettled_calls.get(key, 0) + 1
+
+    def error(self, what: str, exc: Optional[BaseException] = None) -> None:
+        text = what if exc is None else "%s: %s: %s" % (what, type(exc).__name__, exc)
+        with self.lock:
+            self.error_count += 1
+            if len(self.errors) < self.MAX_NOTES:
+                self.errors.append(text)
+        log.warning("chaos %s: %s", self.mode, text)
+
+    def event(self, name: str) -> None:
+        with self.lock:
+            self.listener_events[name] = self.listener_events.get(name, 0) + 1
+
+    # views
+    def pending_confirmed(self) -> Tuple[int, float]:
+        """(how many confirmed seqs were never delivered, when the oldest was confirmed)."""
+        with self.lock:
+            missing = [t for s, t in self.confirmed.items() if s not in self.seen_seqs]
+        return len(missing), (min(missing) if missing else 0.0)
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+@dataclass
+class ModeResult:
+    mode: str
+    sent: int = 0  # confirmed sends
+    send_attempts: int = 0
+    deliveries: int = 0
+    unique: int = 0  # distinct seqs delivered
+    redeliveries: int = 0  # deliveries of a message-id seen before
+    dup_copies: int = 0  # extra message-ids for one seq (a send repeated after a lost receipt)
+    settled: int = 0  # message-ids settled
+    settled_redelivered: int = 0
+    commits_ok: int = 0
+    rolled_back: int = 0  # messages in commits that raised TransactionRolledBackError
+    rolled_back_gone: int = 0
+    in_doubt: int = 0  # messages in commits that raised TransactionInDoubtError
+    lost: int = 0
+    unflagged: int = 0
+    stalls: int = 0
+    stall_max_s: float = 0.0
+    left: int = 0
+    dlq: int = 0
+    errors: int = 0
+    notes: List[str] = field(default_factory=list)
+    violations: List[str] = field(default_factory=list)
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def evaluate(spec: ModeSpec, ledger: Ledger, left: int = 0, left_settled: int = 0, dlq: int = 0,
+             broker_size: Optional[int] = None) -> ModeResult:
+    """The invariants of ``spec`` over what ``ledger`` recorded (and what the broker had left)."""
+    r = ModeResult(spec.name)
+    with ledger.lock:
+        deliveries = sorted(ledger.deliveries, key=lambda d: d.index)
+        confirmed = dict(ledger.confirmed)
+        settled = dict(ledger.settled)
+        rolled_back = list(ledger.rolled_back)
+        in_doubt = list(ledger.in_doubt)
+        r.send_attempts = sum(ledger.attempts.values())
+        r.commits_ok = ledger.commits_ok
+        r.errors = ledger.error_count
+        errors = list(ledger.errors)
+        stalls = list(ledger.stalls)
+        r.info = {"unsettled_calls": dict(ledger.unsettled_calls), "send_retries": dict(ledger.send_retries),
+                  "listener_events": dict(ledger.listener_events)}
+    r.sent = len(confirmed)
+    r.deliveries = len(deliveries)
+    seen_mids: Dict[str, int] = {}
+    mids_by_seq: Dict[int, Set[str]] = {}
+    last_delivery_of: Dict[str, int] = {}
+    settled_redelivered: List[Delivery] = []
+    unflagged: List[Delivery] = []
+    for d in deliveries:
+        if d.message_id in seen_mids:
+            r.redeliveries += 1
+            if not d.flagged and d.count <= 1:
+                unflagged.append(d)
+        seen_mids[d.message_id] = seen_mids.get(d.message_id, 0) + 1
+        mids_by_seq.setdefault(d.seq, set()).add(d.message_id)
+        last_delivery_of[d.message_id] = d.index
+        s = settled.get(d.message_id)
+        if s is not None and d.index > s:
+            settled_redelivered.append(d)
+    r.unique = len(mids_by_seq)
+    r.dup_copies = sum(len(m) - 1 for m in mids_by_seq.values())
+    r.settled = len(settled)
+    r.settled_redelivered = len(settled_redelivered)
+    r.unflagged = len(unflagged)
+    lost = sorted(s for s in confirmed if s not in mids_by_seq)
+    r.lost = len(lost)
+    gone: List[str] = []
+    for index, mids in rolled_back:
+        r.rolled_back += len(mids)
+        for mid in mids:
+            if last_delivery_of.get(mid, 0) < index:
+                gone.append(mid)
+    r.rolled_back_gone = len(gone)
+    r.in_doubt = sum(len(m) for _, m in in_doubt)
+    r.stalls = len(stalls)
+    r.stall_max_s = max((s[1] for s in stalls), default=0.0)
+    r.left = max(left, broker_size or 0)
+    r.dlq = dlq
+
+    def seqs(items: Sequence[Delivery]) -> str:
+        return ", ".join("seq %d (%s, flagged=%s count=%d link=%d)" % (d.seq, d.message_id, d.flagged, d.count,
+                                                                         d.link) for d in items[:5])
+
+    if r.lost and not spec.may_lose:
+        r.violations.append("lost %d confirmed message(s): seqs %s" % (r.lost, lost[:10]))
+    if r.settled_redelivered:
+        text = "%d delivery(ies) of messages already settled: %s" % (r.settled_redelivered, seqs(settled_redelivered))
+        if spec.strict:
+            r.violations.append(text)
+        else:
+            r.notes.append("allowed: " + text)
+    if r.rolled_back_gone:
+        r.violations.append("%d message(s) of commits reported rolled back never came again (committed after all?): %s"
+                            % (r.rolled_back_gone, gone[:5]))
+    if r.unflagged:
+        r.violations.append("%d redelivery(ies) without redelivered flag or delivery count: %s"
+                            % (r.unflagged, seqs(unflagged)))
+    if r.stalls:
+        r.violations.append("%d stall(s), longest %.1f s: %s" % (r.stalls, r.stall_max_s,
+                                                                "; ".join(s[2] for s in stalls[:3])))
+    if r.left:
+        r.violations.append("%d message(s) left on the broker after the consumer closed (%d of them settled)"
+                            % (r.left, left_settled))
+    if r.dlq:
+        r.violations.append("%d message(s) of the run in ActiveMQ.DLQ" % r.dlq)
+    if r.errors:
+        r.violations.append("%d error(s): %s" % (r.errors, " | ".join(errors[:5])))
+    if spec.may_lose and r.lost:
+        r.notes.append("allowed: lost %d (at-most-once)" % r.lost)
+    return r
+
+
+@dataclass
+class RunReport:
+    config: ChaosConfig
+    modes: Dict[str, ModeResult] = field(default_factory=dict)
+    global_violations: List[str] = field(default_factory=list)
+    log_errors: List[str] = field(default_factory=list)
+    thread_exceptions: List[str] = field(default_factory=list)
+    harness_notes: List[str] = field(default_factory=list)
+    schedule: List[str] = field(default_factory=list)
+    events_done: List[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    drain_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.global_violations and all(m.ok for m in self.modes.values())
+
+    def violations(self) -> List[str]:
+        out = ["[%s] %s" % (name, v) for name, m in self.modes.items() for v in m.violations]
+        return out + ["[global] %s" % v for v in self.global_violations]
+
+    COLUMNS = ("mode", "sent", "deliv", "uniq", "redeliv", "dupsend", "settled", "set->redel", "rolledbk",
+               "rb-gone", "indoubt", "lost", "unflag", "stalls", "left", "dlq", "errors", "verdict")
+
+    def table(self) -> str:
+        rows = []
+        for name, m in self.modes.items():
+            rows.append((name, m.sent, m.deliveries, m.unique, m.redeliveries, m.dup_copies, m.settled,
+                         m.settled_redelivered, m.rolled_back, m.rolled_back_gone, m.in_doubt, m.lost, m.unflagged,
+                         m.stalls, m.left, m.dlq, m.errors, "ok" if m.ok else "FAIL"))
+        return format_table(rows, self.COLUMNS)
+
+    def text(self, verbose: bool = False) -> str:
+        c = self.config
+        lines = ["chaos run seed=%d: %d mode(s), %.0f s of chaos (%d events), drain %.1f s, total %.1f s -> %s"
+                 % (c.seed, len(self.modes), c.seconds, len(self.events_done), self.drain_s, self.elapsed_s,
+                    "OK" if self.ok else "VIOLATIONS"),
+                 self.table()]
+        for v in self.violations():
+            lines.append("VIOLATION " + v)
+        for name, m in self.modes.items():
+            for note in m.notes:
+                lines.append("note [%s] %s" % (name, note))
+            extra = {k: v for k, v in m.info.items() if v}
+            if extra and (verbose or not m.ok):
+                lines.append("info [%s] %s" % (name, extra))
+        for note in self.harness_notes:
+            lines.append("harness: " + note)
+        if verbose:
+            lines.append("events: " + "; ".join(self.events_done))
+        lines.append("replay: " + c.replay_command())
+        return "\n".join(lines)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "seed": self.config.seed, "ok": self.ok, "elapsed_s": round(self.elapsed_s, 2),
+            "drain_s": round(self.drain_s, 2),
+            "config": {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in vars(self.config).items()},
+            "modes": {name: {k: v for k, v in vars(m).items()} for name, m in self.modes.items()},
+            "global_violations": self.global_violations, "log_errors": self.log_errors[:50],
+            "thread_exceptions": self.thread_exceptions[:50], "events": self.events_done,
+            "harness_notes": self.harness_notes, "replay": self.config.replay_command(),
+        }
+
+
+def format_table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    cells = [[str(h) for h in header]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ process watch
+
+
+def socket_fds() -> Set[str]:
+    """``"fd:inode"`` of this process's sockets (from /proc/self/fd)."""
+    out = set()
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            target = os.readlink("/proc/self/fd/" + name)
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            out.add(name + ":" + target)
+    return out
+
+
+class ErrorCapture(logging.Handler):
+    """ERROR records of ``amqstomp.*`` loggers (not ``amqstomp.testing``) and uncaught thread
+    exceptions, while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.records: List[str] = []
+        self.thread_exceptions: List[str] = []
+        self._previous_hook: Any = None
+        self._lock2 = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        name = record.name
+        if not (name == "amqstomp" or name.startswith("amqstomp.")) or name.startswith("amqstomp.testing"):
+            return
+        try:
+            text = "%s %s [%s]: %s" % (record.levelname, name, record.threadName, record.getMessage())
+        except Exception:  # pragma: no cover - a bad format string in the library
+            text = "%s %s: %r %r" % (record.levelname, name, record.msg, record.args)
+        if record.exc_info and record.exc_info[1] is not None:
+            text += " (%s: %s)" % (type(record.exc_info[1]).__name__, record.exc_info[1])
+        with self._lock2:
+            self.records.append(text)
+
+    def _hook(self, args: Any) -> None:
+        tb = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        name = args.thread.name if args.thread is not None else "?"
+        with self._lock2:
+            self.thread_exceptions.append("thread %s: %s" % (name, tb.strip().splitlines()[-1] if tb else "?"))
+            self.thread_exceptions.append(tb[-2000:])
+        if self._previous_hook is not None:
+            self._previous_hook(args)
+
+    def install(self) -> None:
+        logger = logging.getLogger("amqstomp")
+        logger.addHandler(self)
+        self._previous_hook = threading.excepthook
+        threading.excepthook = self._hook
+
+    def uninstall(self) -> None:
+        logging.getLogger("amqstomp").removeHandler(self)
+        if threading.excepthook == self._hook:
+            threading.excepthook = self._previous_hook
+
+
+# ------------------------------------------------------------------------------------------ proxy
+
+_QUICKACK = getattr(__import__("socket"), "TCP_QUICKACK", None)
+
+
+class QuickAckProxy(TcpProxy):
+    """:class:`TcpProxy` that re-arms ``TCP_QUICKACK`` before each read, as the client does.
+
+    Without it the proxy's own sockets delay their TCP ACKs (40 ms) while ActiveMQ's STOMP
+    connector runs Nagle: a receipt round trip through the proxy took ~45 ms (a prefetch-1
+    consumer acking with receipts: 100 messages in 4.6 s through the proxy, 0.2 s direct), so
+    the proxy, not the client, would set the pace of such consumers. Falls back to the plain
+    proxy's behaviour if its internals change."""
+
+    def _read(self, flow: Any) -> None:  # type: ignore[override]
+        if _QUICKACK is not None:
+            try:
+                flow.src.setsockopt(6, _QUICKACK, 1)  # IPPROTO_TCP
+            except (OSError, AttributeError):
+                pass
+        super()._read(flow)  # type: ignore[misc]
+
+
+def make_proxy(target: Address) -> TcpProxy:
+    cls = QuickAckProxy if hasattr(TcpProxy, "_read") else TcpProxy
+    return cls(target).start()
+
+
+# ------------------------------------------------------------------------------------------ brokers
+
+
+class SingleBroker:
+    """One running broker (e.g. the ``activemq`` fixture): proxies all front it."""
+
+    can_kill = False
+
+    def __init__(self, broker: ActiveMQBroker) -> None:
+        self.broker = broker
+
+    @property
+    def addresses(self) -> List[Address]:
+        return [self.broker.host_and_ports[0]]
+
+    def stats_targets(self) -> List[ActiveMQBroker]:
+        return [self.broker]
+
+    def kill_master(self) -> str:  # pragma: no cover - can_kill is False
+        raise RuntimeError("a single broker cannot fail over")
+
+    def ready_for_kill(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+SLAVE_WAITING = "This broker is now in slave mode waiting a lock to be acquired"
+
+
+def _filesystem_type(path: str) -> str:
+    real, best, kind = os.path.realpath(path), "", ""
+    try:
+        with open("/proc/mounts", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) >= 3:
+                    mount = fields[1].replace("\\040", " ")
+                    if (real == mount or real.startswith(mount.rstrip("/") + "/")) and len(mount) > len(best):
+                        best, kind = mount, fields[2]
+    except OSError:
+        return ""
+    return kind
+
+
+def disk_dir(prefix: str) -> str:
+    """A fresh directory on a disk file system (never tmpfs: a kill -9 must be what it is on disk)."""
+    for parent in (tempfile.gettempdir(), "/var/tmp"):
+        if _filesystem_type(parent) not in ("tmpfs", "ramfs"):
+            return tempfile.mkdtemp(prefix=prefix, dir=parent)
+    raise RuntimeError("no disk-backed directory for the KahaDB store")
+
+
+class MasterSlavePair:
+    """Two brokers on one KahaDB directory (``lockAcquireSleepInterval`` 500 ms,
+    ``persistJMSRedelivered``, ``allowLinkStealing``, statistics). ``make(**options)`` starts one
+    (``wait=False`` for the slave), e.g. the ``activemq_factory`` fixture or :func:`make_broker`."""
+
+    can_kill = True
+    TAKEOVER_TIMEOUT_S = 60.0
+
+    def __init__(self, make: Callable[..., ActiveMQBroker], store: Optional[str] = None) -> None:
+        self._own_store = store is None
+        self.store = store or os.path.join(disk_dir("amqstomp-chaos-"), "kahadb")
+        options = dict(kahadb_dir=self.store, lock_acquire_sleep_ms=500, persist_jms_redelivered=True,
+                       allow_link_stealing=True, statistics=True)
+        self.lock = threading.Lock()
+        self.master = make(broker_name="chaos-a", **options)
+        self.slave = make(broker_name="chaos-b", wait=False, **options)
+        self.brokers = sorted([self.master, self.slave], key=lambda b: b.broker_name)
+        self._recovering: Optional[threading.Thread] = None
+        self.kills = 0
+        self.takeovers: List[float] = []
+        self.problems: List[str] = []
+        self._wait_slave_waiting(self.slave, 0)
+
+    @property
+    def addresses(self) -> List[Address]:
+        return [b.host_and_ports[0] for b in self.brokers]
+
+    def stats_targets(self) -> List[ActiveMQBroker]:
+        with self.lock:
+            return [self.master, self.slave]
+
+    @staticmethod
+    def _log_size(broker: ActiveMQBroker) -> int:
+        try:
+            return os.path.getsize(broker.log_path or "")
+        except OSError:
+            return 0
+
+    @staticmethod
+    def _log_since(broker: ActiveMQBroker, offset: int) -> str:
+        try:
+            with open(broker.log_path or "", "rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _wait_slave_waiting(self, broker: ActiveMQBroker, offset: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if SLAVE_WAITING in self._log_since(broker, offset):
+                return
+            if not broker.running:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("%s did not become a waiting slave\n%s" % (broker.broker_name, broker.log_tail()))
+
+    def ready_for_kill(self) -> bool:
+        t = self._recovering
+        return t is None or not t.is_alive()
+
+    def kill_master(self) -> str:
+        """SIGKILL the master; a background thread waits for the takeover and starts the killed
+        broker again as the new slave."""
+        with self.lock:
+            victim = self.master
+            started = time.monotonic()
+            victim.kill()
+            self.kills += 1
+
+        def recover() -> None:
+            try:
+                self.slave.wait_ready(self.TAKEOVER_TIMEOUT_S)
+                took = time.monotonic() - started
+                with self.lock:
+                    self.takeovers.append(took)
+                    self.master, self.slave = self.slave, victim
+                offset = self._log_size(victim)
+                victim.restart(wait=False)
+                self._wait_slave_waiting(victim, offset)
+            except Exception as exc:  # reported by the run
+                self.problems.append("recovery after killing %s: %s" % (victim.broker_name, exc))
+
+        self._recovering = threading.Thread(target=recover, name="chaos-recover", daemon=True)
+        self._recovering.start()
+        return victim.broker_name
+
+    def wait_recovered(self, timeout: float) -> bool:
+        t = self._recovering
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    def close(self) -> None:
+        self.wait_recovered(90)
+        for b in self.brokers:
+            try:
+                b.stop()
+            except Exception:  # pragma: no cover
+                log.exception("stopping %s", b.broker_name)
+        if self._own_store:
+            shutil.rmtree(os.path.dirname(self.store), ignore_errors=True)
+
+
+def make_broker(**options: Any) -> ActiveMQBroker:
+    """Start an :class:`ActiveMQBroker` (``wait=False`` returns before it answers); for bench."""
+    wait = options.pop("wait", True)
+    broker = ActiveMQBroker(**options)
+    broker.start(wait=wait)
+    return broker
+
+
+# ------------------------------------------------------------------------------------------ clients
+
+
+def _stomp_flags(frame: Any) -> Tuple[bool, int]:
+    flagged = frame.headers.get("redelivered") == "true"
+    return flagged, int(getattr(frame, "delivery_count", 1) or 1)
+
+
+class _Client:
+    """A producer or consumer of one mode; ``start()``, ``stop()``, ``close()``."""
+
+    def __init__(self, run: "ChaosRun", spec: ModeSpec, ledger: Ledger, queue_name: str,
+                 addresses: List[Address], rng: random.Random) -> None:
+        self.run = run
+        self.spec = spec
+        self.ledger = ledger
+        self.queue_name = queue_name
+        self.addresses = addresses
+        self.rng = rng
+        self.stopping = threading.Event()
+        self.closing = False
+        self.threads: List[threading.Thread] = []
+
+    def _thread(self, target: Callable[[], None], role: str) -> None:
+        t = threading.Thread(target=self._guard(target), name="chaos-%s-%s" % (self.spec.name, role), daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def _guard(self, target: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                target()
+            except Exception as exc:
+                self.ledger.error("%s crashed" % threading.current_thread().name, exc)
+        return run
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                self.ledger.error("thread %s did not stop within %.0f s" % (t.name, timeout))
+
+    def jms_url(self, prefetch: Optional[int] = None, extra: str = "") -> str:
+        members = ",".join("stomp://%s:%d" % a for a in self.addresses)
+        hb = self.run.config.heartbeat_ms
+        url = ("failover:(%s)?randomize=false&initialReconnectDelay=10&maxReconnectDelay=200"
+               "&nested.heartBeat=%d,%d&jms.redeliveryPolicy.maximumRedeliveries=-1"
+               "&jms.redeliveryPolicy.initialRedeliveryDelay=100&jms.redeliveryPolicy.redeliveryDelay=100"
+               % (members, hb, hb))
+        if prefetch is not None:
+            url += "&jms.prefetchPolicy.all=%d" % prefetch
+        return url + extra
+
+    def stomp_connection(self, listener: Any) -> Any:
+        hb = self.run.config.heartbeat_ms
+        conn = amqstomp.Connection12(self.addresses, auto_reconnect=True, heartbeats=(hb, hb),
+                                     reconnect_sleep_initial=0.02, reconnect_sleep_increase=0.5,
+                                     reconnect_sleep_jitter=0.1, reconnect_sleep_max=0.3,
+                                     reconnect_attempts_max=-1, timeout=20)
+        conn.set_listener("chaos", listener)
+        conn.connect("admin", "admin", wait=True, timeout=30)
+        return conn
+
+
+class _StompEvents(amqstomp.ConnectionListener):
+    def __init__(self, client: "_Client", on_message: Optional[Callable[[Any], None]] = None) -> None:
+        self.client = client
+        self.handler = on_message
+
+    def on_message(self, frame: Any) -> None:
+        if self.handler is None:
+            return
+        try:
+            self.handler(frame)
+        except Exception as exc:
+            self.client.ledger.error("listener raised", exc)
+
+    def on_error(self, frame: Any) -> None:
+        self.client.ledger.error("ERROR frame: %s" % (frame.headers.get("message") or frame.body,))
+
+    def on_disconnected(self) -> None:
+        if not self.client.closing:
+            self.client.ledger.error("on_disconnected (failover gave up)")
+
+    def on_transport_interrupted(self) -> None:
+        self.client.ledger.event("interrupted")
+
+    def on_transport_resumed(self) -> None:
+        self.client.ledger.event("resumed")
+
+
+class _JmsEvents:
+    def __init__(self, client: "_Client") -> None:
+        self.client = client
+
+    def __call__(self, exc: BaseException) -> None:  # exception listener
+        if not self.client.closing:
+            self.client.ledger.error("exception listener", exc)
+
+    def on_transport_interrupted(self) -> None:
+        self.client.ledger.event("interrupted")
+
+    def on_transport_resumed(self) -> None:
+        self.client.ledger.event("resumed")
+
+
+class Producer(_Client):
+    """Sends seq 0, 1, 2, ... until stopped; a send counts once confirmed (a RECEIPT); a failed
+    send of a seq is tried again (at-least-once)."""
+
+    def open(self) -> None:
+        if self.spec.api == "stomp":
+            self.conn = self.stomp_connection(_StompEvents(self))
+        else:
+            from amqstomp.jms import ConnectionFactory, Queue
+            self.conn = ConnectionFactory(self.jms_url()).create_connection(timeout_s=30)
+            self.events = _JmsEvents(self)
+            self.conn.set_exception_listener(self.events)
+            self.conn.set_transport_listener(self.events)
+            self.session = self.conn.create_session()
+            self.producer = self.session.create_producer(Queue(self.queue_name))
+
+    def start(self) -> None:
+        self._thread(self._loop, "producer")
+
+    def _send_once(self, seq: int) -> None:
+        body = "chaos %s %d %s" % (self.spec.name, seq, "x" * self.rng.randint(0, 200))
+        props = {"chaos_seq": str(seq), "chaos_run": self.run.run_id, "chaos_mode": self.spec.name}
+        if self.spec.api == "stomp":
+            receipt = "s-%d-%s" % (seq, uuid.uuid4().hex[:6])
+            headers = dict(props, persistent="true" if self.run.config.persistent else "false")
+            self.conn.send(self.queue_name_stomp, body, headers=headers, receipt=receipt)
+            self.conn.wait_for_receipt(receipt, 10)
+        else:
+            from amqstomp.jms import NON_PERSISTENT, PERSISTENT, TextMessage
+            message = TextMessage(body)
+            for k, v in props.items():
+                message.set_property(k, v)
+            # persistent: waits for the RECEIPT; non-persistent: ask for it anyway (always_sync_send off)
+            self.producer.send(message, delivery_mode=PERSISTENT if self.run.config.persistent else NON_PERSISTENT)
+
+    @property
+    def queue_name_stomp(self) -> str:
+        return "/queue/" + self.queue_name
+
+    def _loop(self) -> None:
+        rate = max(0.1, self.run.config.rate)
+        burst = 0
+        seq = 0
+        while not self.stopping.is_set():
+            self.ledger.attempt(seq)
+            try:
+                self._send_once(seq)
+            except SEND_RETRY as exc:
+                self.ledger.send_retry(exc)
+                self.stopping.wait(0.05)
+                continue  # the same seq again
+            except Exception as exc:
+                self.ledger.error("send seq %d" % seq, exc)
+                self.stopping.wait(0.2)
+                continue
+            self.ledger.confirm(seq)
+            seq += 1
+            if burst > 0:
+                burst -= 1
+                continue
+            if self.rng.random() < self.run.config.burst_probability:
+                burst = self.rng.randint(*self.run.config.burst_size)
+                continue
+            self.stopping.wait(self.rng.expovariate(rate))
+
+    def close(self) -> None:
+        self.closing = True
+        try:
+            if self.spec.api == "stomp":
+                self.conn.disconnect()
+            else:
+                self.conn.close()
+        except Exception as exc:
+            self.ledger.error("closing the producer", exc)
+
+
+class Consumer(_Client):
+    """The consumer of one mode: records deliveries and settlements in the ledger."""
+
+    def open(self) -> None:
+        cfg = self.run.config
+        self.prefetch = self.rng.choice(list(cfg.prefetch_choices))
+        # settle every 1..batch_max messages (or when none came for 0.2 s); never more than the prefetch:
+        # a batch above it waits for the idle timer each time (DESIGN: a cumulative-ACK interval above
+        # the prefetch stops delivery) -- slow, not what this run is about
+        self.batch_max = max(1, min(self.rng.randint(2, 8), self.prefetch))
+        self.delay_probability = self.rng.choice((0.0, 0.05, 0.2))
+        self.settle_pending: List[Any] = []  # frames/messages consumed, not settled yet (app view)
+        self.work: "_queue.Queue[Any]" = _queue.Queue()
+        self.rng_lock = threading.Lock()
+        if self.spec.api == "stomp":
+            self._open_stomp()
+        else:
+            self._open_jms()
+
+    def describe(self) -> str:
+        return "%s prefetch=%d batch<=%d delay_p=%.2f" % (self.spec.name, self.prefetch, self.batch_max,
+                                                         self.delay_probability)
+
+    def _maybe_delay(self) -> None:
+        with self.rng_lock:
+            d = self.rng.random() < self.delay_probability
+            t = self.rng.uniform(0.0, 0.02)
+        if d:
+            time.sleep(t)
+
+    def _next_batch(self) -> int:
+        with self.rng_lock:
+            return self.rng.randint(1, self.batch_max)
+
+    # ---- stomp.py API
+    def _open_stomp(self) -> None:
+        settle = self.spec.settle
+        handler = {"auto": self._stomp_record, "optimized": self._stomp_record,
+                   "client-individual": self._stomp_individual, "client": self._stomp_enqueue}[settle]
+        self.conn = self.stomp_connection(_StompEvents(self, handler))
+        kwargs: Dict[str, Any] = {"prefetch_size": self.prefetch}
+        ack = settle
+        if settle == "optimized":
+            from amqstomp.flow import RedeliveryPolicy
+            ack = "client"
+            kwargs.update(optimize_acknowledge=True,
+                          redelivery_policy=RedeliveryPolicy(maximum_redeliveries=-1, initial_redelivery_delay_ms=100))
+        receipt = "sub-" + uuid.uuid4().hex[:8]
+        self.conn.subscribe("/queue/" + self.queue_name, id="chaos-" + self.spec.name, ack=ack, receipt=receipt,
+                            **kwargs)
+        self.conn.wait_for_receipt(receipt, 30)
+
+    def _stomp_record(self, frame: Any) -> None:
+        flagged, count = _stomp_flags(frame)
+        self.ledger.deliver(int(frame.headers.get("chaos_seq", -1)), frame.headers.get("message-id", "?"),
+                            flagged, count, int(getattr(frame, "link_seq", 0) or 0))
+        self._maybe_delay()
+
+    def _stomp_ack(self, frame: Any, covers: List[str]) -> None:
+        if self.run.config.sabotage == "skip-ack":
+            self.ledger.settle(covers)
+            return
+        receipt = "ack-" + uuid.uuid4().hex[:10]
+        try:
+            self.conn.ack(frame.headers["ack"], receipt=receipt)
+            self.conn.wait_for_receipt(receipt, 5)
+        except STOMP_ACK_UNCONFIRMED as exc:
+            self.ledger.unsettled("ack", exc)
+            return
+        except Exception as exc:
+            self.ledger.error("ack", exc)
+            return
+        self.ledger.settle(covers)
+
+    def _stomp_individual(self, frame: Any) -> None:
+        self._stomp_record(frame)
+        self._stomp_ack(frame, [frame.headers.get("message-id", "?")])
+
+    def _stomp_enqueue(self, frame: Any) -> None:
+        self._stomp_record(frame)
+        self.work.put(frame)
+
+    def _stomp_client_worker(self) -> None:
+        """client (cumulative) acks from the application's own thread: every few messages, or when
+        nothing came for 0.2 s; a confirmed ACK settles every message taken before it."""
+        pending: List[Any] = []
+        batch = self._next_batch()
+        while not self.stopping.is_set():
+            try:
+                frame = self.work.get(timeout=0.2)
+            except _queue.Empty:
+                frame = None
+            if frame is not None:
+                pending.append(frame)
+                if len(pending) < batch:
+                    continue
+            if not pending:
+                continue
+            self._stomp_ack(pending[-1], [f.headers.get("message-id", "?") for f in pending])
+            pending = []
+            batch = self._next_batch()
+
+    # ---- JMS API
+    def _open_jms(self) -> None:
+        from amqstomp.jms import (AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE,
+                                  ConnectionFactory, Queue)
+        settle = self.spec.settle
+        extra = "&jms.sendAcksAsync=false" if settle in ("CLIENT", "INDIVIDUAL") else ""
+        self.conn = ConnectionFactory(self.jms_url(self.prefetch, extra)).create_connection(timeout_s=30)
+        self.events = _JmsEvents(self)
+        self.conn.set_exception_listener(self.events)
+        self.conn.set_transport_listener(self.events)
+        mode = {"AUTO": AUTO_ACKNOWLEDGE, "DUPS_OK": DUPS_OK_ACKNOWLEDGE, "CLIENT": CLIENT_ACKNOWLEDGE,
+                "CLIENT-async": CLIENT_ACKNOWLEDGE, "INDIVIDUAL": INDIVIDUAL_ACKNOWLEDGE,
+                "INDIVIDUAL-async": INDIVIDUAL_ACKNOWLEDGE, "TX1": AUTO_ACKNOWLEDGE, "TXBATCH": AUTO_ACKNOWLEDGE}[settle]
+        self.session = self.conn.create_session(transacted=self.spec.transacted, acknowledge_mode=mode)
+        self.consumer = self.session.create_consumer(Queue(self.queue_name))
+        if settle in ("DUPS_OK", "INDIVIDUAL", "INDIVIDUAL-async"):
+            self.consumer.set_message_listener(self._jms_listener)
+        self.conn.start()
+
+    def _jms_record(self, message: Any) -> str:
+        seq = message.get_property("chaos_seq")
+        if seq is None:
+            seq = message.headers.get("chaos_seq", -1)
+        mid = message.message_id or "?"
+        self.ledger.deliver(int(seq), mid, bool(message.redelivered), int(message.delivery_count or 1),
+                            int(getattr(message, "link_seq", 0) or 0))
+        self._maybe_delay()
+        return mid
+
+    def _jms_listener(self, message: Any) -> None:
+        try:
+            mid = self._jms_record(message)
+            if self.spec.settle.startswith("INDIVIDUAL"):
+                self._jms_acknowledge(message, [mid])
+        except Exception as exc:  # a listener that raises gets its message redelivered: not what we test
+            self.ledger.error("listener", exc)
+
+    def _jms_acknowledge(self, message: Any, covers: List[str]) -> None:
+        if self.run.config.sabotage == "skip-ack":
+            self.ledger.settle(covers)
+            return
+        try:
+            message.acknowledge()
+        except JMS_ACK_UNSETTLED as exc:
+            self.ledger.unsettled("acknowledge", exc)
+            return
+        except Exception as exc:
+            self.ledger.error("acknowledge", exc)
+            return
+        self.ledger.settle(covers)
+
+    def _jms_commit(self, covers: List[str]) -> None:
+        try:
+            self.session.commit()
+        except IN_DOUBT as exc:
+            self.ledger.unsettled("commit", exc)
+            self.ledger.commit_in_doubt(covers)
+            return
+        except ROLLED_BACK as exc:
+            self.ledger.unsettled("commit", exc)
+            self.ledger.commit_rolled_back(covers)
+            return
+        except Exception as exc:
+            self.ledger.error("commit", exc)
+            self.ledger.commit_in_doubt(covers)  # unknown outcome: checked as neither
+            return
+        self.ledger.commit_ok(covers)
+
+    def _jms_receive_loop(self) -> None:
+        settle = self.spec.settle
+        pending: List[str] = []
+        last: Any = None
+        batch = 1 if settle == "TX1" else self._next_batch()
+        while not self.stopping.is_set():
+            try:
+                message = self.consumer.receive(0.2)
+            except Exception as exc:
+                self.ledger.error("receive", exc)
+                self.stopping.wait(0.2)
+                continue
+            if message is not None:
+                pending.append(self._jms_record(message))
+                last = message
+                if settle == "AUTO" or len(pending) < batch:
+                    if settle == "AUTO":
+                        pending = []
+                    continue
+            if not pending:
+                continue
+            if settle in ("CLIENT", "CLIENT-async"):
+                self._jms_acknowledge(last, pending)
+            else:
+                self._jms_commit(pending)
+            pending = []
+            batch = 1 if settle == "TX1" else self._next_batch()
+
+    def start(self) -> None:
+        if self.spec.api == "stomp":
+            if self.spec.settle == "client":
+                self._thread(self._stomp_client_worker, "acker")
+        elif self.spec.settle in ("AUTO", "CLIENT", "CLIENT-async", "TX1", "TXBATCH"):
+            self._thread(self._jms_receive_loop, "receiver")
+
+    def close(self) -> None:
+        self.closing = True
+        try:
+            if self.spec.api == "stomp":
+                self.conn.disconnect()
+            else:
+                self.conn.close()
+        except Exception as exc:
+            self.ledger.error("closing the consumer", exc)
+
+
+# ------------------------------------------------------------------------------------------ schedule
+
+SPIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@dataclass(order=True)
+class Event:
+    at: float
+    order: int
+    action: str = field(compare=False)  # cut | stall | unstall | half_close | refuse | unrefuse | hog | kill
+    targets: Tuple[str, ...] = field(compare=False, default=())  # mode names
+    arg: Any = field(compare=False, default=None)
+
+    def describe(self) -> str:
+        tgt = ",".join(self.targets) if self.targets else ""
+        arg = (" %.2f" % self.arg) if isinstance(self.arg, float) else (" %s" % self.arg if self.arg else "")
+        return "t=%.2f %s%s%s" % (self.at, self.action, arg, (" [" + tgt + "]") if tgt else "")
+
+
+def make_schedule(config: ChaosConfig, modes: Sequence[str]) -> List[Event]:
+    """Every chaos event of a run, from its seed alone."""
+    rng = random.Random("schedule:%d" % config.seed)
+    events: List[Event] = []
+    order = itertools.count()
+    actions = list(config.weights)
+    weights = [config.weights[a] for a in actions]
+    busy_until: Dict[str, float] = {m: 0.0 for m in modes}  # a stall/refuse in progress on that proxy
+    t = rng.uniform(0.5, 1.5)
+    while t < config.seconds:
+        action = rng.choices(actions, weights)[0]
+        if rng.random() < 0.3 or len(modes) == 1:
+            targets = tuple(modes)
+        else:
+            targets = (rng.choice(list(modes)),)
+        if action in ("stall", "refuse"):
+            targets = tuple(m for m in targets if busy_until[m] <= t)
+            if targets:
+                lo, hi = config.stall_s if action == "stall" else config.refuse_s
+                dur = rng.uniform(lo, hi)
+                events.append(Event(t, next(order), action, targets, dur))
+                events.append(Event(t + dur, next(order), "unstall" if action == "stall" else "unrefuse", targets))
+                for m in targets:
+                    busy_until[m] = t + dur
+        elif action == "half_close":
+            events.append(Event(t, next(order), action, targets, rng.choice(("to_client", "to_broker", "both"))))
+        else:
+            events.append(Event(t, next(order), action, targets))
+        t += rng.expovariate(1.0 / max(0.05, config.chaos_gap_s))
+    if config.hogs > 0:
+        t = rng.uniform(*config.hog_off_s)
+        while t < config.seconds:
+            dur = min(rng.uniform(*config.hog_on_s), config.seconds - t)
+            events.append(Event(t, next(order), "hog", (), round(dur, 2)))
+            t += dur + rng.uniform(*config.hog_off_s)
+    for i in range(config.kills):
+        slot = config.seconds / (config.kills + 1)
+        events.append(Event(slot * (i + 1) + rng.uniform(-0.2, 0.2) * slot, next(order), "kill"))
+    events.sort()
+    return events
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+
+class ChaosRun:
+    """One run of :class:`ChaosConfig` against ``brokers`` (:class:`SingleBroker` or
+    :class:`MasterSlavePair`). ``run()`` returns a :class:`RunReport`; it raises only when the
+    set-up itself fails (after cleaning up)."""
+
+    def __init__(self, config: ChaosConfig, brokers: Any, out: Callable[[str], None] = lambda s: None) -> None:
+        unknown = [m for m in config.modes if m not in MODES]
+        if unknown:
+            raise ValueError("unknown mode(s) %s; known: %s" % (unknown, ", ".join(MODES)))
+        if config.kills and not brokers.can_kill:
+            raise ValueError("kills need a MasterSlavePair")
+        self.config = config
+        self.brokers = brokers
+        self.out = out
+        self.run_id = "%d-%s" % (config.seed, uuid.uuid4().hex[:6])
+        self.report = RunReport(config)
+        self.ledgers: Dict[str, Ledger] = {}
+        self.proxies: Dict[str, List[TcpProxy]] = {}
+        self.consumers: Dict[str, Consumer] = {}
+        self.producers: Dict[str, Producer] = {}
+        self.queue_names: Dict[str, str] = {}
+        self.hogs: List[subprocess.Popen] = []
+        self.stop_chaos = threading.Event()
+        self.stop_monitor = threading.Event()
+        self.draining = False
+        self._t0 = 0.0
+
+    # -- helpers
+    def note(self, text: str) -> None:
+        self.report.harness_notes.append(text)
+        self.out("chaos: " + text)
+
+    def _all_proxies(self, modes: Sequence[str]) -> List[TcpProxy]:
+        return [p for m in modes for p in self.proxies.get(m, [])]
+
+    def broker_queue_size(self, name: str) -> Optional[int]:
+        for target in self.brokers.stats_targets():
+            try:
+                return int(queue_statistics(target, name, timeout=3.0).get("size", 0))
+            except LookupError:
+                return 0
+            except Exception:
+                continue
+        return None
+
+    # -- chaos executor
+    def _execute(self, schedule: List[Event]) -> None:
+        heap = list(schedule)
+        heapq.heapify(heap)
+        while heap and not self.stop_chaos.is_set():
+            ev = heap[0]
+            wait = self._t0 + ev.at - time.monotonic()
+            if wait > 0:
+                self.stop_chaos.wait(min(wait, 0.1))
+                continue
+            heapq.heappop(heap)
+            if ev.action == "kill" and not self.brokers.ready_for_kill():
+                ev.at += 0.5  # the last kill's new slave is not waiting on the lock yet
+                heapq.heappush(heap, ev)
+                continue
+            try:
+                self._apply(ev)
+                self.report.events_done.append(ev.describe())
+            except Exception as exc:
+                self.note("event %s failed: %s: %s" % (ev.describe(), type(exc).__name__, exc))
+            self._reap_hogs()
+
+    def _apply(self, ev: Event) -> None:
+        proxies = self._all_proxies(ev.targets)
+        if ev.action == "cut":
+            for p in proxies:
+                p.cut()
+        elif ev.action == "stall":
+            for p in proxies:
+                p.stall()
+        elif ev.action == "unstall":
+            for p in proxies:
+                p.unstall()
+        elif ev.action == "half_close":
+            for p in proxies:
+                p.half_close(ev.arg)
+        elif ev.action == "refuse":
+            for p in proxies:
+                p.refuse(True, "reset")
+                p.cut()
+        elif ev.action == "unrefuse":
+            for p in proxies:
+                p.refuse(False)
+        elif ev.action == "hog":
+            for _ in range(self.config.hogs):
+                self.hogs.append(subprocess.Popen([sys.executable, "-c", SPIN, str(ev.arg)], stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        elif ev.action == "kill":
+            ev.arg = self.brokers.kill_master()
+        else:  # pragma: no cover
+            raise ValueError(ev.action)
+
+    def _reap_hogs(self) -> None:
+        self.hogs = [h for h in self.hogs if h.poll() is None]
+
+    def _heal(self) -> None:
+        for p in self._all_proxies(list(self.proxies)):
+            for call in (p.unstall, lambda: p.refuse(False)):
+                try:
+                    call()
+                except Exception as exc:
+                    self.note("healing %r: %s" % (p, exc))
+        self._kill_hogs()
+
+    def _kill_hogs(self) -> None:
+        for h in self.hogs:
+            if h.poll() is None:
+                h.kill()
+            try:
+                h.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                self.note("busy-loop process %d did not die" % h.pid)
+        self.hogs = []
+
+    # -- stall monitor
+    def _monitor(self) -> None:
+        threshold = self.config.stall_timeout_s
+        in_stall: Dict[str, float] = {}
+        while not self.stop_monitor.wait(0.5):
+            now = time.monotonic()
+            for mode, ledger in self.ledgers.items():
+                with ledger.lock:
+                    last = ledger.last_delivery
+                idle = now - last
+                if idle < threshold:
+                    if mode in in_stall:
+                        start = in_stall.pop(mode)
+                        self._end_stall(mode, start, now, "resumed")
+                    continue
+                if mode in in_stall:
+                    continue
+                missing, oldest = ledger.pending_confirmed()
+                size = self.broker_queue_size(self.queue_names[mode])
+                if size is None:
+                    has_work = missing > 0 and not MODES[mode].may_lose and now - oldest > threshold
+                    why = "%d confirmed message(s) not delivered (broker unreachable)" % missing
+                else:
+                    has_work = size > 0
+                    why = "broker holds %d message(s), %d confirmed never delivered" % (size, missing)
+                if has_work:
+                    in_stall[mode] = last
+                    self.out("chaos: STALL %s: idle %.1f s, %s%s" % (mode, idle, why,
+                                                                    " (drain phase)" if self.draining else ""))
+                    ledger.stalls.append((last - self._t0, idle, "idle %.1fs at t=%.1f: %s" % (
+                        idle, last - self._t0, why)))
+        now = time.monotonic()
+        for mode, start in in_stall.items():
+            self._end_stall(mode, start, now, "still stalled at the end")
+
+    def _end_stall(self, mode: str, start: float, now: float, how: str) -> None:
+        ledger = self.ledgers[mode]
+        with ledger.lock:
+            for i in range(len(ledger.stalls) - 1, -1, -1):
+                at, _, why = ledger.stalls[i]
+                if abs(at - (start - self._t0)) < 1e-6:
+                    ledger.stalls[i] = (at, now - start, why + "; %s after %.1f s" % (how, now - start))
+                    break
+
+    # -- drain
+    def _drained(self, mode: str) -> Optional[str]:
+        """None once ``mode`` is drained, else what it waits for."""
+        ledger = self.ledgers[mode]
+        missing, _ = ledger.pending_confirmed()
+        with ledger.lock:
+            idle = time.monotonic() - ledger.last_delivery
+        if missing and not MODES[mode].may_lose:
+            return "%d confirmed not delivered" % missing
+        if idle < self.config.quiet_s:
+            return "deliveries %.1f s ago" % idle
+        size = self.broker_queue_size(self.queue_names[mode])
+        if size == 0 or (size is None and not missing):
+            return None
+        return "broker queue size %s" % size
+
+    def _drain(self) -> None:
+        started = time.monotonic()
+        deadline = started + self.config.drain_timeout_s
+        waiting: Dict[str, str] = {m: "" for m in self.ledgers}
+        next_note = started + 5.0
+        while waiting and time.monotonic() < deadline:
+            for m in list(waiting):
+                why = self._drained(m)
+                if why is None:
+                    del waiting[m]
+                    self.ledgers[m].listener_events["drained after s"] = round(time.monotonic() - started, 1)
+                else:
+                    waiting[m] = why
+            if waiting:
+                if time.monotonic() > next_note:
+                    self.out("chaos: drain +%.0f s waiting for %s" % (time.monotonic() - started, waiting))
+                    next_note += 5.0
+                time.sleep(0.25)
+        self.report.drain_s = time.monotonic() - started
+        if waiting:
+            self.note("drain: not drained after %.0f s: %s" % (self.config.drain_timeout_s, waiting))
+
+    # -- the broker's view
+    def _leftovers(self, modes: Sequence[str]) -> Tuple[Dict[str, List[str]], Dict[str, int]]:
+        """After the consumers closed: drain each queue with a fresh plain consumer (directly on
+        the broker); and ActiveMQ.DLQ for this run's messages. Returns (mode -> message-ids left,
+        mode -> DLQ count)."""
+        left: Dict[str, List[str]] = {m: [] for m in modes}
+        dlq: Dict[str, int] = {m: 0 for m in modes}
+        for target in self.brokers.stats_targets():
+            if target.ping(timeout=2.0):
+                break
+        else:
+            self.note("no broker answers: leftovers not checked")
+            return left, dlq
+        got: "_queue.Queue[Any]" = _queue.Queue()
+
+        class Grab(amqstomp.ConnectionListener):
+            def on_message(self, frame: Any) -> None:
+                got.put(frame)
+
+        conn = amqstomp.Connection12(target.host_and_ports)
+        conn.set_listener("grab", Grab())
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        try:
+            subs = [("/queue/" + self.queue_names[m], None) for m in modes]
+            subs.append(("/queue/ActiveMQ.DLQ", "chaos_run = '%s'" % self.run_id))
+            for n, (dest, selector) in enumerate(subs):
+                headers = {"selector": selector} if selector else {}
+                conn.subscribe(dest, id="left-%d" % n, ack="client-individual", headers=headers, receipt="left-%d" % n)
+                conn.wait_for_receipt("left-%d" % n, 15)
+            quiet_until = time.monotonic() + 1.5
+            hard = time.monotonic() + 30
+            while time.monotonic() < min(quiet_until, hard):
+                try:
+                    frame = got.get(timeout=0.1)
+                except _queue.Empty:
+                    continue
+                quiet_until = time.monotonic() + 1.0
+                conn.ack(frame.headers["ack"])
+                mode = frame.headers.get("chaos_mode", "")
+                if frame.headers.get("subscription") == "left-%d" % (len(subs) - 1):
+                    if mode in dlq:
+                        dlq[mode] += 1
+                elif mode in left:
+                    left[mode].append(frame.headers.get("message-id", "?"))
+        finally:
+            conn.disconnect()
+        return left, dlq
+
+    # -- the run
+    def run(self) -> RunReport:
+        cfg = self.config
+        started = time.monotonic()
+        baseline_threads = set(threading.enumerate())
+        baseline_sockets = socket_fds()
+        capture = ErrorCapture()
+        capture.install()
+        schedule = make_schedule(cfg, list(cfg.modes))
+        self.report.schedule = [e.describe() for e in schedule]
+        monitor = threading.Thread(target=self._monitor, name="chaos-monitor", daemon=True)
+        executor = threading.Thread(target=self._execute, args=(schedule,), name="chaos-executor", daemon=True)
+        clients: List[_Client] = []
+        try:
+            for mode in cfg.modes:
+                spec = MODES[mode]
+                self.ledgers[mode] = Ledger(mode)
+                self.queue_names[mode] = "chaos.%s.%s" % (self.run_id, mode)
+                self.proxies[mode] = [make_proxy(a) for a in self.brokers.addresses]
+            for mode in cfg.modes:  # consumers first, then producers
+                spec = MODES[mode]
+                addresses = [p.address for p in self.proxies[mode]]
+                rng = random.Random("consumer:%d:%s" % (cfg.seed, mode))
+                c = Consumer(self, spec, self.ledgers[mode], self.queue_names[mode], addresses, rng)
+                clients.append(c)
+                c.open()
+                self.consumers[mode] = c
+                self.out("chaos: consumer " + c.describe())
+            for mode in cfg.modes:
+                spec = MODES[mode]
+                addresses = [p.address for p in self.proxies[mode]]
+                rng = random.Random("producer:%d:%s" % (cfg.seed, mode))
+                p = Producer(self, spec, self.ledgers[mode], self.queue_names[mode], addresses, rng)
+                clients.append(p)
+                p.open()
+                self.producers[mode] = p
+            self._t0 = time.monotonic()
+            for ledger in self.ledgers.values():
+                ledger.last_delivery = self._t0
+            for c in clients:
+                c.start()
+            monitor.start()
+            executor.start()
+            time.sleep(cfg.seconds)
+            for p in self.producers.values():
+                p.stop()
+            self.stop_chaos.set()
+            executor.join(30)
+            self._heal()
+            if cfg.kills and hasattr(self.brokers, "wait_recovered"):
+                if not self.brokers.wait_recovered(90):
+                    self.note("the killed broker did not come back as a slave within 90 s")
+            self.draining = True
+            self._drain()
+            self.stop_monitor.set()
+            monitor.join(15)
+            for c in self.consumers.values():
+                c.stop()
+        finally:
+            self.stop_chaos.set()
+            self.stop_monitor.set()
+            if executor.is_alive():
+                executor.join(30)
+            self._heal()
+            for c in clients:
+                c.stopping.set()
+                try:
+                    c.close()
+                except Exception as exc:  # pragma: no cover - close() records its own
+                    self.note("close %s: %s" % (c.spec.name, exc))
+            for c in clients:
+                c.stop(10)
+        try:
+            sizes = {mode: self.broker_queue_size(self.queue_names[mode]) for mode in cfg.modes}
+            left, dlq = self._leftovers(list(cfg.modes))
+            for mode in cfg.modes:
+                ledger = self.ledgers[mode]
+                size = sizes[mode]
+                with ledger.lock:
+                    left_settled = sum(1 for mid in left[mode] if mid in ledger.settled)
+                self.report.modes[mode] = evaluate(MODES[mode], ledger, len(left[mode]), left_settled, dlq[mode], size)
+        finally:
+            for proxies in self.proxies.values():
+                for p in proxies:
+                    try:
+                        p.close()
+                    except Exception as exc:
+                        self.note("closing a proxy: %s" % exc)
+            self._kill_hogs()
+        # resources back to baseline
+        deadline = time.monotonic() + cfg.leak_timeout_s
+        while True:
+            extra_threads = [t for t in threading.enumerate() if t not in baseline_threads and t.is_alive()
+                             and t.name != "chaos-recover"]
+            extra_sockets = socket_fds() - baseline_sockets
+            if (not extra_threads and not extra_sockets) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if extra_threads:
+            self.report.global_violations.append("%d thread(s) left: %s" % (
+                len(extra_threads), sorted(t.name for t in extra_threads)[:20]))
+        if extra_sockets:
+            self.report.global_violations.append("%d socket(s) left open: %s" % (
+                len(extra_sockets), sorted(extra_sockets)[:10]))
+        capture.uninstall()
+        self.report.log_errors = list(capture.records)
+        self.report.thread_exceptions = list(capture.thread_exceptions)
+        if capture.records:
+            self.report.global_violations.append("%d ERROR log record(s) from amqstomp: %s" % (
+                len(capture.records), " | ".join(capture.records[:5])))
+        if capture.thread_exceptions:
+            self.report.global_violations.append("uncaught exception(s) in threads: %s" % (
+                " | ".join(capture.thread_exceptions[:2])))
+        for problem in getattr(self.brokers, "problems", []):
+            self.report.global_violations.append("broker pair: " + problem)
+        self.report.elapsed_s = time.monotonic() - started
+        return self.report
+
+
+def run_chaos(config: ChaosConfig, brokers: Any, out: Callable[[str], None] = lambda s: None) -> RunReport:
+    """Run one chaos run; see :class:`ChaosRun`."""
+    return ChaosRun(config, brokers, out).run()
