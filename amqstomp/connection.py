@@ -481,6 +481,10 @@ class BaseConnection:
             ValueError: destination or body is None.
             TypeError: body is neither str nor bytes-like.
             NotConnectedException: not connected.
+            FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
+                the broker's limits (a header line over 10240 bytes encoded, more
+                than 1000 headers, a frame over 100 MiB): ActiveMQ would close the
+                connection and lose it, so nothing is written.
         """
         if destination is None:
             raise ValueError("'destination' is required")

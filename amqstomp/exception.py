@@ -57,6 +57,30 @@ class FrameEncodeError(StompException, ValueError):
     version cannot carry, or a ``content-length`` that does not match the body."""
 
 
+class FrameLimitError(FrameEncodeError):
+    """The frame breaks a limit that the connected broker is known to enforce
+    (CONNECTED's ``server`` names it): the broker would answer ERROR and close
+    the connection, losing the frame, so it is not written. Only limits of
+    brokers amqstomp knows are checked (ActiveMQ Classic's STOMP wire format:
+    a header line of at most 10240 bytes encoded, at most 1000 headers, a frame
+    of at most 100 MiB); with other brokers nothing is checked.
+
+    Attributes:
+        limit (str): ``"header line"``, ``"headers"`` or ``"frame size"``.
+        maximum (int): the limit (bytes, or a number of headers).
+        actual (int): what the frame has.
+        header (str | None): the header whose line is too long (``"header line"``).
+    """
+
+    def __init__(self, message: str, limit: str = "", maximum: int = 0, actual: int = 0,
+                 header: Optional[str] = None) -> None:
+        self.limit = limit
+        self.maximum = maximum
+        self.actual = actual
+        self.header = header
+        super().__init__(message)
+
+
 class ReceiptTimeout(StompException, TimeoutError):
     """No RECEIPT for a frame within the caller's timeout (STOMP 1.2 spec, "RECEIPT")."""
 

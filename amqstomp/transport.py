@@ -61,6 +61,7 @@ from .exception import (
     ConnectFailedException,
     ConnectionClosedException,
     FrameEncodeError,
+    FrameLimitError,
     NotConnectedException,
     ReceiptTimeout,
     StompException,
@@ -398,6 +399,10 @@ class _Link:
         self.close_reason = ""
         self.close_error: Optional[BaseException] = None
         self.connected = False
+        # (header line bytes, headers, frame bytes) the broker enforces, from CONNECTED's server,
+        # and the frame size above which send_frame checks them (none: never)
+        self.limits: Optional[Tuple[int, int, int]] = None
+        self.check_above = _NO_CHECK_BYTES
         self.connected_frame: Optional[Frame] = None
         self.connect_future: "Future[Frame]" = Future()
         self.receipts: Dict[str, "Future[Frame]"] = {}
@@ -457,6 +462,47 @@ def _clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
     if any(name in headers for name in _MASKED_HEADERS):
         return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
     return dict(headers)
+
+
+#: ActiveMQ Classic's STOMP frame limits (activemq-stomp ``StompWireFormat``,
+#: 5.x): bytes of one encoded header line (``MAX_HEADER_LENGTH``), headers per
+#: frame (``MAX_HEADERS``), bytes of a frame (``MAX_DATA_LENGTH`` bounds the
+#: body; the ``wireFormat.maxFrameSize`` of ActiveMQ's sample configuration,
+#: 104857600, the command, header lines and body together). A frame over one
+#: gets an ERROR and the connection closed (measured on 5.17.2: it still takes
+#: 10241-byte lines and 1001 headers, from the order of its checks; these are
+#: the documented limits). Checked by :meth:`Transport.send_frame` before
+#: writing, when CONNECTED's ``server`` is ``ActiveMQ/...``.
+ACTIVEMQ_LIMITS = (10240, 1000, 100 * 1024 * 1024)
+# a frame of at most this many bytes breaks none of ACTIVEMQ_LIMITS (1001 header lines
+# take more): send_frame looks closer only at larger ones
+_LIMITS_SAFE_BYTES = 3000
+_NO_CHECK_BYTES = 2 ** 30 - 1  # no limits known (a small int: the comparison stays cheap)
+
+
+def _check_limits(link: "_Link", cmd: str, data: bytes, body_length: int, server: Optional[str]) -> None:
+    """Raise FrameLimitError when the encoded frame ``data`` breaks one of the
+    limits the link's broker enforces (``send_frame`` asks only for frames over
+    ``link.check_above`` bytes)."""
+    limits = link.limits
+    if limits is None or (len(data) - body_length <= _LIMITS_SAFE_BYTES and len(data) <= limits[2]):
+        return
+    max_line, max_headers, max_frame = limits
+    where = "the broker (server %s) answers ERROR and closes the connection; %s frame not sent" % (server, cmd)
+    if len(data) > max_frame:
+        raise FrameLimitError("frame of %d bytes is over the broker's limit of %d bytes: %s"
+                              % (len(data), max_frame, where), "frame size", max_frame, len(data))
+    lines = [line for line in bytes(data[:len(data) - body_length - 1]).split(b"\n")[1:] if line]
+    for line in lines:
+        if len(line) > max_line:
+            name = line.split(b":", 1)[0].decode("utf-8", "replace")
+            raise FrameLimitError("header %r: its line is %d bytes encoded, over the broker's limit of %d bytes "
+                                  "per header line: %s" % (name, len(line), max_line, where),
+                                  "header line", max_line, len(line), name)
+    count = len({line.split(b":", 1)[0] for line in lines})  # the broker counts distinct names
+    if count > max_headers:
+        raise FrameLimitError("%d headers, over the broker's limit of %d headers per frame: %s"
+                              % (count, max_headers, where), "headers", max_headers, count)
 
 
 def _local_host_names() -> Tuple[str, ...]:
@@ -983,6 +1029,9 @@ class Transport:
             data = encode_frame(cmd, clean, payload, link.version, auto_length)
         else:
             data = encode_frame(cmd, clean, payload, link.version, auto_length, head.encoded(link.version))
+        size = len(data)
+        if size > link.check_above:  # the broker's limits (ActiveMQ): before anything is written
+            _check_limits(link, cmd, data, len(payload), self.server)
         future = None
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
@@ -990,7 +1039,7 @@ class Transport:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
                       len(payload))
-        if defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+        if defer and link.can_defer and size < DEFER_FLUSH_BYTES:
             self._write_deferred(link, data, write_timeout)
         else:
             self._write(link, data, write_timeout)
@@ -1421,6 +1470,9 @@ class Transport:
         link.recv_ms = max(sx, cy) if sx and cy else 0
         now = time.monotonic()
         link.last_read = now
+        if (frame.headers.get("server") or "").startswith("ActiveMQ/"):  # Classic (Artemis: ActiveMQ-Artemis/)
+            link.limits = ACTIVEMQ_LIMITS
+            link.check_above = _LIMITS_SAFE_BYTES
         link.connected = True
         log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
                   link.version, frame.headers.get("server"), link.send_ms, link.recv_ms)

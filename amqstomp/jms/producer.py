@@ -97,6 +97,10 @@ class MessageProducer:
             InvalidDestinationError: no destination, a deleted temporary queue, or
                 one of another connection (send to the ``reply_to`` it came with).
             IllegalStateError: the producer, session or connection is closed.
+            FrameLimitError: (a ValueError) the message breaks a limit of the
+                broker (ActiveMQ: a header line over 10240 bytes encoded -- a long
+                property --, more than 1000 headers, a frame over 100 MiB); it is
+                not sent (ActiveMQ would close the connection and lose it).
         """
         if self._closed:
             raise IllegalStateError("%r is closed" % (self,))

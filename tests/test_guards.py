@@ -1,0 +1,210 @@
+"""Nothing lost, nothing stalled, no false success: frames the broker would
+refuse are refused before they are written, calls that name what this
+connection does not have raise, every blocking call has a bound, secrets stay
+out of reprs. Against a real ActiveMQ where the broker decides; a tiny fake
+STOMP server (127.0.0.1) where a broker must misbehave."""
+import socket
+import threading
+import time
+import uuid
+from typing import List, Optional
+
+import pytest
+from conftest import Collector, wait_until
+
+import amqstomp as stomp
+from amqstomp.exception import FrameLimitError
+from amqstomp.jms import ConnectionFactory, TextMessage
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def queue_name() -> str:
+    return "/queue/amqstomp-guard-" + uuid.uuid4().hex[:12]
+
+
+class FakeBroker:
+    """A STOMP server on 127.0.0.1 that answers CONNECT with CONNECTED (``server``
+    as given) and nothing else: it reads and records every other frame, and
+    answers none (no RECEIPT, no ERROR). ``frames`` holds the raw frames read."""
+
+    def __init__(self, server: str = "fake/1.0", version: str = "1.2") -> None:
+        self.server_name = server
+        self.version = version
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.frames: List[bytes] = []
+        self.closing = threading.Event()
+        self.socks: List[socket.socket] = []
+        self.threads = [threading.Thread(target=self._accept, daemon=True, name="fake-broker")]
+        self.threads[0].start()
+
+    @property
+    def url(self) -> str:
+        return "stomp://127.0.0.1:%d" % self.port
+
+    @property
+    def host_and_ports(self):
+        return [("127.0.0.1", self.port)]
+
+    def _accept(self) -> None:
+        while not self.closing.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.socks.append(sock)
+            thread = threading.Thread(target=self._serve, args=(sock,), daemon=True, name="fake-broker-conn")
+            self.threads.append(thread)
+            thread.start()
+
+    def _serve(self, sock: socket.socket) -> None:
+        sock.settimeout(0.2)
+        buf = b""
+        while not self.closing.is_set():
+            try:
+                data = sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while b"\0" in buf:
+                frame, buf = buf.split(b"\0", 1)
+                frame = frame.lstrip(b"\r\n")
+                self.frames.append(frame)
+                if frame.startswith((b"CONNECT", b"STOMP")):
+                    sock.sendall(b"CONNECTED\nversion:%s\nserver:%s\n\n\0"
+                                 % (self.version.encode(), self.server_name.encode()))
+
+    def commands(self) -> List[str]:
+        return [f.split(b"\n", 1)[0].decode() for f in self.frames]
+
+    def close(self) -> None:
+        self.closing.set()
+        self.listener.close()
+        for sock in self.socks:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        for thread in self.threads:
+            thread.join(5)
+
+
+@pytest.fixture
+def fake_broker():
+    made: List[FakeBroker] = []
+
+    def factory(**kwargs) -> FakeBroker:
+        broker = FakeBroker(**kwargs)
+        made.append(broker)
+        return broker
+
+    yield factory
+    for broker in made:
+        broker.close()
+
+
+@pytest.fixture
+def conn12(activemq):
+    made = []
+
+    def factory(**kwargs):
+        conn = stomp.Connection12(activemq.host_and_ports, **kwargs)
+        col = Collector()
+        conn.set_listener("collector", col)
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        made.append(conn)
+        return conn, col
+
+    yield factory
+    for conn in made:
+        conn.disconnect()
+
+
+def still_usable(conn, col) -> None:
+    """The connection is open and a send still gets its RECEIPT."""
+    assert conn.is_connected()
+    receipt = "ok-" + uuid.uuid4().hex[:8]
+    conn.send(queue_name(), "after", receipt=receipt)
+    conn.wait_for_receipt(receipt, 10)
+    assert not col.errors, [e.headers.get("message") for e in col.errors]
+
+
+# --------------------------------------------------------------------------- 1. broker limits
+
+
+def test_send_refuses_a_header_line_activemq_would_refuse_and_the_connection_lives(conn12):
+    conn, col = conn12()
+    q = queue_name()
+    # "big:" + 10236 bytes = a 10240-byte line: the limit itself goes through
+    conn.send(q, "fits", headers={"big": "v" * 10236}, receipt="r-fits")
+    conn.wait_for_receipt("r-fits", 10)
+    with pytest.raises(FrameLimitError) as info:
+        conn.send(q, "too long", headers={"big": "v" * 10237})
+    assert isinstance(info.value, ValueError)
+    assert info.value.limit == "header line" and info.value.header == "big"
+    assert info.value.maximum == 10240 and info.value.actual == 10241
+    assert "'big'" in str(info.value) and "10240" in str(info.value)
+    # escaping counts: 6000 colons are 12000 bytes on the wire (\c each)
+    with pytest.raises(FrameLimitError):
+        conn.send(q, "escaped", headers={"colons": ":" * 6000})
+    still_usable(conn, col)
+
+
+def test_send_refuses_more_headers_than_activemq_takes(conn12):
+    conn, col = conn12()
+    q = queue_name()
+    fits = {"h%d" % i: "v" for i in range(997)}  # + destination, receipt, content-length = 1000
+    conn.send(q, "fits", headers=fits, receipt="r-fits")
+    conn.wait_for_receipt("r-fits", 10)
+    too_many = {"h%d" % i: "v" for i in range(998)}  # 1001 headers
+    with pytest.raises(FrameLimitError) as info:
+        conn.send(q, "too many", headers=too_many, receipt="r-many")
+    assert info.value.limit == "headers" and info.value.maximum == 1000 and info.value.actual == 1001
+    still_usable(conn, col)
+
+
+def test_send_refuses_a_frame_over_activemq_s_maximum_size(conn12):
+    conn, col = conn12()
+    with pytest.raises(FrameLimitError) as info:
+        conn.send(queue_name(), b"x" * (100 * 1024 * 1024))  # the body alone; headers make it bigger
+    assert info.value.limit == "frame size" and info.value.maximum == 100 * 1024 * 1024
+    still_usable(conn, col)
+
+
+def test_jms_send_refuses_what_activemq_would_refuse_sync_and_async(activemq):
+    with ConnectionFactory(activemq.url).create_connection("admin", "admin") as connection:
+        connection.start()
+        session = connection.create_session()
+        q = session.create_queue(queue_name()[len("/queue/"):])
+        consumer = session.create_consumer(q)
+        producer = session.create_producer(q)
+        for persistent in (True, False):  # a sync send, an async send
+            message = TextMessage("too long")
+            message.set_property("big", "v" * 20000)
+            with pytest.raises(FrameLimitError):
+                producer.send(message, delivery_mode=2 if persistent else 1)
+        producer.send(TextMessage("fine"))
+        got = consumer.receive(10)
+        assert got is not None and got.text == "fine"
+        assert connection.failure is None
+
+
+def test_a_broker_with_unknown_limits_gets_the_frame(fake_broker):
+    broker = fake_broker(server="SomeBroker/1.0")
+    conn = stomp.Connection12(broker.host_and_ports)
+    conn.connect("admin", "admin", wait=True, timeout=10)
+    try:
+        conn.send("/queue/x", "big", headers={"big": "v" * 20000})
+        assert wait_until(lambda: "SEND" in broker.commands(), 5)
+    finally:
+        conn.transport.close()
