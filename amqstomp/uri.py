@@ -257,6 +257,26 @@ class BrokerURI:
     options: Dict[str, Any] = field(default_factory=dict)  # CONNECTION_OPTIONS keywords
     failover_options: Dict[str, Any] = field(default_factory=dict)  # FAILOVER_OPTIONS keywords
 
+    def __repr__(self) -> str:  # the password masked (reprs end up in logs and exceptions)
+        return "BrokerURI(endpoints=%r, failover=%r, options=%r, failover_options=%r)" % (
+            self.endpoints, self.failover, mask_secrets(self.options), self.failover_options)
+
+
+#: Option keywords whose values are secrets: masked in reprs, never logged.
+SECRET_KEYWORDS = ("password", "key_password")
+
+
+def mask_secrets(options: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of ``options`` with the values of :data:`SECRET_KEYWORDS` replaced by ``***``."""
+    if not any(options.get(name) is not None for name in SECRET_KEYWORDS):
+        return options
+    return {k: ("***" if k in SECRET_KEYWORDS and v is not None else v) for k, v in options.items()}
+
+
+def redact(text: str) -> str:
+    """``text`` (a broker URI) with passwords and URI credentials masked."""
+    return _redact(text)
+
 
 _SCHEMES = {"stomp": 61613, "stomp+nio": 61613, "stomp+ssl": 61612, "stomp+nio+ssl": 61612}
 _OPENWIRE = ("tcp", "ssl", "nio", "nio+ssl", "vm", "auto", "auto+nio", "auto+ssl", "amqp", "mqtt", "ws", "wss",

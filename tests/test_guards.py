@@ -208,3 +208,24 @@ def test_a_broker_with_unknown_limits_gets_the_frame(fake_broker):
         assert wait_until(lambda: "SEND" in broker.commands(), 5)
     finally:
         conn.transport.close()
+
+
+# --------------------------------------------------------------------------- 3. secrets in reprs
+
+
+def test_reprs_mask_the_password(activemq):
+    secret = "S3cret-" + uuid.uuid4().hex[:6]
+    urls = [activemq.url + "?jms.password=%s&jms.userName=admin" % secret,
+            "failover:(%s)?jms.password=%s&randomize=false" % (activemq.url, secret)]
+    for url in urls:
+        factory = ConnectionFactory(url)
+        assert secret not in repr(factory) and secret not in str(factory)
+        assert "jms.password=***" in repr(factory)
+        assert secret not in repr(factory._resolved.uri)
+        assert factory.options["password"] == secret  # the value itself is kept
+        with factory.create_connection() as connection:
+            assert secret not in repr(connection)
+            session = connection.create_session()
+            assert secret not in repr(session)
+    factory = ConnectionFactory(activemq.url, password=secret)
+    assert secret not in repr(factory)

@@ -42,6 +42,7 @@ from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException, StompException
 from ..failover import ReconnectPolicy
 from ..flow import RedeliveryPolicy
+from ..uri import redact
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .destination import Destination, TemporaryQueue, TemporaryTopic, _Temporary
 from .exceptions import IllegalStateError, ResourceAllocationError, is_resource_allocation_error
@@ -122,8 +123,9 @@ class ConnectionFactory:
             options["password"] = password
         return Connection(self, options, timeout_s)
 
-    def __repr__(self) -> str:
-        return "ConnectionFactory(%r)" % (self.broker_url,)
+    def __repr__(self) -> str:  # jms.password masked: reprs end up in logs and exceptions
+        return "ConnectionFactory(%r)" % (redact(self.broker_url) if isinstance(self.broker_url, str)
+                                          else self.broker_url,)
 
 
 class Connection:
