@@ -19,7 +19,12 @@ Differences from stomp.py, all on purpose:
 * ``str`` bodies are encoded with ``encoding`` strictly (stomp.py replaced
   unencodable characters with ``?``);
 * a listener can wait for a receipt from inside a callback (receipts are
-  resolved on the reading thread, not the dispatcher).
+  resolved on the reading thread, not the dispatcher);
+* a ``host_and_ports`` entry whose host is not a non-empty ``str`` (None,
+  bytes, ``""``) or whose port is not 1-65535 raises ConfigurationError (a
+  ValueError) naming it (stomp.py looked ``"None"`` up in DNS); a timeout
+  longer than the platform can wait (``1e12``) waits that long
+  (:data:`amqstomp.utils.MAX_WAIT_S`) instead of raising OverflowError.
 
 Every stomp.py constructor keyword is accepted and honoured; note that
 ``timeout`` bounds the TCP connect and is the default for blocking waits (in
@@ -50,7 +55,7 @@ from .listener import ConnectionListener
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .subscription import SubscriptionManager, pop_reserved
 from .uri import parse_destination
-from .utils import get_uuid, merge_headers
+from .utils import clamp_wait, get_uuid, merge_headers
 
 __all__ = [
     "BaseConnection",
@@ -133,7 +138,7 @@ class BaseConnection:
         if len(hb) != 2 or min(hb) < 0:
             raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
         self.heartbeats: Tuple[int, int] = (hb[0], hb[1])
-        self.timeout = timeout
+        self.timeout = self.transport.timeout  # clamped to what the platform can wait
         self.vhost = vhost
         self.encoding = encoding
         self.auto_decode = auto_decode
@@ -391,6 +396,7 @@ class BaseConnection:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not 0 <= timeout < float("inf")):
             raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
+        timeout = clamp_wait(timeout)
         with self._connect_lock:  # concurrent callers: one socket, one CONNECT
             opened = not self.transport.is_open()
             if opened:

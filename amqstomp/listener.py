@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from .utils import clamp_wait
+
 __all__ = ["ConnectionListener", "WaitingListener", "StatsListener", "PrintingListener", "TestListener"]
 
 log = logging.getLogger("amqstomp.listener")
@@ -129,6 +131,7 @@ class WaitingListener(ConnectionListener):
             bool: True when the receipt arrived; False on timeout or when the
             connection ended first.
         """
+        timeout = clamp_wait(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.receipt_condition:
             while not self.received:
@@ -151,7 +154,7 @@ class WaitingListener(ConnectionListener):
             bool: True when disconnected, False on timeout.
         """
         with self.disconnect_condition:
-            return self.disconnect_condition.wait_for(lambda: self.disconnected, timeout)
+            return self.disconnect_condition.wait_for(lambda: self.disconnected, clamp_wait(timeout))
 
 
 class StatsListener(ConnectionListener):

@@ -58,6 +58,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .codec import HEARTBEAT, Frame, FrameHead, FrameParser, encode_frame
 from .exception import (
     BrokerError,
+    ConfigurationError,
     ConnectFailedException,
     ConnectionClosedException,
     FrameEncodeError,
@@ -68,6 +69,7 @@ from .exception import (
     StompProtocolError,
 )
 from .listener import ConnectionListener as _ConnectionListener
+from .utils import MAX_WAIT_S, clamp_wait
 
 __all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT",
            "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES"]
@@ -173,7 +175,7 @@ class Scheduler:
             TimerHandle: cancel it to drop the call. After :meth:`stop` the
             returned handle is already cancelled.
         """
-        handle = TimerHandle(time.monotonic() + max(0.0, float(delay_s)), fn, args)
+        handle = TimerHandle(time.monotonic() + max(0.0, min(float(delay_s), MAX_WAIT_S)), fn, args)
         with self._cond:
             if self._stopped:
                 handle.cancelled = True
@@ -505,6 +507,36 @@ def _check_limits(link: "_Link", cmd: str, data: bytes, body_length: int, server
                               % (count, max_headers, where), "headers", max_headers, count)
 
 
+def _checked_hosts(host_and_ports: Any) -> List[HostAndPort]:
+    """``host_and_ports`` as a list of (str, int), or ConfigurationError naming
+    the bad entry: a host that is not a non-empty str (None, bytes, ``""``
+    would be turned into text and looked up in DNS), a port outside 1-65535."""
+    if isinstance(host_and_ports, (str, bytes)) or (
+            isinstance(host_and_ports, tuple) and len(host_and_ports) == 2 and isinstance(host_and_ports[1], int)):
+        raise ConfigurationError("host_and_ports must be a list of (host, port) pairs, got %r (one broker: "
+                                 "[(host, port)])" % (host_and_ports,))
+    hosts: List[HostAndPort] = []
+    for entry in host_and_ports:
+        try:
+            host, port = entry
+        except (TypeError, ValueError):
+            raise ConfigurationError("each entry of host_and_ports must be a (host, port) pair, got %r"
+                                     % (entry,)) from None
+        if not isinstance(host, str) or not host.strip() or any(ord(ch) < 33 or ord(ch) == 127 for ch in host):
+            raise ConfigurationError("bad host %r in host_and_ports entry %r: a host name or address as a "
+                                     "non-empty str (no blanks or control characters) is expected"
+                                     % (host, entry))
+        try:
+            number = int(port) if not isinstance(port, (bool, float)) else -1
+        except (TypeError, ValueError):
+            number = -1
+        if not 0 < number < 65536:
+            raise ConfigurationError("bad port %r in host_and_ports entry %r: an int from 1 to 65535 is expected"
+                                     % (port, entry))
+        hosts.append((host, number))
+    return hosts
+
+
 def _local_host_names() -> Tuple[str, ...]:
     try:
         return _LOCAL_NAMES + (socket.gethostname(),)
@@ -582,7 +614,7 @@ class Transport:
                  heart_beat_receive_scale: float = 1.5,
                  recv_bytes: int = 65536,
                  auto_content_length: bool = True) -> None:
-        hosts = [(str(h), int(p)) for h, p in (host_and_ports or [("localhost", 61613)])]
+        hosts = _checked_hosts(host_and_ports or [("localhost", 61613)])
         self.host_and_ports: List[HostAndPort] = self._order_hosts(hosts, prefer_localhost, try_loopback_connect)
         self.reconnect_sleep_initial = reconnect_sleep_initial
         self.reconnect_sleep_increase = reconnect_sleep_increase
@@ -592,7 +624,7 @@ class Transport:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not 0 < timeout < float("inf")):
             raise ValueError("timeout must be a finite number of seconds > 0 or None, got %r" % (timeout,))
-        self.timeout = timeout
+        self.timeout = clamp_wait(timeout)  # longer than the platform can wait: that long
         self.keepalive = keepalive
         self.vhost = vhost
         self.auto_decode = auto_decode
@@ -1207,7 +1239,7 @@ class Transport:
         future = self.receipt_future(receipt_id)
         if future is None:
             raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
-        frame: Frame = self.wait_future(future, timeout, "receipt %r" % (receipt_id,))
+        frame: Frame = self.wait_future(future, clamp_wait(timeout), "receipt %r" % (receipt_id,))
         return frame
 
     def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:

@@ -229,3 +229,73 @@ def test_reprs_mask_the_password(activemq):
             assert secret not in repr(session)
     factory = ConnectionFactory(activemq.url, password=secret)
     assert secret not in repr(factory)
+
+
+# --------------------------------------------------------------------------- 4. bad hosts, huge timeouts
+
+
+@pytest.mark.parametrize("entries, named", [
+    ([(None, 61613)], "None"), ([(b"127.0.0.1", 61613)], "b'127.0.0.1'"), ([("", 61613)], "''"),
+    ([(" ", 61613)], "' '"), (("127.0.0.1", 61613), "('127.0.0.1', 61613)"), ([("127.0.0.1", None)], "None"),
+    ([("127.0.0.1", 0)], "port 0"), ([("127.0.0.1",)], "('127.0.0.1',)")])
+def test_a_bad_host_or_port_is_refused_by_name_without_a_lookup(entries, named, monkeypatch):
+    looked_up = []
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: looked_up.append(a) or 1 / 0)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: looked_up.append(a) or 1 / 0)
+    with pytest.raises(ValueError) as info:
+        conn = stomp.Connection12(entries)
+        conn.connect("admin", "admin", wait=True, timeout=5)
+    assert named in str(info.value), str(info.value)
+    assert not looked_up
+
+
+@pytest.mark.parametrize("url", [None, b"stomp://127.0.0.1:61613", "", "stomp://:61613", "failover:(stomp://:61613)"])
+def test_a_jms_factory_refuses_a_bad_url_or_host(url):
+    with pytest.raises(ValueError) as info:
+        ConnectionFactory(url)
+    assert ("no host" in str(info.value)) or repr(url) in str(info.value)
+
+
+def test_huge_timeouts_wait_instead_of_raising_overflow(activemq):
+    conn = stomp.Connection12(activemq.host_and_ports, timeout=1e12)
+    conn.connect("admin", "admin", wait=True, timeout=1e12)
+    try:
+        q = queue_name()
+        conn.send(q, "x", receipt="r-huge")
+        assert conn.wait_for_receipt("r-huge", timeout=1e12).cmd == "RECEIPT"
+        waiting = stomp.WaitingListener("r-2")
+        conn.set_listener("waiting", waiting)
+        conn.send(q, "y", receipt="r-2")
+        assert waiting.wait_on_receipt(1e12)
+        # a timer a long way off does not kill the timer thread: the next one still runs
+        conn.transport.call_later(1e12, lambda: None)
+        fired = threading.Event()
+        conn.transport.call_later(0.05, fired.set)
+        assert fired.wait(5)
+    finally:
+        conn.disconnect()
+    plain = stomp.Connection12(activemq.host_and_ports)
+    plain.connect("admin", "admin", wait=True, timeout=float(10 ** 12))
+    plain.disconnect()
+
+
+def test_huge_jms_timeouts_wait_instead_of_raising_overflow(activemq):
+    big = 10 ** 15  # ms
+    factory = ConnectionFactory(activemq.url + "?connectionTimeout=%d&jms.closeTimeout=%d&jms.sendTimeout=%d"
+                                "&jms.redeliveryPolicy.redeliveryDelay=%d" % (big, big, big, big))
+    connection = factory.create_connection("admin", "admin", timeout_s=1e12)
+    try:
+        connection.start()
+        session = connection.create_session()
+        q = session.create_queue(queue_name()[len("/queue/"):])
+        consumer = session.create_consumer(q)
+        producer = session.create_producer(q)
+        producer.send(TextMessage("one"))  # persistent: waits for its receipt, sendTimeout huge
+        producer.send(TextMessage("two"))
+        assert consumer.receive(1e12).text == "one"
+        assert consumer.receive(float("inf")).text == "two"
+        assert consumer.receive(0.1) is None
+    finally:
+        connection.close()
+    failover = ConnectionFactory("failover:(%s)?timeout=%d&maxReconnectDelay=%d" % (activemq.url, big, big))
+    failover.create_connection("admin", "admin", timeout_s=1e12).close()

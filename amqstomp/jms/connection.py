@@ -43,6 +43,7 @@ from ..exception import BrokerError, ConnectionClosedException, StompException
 from ..failover import ReconnectPolicy
 from ..flow import RedeliveryPolicy
 from ..uri import redact
+from ..utils import clamp_wait
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .destination import Destination, TemporaryQueue, TemporaryTopic, _Temporary
 from .exceptions import IllegalStateError, ResourceAllocationError, is_resource_allocation_error
@@ -116,6 +117,7 @@ class ConnectionFactory:
         if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
                                       or not timeout_s >= 0 or timeout_s == float("inf")):
             raise ValueError("timeout_s must be a finite number of seconds >= 0 or None, got %r" % (timeout_s,))
+        timeout_s = clamp_wait(timeout_s)
         options = dict(self._resolved.options)
         if username is not None:
             options["username"] = username

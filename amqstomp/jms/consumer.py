@@ -27,6 +27,7 @@ from ..exception import (
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
+from ..utils import clamp_wait
 from .constants import (
     AT_MOST_ONCE,
     AUTO_ACKNOWLEDGE,
@@ -293,6 +294,7 @@ class MessageConsumer:
         self._check_open()
         if self._listener is not None:
             raise IllegalStateError("this consumer has a message listener; receive() is for consumers without")
+        timeout = clamp_wait(timeout)  # longer than the platform can wait (inf too): that long
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -14,11 +14,13 @@ from typing import Any, Dict, Iterable, Mapping
 
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
+from ..utils import MAX_WAIT_S
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
 
 #: Heart-beats (ms) of a ``failover:`` connection whose URI names none.
 FAILOVER_HEARTBEATS = (5000, 5000)
+_MAX_WAIT_MS = int(MAX_WAIT_S * 1000)
 
 
 #: The options that are the JMS-style API's own (producer side, sessions); they live in
@@ -164,4 +166,10 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
     if str(options["version"]) not in ("1.0", "1.1", "1.2"):
         raise ConfigurationError("version (stompVersion) must be 1.0, 1.1 or 1.2, got %r" % (options["version"],))
     options["version"] = str(options["version"])
+    # times longer than the platform can wait (threading, sockets, timers) wait that long
+    for table in (options, uri.failover_options):
+        for name, value in table.items():
+            if name.endswith("_ms") and isinstance(value, int) and not isinstance(value, bool) \
+                    and value > _MAX_WAIT_MS:
+                table[name] = _MAX_WAIT_MS
     return ResolvedOptions(uri, options, given)
