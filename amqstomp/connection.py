@@ -24,7 +24,11 @@ Differences from stomp.py, all on purpose:
   bytes, ``""``) or whose port is not 1-65535 raises ConfigurationError (a
   ValueError) naming it (stomp.py looked ``"None"`` up in DNS); a timeout
   longer than the platform can wait (``1e12``) waits that long
-  (:data:`amqstomp.utils.MAX_WAIT_S`) instead of raising OverflowError.
+  (:data:`amqstomp.utils.MAX_WAIT_S`) instead of raising OverflowError;
+* ``subscribe(..., headers={"ack": "client-individual"})`` subscribes in that
+  mode (stomp.py sent ``ack:auto``, the keyword's default, silently giving
+  at-most-once); ``ack``/``id``/``destination`` given both as argument and
+  header with different values raise ValueError.
 
 Every stomp.py constructor keyword is accepted and honoured; note that
 ``timeout`` bounds the TCP connect and is the default for blocking waits (in
@@ -79,6 +83,43 @@ DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: broker that goes silent with the socket still open is only noticed by them.
 DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
 _MAX_RECONNECT_SLEEP_S = 86400 * 365  # a year: anything longer is a mistake
+
+
+class _Default(str):
+    """A keyword's default value: equal to the text, but told apart (``is``) from
+    the same text given by the caller."""
+
+    __slots__ = ()
+
+
+#: ``subscribe``'s default ``ack`` (``"auto"``); an ``ack`` header wins over it.
+_ACK_DEFAULT = _Default("auto")
+
+
+def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: Any,
+                         ack: str) -> Tuple[Any, Any, str]:
+    """``subscribe``'s destination, id and ack, reconciled with the same names
+    among its headers: a header fills a keyword left out (``ack`` at its
+    default); both given and different raise ValueError."""
+    for name, value in (("destination", destination), ("id", id)):
+        given = frame_headers.get(name)
+        if given is None:
+            continue
+        if value is None:
+            value = given
+        elif str(given) != str(value):
+            raise ValueError("subscribe: %s given twice, %r as argument and %r as header" % (name, value, given))
+        if name == "destination":
+            destination = value
+        else:
+            id = value
+    header_ack = frame_headers.get("ack")
+    if header_ack is not None:
+        if ack is _ACK_DEFAULT:
+            ack = str(header_ack)
+        elif str(header_ack) != ack:
+            raise ValueError("subscribe: ack given twice, %r as argument and %r as header" % (ack, header_ack))
+    return destination, id, str(ack)
 
 
 class BaseConnection:
@@ -560,11 +601,14 @@ class BaseConnection:
         self.transport.send_frame("ABORT", frame_headers)
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
-                   keyword_headers: Dict[str, Any]) -> None:
-        if destination is None:
-            raise ValueError("'destination' is required")
+                   keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
         options = pop_reserved(keyword_headers)
         frame_headers = merge_headers([headers, keyword_headers])
+        destination, id, ack = _subscribe_arguments(frame_headers, destination, id, ack)
+        if destination is None:
+            raise ValueError("'destination' is required")
+        if id is None and id_required:
+            raise ValueError("'id' is required")
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
                 raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
@@ -639,7 +683,7 @@ class StompConnection10(BaseConnection):
                     bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Optional[str] = None, ack: str = "auto",
+    def subscribe(self, destination: str, id: Optional[str] = None, ack: str = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
         ``auto`` or ``client`` (cumulative on ActiveMQ). Flow-control keywords
@@ -699,7 +743,7 @@ class StompConnection11(BaseConnection):
                     heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Any, ack: str = "auto",
+    def subscribe(self, destination: str, id: Any, ack: str = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") with consumer flow control.
 
@@ -710,6 +754,11 @@ class StompConnection11(BaseConnection):
             id: subscription id (MESSAGE frames carry it as ``subscription``).
             ack (str): ``auto`` (the broker acks at dispatch: at-most-once),
                 ``client`` (cumulative on ActiveMQ) or ``client-individual``.
+                An ``ack`` header in ``headers`` is used when this keyword is
+                left out (stomp.py let the keyword's default win: ack:auto on
+                the wire, at-most-once, while asking for client acks);
+                likewise ``id`` and ``destination`` headers. Given both ways
+                with different values, ValueError.
             headers, keyword_headers: e.g. ``selector``,
                 ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
                 dispatch only after sending that receipt).
@@ -733,13 +782,13 @@ class StompConnection11(BaseConnection):
         than 2 x prefetch wait.
 
         Raises:
-            ValueError: no destination or id, or the id is in use.
+            ValueError: no destination or id, or the id is in use; ``ack``,
+                ``id`` or ``destination`` given as keyword and header with
+                different values.
             ConfigurationError: bad ack mode or option, see
                 :meth:`amqstomp.subscription.SubscriptionManager.prepare`.
         """
-        if id is None:
-            raise ValueError("'id' is required")
-        self._subscribe(destination, id, ack, headers, keyword_headers)
+        self._subscribe(destination, id, ack, headers, keyword_headers, id_required=True)
 
     def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """UNSUBSCRIBE the subscription ``id`` (after the ACK of what

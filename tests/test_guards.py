@@ -299,3 +299,72 @@ def test_huge_jms_timeouts_wait_instead_of_raising_overflow(activemq):
         connection.close()
     failover = ConnectionFactory("failover:(%s)?timeout=%d&maxReconnectDelay=%d" % (activemq.url, big, big))
     failover.create_connection("admin", "admin", timeout_s=1e12).close()
+
+
+# --------------------------------------------------------------------------- 8. subscribe's ack header
+
+
+class SendSpy:
+    """A listener that records every frame sent (``on_send``)."""
+
+    def __init__(self) -> None:
+        self.sent: List = []
+
+    def on_send(self, frame) -> None:
+        self.sent.append((frame.cmd, dict(frame.headers)))
+
+    def subscribes(self):
+        return [headers for cmd, headers in self.sent if cmd == "SUBSCRIBE"]
+
+
+def test_an_ack_header_wins_over_the_default_keyword_on_the_wire(activemq, conn12):
+    q = queue_name()
+    conn, col = conn12()
+    spy = SendSpy()
+    conn.set_listener("spy", spy)
+    conn.subscribe(q, "ci", headers={"ack": "client-individual"}, receipt="r-ci")
+    conn.wait_for_receipt("r-ci", 10)
+    assert spy.subscribes()[-1]["ack"] == "client-individual"
+    assert conn.subscriptions.get("ci").ack == "client-individual"
+    sender, _ = conn12()
+    for body in ("first", "second"):
+        sender.send(q, body, receipt="s-" + body)
+        sender.wait_for_receipt("s-" + body, 10)
+    first, second = col.wait_messages(2)
+    assert [first.body, second.body] == ["first", "second"]
+    conn.ack(second.headers["ack"], receipt="a-second")  # not the first one
+    conn.wait_for_receipt("a-second", 10)
+    conn.disconnect()
+    # client-individual on the broker: the unacked first message comes back, the acked second does not
+    # (ack:auto would have lost both; ack:client would have acked both with the second's ACK)
+    again, col2 = conn12()
+    again.subscribe(q, "check", ack="auto", receipt="r-check")
+    again.wait_for_receipt("r-check", 10)
+    assert [m.body for m in col2.wait_messages(1)] == ["first"]
+    time.sleep(0.5)
+    assert [m.body for m in col2.messages] == ["first"]
+    assert col2.messages[0].headers.get("redelivered") == "true"
+
+
+def test_subscribe_arguments_given_twice_must_agree(activemq, conn12):
+    conn, col = conn12()
+    q = queue_name()
+    for kwargs in ({"ack": "client", "headers": {"ack": "auto"}},
+                   {"ack": "auto", "headers": {"ack": "client-individual"}},
+                   {"headers": {"id": "other"}},
+                   {"headers": {"destination": q + "-other"}}):
+        with pytest.raises(ValueError):
+            conn.subscribe(q, "twice", **kwargs)
+        assert conn.subscriptions.get("twice") is None
+    conn.subscribe(q, "same", ack="client", headers={"ack": "client", "id": "same", "destination": q},
+                   receipt="r-same")
+    conn.wait_for_receipt("r-same", 10)
+    assert conn.subscriptions.get("same").ack == "client"
+    ten = stomp.Connection10(activemq.host_and_ports)
+    ten.connect("admin", "admin", wait=True, timeout=10)
+    try:
+        ten.subscribe(q, headers={"id": "from-header", "ack": "client"}, receipt="r-10")
+        ten.wait_for_receipt("r-10", 10)
+        assert ten.subscriptions.get("from-header").ack == "client"
+    finally:
+        ten.disconnect()
