@@ -23,6 +23,7 @@ class Frame:
     headers: Dict[str, str]
     body: Union[bytes, str]
     delivery_count: int
+    link_seq: int
     def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = ..., body: Union[bytes, str, None] = ...) -> None: ...
     def __eq__(self, other: object, /) -> bool: ...
 

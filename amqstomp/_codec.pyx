@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 cdef extern from "Python.h":
+    int _PyBytes_Resize(PyObject **string, Py_ssize_t newsize) except -1
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     void *PyUnicode_DATA(object o)
@@ -73,8 +74,8 @@ cdef enum:
     S_COMMAND = 1
     S_HEADERS = 2
     S_BODY = 3
-    S_BIG = 4       # filling a large content-length body straight from the input
-    S_BODY_NUL = 5  # large body complete, its NUL still to come
+    S_BIG = 4       # filling a large content-length body straight from the input (held in _big)
+    S_BODY_NUL = 5  # large body complete (held in _big), its NUL still to come
     TABLE_SIZE = 512
 
 # Commands and the header names brokers send most; each gets one interned str.
@@ -98,6 +99,9 @@ cdef inline unsigned int _slot(const char *p, Py_ssize_t n) noexcept nogil:
 
 # A body with a content-length of at least this many bytes is copied straight
 # from the input into its final bytes object instead of through the buffer.
+# That object holds what arrived plus at most BIG_BODY, and grows (doubling,
+# up to the declared size) as the body comes: a peer declaring a large body
+# makes us hold only what it really sends.
 cdef Py_ssize_t BIG_BODY = 1 << 20
 
 
@@ -142,18 +146,20 @@ assert CONTENT_LENGTH_SLOT >= 0
 cdef class Frame:
     """One STOMP frame: ``cmd`` (str), ``headers`` (dict[str, str]), ``body``
     (bytes as received; a connection with ``auto_decode`` makes it str),
-    ``delivery_count`` (int, set by a connection's duplicate audit).
-    See :class:`amqstomp._codec_py.Frame`."""
+    ``delivery_count`` (int, set by a connection's duplicate audit),
+    ``link_seq`` (int, the socket that delivered it; 0 when none). See :class:`amqstomp._codec_py.Frame`."""
     cdef public object cmd
     cdef public object headers
     cdef public object body
     cdef public int delivery_count
+    cdef public long long link_seq
 
     def __init__(self, cmd, headers=None, body=b""):
         self.cmd = cmd
         self.headers = headers if headers is not None else {}
         self.body = body
         self.delivery_count = 1
+        self.link_seq = 0
 
     def __eq__(self, other):
         if not (hasattr(other, "cmd") and hasattr(other, "headers") and hasattr(other, "body")):
@@ -181,6 +187,7 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
     f.headers = headers
     f.body = body
     f.delivery_count = 1
+    f.link_seq = 0
     return f
 
 
@@ -206,8 +213,9 @@ cdef class FrameParser:
     cdef bint _unescape
     cdef object _error
     cdef PyObject *_last_values[TABLE_SIZE]  # known-key slot -> last value (owned ref) or NULL
-    cdef object _big        # bytes being filled in state S_BIG
-    cdef Py_ssize_t _big_fill
+    cdef PyObject *_big     # bytes being filled in S_BIG / S_BODY_NUL (owned, the only reference) or NULL
+    cdef Py_ssize_t _big_fill  # bytes of it filled (counted in offset's stream position, reported as buffered)
+    cdef Py_ssize_t _big_cap   # its size (at most _clen; resized to _clen at the latest when full)
 
     def __init__(self, version="1.2",
                  max_command_length=DEFAULT_MAX_COMMAND_LENGTH,
@@ -237,24 +245,30 @@ cdef class FrameParser:
         self._nheaders = 0
         self._clen = -1
         self._error = None
-        self._big = None
         self._big_fill = 0
+        self._big_cap = 0
 
     def __dealloc__(self):
         cdef int i
         for i in range(TABLE_SIZE):
             Py_XDECREF(self._last_values[i])
             self._last_values[i] = NULL
+        Py_XDECREF(self._big)
+        self._big = NULL
 
     @property
     def offset(self):
-        """Bytes of the stream consumed into complete frames or heart-beats."""
-        return self._base + self._pos
+        """See :attr:`amqstomp._codec_py.FrameParser.offset`."""
+        return self._base + self._pos - self._held()
 
     @property
     def buffered(self):
-        """Bytes held for a frame not yet complete."""
-        return PyByteArray_GET_SIZE(self._buf) - self._pos
+        """See :attr:`amqstomp._codec_py.FrameParser.buffered`."""
+        return PyByteArray_GET_SIZE(self._buf) - self._pos + self._held()
+
+    cdef inline Py_ssize_t _held(self) noexcept:
+        """Bytes of a large body held outside the buffer (already counted in _base)."""
+        return self._big_fill if self._state == S_BIG or self._state == S_BODY_NUL else 0
 
     cdef object _fail(self, str message, Py_ssize_t pos):
         self._error = StompProtocolError(message, self._base + pos)
@@ -313,6 +327,14 @@ cdef class FrameParser:
         # a bad escape or bad UTF-8: the twin raises with the right message and offset
         return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
 
+    cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
+        twin's StompProtocolError, at the offset of the first bad byte."""
+        try:
+            return PyUnicode_DecodeUTF8(p, n, NULL)
+        except UnicodeDecodeError as exc:
+            raise self._fail("header is not valid UTF-8", pos + exc.start) from None
+
     cdef int _header(self, const char *buf, Py_ssize_t pos, Py_ssize_t stop) except -1:
         """Parse the header line buf[pos:stop] into self._headers."""
         cdef const char *line = buf + pos
@@ -339,31 +361,23 @@ cdef class FrameParser:
                 slot = -1
             else:
                 slot = _KEYS_T.find(line, klen)
-                name = _KEYS_T.value(slot) if slot >= 0 else PyUnicode_DecodeUTF8(line, klen, NULL)
+                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
             value = self._unescaped(colon + 1, n - klen - 1, pos + klen + 1)
             if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
                 return 0  # repeated header: the first one wins
             if name == "content-length":
                 self._clen = _content_length(value, self.max_body_length, self._base + pos)
             return 0
-        else:
-            slot = _KEYS_T.find(line, klen)
-            try:
-                is_length = slot == CONTENT_LENGTH_SLOT
-                if slot >= 0:
-                    name = _KEYS_T.value(slot)
-                else:
-                    name = PyUnicode_DecodeUTF8(line, klen, NULL)
-                value = self._value(slot, colon + 1, n - klen - 1)
-            except UnicodeDecodeError as exc:
-                raise self._fail("header is not valid UTF-8", pos + exc.start
-                                 + (0 if name is None else klen + 1)) from None
+        slot = _KEYS_T.find(line, klen)
+        is_length = slot == CONTENT_LENGTH_SLOT
+        name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+        try:
+            value = self._value(slot, colon + 1, n - klen - 1)
+        except UnicodeDecodeError as exc:
+            raise self._fail("header is not valid UTF-8", pos + klen + 1 + exc.start) from None
         if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
             return 0  # repeated header: the first one wins
         if is_length:
-            if slot < 0:  # came through the unescape path: the twin's rule on the text
-                self._clen = _content_length(value, self.max_body_length, self._base + pos)
-                return 0
             # ASCII digits, spaces around them tolerated (as ActiveMQ does)
             clen = 0
             p = colon + 1
@@ -401,6 +415,50 @@ cdef class FrameParser:
             raise
         return frames
 
+    cdef int _start_big(self, const char *p, Py_ssize_t have, Py_ssize_t pos) except -1:
+        """Start the large body of content-length _clen with the ``have`` bytes at p
+        (buffer position ``pos``): reserve them plus at most BIG_BODY, not _clen."""
+        cdef Py_ssize_t cap = self._clen if self._clen - have < BIG_BODY else have + BIG_BODY
+        cdef object big
+        try:
+            big = PyBytes_FromStringAndSize(NULL, cap)
+        except MemoryError:
+            raise self._fail("no memory for a body of content-length %d" % self._clen, pos) from None
+        if have:
+            memcpy(<char *>PyBytes_AS_STRING(big), p, have)
+        Py_XDECREF(self._big)
+        Py_INCREF(big)
+        self._big = <PyObject *>big  # the only reference once ``big`` goes: _PyBytes_Resize needs that
+        self._big_cap = cap
+        self._big_fill = have
+        return 0
+
+    cdef int _grow_big(self, Py_ssize_t need) except -1:
+        """Make the large body hold ``need`` bytes: double it, up to _clen."""
+        cdef Py_ssize_t cap = self._big_cap * 2
+        if cap < need:
+            cap = need
+        if cap > self._clen:
+            cap = self._clen
+        try:
+            _PyBytes_Resize(&self._big, cap)  # on failure it frees the body and sets NULL
+        except MemoryError:
+            raise self._fail("no memory for a body of content-length %d" % self._clen,
+                             -self._big_fill) from None  # at the body's start
+        self._big_cap = cap
+        return 0
+
+    cdef object _take_big(self):
+        """The complete large body, handed over."""
+        cdef object body
+        if self._big_cap != self._clen:
+            _PyBytes_Resize(&self._big, self._clen)
+        body = <object>self._big
+        Py_XDECREF(self._big)
+        self._big = NULL
+        self._big_cap = 0
+        return body
+
     cdef object _fill_big(self, data):
         """Copy input into the large body; return the input left after it, or None."""
         cdef const unsigned char[::1] view = data
@@ -408,7 +466,9 @@ cdef class FrameParser:
         cdef Py_ssize_t want = self._clen - self._big_fill
         cdef Py_ssize_t take = n if n < want else want
         if take > 0:
-            memcpy(<char *>PyBytes_AS_STRING(self._big) + self._big_fill, &view[0], take)
+            if self._big_fill + take > self._big_cap:
+                self._grow_big(self._big_fill + take)
+            memcpy(<char *>PyBytes_AS_STRING(<object>self._big) + self._big_fill, &view[0], take)
             self._big_fill += take
             self._base += take
         if self._big_fill < self._clen:
@@ -510,8 +570,7 @@ cdef class FrameParser:
                 if buf[pos] != 0:
                     raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
                 pos += 1
-                body = self._big
-                self._big = None
+                body = self._take_big()  # _big_fill stays: offset/buffered still see it if this feed fails
                 state = S_BODY
                 self._clen = -2  # emit below
             if state == S_BODY:
@@ -521,12 +580,7 @@ cdef class FrameParser:
                 elif clen >= 0:
                     if end - pos < clen + 1:
                         if clen >= BIG_BODY:
-                            try:
-                                self._big = PyBytes_FromStringAndSize(NULL, clen)
-                            except MemoryError:
-                                raise self._fail("no memory for a body of content-length %d" % clen, pos) from None
-                            self._big_fill = end - pos
-                            memcpy(<char *>PyBytes_AS_STRING(self._big), buf + pos, end - pos)
+                            self._start_big(buf + pos, end - pos, pos)
                             pos = end
                             state = S_BIG
                         break

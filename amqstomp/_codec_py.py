@@ -72,9 +72,14 @@ class Frame:
         delivery_count (int): set by a connection's duplicate audit: how many
             times it saw this MESSAGE's message-id (1 = first), at least 2 when
             the broker marked it ``redelivered:true`` (like JMSXDeliveryCount).
+        link_seq (int): the number of the socket that delivered it (a
+            transport's ``link_seq``, counted from 1 per connection; 0 for a
+            frame that did not come from a socket). An ACK of a MESSAGE goes
+            only on the socket that delivered it: after a failover ActiveMQ
+            redelivers with the same ``message-id`` on the new socket.
     """
 
-    __slots__ = ("cmd", "headers", "body", "delivery_count")
+    __slots__ = ("cmd", "headers", "body", "delivery_count", "link_seq")
 
     def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = None,
                  body: Union[bytes, str] = b"") -> None:
@@ -82,6 +87,7 @@ class Frame:
         self.headers = headers if headers is not None else {}
         self.body = body
         self.delivery_count = 1
+        self.link_seq = 0
 
     def __eq__(self, other: object) -> bool:
         cmd = getattr(other, "cmd", _MISSING)
@@ -213,12 +219,17 @@ class FrameParser:
 
     @property
     def offset(self) -> int:
-        """Bytes of the stream consumed into complete frames or heart-beats."""
+        """Stream position parsing resumes at: the bytes consumed into complete
+        frames and heart-beats, plus the complete command and header lines of a
+        frame still arriving (its body, even a partial one, is ``buffered``).
+        ``offset + buffered`` is every byte fed so far; after an error both stay
+        what they were before the failing ``feed``, which counts in ``buffered``."""
         return self._base + self._pos
 
     @property
     def buffered(self) -> int:
-        """Bytes held for a frame not yet complete."""
+        """Bytes received past :attr:`offset` and not yet part of a frame: a
+        partial line, or the body received so far of a frame still arriving."""
         return len(self._buf) - self._pos
 
     def _fail(self, message: str, pos: int) -> StompProtocolError:

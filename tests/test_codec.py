@@ -684,3 +684,122 @@ def test_encode_with_head_compiled_matches_twin(version, headers, head):
 def test_int_header_values_are_written_as_digits(codec):
     out = codec.encode_frame("SEND", {"timestamp": 0, "expires": 999999999999999999, "n": -1}, None, "1.2")
     assert out == b"SEND\ntimestamp:0\nexpires:999999999999999999\nn:-1\n\n\x00"
+
+
+# ---------------------------------------------------------------- header decoding faults (every path)
+
+GOOD = b"MESSAGE\nmessage-id:1\n\nok\x00"
+
+# (command, version, header line): a line that is not UTF-8, on every decode path of the parser:
+# 1.1/1.2 lines with and without a backslash (in the name, in the value), CONNECTED (never
+# unescaped) and STOMP 1.0; name and value faults
+BAD_UTF8_LINES = [
+    (cmd, version, line)
+    for version in ("1.0", "1.1", "1.2")
+    for cmd in ("MESSAGE", "CONNECTED")
+    for line in (b"k\xff:a\\cb", b"k\xff:ab", b"k\\c\xff:ab", b"k:a\\cb\xff", b"k:ab\xff", b"k\xff\\c:a\xfe\\c",
+                 b"content-length\xff:1\\c", b"ack:\xc3\\c", b"\xc3\\n:v", b"destination:\xe2\x82\\n")
+]
+
+
+@pytest.mark.parametrize("step", [None, 1, 9])
+@pytest.mark.parametrize("cmd,version,line", BAD_UTF8_LINES)
+def test_bad_utf8_header_is_a_protocol_error_on_every_path(codec, cmd, version, line, step):
+    """A header that is not UTF-8 is a StompProtocolError carrying the frames before it, at the
+    offset of its first bad byte. The compiled parser raised a bare UnicodeDecodeError for a
+    bad name on a 1.1/1.2 line that holds a backslash (losing the frames before it)."""
+    data = GOOD + cmd.encode() + b"\n" + line + b"\n\n\x00"
+    parser = codec.FrameParser(version=version)
+    got = []
+    fed = 0
+    with pytest.raises(StompProtocolError, match="header is not valid UTF-8") as err:
+        for i in range(0, len(data), step or len(data)):
+            fed = min(len(data), i + (step or len(data)))
+            got += parser.feed(data[i:fed])
+    got += err.value.frames
+    assert [frame_tuple(f) for f in got] == [("MESSAGE", {"message-id": "1"}, b"ok")]
+    start = len(GOOD) + len(cmd) + 1
+    name, _, value = line.partition(b":")
+    bad = []  # first byte of the first undecodable part (the name is decoded first)
+    for part, at in ((name, start), (value, start + len(name) + 1)):
+        try:
+            part.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad.append(at + exc.start)
+    assert err.value.offset == bad[0]
+    assert parser.offset + parser.buffered == fed
+
+
+@pytest.mark.parametrize("cmd,version,line", BAD_UTF8_LINES)
+def test_bad_utf8_header_compiled_matches_twin(cmd, version, line):
+    if _codec_c is None:
+        pytest.skip("compiled codec not built")
+    data = GOOD + cmd.encode() + b"\n" + line + b"\n\n\x00"
+    outcomes = []
+    for codec in (_codec_py, _codec_c):
+        parser = codec.FrameParser(version=version)
+        try:
+            outcomes.append(("ok", [frame_tuple(f) for f in parser.feed(data)]))
+        except Exception as exc:  # noqa: BLE001 - the point is to compare any error
+            outcomes.append((type(exc), str(exc), getattr(exc, "offset", None),
+                             [frame_tuple(f) for f in getattr(exc, "frames", [])]))
+        outcomes[-1] += (parser.offset, parser.buffered)
+    assert outcomes[1] == outcomes[0]
+
+
+# ---------------------------------------------------------------- large bodies: memory and offsets
+
+def _traced_peak(fn):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_declared_body_is_not_reserved_before_it_arrives(codec):
+    """A peer declaring a 100 MiB body (within max_body_length) makes the parser hold what it
+    sent, not 100 MiB: the compiled one allocated the whole declared body with the headers."""
+    size = 100 << 20
+    head = b"MESSAGE\ncontent-length:%d\n\n" % size
+    parser = codec.FrameParser(max_body_length=size)
+    assert _traced_peak(lambda: parser.feed(head + b"x" * 1000)) < 4 << 20
+    part = b"y" * 65536
+    # 2 MiB more in 64 KiB reads: what is held grows with what came (at most about twice it + 1 MiB)
+    assert _traced_peak(lambda: [parser.feed(part) for _ in range(32)]) < 8 << 20
+    assert parser.buffered == 1000 + (2 << 20)
+    assert parser.offset == len(head)
+
+
+@pytest.mark.parametrize("size", [1000, (1 << 20) - 1, 1 << 20, 3 << 20])
+@pytest.mark.parametrize("step", [4096, 65536, 1 << 20])
+def test_offset_and_buffered_while_a_body_arrives(codec, size, step):
+    """offset = the stream position parsing resumes at (a partial frame's body start once its
+    headers are parsed); buffered = the bytes received past it; offset + buffered = bytes fed.
+    The compiled parser counted a >= 1 MiB partial body in offset, not in buffered."""
+    head = b"MESSAGE\ncontent-length:%d\n\n" % size
+    data = b"\n" + head + b"z" * size + b"\x00" + b"RECEIPT\nreceipt-id:1\n\n\x00" + b"SEND"
+    parser = codec.FrameParser()
+    fed = 0
+    frames = []
+    for i in range(0, len(data), step):
+        frames += parser.feed(data[i:i + step])
+        fed = min(len(data), i + step)
+        assert parser.offset + parser.buffered == fed
+        if 1 + len(head) <= fed <= 1 + len(head) + size:
+            assert (parser.offset, parser.buffered) == (1 + len(head), fed - 1 - len(head))
+    assert [f.cmd for f in frames] == ["MESSAGE", "RECEIPT"] and len(frames[0].body) == size
+    assert (parser.offset, parser.buffered) == (len(data) - len(b"SEND"), len(b"SEND"))
+
+
+def test_offset_and_buffered_after_a_big_body_fault(codec):
+    size = 2 << 20
+    data = b"MESSAGE\ncontent-length:%d\n\n" % size + b"z" * size + b"X"
+    parser = codec.FrameParser()
+    with pytest.raises(StompProtocolError, match="not followed by NUL") as err:
+        for i in range(0, len(data), 65536):
+            parser.feed(data[i:i + 65536])
+    assert err.value.offset == len(data) - 1
+    assert (parser.offset, parser.buffered) == (len(data) - size - 1, size + 1)
