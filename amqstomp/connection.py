@@ -47,6 +47,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 from .codec import Frame
 from .exception import (
     BrokerError,
+    AcknowledgeInterruptedError,
     ConfigurationError,
     ConnectFailedException,
     ConnectionClosedException,
@@ -145,10 +146,15 @@ class BaseConnection:
     wait for the new socket up to ``timeout`` seconds (30 when None), then
     raise NotConnectedException. A frame written before the loss is not
     written again (a SEND whose receipt you wait for fails with
-    ConnectionClosedException: send it again: at-least-once). ``ack``/``nack``
-    for a message of the lost socket are not sent (the broker redelivers it,
-    ``redelivered: true``); ``commit`` of a transaction begun before the loss
-    raises TransactionRolledBackError.
+    ConnectionClosedException: send it again: at-least-once). Messages the
+    lost socket delivered that are still queued for the listeners are dropped
+    (client acks: the broker redelivers them); ``ack``/``nack`` for a message of
+    the lost socket are not sent and raise AcknowledgeInterruptedError (a
+    ConnectionClosedException; the broker redelivers it, ``redelivered: true``):
+    an ACK goes only on the socket that delivered the message. On STOMP 1.0/1.1
+    an ACK names a ``message-id``, which the lost copy and the redelivered one
+    share: it names the copy handed to the listeners last. ``commit`` of a
+    transaction begun before the loss raises TransactionRolledBackError.
 
     Attributes:
         transport (Transport): the wire layer.
@@ -216,7 +222,7 @@ class BaseConnection:
                 jitter=max(0.0, reconnect_sleep_jitter))
             self.reconnector = Reconnector(self.transport, self.transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up)
-            self.transport.set_message_handler(self._remember_socket)
+            self.transport.set_dispatch_filter(self._should_dispatch)
 
     @property
     def auto_reconnect(self) -> bool:
@@ -317,10 +323,27 @@ class BaseConnection:
                     raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
                 raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
 
-    def _remember_socket(self, frame: Frame) -> None:
-        """Reader thread (``auto_reconnect``): note which socket delivered a MESSAGE."""
-        self._ledger.delivered(frame.headers)
-        self.subscriptions.on_message(frame)
+    def _should_dispatch(self, frame: Frame) -> bool:
+        """Dispatcher thread (``auto_reconnect``): whether a queued MESSAGE goes to
+        the listeners. One of a lost socket in a subscription the application
+        acknowledges is dropped (it could not be acknowledged: the broker
+        redelivers it), so a failover does not wait for the old socket's buffer
+        to be dispatched; the others are noted in the ledger with their socket."""
+        subscriptions = self.subscriptions
+        if not subscriptions.should_dispatch(frame):
+            return False
+        sub = subscriptions.get(frame.headers.get("subscription"))
+        if sub is None or sub.ack == "auto":
+            return True
+        seq = frame.link_seq
+        if seq and not self.transport.link_alive(seq):
+            subscriptions.drop(frame)
+            log.debug("dropping message %s of lost socket %d: the broker redelivers it",
+                      frame.headers.get("message-id"), seq)
+            return False
+        if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
+            self._ledger.handed_over(frame)
+        return True
 
     def _check_transaction(self, transaction: Optional[str]) -> None:
         if transaction is None or self.reconnector is None:
@@ -635,16 +658,16 @@ class BaseConnection:
             frame_headers["receipt"] = receipt
         if self.reconnector is not None:
             ack_id = ack_headers.get("id", ack_headers.get("message-id"))
-            if self._ledger.message_is_stale(ack_id):
-                # never on another socket: the broker redelivers the message (redelivered: true)
-                log.info("%s for %s not sent: the message came on a connection that was lost", command, ack_id)
-                return
+            seq = self._ledger.socket_of(ack_headers)
+            why = "the message came on a connection lost since (failover); the broker redelivers it"
+            if seq is not None and not self.transport.link_alive(seq):
+                raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
             try:
-                self.transport.send_frame(command, frame_headers)
+                self.transport.send_frame(command, frame_headers, link_seq=seq or 0)
             except (NotConnectedException, ConnectionClosedException) as exc:
                 if not self.reconnector.armed:
                     raise
-                log.info("%s for %s not sent: the connection was lost (%s)", command, ack_id, exc)
+                raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
             return
         self.transport.send_frame(command, frame_headers)
 
@@ -652,6 +675,8 @@ class BaseConnection:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+            # on the socket that delivered the message, never another: the broker redelivers it there
+            # (redelivered: true) under the same message-id
         self.disconnect()
 
 

@@ -110,3 +110,37 @@ class TransactionRolledBackError(StompException):
     open (the broker rolls back a transaction whose connection ends; ActiveMQ's
     ``javax.jms.TransactionRolledBackException`` after a failover). Its sends
     were dropped; its consumed messages come again."""
+
+
+class TransactionInDoubtError(StompException):
+    """``commit()`` does not know whether the broker committed: the COMMIT frame
+    was written, then the socket was lost (or no RECEIPT came within the send
+    timeout) before the broker's RECEIPT arrived. The broker may or may not have
+    committed. If it did, the transaction's sends are delivered and its consumed
+    messages are gone; if not, the sends were dropped and the consumed messages
+    are redelivered by the broker (``redelivered: true``). Nothing is
+    redelivered locally. Not a :class:`TransactionRolledBackError`: undoing the
+    application's work as for a rollback would be wrong if the broker committed
+    (an application that needs to know keeps its own idempotency key).
+
+    Source: ActiveMQ's ``ActiveMQSession.commit()`` over failover, where a
+    COMMIT whose reply was lost is in doubt (``TransactionRolledBackException``
+    there only when the broker is known not to have it)."""
+
+
+class AcknowledgeInterruptedError(ConnectionClosedException):
+    """An ACK or NACK was not sent: the message came on a socket that was lost
+    since (failover). It is never written on another socket (the broker answers
+    an ACK of a lost socket's message with an ERROR, or on STOMP 1.0/1.1 it would
+    acknowledge the redelivered copy before the application saw it); the broker
+    redelivers the message (``redelivered: true``). A
+    :class:`ConnectionClosedException`: the socket that delivered the message is
+    closed.
+
+    Attributes:
+        count (int): messages of this acknowledgement that were not acknowledged.
+    """
+
+    def __init__(self, message: str, count: int = 1) -> None:
+        self.count = count
+        super().__init__(message)

@@ -443,44 +443,71 @@ class Reconnector:
 
 
 class SocketLedger:
-    """Which socket of a transport (its ``link_seq``) each message came on and each
-    transaction began on, so that a failover layer never writes an ACK/NACK or a
-    transactional frame of a lost socket on the new one (the broker redelivers
-    those messages and rolled those transactions back).
+    """Which socket of a transport (its ``link_seq``) delivered each message the
+    application was handed, and which socket each transaction began on, so that
+    a failover layer never writes an ACK/NACK or a transactional frame of a lost
+    socket on the new one (the broker redelivers those messages and rolled those
+    transactions back).
+
+    Messages are keyed by the identity their ACK names (STOMP 1.2 spec "ACK"):
+    1.2 the MESSAGE's ``ack`` header, 1.1 ``message-id`` + ``subscription``, 1.0
+    ``message-id``; never by message-id alone on 1.2, since ActiveMQ redelivers
+    with the same ``message-id`` on the new socket. On 1.0/1.1 the lost copy and
+    the redelivered one share their identity: an ACK then names the copy handed
+    to the application last (:meth:`socket_of`).
 
     Args:
         transport: the :class:`~amqstomp.transport.Transport` (its ``link_seq``
-            names the current socket).
-        size (int): message ids remembered (the oldest are forgotten first; a
-            forgotten id counts as the current socket's).
+            names the current socket, ``version`` the negotiated STOMP version).
+        size (int): message identities remembered (the oldest are forgotten first;
+            a forgotten one is acknowledged on the current socket).
     """
 
     def __init__(self, transport: Any, size: int = 65536) -> None:
         self.transport = transport
         self.size = int(size)
-        self._messages: "OrderedDict[str, int]" = OrderedDict()
+        self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()
         self._transactions: Dict[str, int] = {}
+        self._lock = threading.Lock()
 
-    def delivered(self, headers: Mapping[str, str]) -> None:
-        """Reader thread: a MESSAGE with these headers came on the current socket
-        (remembered by ``message-id`` and by its 1.2 ``ack`` id)."""
-        seq = self.transport.link_seq
-        kept = self._messages
-        for key in ("message-id", "ack"):
-            value = headers.get(key)
+    @staticmethod
+    def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
+        """The identity an ACK names, from a MESSAGE's headers or an ACK's
+        (``id`` on 1.2 ACKs is the MESSAGE's ``ack``)."""
+        if version == "1.2":
+            value = headers.get("ack", headers.get("id"))
             if value is not None:
-                kept[value] = seq
-        while len(kept) > self.size:
-            kept.popitem(last=False)
+                return (str(value),)
+        if version == "1.0":
+            return (str(headers.get("message-id")),)
+        return (str(headers.get("message-id")), str(headers.get("subscription")))
 
-    def message_socket(self, ack_id: Any) -> Optional[int]:
-        """The socket the message ``ack_id`` (message-id or ack id) came on, or None."""
-        return self._messages.get(str(ack_id))
+    def handed_over(self, frame: Any) -> None:
+        """Dispatcher thread: the application is handed ``frame`` (a MESSAGE)."""
+        key = self.ack_key(self.transport.version, frame.headers)
+        seq = frame.link_seq or self.transport.link_seq
+        with self._lock:
+            kept = self._messages
+            seqs = kept.get(key)
+            if seqs is None:
+                kept[key] = [seq]
+                while len(kept) > self.size:
+                    kept.popitem(last=False)
+            else:
+                seqs.append(seq)
 
-    def message_is_stale(self, ack_id: Any) -> bool:
-        """True when the message came on a socket replaced since."""
-        seq = self._messages.get(str(ack_id))
-        return seq is not None and seq != self.transport.link_seq
+    def socket_of(self, ack_headers: Mapping[str, Any]) -> Optional[int]:
+        """The socket that delivered the message an ACK/NACK with these headers
+        names (the copy handed over last), and forget that copy; None when unknown."""
+        key = self.ack_key(self.transport.version, ack_headers)
+        with self._lock:
+            seqs = self._messages.get(key)
+            if not seqs:
+                return None
+            seq = seqs.pop()
+            if not seqs:
+                del self._messages[key]
+            return seq
 
     def began(self, transaction: Any) -> None:
         """A BEGIN for ``transaction`` goes on the current socket."""
@@ -489,7 +516,7 @@ class SocketLedger:
     def transaction_is_stale(self, transaction: Any) -> bool:
         """True when ``transaction`` began on a socket replaced since."""
         seq = self._transactions.get(str(transaction))
-        return seq is not None and seq != self.transport.link_seq
+        return seq is not None and not self.transport.link_alive(seq)
 
     def ended(self, transaction: Any) -> None:
         """``transaction`` was committed or aborted (forget it)."""

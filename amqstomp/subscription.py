@@ -429,6 +429,11 @@ class SubscriptionManager:
             if sub.closed:
                 return
             window = sub.window
+    def drop(self, frame: Any) -> None:
+        """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
+        socket was lost: the broker redelivers it); forget it."""
+        self._owner_of(frame, pop=True)
+
             if window.consumed >= window.delivered:  # pragma: no cover - delivered before a reset
                 return
             now = _now_ms()

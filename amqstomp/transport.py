@@ -880,6 +880,12 @@ class Transport:
         Raises:
             ConnectFailedException: every attempt failed.
         """
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one: a MESSAGE it
+        delivered (``Frame.link_seq``) can still be acknowledged."""
+        link = self._link
+        return link is not None and link.seq == seq and not link.closed
+
         if only is not None:
             try:
                 channel = self._connect_one((str(only[0]), int(only[1])))
@@ -978,7 +984,7 @@ class Transport:
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
                    body: Union[bytes, bytearray, memoryview, str, None] = b"",
                    write_timeout: Optional[float] = None, defer: bool = False,
-                   head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
+                   head: Optional[FrameHead] = None, link_seq: int = 0) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -1013,7 +1019,8 @@ class Transport:
             Future | None: the receipt future when the frame asks for one.
 
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open, or socket ``link_seq`` is
+                not the open one any more.
             ConnectionClosedException: the write failed, or waited past
                 ``write_timeout`` (the link is then closed).
             FrameEncodeError: the frame cannot be written in this STOMP version.
@@ -1111,6 +1118,11 @@ class Transport:
                     link.channel.sendall(_take_buffer(link))
                     if big:
                         link.channel.sendall(data)
+        ``link_seq`` (int): when not 0, the frame goes on socket number
+        ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
+        that socket delivered (``Frame.link_seq``), and after a failover the
+        broker redelivers it on the new socket under the same ``message-id``.
+
                 elif data:
                     link.channel.sendall(data)
             except OSError as exc:
@@ -1123,6 +1135,9 @@ class Transport:
     def _write_deferred(self, link: _Link, data: bytes, write_timeout: Optional[float]) -> None:
         """Add ``data`` to the write buffer; write the buffer when it is full, else
         make sure a timer flush is coming."""
+        if link_seq and link_seq != link.seq:
+            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
+                                        % (cmd, link_seq, link.seq))
         if write_timeout is None and not link.closed:
             link.write_lock.acquire()
             if link.closed:
@@ -1583,6 +1598,7 @@ class Transport:
         if not link.connect_future.done():
             failed = ConnectFailedException("connection closed %s CONNECTED: %s"
                                             % ("right after" if was_connected else "before", reason))
+            frame.link_seq = link.seq  # its ACK goes on this socket only
             failed.__cause__ = error
             _fail(link.connect_future, failed)
         link.resume.set()

@@ -169,6 +169,10 @@ CONNECTION_OPTIONS = _table(
     Option("jms.sendTimeout", "send_timeout_ms", _MS, 0,
            "ms a send waits for its RECEIPT or for room in the producer window; 0 = as long as "
            "the connection lives"),
+    Option("jms.sendAcksAsync", "send_acks_async", _bool, True,
+           "acknowledge() writes its ACK and returns (ActiveMQConnectionFactory's sendAcksAsync); "
+           "false: it waits for the ACK's RECEIPT (up to sendTimeout, else closeTimeout), so a "
+           "normal return means the broker applied it"),
     Option("jms.closeTimeout", "close_timeout_ms", _MS, 15000,
            "ms close() waits for the broker's answers (UNSUBSCRIBE, DISCONNECT receipts)"),
     Option("amqstomp.usageFullAfter", "usage_full_after_ms", _MS, 1000,

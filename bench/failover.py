@@ -52,6 +52,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from amqstomp.exception import AcknowledgeInterruptedError  # noqa: E402
 from bench._common import default_json_path, format_table, machine_info, write_json  # noqa: E402
 
 log = logging.getLogger("amqstomp.bench.failover")
@@ -294,13 +295,15 @@ class Stream:
                         pending.acknowledge()
                         pending, count = None, 0
                     continue
-                socket_seq = self.consumer_link.ledger.message_socket(message.message_id) or 0
+                socket_seq = message.link_seq
                 with self.lock:
                     self.received.append((time.monotonic(), message.text, message.message_id or "", socket_seq))
                 pending, count = message, count + 1
                 if count >= 10:
                     message.acknowledge()
                     pending, count = None, 0
+            except AcknowledgeInterruptedError:
+                pending, count = None, 0  # messages of the lost socket: not acknowledged, they come again
             except Exception as exc:
                 with self.lock:
                     self.errors.append("receive/ack: %r" % (exc,))

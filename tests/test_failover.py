@@ -14,7 +14,12 @@ from conftest import Collector, wait_until
 
 import amqstomp
 import amqstomp as stomp
-from amqstomp.exception import ConnectFailedException, NotConnectedException, TransactionRolledBackError
+from amqstomp.exception import (
+    AcknowledgeInterruptedError,
+    ConnectFailedException,
+    NotConnectedException,
+    TransactionRolledBackError,
+)
 from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(180)
@@ -212,7 +217,8 @@ def test_acks_of_the_lost_socket_are_never_sent_on_the_new_one(activemq, proxy):
         again = rec.messages[1]
         assert again.body == "one" and again.headers["redelivered"] == "true"
         assert again.delivery_count >= 2
-        conn.ack(first.headers["ack"], receipt="ack-old")  # of the lost socket: not written
+        with pytest.raises(AcknowledgeInterruptedError):
+            conn.ack(first.headers["ack"], receipt="ack-old")  # of the lost socket: not written, says so
         with pytest.raises(KeyError):
             conn.wait_for_receipt("ack-old", 1)
         conn.ack(again.headers["ack"], receipt="ack-new")
@@ -460,7 +466,8 @@ def test_jms_messages_buffered_from_the_lost_socket_are_dropped_and_come_again_r
         assert wait_until(lambda: len(consumer._buffer) == 4, 10)  # the rest prefetched, buffered
         proxy.cut()
         assert wait_until(lambda: "resumed" in events.events, 15)
-        first.acknowledge()  # of the lost socket: not sent
+        with pytest.raises(AcknowledgeInterruptedError):
+            first.acknowledge()  # of the lost socket: not sent, and it says so
         after = [consumer.receive(10) for _ in range(5)]
         assert [m.text for m in after] == ["m0", "m1", "m2", "m3", "m4"]
         assert all(m.redelivered for m in after)  # the broker's copies, not the lost socket's

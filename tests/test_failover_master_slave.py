@@ -47,6 +47,7 @@ import pytest
 from conftest import wait_until
 
 import amqstomp
+from amqstomp.exception import AcknowledgeInterruptedError
 from amqstomp.testing.broker import ActiveMQBroker, queue_statistics
 
 log = logging.getLogger("amqstomp.tests.master_slave")
@@ -253,6 +254,7 @@ class Stream:
         self.stop_producing = threading.Event()
         self.stop_consuming = threading.Event()
         self.acks = 0
+        self.interrupted_acks = 0
         session = self.consumer_conn.create_session(acknowledge_mode=acknowledge_mode)
         self.consumer = session.create_consumer(amqstomp.Queue(self.queue))
         self.consumer_conn.start()
@@ -307,7 +309,7 @@ class Stream:
                     self._ack(unacked)
                     unacked, pending = None, 0
                 continue
-            socket = self.consumer_link.ledger.message_socket(message.message_id) or 0
+            socket = message.link_seq
             record = Received(time.monotonic(), message.text, message.message_id or "",
                               message.headers.get("redelivered") == "true", message.delivery_count, socket)
             with self.lock:
@@ -324,6 +326,9 @@ class Stream:
         try:
             message.acknowledge()
             self.acks += 1
+        except AcknowledgeInterruptedError:
+            # messages of the killed master's socket: not acknowledged, and said so; they come again
+            self.interrupted_acks += 1
         except Exception as exc:
             with self.lock:
                 self.errors.append(("acknowledge %s" % message.text, exc))

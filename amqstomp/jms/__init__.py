@@ -38,6 +38,7 @@ from .constants import (
 from .consumer import MessageConsumer
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
+    AcknowledgeInterruptedError,
     BrowseInterruptedError,
     BrowseTimeoutError,
     IllegalStateError,
@@ -45,6 +46,7 @@ from .exceptions import (
     JMSError,
     MessageFormatError,
     ResourceAllocationError,
+    TransactionInDoubtError,
     TransactionRolledBackError,
 )
 from .link import UsageEvent
@@ -87,6 +89,8 @@ __all__ = [
     "ResourceAllocationError",
     "IllegalStateError",
     "TransactionRolledBackError",
+    "TransactionInDoubtError",
+    "AcknowledgeInterruptedError",
     "MessageFormatError",
     "InvalidDestinationError",
     "JMS_OPTIONS",

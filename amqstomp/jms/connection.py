@@ -161,6 +161,9 @@ class Connection:
         self._on_usage_full: Optional[UsageListener] = None
         self._on_usage_not_full: Optional[UsageListener] = None
         self.close_timeout_s = (options.get("close_timeout_ms") or 15000) / 1000.0
+        self._ack_receipt_timeout_s: Optional[float] = None
+        if options.get("send_acks_async") is False:  # acknowledge() waits for the ACK's RECEIPT
+            self._ack_receipt_timeout_s = (options.get("send_timeout_ms") or 0) / 1000.0 or self.close_timeout_s
         #: how consumers redeliver rolled-back messages (jms.redeliveryPolicy.*); may be replaced
         self.redelivery_policy = RedeliveryPolicy(
             maximum_redeliveries=options["maximum_redeliveries"],
@@ -383,7 +386,12 @@ class Connection:
         """True for a MESSAGE that came on a consumer socket lost since
         (failover): it must not be handed over or acked; the broker redelivers it."""
         link = self._consumer_link
-        return link.reconnector is not None and link.delivered_on_lost_socket(frame.headers)
+        return link.reconnector is not None and link.delivered_on_lost_socket(frame)
+
+    def ack_receipt_timeout_s(self) -> Optional[float]:
+        """Seconds acknowledge() waits for an ACK's RECEIPT (``jms.sendAcksAsync=false``),
+        or None: it does not ask for one."""
+        return self._ack_receipt_timeout_s
 
     def is_local_message(self, frame: Frame) -> bool:
         """True when ``frame`` was sent by this connection's producer socket (for

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import (
+    AcknowledgeInterruptedError,
     BrokerError,
     ConfigurationError,
     ConnectionClosedException,
@@ -451,13 +452,18 @@ class MessageConsumer:
     # ------------------------------------------------------------ acks
 
     def _send_ack(self, frame: Frame, transaction: Optional[str] = None) -> None:
+        """ACK ``frame`` on the socket that delivered it.
+
+        Raises:
+            AcknowledgeInterruptedError: that socket was lost (failover): the
+                broker redelivers the message.
+            ConnectionClosedException: the connection is closed (no failover).
+            BrokerError / ReceiptTimeout: ``jms.sendAcksAsync=false`` only.
+        """
         headers = message_ack_headers(self._link, frame.headers)
         if transaction is not None:
             headers["transaction"] = transaction
-        try:
-            self._link.send("ACK", headers)
-        except StompException as exc:
-            log.debug("%r: ACK not sent: %s", self, exc)
+        self._link.acknowledge("ACK", headers, frame.link_seq, self._connection.ack_receipt_timeout_s())
 
     def _current_sub(self) -> Optional[Subscription]:
         """This consumer's subscription; after a failover replayed it, the new one."""
@@ -483,9 +489,15 @@ class MessageConsumer:
             if delivery not in self._delivered:
                 return  # acked already, or being redelivered
             self._delivered.remove(delivery)
-        self._send_ack(delivery.frame)
-        if not self._connection.is_from_lost_socket(delivery.frame):  # its window went with the socket
-            self._window_acked(cumulative=False)
+        if self._connection.is_from_lost_socket(delivery.frame):  # its window went with the socket
+            raise AcknowledgeInterruptedError(
+                "message %s not acknowledged: it came on a connection lost since (failover); the broker "
+                "redelivers it" % delivery.frame.headers.get("message-id"))
+        try:
+            self._send_ack(delivery.frame)
+        finally:
+            if not self._connection.is_from_lost_socket(delivery.frame):
+                self._window_acked(cumulative=False)
 
     def _maybe_ack_in_transaction(self) -> None:
         """Transacted: an ACK in the transaction every batch, so the broker (which
@@ -496,7 +508,12 @@ class MessageConsumer:
                 return
             frame = self._delivered[-1].frame
             self._tx_acked = len(self._delivered)
-        self._send_ack(frame, self._session.transaction_id())
+        try:
+            self._send_ack(frame, self._session.transaction_id())
+        except StompException as exc:
+            # its socket is gone: commit() finds the message came on a lost socket (or the
+            # connection closed) and fails
+            log.debug("%r: ACK in transaction not sent: %s", self, exc)
 
     # ------------------------------------------------------------ local redelivery
 
@@ -556,11 +573,11 @@ class MessageConsumer:
                     self, frame.headers.get("message-id"), delivery.delivery_count - 1)
         try:
             if flush is not None:
-                link.send("ACK", message_ack_headers(link, flush))
+                link.acknowledge("ACK", message_ack_headers(link, flush), frame.link_seq)
             if version == "1.0":  # no NACK in STOMP 1.0: drop it
-                link.send("ACK", message_ack_headers(link, frame.headers))
+                link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
             else:
-                link.send("NACK", message_ack_headers(link, frame.headers))
+                link.acknowledge("NACK", message_ack_headers(link, frame.headers), frame.link_seq)
         except StompException as exc:
             log.debug("%r: NACK not sent: %s", self, exc)
 

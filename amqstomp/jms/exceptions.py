@@ -5,13 +5,21 @@ Licensed under the Apache License, Version 2.0.
 """
 from typing import Any, Optional
 
-from ..exception import BrokerError, StompException, TransactionRolledBackError
+from ..exception import (
+    AcknowledgeInterruptedError,
+    BrokerError,
+    StompException,
+    TransactionInDoubtError,
+    TransactionRolledBackError,
+)
 
 __all__ = [
     "JMSError",
     "ResourceAllocationError",
     "IllegalStateError",
     "TransactionRolledBackError",
+    "TransactionInDoubtError",
+    "AcknowledgeInterruptedError",
     "MessageFormatError",
     "InvalidDestinationError",
     "BrowseTimeoutError",

@@ -42,7 +42,9 @@ from ..exception import (
     ConnectionClosedException,
     NotConnectedException,
     ReceiptTimeout,
+    AcknowledgeInterruptedError,
     StompException,
+    TransactionInDoubtError,
     TransactionRolledBackError,
 )
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
@@ -345,13 +347,13 @@ class _ManagerPort:
         return getattr(self._transport, name)
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
-                   write_timeout: Optional[float] = None) -> "Optional[Future[Frame]]":
+                   write_timeout: Optional[float] = None, link_seq: int = 0) -> "Optional[Future[Frame]]":
         if cmd == "ACK" and headers is not None and "subscription" not in headers and self._subscription_of:
             subscription = self._subscription_of.get(str(headers.get("message-id")))
             if subscription is not None:
                 headers = dict(headers)
                 headers["subscription"] = subscription
-        return self._transport.send_frame(cmd, headers, body, write_timeout)
+        return self._transport.send_frame(cmd, headers, body, write_timeout, link_seq=link_seq)
 
     def set_message_handler(self, handler: Optional[Callable[[Frame], None]]) -> None:
         self._transport.set_message_handler(handler)
@@ -363,8 +365,6 @@ class _ManagerPort:
         pass
 
     def deliver_message(self, frame: Frame) -> None:
-        if self._link.reconnector is not None:
-            self._link.ledger.delivered(frame.headers)
         if self._link.version == "1.0" and self._link.is_activemq:
             headers = frame.headers
             if "subscription" in headers and "message-id" in headers:
@@ -624,36 +624,59 @@ class Link:
             return False
         return self.reconnector is None or not self.reconnector.armed
 
-    def delivered_on_lost_socket(self, headers: Mapping[str, str]) -> bool:
-        """True when the MESSAGE with these headers came on a socket replaced since."""
-        message_id = headers.get("message-id")
-        return message_id is not None and self.ledger.message_is_stale(message_id)
+    def delivered_on_lost_socket(self, frame: Frame) -> bool:
+        """True when ``frame`` (a MESSAGE) came on a socket that is not the open
+        one any more (by ``frame.link_seq``; never by message-id, which ActiveMQ
+        keeps when it redelivers on the new socket)."""
+        seq = frame.link_seq
+        return seq != 0 and not self.transport.link_alive(seq)
 
     def _stale(self, cmd: str, headers: Mapping[str, Any]) -> Optional[str]:
-        """Why a frame must not go on the current socket (it belongs to a lost
-        one), or None."""
+        """Why a frame must not go on the current socket (its transaction belongs
+        to a lost one), or None."""
         tx = headers.get("transaction")
         if tx is not None:
             if cmd == "BEGIN":
                 self.ledger.began(tx)
             elif self.ledger.transaction_is_stale(tx):
                 return "transaction %s began on a lost connection" % (tx,)
-        if cmd in ("ACK", "NACK"):
-            ack_id = headers.get("id", headers.get("message-id"))
-            if self.ledger.message_is_stale(ack_id):
-                return "message %s came on a lost connection" % (ack_id,)
         return None
 
-    def _came_on_this_socket(self, cmd: str, headers: Mapping[str, Any]) -> bool:
-        """An ACK/NACK of a message the current socket delivered. It goes out even
-        while the reconnect is still replaying later subscriptions: the ones
-        replayed first receive messages already, and dropping their ACKs would
-        leave them unacknowledged on the broker (a consumer with prefetch 1
-        stalls for good)."""
-        if cmd not in ("ACK", "NACK"):
-            return False
-        ack_id = headers.get("id", headers.get("message-id"))
-        return self.ledger.message_socket(ack_id) == self.transport.link_seq
+    def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
+                    receipt_timeout_s: Optional[float] = None) -> None:
+        """Write an ACK/NACK of a message socket ``link_seq`` delivered, on that
+        socket only: it goes out even while a reconnect is still replaying later
+        subscriptions (the ones replayed first receive messages already), and
+        never on another socket (ActiveMQ redelivers the message there under
+        the same message-id). With ``receipt_timeout_s`` it carries a receipt and
+        waits for it (seconds; None: as long as the socket lives).
+
+        Raises:
+            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover), or
+                it was lost before the receipt came: the broker redelivers the
+                message (it may have applied the ACK if the receipt was lost).
+            BrokerError: the broker answered ERROR (the receipt was asked for).
+            ReceiptTimeout: no receipt in ``receipt_timeout_s``.
+            ConnectionClosedException: the socket is gone and no failover is set.
+        """
+        frame_headers = headers
+        if receipt_timeout_s is not None:
+            frame_headers = dict(headers)
+            frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
+        try:
+            future = self.transport.send_frame(cmd, frame_headers, None, link_seq=link_seq)
+            if future is not None:
+                try:
+                    future.result(receipt_timeout_s)
+                except FutureTimeout:
+                    raise ReceiptTimeout("no receipt for %s within %.3g s" % (cmd, receipt_timeout_s or 0.0)) from None
+        except (NotConnectedException, ConnectionClosedException) as exc:
+            if self.reconnector is None or not self.reconnector.armed:
+                raise ConnectionClosedException("%s not sent: the %s socket is closed: %s"
+                                                % (cmd, self.role, self.close_reason())) from exc
+            raise AcknowledgeInterruptedError(
+                "%s not sent: the message came on a connection lost since (failover); the broker redelivers it"
+                % cmd) from exc
 
     def _await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
@@ -678,9 +701,10 @@ class Link:
         :meth:`Transport.send_frame`; ``head`` too."""
         if self.reconnector is None:
             return self.transport.send_frame(cmd, headers, body, None, defer, head)
+        if cmd == "ACK" or cmd == "NACK":
+            raise StompException("internal: %s goes through Link.acknowledge (its socket)" % cmd)
         while True:
-            if self.transport.is_connected() and (not self.reconnector.reconnecting
-                                                  or self._came_on_this_socket(cmd, headers)):
+            if self.transport.is_connected() and not self.reconnector.reconnecting:
                 why = self._stale(cmd, headers)
                 if why is not None:
                     if cmd == "COMMIT":
@@ -690,10 +714,8 @@ class Link:
                 try:
                     return self.transport.send_frame(cmd, headers, body, None, defer, head)
                 except (NotConnectedException, ConnectionClosedException):
-                    if cmd in ("ACK", "NACK") or "transaction" in headers:
-                        return None  # its socket is gone: the broker redelivers / rolls back
-            elif cmd in ("ACK", "NACK"):
-                return None  # never on another socket
+                    if "transaction" in headers:
+                        return None  # its socket is gone: the broker rolled it back
             self._await_up(deadline, cmd)
 
     def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
@@ -705,10 +727,18 @@ class Link:
         """Write a frame with a receipt and wait for it: ``timeout_s`` seconds, or as
         long as the connection lives when None.
 
+        A COMMIT that was written and then got no receipt (its socket lost, or
+        ``timeout_s`` passed) is in doubt: the broker may have committed it.
+
         Raises:
             ConnectionClosedException / NotConnectedException: the link is gone.
             BrokerError: the broker answered ERROR.
             ReceiptTimeout: no receipt within ``timeout_s``.
+            TransactionRolledBackError: a transactional frame (COMMIT) could not
+                be written: its transaction began on a socket lost since, or the
+                write failed (the broker rolls back a transaction whose
+                connection ends).
+            TransactionInDoubtError: COMMIT only: written, and no receipt came.
         """
         frame_headers = dict(headers)
         frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
@@ -721,7 +751,17 @@ class Link:
         try:
             return future.result(timeout_s)
         except FutureTimeout:
+            if cmd == "COMMIT":
+                raise TransactionInDoubtError(
+                    "no receipt for %s within %.3g s: the broker may or may not have committed the transaction"
+                    % (what or cmd, timeout_s or 0.0)) from None
             raise ReceiptTimeout("no receipt for %s within %.3g s" % (what or cmd, timeout_s or 0.0)) from None
+        except ConnectionClosedException as exc:
+            if cmd == "COMMIT":
+                raise TransactionInDoubtError(
+                    "the connection was lost after %s was written and before its receipt: the broker may or may "
+                    "not have committed the transaction (%s)" % (what or cmd, exc)) from exc
+            raise
 
     def send_message(self, headers: Dict[str, Any], body: bytes, sync: bool, window: Optional[ProducerWindow],
                      timeout_s: Optional[float], head: Optional[FrameHead] = None) -> None:

@@ -108,6 +108,10 @@ class Message:
         redelivered (bool): delivered before (by the broker, or by this client after
             a rollback / recover / a listener that raised).
         delivery_count (int): 1 for a first delivery (JMSXDeliveryCount).
+        link_seq (int): received messages: the number of the consumer socket
+            that delivered it (1 for the connection's first, +1 per failover);
+            its acknowledgement goes on that socket or raises
+            :class:`~amqstomp.exception.AcknowledgeInterruptedError`. 0 when not received.
         group_id (str | None), group_seq (int | None): message groups (JMSXGroupID /
             JMSXGroupSeq). ActiveMQ routes by them but does not pass them back to
             STOMP consumers, so received messages have None.
@@ -127,6 +131,7 @@ class Message:
     expiration = 0
     redelivered = False
     delivery_count = 1
+    link_seq = 0
     group_id: Optional[str] = None
     group_seq: Optional[int] = None
     _acknowledge: Optional[Callable[[], None]] = None
@@ -916,6 +921,7 @@ def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = 
     message.priority = _int(headers.get("priority"), DEFAULT_PRIORITY)
     message.expiration = _int(headers.get("expires"), 0)
     message.delivery_count = max(1, delivery_count)
+    message.link_seq = frame.link_seq
     message.redelivered = message.delivery_count > 1 or headers.get("redelivered") == "true"
     message.group_id = headers.get("JMSXGroupID")
     seq = headers.get("JMSXGroupSeq")

@@ -29,7 +29,7 @@ JMS_OPTIONS = {name: option for name, option in CONNECTION_OPTIONS.items()
                if option.keyword in ("use_async_send", "always_sync_send", "producer_window_size",
                                      "send_timeout_ms", "close_timeout_ms", "usage_full_after_ms",
                                      "separate_producer_socket", "dups_ok_ack_timeout_ms",
-                                     "release_after_rollback")}
+                                     "release_after_rollback", "send_acks_async")}
 
 
 #: Keywords that have no URI form.

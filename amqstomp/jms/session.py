@@ -40,7 +40,13 @@ import time
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from ..codec import Frame
-from ..exception import BrokerError, ConfigurationError, StompException
+from ..exception import (
+    AcknowledgeInterruptedError,
+    BrokerError,
+    ConfigurationError,
+    StompException,
+    TransactionInDoubtError,
+)
 from .constants import (
     ACKNOWLEDGE_MODES,
     AUTO_ACKNOWLEDGE,
@@ -459,10 +465,15 @@ class Session:
         Raises:
             IllegalStateError: not a transacted session, or closed.
             TransactionRolledBackError: the broker refused the COMMIT, or the
-                connection was lost meanwhile, or a message consumed in the
-                transaction came on a socket lost since (failover: the broker
-                redelivers it); the transaction is rolled back (consumed messages
-                redelivered locally, or by the broker).
+                connection was lost before the COMMIT was written, or a message
+                consumed in the transaction came on a socket lost since (failover:
+                the broker redelivers it); the transaction is rolled back
+                (consumed messages redelivered locally, or by the broker).
+            TransactionInDoubtError: the COMMIT was written, then its socket
+                was lost (or ``jms.sendTimeout`` passed) before the broker's
+                RECEIPT: the broker may or may not have committed. Nothing is
+                redelivered locally; if the broker did not commit, it redelivers
+                the consumed messages.
         """
         self._check_open()
         if not self.transacted:
@@ -489,6 +500,10 @@ class Session:
             if send_tx is not None:
                 try:
                     send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self._send_timeout_s(), "COMMIT")
+                except TransactionInDoubtError:
+                    self._send_tx = None
+                    self._rollback_after_failed_commit()  # the consumer side (if any) did not commit
+                    raise
                 except StompException as exc:
                     self._send_tx = None
                     self._rollback_after_failed_commit()
@@ -500,7 +515,7 @@ class Session:
                     for _, frame in acks:
                         headers = message_ack_headers(link, frame.headers)
                         headers["transaction"] = tx
-                        link.send("ACK", headers)
+                        link.acknowledge("ACK", headers, frame.link_seq)
                 if tx is not None:
                     if acks and self._consumed_on_lost_socket():  # lost while its ACKs were written
                         try:
@@ -510,8 +525,20 @@ class Session:
                         raise TransactionRolledBackError("messages of this transaction came on a connection lost "
                                                          "since (failover) and will be redelivered")
                     link.request("COMMIT", {"transaction": tx}, self._send_timeout_s(), "COMMIT")
+            except TransactionInDoubtError:
+                # the broker has the outcome: if it committed, these messages are settled; if not, it
+                # redelivers them (their socket is gone). Redelivering them here too would be wrong.
+                self._tx = None
+                self._forget_delivered()
+                self._finish_deferred_closes()
+                raise
             except StompException as exc:
                 self._tx = None
+                if tx is not None and isinstance(exc, AcknowledgeInterruptedError):
+                    try:  # the ACKs written before it are in the broker's transaction: end it
+                        link.send("ABORT", {"transaction": tx})
+                    except StompException:
+                        pass  # its socket is gone too: the broker rolled it back
                 self._rollback_local()
                 self._finish_deferred_closes()
                 if send_tx is not None:
@@ -555,6 +582,14 @@ class Session:
             raise IllegalStateError("rollback() needs a transacted session")
         with self._tx_lock:
             self._rollback_locked()
+
+    def _forget_delivered(self) -> None:
+        """An in-doubt commit: the consumed messages are the broker's to settle
+        or redeliver; none is redelivered locally."""
+        with self._cond:
+            for consumer in self._all_consumers():
+                consumer._delivered = []
+                consumer._tx_acked = 0
 
     def _consumed_on_lost_socket(self) -> bool:
         """Whether a message consumed in the open transaction came on a consumer
@@ -673,7 +708,18 @@ class Session:
 
     def acknowledge(self) -> None:
         """CLIENT_ACKNOWLEDGE: ack every message delivered so far, one cumulative
-        ACK per consumer (what ``message.acknowledge()`` calls)."""
+        ACK per consumer (what ``message.acknowledge()`` calls), each on the
+        socket that delivered it. With ``jms.sendAcksAsync=false`` each ACK
+        waits for its RECEIPT.
+
+        Raises:
+            IllegalStateError: the session is closed.
+            AcknowledgeInterruptedError: some of the messages came on a socket
+                lost since (failover): those were not acknowledged (``count``
+                says how many) and the broker redelivers them; the others were.
+            ConnectionClosedException: the connection is closed (no failover).
+            ReceiptTimeout / BrokerError: ``jms.sendAcksAsync=false`` only.
+        """
         self._check_open(IllegalStateError("the session of this message is closed"))
         if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
             return
@@ -681,11 +727,25 @@ class Session:
             work = []
             for consumer in self._consumers:
                 if consumer._delivered:
-                    work.append((consumer, consumer._delivered[-1]))
+                    work.append((consumer, consumer._delivered))
                 consumer._delivered = []
-        for consumer, delivery in work:
-            consumer._send_ack(delivery.frame)
+        lost = self.connection.is_from_lost_socket
+        not_acked = 0
+        for consumer, deliveries in work:
+            live = [d for d in deliveries if not lost(d.frame)]
+            not_acked += len(deliveries) - len(live)
+            if not live:
+                continue
+            try:
+                consumer._send_ack(live[-1].frame)
+            except AcknowledgeInterruptedError:
+                not_acked += len(live)
+                continue
             consumer._window_acked(cumulative=True)
+        if not_acked:
+            raise AcknowledgeInterruptedError(
+                "%d message(s) not acknowledged: they came on a connection lost since (failover); the broker "
+                "redelivers them" % not_acked, not_acked)
 
     def _send_timeout_s(self) -> Optional[float]:
         ms = self.connection.options.get("send_timeout_ms") or 0

@@ -1,0 +1,326 @@
+"""Settling messages over a failover, against a real ActiveMQ behind a TcpProxy
+the tests cut: an acknowledgement or a commit that returns normally did what it
+says, and one that cannot raises its own exception.
+
+ActiveMQ redelivers a lost socket's messages on the new socket under the SAME
+message-id (a new ``ack`` id on STOMP 1.2), so which socket delivered a message
+is told by its delivery (``Frame.link_seq`` / ``Message.link_seq``), never by
+its message-id. Each test lets the redelivered copy arrive first, the case
+where keying by message-id reported success for an ACK that was dropped.
+"""
+import threading
+import time
+import uuid
+
+import pytest
+from conftest import Collector, wait_until
+
+import amqstomp as stomp
+from amqstomp.exception import AcknowledgeInterruptedError, TransactionInDoubtError, TransactionRolledBackError
+from amqstomp.jms import (
+    CLIENT_ACKNOWLEDGE,
+    INDIVIDUAL_ACKNOWLEDGE,
+    NON_PERSISTENT,
+    ConnectionFactory,
+    Queue,
+    TextMessage,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _queue() -> Queue:
+    return Queue("settle.%s" % uuid.uuid4().hex[:10])
+
+
+def _feed(activemq, queue: Queue, count: int) -> None:
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        producer = feeder.create_session().create_producer(queue)
+        for i in range(count):
+            producer.send(TextMessage("t%d" % i), delivery_mode=NON_PERSISTENT)
+
+
+def _left_on_broker(activemq, queue: Queue, wait_s: float = 1.0) -> list:
+    """What a fresh consumer gets from ``queue`` (the broker's view)."""
+    with ConnectionFactory(activemq.url).create_connection() as check:
+        consumer = check.create_session().create_consumer(queue)
+        check.start()
+        got = []
+        while True:
+            message = consumer.receive(wait_s)
+            if message is None:
+                return got
+            got.append(message.text)
+
+
+def _failover_url(proxy) -> str:
+    return "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address
+
+
+def _cut_and_wait_for_copies(proxy, connection, consumer, copies: int) -> None:
+    """Cut the socket, wait for the new one and for ``copies`` redelivered
+    messages to sit in the consumer's buffer."""
+    transport = connection.consumer_link.transport
+    seq = transport.link_seq
+    assert proxy.cut() >= 1
+    assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+    assert wait_until(lambda: len(consumer._buffer) >= copies, 10), len(consumer._buffer)
+
+
+def test_jms_commit_after_the_redelivered_copy_arrived_raises_rolled_back(activemq, tcp_proxy_factory):
+    """The issue's case: the copies (same message-id) are in the buffer before
+    commit(); commit() used to commit an empty transaction and return."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, 3)
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        first = consumer.receive(5)
+        assert first.text == "t0" and first.link_seq == conn.consumer_link.transport.link_seq
+        _cut_and_wait_for_copies(proxy, conn, consumer, 3)
+        with pytest.raises(TransactionRolledBackError, match="lost since"):
+            session.commit()
+        again = [consumer.receive(5) for _ in range(3)]
+        assert [m.text for m in again] == ["t0", "t1", "t2"]
+        assert again[0].redelivered and again[0].message_id == first.message_id
+        assert again[0].link_seq > first.link_seq
+        session.commit()
+        assert consumer.receive(0.5) is None
+    assert _left_on_broker(activemq, queue) == []
+
+
+@pytest.mark.parametrize("mode", [CLIENT_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE], ids=["client", "individual"])
+def test_jms_acknowledge_of_a_lost_socket_message_raises_and_the_copy_acks(activemq, tcp_proxy_factory, mode):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, 2)
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(acknowledge_mode=mode)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        first = consumer.receive(5)
+        assert first.text == "t0"
+        _cut_and_wait_for_copies(proxy, conn, consumer, 2)
+        with pytest.raises(AcknowledgeInterruptedError) as info:
+            first.acknowledge()
+        assert info.value.count == 1 and "lost since" in str(info.value)
+        got = [consumer.receive(5) for _ in range(2)]
+        assert [m.text for m in got] == ["t0", "t1"] and got[0].redelivered
+        for message in got:
+            message.acknowledge()  # on the socket that delivered them: no error
+        assert consumer.receive(0.5) is None
+    assert _left_on_broker(activemq, queue) == []
+
+
+def test_jms_sync_acknowledge_waits_for_the_receipt(activemq):
+    """jms.sendAcksAsync=false: acknowledge() returns once the broker had the ACK."""
+    queue = _queue()
+    _feed(activemq, queue, 1)
+    url = activemq.url + ("&" if "?" in activemq.url else "?") + "jms.sendAcksAsync=false"
+    with ConnectionFactory(url).create_connection() as conn:
+        session = conn.create_session(acknowledge_mode=CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        message = consumer.receive(5)
+        sent = []
+        transport = conn.consumer_link.transport
+        original = transport.send_frame
+
+        def spy(cmd, headers=None, *args, **kwargs):
+            sent.append((cmd, dict(headers or {})))
+            return original(cmd, headers, *args, **kwargs)
+
+        transport.send_frame = spy
+        try:
+            message.acknowledge()
+        finally:
+            transport.send_frame = original
+        acks = [h for cmd, h in sent if cmd == "ACK"]
+        assert len(acks) == 1 and "receipt" in acks[0]
+    assert _left_on_broker(activemq, queue) == []
+
+
+def _drop_commit_receipt_then(transport, action):
+    """Leave the RECEIPT of the next COMMIT unmatched as it arrives, then run
+    ``action`` (on another thread): the broker executed the COMMIT, the client
+    never learns it."""
+    original = transport._pop_receipt
+    done = []
+
+    def pop_receipt(link, receipt_id):
+        if not done and receipt_id is not None and receipt_id.startswith("commit-"):
+            done.append(receipt_id)
+            threading.Thread(target=action, daemon=True).start()
+            return None
+        return original(link, receipt_id)
+
+    transport._pop_receipt = pop_receipt
+
+
+def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq, tcp_proxy_factory):
+    """The COMMIT reached the broker and was executed; the socket died before its
+    RECEIPT came. Reporting a rollback made the application undo work the broker
+    had committed (and the message never came again)."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, 1)
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert consumer.receive(5).text == "t0"
+        _drop_commit_receipt_then(conn.consumer_link.transport, proxy.cut)
+        with pytest.raises(TransactionInDoubtError, match="may or may not"):
+            session.commit()
+        assert consumer.receive(2) is None  # the broker committed it: never redelivered, not locally either
+    assert _left_on_broker(activemq, queue) == []
+
+
+def test_jms_commit_cut_before_the_broker_had_it_is_in_doubt_and_comes_again(activemq, tcp_proxy_factory):
+    """The COMMIT was written into a stalled path and the socket then died: the
+    client cannot know; the broker did not commit, so the message comes again."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, 1)
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert consumer.receive(5).text == "t0"
+        proxy.stall()
+
+        def cut_later():
+            time.sleep(0.5)
+            proxy.cut()
+            proxy.unstall()
+
+        threading.Thread(target=cut_later, daemon=True).start()
+        with pytest.raises(TransactionInDoubtError):
+            session.commit()
+        again = consumer.receive(15)
+        assert again is not None and again.text == "t0" and again.redelivered
+        session.commit()
+    assert _left_on_broker(activemq, queue) == []
+
+
+# ---------------------------------------------------------------- stomp.py API
+
+
+class _Holding(Collector):
+    """Holds its listener on the first message until released, then acks every
+    message (client-individual), recording what each ack did."""
+
+    def __init__(self, conn_ref):
+        super().__init__()
+        self.conn_ref = conn_ref
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.outcomes = []
+
+    def on_message(self, frame):
+        super().on_message(frame)
+        if not self.entered.is_set():
+            self.entered.set()
+            self.release.wait(20)
+        conn = self.conn_ref[0]
+        try:
+            if conn.version == "1.2":
+                conn.ack(frame.headers["ack"])
+            else:
+                conn.ack(frame.headers["message-id"], frame.headers["subscription"])
+            self.outcomes.append(("acked", frame.body, frame.link_seq))
+        except AcknowledgeInterruptedError:
+            self.outcomes.append(("interrupted", frame.body, frame.link_seq))
+
+
+@pytest.mark.parametrize("connection_class", [stomp.Connection11, stomp.Connection12], ids=["1.1", "1.2"])
+def test_stomppy_ack_of_the_lost_copy_raises_after_the_new_copy_arrived(activemq, tcp_proxy_factory,
+                                                                         connection_class):
+    """STOMP 1.1: the ACK of the lost socket's copy used to go out on the new
+    socket (same message-id), ack the redelivered copy before the application
+    saw it, and the application's own ACK of the copy then drew 'Unexpected ACK'."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    q = "/queue/settle-" + uuid.uuid4().hex[:10]
+    ref = [None]
+    rec = _Holding(ref)
+    conn = connection_class([proxy.address], auto_reconnect=True, heartbeats=(1000, 1000),
+                            reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=20)
+    ref[0] = conn
+    conn.set_listener("rec", rec)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    producer = stomp.Connection12(activemq.host_and_ports)
+    producer.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.subscribe(q, id="s", ack="client-individual", receipt="sub")
+        conn.wait_for_receipt("sub", 10)
+        producer.send(q, "one")
+        assert rec.entered.wait(10)
+        seq = conn.transport.link_seq
+        proxy.cut()
+        # the copy arrives on the new socket while the listener still holds the old one
+        assert wait_until(lambda: conn.transport.is_connected() and conn.transport.link_seq != seq, 15)
+        time.sleep(1.0)
+        rec.release.set()
+        assert wait_until(lambda: len(rec.outcomes) == 2, 15), rec.outcomes
+        # the listener held on the lost copy blocks the old dispatcher; the copy may be handed over
+        # before it returns (the reconnect stops waiting for it after 10 s): order by socket
+        old, new = sorted(rec.outcomes, key=lambda outcome: outcome[2])
+        assert old[:2] == ("interrupted", "one") and new[:2] == ("acked", "one") and new[2] > old[2]
+        time.sleep(0.5)
+        assert rec.errors == []  # no 'Unexpected ACK'
+    finally:
+        rec.release.set()
+        conn.disconnect()
+        producer.disconnect()
+    check = Collector()
+    plain = stomp.Connection12(activemq.host_and_ports)
+    plain.set_listener("c", check)
+    plain.connect("admin", "admin", wait=True, timeout=15)
+    plain.subscribe(q, id=1, ack="auto")
+    time.sleep(1.0)
+    plain.disconnect()
+    assert check.messages == []
+
+
+def test_stomppy_failover_does_not_dispatch_the_lost_socket_buffer(activemq, tcp_proxy_factory):
+    """The lost socket's buffered client-ack messages used to be fed to the
+    listener (whose acks went nowhere) before the reconnect could proceed."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    q = "/queue/settle-" + uuid.uuid4().hex[:10]
+    stale = []
+    calls = []
+    ref = [None]
+
+    class Slow(Collector):
+        def on_message(self, frame):
+            conn = ref[0]
+            calls.append(frame)
+            if not conn.transport.link_alive(frame.link_seq):
+                stale.append(frame.headers["message-id"])
+            time.sleep(0.01)
+            try:
+                conn.ack(frame.headers["ack"])
+            except AcknowledgeInterruptedError:
+                pass
+
+    producer = stomp.Connection12(activemq.host_and_ports)
+    producer.connect("admin", "admin", wait=True, timeout=15)
+    for i in range(300):
+        producer.send(q, "m%d" % i)
+    rec = Slow()
+    conn = stomp.Connection12([proxy.address], auto_reconnect=True, heartbeats=(1000, 1000),
+                              reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=20)
+    ref[0] = conn
+    conn.set_listener("rec", rec)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.subscribe(q, id="s", ack="client-individual", prefetch_size=200)
+        assert wait_until(lambda: len(calls) >= 20, 10)
+        proxy.cut()
+        assert wait_until(lambda: len({f.headers["message-id"] for f in calls}) >= 300, 60)
+        assert len(stale) <= 1, stale  # at most the one the listener was in when the socket died
+    finally:
+        conn.disconnect()
+        producer.disconnect()
