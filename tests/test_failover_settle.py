@@ -324,3 +324,72 @@ def test_stomppy_failover_does_not_dispatch_the_lost_socket_buffer(activemq, tcp
     finally:
         conn.disconnect()
         producer.disconnect()
+
+
+@pytest.mark.timeout(180)
+def test_jms_transacted_backlog_over_ten_cuts_commits_each_once_or_says_in_doubt(activemq, tcp_proxy_factory):
+    """The hostile pass's scenario: a 3,000-message backlog consumed by a
+    transacted session committing each message, with the socket cut every 0.5 s
+    ten times. Every commit() that returned normally settled its message for
+    good (never delivered again); every message ends committed exactly once,
+    or its commit was reported in doubt; the broker ends with nothing left."""
+    from amqstomp.jms import PERSISTENT
+
+    total = 3000
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        session = feeder.create_session(transacted=True)
+        producer = session.create_producer(queue)
+        for i in range(total):
+            producer.send(TextMessage("m%05d" % i), delivery_mode=PERSISTENT)
+            if i % 500 == 499:
+                session.commit()
+        session.commit()
+    committed = {}   # text -> commits that returned normally
+    in_doubt = set()
+    rolled_back = 0
+    after_commit = []  # deliveries of a message whose commit had returned normally
+    cuts = []
+
+    def cutter():
+        for _ in range(10):
+            time.sleep(0.5)
+            cuts.append(proxy.cut())
+
+    url = _failover_url(proxy) + "&maxReconnectAttempts=-1"
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        thread = threading.Thread(target=cutter, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 150
+        while len(committed) < total and time.monotonic() < deadline:
+            message = consumer.receive(1.0)
+            if message is None:
+                if not thread.is_alive() and len(committed) + len(in_doubt) >= total:
+                    break
+                continue
+            text = message.text
+            if text in committed:
+                after_commit.append((text, message.delivery_count))
+            try:
+                session.commit()
+            except TransactionInDoubtError:
+                in_doubt.add(text)
+                continue
+            except TransactionRolledBackError:
+                rolled_back += 1
+                continue
+            committed[text] = committed.get(text, 0) + 1
+        thread.join(10)
+    left = _left_on_broker(activemq, queue)
+    print("\nbacklog %d, cuts %s: committed %d, in doubt %d, rolled back %d, after-commit deliveries %d, left %d"
+          % (total, cuts, len(committed), len(in_doubt), rolled_back, len(after_commit), len(left)))
+    assert len(cuts) == 10 and sum(cuts) >= 5  # the cuts hit live sockets
+    assert after_commit == []  # never redelivered once commit() returned
+    assert all(count == 1 for count in committed.values())
+    missing = {"m%05d" % i for i in range(total)} - set(committed) - in_doubt
+    assert missing == set(), sorted(missing)[:10]
+    assert left == [] or set(left) <= in_doubt  # at most messages in doubt that the broker did not commit
