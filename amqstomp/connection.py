@@ -28,7 +28,11 @@ Differences from stomp.py, all on purpose:
 * ``subscribe(..., headers={"ack": "client-individual"})`` subscribes in that
   mode (stomp.py sent ``ack:auto``, the keyword's default, silently giving
   at-most-once); ``ack``/``id``/``destination`` given both as argument and
-  header with different values raise ValueError.
+  header with different values raise ValueError;
+* every SUBSCRIBE asks for a receipt (``amqstomp-subscribe-<id>-<uuid>``,
+  unless the caller gave one; listeners' ``on_receipt`` see it): a SUBSCRIBE
+  the broker refuses (ERROR, e.g. a bad selector) is unregistered, so its id is
+  free again and a reconnect does not replay it (stomp.py kept it).
 
 Every stomp.py constructor keyword is accepted and honoured; note that
 ``timeout`` bounds the TCP connect and is the default for blocking waits (in
@@ -37,6 +41,7 @@ stomp.py it also became the socket's read timeout), and
 host name. stomp.py's ``override_threading`` and ``set_receipt`` are not
 offered (threads are the transport's; receipts are futures).
 """
+import functools
 import logging
 import math
 import ssl
@@ -641,12 +646,29 @@ class BaseConnection:
             frame_headers["ack"] = ack
             self.transport.send_frame("SUBSCRIBE", frame_headers)
             return
-        frame_headers, _ = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
+        frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
+        wire = frame_headers
+        if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
+            wire = dict(frame_headers)
+            wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
         try:
-            self._send("SUBSCRIBE", frame_headers)
+            future = self._send("SUBSCRIBE", wire)
         except BaseException:
             self.subscriptions.discard(id)
             raise
+        if future is not None:
+            future.add_done_callback(functools.partial(self._subscribe_answered, sub))
+
+    def _subscribe_answered(self, sub: Any, future: Any) -> None:
+        """Reader thread (or the caller, when answered already): the broker's
+        answer to a SUBSCRIBE. One it refused (an ERROR, e.g. a bad selector) is
+        unregistered: its id is free again and a reconnect does not replay it."""
+        if future.cancelled() or not isinstance(future.exception(), BrokerError):
+            return
+        if self.subscriptions.get(sub.id) is sub:
+            self.subscriptions.discard(sub.id)
+            log.warning("subscription %s to %s refused by the broker; unregistered: %s",
+                        sub.id, sub.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:

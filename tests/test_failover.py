@@ -268,9 +268,11 @@ def test_commit_of_a_transaction_begun_before_the_loss_raises_and_its_sends_are_
 def test_a_subscription_refused_on_replay_is_reported_once_and_not_retried(activemq, proxy):
     conn, rec = failover_conn(proxy)
     try:
-        conn.subscribe(queue_name(), id="bad", ack="auto", selector="this is (( not a selector")
-        assert wait_until(lambda: len(rec.errors) == 1, 10)  # the broker refuses it at once...
-        assert conn.subscriptions.get("bad") is not None  # ...but no receipt was asked: still listed
+        conn.subscribe(queue_name(), id="bad", ack="auto", receipt="r-bad")
+        conn.wait_for_receipt("r-bad", 10)
+        # a subscription the broker took, which it refuses when replayed (a refused SUBSCRIBE
+        # itself is unregistered at once: tests/test_guards.py)
+        conn.subscriptions.get("bad").headers["selector"] = "this is (( not a selector"
         good = queue_name()
         conn.subscribe(good, id="good", ack="auto", receipt="r-good")
         conn.wait_for_receipt("r-good", 10)

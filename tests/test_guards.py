@@ -368,3 +368,112 @@ def test_subscribe_arguments_given_twice_must_agree(activemq, conn12):
         assert ten.subscriptions.get("from-header").ack == "client"
     finally:
         ten.disconnect()
+
+
+# --------------------------------------------------------------------------- 9. refused SUBSCRIBEs
+
+BAD_SELECTOR = "this is (( not a selector"  # ActiveMQ answers ERROR and keeps the socket open
+
+
+class FailoverRecorder(Collector):
+    def on_transport_interrupted(self):
+        self._record("interrupted")
+
+    def on_transport_resumed(self):
+        self._record("resumed")
+
+
+def test_a_refused_subscribe_frees_its_id_and_is_not_replayed(activemq, conn12):
+    q = queue_name()
+    conn, col = conn12()
+    conn.subscribe(q, "s1", ack="auto", selector=BAD_SELECTOR)  # no receipt asked by the caller
+    assert col.wait_for(lambda c: len(c.errors) == 1, 10)
+    assert wait_until(lambda: conn.subscriptions.get("s1") is None, 5)
+    conn.subscribe(q, "s1", ack="client-individual", receipt="r-s1")  # the id is free again
+    conn.wait_for_receipt("r-s1", 10)
+    conn.send(q, "hello", receipt="r-send")
+    conn.wait_for_receipt("r-send", 10)
+    (msg,) = col.wait_messages(1)
+    assert msg.headers["subscription"] == "s1" and msg.body == "hello"
+    conn.ack(msg.headers["ack"])
+    # a refusal that answers the caller's own receipt unregisters it too
+    conn.subscribe(q, "s2", ack="auto", selector=BAD_SELECTOR, receipt="r-s2")
+    with pytest.raises(stomp.exception.BrokerError):
+        conn.wait_for_receipt("r-s2", 10)
+    assert wait_until(lambda: conn.subscriptions.get("s2") is None, 5)
+
+
+def test_a_refused_subscribe_is_not_replayed_after_a_reconnect(activemq):
+    from amqstomp.testing import TcpProxy
+
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        conn = stomp.Connection12([proxy.address], auto_reconnect=True, heartbeats=(1000, 1000),
+                                  reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=20)
+        rec = FailoverRecorder()
+        spy = SendSpy()
+        conn.set_listener("rec", rec)
+        conn.set_listener("spy", spy)
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        try:
+            q = queue_name()
+            conn.subscribe(q, "bad", ack="auto", selector=BAD_SELECTOR)
+            assert rec.wait_for(lambda c: len(c.errors) == 1, 10)
+            assert wait_until(lambda: conn.subscriptions.get("bad") is None, 5)
+            conn.subscribe(q, "good", ack="auto", receipt="r-good")
+            conn.wait_for_receipt("r-good", 10)
+            before = len(spy.subscribes())
+            proxy.cut()
+            assert rec.wait_for(lambda c: c.events.count("resumed") == 1, 15)
+            assert wait_until(lambda: conn.subscriptions.get("good") is not None
+                              and len(spy.subscribes()) > before, 10)
+            time.sleep(0.5)
+            replayed = [h["id"] for h in spy.subscribes()[before:]]
+            assert replayed == ["good"], replayed
+            assert len(rec.errors) == 1
+            producer = stomp.Connection12(activemq.host_and_ports)
+            producer.connect("admin", "admin", wait=True, timeout=10)
+            producer.send(q, "after the cut")
+            producer.disconnect()
+            assert [m.body for m in rec.wait_messages(1)] == ["after the cut"]
+        finally:
+            conn.disconnect()
+
+
+def test_jms_a_refused_consumer_leaves_nothing_registered_or_replayed(activemq):
+    from amqstomp.exception import BrokerError
+    from amqstomp.testing import TcpProxy
+
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        factory = ConnectionFactory("failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=50" % proxy.address[1],
+                                    client_id="guard-" + uuid.uuid4().hex[:8])
+        reported = []
+        with factory.create_connection("admin", "admin") as connection:
+            connection.set_exception_listener(reported.append)
+            spy = SendSpy()
+            link = connection.consumer_link
+            link.transport.set_listener("spy", spy)
+            connection.start()
+            session = connection.create_session()
+            queue = session.create_queue(queue_name()[len("/queue/"):])
+            topic = session.create_topic("guard.topic." + uuid.uuid4().hex[:8])
+            with pytest.raises(BrokerError):
+                session.create_consumer(queue, selector=BAD_SELECTOR)
+            with pytest.raises(BrokerError):
+                session.create_durable_subscriber(topic, "durable", selector=BAD_SELECTOR)
+            assert len(link.manager) == 0
+            durable = session.create_durable_subscriber(topic, "durable")  # the name is free again
+            good = session.create_consumer(queue)
+            assert len(link.manager) == 2
+            before = len(spy.subscribes())
+            proxy.cut()
+            assert wait_until(lambda: len(spy.subscribes()) >= before + 2, 15)
+            time.sleep(0.5)
+            replayed = sorted(h["id"] for h in spy.subscribes()[before:])
+            assert replayed == sorted([durable.subscription_id, good.subscription_id])
+            assert not reported, reported
+            producer = session.create_producer(queue)
+            producer.send(TextMessage("after the cut"))
+            got = good.receive(10)
+            assert got is not None and got.text == "after the cut"
+            durable.close()
+            session.unsubscribe("durable")
