@@ -32,7 +32,13 @@ Differences from stomp.py, all on purpose:
 * every SUBSCRIBE asks for a receipt (``amqstomp-subscribe-<id>-<uuid>``,
   unless the caller gave one; listeners' ``on_receipt`` see it): a SUBSCRIBE
   the broker refuses (ERROR, e.g. a bad selector) is unregistered, so its id is
-  free again and a reconnect does not replay it (stomp.py kept it).
+  free again and a reconnect does not replay it (stomp.py kept it);
+* ``commit``/``abort`` of a transaction this connection did not begin (or
+  ended already) raise UnknownTransactionError and send nothing (stomp.py sent
+  it; ActiveMQ answered ERROR "Invalid transaction id", heard only by
+  ``on_error``). ``ack`` of an id this connection never received is sent as in
+  stomp.py: ActiveMQ answers ERROR ("Unexpected ACK"), which reaches the caller
+  only with ``receipt=`` and :meth:`~BaseConnection.wait_for_receipt`.
 
 Every stomp.py constructor keyword is accepted and honoured; note that
 ``timeout`` bounds the TCP connect and is the default for blocking waits (in
@@ -47,7 +53,7 @@ import math
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .codec import Frame
 from .exception import (
@@ -59,6 +65,7 @@ from .exception import (
     NotConnectedException,
     StompException,
     TransactionRolledBackError,
+    UnknownTransactionError,
 )
 from .failover import ReconnectPolicy, Reconnector, SocketLedger
 from .listener import ConnectionListener
@@ -89,6 +96,7 @@ DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: broker that goes silent with the socket still open is only noticed by them.
 DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
 _MAX_RECONNECT_SLEEP_S = 86400 * 365  # a year: anything longer is a mistake
+_TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
 
 
 class _Default(str):
@@ -200,6 +208,8 @@ class BaseConnection:
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
         self._ledger = SocketLedger(self.transport)  # what came / began on which socket (auto_reconnect)
+        # transactions begun (BEGIN written) on the current connection and not yet ended
+        self._transactions: Set[str] = set()
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector: Optional[Reconnector] = None
         if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
@@ -298,6 +308,8 @@ class BaseConnection:
                 none again within the connection's ``timeout``).
         """
         self._send(cmd, headers, body)
+        if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
+            self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
 
     # ---------------------------------------------------------------- failover
 
@@ -471,6 +483,7 @@ class BaseConnection:
             if opened:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
+                self._transactions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
                 host_and_port = self.transport.open(
                     self.version, deadline=time.monotonic() + wait_s if wait and wait_s is not None else None)
@@ -517,6 +530,7 @@ class BaseConnection:
         if self.reconnector is not None:
             self.reconnector.disarm()
         self._ledger.clear_transactions()
+        self._transactions.clear()
         if not transport.is_open():
             transport.close()
             return
@@ -591,9 +605,27 @@ class BaseConnection:
         transaction = transaction or get_uuid()
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)
+        self._began(transaction, True)
         if self.reconnector is not None:
             self._ledger.began(transaction)
         return transaction
+
+    def _began(self, transaction: str, began: bool) -> None:
+        """Note a transaction begun (True) or ended (False) on this connection."""
+        if began:
+            self._transactions.add(transaction)
+        else:
+            self._transactions.discard(transaction)
+
+    def _known_transaction(self, transaction: str, command: str) -> None:
+        """Raise UnknownTransactionError unless this connection began ``transaction``
+        and has not ended it; else count it ended (the COMMIT/ABORT goes next)."""
+        if transaction not in self._transactions:
+            raise UnknownTransactionError(
+                "%s of transaction %r, which this connection did not begin or ended already (or began before "
+                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
+                % (command, transaction))
+        self._transactions.discard(transaction)
 
     def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
                **keyword_headers: Any) -> None:
@@ -602,9 +634,14 @@ class BaseConnection:
         Raises:
             TransactionRolledBackError: (``auto_reconnect``) the transaction
                 began on a socket that was lost since: the broker rolled it back.
+            UnknownTransactionError: (a ValueError) this connection did not
+                begin ``transaction`` (with :meth:`begin` or a BEGIN frame), or
+                ended it already; nothing is sent. (stomp.py sent the COMMIT,
+                ActiveMQ answered ERROR and only ``on_error`` heard of it.)
         """
         if transaction is None:
             raise ValueError("'transaction' is required")
+        self._known_transaction(transaction, "COMMIT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         try:
@@ -616,9 +653,14 @@ class BaseConnection:
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
         messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
-        STOMP ABORT)."""
+        STOMP ABORT).
+
+        Raises:
+            UnknownTransactionError: (a ValueError) as :meth:`commit`.
+        """
         if transaction is None:
             raise ValueError("'transaction' is required")
+        self._known_transaction(transaction, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         if self.reconnector is not None:

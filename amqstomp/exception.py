@@ -85,6 +85,13 @@ class ReceiptTimeout(StompException, TimeoutError):
     """No RECEIPT for a frame within the caller's timeout (STOMP 1.2 spec, "RECEIPT")."""
 
 
+class UnknownTransactionError(StompException, ValueError):
+    """``commit()`` or ``abort()`` of a transaction this connection did not
+    begin, or ended already (committed, aborted), or that began before the
+    connection was opened again: ActiveMQ would answer ERROR ("Invalid
+    transaction id") and the caller would never hear of it. Nothing is sent."""
+
+
 class BrokerError(StompException):
     """The broker answered a frame with an ERROR frame (STOMP 1.2 spec, "ERROR").
 

@@ -477,3 +477,62 @@ def test_jms_a_refused_consumer_leaves_nothing_registered_or_replayed(activemq):
             assert got is not None and got.text == "after the cut"
             durable.close()
             session.unsubscribe("durable")
+
+
+# --------------------------------------------------------------------------- 2. unknown transactions, unknown acks
+
+
+def test_commit_or_abort_of_a_transaction_never_begun_raises_and_sends_nothing(activemq, conn12):
+    from amqstomp.exception import UnknownTransactionError
+
+    conn, col = conn12()
+    spy = SendSpy()
+    conn.set_listener("spy", spy)
+    for call in (conn.commit, conn.abort):
+        with pytest.raises(UnknownTransactionError) as info:
+            call("never-begun")
+        assert isinstance(info.value, ValueError) and "never-begun" in str(info.value)
+    assert not [cmd for cmd, _ in spy.sent if cmd in ("COMMIT", "ABORT")]
+    q = queue_name()
+    tx = conn.begin()
+    conn.send(q, "in tx", transaction=tx)
+    conn.commit(tx)
+    with pytest.raises(UnknownTransactionError):  # ended already
+        conn.commit(tx)
+    with pytest.raises(UnknownTransactionError):
+        conn.abort(tx)
+    conn.send_frame("BEGIN", {"transaction": "raw"})  # a BEGIN sent by hand counts too
+    conn.abort("raw")
+    still_usable(conn, col)  # no ERROR came: nothing unknown reached the broker
+    conn.subscribe(q, "s", ack="auto", receipt="r-s")
+    conn.wait_for_receipt("r-s", 10)
+    assert [m.body for m in col.wait_messages(1)] == ["in tx"]
+    conn.disconnect()
+    conn.connect("admin", "admin", wait=True, timeout=10)
+    tx2 = conn.begin()
+    conn.disconnect()
+    conn.connect("admin", "admin", wait=True, timeout=10)
+    with pytest.raises(UnknownTransactionError):  # began before the connection was opened again
+        conn.commit(tx2)
+
+
+def test_ack_of_an_id_never_received_gets_the_broker_s_error_with_a_receipt(conn12):
+    """What works today: with ``receipt=`` the broker's ERROR for an ACK of an id
+    this connection never received reaches the caller; the connection carries on."""
+    conn, col = conn12()
+    conn.ack("never-received", receipt="r-ack")
+    with pytest.raises(stomp.exception.BrokerError) as info:
+        conn.wait_for_receipt("r-ack", 10)
+    assert "Unexpected ACK" in str(info.value)
+    assert conn.is_connected()
+
+
+@pytest.mark.xfail(strict=True, reason="ack() of an unknown id: the ack path (_ack_frame) is another "
+                                       "change's; today the ERROR only reaches on_error")
+def test_ack_of_an_id_never_received_raises(conn12):
+    conn, col = conn12()
+    try:
+        with pytest.raises(ValueError):
+            conn.ack("never-received")
+    finally:
+        col.wait_for(lambda c: c.errors, 5)
