@@ -99,6 +99,17 @@ _MAX_RECONNECT_SLEEP_S = 86400 * 365  # a year: anything longer is a mistake
 _TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
 
 
+class _DefaultInt(int):
+    """A keyword's default number: equal to it, but told apart (``is``) from the
+    same number given by the caller."""
+
+    __slots__ = ()
+
+
+#: ``reconnect_attempts_max``'s default (stomp.py's 3): warned about when it ends a failover.
+_ATTEMPTS_DEFAULT = _DefaultInt(3)
+
+
 class _Default(str):
     """A keyword's default value: equal to the text, but told apart (``is``) from
     the same text given by the caller."""
@@ -148,7 +159,10 @@ class BaseConnection:
     :class:`amqstomp.failover.Reconnector` with stomp.py's back-off
     (``reconnect_sleep_initial`` s, each pause ``reconnect_sleep_increase``
     longer, up to ``reconnect_sleep_max`` s, plus ``reconnect_sleep_jitter``)
-    for up to ``reconnect_attempts_max`` rounds over the hosts (-1: forever).
+    for up to ``reconnect_attempts_max`` rounds over the hosts (-1: forever;
+    stomp.py's default of 3 is shorter than a broker fail-over: pass -1 or
+    more, a connection giving up because of the default says so once in a
+    WARNING).
     Listeners get ``on_transport_interrupted()`` instead of
     ``on_disconnected()``, then ``on_connecting``/``on_connected`` and
     ``on_transport_resumed()``; ``on_disconnected()`` only when the attempts
@@ -186,6 +200,11 @@ class BaseConnection:
                auto_decode: bool, encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
                bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
                recv_bytes: int, auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
+        # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
+        self._attempts_defaulted = reconnect_attempts_max is _ATTEMPTS_DEFAULT
+        self._attempts_warned = False
+        if self._attempts_defaulted:
+            reconnect_attempts_max = 3
         self.transport = Transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
             reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
@@ -402,6 +421,13 @@ class BaseConnection:
 
     def _gave_up(self, exc: BaseException) -> None:
         """Failover thread: the reconnect attempts ran out."""
+        if self._attempts_defaulted and not self._attempts_warned:
+            self._attempts_warned = True  # once per connection
+            log.warning("reconnecting gave up after reconnect_attempts_max=3 passes over %s, stomp.py's default "
+                        "(made for the attempts of connect()): a broker fail-over such as a master/slave "
+                        "takeover takes about a second or more, longer than 3 short back-offs; pass "
+                        "reconnect_attempts_max=-1 (retry until disconnect(); sends wait at most `timeout`) or a "
+                        "larger number. (%s)", self.transport.host_and_ports, exc)
         self.subscriptions.reset()
         self._ledger.clear_transactions()
         for listener in self.transport.listeners.values():
@@ -760,7 +786,7 @@ class StompConnection10(BaseConnection):
     def __init__(self, host_and_ports: Optional[Sequence[HostAndPort]] = None, prefer_localhost: bool = True,
                  try_loopback_connect: bool = True, reconnect_sleep_initial: float = 0.1,
                  reconnect_sleep_increase: float = 0.5, reconnect_sleep_jitter: float = 0.1,
-                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = 3,
+                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = _ATTEMPTS_DEFAULT,
                  timeout: Optional[float] = None, keepalive: Any = None, auto_decode: bool = True,
                  encoding: str = "utf-8", auto_content_length: bool = True,
                  bind_host_port: Optional[HostAndPort] = None, *, vhost: Optional[str] = None,
@@ -819,7 +845,7 @@ class StompConnection11(BaseConnection):
     def __init__(self, host_and_ports: Optional[Sequence[HostAndPort]] = None, prefer_localhost: bool = True,
                  try_loopback_connect: bool = True, reconnect_sleep_initial: float = 0.1,
                  reconnect_sleep_increase: float = 0.5, reconnect_sleep_jitter: float = 0.1,
-                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = 3,
+                 reconnect_sleep_max: float = 60.0, reconnect_attempts_max: int = _ATTEMPTS_DEFAULT,
                  timeout: Optional[float] = None, heartbeats: Optional[Tuple[int, int]] = None, keepalive: Any = None,
                  vhost: Optional[str] = None, auto_decode: bool = True, encoding: str = "utf-8",
                  auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,

@@ -536,3 +536,41 @@ def test_ack_of_an_id_never_received_raises(conn12):
             conn.ack("never-received")
     finally:
         col.wait_for(lambda c: c.errors, 5)
+
+
+# --------------------------------------------------------------------------- 7. stomp.py's 3 reconnect attempts
+
+
+def _attempt_warnings(caplog):
+    return [r for r in caplog.records if r.name == "amqstomp.connection" and r.levelname == "WARNING"
+            and "reconnect_attempts_max" in r.getMessage()]
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_giving_up_on_stomp_py_s_default_attempts_warns_once_with_what_to_set(activemq, caplog, explicit):
+    import logging
+
+    from amqstomp.testing import TcpProxy
+
+    caplog.set_level(logging.WARNING, logger="amqstomp.connection")
+    kwargs = {"reconnect_attempts_max": 3} if explicit else {}
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        conn = stomp.Connection12([proxy.address], auto_reconnect=True, reconnect_sleep_initial=0.01,
+                                  reconnect_sleep_max=0.05, timeout=5, **kwargs)
+        rec = FailoverRecorder()
+        conn.set_listener("rec", rec)
+        try:
+            for round_ in (1, 2):  # the second give-up on the same connection says nothing more
+                conn.connect("admin", "admin", wait=True, timeout=10)
+                proxy.refuse(True, mode="closed")
+                proxy.cut()
+                assert rec.wait_for(lambda c: c.events.count("disconnected") == round_, 15), rec.events
+                proxy.refuse(False)
+            warnings = _attempt_warnings(caplog)
+            if explicit:
+                assert warnings == []
+            else:
+                assert len(warnings) == 1, [w.getMessage() for w in warnings]
+                assert "reconnect_attempts_max=-1" in warnings[0].getMessage()
+        finally:
+            conn.disconnect()
