@@ -417,6 +417,11 @@ class SubscriptionManager:
         self._owner_of(frame, pop=True)
         return False
 
+    def drop(self, frame: Any) -> None:
+        """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
+        socket was lost: the broker redelivers it); forget it."""
+        self._owner_of(frame, pop=True)
+
     def on_consumed(self, frame: Any) -> None:
         """Dispatcher thread (or a JMS session's): the application had ``frame``."""
         entry = self._owner_of(frame, pop=True)
@@ -429,11 +434,6 @@ class SubscriptionManager:
             if sub.closed:
                 return
             window = sub.window
-    def drop(self, frame: Any) -> None:
-        """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
-        socket was lost: the broker redelivers it); forget it."""
-        self._owner_of(frame, pop=True)
-
             if window.consumed >= window.delivered:  # pragma: no cover - delivered before a reset
                 return
             now = _now_ms()

@@ -778,6 +778,12 @@ class Transport:
         link = self._link
         return link.seq if link is not None else 0
 
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one: a MESSAGE it
+        delivered (``Frame.link_seq``) can still be acknowledged."""
+        link = self._link
+        return link is not None and link.seq == seq and not link.closed
+
     def is_open(self) -> bool:
         """True while a socket is open (CONNECTED may not have arrived yet)."""
         link = self._link
@@ -880,12 +886,6 @@ class Transport:
         Raises:
             ConnectFailedException: every attempt failed.
         """
-    def link_alive(self, seq: int) -> bool:
-        """True while socket number ``seq`` is the open one: a MESSAGE it
-        delivered (``Frame.link_seq``) can still be acknowledged."""
-        link = self._link
-        return link is not None and link.seq == seq and not link.closed
-
         if only is not None:
             try:
                 channel = self._connect_one((str(only[0]), int(only[1])))
@@ -1015,6 +1015,11 @@ class Transport:
         for all the frames that share it (a producer's destination and
         delivery mode); listeners' ``on_send`` see them merged.
 
+        ``link_seq`` (int): when not 0, the frame goes on socket number
+        ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
+        that socket delivered (``Frame.link_seq``), and after a failover the
+        broker redelivers it on the new socket under the same ``message-id``.
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
@@ -1028,6 +1033,9 @@ class Transport:
         link = self._link
         if link is None or link.closed:
             raise NotConnectedException("not connected (no open socket)")
+        if link_seq and link_seq != link.seq:
+            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
+                                        % (cmd, link_seq, link.seq))
         if head is not None and head.command != cmd:
             raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
         auto_length = self.auto_content_length
@@ -1118,11 +1126,6 @@ class Transport:
                     link.channel.sendall(_take_buffer(link))
                     if big:
                         link.channel.sendall(data)
-        ``link_seq`` (int): when not 0, the frame goes on socket number
-        ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
-        that socket delivered (``Frame.link_seq``), and after a failover the
-        broker redelivers it on the new socket under the same ``message-id``.
-
                 elif data:
                     link.channel.sendall(data)
             except OSError as exc:
@@ -1135,9 +1138,6 @@ class Transport:
     def _write_deferred(self, link: _Link, data: bytes, write_timeout: Optional[float]) -> None:
         """Add ``data`` to the write buffer; write the buffer when it is full, else
         make sure a timer flush is coming."""
-        if link_seq and link_seq != link.seq:
-            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
-                                        % (cmd, link_seq, link.seq))
         if write_timeout is None and not link.closed:
             link.write_lock.acquire()
             if link.closed:
@@ -1477,6 +1477,7 @@ class Transport:
     def _on_frame(self, link: _Link, frame: Frame) -> None:
         cmd = frame.cmd
         if cmd == "MESSAGE":
+            frame.link_seq = link.seq  # its ACK goes on this socket only
             self._message_handler(frame)
             return
         if log.isEnabledFor(logging.DEBUG):
@@ -1598,7 +1599,6 @@ class Transport:
         if not link.connect_future.done():
             failed = ConnectFailedException("connection closed %s CONNECTED: %s"
                                             % ("right after" if was_connected else "before", reason))
-            frame.link_seq = link.seq  # its ACK goes on this socket only
             failed.__cause__ = error
             _fail(link.connect_future, failed)
         link.resume.set()
