@@ -348,7 +348,7 @@ class SubscriptionManager:
         with sub.lock:
             sub.closed = True
             self._cancel(sub)
-        self._unpause(sub)  # frames still queued for it are dropped or passed on by should_dispatch
+            self._unpause(sub)  # frames still queued for it are dropped or passed on by should_dispatch
 
     @staticmethod
     def _cancel(sub: Subscription) -> None:
@@ -356,14 +356,29 @@ class SubscriptionManager:
             sub.timer.cancel()
             sub.timer = None
 
+    # Pause and resume of reading are one state under one lock order, so that no
+    # wake-up is lost: a window's paused flag changes only under its sub.lock, and
+    # with it (still under sub.lock) its membership of _paused and the transport's
+    # pause/resume call, under _pause_lock. Hence window.paused <=> sub in _paused
+    # (while not closed), and the transport is paused <=> _paused is not empty, in
+    # the order the decisions were taken. Lock order: sub.lock -> _pause_lock ->
+    # the transport's own.
+
+    def _pause(self, sub: Subscription) -> None:
+        """Under ``sub.lock``: its buffer is full; stop reading the socket."""
+        with self._pause_lock:
+            self._paused.add(sub)
+            self.transport.pause_reading()
+
     def _unpause(self, sub: Subscription) -> None:
+        """Under ``sub.lock``: its buffer drained (or it closed); read again unless
+        another subscription's buffer is still full."""
         with self._pause_lock:
             if sub not in self._paused:
                 return
             self._paused.discard(sub)
-            resume = not self._paused
-        if resume:
-            self.transport.resume_reading()
+            if not self._paused:
+                self.transport.resume_reading()
 
     # ------------------------------------------------------------------ threads
 
@@ -383,7 +398,8 @@ class SubscriptionManager:
             size = len(frame.body)
             with sub.lock:
                 window = sub.window
-                pause = window.on_delivered(_now_ms(), size)
+                if window.on_delivered(_now_ms(), size) and not sub.closed:
+                    self._pause(sub)  # true while the buffer is full (the rest of one recv's frames)
                 seq = window.delivered
                 slow = window.slow_consumer
                 turned_slow = slow and not sub.slow
@@ -394,10 +410,6 @@ class SubscriptionManager:
                 for key, entry in list(owner.items()):
                     if entry[0].closed:
                         owner.pop(key, None)
-            if pause:
-                with self._pause_lock:
-                    self._paused.add(sub)
-                self.transport.pause_reading()
             if turned_slow:
                 self.transport.notify("slow_consumer", {
                     "subscription": sub.id, "destination": sub.destination,
@@ -429,7 +441,6 @@ class SubscriptionManager:
             return
         sub, size, seq = entry
         token = None
-        resume = False
         with sub.lock:
             if sub.closed:
                 return
@@ -448,15 +459,14 @@ class SubscriptionManager:
                 token = None  # a message waiting for redelivery must not be acked by a cumulative ACK
             elif local_redelivery and window.optimize_acknowledge and token is None and not sub.failures:
                 token = window.flush(now)  # the ACKs held back meanwhile
-            resume = window.should_resume()
+            if window.should_resume():
+                self._unpause(sub)
             if sub.timer is None:
                 deadline = window.next_deadline_ms()
                 if deadline is not None:
                     self._arm(sub, deadline, now)
         if token is not None:
             self._send_ack(sub, token)
-        if resume:
-            self._unpause(sub)
 
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),

@@ -419,15 +419,28 @@ class _Link:
         self.send_ms = 0
         self.recv_ms = 0
         self.recv_timeout_s = 0.0
-        self.resume = threading.Event()
-        self.resume.set()
+        # reading paused by flow control: `paused` and `pause_suspended` change under
+        # pause_lock, which also sets `resume` from them (_apply_pause), so the last
+        # pause_reading()/resume_reading() always wins and none is lost
+        self.pause_lock = threading.Lock()
+        self.paused = False  # pause_reading() asked the reader to stop
         self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
+        self.resume = threading.Event()  # set while the reader may read
+        self.resume.set()
         self.seq = seq
         self.by_client = False  # closed by Transport.close() (not lost): no failover
         self.silent = False  # a failover attempt abandoned: no disconnected event
 
     def threads(self) -> List[threading.Thread]:
         return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
+
+
+def _apply_pause(link: "_Link") -> None:
+    """Under ``link.pause_lock``: let the reader read unless a pause holds it."""
+    if link.paused and not link.pause_suspended and not link.closed:
+        link.resume.clear()
+    else:
+        link.resume.set()
 
 
 def _take_buffer(link: "_Link") -> bytes:
@@ -1268,15 +1281,18 @@ class Transport:
         link = self._link
         on_dispatcher = link is not None and threading.current_thread() is link.dispatcher
         if on_dispatcher and link is not None:
-            link.pause_suspended += 1
-            link.resume.set()
+            with link.pause_lock:
+                link.pause_suspended += 1
+                _apply_pause(link)
         try:
             return future.result(timeout)
         except _FutureTimeout:
             raise ReceiptTimeout("no %s within %.3g s" % (what, timeout)) from None
         finally:
             if on_dispatcher and link is not None:
-                link.pause_suspended -= 1
+                with link.pause_lock:
+                    link.pause_suspended -= 1
+                    _apply_pause(link)  # a pause still asked for holds again
 
     def wait_connected(self, timeout: Optional[float] = None) -> Frame:
         """Block until the broker's CONNECTED frame arrives.
@@ -1355,23 +1371,32 @@ class Transport:
 
     def pause_reading(self) -> None:
         """Stop reading the socket after the current ``recv`` (TCP then pushes
-        back on the broker). While paused the receive heart-beat check is
-        suspended. Closing the link ends a pause; so does a receipt wait on the
-        dispatcher thread, for its duration (see :meth:`wait_future`)."""
+        back on the broker). A pause is a state, not a count: the last call of
+        this and :meth:`resume_reading` wins (they are serialised), so a caller
+        that decides and calls under one lock of its own loses no resume.
+
+        While paused the receive heart-beat check is suspended. Closing the link
+        ends a pause; so does a receipt wait on the dispatcher thread, for its
+        duration (see :meth:`wait_future`)."""
         link = self._link
-        if link is not None and not link.pause_suspended:
-            link.resume.clear()
+        if link is not None:
+            with link.pause_lock:
+                link.paused = True
+                _apply_pause(link)
 
     def resume_reading(self) -> None:
         """Undo :meth:`pause_reading`."""
         link = self._link
         if link is not None:
-            link.last_read = time.monotonic()
-            link.resume.set()
+            with link.pause_lock:
+                link.paused = False
+                link.last_read = time.monotonic()
+                _apply_pause(link)
 
     @property
     def reading_paused(self) -> bool:
-        """True between :meth:`pause_reading` and :meth:`resume_reading`."""
+        """True while the reader is held by :meth:`pause_reading` (not while a
+        receipt wait or the end of the link overrides it)."""
         link = self._link
         return link is not None and not link.resume.is_set()
 
@@ -1601,7 +1626,8 @@ class Transport:
                                             % ("right after" if was_connected else "before", reason))
             failed.__cause__ = error
             _fail(link.connect_future, failed)
-        link.resume.set()
+        with link.pause_lock:
+            link.resume.set()
         link.scheduler.stop()
         link.channel.shutdown()
         return True

@@ -647,11 +647,9 @@ class MessageConsumer:
         if self._browser and (self._browse_lost or self._browse_seq != self._link.transport.link_seq):
             manager.discard(self._sub_id)
             return  # browses are not replayed: the broker has no such subscription on this socket
-        sub = self._sub
+        # closing it also resumes reading if its full buffer was what paused it (and no
+        # other subscription's is full): the manager owns pause and resume
         manager.close(self._sub_id, write_timeout=connection.close_timeout_s)
-        if sub is not None and sub.window.paused:
-            # an ack:auto buffer that was full paused the reader; nobody else resumes it now
-            self._link.transport.resume_reading()
         try:
             self._link.request("UNSUBSCRIBE", {"id": self._sub_id}, connection.close_timeout_s, "UNSUBSCRIBE")
         except StompException as exc:
