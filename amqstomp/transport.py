@@ -44,9 +44,11 @@ import logging
 import math
 import queue
 import random
+import select
 import selectors
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -107,6 +109,9 @@ DEFER_FLUSH_BYTES = 65536
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+# While reading is paused the peer is not blamed for silence when this side's
+# advertised receive window is below this many bytes: we hold it back.
+_CLOSED_WINDOW = 4096
 _STOP = object()
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
 _LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -222,6 +227,69 @@ class Scheduler:
                 handle.fn(*handle.args)
             except Exception:
                 log.exception("timer callback %r failed", handle.fn)
+
+
+# --------------------------------------------------------------------------- socket looks
+
+try:
+    import fcntl as _fcntl
+    import termios as _termios
+    _FIONREAD: Optional[int] = _termios.FIONREAD
+except ImportError:  # pragma: no cover - not Unix
+    _fcntl = None  # type: ignore[assignment]
+    _FIONREAD = None
+_POLL = getattr(select, "poll", None)
+# the peer reset the connection (ERR/HUP) or sent its FIN (RDHUP, Linux: seen even
+# with unread bytes before it)
+_POLL_GONE = (getattr(select, "POLLERR", 0) | getattr(select, "POLLHUP", 0) | getattr(select, "POLLNVAL", 0)
+              | getattr(select, "POLLRDHUP", 0))
+_POLL_IN = getattr(select, "POLLIN", 1)
+_TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform.startswith("linux") else None
+_TCPI_RCV_WND = 232  # offsetof(struct tcp_info, tcpi_rcv_wnd), Linux >= 6.2
+
+
+def _look_at_socket(sock: socket.socket) -> Tuple[bool, int]:
+    """Look at a socket without reading from it: (the peer reset or closed the
+    connection, bytes waiting to be read). Without FIONREAD the count is 1 for
+    "some". A socket that cannot be looked at (closed) counts as gone."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True, 0
+        if _POLL is not None:
+            poller = _POLL()
+            poller.register(fd, _POLL_IN | _POLL_GONE)
+            events = 0
+            for _, ev in poller.poll(0):
+                events |= ev
+            readable, gone = bool(events & _POLL_IN), bool(events & _POLL_GONE)
+        else:  # pragma: no cover - no poll()
+            r, _, x = select.select([fd], [], [fd], 0)
+            readable, gone = bool(r), bool(x)
+        if _fcntl is None or _FIONREAD is None:  # pragma: no cover - only "some or none"
+            return gone, 1 if readable else 0
+        buf = bytearray(4)
+        _fcntl.ioctl(fd, _FIONREAD, buf)
+        waiting = struct.unpack("i", bytes(buf))[0]
+        if readable and waiting == 0:
+            gone = True  # readable with nothing to read: the EOF
+        return gone, waiting
+    except (OSError, ValueError):
+        return True, 0
+
+
+def _receive_window(sock: socket.socket) -> Optional[int]:
+    """The receive window this side advertised last, in bytes (Linux >= 6.2's
+    ``tcpi_rcv_wnd``), or None when the kernel does not tell."""
+    if _TCP_INFO is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 512)
+    except (OSError, ValueError):
+        return None
+    if len(info) < _TCPI_RCV_WND + 4:
+        return None
+    return int(struct.unpack_from("I", info, _TCPI_RCV_WND)[0])
 
 
 # --------------------------------------------------------------------------- channels
@@ -419,14 +487,16 @@ class _Link:
         self.send_ms = 0
         self.recv_ms = 0
         self.recv_timeout_s = 0.0
-        # reading paused by flow control: `paused` and `pause_suspended` change under
-        # pause_lock, which also sets `resume` from them (_apply_pause), so the last
-        # pause_reading()/resume_reading() always wins and none is lost
+        # reading paused by flow control: `paused`, `pause_suspended` and `draining` change
+        # under pause_lock, which also sets `resume` from them (Transport._apply_pause), so
+        # the last pause_reading()/resume_reading() always wins and none is lost
         self.pause_lock = threading.Lock()
         self.paused = False  # pause_reading() asked the reader to stop
         self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
+        self.draining = False  # the peer closed/reset while paused: read what it sent, to the end
         self.resume = threading.Event()  # set while the reader may read
         self.resume.set()
+        self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
         self.seq = seq
         self.by_client = False  # closed by Transport.close() (not lost): no failover
         self.silent = False  # a failover attempt abandoned: no disconnected event
@@ -437,7 +507,7 @@ class _Link:
 
 def _apply_pause(link: "_Link") -> None:
     """Under ``link.pause_lock``: let the reader read unless a pause holds it."""
-    if link.paused and not link.pause_suspended and not link.closed:
+    if link.paused and not link.pause_suspended and not link.draining and not link.closed:
         link.resume.clear()
     else:
         link.resume.set()
@@ -1375,9 +1445,13 @@ class Transport:
         this and :meth:`resume_reading` wins (they are serialised), so a caller
         that decides and calls under one lock of its own loses no resume.
 
-        While paused the receive heart-beat check is suspended. Closing the link
-        ends a pause; so does a receipt wait on the dispatcher thread, for its
-        duration (see :meth:`wait_future`)."""
+        While paused the peer is still watched: a reset or an EOF waiting in
+        the socket ends the pause (the reader reads what came before it, then
+        the link is lost as usual), and silence counts against the peer unless
+        this side's receive window is closed (we hold it back) -- see
+        :meth:`_heartbeat_check_tick`. Closing the link ends a pause; so does a
+        receipt wait on the dispatcher thread, for its duration (see
+        :meth:`wait_future`)."""
         link = self._link
         if link is not None:
             with link.pause_lock:
@@ -1436,7 +1510,10 @@ class Transport:
         try:
             while True:
                 if not link.resume.is_set():
+                    # what waits in the socket now: the check tick compares against it
+                    link.paused_waiting = _look_at_socket(sock)[1]
                     link.resume.wait()
+                    link.paused_waiting = -1
                 if link.closed:
                     break
                 if quickack is not None:
@@ -1586,20 +1663,64 @@ class Transport:
         link.scheduler.call_later(delay, self._heartbeat_send_tick, link)
 
     def _heartbeat_check_tick(self, link: _Link) -> None:
+        """Timer thread: the receive heart-beat check. Any byte read counts as the
+        peer's liveness (``last_read``); while reading is paused the socket is
+        looked at every interval, as the reader does not (see :meth:`_peer_alive`)."""
         if link.closed:
             return
         now = time.monotonic()
-        if not link.resume.is_set():  # reading paused on purpose: not the peer's fault
+        paused = not link.resume.is_set()
+        if paused and self._paused_look(link):
             link.last_read = now
         deadline = link.last_read + link.recv_timeout_s
         if now < deadline:
-            link.scheduler.call_later(deadline - now, self._heartbeat_check_tick, link)
+            delay = deadline - now
+            if paused:
+                delay = min(delay, link.recv_ms / 1000.0)
+            link.scheduler.call_later(delay, self._heartbeat_check_tick, link)
+            return
+        if paused and self._peer_alive(link):
+            link.last_read = now
+            link.scheduler.call_later(link.recv_ms / 1000.0, self._heartbeat_check_tick, link)
             return
         reason = "heart-beat timeout: nothing received for %.2f s (negotiated %d ms)" % (
             now - link.last_read, link.recv_ms)
         log.warning("%s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
         self._post(link, "heartbeat_timeout", None)
         self._close_link(link, reason)
+
+    def _paused_look(self, link: _Link) -> bool:
+        """Timer thread, reading paused: True when the socket shows the peer since
+        the last look -- more bytes waiting, or its reset/EOF (that ends the
+        pause: the reader reads what came before it, then meets the end and the
+        link is lost as usual, failover or disconnect)."""
+        gone, waiting = _look_at_socket(link.channel.sock)
+        if gone:
+            log.info("%s:%s: the peer closed or reset the connection while reading was paused: "
+                     "reading what it sent before", link.host_and_port[0], link.host_and_port[1])
+            with link.pause_lock:
+                link.draining = True
+                _apply_pause(link)
+            return True
+        if waiting > link.paused_waiting:
+            link.paused_waiting = waiting  # new bytes since the last look
+            return True
+        return False
+
+    def _peer_alive(self, link: _Link) -> bool:
+        """Timer thread, reading paused and the receive deadline passed with no new
+        byte since the last look (:meth:`_paused_look`): when this
+        side's receive window is closed, TCP stops the peer -- our doing, not held
+        against it (a stall then shows once reading resumes). Silence with the
+        window open is a dead or stalled peer. Without the window size (not Linux
+        >= 6.2) only an empty socket buffer (window certainly open) lets silence
+        count against the peer."""
+        channel = link.channel
+        gone, waiting = _look_at_socket(channel.sock)
+        if waiting == 0:
+            return False
+        window = _receive_window(channel.sock)
+        return window is None or window < _CLOSED_WINDOW
 
     # ------------------------------------------------------------ closing
 
