@@ -109,6 +109,10 @@ DEFER_FLUSH_BYTES = 65536
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+# A receive deadline that passed with no byte read and none waiting is checked once
+# more after this long (seconds) before the peer is declared dead: a reader whose
+# recv() returned while another thread held the GIL has its bytes, not the socket.
+_HB_CONFIRM_S = 0.1
 # While reading is paused the peer is not blamed for silence when this side's
 # advertised receive window is below this many bytes: we hold it back.
 _CLOSED_WINDOW = 4096
@@ -308,6 +312,10 @@ class _PlainChannel:
     def recv(self, size: int) -> bytes:
         return self.sock.recv(size)
 
+    def pending(self) -> int:
+        """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""
+        return 0
+
     def sendall(self, data: bytes) -> None:
         self.sock.sendall(data)
 
@@ -381,6 +389,16 @@ class _TLSChannel:
                 except ssl.SSLZeroReturnError:
                     return b""
             self._wait(self._rsel, events)
+
+    def pending(self) -> int:
+        """Decrypted bytes OpenSSL holds that :meth:`recv` has not returned yet."""
+        with self._io:
+            if self._closed:
+                return 0
+            try:
+                return self.sock.pending()
+            except (OSError, ValueError):
+                return 0
 
     def _send_some(self, view: memoryview) -> Tuple[int, int]:
         """One SSL write under the lock: (bytes written, events to wait for)."""
@@ -497,6 +515,7 @@ class _Link:
         self.resume = threading.Event()  # set while the reader may read
         self.resume.set()
         self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
+        self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
         self.by_client = False  # closed by Transport.close() (not lost): no failover
         self.silent = False  # a failover attempt abandoned: no disconnected event
@@ -1664,8 +1683,9 @@ class Transport:
 
     def _heartbeat_check_tick(self, link: _Link) -> None:
         """Timer thread: the receive heart-beat check. Any byte read counts as the
-        peer's liveness (``last_read``); while reading is paused the socket is
-        looked at every interval, as the reader does not (see :meth:`_peer_alive`)."""
+        peer's liveness (``last_read``); past the deadline the socket is looked at
+        before the peer is blamed (see :meth:`_peer_alive`); while reading is
+        paused the socket is looked at every interval, as the reader does not."""
         if link.closed:
             return
         now = time.monotonic()
@@ -1674,14 +1694,23 @@ class Transport:
             link.last_read = now
         deadline = link.last_read + link.recv_timeout_s
         if now < deadline:
+            link.hb_suspect = False
             delay = deadline - now
             if paused:
                 delay = min(delay, link.recv_ms / 1000.0)
             link.scheduler.call_later(delay, self._heartbeat_check_tick, link)
             return
-        if paused and self._peer_alive(link):
+        if self._peer_alive(link, paused):
             link.last_read = now
-            link.scheduler.call_later(link.recv_ms / 1000.0, self._heartbeat_check_tick, link)
+            link.hb_suspect = False
+            link.scheduler.call_later(link.recv_ms / 1000.0 if paused else link.recv_timeout_s,
+                                      self._heartbeat_check_tick, link)
+            return
+        if not link.hb_suspect:
+            # once more shortly: a reader that had its recv() return while another thread
+            # held the GIL has the peer's bytes and updates last_read when it runs
+            link.hb_suspect = True
+            link.scheduler.call_later(min(_HB_CONFIRM_S, link.recv_timeout_s), self._heartbeat_check_tick, link)
             return
         reason = "heart-beat timeout: nothing received for %.2f s (negotiated %d ms)" % (
             now - link.last_read, link.recv_ms)
@@ -1707,9 +1736,14 @@ class Transport:
             return True
         return False
 
-    def _peer_alive(self, link: _Link) -> bool:
-        """Timer thread, reading paused and the receive deadline passed with no new
-        byte since the last look (:meth:`_paused_look`): when this
+    def _peer_alive(self, link: _Link, paused: bool) -> bool:
+        """Timer thread, the receive deadline passed with nothing read: is there a
+        sign of the peer the reader has not taken? Looks, reads nothing.
+
+        Reading: bytes waiting in the socket (or in TLS's buffer) are the peer's;
+        the reader is behind (C code holding the GIL, a long frame handler).
+
+        Paused (no new byte since the last look, :meth:`_paused_look`): when this
         side's receive window is closed, TCP stops the peer -- our doing, not held
         against it (a stall then shows once reading resumes). Silence with the
         window open is a dead or stalled peer. Without the window size (not Linux
@@ -1717,6 +1751,8 @@ class Transport:
         count against the peer."""
         channel = link.channel
         gone, waiting = _look_at_socket(channel.sock)
+        if not paused:
+            return gone or waiting != 0 or channel.pending() > 0
         if waiting == 0:
             return False
         window = _receive_window(channel.sock)

@@ -1,7 +1,12 @@
 """The receive heart-beat check against a real ActiveMQ, through amqstomp's TcpProxy:
-a consumer whose reading is paused by flow control (its buffer is full) still
-notices a peer that reset (cut), closed (half_close) or went silent (stall) --
-and does not blame a live peer that its own closed receive window holds back."""
+
+* a consumer whose reading is paused by flow control (its buffer is full) still
+  notices a peer that reset (cut), closed (half_close) or went silent (stall) --
+  and does not blame a live peer that its own closed receive window holds back;
+* a thread holding the GIL in C for longer than the receive window while the
+  broker's beats wait unread in the socket is no heart-beat timeout; a really
+  silent peer still is."""
+import ctypes
 import threading
 import time
 import uuid
@@ -13,7 +18,8 @@ from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.broker
 
-# the client sends no beats and wants one every second: the receive deadline is 1 s x 2 x 1.5 = 3 s
+# the client sends no beats (so the broker never closes it while the GIL is held)
+# and wants one every second: the receive deadline is 1 s x 2 x 1.5 = 3 s
 RECV_ONLY_1S = (0, 1000)
 DEADLINE_S = 3.0
 
@@ -221,4 +227,57 @@ def test_a_paused_consumer_does_not_blame_a_peer_its_closed_window_holds_back(ac
             assert conn.is_connected()
         finally:
             listener.release.set()
+            conn.disconnect()
+
+
+# --------------------------------------------------------------------------- the GIL
+
+
+def _hold_the_gil(seconds):
+    """Sleep in C without releasing the GIL (PyDLL keeps it held across the call)."""
+    libc = ctypes.PyDLL(None)
+    libc.sleep.argtypes = [ctypes.c_uint]
+    libc.sleep(int(seconds))
+
+
+@pytest.mark.timeout(120)
+def test_c_code_holding_the_gil_is_not_a_heartbeat_timeout(activemq):
+    """1 s beats (3 s deadline); the main thread holds the GIL in C for 5 s, six
+    times, with the broker's beats waiting in the socket meanwhile: never a
+    heart-beat timeout. Before: a timeout in most runs (5 s > the deadline, and
+    the timer thread may run before the reader)."""
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        listener = Held()
+        conn = amqstomp.Connection12(proxy.host_and_ports, heartbeats=RECV_ONLY_1S)
+        conn.set_listener("l", listener)
+        conn.connect(wait=True)
+        try:
+            assert conn.transport.heartbeats == (0, 1000)
+            for i in range(6):
+                _hold_the_gil(5)
+                time.sleep(0.5)  # the reader and the timer catch up
+                assert conn.is_connected(), "heart-beat timeout after GIL hold %d" % (i + 1)
+            assert "heartbeat_timeout" not in listener.events
+        finally:
+            conn.disconnect()
+
+
+@pytest.mark.timeout(60)
+def test_a_silent_peer_is_still_a_heartbeat_timeout(activemq):
+    """The look at the socket does not hide a dead peer: the proxy stalls, no byte
+    comes, the timeout fires within the deadline plus the confirmation look."""
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        listener = Held()
+        conn = amqstomp.Connection12(proxy.host_and_ports, heartbeats=RECV_ONLY_1S)
+        conn.set_listener("l", listener)
+        conn.connect(wait=True)
+        try:
+            time.sleep(1.5)
+            began = time.monotonic()
+            proxy.stall()
+            assert wait_until(lambda: not conn.is_connected(), DEADLINE_S + 5)
+            took = time.monotonic() - began
+            assert took < DEADLINE_S + 1.0, took
+            assert wait_until(lambda: "heartbeat_timeout" in listener.events, 5)
+        finally:
             conn.disconnect()
