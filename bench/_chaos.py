@@ -32,6 +32,10 @@ Invariants, checked per mode (:data:`MODES` says which apply):
     delivered again ("its consumed messages come again"). A COMMIT the broker did execute but
     the client reported as rolled back shows up here. ``TransactionInDoubtError`` (if the
     library has it) promises nothing either way: counted, not checked.
+``rbsend`` (transacted producers of ``jms-tx1``/``jms-txbatch``)
+    no send of a producer transaction whose ``commit()`` (or a send in it) raised
+    ``TransactionRolledBackError`` is ever delivered ("its sends were dropped"); the batch is sent
+    again in a new transaction, so each try is told apart by its ``chaos_attempt`` header.
 ``unflagged``
     a redelivery (a message-id this consumer saw before) carries ``redelivered: true`` or a
     delivery count > 1 (README: "every one carrying redelivered: true").
@@ -122,9 +126,11 @@ MODES: Dict[str, ModeSpec] = {m.name: m for m in (
     ModeSpec("jms-individual-async", "jms", "INDIVIDUAL-async",
              allowed="redelivery after acknowledge() returned (sendAcksAsync=true: ACK written, not confirmed)"),
     ModeSpec("jms-tx1", "jms", "TX1", strict=True, transacted=True,
-             allowed="redelivery after a commit() that raised (rolled back / in doubt)"),
+             allowed="redelivery after a commit() that raised (rolled back / in doubt); producer and "
+                     "consumer commit per message; an in-doubt producer commit may duplicate"),
     ModeSpec("jms-txbatch", "jms", "TXBATCH", strict=True, transacted=True,
-             allowed="redelivery after a commit() that raised (rolled back / in doubt)"),
+             allowed="redelivery after a commit() that raised (rolled back / in doubt); producer and "
+                     "consumer commit per 1-8 messages; an in-doubt producer commit may duplicate"),
 )}
 
 ALL_MODES: List[str] = list(MODES)
@@ -185,8 +191,10 @@ class ChaosConfig:
     sabotage: str = ""
 
     def replay_command(self) -> str:
-        return ("python bench/chaos.py --runs 1 --seconds %g --seed %d --modes %s --hogs %d --kills %d --rate %g"
-                % (self.seconds, self.seed, ",".join(self.modes), self.hogs, self.kills, self.rate))
+        return ("python bench/chaos.py --runs 1 --seconds %g --seed %d --modes %s --hogs %d --kills %d --rate %g "
+                "--gap %g --prefetch %s%s" % (self.seconds, self.seed, ",".join(self.modes), self.hogs, self.kills,
+                                              self.rate, self.chaos_gap_s, ",".join(map(str, self.prefetch_choices)),
+                                              "" if self.persistent else " --non-persistent"))
 
 
 # ------------------------------------------------------------------------------------------ ledger
@@ -207,6 +215,7 @@ class Delivery:
     flagged: bool  # redelivered:true
     count: int  # delivery count (1: first)
     link: int  # the socket it came on, when the library says (0: unknown)
+    attempt: str = ""  # the send attempt (chaos_attempt) this copy came from
 
 
 class Ledger:
@@ -218,6 +227,10 @@ class Ledger:
         self.mode = mode
         self.lock = threading.Lock()
         self.attempts: Dict[int, int] = {}  # seq -> sends tried
+        #: "seq.n" (header chaos_attempt) -> "sent" | "confirmed" | "failed" | "committed" |
+        #: "rolled_back" (its transaction's commit()/send raised TransactionRolledBackError) | "in_doubt"
+        self.attempt_status: Dict[str, str] = {}
+        self.producer_commits: Dict[str, int] = {}
         self.confirmed: Dict[int, float] = {}  # seq -> when its send was confirmed
         self.deliveries: List[Delivery] = []
         self.seen_seqs: Set[int] = set()
@@ -235,9 +248,20 @@ class Ledger:
         self.listener_events: Dict[str, int] = {}
 
     # producer side
-    def attempt(self, seq: int) -> None:
+    def attempt(self, seq: int) -> str:
+        """A new send attempt of ``seq``; returns its id (``chaos_attempt``)."""
         with self.lock:
-            self.attempts[seq] = self.attempts.get(seq, 0) + 1
+            n = self.attempts[seq] = self.attempts.get(seq, 0) + 1
+            aid = "%d.%d" % (seq, n)
+            self.attempt_status[aid] = "sent"
+        return aid
+
+    def attempt_outcome(self, attempt_ids: Sequence[str], status: str) -> None:
+        with self.lock:
+            for aid in attempt_ids:
+                self.attempt_status[aid] = status
+            if status in ("committed", "rolled_back", "in_doubt"):
+                self.producer_commits[status] = self.producer_commits.get(status, 0) + 1
 
     def confirm(self, seq: int) -> None:
         with self.lock:
@@ -249,8 +273,9 @@ class Ledger:
             self.send_retries[key] = self.send_retries.get(key, 0) + 1
 
     # consumer side
-    def deliver(self, seq: int, message_id: str, flagged: bool, count: int, link: int = 0) -> Delivery:
-        d = Delivery(_next_index(), time.monotonic(), seq, message_id, flagged, count, link)
+    def deliver(self, seq: int, message_id: str, flagged: bool, count: int, link: int = 0,
+                attempt: str = "") -> Delivery:
+        d = Delivery(_next_index(), time.monotonic(), seq, message_id, flagged, count, link, attempt)
         with self.lock:
             self.deliveries.append(d)
             self.seen_seqs.add(seq)
@@ -322,6 +347,7 @@ class ModeResult:
     rolled_back: int = 0  # messages in commits that raised TransactionRolledBackError
     rolled_back_gone: int = 0
     in_doubt: int = 0  # messages in commits that raised TransactionInDoubtError
+    rolled_back_sends_delivered: int = 0  # sends of producer transactions reported rolled back, delivered
     lost: int = 0
     unflagged: int = 0
     stalls: int = 0
@@ -354,7 +380,9 @@ def evaluate(spec: ModeSpec, ledger: Ledger, left: int = 0, left_settled: int = 
         errors = list(ledger.errors)
         stalls = list(ledger.stalls)
         r.info = {"unsettled_calls": dict(ledger.unsettled_calls), "send_retries": dict(ledger.send_retries),
-                  "listener_events": dict(ledger.listener_events)}
+                  "listener_events": dict(ledger.listener_events),
+                  "producer_commits": dict(ledger.producer_commits)}
+        attempt_status = dict(ledger.attempt_status)
     r.sent = len(confirmed)
     r.deliveries = len(deliveries)
     seen_mids: Dict[str, int] = {}
@@ -374,6 +402,8 @@ def evaluate(spec: ModeSpec, ledger: Ledger, left: int = 0, left_settled: int = 
         if s is not None and d.index > s:
             settled_redelivered.append(d)
     r.unique = len(mids_by_seq)
+    bad_sends = [d for d in deliveries if d.attempt and attempt_status.get(d.attempt) == "rolled_back"]
+    r.rolled_back_sends_delivered = len({d.attempt for d in bad_sends})
     r.dup_copies = sum(len(m) - 1 for m in mids_by_seq.values())
     r.settled = len(settled)
     r.settled_redelivered = len(settled_redelivered)
@@ -408,6 +438,10 @@ def evaluate(spec: ModeSpec, ledger: Ledger, left: int = 0, left_settled: int = 
     if r.rolled_back_gone:
         r.violations.append("%d message(s) of commits reported rolled back never came again (committed after all?): %s"
                             % (r.rolled_back_gone, gone[:5]))
+    if r.rolled_back_sends_delivered:
+        r.violations.append("%d send(s) of producer transactions reported rolled back were delivered "
+                            "(committed after all?): %s" % (r.rolled_back_sends_delivered,
+                                                           sorted({d.attempt for d in bad_sends})[:10]))
     if r.unflagged:
         r.violations.append("%d redelivery(ies) without redelivered flag or delivery count: %s"
                             % (r.unflagged, seqs(unflagged)))
@@ -448,13 +482,14 @@ class RunReport:
         return out + ["[global] %s" % v for v in self.global_violations]
 
     COLUMNS = ("mode", "sent", "deliv", "uniq", "redeliv", "dupsend", "settled", "set->redel", "rolledbk",
-               "rb-gone", "indoubt", "lost", "unflag", "stalls", "left", "dlq", "errors", "verdict")
+               "rb-gone", "indoubt", "rbsend", "lost", "unflag", "stalls", "left", "dlq", "errors", "verdict")
 
     def table(self) -> str:
         rows = []
         for name, m in self.modes.items():
             rows.append((name, m.sent, m.deliveries, m.unique, m.redeliveries, m.dup_copies, m.settled,
-                         m.settled_redelivered, m.rolled_back, m.rolled_back_gone, m.in_doubt, m.lost, m.unflagged,
+                         m.settled_redelivered, m.rolled_back, m.rolled_back_gone, m.in_doubt,
+                         m.rolled_back_sends_delivered, m.lost, m.unflagged,
                          m.stalls, m.left, m.dlq, m.errors, "ok" if m.ok else "FAIL"))
         return format_table(rows, self.COLUMNS)
 
@@ -871,69 +906,136 @@ class _JmsEvents:
 
 
 class Producer(_Client):
-    """Sends seq 0, 1, 2, ... until stopped; a send counts once confirmed (a RECEIPT); a failed
-    send of a seq is tried again (at-least-once)."""
+    """Sends seq 0, 1, 2, ... until stopped; a seq counts as sent once confirmed, and a seq whose
+    send failed is sent again (at-least-once; each try is an *attempt*, header ``chaos_attempt``).
+
+    Non-transacted modes send one message at a time and wait for its RECEIPT (stomp.py API:
+    ``send(receipt=)`` + ``wait_for_receipt``; JMS: a persistent send, or ``jms.alwaysSyncSend``
+    for non-persistent runs). The transacted modes send in a transacted session too (``jms-tx1``:
+    a commit per message, ``jms-txbatch``: per 2-6 messages): the batch is confirmed when
+    ``commit()`` returned; when it (or a send) raised TransactionRolledBackError its attempts are
+    *rolled back* -- none of them may ever be delivered -- and the batch is sent again; an in-doubt
+    commit is sent again too (a duplicate copy is allowed)."""
 
     def open(self) -> None:
         if self.spec.api == "stomp":
             self.conn = self.stomp_connection(_StompEvents(self))
         else:
             from amqstomp.jms import ConnectionFactory, Queue
-            self.conn = ConnectionFactory(self.jms_url()).create_connection(timeout_s=30)
+            extra = "" if self.run.config.persistent else "&jms.alwaysSyncSend=true"
+            self.conn = ConnectionFactory(self.jms_url(extra=extra)).create_connection(timeout_s=30)
             self.events = _JmsEvents(self)
             self.conn.set_exception_listener(self.events)
             self.conn.set_transport_listener(self.events)
-            self.session = self.conn.create_session()
+            self.session = self.conn.create_session(transacted=self.spec.transacted)
             self.producer = self.session.create_producer(Queue(self.queue_name))
 
     def start(self) -> None:
         self._thread(self._loop, "producer")
 
-    def _send_once(self, seq: int) -> None:
+    def _send_once(self, seq: int, attempt: str) -> None:
         body = "chaos %s %d %s" % (self.spec.name, seq, "x" * self.rng.randint(0, 200))
-        props = {"chaos_seq": str(seq), "chaos_run": self.run.run_id, "chaos_mode": self.spec.name}
+        props = {"chaos_seq": str(seq), "chaos_run": self.run.run_id, "chaos_mode": self.spec.name,
+                 "chaos_attempt": attempt}
         if self.spec.api == "stomp":
-            receipt = "s-%d-%s" % (seq, uuid.uuid4().hex[:6])
+            receipt = "s-%s-%s" % (attempt, uuid.uuid4().hex[:6])
             headers = dict(props, persistent="true" if self.run.config.persistent else "false")
-            self.conn.send(self.queue_name_stomp, body, headers=headers, receipt=receipt)
+            self.conn.send("/queue/" + self.queue_name, body, headers=headers, receipt=receipt)
             self.conn.wait_for_receipt(receipt, 10)
         else:
             from amqstomp.jms import NON_PERSISTENT, PERSISTENT, TextMessage
             message = TextMessage(body)
             for k, v in props.items():
                 message.set_property(k, v)
-            # persistent: waits for the RECEIPT; non-persistent: ask for it anyway (always_sync_send off)
             self.producer.send(message, delivery_mode=PERSISTENT if self.run.config.persistent else NON_PERSISTENT)
 
-    @property
-    def queue_name_stomp(self) -> str:
-        return "/queue/" + self.queue_name
+    def _pause(self, burst: List[int]) -> None:
+        """Between sends: mostly a random gap (mean 1/rate), sometimes a burst of back-to-back sends."""
+        if burst[0] > 0:
+            burst[0] -= 1
+            return
+        if self.rng.random() < self.run.config.burst_probability:
+            burst[0] = self.rng.randint(*self.run.config.burst_size)
+            return
+        self.stopping.wait(self.rng.expovariate(max(0.1, self.run.config.rate)))
 
     def _loop(self) -> None:
-        rate = max(0.1, self.run.config.rate)
-        burst = 0
+        if self.spec.transacted:
+            self._loop_transacted()
+            return
+        burst = [0]
         seq = 0
         while not self.stopping.is_set():
-            self.ledger.attempt(seq)
+            aid = self.ledger.attempt(seq)
             try:
-                self._send_once(seq)
+                self._send_once(seq, aid)
             except SEND_RETRY as exc:
+                self.ledger.attempt_outcome([aid], "failed")
                 self.ledger.send_retry(exc)
                 self.stopping.wait(0.05)
                 continue  # the same seq again
             except Exception as exc:
+                self.ledger.attempt_outcome([aid], "failed")
                 self.ledger.error("send seq %d" % seq, exc)
                 self.stopping.wait(0.2)
                 continue
+            self.ledger.attempt_outcome([aid], "confirmed")
             self.ledger.confirm(seq)
             seq += 1
-            if burst > 0:
-                burst -= 1
+            self._pause(burst)
+
+    def _loop_transacted(self) -> None:
+        burst = [0]
+        next_seq = 0
+        batch: List[int] = []
+        while not self.stopping.is_set():
+            if not batch:
+                size = 1 if self.spec.settle == "TX1" else self.rng.randint(2, 6)
+                batch = list(range(next_seq, next_seq + size))
+                next_seq += size
+            attempts: List[str] = []
+            outcome = ""
+            try:
+                for seq in batch:
+                    aid = self.ledger.attempt(seq)
+                    attempts.append(aid)
+                    self._send_once(seq, aid)
+                    self._pause(burst)
+            except ROLLED_BACK as exc:
+                outcome = "rolled_back"
+                self.ledger.send_retry(exc)
+            except Exception as exc:
+                outcome = "failed"
+                self.ledger.error("transacted send", exc)
+            if outcome:
+                self.ledger.attempt_outcome(attempts, outcome)
+                self._rollback()
+                self.stopping.wait(0.05)
+                continue  # the same batch again, in a new transaction
+            try:
+                self.session.commit()
+            except IN_DOUBT as exc:
+                self.ledger.attempt_outcome(attempts, "in_doubt")
+                self.ledger.unsettled("producer commit", exc)
                 continue
-            if self.rng.random() < self.run.config.burst_probability:
-                burst = self.rng.randint(*self.run.config.burst_size)
+            except ROLLED_BACK as exc:
+                self.ledger.attempt_outcome(attempts, "rolled_back")
+                self.ledger.unsettled("producer commit", exc)
                 continue
-            self.stopping.wait(self.rng.expovariate(rate))
+            except Exception as exc:
+                self.ledger.attempt_outcome(attempts, "in_doubt")  # unknown: checked as neither
+                self.ledger.error("producer commit", exc)
+                continue
+            self.ledger.attempt_outcome(attempts, "committed")
+            for seq in batch:
+                self.ledger.confirm(seq)
+            batch = []
+
+    def _rollback(self) -> None:
+        try:
+            self.session.rollback()
+        except Exception as exc:
+            self.ledger.unsettled("producer rollback", exc)
 
     def close(self) -> None:
         self.closing = True
@@ -997,11 +1099,18 @@ class Consumer(_Client):
         self.conn.subscribe("/queue/" + self.queue_name, id="chaos-" + self.spec.name, ack=ack, receipt=receipt,
                             **kwargs)
         self.conn.wait_for_receipt(receipt, 30)
+        # a second, idle subscription after it: every failover replays both, in order, so the main
+        # one delivers (and is acked) while the next is still being replayed
+        receipt = "sub-" + uuid.uuid4().hex[:8]
+        self.conn.subscribe("/queue/%s.idle" % self.queue_name, id="idle-" + self.spec.name, ack="client-individual",
+                            receipt=receipt)
+        self.conn.wait_for_receipt(receipt, 30)
 
     def _stomp_record(self, frame: Any) -> None:
         flagged, count = _stomp_flags(frame)
         self.ledger.deliver(int(frame.headers.get("chaos_seq", -1)), frame.headers.get("message-id", "?"),
-                            flagged, count, int(getattr(frame, "link_seq", 0) or 0))
+                            flagged, count, int(getattr(frame, "link_seq", 0) or 0),
+                            frame.headers.get("chaos_attempt", ""))
         self._maybe_delay()
 
     def _stomp_ack(self, frame: Any, covers: List[str]) -> None:
@@ -1054,7 +1163,16 @@ class Consumer(_Client):
                                   ConnectionFactory, Queue)
         settle = self.spec.settle
         extra = "&jms.sendAcksAsync=false" if settle in ("CLIENT", "INDIVIDUAL") else ""
-        self.conn = ConnectionFactory(self.jms_url(self.prefetch, extra)).create_connection(timeout_s=30)
+        try:
+            factory = ConnectionFactory(self.jms_url(self.prefetch, extra))
+        except _exc.ConfigurationError:
+            if not extra:
+                raise
+            # a library without jms.sendAcksAsync: its acknowledge() is asynchronous; the strict
+            # check stays (what an application of that version was told: acknowledge() returned)
+            self.run.note("%s: the library has no jms.sendAcksAsync; acknowledge() is asynchronous" % self.spec.name)
+            factory = ConnectionFactory(self.jms_url(self.prefetch))
+        self.conn = factory.create_connection(timeout_s=30)
         self.events = _JmsEvents(self)
         self.conn.set_exception_listener(self.events)
         self.conn.set_transport_listener(self.events)
@@ -1065,6 +1183,8 @@ class Consumer(_Client):
         self.consumer = self.session.create_consumer(Queue(self.queue_name))
         if settle in ("DUPS_OK", "INDIVIDUAL", "INDIVIDUAL-async"):
             self.consumer.set_message_listener(self._jms_listener)
+        # a second, idle consumer (own session) after it: every failover replays both subscriptions
+        self.idle_consumer = self.conn.create_session().create_consumer(Queue(self.queue_name + ".idle"))
         self.conn.start()
 
     def _jms_record(self, message: Any) -> str:
@@ -1072,8 +1192,9 @@ class Consumer(_Client):
         if seq is None:
             seq = message.headers.get("chaos_seq", -1)
         mid = message.message_id or "?"
+        attempt = message.get_property("chaos_attempt") or message.headers.get("chaos_attempt", "")
         self.ledger.deliver(int(seq), mid, bool(message.redelivered), int(message.delivery_count or 1),
-                            int(getattr(message, "link_seq", 0) or 0))
+                            int(getattr(message, "link_seq", 0) or 0), str(attempt))
         self._maybe_delay()
         return mid
 
@@ -1483,6 +1604,46 @@ class ChaosRun:
         baseline_sockets = socket_fds()
         capture = ErrorCapture()
         capture.install()
+        try:
+            self._run(cfg)
+        finally:  # also when the set-up failed: nothing of the run may outlive it
+            for proxies in self.proxies.values():
+                for p in proxies:
+                    try:
+                        p.close()
+                    except Exception as exc:
+                        self.note("closing a proxy: %s" % exc)
+            self._kill_hogs()
+            capture.uninstall()
+        # resources back to baseline
+        deadline = time.monotonic() + cfg.leak_timeout_s
+        while True:
+            extra_threads = [t for t in threading.enumerate() if t not in baseline_threads and t.is_alive()
+                             and t.name != "chaos-recover"]
+            extra_sockets = socket_fds() - baseline_sockets
+            if (not extra_threads and not extra_sockets) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if extra_threads:
+            self.report.global_violations.append("%d thread(s) left: %s" % (
+                len(extra_threads), sorted(t.name for t in extra_threads)[:20]))
+        if extra_sockets:
+            self.report.global_violations.append("%d socket(s) left open: %s" % (
+                len(extra_sockets), sorted(extra_sockets)[:10]))
+        self.report.log_errors = list(capture.records)
+        self.report.thread_exceptions = list(capture.thread_exceptions)
+        if capture.records:
+            self.report.global_violations.append("%d ERROR log record(s) from amqstomp: %s" % (
+                len(capture.records), " | ".join(capture.records[:5])))
+        if capture.thread_exceptions:
+            self.report.global_violations.append("uncaught exception(s) in threads: %s" % (
+                " | ".join(capture.thread_exceptions[:2])))
+        for problem in getattr(self.brokers, "problems", []):
+            self.report.global_violations.append("broker pair: " + problem)
+        self.report.elapsed_s = time.monotonic() - started
+        return self.report
+
+    def _run(self, cfg: ChaosConfig) -> None:
         schedule = make_schedule(cfg, list(cfg.modes))
         self.report.schedule = [e.describe() for e in schedule]
         monitor = threading.Thread(target=self._monitor, name="chaos-monitor", daemon=True)
@@ -1490,24 +1651,21 @@ class ChaosRun:
         clients: List[_Client] = []
         try:
             for mode in cfg.modes:
-                spec = MODES[mode]
                 self.ledgers[mode] = Ledger(mode)
                 self.queue_names[mode] = "chaos.%s.%s" % (self.run_id, mode)
                 self.proxies[mode] = [make_proxy(a) for a in self.brokers.addresses]
             for mode in cfg.modes:  # consumers first, then producers
-                spec = MODES[mode]
                 addresses = [p.address for p in self.proxies[mode]]
                 rng = random.Random("consumer:%d:%s" % (cfg.seed, mode))
-                c = Consumer(self, spec, self.ledgers[mode], self.queue_names[mode], addresses, rng)
+                c = Consumer(self, MODES[mode], self.ledgers[mode], self.queue_names[mode], addresses, rng)
                 clients.append(c)
                 c.open()
                 self.consumers[mode] = c
                 self.out("chaos: consumer " + c.describe())
             for mode in cfg.modes:
-                spec = MODES[mode]
                 addresses = [p.address for p in self.proxies[mode]]
                 rng = random.Random("producer:%d:%s" % (cfg.seed, mode))
-                p = Producer(self, spec, self.ledgers[mode], self.queue_names[mode], addresses, rng)
+                p = Producer(self, MODES[mode], self.ledgers[mode], self.queue_names[mode], addresses, rng)
                 clients.append(p)
                 p.open()
                 self.producers[mode] = p
@@ -1538,60 +1696,22 @@ class ChaosRun:
             self.stop_monitor.set()
             if executor.is_alive():
                 executor.join(30)
+            if monitor.is_alive():
+                monitor.join(15)
             self._heal()
             for c in clients:
                 c.stopping.set()
-                try:
-                    c.close()
-                except Exception as exc:  # pragma: no cover - close() records its own
-                    self.note("close %s: %s" % (c.spec.name, exc))
+                c.close()  # records its own errors
             for c in clients:
                 c.stop(10)
-        try:
-            sizes = {mode: self.broker_queue_size(self.queue_names[mode]) for mode in cfg.modes}
-            left, dlq = self._leftovers(list(cfg.modes))
-            for mode in cfg.modes:
-                ledger = self.ledgers[mode]
-                size = sizes[mode]
-                with ledger.lock:
-                    left_settled = sum(1 for mid in left[mode] if mid in ledger.settled)
-                self.report.modes[mode] = evaluate(MODES[mode], ledger, len(left[mode]), left_settled, dlq[mode], size)
-        finally:
-            for proxies in self.proxies.values():
-                for p in proxies:
-                    try:
-                        p.close()
-                    except Exception as exc:
-                        self.note("closing a proxy: %s" % exc)
-            self._kill_hogs()
-        # resources back to baseline
-        deadline = time.monotonic() + cfg.leak_timeout_s
-        while True:
-            extra_threads = [t for t in threading.enumerate() if t not in baseline_threads and t.is_alive()
-                             and t.name != "chaos-recover"]
-            extra_sockets = socket_fds() - baseline_sockets
-            if (not extra_threads and not extra_sockets) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if extra_threads:
-            self.report.global_violations.append("%d thread(s) left: %s" % (
-                len(extra_threads), sorted(t.name for t in extra_threads)[:20]))
-        if extra_sockets:
-            self.report.global_violations.append("%d socket(s) left open: %s" % (
-                len(extra_sockets), sorted(extra_sockets)[:10]))
-        capture.uninstall()
-        self.report.log_errors = list(capture.records)
-        self.report.thread_exceptions = list(capture.thread_exceptions)
-        if capture.records:
-            self.report.global_violations.append("%d ERROR log record(s) from amqstomp: %s" % (
-                len(capture.records), " | ".join(capture.records[:5])))
-        if capture.thread_exceptions:
-            self.report.global_violations.append("uncaught exception(s) in threads: %s" % (
-                " | ".join(capture.thread_exceptions[:2])))
-        for problem in getattr(self.brokers, "problems", []):
-            self.report.global_violations.append("broker pair: " + problem)
-        self.report.elapsed_s = time.monotonic() - started
-        return self.report
+        sizes = {mode: self.broker_queue_size(self.queue_names[mode]) for mode in cfg.modes}
+        left, dlq = self._leftovers(list(cfg.modes))
+        for mode in cfg.modes:
+            ledger = self.ledgers[mode]
+            with ledger.lock:
+                left_settled = sum(1 for mid in left[mode] if mid in ledger.settled)
+            self.report.modes[mode] = evaluate(MODES[mode], ledger, len(left[mode]), left_settled, dlq[mode],
+                                               sizes[mode])
 
 
 def run_chaos(config: ChaosConfig, brokers: Any, out: Callable[[str], None] = lambda s: None) -> RunReport:

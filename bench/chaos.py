@@ -11,7 +11,7 @@ Usage::
 
     python bench/chaos.py [--runs N] [--seconds S] [--seed X] [--modes a,b,...|all]
                           [--kills K] [--hogs H] [--rate R] [--gap S] [--stall-timeout S]
-                          [--non-persistent] [--json PATH] [-v]
+                          [--prefetch 1,5,50,500] [--non-persistent] [--json PATH] [-v]
 
 ``--seed X`` makes run i use seed X+i (without it, seeds are random and printed). Modes:
 stomp-auto, stomp-client, stomp-individual, stomp-optimized, jms-auto, jms-dups-ok, jms-client,
@@ -44,6 +44,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     ap.add_argument("--gap", type=float, default=1.5, help="mean seconds between proxy events")
     ap.add_argument("--stall-timeout", type=float, default=10.0, help="idle seconds with work left = a stall")
     ap.add_argument("--drain-timeout", type=float, default=90.0)
+    ap.add_argument("--prefetch", default="1,5,50,500", help="prefetch sizes each consumer picks from (seeded)")
     ap.add_argument("--non-persistent", action="store_true", help="send non-persistent messages")
     ap.add_argument("--json", default=None, help="write every run's report here")
     ap.add_argument("-v", "--verbose", action="store_true", help="events, info counters, INFO logs of the harness")
@@ -74,7 +75,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             config = ChaosConfig(seed=first_seed + i, modes=args.mode_list, seconds=args.seconds, rate=args.rate,
                                  chaos_gap_s=args.gap, hogs=args.hogs, kills=args.kills,
                                  stall_timeout_s=args.stall_timeout, drain_timeout_s=args.drain_timeout,
-                                 persistent=not args.non_persistent)
+                                 persistent=not args.non_persistent,
+                                 prefetch_choices=tuple(int(x) for x in args.prefetch.split(",")))
             print("== run %d/%d seed=%d (%s)" % (i + 1, args.runs, config.seed, config.replay_command()), flush=True)
             report = run_chaos(config, brokers, out=(lambda s: print(s, flush=True)) if args.verbose else
                                (lambda s: print(s, flush=True) if ("STALL" in s or "drain" in s) else None))
@@ -90,11 +92,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         ms = [r.modes[mode] for r in reports if mode in r.modes]
         rows.append((mode, sum(m.sent for m in ms), sum(m.deliveries for m in ms), sum(m.redeliveries for m in ms),
                      sum(m.settled_redelivered for m in ms), sum(m.rolled_back_gone for m in ms),
-                     sum(m.in_doubt for m in ms), sum(m.lost for m in ms), sum(m.stalls for m in ms),
+                     sum(m.in_doubt for m in ms), sum(m.rolled_back_sends_delivered for m in ms),
+                     sum(m.lost for m in ms), sum(m.stalls for m in ms),
                      sum(m.left for m in ms), sum(m.errors for m in ms),
                      ",".join(str(r.config.seed) for r in reports if mode in r.modes and not r.modes[mode].ok) or "-"))
     print("\n== summary of %d run(s), %.0f s" % (len(reports), time.monotonic() - started))
-    print(format_table(rows, ("mode", "sent", "deliv", "redeliv", "set->redel", "rb-gone", "indoubt", "lost",
+    print(format_table(rows, ("mode", "sent", "deliv", "redeliv", "set->redel", "rb-gone", "indoubt", "rbsend", "lost",
                               "stalls", "left", "errors", "failing seeds")))
     failing = [r for r in reports if not r.ok]
     for r in failing:

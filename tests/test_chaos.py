@@ -25,7 +25,7 @@ if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
 from bench._chaos import (ALL_MODES, MODES, ChaosConfig, ErrorCapture, Ledger, MasterSlavePair,  # noqa: E402
-                          SingleBroker, evaluate, make_schedule, run_chaos)
+                          SingleBroker, evaluate, make_schedule, run_chaos, socket_fds)
 
 SEED = int(os.environ.get("AMQSTOMP_CHAOS_SEED") or random.SystemRandom().randrange(1, 2 ** 31))
 SECONDS = float(os.environ.get("AMQSTOMP_CHAOS_SECONDS") or 0)
@@ -116,6 +116,24 @@ def test_checker_catches_a_rolled_back_commit_whose_messages_never_come_again():
 
 
 @pytest.mark.timeout(10)
+def test_checker_catches_a_delivered_send_of_a_producer_transaction_reported_rolled_back():
+    ledger = Ledger("jms-txbatch")
+    first = [ledger.attempt(1), ledger.attempt(2)]
+    ledger.attempt_outcome(first, "rolled_back")
+    again = [ledger.attempt(1), ledger.attempt(2)]  # the batch sent again, committed
+    ledger.attempt_outcome(again, "committed")
+    ledger.confirm(1)
+    ledger.confirm(2)
+    ledger.deliver(1, "m1", False, 1, attempt=again[0])
+    ledger.deliver(2, "m2", False, 1, attempt=again[1])
+    assert evaluate(MODES["jms-txbatch"], ledger).ok
+    ledger.deliver(2, "m2-old", False, 1, attempt=first[1])  # the rolled-back copy arrives too
+    result = evaluate(MODES["jms-txbatch"], ledger)
+    assert result.rolled_back_sends_delivered == 1 and not result.ok
+    assert "reported rolled back were delivered" in " ".join(result.violations)
+
+
+@pytest.mark.timeout(10)
 def test_checker_catches_unflagged_redeliveries_stalls_leftovers_dlq_and_errors():
     ledger = Ledger("jms-auto")
     ledger.confirm(1)
@@ -150,6 +168,18 @@ def test_error_capture_sees_library_errors_and_thread_exceptions_only():
         capture.uninstall()
     assert len(capture.records) == 1 and "reader died: boom" in capture.records[0]
     assert any("amqstomp-fake-reader" in e and "ZeroDivisionError" in e for e in capture.thread_exceptions)
+
+
+@pytest.mark.timeout(10)
+def test_the_socket_count_sees_a_socket_left_open():
+    import socket
+    before = socket_fds()
+    sock = socket.socket()
+    try:
+        assert len(socket_fds() - before) == 1
+    finally:
+        sock.close()
+    assert socket_fds() - before == set()
 
 
 @pytest.mark.timeout(10)
