@@ -1,0 +1,841 @@
+"""Model-based tests (hypothesis stateful) of the bookkeeping that decides
+where an ACK/NACK and a transaction's frames go when ``auto_reconnect``
+replaces a lost socket: no broker, no threads.
+
+What runs is the REAL code: :class:`amqstomp.failover.SocketLedger` and the
+decisions of :class:`amqstomp.connection.BaseConnection` (``_should_dispatch``
+for the dispatcher, ``ack``/``nack`` through ``_ack_frame``, ``begin``,
+``commit``, ``abort``) of a real ``amqstomp.Connection1x(auto_reconnect=True)``
+whose transport is replaced by :class:`FakeTransport` (``version``,
+``link_seq``, ``link_alive(seq)``, ``send_frame(..., link_seq=)`` that raises
+NotConnectedException as the real one does, and records what it writes on
+which socket). Only the ledger's ``size`` is chosen here (a new
+``SocketLedger(fake, size)``).
+
+The model broker is ActiveMQ Classic as DESIGN.md section 2 describes it: each
+socket has its own deliveries; when a socket is lost, every unacknowledged
+delivery of the client-ack subscription is redelivered on the next socket
+with the SAME message-id, a NEW ``ack`` id (STOMP 1.2) and
+``redelivered:true``; an ACK/NACK is applied only to a delivery of the socket
+it is written on (1.2 by ``ack`` id; 1.1 message-id + subscription; 1.0
+message-id), else it is a stray frame (ActiveMQ answers ERROR "Unexpected
+ACK"); ``ack:client`` is cumulative (earlier deliveries of that socket too);
+NACK settles one message (to the DLQ); a transaction's ACKs are applied only at
+a COMMIT written on the socket where its BEGIN was, and a lost socket rolls
+its transactions back; ABORT settles nothing (and redelivers nothing).
+
+Rules: produce (a new message on the queue); deliver (broker -> the client's
+dispatch queue, the dispatcher perhaps right after); hand over (the
+dispatcher, in arrival order: ``_should_dispatch``); ack/nack by the
+application of any message it holds, in any order (an old copy after its
+redelivered copy was handed over included), perhaps in a transaction (BEGIN
+comes with its first ACK); commit or abort; socket loss, mostly with the
+reconnect right after (socket numbers may jump: failed attempts use numbers
+too); reconnect. Any write may come with a failover interleaving with it, just
+before it (after the library's checks) or just after it: for ACK/NACK only in
+the main machines (the library pins those to their socket), for BEGIN/COMMIT/
+ABORT too in the xfail machine (see the reproducers).
+
+Invariants:
+* a queued MESSAGE is handed over iff its socket is alive (a lost socket's are
+  dropped: the broker redelivers them);
+* ack() that returns normally wrote exactly one frame, on the socket that
+  delivered the copy it names, while that socket was the open one, and the
+  broker applied it to that copy; ack() that raises AcknowledgeInterruptedError
+  (or TransactionRolledBackError for a transaction of a lost socket) wrote
+  nothing; no ACK/NACK/COMMIT/ABORT is ever a stray frame;
+* STOMP 1.2: no ambiguity, each normal return settles exactly the copy the
+  application named;
+* STOMP 1.0/1.1 leave one ambiguity: an ACK names a message-id (+ subscription),
+  which the lost copy and the redelivered one share, so when both copies were
+  handed over and neither acked ("two live copies of one message-id") the ACK
+  cannot say which one it means. The library promises (BaseConnection,
+  SocketLedger) that it names the copy handed over LAST that was not named by
+  an earlier ack/nack; asserted here: the broker applies the ACK to exactly
+  that copy. (An ack() of the old copy then settles the new one, and the ack()
+  of the new copy raises AcknowledgeInterruptedError: the message is settled
+  once and processed twice, which at-least-once allows.)
+* commit() that returns normally wrote COMMIT on the socket of the BEGIN and
+  the broker applied its ACKs; one that raises TransactionRolledBackError
+  wrote nothing; abort() settles nothing;
+* a message whose ack()/commit() returned normally is settled at the broker
+  and never redelivered; no message is settled that the application was never
+  handed (no loss);
+* the ledger never holds more than ``size`` identities.
+
+Documented, not bugs: an identity the ledger has forgotten (more than
+``size`` newer ones) is ACKed on whichever socket is open (SocketLedger's
+docstring): such ACKs are only checked to go on the open socket, and what they
+settle is exempt from the checks above (they may be stray, or on 1.0/1.1
+settle the redelivered copy).
+
+Out of scope: a loss between the write and the broker (the model broker
+applies a frame the moment it is written; an ACK or COMMIT lost in the socket's
+buffers makes the broker redeliver a message whose ack() returned normally:
+at-least-once covers it, and JMS's receipts report it as in doubt); thread
+interleavings other than the failover just before / after a write; the JMS
+API (it keys on ``frame.link_seq`` directly, see test_failover_settle.py).
+
+Sensitivity: ``test_the_model_catches_a_broken_library`` breaks the library in
+a local copy (monkeypatch: the oldest copy instead of the newest, 1.2 keyed by
+message-id, no eviction, transactions never stale, lost sockets' messages
+dispatched, ACKs not pinned to their socket) and asserts that hypothesis finds
+a counterexample (derandomized, no shrinking).
+The ``xfail(strict=True)`` tests are reproducers of bugs found with this
+model (see their reasons).
+"""
+import itertools
+from collections import Counter, OrderedDict
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+import amqstomp
+from amqstomp.codec import Frame
+from amqstomp.connection import BaseConnection
+from amqstomp.exception import AcknowledgeInterruptedError, NotConnectedException, TransactionRolledBackError
+from amqstomp.failover import SocketLedger
+
+pytestmark = pytest.mark.timeout(120)
+
+SUB = "1"
+DEST = "/queue/settle.model"
+CONNECTIONS = {"1.0": amqstomp.Connection10, "1.1": amqstomp.Connection11, "1.2": amqstomp.Connection12}
+
+
+class ModelViolation(AssertionError):
+    """The library broke one of the promises the model checks."""
+
+
+def check(condition: Any, message: str, *args: Any) -> None:
+    if not condition:
+        raise ModelViolation(message % args if args else message)
+
+
+# --------------------------------------------------------------------------- the broker's side
+
+
+class Delivery:
+    """One MESSAGE frame the broker sent: a copy of a message on one socket."""
+
+    __slots__ = ("n", "message_id", "sock", "ack_id", "redelivered", "state", "settled_by", "handed")
+
+    def __init__(self, n: int, message_id: str, sock: int, ack_id: str, redelivered: bool) -> None:
+        self.n = n  # dispatch order, over all sockets
+        self.message_id = message_id
+        self.sock = sock
+        self.ack_id = ack_id
+        self.redelivered = redelivered
+        self.state = "pending"  # -> "settled" (ACK/NACK applied) | "lost" (its socket died first)
+        self.settled_by: Optional[Write] = None
+        self.handed = False  # the application had it
+
+    def __repr__(self) -> str:
+        return "<copy %s of %s on socket %d, %s%s>" % (self.ack_id, self.message_id, self.sock, self.state,
+                                                       ", handed over" if self.handed else "")
+
+
+class Write:
+    """A frame the fake transport wrote, and what the model broker made of it."""
+
+    __slots__ = ("sock", "cmd", "headers", "matched", "stray", "redundant", "fallback")
+
+    def __init__(self, sock: int, cmd: str, headers: Dict[str, str]) -> None:
+        self.sock = sock
+        self.cmd = cmd
+        self.headers = headers
+        self.matched: Optional[Delivery] = None  # the delivery an ACK/NACK named on its socket
+        self.stray: Optional[str] = None  # why ActiveMQ would answer ERROR
+        self.redundant = False  # named a delivery settled already
+        self.fallback = False  # an ACK of an identity the ledger had forgotten (documented)
+
+    def __repr__(self) -> str:
+        return "<%s on socket %d %r%s>" % (self.cmd, self.sock, self.headers,
+                                          " STRAY: %s" % self.stray if self.stray else "")
+
+
+class ModelBroker:
+    """ActiveMQ Classic's side of one client-ack subscription (module docstring)."""
+
+    def __init__(self, version: str, cumulative: bool, message_ids: List[str]) -> None:
+        self.version = version
+        self.cumulative = cumulative
+        self.queued = list(message_ids)  # waiting for dispatch; redeliveries go first
+        self.redelivered: Set[str] = set()
+        self.deliveries: List[Delivery] = []
+        # transaction -> (socket of its BEGIN, [(deliveries its ACK covers, the ACK)])
+        self.transactions: Dict[str, Tuple[int, List[Tuple[List[Delivery], Write]]]] = {}
+        self.settled: Dict[str, Delivery] = {}  # message-id -> the delivery whose settlement removed it
+        self._ack_ids = itertools.count(1)
+
+    def dispatch(self, message_id: str, sock: int) -> Delivery:
+        self.queued.remove(message_id)
+        delivery = Delivery(len(self.deliveries), message_id, sock, "ack:%d:%d" % (sock, next(self._ack_ids)),
+                            message_id in self.redelivered)
+        self.deliveries.append(delivery)
+        return delivery
+
+    def _named(self, sock: int, headers: Dict[str, str]) -> Optional[Delivery]:
+        """The delivery of socket ``sock`` an ACK/NACK with ``headers`` names (STOMP 1.2 spec "ACK")."""
+        if self.version == "1.2":
+            found = [d for d in self.deliveries if d.sock == sock and d.ack_id == headers.get("id")]
+        elif self.version == "1.1":
+            found = [d for d in self.deliveries if d.sock == sock and d.message_id == headers.get("message-id")
+                     and headers.get("subscription") == SUB]
+        else:
+            found = [d for d in self.deliveries if d.sock == sock and d.message_id == headers.get("message-id")]
+        assert len(found) <= 1, "model: a message is dispatched at most once per socket"
+        return found[0] if found else None
+
+    def _covered(self, delivery: Delivery, cmd: str) -> List[Delivery]:
+        if self.cumulative and cmd == "ACK":  # ack:client acks every earlier delivery of the socket too
+            return [d for d in self.deliveries
+                    if d.sock == delivery.sock and d.n <= delivery.n and d.state == "pending"]
+        return [delivery]
+
+    def _settle(self, deliveries: List[Delivery], write: Write) -> None:
+        for d in deliveries:
+            if d.state == "pending":
+                d.state = "settled"
+                d.settled_by = write
+                self.settled[d.message_id] = d
+
+    def receive(self, write: Write) -> None:
+        """A frame written on socket ``write.sock`` (applied at once: see 'Out of scope')."""
+        cmd, headers, sock = write.cmd, write.headers, write.sock
+        tx = headers.get("transaction", "")
+        if cmd in ("ACK", "NACK"):
+            delivery = write.matched = self._named(sock, headers)
+            if delivery is None:
+                write.stray = "no delivery of that identity on socket %d" % sock
+                return
+            if delivery.state != "pending":
+                write.redundant = True  # ActiveMQ: ERROR "Unexpected ACK"; the message is settled already
+                return
+            if tx:
+                entry = self.transactions.get(tx)
+                if entry is None or entry[0] != sock:
+                    write.stray = "transaction %s unknown on socket %d" % (tx, sock)
+                    return
+                entry[1].append((self._covered(delivery, cmd), write))
+                return
+            self._settle(self._covered(delivery, cmd), write)
+        elif cmd == "BEGIN":
+            self.transactions[tx] = (sock, [])
+        elif cmd in ("COMMIT", "ABORT"):
+            entry = self.transactions.get(tx)
+            if entry is None or entry[0] != sock:
+                write.stray = "transaction %s unknown on socket %d" % (tx, sock)
+                return
+            del self.transactions[tx]
+            if cmd == "COMMIT":
+                for covered, ack in entry[1]:
+                    self._settle(covered, ack)
+
+    def lose(self, sock: int) -> None:
+        """Socket ``sock`` ended: its unacked deliveries come again on the next one, its
+        transactions are rolled back."""
+        for d in reversed(self.deliveries):
+            if d.sock == sock and d.state == "pending":
+                d.state = "lost"
+                self.queued.insert(0, d.message_id)
+                self.redelivered.add(d.message_id)
+        for tx in [tx for tx, entry in self.transactions.items() if entry[0] == sock]:
+            del self.transactions[tx]
+
+
+# --------------------------------------------------------------------------- the client's wire
+
+
+class FakeTransport:
+    """What BaseConnection and SocketLedger use of a Transport, without a socket.
+
+    ``interleave`` = (when, commands, fn): ``fn()`` (a failover) runs once, just
+    before or just after the next write of one of ``commands``, as the reader /
+    failover threads may between the library's checks and its write."""
+
+    def __init__(self, version: str, broker: ModelBroker) -> None:
+        self.version = version
+        self.broker = broker
+        self.link_seq = 1
+        self.open = True
+        self.writes: List[Write] = []
+        self.interleave: Optional[Tuple[str, Tuple[str, ...], Callable[[], None]]] = None
+
+    def link_alive(self, seq: int) -> bool:
+        return self.open and seq == self.link_seq
+
+    def is_open(self) -> bool:
+        return self.open
+
+    def is_connected(self) -> bool:
+        return self.open
+
+    def send_frame(self, cmd: str, headers: Optional[Dict[str, Any]] = None, body: Any = None,
+                   write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
+                   link_seq: int = 0) -> None:
+        hook = None
+        if self.interleave is not None and cmd in self.interleave[1]:
+            hook, self.interleave = self.interleave, None
+        if hook is not None and hook[0] == "before":
+            hook[2]()
+        if not self.open:
+            raise NotConnectedException("not connected (no open socket)")
+        if link_seq and link_seq != self.link_seq:
+            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
+                                        % (cmd, link_seq, self.link_seq))
+        write = Write(self.link_seq, cmd, {k: str(v) for k, v in (headers or {}).items() if v is not None})
+        self.writes.append(write)
+        self.broker.receive(write)
+        if hook is not None and hook[0] == "after":
+            hook[2]()
+        return None
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class SettleModel(RuleBasedStateMachine):
+    """One connection, one client-ack subscription, a few messages (module docstring)."""
+
+    VERSION = "1.2"
+    #: frames a failover may interleave with; the library pins ACK/NACK to their socket
+    RACY: Tuple[str, ...] = ("ACK", "NACK")
+    TRANSPORT = FakeTransport
+
+    # ----------------------------------------------------------------- set-up
+
+    @initialize(mode=st.sampled_from(["client-individual", "client"]), size=st.sampled_from([2, 3, 64]),
+                messages=st.sampled_from([1, 2, 3, 5]))
+    def setup(self, mode: str, size: int, messages: int) -> None:
+        self._setup(mode, size, messages)
+
+    def _setup(self, mode: str = "client-individual", size: int = 64, messages: int = 3) -> None:
+        self.mode = mode
+        self.size = size
+        self._message_ids = itertools.count(messages)
+        self.broker = ModelBroker(self.VERSION, mode == "client",
+                                  ["ID:model-1:1:1:1:%d" % i for i in range(messages)])
+        self.transport = self.TRANSPORT(self.VERSION, self.broker)
+        conn = CONNECTIONS[self.VERSION](auto_reconnect=True)
+        conn.transport = self.transport  # type: ignore[assignment]
+        conn._ledger = SocketLedger(self.transport, size=size)
+        assert conn.reconnector is not None
+        conn.reconnector.transport = self.transport
+        conn.reconnector.arm()  # no thread until a loss is reported, which the fake never does
+        conn.subscribe(DEST, id=SUB, ack=mode)
+        self.conn = conn
+        self.inbox: List[Tuple[Frame, Delivery]] = []  # delivered, waiting for the dispatcher
+        self.held: List[Tuple[Frame, Delivery]] = []  # handed over, not acked by the application
+        # the ledger's documented policy: identity -> copies handed over and not named yet
+        # (oldest identity forgotten first beyond ``size``)
+        self.promised: "OrderedDict[Tuple[str, ...], List[Delivery]]" = OrderedDict()
+        self.app_settled: Dict[str, str] = {}  # message-id -> how the application settled it
+        self.tx: Optional[str] = None
+        self.tx_sock = 0  # where the model saw its BEGIN written
+        self.tx_acks: List[Tuple[Delivery, Write]] = []
+        self._tx_ids = itertools.count(1)
+        self.checked = 0  # writes checked for stray frames
+        self.stats: Counter = Counter()
+
+    def identity(self, d: Delivery) -> Tuple[str, ...]:
+        """What an ACK names (DESIGN.md section 2)."""
+        if self.VERSION == "1.2":
+            return (d.ack_id,)
+        if self.VERSION == "1.1":
+            return (d.message_id, SUB)
+        return (d.message_id,)
+
+    # ----------------------------------------------------------------- the broker and the wire
+
+    @precondition(lambda self: self.transport.open and self.broker.queued)
+    @rule(data=st.data())
+    def deliver(self, data: st.DataObject) -> None:
+        """The broker dispatches one message (a redelivered one first, mostly), and
+        the dispatcher may hand the queue over at once."""
+        queued = self.broker.queued
+        self._deliver(data.draw(st.sampled_from(queued[:1] * 2 + queued), label="message"))
+        if data.draw(st.booleans(), label="dispatcher runs"):
+            while self.inbox:
+                self._hand_over()
+
+    @precondition(lambda self: len(self.broker.queued) < 3)
+    @rule()
+    def produce(self) -> None:
+        """A producer sends a new message to the queue."""
+        self.broker.queued.append("ID:model-1:1:1:1:%d" % next(self._message_ids))
+
+    def _deliver(self, message_id: str) -> Delivery:
+        check(message_id not in self.app_settled, "%s was settled (%s) and is delivered again",
+              message_id, self.app_settled.get(message_id))
+        d = self.broker.dispatch(message_id, self.transport.link_seq)
+        headers = {"destination": DEST, "message-id": message_id, "subscription": SUB}
+        if self.VERSION == "1.2":
+            headers["ack"] = d.ack_id
+        if d.redelivered:
+            headers["redelivered"] = "true"
+        frame = Frame("MESSAGE", headers, b"body")
+        frame.link_seq = d.sock
+        self.inbox.append((frame, d))
+        return d
+
+    @precondition(lambda self: self.transport.open and (self.inbox or self.held or self.tx is not None))
+    @rule(reconnect=st.sampled_from([True, True, False]), failed_attempts=st.integers(0, 2))
+    def lose_socket(self, reconnect: bool, failed_attempts: int) -> None:
+        """The socket ends; mostly the new one is there before the application acts again."""
+        self._lose()
+        if reconnect:
+            self._reconnect(failed_attempts)
+
+    def _lose(self) -> None:
+        if self.transport.open:
+            self.transport.open = False
+            self.broker.lose(self.transport.link_seq)
+            self.stats["losses"] += 1
+
+    @precondition(lambda self: not self.transport.open)
+    @rule(failed_attempts=st.integers(0, 2))
+    def reconnect(self, failed_attempts: int) -> None:
+        self._reconnect(failed_attempts)
+
+    def _reconnect(self, failed_attempts: int = 0) -> None:
+        self.transport.link_seq += 1 + failed_attempts
+        self.transport.open = True
+
+    def _failover(self) -> None:
+        self._lose()
+        self._reconnect()
+        self.stats["raced failovers"] += 1
+
+    def _race(self, when: str, cmd: str) -> None:
+        self.transport.interleave = (when, (cmd,), self._failover)
+
+    def _maybe_race(self, data: st.DataObject, cmd: str) -> None:
+        """Perhaps a failover replaces the socket just before / just after the next
+        ``cmd`` write (commands in RACY only)."""
+        self.transport.interleave = None  # one armed for a write that did not happen is moot
+        if self.transport.open and cmd in self.RACY:
+            race = data.draw(st.sampled_from([None, None, None, "before", "after"]), label="failover races " + cmd)
+            if race is not None:
+                self._race(race, cmd)
+
+    # ----------------------------------------------------------------- the dispatcher
+
+    @precondition(lambda self: self.inbox)
+    @rule(data=st.data())
+    def hand_over(self, data: st.DataObject) -> None:
+        """The dispatcher takes one or more queued MESSAGEs, in arrival order."""
+        for _ in range(data.draw(st.integers(1, len(self.inbox)), label="frames")):
+            self._hand_over()
+
+    def _hand_over(self) -> bool:
+        frame, d = self.inbox.pop(0)
+        alive = self.transport.link_alive(d.sock)
+        handed = self.conn._should_dispatch(frame)
+        check(handed == alive, "%r: handed over=%s while its socket alive=%s (open socket %d)",
+              d, handed, alive, self.transport.link_seq)
+        if handed:
+            d.handed = True
+            self.held.append((frame, d))
+            key = self.identity(d)
+            copies = self.promised.get(key)
+            if copies is None:
+                self.promised[key] = [d]
+                while len(self.promised) > self.size:
+                    self.promised.popitem(last=False)
+            else:
+                copies.append(d)
+        else:
+            self.stats["dropped"] += 1
+        return handed
+
+    # ----------------------------------------------------------------- the application
+
+    @precondition(lambda self: self.held)
+    @rule(data=st.data())
+    def ack(self, data: st.DataObject) -> None:
+        """The application ACKs/NACKs a message it holds (any of them), perhaps in the
+        open transaction, perhaps while a failover replaces the socket just before or
+        just after the write."""
+        index = data.draw(st.integers(0, len(self.held) - 1), label="held message")
+        cmd = "ACK" if self.VERSION == "1.0" else data.draw(st.sampled_from(["ACK", "ACK", "NACK"]), label="cmd")
+        in_tx = (self.tx is not None or self.transport.open) and data.draw(st.booleans(), label="in a transaction")
+        if in_tx and self.tx is None:
+            self._maybe_race(data, "BEGIN")
+            self._begin()
+        self._maybe_race(data, cmd)
+        self._ack(index, cmd, in_tx)
+
+    def _ack(self, index: int, cmd: str = "ACK", in_tx: bool = False) -> str:
+        frame, named = self.held.pop(index)
+        tx = self.tx if in_tx else None
+        transport = self.transport
+        # what the library promises, decided before the call
+        stale_tx = tx is not None and not transport.link_alive(self.tx_sock)
+        copy: Optional[Delivery] = None
+        if not stale_tx:  # the ledger is consulted (and forgets the copy) only past the transaction check
+            key = self.identity(named)
+            copies = self.promised.get(key)
+            if copies:
+                copy = copies.pop()
+                if not copies:
+                    del self.promised[key]
+        racing = transport.interleave is not None and cmd in transport.interleave[1]
+        race_before = racing and transport.interleave is not None and transport.interleave[0] == "before"
+        sock_at_call = transport.link_seq
+        open_at_call = transport.open
+        before = len(transport.writes)
+
+        headers = frame.headers
+        call = self.conn.ack if cmd == "ACK" else self.conn.nack  # type: ignore[attr-defined]
+        try:
+            if self.VERSION == "1.2":
+                call(headers["ack"], transaction=tx)
+            elif self.VERSION == "1.1":
+                call(headers["message-id"], headers["subscription"], transaction=tx)
+            else:
+                call(headers["message-id"], transaction=tx)
+            outcome = "ok"
+        except AcknowledgeInterruptedError:
+            outcome = "interrupted"
+        except TransactionRolledBackError:
+            outcome = "rolled back"
+        new = transport.writes[before:]
+        self.stats["%s %s" % (cmd, outcome)] += 1
+        if any(d.handed and d.n > named.n and d.message_id == named.message_id for d in self.broker.deliveries):
+            self.stats["%s of a copy after a newer copy was handed over: %s" % (cmd, outcome)] += 1
+
+        if stale_tx:
+            check(outcome == "rolled back" and not new,
+                  "%s of %r in transaction %s of lost socket %d: %s, wrote %r", cmd, named, tx, self.tx_sock,
+                  outcome, new)
+            return outcome
+        if outcome != "ok":
+            check(outcome == "interrupted", "%s of %r raised TransactionRolledBackError, its transaction %s "
+                  "is on the open socket %d", cmd, named, tx, self.tx_sock)
+            check(not new, "%s of %r raised AcknowledgeInterruptedError but wrote %r", cmd, named, new)
+            if copy is None:
+                check(not open_at_call, "%s of forgotten %r interrupted while socket %d was open",
+                      cmd, named, sock_at_call)
+            else:
+                check(not (open_at_call and copy.sock == sock_at_call) or race_before,
+                      "%s of %r interrupted, though %r came on the open socket %d", cmd, named, copy, sock_at_call)
+            return outcome
+        check(len(new) == 1 and new[0].cmd == cmd, "%s of %r returned normally and wrote %r", cmd, named, new)
+        write = new[0]
+        if copy is None:  # the ledger forgot it (documented): written on the open socket
+            write.fallback = True
+            self.stats["forgotten identity"] += 1
+            check(racing or (open_at_call and write.sock == sock_at_call),
+                  "%s of forgotten %r written on socket %d, not the open one", cmd, named, write.sock)
+            return outcome
+        check(not race_before, "%s of %r returned normally though its socket %d was lost just before the write "
+              "(written: %r)", cmd, named, copy.sock, write)
+        check(write.sock == copy.sock, "%s of %r written on socket %d, not on socket %d that delivered it",
+              cmd, copy, write.sock, copy.sock)
+        check(open_at_call and copy.sock == sock_at_call,
+              "%s of %r returned normally, its socket %d was not the open one", cmd, copy, copy.sock)
+        check(write.stray is None and write.matched is copy,
+              "%s of %r: the broker applied it to %r (%s)", cmd, copy, write.matched, write.stray)
+        if self.VERSION == "1.2":
+            check(copy is named, "1.2: %s of %r settled another copy %r", cmd, named, copy)
+        elif copy is not named:
+            self.stats["1.0/1.1 ambiguity: named the copy handed over last"] += 1
+        if write.redundant:
+            earlier = copy.settled_by
+            check(earlier is not None and (self.mode == "client" or earlier.fallback),
+                  "%s of %r: that copy was settled already by %r", cmd, copy, earlier)
+        if tx is None:
+            check(copy.state == "settled", "%s of %r returned normally, the broker did not settle it", cmd, copy)
+            self.app_settled.setdefault(copy.message_id, "%s on socket %d" % (cmd, write.sock))
+        else:
+            self.tx_acks.append((copy, write))
+        return outcome
+
+    @precondition(lambda self: self.tx is not None)
+    @rule(commit=st.sampled_from([True, True, False]), data=st.data())
+    def end_transaction(self, commit: bool, data: st.DataObject) -> None:
+        """COMMIT the open transaction (BEGIN came with its first ACK), or ABORT it."""
+        self._maybe_race(data, "COMMIT" if commit else "ABORT")
+        if commit:
+            self._commit()
+        else:
+            self._abort()
+
+    def _begin(self) -> None:
+        tx = "tx-%d" % next(self._tx_ids)
+        before = len(self.transport.writes)
+        self.conn.begin(tx)
+        new = self.transport.writes[before:]
+        check(len(new) == 1 and new[0].cmd == "BEGIN", "begin wrote %r", new)
+        self.tx, self.tx_sock, self.tx_acks = tx, new[0].sock, []
+
+    def _commit(self) -> str:
+        tx, sock, acks = self.tx, self.tx_sock, self.tx_acks
+        self.tx, self.tx_acks = None, []
+        alive = self.transport.link_alive(sock)
+        racing = self.transport.interleave is not None and "COMMIT" in self.transport.interleave[1]
+        before = len(self.transport.writes)
+        try:
+            self.conn.commit(tx)
+            outcome = "ok"
+        except TransactionRolledBackError:
+            outcome = "rolled back"
+        new = self.transport.writes[before:]
+        self.stats["COMMIT %s" % outcome] += 1
+        if outcome == "rolled back":
+            check(not alive or racing, "commit of %s raised TransactionRolledBackError, its socket %d is open",
+                  tx, sock)
+            check(not new, "commit of %s raised TransactionRolledBackError and wrote %r", tx, new)
+            check(all(w.matched is None or w.matched.settled_by is not w for _, w in acks),
+                  "commit of %s rolled back, yet its ACKs were applied", tx)
+            return outcome
+        check(alive, "commit of %s (BEGIN on socket %d) returned normally after that socket was lost "
+              "(open socket %d; wrote %r)", tx, sock, self.transport.link_seq, new)
+        check(len(new) == 1 and new[0].cmd == "COMMIT" and new[0].sock == sock and new[0].stray is None,
+              "commit of %s (BEGIN on socket %d) returned normally and wrote %r", tx, sock, new)
+        for copy, _ in acks:
+            check(copy.state == "settled", "commit of %s returned normally, %r is not settled", tx, copy)
+            self.app_settled.setdefault(copy.message_id, "ACK in %s, committed on socket %d" % (tx, sock))
+        return outcome
+
+    def _abort(self) -> None:
+        tx, sock, acks = self.tx, self.tx_sock, self.tx_acks
+        self.tx, self.tx_acks = None, []
+        alive = self.transport.link_alive(sock)
+        racing = self.transport.interleave is not None and "ABORT" in self.transport.interleave[1]
+        before = len(self.transport.writes)
+        self.conn.abort(tx)
+        new = self.transport.writes[before:]
+        if alive and not (racing and not new):
+            check(len(new) == 1 and new[0].cmd == "ABORT" and new[0].sock == sock and new[0].stray is None,
+                  "abort of %s (BEGIN on socket %d) wrote %r", tx, sock, new)
+        else:
+            check(not new, "abort of %s of lost socket %d wrote %r", tx, sock, new)
+        for copy, w in acks:
+            check(copy.settled_by is not w, "abort of %s applied its ACK %r", tx, w)
+
+    # ----------------------------------------------------------------- invariants
+
+    @invariant()
+    def ledger_is_bounded(self) -> None:
+        held = len(self.conn._ledger._messages)
+        check(held <= self.size, "the ledger holds %d identities, its size is %d", held, self.size)
+
+    @invariant()
+    def no_stray_frames(self) -> None:
+        for write in self.transport.writes[self.checked:]:
+            if write.stray is not None and write.fallback:
+                self.stats["forgotten identity, stray ACK"] += 1
+            else:
+                check(write.stray is None, "stray frame (ActiveMQ answers ERROR): %r", write)
+        self.checked = len(self.transport.writes)
+
+    @invariant()
+    def settled_stays_settled(self) -> None:
+        for message_id, how in self.app_settled.items():
+            d = self.broker.settled.get(message_id)
+            check(d is not None and message_id not in self.broker.queued,
+                  "%s was settled by the application (%s) but the broker redelivers it", message_id, how)
+            assert d is not None
+            check(all(e.message_id != message_id or e.n <= d.n for e in self.broker.deliveries),
+                  "%s was settled (%s) and delivered again", message_id, how)
+
+    @invariant()
+    def nothing_settled_unseen(self) -> None:
+        handed = {d.message_id for d in self.broker.deliveries if d.handed}
+        for d in self.broker.deliveries:
+            if d.state == "settled" and d.settled_by is not None and not d.settled_by.fallback:
+                check(d.message_id in handed, "%r was settled by %r, the application never had that message",
+                      d, d.settled_by)
+
+
+def _machine(version: str, **attributes: Any) -> type:
+    attributes["VERSION"] = version
+    return type("SettleModel%s" % version.replace(".", ""), (SettleModel,), attributes)
+
+
+MACHINES = {version: _machine(version) for version in CONNECTIONS}
+
+MODEL_SETTINGS = settings(max_examples=100, stateful_step_count=50, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@pytest.mark.parametrize("version", sorted(MACHINES))
+def test_settle_model(version: str) -> None:
+    run_state_machine_as_test(MACHINES[version], settings=MODEL_SETTINGS)
+
+
+@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
+    "BUG (see the reproducers below): begin()/commit()/abort() are not pinned to the transaction's "
+    "socket, so a failover interleaving with their write breaks the transaction promises"))
+def test_settle_model_with_failovers_racing_transaction_frames() -> None:
+    machine = _machine("1.2", RACY=("ACK", "NACK", "BEGIN", "COMMIT", "ABORT"))
+    run_state_machine_as_test(machine, settings=MUTANT_SETTINGS)
+
+
+# --------------------------------------------------------------------------- the model can fail
+
+MUTANT_SETTINGS = settings(max_examples=600, stateful_step_count=40, deadline=None, database=None,
+                           derandomize=True, phases=[Phase.generate], report_multiple_bugs=False,
+                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _socket_of_oldest(self: SocketLedger, ack_headers: Any) -> Optional[int]:
+    """socket_of taking the copy handed over FIRST."""
+    key = self.ack_key(self.transport.version, ack_headers)
+    seqs = self._messages.get(key)
+    if not seqs:
+        return None
+    seq = seqs.pop(0)
+    if not seqs:
+        del self._messages[key]
+    return seq
+
+
+def _ack_key_by_message_id(version: Optional[str], headers: Any) -> Tuple[str, ...]:
+    """ack_key that ignores the 1.2 ``ack`` id (keys every version by message-id)."""
+    return (str(headers.get("message-id")),)
+
+
+def _handed_over_unbounded(self: SocketLedger, frame: Any) -> None:
+    """handed_over that never forgets."""
+    key = self.ack_key(self.transport.version, frame.headers)
+    self._messages.setdefault(key, []).append(frame.link_seq or self.transport.link_seq)
+
+
+def _should_dispatch_keeps_lost(self: BaseConnection, frame: Any) -> bool:
+    """_should_dispatch that hands a lost socket's queued messages over too."""
+    sub = self.subscriptions.get(frame.headers.get("subscription"))
+    if sub is not None and sub.ack != "auto":
+        self._ledger.handed_over(frame)
+    return True
+
+
+class _TransportIgnoringLinkSeq(FakeTransport):
+    """A transport that writes an ACK on whatever socket is open (link_seq ignored)."""
+
+    def send_frame(self, cmd: str, headers: Optional[Dict[str, Any]] = None, body: Any = None,
+                   write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
+                   link_seq: int = 0) -> None:
+        return super().send_frame(cmd, headers, body, write_timeout, defer, head, 0)
+
+
+MUTANTS: Dict[str, Tuple[str, Any, str, Any]] = {
+    "socket_of takes the oldest copy": ("1.1", SocketLedger, "socket_of", _socket_of_oldest),
+    "ack identity is the message-id on 1.2": ("1.2", SocketLedger, "ack_key",
+                                              staticmethod(_ack_key_by_message_id)),
+    "the ledger never forgets": ("1.2", SocketLedger, "handed_over", _handed_over_unbounded),
+    "a transaction is never stale": ("1.2", SocketLedger, "transaction_is_stale", lambda self, tx: False),
+    "the dispatcher hands lost sockets' messages over": ("1.2", BaseConnection, "_should_dispatch",
+                                                         _should_dispatch_keeps_lost),
+    "the ACK is not pinned to its socket": ("1.2", None, "", None),
+}
+
+
+@pytest.mark.parametrize("mutant", list(MUTANTS))
+def test_the_model_catches_a_broken_library(mutant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    version, owner, name, replacement = MUTANTS[mutant]
+    machine = MACHINES[version]
+    if owner is not None:
+        monkeypatch.setattr(owner, name, replacement)
+    else:
+        machine = _machine(version, TRANSPORT=_TransportIgnoringLinkSeq)
+    with pytest.raises(ModelViolation):
+        run_state_machine_as_test(machine, settings=MUTANT_SETTINGS)
+
+
+# --------------------------------------------------------------------------- reproducers
+
+
+def _model(version: str = "1.2", mode: str = "client-individual", size: int = 64, messages: int = 1) -> SettleModel:
+    model = MACHINES[version]()
+    model._setup(mode, size, messages)
+    return model
+
+
+def test_1_1_ambiguity_the_ack_names_the_copy_handed_over_last() -> None:
+    """The documented 1.0/1.1 ambiguity, step by step: the old copy's ACK settles the new copy."""
+    m = _model("1.1")
+    old = m._deliver(m.broker.queued[0])
+    assert m._hand_over()
+    m._lose()
+    m._reconnect()
+    new = m._deliver(old.message_id)
+    assert m._hand_over() and new.redelivered
+    assert m._ack(0) == "ok"  # the application names its OLD copy...
+    assert new.state == "settled" and old.state == "lost"  # ...the ACK named (and settled) the new one
+    assert m._ack(0) == "interrupted"  # the new copy's own ack finds the old socket's entry
+    m.settled_stays_settled()
+    m.no_stray_frames()
+
+
+@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
+    "BUG: BaseConnection.commit() checks that the transaction's socket is alive, then writes COMMIT "
+    "without link_seq: a failover between the two puts the COMMIT on the new socket (where ActiveMQ "
+    "does not know the transaction: ERROR) and commit() returns normally; its ACKs were rolled back "
+    "with the old socket and the messages come again"))
+def test_reproducer_commit_racing_a_failover() -> None:
+    m = _model("1.2")
+    m._deliver(m.broker.queued[0])
+    assert m._hand_over()
+    m._begin()
+    assert m._ack(0, in_tx=True) == "ok"
+    m._race("before", "COMMIT")  # the reader/failover threads replace the socket after the check
+    m._commit()
+
+
+@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
+    "BUG: BaseConnection.begin() writes BEGIN and only then records the socket (ledger.began reads "
+    "transport.link_seq): a failover between the two records the NEW socket, so ACKs in the "
+    "transaction and its COMMIT go on a socket where ActiveMQ never saw the BEGIN (ERRORs) and "
+    "commit() returns normally"))
+def test_reproducer_begin_racing_a_failover() -> None:
+    m = _model("1.2")
+    m._race("after", "BEGIN")
+    m._begin()  # BEGIN on socket 1, then socket 2 replaces it
+    m._deliver(m.broker.queued[0])
+    assert m._hand_over()
+    m._ack(0, in_tx=True)  # the transaction is the lost socket's: must raise TransactionRolledBackError
+    m._commit()
+
+
+@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
+    "BUG: STOMP 1.0 subscribe() without an id (allowed in 1.0) is not registered in the "
+    "SubscriptionManager: with auto_reconnect its messages are not noted in the ledger (an ack of a "
+    "lost socket's message is written on the new socket), a lost socket's queued messages are not "
+    "dropped, and the subscription is not replayed after the reconnect"))
+def test_reproducer_stomp10_subscription_without_id() -> None:
+    broker = ModelBroker("1.0", False, ["ID:model-1:1:1:1:0"])
+    transport = FakeTransport("1.0", broker)
+    conn = amqstomp.Connection10(auto_reconnect=True)
+    conn.transport = transport  # type: ignore[assignment]
+    conn._ledger = SocketLedger(transport)
+    assert conn.reconnector is not None
+    conn.reconnector.transport = transport
+    conn.reconnector.arm()
+    conn.subscribe(DEST, ack="client-individual")  # no id: ActiveMQ's MESSAGEs then carry no subscription
+    d = broker.dispatch("ID:model-1:1:1:1:0", 1)
+    frame = Frame("MESSAGE", {"destination": DEST, "message-id": d.message_id}, b"body")
+    frame.link_seq = 1
+    assert conn._should_dispatch(frame)
+    transport.open = False  # socket 1 lost, socket 2 replaces it
+    broker.lose(1)
+    transport.link_seq, transport.open = 2, True
+    before = len(transport.writes)
+    try:
+        conn.ack(d.message_id)
+    except AcknowledgeInterruptedError:
+        pass
+    written = transport.writes[before:]
+    check(not written, "ack of a message of lost socket 1 was written: %r", written)
