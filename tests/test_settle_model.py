@@ -667,7 +667,7 @@ def _machine(version: str, **attributes: Any) -> type:
 
 MACHINES = {version: _machine(version) for version in CONNECTIONS}
 
-MODEL_SETTINGS = settings(max_examples=100, stateful_step_count=50, deadline=None, database=None,
+MODEL_SETTINGS = settings(max_examples=80, stateful_step_count=50, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
