@@ -166,9 +166,11 @@ CONNECTION_OPTIONS = _table(
            "bytes of async sends a producer may have awaiting the broker's RECEIPT before send() "
            "blocks; 0 = no window (async sends carry no receipt; ActiveMQ then stops reading "
            "the socket when its memory is full)"),
-    Option("jms.sendTimeout", "send_timeout_ms", _MS, 0,
-           "ms a send waits for its RECEIPT or for room in the producer window; 0 = as long as "
-           "the connection lives"),
+    Option("jms.sendTimeout", "send_timeout_ms", _MS, 30000,
+           "ms a send (or commit) waits for its RECEIPT or for room in the producer window, then "
+           "raises ReceiptTimeout; 0 = as long as the connection lives. ActiveMQ's default is 0; "
+           "amqstomp bounds every blocking call by default (a broker that takes a SEND and never "
+           "answers, with heart-beats off, would block forever)"),
     Option("jms.sendAcksAsync", "send_acks_async", _bool, True,
            "acknowledge() writes its ACK and returns (ActiveMQConnectionFactory's sendAcksAsync); "
            "false: it waits for the ACK's RECEIPT (up to sendTimeout, else closeTimeout), so a "

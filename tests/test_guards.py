@@ -574,3 +574,66 @@ def test_giving_up_on_stomp_py_s_default_attempts_warns_once_with_what_to_set(ac
                 assert "reconnect_attempts_max=-1" in warnings[0].getMessage()
         finally:
             conn.disconnect()
+
+
+# --------------------------------------------------------------------------- 6. a send's receipt never comes
+
+
+def test_jms_send_timeout_defaults_to_a_bound():
+    assert ConnectionFactory("stomp://127.0.0.1:61613").options["send_timeout_ms"] == 30000
+    assert ConnectionFactory("stomp://127.0.0.1:61613?jms.sendTimeout=0").options["send_timeout_ms"] == 0
+
+
+def _send_in_thread(producer, message):
+    outcome = {}
+
+    def run():
+        started = time.monotonic()
+        try:
+            producer.send(message)
+            outcome["result"] = "returned"
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            outcome["result"] = exc
+        outcome["elapsed"] = time.monotonic() - started
+
+    thread = threading.Thread(target=run, daemon=True, name="test-send")
+    thread.start()
+    return thread, outcome
+
+
+def test_jms_persistent_send_to_a_broker_that_never_answers_times_out(fake_broker):
+    from amqstomp.exception import ReceiptTimeout, StompException
+
+    broker = fake_broker()
+    factory = ConnectionFactory(broker.url, send_timeout_ms=400, close_timeout_ms=300)
+    with factory.create_connection("admin", "admin") as connection:
+        session = connection.create_session()
+        producer = session.create_producer(session.create_queue("never.answered"))
+        thread, outcome = _send_in_thread(producer, TextMessage("lost?"))
+        thread.join(10)
+        assert not thread.is_alive(), "send() still blocked"
+        assert isinstance(outcome["result"], ReceiptTimeout), outcome
+        assert 0.35 <= outcome["elapsed"] < 3, outcome
+        assert "SEND" in broker.commands()  # it was written; the broker never answered
+        tx = connection.create_session(transacted=True)
+        tx.create_producer(tx.create_queue("never.answered")).send(TextMessage("in tx"))
+        started = time.monotonic()
+        with pytest.raises(StompException):  # in doubt: no RECEIPT for the COMMIT
+            tx.commit()
+        assert time.monotonic() - started < 3
+
+
+@pytest.mark.timeout(120)
+def test_jms_persistent_send_with_default_options_is_bounded(fake_broker):
+    from amqstomp.exception import ReceiptTimeout
+
+    broker = fake_broker()
+    factory = ConnectionFactory(broker.url, close_timeout_ms=300)  # sendTimeout: the default
+    with factory.create_connection("admin", "admin") as connection:
+        session = connection.create_session()
+        producer = session.create_producer(session.create_queue("never.answered"))
+        thread, outcome = _send_in_thread(producer, TextMessage("lost?"))
+        thread.join(45)
+        assert not thread.is_alive(), "send() still blocked after 45 s"
+        assert isinstance(outcome["result"], ReceiptTimeout), outcome
+        assert 29 <= outcome["elapsed"] < 40, outcome
