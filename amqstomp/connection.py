@@ -53,7 +53,7 @@ import math
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .codec import Frame
 from .exception import (
@@ -332,10 +332,14 @@ class BaseConnection:
 
     # ---------------------------------------------------------------- failover
 
-    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
+    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"",
+              written_on: Optional[List[int]] = None) -> Any:
         """``transport.send_frame``; with ``auto_reconnect`` a frame that finds the
         connection down waits (bounded by ``timeout``) for the new socket and goes
-        there. A frame whose write failed half-way is written again: at-least-once."""
+        there. A frame whose write failed half-way is written again: at-least-once.
+        ``written_on`` (auto_reconnect): gets the number of the socket the frame
+        was written on (each attempt is pinned to the socket it read, so a
+        failover between the read and the write cannot move it)."""
         rc = self.reconnector
         if rc is None:
             return self.transport.send_frame(cmd, headers, body)
@@ -347,7 +351,12 @@ class BaseConnection:
                 pass  # a new socket is being made: nothing before its CONNECT and replay
             else:
                 try:
-                    return self.transport.send_frame(cmd, headers, body)
+                    if written_on is None:
+                        return self.transport.send_frame(cmd, headers, body)
+                    seq = self.transport.link_seq
+                    result = self.transport.send_frame(cmd, headers, body, link_seq=seq)
+                    written_on.append(seq)
+                    return result
                 except (NotConnectedException, ConnectionClosedException) as exc:
                     if not rc.armed:
                         raise
@@ -630,10 +639,13 @@ class BaseConnection:
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
         frame_headers["transaction"] = transaction
-        self._send("BEGIN", frame_headers)
+        if self.reconnector is None:
+            self._send("BEGIN", frame_headers)
+        else:
+            written_on: List[int] = []
+            self._send("BEGIN", frame_headers, written_on=written_on)
+            self._ledger.began(transaction, written_on[0])  # where it went, not where the transport is now
         self._began(transaction, True)
-        if self.reconnector is not None:
-            self._ledger.began(transaction)
         return transaction
 
     def _began(self, transaction: str, began: bool) -> None:
@@ -670,11 +682,20 @@ class BaseConnection:
         self._known_transaction(transaction, "COMMIT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
+        seq = self._ledger.transaction_socket(transaction) if self.reconnector is not None else None
         try:
             self._check_transaction(transaction)
         finally:
             self._ledger.ended(transaction)
-        self.transport.send_frame("COMMIT", frame_headers)
+        if seq is None:
+            self.transport.send_frame("COMMIT", frame_headers)
+            return
+        try:  # on the socket of its BEGIN only: elsewhere the broker does not know it
+            self.transport.send_frame("COMMIT", frame_headers, link_seq=seq)
+        except (NotConnectedException, ConnectionClosedException) as exc:
+            raise TransactionRolledBackError(
+                "transaction %s: its connection was lost before the COMMIT was written; the broker rolled it back"
+                % (transaction,)) from exc
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
@@ -691,9 +712,16 @@ class BaseConnection:
         frame_headers["transaction"] = transaction
         if self.reconnector is not None:
             stale = self._ledger.transaction_is_stale(transaction)
+            seq = self._ledger.transaction_socket(transaction)
             self._ledger.ended(transaction)
             if stale:
                 return  # gone with its socket: nothing to abort
+            if seq is not None:
+                try:
+                    self.transport.send_frame("ABORT", frame_headers, link_seq=seq)
+                except (NotConnectedException, ConnectionClosedException):
+                    pass  # gone with its socket: the broker rolled it back
+                return
         self.transport.send_frame("ABORT", frame_headers)
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
@@ -708,6 +736,9 @@ class BaseConnection:
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
                 raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
+            if self.reconnector is not None:
+                raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
+                                         "the socket that delivered each message: give subscribe() an 'id'")
             frame_headers["destination"], extra = parse_destination(destination)
             for key, value in extra.items():
                 frame_headers.setdefault(key, value)

@@ -509,9 +509,13 @@ class SocketLedger:
                 del self._messages[key]
             return seq
 
-    def began(self, transaction: Any) -> None:
-        """A BEGIN for ``transaction`` goes on the current socket."""
-        self._transactions[str(transaction)] = self.transport.link_seq
+    def began(self, transaction: Any, seq: Optional[int] = None) -> None:
+        """A BEGIN for ``transaction`` went on socket ``seq`` (the current one when None)."""
+        self._transactions[str(transaction)] = self.transport.link_seq if seq is None else seq
+
+    def transaction_socket(self, transaction: Any) -> Optional[int]:
+        """The socket ``transaction`` began on, or None when not known."""
+        return self._transactions.get(str(transaction))
 
     def transaction_is_stale(self, transaction: Any) -> bool:
         """True when ``transaction`` began on a socket replaced since."""

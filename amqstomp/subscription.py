@@ -466,7 +466,7 @@ class SubscriptionManager:
                 if deadline is not None:
                     self._arm(sub, deadline, now)
         if token is not None:
-            self._send_ack(sub, token)
+            self._send_ack(sub, token, link_seq=frame.link_seq)
 
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),
@@ -506,7 +506,8 @@ class SubscriptionManager:
     def _poison(self, sub: Subscription, frame: Any) -> None:
         version = self.transport.version or "1.2"
         try:
-            self.transport.send_frame("NACK" if version != "1.0" else "ACK", ack_headers(version, frame.headers))
+            self.transport.send_frame("NACK" if version != "1.0" else "ACK", ack_headers(version, frame.headers),
+                                      link_seq=frame.link_seq)
         except StompException as exc:
             log.debug("NACK not sent: %s", exc)
         self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
@@ -532,7 +533,9 @@ class SubscriptionManager:
             self._send_ack(sub, token)
 
     def _send_ack(self, sub: Subscription, message_headers: Mapping[str, str],
-                  write_timeout: Optional[float] = None) -> None:
+                  write_timeout: Optional[float] = None, link_seq: int = 0) -> None:
+        """The ACK the window decided, on socket ``link_seq`` (the one that
+        delivered the messages it names; 0: the open one) or not at all."""
         version = self.transport.version or "1.2"
         headers = ack_headers(version, message_headers)
         if version == "1.0" and "subscription" in message_headers:
@@ -540,7 +543,7 @@ class SubscriptionManager:
             # `subscription` is looked up in, so such an ACK can land on the old one
             headers["subscription"] = message_headers["subscription"]
         try:
-            self.transport.send_frame("ACK", headers, None, write_timeout)
+            self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq)
         except StompException as exc:
             # the connection is gone: its un-acked messages go back to the queue (redelivered);
             # an ACK for them is never sent on another connection

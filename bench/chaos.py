@@ -68,6 +68,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     else:
         brokers = SingleBroker(make_broker(statistics=True, persistent=not args.non_persistent,
                                            allow_link_stealing=True, broker_name="chaos"))
+    print("modes (what each may do under failures; everything else is a violation):")
+    for mode in args.mode_list:
+        spec = MODES[mode]
+        print("  %-22s %s %-17s %s" % (mode, spec.api, spec.settle, spec.allowed))
     reports: List[RunReport] = []
     started = time.monotonic()
     try:
@@ -83,8 +87,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             reports.append(report)
             print(report.text(verbose=args.verbose), flush=True)
     finally:
-        brokers.close() if hasattr(brokers, "close") and args.kills else None
-        if not args.kills:
+        if args.kills:
+            brokers.close()
+        else:
             brokers.broker.stop()
     # summary: one row per mode over all runs
     rows = []
