@@ -81,8 +81,9 @@ a local copy (monkeypatch: the oldest copy instead of the newest, 1.2 keyed by
 message-id, no eviction, transactions never stale, lost sockets' messages
 dispatched, ACKs not pinned to their socket) and asserts that hypothesis finds
 a counterexample (derandomized, no shrinking).
-The ``xfail(strict=True)`` tests are reproducers of bugs found with this
-model (see their reasons).
+The ``test_reproducer_*`` tests are the bugs this model found, kept as
+regression tests (fixed: transaction frames pinned to their socket; STOMP 1.0
+id-less subscriptions refused under auto_reconnect).
 """
 import itertools
 from collections import Counter, OrderedDict
@@ -103,7 +104,12 @@ from hypothesis.stateful import (
 import amqstomp
 from amqstomp.codec import Frame
 from amqstomp.connection import BaseConnection
-from amqstomp.exception import AcknowledgeInterruptedError, NotConnectedException, TransactionRolledBackError
+from amqstomp.exception import (
+    AcknowledgeInterruptedError,
+    ConfigurationError,
+    NotConnectedException,
+    TransactionRolledBackError,
+)
 from amqstomp.failover import SocketLedger
 
 pytestmark = pytest.mark.timeout(120)
@@ -676,10 +682,9 @@ def test_settle_model(version: str) -> None:
     run_state_machine_as_test(MACHINES[version], settings=MODEL_SETTINGS)
 
 
-@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
-    "BUG (see the reproducers below): begin()/commit()/abort() are not pinned to the transaction's "
-    "socket, so a failover interleaving with their write breaks the transaction promises"))
 def test_settle_model_with_failovers_racing_transaction_frames() -> None:
+    """begin()/commit()/abort() are pinned to the transaction's socket: a failover
+    interleaving with their write keeps the transaction promises (was a bug)."""
     machine = _machine("1.2", RACY=("ACK", "NACK", "BEGIN", "COMMIT", "ABORT"))
     run_state_machine_as_test(machine, settings=MUTANT_SETTINGS)
 
@@ -780,12 +785,10 @@ def test_1_1_ambiguity_the_ack_names_the_copy_handed_over_last() -> None:
     m.no_stray_frames()
 
 
-@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
-    "BUG: BaseConnection.commit() checks that the transaction's socket is alive, then writes COMMIT "
-    "without link_seq: a failover between the two puts the COMMIT on the new socket (where ActiveMQ "
-    "does not know the transaction: ERROR) and commit() returns normally; its ACKs were rolled back "
-    "with the old socket and the messages come again"))
 def test_reproducer_commit_racing_a_failover() -> None:
+    """Was a bug: commit() checked that the transaction's socket was alive, then
+    wrote COMMIT unpinned: a failover between the two put it on the new socket
+    (where ActiveMQ does not know the transaction) and commit() returned normally."""
     m = _model("1.2")
     m._deliver(m.broker.queued[0])
     assert m._hand_over()
@@ -795,12 +798,9 @@ def test_reproducer_commit_racing_a_failover() -> None:
     m._commit()
 
 
-@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
-    "BUG: BaseConnection.begin() writes BEGIN and only then records the socket (ledger.began reads "
-    "transport.link_seq): a failover between the two records the NEW socket, so ACKs in the "
-    "transaction and its COMMIT go on a socket where ActiveMQ never saw the BEGIN (ERRORs) and "
-    "commit() returns normally"))
 def test_reproducer_begin_racing_a_failover() -> None:
+    """Was a bug: begin() wrote BEGIN and then recorded the transport's socket: a
+    failover between the two recorded the new socket."""
     m = _model("1.2")
     m._race("after", "BEGIN")
     m._begin()  # BEGIN on socket 1, then socket 2 replaces it
@@ -810,32 +810,14 @@ def test_reproducer_begin_racing_a_failover() -> None:
     m._commit()
 
 
-@pytest.mark.xfail(strict=True, raises=ModelViolation, reason=(
-    "BUG: STOMP 1.0 subscribe() without an id (allowed in 1.0) is not registered in the "
-    "SubscriptionManager: with auto_reconnect its messages are not noted in the ledger (an ack of a "
-    "lost socket's message is written on the new socket), a lost socket's queued messages are not "
-    "dropped, and the subscription is not replayed after the reconnect"))
 def test_reproducer_stomp10_subscription_without_id() -> None:
+    """Was a bug: a STOMP 1.0 subscribe() without an id was not registered, so under
+    auto_reconnect its messages were not noted in the ledger (an ack of a lost
+    socket's message went on the new socket) and it was not replayed. Now refused."""
     broker = ModelBroker("1.0", False, ["ID:model-1:1:1:1:0"])
     transport = FakeTransport("1.0", broker)
     conn = amqstomp.Connection10(auto_reconnect=True)
     conn.transport = transport  # type: ignore[assignment]
-    conn._ledger = SocketLedger(transport)
-    assert conn.reconnector is not None
-    conn.reconnector.transport = transport
-    conn.reconnector.arm()
-    conn.subscribe(DEST, ack="client-individual")  # no id: ActiveMQ's MESSAGEs then carry no subscription
-    d = broker.dispatch("ID:model-1:1:1:1:0", 1)
-    frame = Frame("MESSAGE", {"destination": DEST, "message-id": d.message_id}, b"body")
-    frame.link_seq = 1
-    assert conn._should_dispatch(frame)
-    transport.open = False  # socket 1 lost, socket 2 replaces it
-    broker.lose(1)
-    transport.link_seq, transport.open = 2, True
-    before = len(transport.writes)
-    try:
-        conn.ack(d.message_id)
-    except AcknowledgeInterruptedError:
-        pass
-    written = transport.writes[before:]
-    check(not written, "ack of a message of lost socket 1 was written: %r", written)
+    with pytest.raises(ConfigurationError, match="give subscribe\\(\\) an 'id'"):
+        conn.subscribe(DEST, ack="client-individual")
+    assert transport.writes == []
