@@ -168,7 +168,8 @@ CONNECTION_OPTIONS = _table(
            "the socket when its memory is full)"),
     Option("jms.sendTimeout", "send_timeout_ms", _MS, 30000,
            "ms a send (or commit) waits for its RECEIPT or for room in the producer window, then "
-           "raises ReceiptTimeout; 0 = as long as the connection lives. ActiveMQ's default is 0; "
+           "raises ReceiptTimeout; also the bound of creating a consumer (its SUBSCRIBE's RECEIPT; "
+           "there 0 = closeTimeout); 0 = as long as the connection lives. ActiveMQ's default is 0; "
            "amqstomp bounds every blocking call by default (a broker that takes a SEND and never "
            "answers, with heart-beats off, would block forever)"),
     Option("jms.sendAcksAsync", "send_acks_async", _bool, True,

@@ -637,3 +637,44 @@ def test_jms_persistent_send_with_default_options_is_bounded(fake_broker):
         assert not thread.is_alive(), "send() still blocked after 45 s"
         assert isinstance(outcome["result"], ReceiptTimeout), outcome
         assert 29 <= outcome["elapsed"] < 40, outcome
+
+
+# --------------------------------------------------------------------------- 5. a consumer against a stalled broker
+
+
+@pytest.mark.timeout(120)
+def test_jms_create_consumer_on_a_stalled_broker_honours_the_timeout(activemq):
+    from amqstomp.exception import ReceiptTimeout
+    from amqstomp.testing import TcpProxy
+
+    with TcpProxy(activemq.host_and_ports[0]) as proxy:
+        url = "stomp://127.0.0.1:%d" % proxy.address[1]
+        for factory, call_timeout, bound in ((ConnectionFactory(url), 1.0, 1.0),  # the caller's
+                                             (ConnectionFactory(url, send_timeout_ms=1500), None, 1.5)):
+            with factory.create_connection("admin", "admin") as connection:
+                session = connection.create_session()
+                queue = session.create_queue(queue_name()[len("/queue/"):])
+                topic = session.create_topic("guard.stall." + uuid.uuid4().hex[:8])
+                proxy.stall()
+                try:
+                    for make in (lambda: session.create_consumer(queue, timeout_s=call_timeout),
+                                 lambda: session.create_browser(queue, timeout=bound)):
+                        started = time.monotonic()
+                        with pytest.raises(ReceiptTimeout):
+                            make()
+                        elapsed = time.monotonic() - started
+                        assert bound * 0.9 <= elapsed < bound + 2, elapsed
+                    assert len(connection.consumer_link.manager) == 0
+                finally:
+                    proxy.unstall()
+                consumer = session.create_consumer(queue)  # the connection carries on
+                session.create_producer(queue).send(TextMessage("after the stall"))
+                connection.start()
+                got = None
+                deadline = time.monotonic() + 10
+                while got is None or got.text != "after the stall":  # one stalled SUBSCRIBE may take some
+                    assert time.monotonic() < deadline
+                    got = consumer.receive(1)
+    with pytest.raises(ValueError):
+        ConnectionFactory(activemq.url).create_connection().create_session().create_consumer(
+            "/queue/x", timeout_s=-1)

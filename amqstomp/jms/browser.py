@@ -88,7 +88,7 @@ class QueueBrowser:
 
         consumer = MessageConsumer(self._session, self.queue, self.selector, False, browser=True,
                                    mode=AT_MOST_ONCE)
-        consumer._subscribe()
+        consumer._subscribe(timeout_s=self.timeout)  # the browse's RECEIPT: within the browser's timeout
         with self._lock:
             self._consumer = consumer
             self._fresh = True

@@ -161,6 +161,10 @@ class Connection:
         self._on_usage_full: Optional[UsageListener] = None
         self._on_usage_not_full: Optional[UsageListener] = None
         self.close_timeout_s = (options.get("close_timeout_ms") or 15000) / 1000.0
+        #: seconds a call waits for the broker's answer when it names no timeout of its own
+        #: (creating a consumer: the SUBSCRIBE's RECEIPT): ``jms.sendTimeout``, else (0)
+        #: ``jms.closeTimeout``
+        self.request_timeout_s = (options.get("send_timeout_ms") or 0) / 1000.0 or self.close_timeout_s
         self._ack_receipt_timeout_s: Optional[float] = None
         if options.get("send_acks_async") is False:  # acknowledge() waits for the ACK's RECEIPT
             self._ack_receipt_timeout_s = (options.get("send_timeout_ms") or 0) / 1000.0 or self.close_timeout_s

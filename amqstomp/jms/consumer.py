@@ -23,6 +23,7 @@ from ..exception import (
     ConfigurationError,
     ConnectionClosedException,
     NotConnectedException,
+    ReceiptTimeout,
     StompException,
 )
 from ..flow import optimized_ack_threshold
@@ -143,22 +144,26 @@ class MessageConsumer:
             out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
         return out
 
-    def _subscribe(self, wait_s: Optional[float] = -1.0) -> None:
+    def _subscribe(self, wait_s: Optional[float] = -1.0, timeout_s: Optional[float] = None) -> None:
         """Register the subscription with the link's SubscriptionManager, then send
-        SUBSCRIBE and wait for its RECEIPT (``close_timeout_ms``).
+        SUBSCRIBE and wait for its RECEIPT: ``timeout_s`` seconds (the caller's),
+        or the connection's ``request_timeout_s`` (``jms.sendTimeout``, else
+        ``jms.closeTimeout``) when None.
 
         Over failover the registration comes first, so a reconnect that starts
         after it replays the subscription (``Connection._on_link_resumed``); the
         SUBSCRIBE itself waits for a socket that is up and not being replayed
-        (``wait_s`` seconds; -1: ``close_timeout_ms``; None: as long as the
-        failover lasts -- the URI's ``timeout``, the connection's close or the
-        reconnect giving up end it) and is sent again on the new socket when the
-        socket it went on is lost before the RECEIPT, unless the reconnect
-        replayed it meanwhile.
+        (``wait_s`` seconds; -1: the same bound as the RECEIPT, in all; None: as
+        long as the failover lasts -- the URI's ``timeout``, the connection's
+        close or the reconnect giving up end it) and is sent again on the new
+        socket when the socket it went on is lost before the RECEIPT, unless the
+        reconnect replayed it meanwhile.
 
         Raises:
             BrokerError: the broker refused the SUBSCRIBE (also on replay).
-            ReceiptTimeout: no RECEIPT within ``close_timeout_ms``.
+            ReceiptTimeout: no RECEIPT within the bound (a stalled broker); the
+                consumer is not made, and an UNSUBSCRIBE follows the SUBSCRIBE (a
+                broker that was only slow gives back what it dispatched to it).
             ConnectionClosedException / NotConnectedException: the connection is
                 gone, or no new socket came within the wait.
             IllegalStateError: the consumer was closed meanwhile.
@@ -192,7 +197,8 @@ class MessageConsumer:
         self._tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
             self._connection.options.get("ack_batch_cap") or 100))
         self._connection._register_consumer(self._sub_id, self)  # messages may follow SUBSCRIBE at once
-        timeout_s = self._connection.close_timeout_s
+        if timeout_s is None:
+            timeout_s = self._connection.request_timeout_s
         try:
             # ActiveMQ starts dispatching only after it sent this RECEIPT
             if link.reconnector is None:
@@ -200,15 +206,27 @@ class MessageConsumer:
                 if self._browser:
                     self._browse_seq = link.transport.link_seq
             else:
-                self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s)
-        except BaseException:
+                self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s, timeout_s)
+        except BaseException as exc:
             sub_id = self._sub_id
             self._connection._unregister_consumer(sub_id)
             manager.discard(sub_id)
+            if isinstance(exc, ReceiptTimeout):
+                self._cancel_late_subscribe()
             raise
 
+    def _cancel_late_subscribe(self) -> None:
+        """After a SUBSCRIBE's RECEIPT timed out: UNSUBSCRIBE it, written without
+        waiting (deferred). A broker that was only slow (stalled) handles it after
+        the SUBSCRIBE: messages it dispatched to the consumer nobody holds go back
+        to the queue instead of waiting there until the connection closes."""
+        try:
+            self._link.transport.send_frame("UNSUBSCRIBE", {"id": self._sub_id}, None, None, True)
+        except StompException as exc:
+            log.debug("%r: UNSUBSCRIBE after the SUBSCRIBE timed out not sent: %s", self, exc)
+
     def _subscribe_over_failover(self, frame_headers: Dict[str, Any], sub: Subscription,
-                                 wait_s: Optional[float]) -> None:
+                                 wait_s: Optional[float], receipt_s: float) -> None:
         """The SUBSCRIBE of a registered subscription on a failover link (see
         :meth:`_subscribe`); returns once a RECEIPT came for it on the current
         socket, either for this SUBSCRIBE or for the reconnect's replay of it."""
@@ -217,7 +235,6 @@ class MessageConsumer:
         assert manager is not None
         transport = link.transport
         deadline = None if wait_s is None else time.monotonic() + wait_s
-        receipt_s = self._connection.close_timeout_s
         while True:
             link._await_up(deadline, "SUBSCRIBE")  # connected, and any replay finished
             current = manager.get(self._sub_id)
@@ -242,7 +259,8 @@ class MessageConsumer:
             try:
                 future = transport.send_frame("SUBSCRIBE", headers)
                 assert future is not None  # it has a receipt header
-                transport.wait_future(future, receipt_s, "SUBSCRIBE receipt")
+                left = receipt_s if deadline is None else max(0.0, min(receipt_s, deadline - time.monotonic()))
+                transport.wait_future(future, left, "SUBSCRIBE receipt")
                 if self._browser:
                     self._browse_seq = seq
                 return

@@ -47,6 +47,7 @@ from ..exception import (
     StompException,
     TransactionInDoubtError,
 )
+from ..utils import clamp_wait
 from .constants import (
     ACKNOWLEDGE_MODES,
     AUTO_ACKNOWLEDGE,
@@ -179,7 +180,8 @@ class Session:
         return producer
 
     def create_consumer(self, destination: Union[Destination, str], selector: Optional[str] = None,
-                        no_local: bool = False, map_messages: bool = False) -> "MessageConsumer":
+                        no_local: bool = False, map_messages: bool = False,
+                        timeout_s: Optional[float] = None) -> "MessageConsumer":
         """Subscribe to ``destination`` and return the consumer once the broker
         confirmed the subscription (RECEIPT). Messages are delivered after
         :meth:`Connection.start`.
@@ -196,12 +198,17 @@ class Session:
                 messages are unchanged). The broker needs XStream on its class
                 path (without it ActiveMQ 5.17 closes the socket when it renders
                 one); see :class:`amqstomp.jms.MapMessage`.
+            timeout_s (float | None): seconds to wait for the broker's RECEIPT;
+                None: the connection's ``jms.sendTimeout`` (30 s by default; when
+                0, ``jms.closeTimeout``).
 
         Raises:
             InvalidDestinationError: a temporary destination of another connection.
             ConfigurationError: a bad destination option, or an option the broker
                 does not support (``no_local``, ``map_messages`` need ActiveMQ).
             BrokerError: the broker refused the subscription.
+            ReceiptTimeout: no RECEIPT within ``timeout_s`` (a stalled broker).
+            ValueError: ``timeout_s`` is not a number of seconds >= 0 (or None).
         """
         from .consumer import MessageConsumer
 
@@ -215,7 +222,7 @@ class Session:
                 raise InvalidDestinationError("%s was deleted" % (dest,))
         consumer = MessageConsumer(self, dest, selector, bool(no_local),
                                    transformation=self._map_transformation(map_messages))
-        return self._open_consumer(consumer)
+        return self._open_consumer(consumer, timeout_s)
 
     def _map_transformation(self, map_messages: bool) -> Optional[str]:
         if not isinstance(map_messages, bool):
@@ -228,11 +235,15 @@ class Session:
                                      "server=%r" % (link.server,))
         return MAP_SUBSCRIBE_TRANSFORMATION
 
-    def _open_consumer(self, consumer: "MessageConsumer") -> "MessageConsumer":
+    def _open_consumer(self, consumer: "MessageConsumer", timeout_s: Optional[float] = None) -> "MessageConsumer":
+        if timeout_s is not None:
+            if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s >= 0:
+                raise ValueError("timeout_s must be a number of seconds >= 0 or None, got %r" % (timeout_s,))
+            timeout_s = clamp_wait(timeout_s)
         with self._cond:
             self._consumers.append(consumer)
         try:
-            consumer._subscribe()
+            consumer._subscribe(timeout_s=timeout_s)
         except BaseException:
             with self._cond:
                 consumer._closed = True
@@ -244,7 +255,8 @@ class Session:
     # ------------------------------------------------------------ durable subscriptions, browsers
 
     def create_durable_subscriber(self, topic: Union[Topic, str], name: str, selector: Optional[str] = None,
-                                  no_local: bool = False, map_messages: bool = False) -> "MessageConsumer":
+                                  no_local: bool = False, map_messages: bool = False,
+                                  timeout_s: Optional[float] = None) -> "MessageConsumer":
         """Subscribe durably to ``topic`` as ``name``: the broker keeps the messages
         published while no consumer of the subscription is open, and delivers them
         when one opens again (ActiveMQ: SUBSCRIBE with ``activemq.subscriptionName``;
@@ -261,6 +273,7 @@ class Session:
                 :meth:`create_consumer` (``selector`` and ``no_local`` are part of
                 the subscription: reopening it with others replaces it, ActiveMQ's
                 rule).
+            timeout_s (float | None): as in :meth:`create_consumer`.
 
         Raises:
             IllegalStateError: the connection has no client id (``jms.clientID`` /
@@ -284,7 +297,7 @@ class Session:
                                     "consumer first" % (name,))
         consumer = MessageConsumer(self, dest, selector, bool(no_local), durable_name=name,
                                    transformation=self._map_transformation(map_messages))
-        return self._open_consumer(consumer)
+        return self._open_consumer(consumer, timeout_s)
 
     def unsubscribe(self, name: str) -> None:
         """Remove the durable subscription ``name`` of this connection's client id
@@ -366,6 +379,7 @@ class Session:
                 browses only for 1.1+).
             ValueError: ``timeout`` not > 0.
             BrokerError: the broker refused the subscription (a bad selector).
+            ReceiptTimeout: no RECEIPT for the browse within ``timeout``.
         """
         from .browser import QueueBrowser
 
