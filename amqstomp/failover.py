@@ -467,7 +467,7 @@ class SocketLedger:
         self.transport = transport
         self.size = int(size)
         self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()
-        self._transactions: Dict[str, int] = {}
+        self._transactions: "OrderedDict[str, int]" = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -511,7 +511,10 @@ class SocketLedger:
 
     def began(self, transaction: Any, seq: Optional[int] = None) -> None:
         """A BEGIN for ``transaction`` went on socket ``seq`` (the current one when None)."""
-        self._transactions[str(transaction)] = self.transport.link_seq if seq is None else seq
+        kept = self._transactions
+        kept[str(transaction)] = self.transport.link_seq if seq is None else seq
+        while len(kept) > self.size:  # never-ended ones (an application that dropped them)
+            kept.popitem(last=False)
 
     def transaction_socket(self, transaction: Any) -> Optional[int]:
         """The socket ``transaction`` began on, or None when not known."""

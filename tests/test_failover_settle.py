@@ -393,3 +393,32 @@ def test_jms_transacted_backlog_over_ten_cuts_commits_each_once_or_says_in_doubt
     missing = {"m%05d" % i for i in range(total)} - set(committed) - in_doubt
     assert missing == set(), sorted(missing)[:10]
     assert left == [] or set(left) <= in_doubt  # at most messages in doubt that the broker did not commit
+
+
+def test_jms_producer_transaction_sends_after_a_loss_raise_not_broker_errors(activemq, tcp_proxy_factory):
+    """A transacted session without consumers keeps its transaction on the producer
+    socket. After that socket was lost, the transaction's later SENDs went on the
+    new socket, where ActiveMQ never saw the BEGIN ('Invalid transaction id'
+    ERRORs at the exception listener); they raise TransactionRolledBackError now,
+    and so does commit()."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    errors = []
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        conn.set_exception_listener(errors.append)
+        session = conn.create_session(transacted=True)
+        producer = session.create_producer(queue)
+        producer.send(TextMessage("lost-1"))
+        transport = conn.producer_link().transport
+        seq = transport.link_seq
+        assert proxy.cut() >= 1
+        assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+        with pytest.raises(TransactionRolledBackError, match="lost"):
+            producer.send(TextMessage("lost-2"))
+        with pytest.raises(TransactionRolledBackError):
+            session.commit()
+        producer.send(TextMessage("kept"))
+        session.commit()
+        time.sleep(0.5)
+        assert errors == []
+    assert _left_on_broker(activemq, queue) == ["kept"]

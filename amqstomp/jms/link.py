@@ -631,16 +631,25 @@ class Link:
         seq = frame.link_seq
         return seq != 0 and not self.transport.link_alive(seq)
 
-    def _stale(self, cmd: str, headers: Mapping[str, Any]) -> Optional[str]:
-        """Why a frame must not go on the current socket (its transaction belongs
-        to a lost one), or None."""
+    def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
+        """The socket a frame of a transaction must be written on: the one its
+        BEGIN went on (ActiveMQ knows the transaction there only); 0 for a frame
+        outside a transaction, a BEGIN, or without failover.
+
+        Raises:
+            TransactionRolledBackError: that socket was lost (the broker rolled
+                the transaction back with it).
+        """
         tx = headers.get("transaction")
-        if tx is not None:
-            if cmd == "BEGIN":
-                self.ledger.began(tx)
-            elif self.ledger.transaction_is_stale(tx):
-                return "transaction %s began on a lost connection" % (tx,)
-        return None
+        if tx is None or cmd == "BEGIN" or self.reconnector is None:
+            return 0
+        seq = self.ledger.transaction_socket(tx)
+        if seq is None:
+            return 0
+        if not self.transport.link_alive(seq):
+            raise TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); "
+                                             "the broker rolled it back" % (cmd, tx))
+        return seq
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
                     receipt_timeout_s: Optional[float] = None) -> None:
@@ -659,6 +668,10 @@ class Link:
             ReceiptTimeout: no receipt in ``receipt_timeout_s``.
             ConnectionClosedException: the socket is gone and no failover is set.
         """
+        tx_seq = self.transaction_socket(cmd, headers)
+        if tx_seq and tx_seq != link_seq:
+            raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
+                                             "transaction's (failover); the broker redelivers it" % cmd)
         frame_headers = headers
         if receipt_timeout_s is not None:
             frame_headers = dict(headers)
@@ -696,26 +709,40 @@ class Link:
     def _write(self, cmd: str, headers: Mapping[str, Any], body: Any, deadline: Optional[float] = None,
                defer: bool = False, head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
         """``transport.send_frame``, riding through a failover: a frame that finds
-        the socket down waits for the new one. Frames of a lost socket's
-        transaction or messages are dropped here (None). ``defer``: see
+        the socket down waits for the new one. A frame of a transaction goes on
+        the socket its BEGIN went on, or raises TransactionRolledBackError (an
+        ABORT is dropped: None); a BEGIN whose socket was lost before it was
+        written is written on the new one. ``defer``: see
         :meth:`Transport.send_frame`; ``head`` too."""
         if self.reconnector is None:
             return self.transport.send_frame(cmd, headers, body, None, defer, head)
         if cmd == "ACK" or cmd == "NACK":
             raise StompException("internal: %s goes through Link.acknowledge (its socket)" % cmd)
+        tx = headers.get("transaction")
         while True:
             if self.transport.is_connected() and not self.reconnector.reconnecting:
-                why = self._stale(cmd, headers)
-                if why is not None:
-                    if cmd == "COMMIT":
-                        raise TransactionRolledBackError("commit failed: %s; the broker rolled it back" % why)
-                    log.info("%s not sent on the new socket: %s", cmd, why)
-                    return None
                 try:
-                    return self.transport.send_frame(cmd, headers, body, None, defer, head)
-                except (NotConnectedException, ConnectionClosedException):
-                    if "transaction" in headers:
-                        return None  # its socket is gone: the broker rolled it back
+                    seq = self.transport.link_seq if cmd == "BEGIN" else self.transaction_socket(cmd, headers)
+                except TransactionRolledBackError:
+                    if cmd == "ABORT":
+                        return None  # gone with its socket: nothing to abort
+                    raise
+                try:
+                    future = self.transport.send_frame(cmd, headers, body, None, defer, head, link_seq=seq)
+                except (NotConnectedException, ConnectionClosedException) as exc:
+                    if tx is not None and cmd != "BEGIN":
+                        if cmd == "ABORT":
+                            return None
+                        raise TransactionRolledBackError(
+                            "%s not sent: the connection of transaction %s was lost (failover); the broker rolled "
+                            "it back" % (cmd, tx)) from exc
+                else:
+                    if tx is not None:
+                        if cmd == "BEGIN":
+                            self.ledger.began(tx, seq)  # the socket it was written on
+                        elif cmd == "COMMIT" or cmd == "ABORT":
+                            self.ledger.ended(tx)
+                    return future
             self._await_up(deadline, cmd)
 
     def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
@@ -787,6 +814,7 @@ class Link:
             self._write("SEND", headers, body, defer=True, head=head)
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        tx_seq = self.transaction_socket("SEND", headers)  # a transaction's SENDs go where its BEGIN went
         if self.reconnector is not None and not transport.is_connected():
             self._await_up(deadline, "SEND")
         if not sync:
@@ -795,9 +823,10 @@ class Link:
             chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
             if not chunk:
                 try:
-                    transport.send_frame("SEND", headers, body, None, True, head)
-                except BaseException:
+                    transport.send_frame("SEND", headers, body, None, True, head, link_seq=tx_seq)
+                except BaseException as exc:
                     window.unsent(nbytes, 0)
+                    self._transaction_lost(tx_seq, headers, exc)
                     raise
                 return
         receipt = self.tracker.next_id(sync)
@@ -807,11 +836,12 @@ class Link:
             self._send_sync_failover(headers, body, deadline, timeout_s, destination, head)
             return
         try:
-            future = transport.send_frame("SEND", headers, body, None, not sync, head)
-        except BaseException:
+            future = transport.send_frame("SEND", headers, body, None, not sync, head, link_seq=tx_seq)
+        except BaseException as exc:
             if not sync:
                 assert window is not None
                 window.unsent(nbytes, chunk)
+            self._transaction_lost(tx_seq, headers, exc)
             raise
         assert future is not None
         if not sync:
@@ -819,6 +849,14 @@ class Link:
             return
         self.tracker.sent(receipt, destination, future, None, 0)
         self._await_receipt(future, destination, deadline, timeout_s)
+
+    @staticmethod
+    def _transaction_lost(tx_seq: int, headers: Mapping[str, Any], exc: BaseException) -> None:
+        """A SEND of a transaction pinned to socket ``tx_seq`` found it gone:
+        raise TransactionRolledBackError (else let ``exc`` go on)."""
+        if tx_seq and isinstance(exc, (NotConnectedException, ConnectionClosedException)):
+            raise TransactionRolledBackError("SEND not sent: the connection of transaction %s was lost (failover); "
+                                             "the broker rolled it back" % (headers.get("transaction"),)) from exc
 
     @staticmethod
     def _await_receipt(future: "Future[Frame]", destination: str, deadline: Optional[float],
