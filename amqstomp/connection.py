@@ -764,10 +764,11 @@ class BaseConnection:
         unregistered: its id is free again and a reconnect does not replay it."""
         if future.cancelled() or not isinstance(future.exception(), BrokerError):
             return
-        if self.subscriptions.get(sub.id) is sub:
-            self.subscriptions.discard(sub.id)
+        current = self.subscriptions.get(sub.id)
+        if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
+            self.subscriptions.discard(current.id)
             log.warning("subscription %s to %s refused by the broker; unregistered: %s",
-                        sub.id, sub.destination, future.exception())
+                        current.id, current.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
