@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import List, Optional
+from typing import List
 
 import pytest
 from conftest import Collector, wait_until
@@ -654,7 +654,6 @@ def test_jms_create_consumer_on_a_stalled_broker_honours_the_timeout(activemq):
             with factory.create_connection("admin", "admin") as connection:
                 session = connection.create_session()
                 queue = session.create_queue(queue_name()[len("/queue/"):])
-                topic = session.create_topic("guard.stall." + uuid.uuid4().hex[:8])
                 proxy.stall()
                 try:
                     for make in (lambda: session.create_consumer(queue, timeout_s=call_timeout),
