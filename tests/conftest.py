@@ -51,6 +51,24 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
         time.sleep(interval)
 
 
+def fill_queue(broker: Any, destination: str, count: int, body: bytes = b"x" * 256) -> None:
+    """Send ``count`` messages (header ``seq`` 0..count-1) to ``destination`` and wait
+    for the broker's receipt of the last one."""
+    import amqstomp
+
+    conn = amqstomp.Connection12(broker.host_and_ports)
+    conn.connect(wait=True)
+    try:
+        for i in range(count):
+            headers: dict = {"seq": i}
+            if i == count - 1:
+                headers["receipt"] = "filled"
+            conn.send(destination, body, headers=headers)
+        conn.wait_for_receipt("filled", timeout=60)
+    finally:
+        conn.disconnect()
+
+
 class Collector:
     """A listener that records every callback, with bounded waits.
 

@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from conftest import wait_until
 
 import amqstomp
 from amqstomp.exception import ConfigurationError
@@ -34,15 +35,6 @@ def fill(broker, queue, count, body=b"x" * 256, start=0):
         conn.wait_for_receipt("filled", timeout=60)
     finally:
         conn.disconnect()
-
-
-def wait_until(predicate, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 class Recorder(amqstomp.ConnectionListener):
@@ -255,7 +247,7 @@ def test_backlog_drains_without_stall(activemq, body_size, count):
                 conn.subscribe("/queue/" + q, id=1, ack="auto", prefetch_size=prefetch)
             started = time.monotonic()
             wait_until(lambda: len(rec.frames) >= count or rec.max_gap() > 5
-                       or (rec.times and time.monotonic() - rec.times[-1] > 6), 120, step=0.05)
+                       or (rec.times and time.monotonic() - rec.times[-1] > 6), 120, interval=0.05)
             got = len(rec.frames)
             conn.disconnect()
             results.append((prefetch, mode, got, rec.max_gap(), time.monotonic() - started))

@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from conftest import fill_queue, wait_until
 
 import amqstomp
 from amqstomp.testing import TcpProxy
@@ -22,33 +23,11 @@ pytestmark = pytest.mark.broker
 # and wants one every second: the receive deadline is 1 s x 2 x 1.5 = 3 s
 RECV_ONLY_1S = (0, 1000)
 DEADLINE_S = 3.0
+KIB = b"x" * 1024
 
 
 def qname(prefix="hb"):
     return "/queue/%s.%s" % (prefix, uuid.uuid4().hex[:10])
-
-
-def wait_until(predicate, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
-
-
-def fill(broker, destination, count, body=b"x" * 1024):
-    conn = amqstomp.Connection12(broker.host_and_ports)
-    conn.connect(wait=True)
-    try:
-        for i in range(count):
-            headers = {"seq": i}
-            if i == count - 1:
-                headers["receipt"] = "filled"
-            conn.send(destination, body, headers=headers)
-        conn.wait_for_receipt("filled", timeout=60)
-    finally:
-        conn.disconnect()
 
 
 class Held(amqstomp.ConnectionListener):
@@ -106,7 +85,7 @@ def test_a_paused_consumer_notices_a_reset_peer(activemq):
     only the receive check can notice (a beat written would fail on the reset).
     Before: never (the check was suspended while paused and the reader never looked)."""
     q = qname()
-    fill(activemq, q, 3000)
+    fill_queue(activemq, q, 3000, body=KIB)
     with TcpProxy(activemq.host_and_ports[0]) as proxy:
         conn, listener = paused_consumer(proxy, q, prefetch=100, heartbeats=RECV_ONLY_1S)
         try:
@@ -131,7 +110,7 @@ def test_a_paused_consumer_notices_an_eof_and_delivers_what_came_before_it(activ
     (An EOF behind a closed window cannot arrive before reading resumes: TCP keeps
     it behind the data.)"""
     q = qname()
-    fill(activemq, q, 30, body=b"z" * 100)
+    fill_queue(activemq, q, 30, body=b"z" * 100)
     with TcpProxy(activemq.host_and_ports[0]) as proxy:
         conn, listener = paused_consumer(proxy, q, prefetch=10)
         try:
@@ -159,7 +138,7 @@ def test_a_paused_consumer_notices_a_killed_broker(activemq_factory):
     heart-beat write failing on the reset noticed this before too.)"""
     broker = activemq_factory(broker_name="amqstomp-hb-kill")
     q = qname()
-    fill(broker, q, 3000)
+    fill_queue(broker, q, 3000, body=KIB)
     listener = Held()
     conn = amqstomp.Connection12(broker.host_and_ports, auto_decode=False, heartbeats=(1000, 1000))
     conn.set_listener("held", listener)
@@ -186,7 +165,7 @@ def test_a_paused_consumer_notices_a_stalled_peer_while_its_window_is_open(activ
     stalls, silence with the window open is a dead peer (timeout within ~3 s).
     Before: never noticed while paused."""
     q = qname()
-    fill(activemq, q, 30, body=b"y" * 100)
+    fill_queue(activemq, q, 30, body=b"y" * 100)
     with TcpProxy(activemq.host_and_ports[0]) as proxy:
         conn, listener = paused_consumer(proxy, q, prefetch=10)
         try:
@@ -213,7 +192,7 @@ def test_a_paused_consumer_does_not_blame_a_peer_its_closed_window_holds_back(ac
     not even beats): no heart-beat timeout; released, every message comes."""
     q = qname()
     count = 3000
-    fill(activemq, q, count)
+    fill_queue(activemq, q, count, body=KIB)
     with TcpProxy(activemq.host_and_ports[0]) as proxy:
         conn, listener = paused_consumer(proxy, q, prefetch=100)
         try:

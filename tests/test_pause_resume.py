@@ -13,6 +13,7 @@ import time
 import uuid
 
 import pytest
+from conftest import fill_queue, wait_until
 
 import amqstomp
 from amqstomp.jms import AT_MOST_ONCE, NON_PERSISTENT, ConnectionFactory, Queue, TextMessage
@@ -22,29 +23,6 @@ pytestmark = pytest.mark.broker
 
 def qname(prefix="pause"):
     return "%s.%s" % (prefix, uuid.uuid4().hex[:10])
-
-
-def wait_until(predicate, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return bool(predicate())
-
-
-def fill(broker, destination, count, body=b"x" * 256):
-    conn = amqstomp.Connection12(broker.host_and_ports)
-    conn.connect(wait=True)
-    try:
-        for i in range(count):
-            headers = {"seq": i}
-            if i == count - 1:
-                headers["receipt"] = "filled"
-            conn.send(destination, body, headers=headers)
-        conn.wait_for_receipt("filled", timeout=60)
-    finally:
-        conn.disconnect()
 
 
 def _on_reader():
@@ -109,7 +87,7 @@ def test_no_lost_wakeup_when_the_consumer_drains_during_the_pause_decision(activ
     Before the fix: reading stayed paused after the first pause (20 of 1,000)."""
     q = "/queue/" + qname()
     count = 1000
-    fill(activemq, q, count)
+    fill_queue(activemq, q, count)
     hook = ReaderDelayLock()
     rec = Counter(hook.entered)
     conn = amqstomp.Connection12(activemq.host_and_ports, auto_decode=False, heartbeats=(1000, 1000))
