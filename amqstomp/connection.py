@@ -57,8 +57,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 from .codec import Frame
 from .exception import (
-    BrokerError,
     AcknowledgeInterruptedError,
+    BrokerError,
     ConfigurationError,
     ConnectFailedException,
     ConnectionClosedException,
@@ -779,6 +779,8 @@ class BaseConnection:
         if receipt:
             frame_headers["receipt"] = receipt
         if self.reconnector is not None:
+            # on the socket that delivered the message, never another: the broker redelivers it there
+            # (redelivered: true) under the same message-id
             ack_id = ack_headers.get("id", ack_headers.get("message-id"))
             seq = self._ledger.socket_of(ack_headers)
             why = "the message came on a connection lost since (failover); the broker redelivers it"
@@ -797,8 +799,6 @@ class BaseConnection:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-            # on the socket that delivered the message, never another: the broker redelivers it there
-            # (redelivered: true) under the same message-id
         self.disconnect()
 
 
