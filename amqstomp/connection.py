@@ -61,6 +61,7 @@ from .exception import (
     BrokerError,
     ConfigurationError,
     ConnectFailedException,
+    ConnectRefusedError,
     ConnectionClosedException,
     NotConnectedException,
     StompException,
@@ -499,10 +500,17 @@ class BaseConnection:
                 passed (the connection's ``timeout`` when None; no limit when both
                 are None, as in stomp.py).
 
+        With ``auto_reconnect`` and ``wait``, a socket lost before CONNECTED
+        (a reset, the broker closing it) is tried again with the reconnect
+        back-off until ``timeout`` (or the attempts) run out, as a reconnect is;
+        a broker's ERROR answer is not.
+
         Raises:
+            ConnectRefusedError: (a ConnectFailedException) with ``wait``, the
+                broker answered ERROR (its reason in the message and ``frame``).
             ConnectFailedException: no socket could be opened; or, with
-                ``wait``, the broker answered ERROR, closed the connection or
-                said nothing within ``timeout`` (the socket is then closed).
+                ``wait``, the broker closed the connection or said nothing
+                within ``timeout`` (the socket is then closed).
         """
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
@@ -513,6 +521,33 @@ class BaseConnection:
                                     or not 0 <= timeout < float("inf")):
             raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
         timeout = clamp_wait(timeout)
+        if rc is None or not wait:
+            self._connect_once(username, passcode, wait, headers, with_connect_command, timeout, keyword_headers)
+            return
+        wait_s = timeout if timeout is not None else self.timeout
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        attempt = 0
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                self._connect_once(username, passcode, wait, headers, with_connect_command, left, keyword_headers)
+                return
+            except ConnectRefusedError:
+                raise
+            except ConnectFailedException as exc:
+                attempt += 1
+                delay_s = rc.policy.delay_ms(attempt) / 1000.0
+                if rc.policy.gives_up(attempt, False) or (
+                        deadline is not None and time.monotonic() + delay_s >= deadline):
+                    raise
+                log.info("connect attempt %d failed (%s); trying again in %.3g s", attempt, exc, delay_s)
+                time.sleep(delay_s)
+
+    def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
+                      headers: Optional[Mapping[str, Any]], with_connect_command: bool,
+                      timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
+        """One :meth:`connect`: a socket, CONNECT, and (``wait``) CONNECTED."""
+        rc = self.reconnector
         with self._connect_lock:  # concurrent callers: one socket, one CONNECT
             opened = not self.transport.is_open()
             if opened:

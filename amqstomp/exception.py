@@ -28,6 +28,19 @@ class ConnectFailedException(StompException):
     the CONNECT frame with ERROR, or no CONNECTED frame came within the timeout."""
 
 
+class ConnectRefusedError(ConnectFailedException):
+    """The broker answered CONNECT with an ERROR frame (a wrong login, an
+    unknown virtual host...): trying again will not help.
+
+    Attributes:
+        frame: the ERROR frame (``frame.headers['message']`` holds the broker's summary).
+    """
+
+    def __init__(self, message: str, frame: Optional[Any] = None) -> None:
+        self.frame = frame
+        super().__init__(message)
+
+
 class InterruptedException(StompException):
     """A read was interrupted (kept for stomp.py compatibility)."""
 

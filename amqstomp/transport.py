@@ -62,6 +62,7 @@ from .exception import (
     BrokerError,
     ConfigurationError,
     ConnectFailedException,
+    ConnectRefusedError,
     ConnectionClosedException,
     FrameEncodeError,
     FrameLimitError,
@@ -1617,7 +1618,7 @@ class Transport:
                 _fail(future, BrokerError("broker error: %s" % message, frame))
             if not link.connected:
                 frame.headers["amqstomp-connect-refused"] = "true"  # the answer to CONNECT
-                _fail(link.connect_future, ConnectFailedException("broker refused the connection: %s" % message))
+                _fail(link.connect_future, ConnectRefusedError("broker refused the connection: %s" % message, frame))
             self._post(link, "error", frame)
         elif cmd == "CONNECTED":
             self._on_connected(link, frame)

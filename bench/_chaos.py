@@ -802,6 +802,7 @@ class _Client:
         self.stopping = threading.Event()
         self.closing = False
         self.threads: List[threading.Thread] = []
+        self.conn: Any = None  # set by start(); None when its set-up failed
 
     def _thread(self, target: Callable[[], None], role: str) -> None:
         t = threading.Thread(target=self._guard(target), name="chaos-%s-%s" % (self.spec.name, role), daemon=True)
@@ -1022,6 +1023,8 @@ class Producer(_Client):
 
     def close(self) -> None:
         self.closing = True
+        if self.conn is None:
+            return
         try:
             if self.spec.api == "stomp":
                 self.conn.disconnect()
@@ -1257,6 +1260,8 @@ class Consumer(_Client):
 
     def close(self) -> None:
         self.closing = True
+        if self.conn is None:
+            return
         try:
             if self.spec.api == "stomp":
                 self.conn.disconnect()

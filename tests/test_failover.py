@@ -700,3 +700,27 @@ def test_jms_commit_of_messages_from_a_lost_socket_raises_and_they_come_again(ac
         session.commit()
         assert [text for text, _ in again] == ["t0", "t1", "t2"]
         assert again[0][1] and again[1][1]
+
+
+def test_connect_with_auto_reconnect_rides_over_resets_before_connected(activemq, proxy):
+    """connect(wait=True) with auto_reconnect: a socket the peer resets right
+    after accepting it (a broker starting, a proxy) is tried again with the
+    back-off until the timeout, instead of failing at the first reset."""
+    proxy.refuse(True, mode="reset")
+    threading.Timer(0.8, proxy.refuse, args=(False,)).start()
+    conn = stomp.Connection12([proxy.address], auto_reconnect=True, reconnect_attempts_max=-1,
+                              reconnect_sleep_initial=0.05, reconnect_sleep_max=0.2, timeout=20)
+    started = time.monotonic()
+    try:
+        conn.connect("admin", "admin", wait=True, timeout=10)
+        assert conn.is_connected() and time.monotonic() - started < 8
+    finally:
+        conn.disconnect()
+    gives_up = stomp.Connection12([proxy.address], auto_reconnect=True, reconnect_attempts_max=-1,
+                                  reconnect_sleep_initial=0.05, reconnect_sleep_max=0.2)
+    proxy.refuse(True, mode="reset")
+    started = time.monotonic()
+    with pytest.raises(ConnectFailedException):
+        gives_up.connect("admin", "admin", wait=True, timeout=1.5)
+    assert time.monotonic() - started < 5  # bounded by the timeout
+    proxy.refuse(False)

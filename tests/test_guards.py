@@ -674,6 +674,6 @@ def test_jms_create_consumer_on_a_stalled_broker_honours_the_timeout(activemq):
                 while got is None or got.text != "after the stall":  # one stalled SUBSCRIBE may take some
                     assert time.monotonic() < deadline
                     got = consumer.receive(1)
-    with pytest.raises(ValueError):
-        ConnectionFactory(activemq.url).create_connection().create_session().create_consumer(
-            "/queue/x", timeout_s=-1)
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        with pytest.raises(ValueError):
+            connection.create_session().create_consumer("/queue/x", timeout_s=-1)
