@@ -1,8 +1,17 @@
-"""Consumer flow control, pure-Python twin of :mod:`amqstomp._flow`.
+# cython: language_level=3, annotation_typing=False
+"""Consumer flow control: the one source of both implementations.
+
+This file runs as it is (the pure-Python module ``amqstomp._flow_py``) and is
+also compiled by Cython, as it is, into the extension ``amqstomp._flow``, with
+the C types of ``amqstomp/_flow.pxd`` (see setup.py; aiohttp compiles its
+``_websocket/reader_py.py`` the same way). :mod:`amqstomp.flow` chooses one.
+Annotations are for type checkers only (``annotation_typing=False`` above): the
+compiled classes accept the same arguments as the pure ones. In the compiled build
+:class:`SubscriptionWindow` and :class:`MessageAudit` are extension types (their
+attributes are read-only from Python); the rest are ordinary classes and functions.
 
 Pure computation: no sockets, no threads, no clocks (time comes in as
-``now_ms``, a monotonic clock in milliseconds). :mod:`amqstomp.flow` chooses
-between this module and the compiled one; both export the same names.
+``now_ms``, a monotonic clock in milliseconds).
 
 What lives here (sources in brackets):
 
@@ -219,6 +228,10 @@ class SubscriptionWindow:
             raise ValueError("max_buffered_bytes must be an int >= 0, got %r" % (max_buffered_bytes,))
         self.prefetch = prefetch
         self.ack_mode = ack_mode
+        # the mode's tests on the per-message path, made once (flags, not module-global
+        # lookups, in the compiled build)
+        self._broker_acks = ack_mode == ACK_AUTO
+        self._individual = ack_mode == ACK_CLIENT_INDIVIDUAL
         self.auto_ack = bool(auto_ack) and ack_mode != ACK_AUTO
         self.optimize_acknowledge = bool(optimize_acknowledge) and self.auto_ack
         self.threshold = (optimized_ack_threshold(prefetch, OPTIMIZE_ACK_RATIO, ack_batch_cap)
@@ -266,7 +279,7 @@ class SubscriptionWindow:
         self._last_delivery_ms = now_ms
         if self._last_ack_ms < 0:
             self._last_ack_ms = now_ms
-        if self.ack_mode == ACK_AUTO:
+        if self._broker_acks:
             self.acked += 1  # the broker acked it at dispatch
         self.pending_bytes += nbytes
         if (self.delivered - self.consumed >= self.max_buffered
@@ -292,12 +305,12 @@ class SubscriptionWindow:
                              % (self.consumed, self.delivered))
         self.consumed += 1
         self.pending_bytes -= nbytes
-        if self.ack_mode == ACK_AUTO:
+        if self._broker_acks:
             return None
         self._last_ack_id = ack_id
         if not self.auto_ack:
             return None
-        if self.ack_mode == ACK_CLIENT_INDIVIDUAL or not self.optimize_acknowledge:
+        if self._individual or not self.optimize_acknowledge:
             return self._sent(now_ms, 1)
         unacked = self.consumed - self.acked
         if unacked >= self.threshold:

@@ -1,7 +1,8 @@
 """Chooses the flow-control module: the compiled :mod:`amqstomp._flow` when it
-is built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python twin
-:mod:`amqstomp._flow_py`. Both export the same names (type checkers see the
-twin's, which are the reference).
+is built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python
+:mod:`amqstomp._flow_py`. Both come from one source, ``amqstomp/_flow_py.py``
+(compiled as it is, with the C types of ``amqstomp/_flow.pxd``), so they export
+the same names; type checkers see that source.
 
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
