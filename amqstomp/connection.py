@@ -388,7 +388,7 @@ class BaseConnection:
                       frame.headers.get("message-id"), seq)
             return False
         if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
-            self._ledger.handed_over(frame)
+            self._ledger.handed_over(frame, cumulative=sub.ack == "client")
         return True
 
     def _check_transaction(self, transaction: Optional[str]) -> None:
@@ -528,9 +528,14 @@ class BaseConnection:
         deadline = None if wait_s is None else time.monotonic() + wait_s
         attempt = 0
         while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            now = time.monotonic()
+            left = None if deadline is None else max(0.0, deadline - now)
+            # listeners hear on_disconnected for the last attempt only (stomp.py's connect makes one)
+            last = rc.policy.gives_up(attempt + 1, False) or (
+                deadline is not None and now + rc.policy.delay_ms(attempt + 1) / 1000.0 >= deadline)
             try:
-                self._connect_once(username, passcode, wait, headers, with_connect_command, left, keyword_headers)
+                self._connect_once(username, passcode, wait, headers, with_connect_command, left, keyword_headers,
+                                   silent=not last)
                 return
             except ConnectRefusedError:
                 raise
@@ -545,8 +550,10 @@ class BaseConnection:
 
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
                       headers: Optional[Mapping[str, Any]], with_connect_command: bool,
-                      timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
-        """One :meth:`connect`: a socket, CONNECT, and (``wait``) CONNECTED."""
+                      timeout: Optional[float], keyword_headers: Dict[str, Any], silent: bool = False) -> None:
+        """One :meth:`connect`: a socket, CONNECT, and (``wait``) CONNECTED.
+        ``silent``: a failed attempt closes its socket without
+        ``on_disconnected`` (another attempt follows)."""
         rc = self.reconnector
         with self._connect_lock:  # concurrent callers: one socket, one CONNECT
             opened = not self.transport.is_open()
@@ -564,7 +571,7 @@ class BaseConnection:
                 try:
                     self.transport.send_frame(command, frame_headers)
                 except StompException as exc:
-                    self.transport.close(reason="connect failed: %s" % exc)
+                    self.transport.close(reason="connect failed: %s" % exc, silent=silent)
                     raise ConnectFailedException(str(exc)) from exc
                 self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
                 if rc is not None:
@@ -579,7 +586,7 @@ class BaseConnection:
         except StompException as exc:
             if rc is not None:
                 rc.disarm()
-            self.transport.close(reason="connect failed: %s" % exc)
+            self.transport.close(reason="connect failed: %s" % exc, silent=silent)
             if isinstance(exc, ConnectFailedException):
                 raise
             raise ConnectFailedException(str(exc)) from exc
@@ -817,16 +824,29 @@ class BaseConnection:
             # on the socket that delivered the message, never another: the broker redelivers it there
             # (redelivered: true) under the same message-id
             ack_id = ack_headers.get("id", ack_headers.get("message-id"))
+            cumulative_sub = self._ledger.subscription_of(ack_headers)
             seq = self._ledger.socket_of(ack_headers)
             why = "the message came on a connection lost since (failover); the broker redelivers it"
             if seq is not None and not self.transport.link_alive(seq):
+                if cumulative_sub is not None:
+                    self._ledger.answered(cumulative_sub, ack_headers, seq)
                 raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
             try:
                 self.transport.send_frame(command, frame_headers, link_seq=seq or 0)
             except (NotConnectedException, ConnectionClosedException) as exc:
                 if not self.reconnector.armed:
                     raise
+                if cumulative_sub is not None and seq is not None:
+                    self._ledger.answered(cumulative_sub, ack_headers, seq)
                 raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
+            if cumulative_sub is not None and seq is not None and command != "ACK":
+                self._ledger.answered(cumulative_sub, ack_headers, seq)
+            elif cumulative_sub is not None and seq is not None:
+                missed = self._ledger.covered(cumulative_sub, ack_headers, seq)
+                if missed:  # ack:client: the ACK covers its own socket's deliveries only
+                    raise AcknowledgeInterruptedError(
+                        "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
+                        "connection lost since (failover); the broker redelivers them" % (ack_id, missed), missed)
             return
         self.transport.send_frame(command, frame_headers)
 
@@ -880,6 +900,7 @@ class StompConnection10(BaseConnection):
             raise ValueError("'id' or 'destination' is required")
         if id is not None:
             self.subscriptions.close(id)
+            self._ledger.forget_subscription(id)
         frame_headers = merge_headers([headers, keyword_headers])
         if id is not None:
             frame_headers["id"] = id
@@ -978,6 +999,7 @@ class StompConnection11(BaseConnection):
         if id is None:
             raise ValueError("'id' is required")
         self.subscriptions.close(id)
+        self._ledger.forget_subscription(id)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["id"] = id
         self.transport.send_frame("UNSUBSCRIBE", frame_headers)

@@ -30,8 +30,8 @@ import math
 import random
 import threading
 import time
-from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from collections import OrderedDict, deque
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .exception import ConfigurationError, ConnectFailedException, StompException
 from .uri import FAILOVER_OPTIONS, BrokerURI
@@ -454,7 +454,10 @@ class SocketLedger:
     ``message-id``; never by message-id alone on 1.2, since ActiveMQ redelivers
     with the same ``message-id`` on the new socket. On 1.0/1.1 the lost copy and
     the redelivered one share their identity: an ACK then names the copy handed
-    to the application last (:meth:`socket_of`).
+    to the application last (:meth:`socket_of`). For ``ack:client``
+    subscriptions (cumulative ACKs) it also keeps their hand-over order, so a
+    cumulative ACK can tell which earlier messages it does not cover: those of
+    another (lost) socket (:meth:`covered`).
 
     Args:
         transport: the :class:`~amqstomp.transport.Transport` (its ``link_seq``
@@ -467,6 +470,8 @@ class SocketLedger:
         self.transport = transport
         self.size = int(size)
         self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()
+        # ack:client subscriptions: subscription id -> (identity, socket, message-id) in hand-over order
+        self._cumulative: Dict[str, Deque[Tuple[Tuple[str, ...], int, str]]] = {}
         self._transactions: "OrderedDict[str, int]" = OrderedDict()
         self._lock = threading.Lock()
 
@@ -482,8 +487,9 @@ class SocketLedger:
             return (str(headers.get("message-id")),)
         return (str(headers.get("message-id")), str(headers.get("subscription")))
 
-    def handed_over(self, frame: Any) -> None:
-        """Dispatcher thread: the application is handed ``frame`` (a MESSAGE)."""
+    def handed_over(self, frame: Any, cumulative: bool = False) -> None:
+        """Dispatcher thread: the application is handed ``frame`` (a MESSAGE);
+        ``cumulative``: its subscription is ``ack:client``."""
         key = self.ack_key(self.transport.version, frame.headers)
         seq = frame.link_seq or self.transport.link_seq
         with self._lock:
@@ -495,6 +501,59 @@ class SocketLedger:
                     kept.popitem(last=False)
             else:
                 seqs.append(seq)
+            if cumulative:
+                order = self._cumulative.setdefault(str(frame.headers.get("subscription")), deque())
+                order.append((key, seq, str(frame.headers.get("message-id"))))
+                if len(order) > self.size:
+                    order.popleft()
+
+    def subscription_of(self, ack_headers: Mapping[str, Any]) -> Optional[str]:
+        """The ``ack:client`` subscription whose hand-over order holds the message
+        an ACK with these headers names, or None."""
+        key = self.ack_key(self.transport.version, ack_headers)
+        with self._lock:
+            for sub_id, order in self._cumulative.items():
+                if any(entry[0] == key for entry in order):
+                    return sub_id
+        return None
+
+    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> None:
+        """An ACK/NACK naming the copy (identity, socket ``seq``) of an
+        ``ack:client`` subscription was sent, or refused with
+        AcknowledgeInterruptedError: drop it from the hand-over order (a later
+        cumulative ACK does not count it again)."""
+        key = self.ack_key(self.transport.version, ack_headers)
+        with self._lock:
+            order = self._cumulative.get(str(subscription))
+            if order:
+                for entry in order:
+                    if entry[0] == key and entry[1] == seq:
+                        order.remove(entry)
+                        break
+
+    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> int:
+        """A cumulative ACK of the copy (``ack_headers``' identity, socket ``seq``)
+        of ``subscription`` was written: drop it and every message of that
+        subscription handed over before it from the hand-over order. Returns how
+        many of those came on another socket than ``seq`` (a lost one) and
+        have no redelivered copy among the ones it covers: the ACK does not
+        cover them (ActiveMQ acknowledges a socket's own deliveries only) and
+        the broker redelivers them."""
+        key = self.ack_key(self.transport.version, ack_headers)
+        with self._lock:
+            order = self._cumulative.get(str(subscription))
+            if not order or not any(entry[0] == key and entry[1] == seq for entry in order):
+                return 0
+            taken = []
+            while order:
+                entry = order.popleft()
+                taken.append(entry)
+                if entry[0] == key and entry[1] == seq:
+                    break
+            # (the sockets stay noted in _messages: a later ACK naming one goes on its socket or
+            # raises; on 1.0/1.1 it would otherwise name the redelivered copy)
+            covered_ids = {entry[2] for entry in taken if entry[1] == seq}
+            return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)
 
     def socket_of(self, ack_headers: Mapping[str, Any]) -> Optional[int]:
         """The socket that delivered the message an ACK/NACK with these headers
@@ -531,6 +590,11 @@ class SocketLedger:
 
     def clear_transactions(self) -> None:
         self._transactions.clear()
+
+    def forget_subscription(self, subscription: Any) -> None:
+        """``subscription`` ended (UNSUBSCRIBE): drop its hand-over order."""
+        with self._lock:
+            self._cumulative.pop(str(subscription), None)
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:

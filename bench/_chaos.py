@@ -864,7 +864,8 @@ class _StompEvents(amqstomp.ConnectionListener):
         self.client.ledger.error("ERROR frame: %s" % (frame.headers.get("message") or frame.body,))
 
     def on_disconnected(self) -> None:
-        if not self.client.closing:
+        # before connect() returned: a failed connect attempt (connect retries with auto_reconnect)
+        if not self.client.closing and self.client.conn is not None:
             self.client.ledger.error("on_disconnected (failover gave up)")
 
     def on_transport_interrupted(self) -> None:
