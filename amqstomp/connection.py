@@ -348,15 +348,16 @@ class BaseConnection:
         deadline = time.monotonic() + wait_s
         while True:
             cause: Optional[BaseException] = None
-            if rc.armed and (rc.reconnecting or not self.transport.is_connected()):
+            # the socket read first, then the replay flag: a socket connected and not being replayed
+            # (a write pinned to it cannot land on a newer socket before that one's CONNECT)
+            seq = self.transport.connected_link_seq()
+            if rc.armed and (rc.reconnecting or not seq):
                 pass  # a new socket is being made: nothing before its CONNECT and replay
             else:
                 try:
-                    if written_on is None:
-                        return self.transport.send_frame(cmd, headers, body)
-                    seq = self.transport.link_seq
                     result = self.transport.send_frame(cmd, headers, body, link_seq=seq)
-                    written_on.append(seq)
+                    if written_on is not None:
+                        written_on.append(seq)
                     return result
                 except (NotConnectedException, ConnectionClosedException) as exc:
                     if not rc.armed:
@@ -368,6 +369,27 @@ class BaseConnection:
                 if not rc.armed:
                     raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
                 raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
+
+    def _send_transactional(self, cmd: str, frame_headers: Dict[str, Any], body: Any = b"") -> Any:
+        """:meth:`_send`, except that a frame of a transaction (``auto_reconnect``)
+        goes on the socket its BEGIN went on (ActiveMQ knows the transaction
+        there only) and never waits for another.
+
+        Raises:
+            TransactionRolledBackError: that socket is gone (the broker rolled
+                the transaction back with it).
+        """
+        tx = frame_headers.get("transaction")
+        seq = self._ledger.transaction_socket(tx) if tx is not None and self.reconnector is not None else None
+        if seq is None:
+            return self._send(cmd, frame_headers, body)
+        lost = "%s not sent: the connection of transaction %s was lost; the broker rolled it back" % (cmd, tx)
+        if not self.transport.link_alive(seq):
+            raise TransactionRolledBackError(lost)
+        try:
+            return self.transport.send_frame(cmd, frame_headers, body, link_seq=seq)
+        except (NotConnectedException, ConnectionClosedException) as exc:
+            raise TransactionRolledBackError(lost) from exc
 
     def _should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread (``auto_reconnect``): whether a queued MESSAGE goes to
@@ -673,7 +695,7 @@ class BaseConnection:
         elif self.auto_content_length and payload:
             frame_headers["content-length"] = len(payload)
         self._check_transaction(frame_headers.get("transaction"))
-        self._send("SEND", frame_headers, payload)
+        self._send_transactional("SEND", frame_headers, payload)
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:

@@ -164,3 +164,21 @@ class AcknowledgeInterruptedError(ConnectionClosedException):
     def __init__(self, message: str, count: int = 1) -> None:
         self.count = count
         super().__init__(message)
+
+
+class AcknowledgeInDoubtError(StompException):
+    """An ACK that waits for its RECEIPT (``jms.sendAcksAsync=false``) was
+    written, then its socket was lost (or no RECEIPT came within the timeout)
+    before the broker's RECEIPT: the broker may or may not have applied it. If
+    it did, the messages are settled; if not, it redelivers them
+    (``redelivered: true``). Not an :class:`AcknowledgeInterruptedError`,
+    which says for certain that nothing was acknowledged.
+
+    Attributes:
+        count (int): messages whose acknowledgement is in doubt (JMS
+            ``CLIENT_ACKNOWLEDGE``: every message the cumulative ACK names).
+    """
+
+    def __init__(self, message: str, count: int = 1) -> None:
+        self.count = count
+        super().__init__(message)

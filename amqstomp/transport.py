@@ -881,6 +881,13 @@ class Transport:
         link = self._link
         return link.seq if link is not None else 0
 
+    def connected_link_seq(self) -> int:
+        """The open socket's number (:attr:`link_seq`) once its CONNECTED came,
+        else 0. A caller that writes with ``send_frame(..., link_seq=)`` of it
+        cannot put a frame on a newer socket before that one's CONNECT."""
+        link = self._link
+        return link.seq if link is not None and link.connected and not link.closed else 0
+
     def link_alive(self, seq: int) -> bool:
         """True while socket number ``seq`` is the open one: a MESSAGE it
         delivered (``Frame.link_seq``) can still be acknowledged."""

@@ -154,7 +154,8 @@ SEND_RETRY: Tuple[type, ...] = (_exc.ConnectionClosedException, _exc.NotConnecte
 STOMP_ACK_UNCONFIRMED: Tuple[type, ...] = (_exc.ConnectionClosedException, _exc.NotConnectedException,
                                            _exc.ReceiptTimeout, KeyError)
 #: acknowledge() (JMS) documents these for a failover connection (sendAcksAsync=false adds ReceiptTimeout)
-JMS_ACK_UNSETTLED: Tuple[type, ...] = ACK_INTERRUPTED + (_exc.ReceiptTimeout,)
+JMS_ACK_UNSETTLED: Tuple[type, ...] = ACK_INTERRUPTED + (_exc.ReceiptTimeout,) + tuple(
+    getattr(_exc, name) for name in ("AcknowledgeInDoubtError",) if hasattr(_exc, name))
 
 
 # ------------------------------------------------------------------------------------------ config

@@ -287,6 +287,9 @@ class FakeTransport:
     def is_connected(self) -> bool:
         return self.open
 
+    def connected_link_seq(self) -> int:
+        return self.link_seq if self.open else 0
+
     def send_frame(self, cmd: str, headers: Optional[Dict[str, Any]] = None, body: Any = None,
                    write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
                    link_seq: int = 0) -> None:

@@ -38,6 +38,7 @@ from .constants import (
 from .consumer import MessageConsumer
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
+    AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     BrowseInterruptedError,
     BrowseTimeoutError,
@@ -91,6 +92,7 @@ __all__ = [
     "TransactionRolledBackError",
     "TransactionInDoubtError",
     "AcknowledgeInterruptedError",
+    "AcknowledgeInDoubtError",
     "MessageFormatError",
     "InvalidDestinationError",
     "JMS_OPTIONS",

@@ -475,8 +475,10 @@ class MessageConsumer:
         Raises:
             AcknowledgeInterruptedError: that socket was lost (failover): the
                 broker redelivers the message.
+            AcknowledgeInDoubtError: ``jms.sendAcksAsync=false``: written, no
+                RECEIPT (socket lost or timeout): the broker may have applied it.
             ConnectionClosedException: the connection is closed (no failover).
-            BrokerError / ReceiptTimeout: ``jms.sendAcksAsync=false`` only.
+            BrokerError: ``jms.sendAcksAsync=false`` only.
         """
         headers = message_ack_headers(self._link, frame.headers)
         if transaction is not None:

@@ -6,6 +6,7 @@ Licensed under the Apache License, Version 2.0.
 from typing import Any, Optional
 
 from ..exception import (
+    AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     BrokerError,
     StompException,
@@ -20,6 +21,7 @@ __all__ = [
     "TransactionRolledBackError",
     "TransactionInDoubtError",
     "AcknowledgeInterruptedError",
+    "AcknowledgeInDoubtError",
     "MessageFormatError",
     "InvalidDestinationError",
     "BrowseTimeoutError",

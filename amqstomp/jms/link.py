@@ -42,6 +42,7 @@ from ..exception import (
     ConnectionClosedException,
     NotConnectedException,
     ReceiptTimeout,
+    AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     StompException,
     TransactionInDoubtError,
@@ -661,11 +662,11 @@ class Link:
         waits for it (seconds; None: as long as the socket lives).
 
         Raises:
-            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover), or
-                it was lost before the receipt came: the broker redelivers the
-                message (it may have applied the ACK if the receipt was lost).
+            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover):
+                nothing was written; the broker redelivers the message.
+            AcknowledgeInDoubtError: written, and the socket was lost (or
+                ``receipt_timeout_s`` passed) before the receipt came.
             BrokerError: the broker answered ERROR (the receipt was asked for).
-            ReceiptTimeout: no receipt in ``receipt_timeout_s``.
             ConnectionClosedException: the socket is gone and no failover is set.
         """
         tx_seq = self.transaction_socket(cmd, headers)
@@ -678,11 +679,6 @@ class Link:
             frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
         try:
             future = self.transport.send_frame(cmd, frame_headers, None, link_seq=link_seq)
-            if future is not None:
-                try:
-                    future.result(receipt_timeout_s)
-                except FutureTimeout:
-                    raise ReceiptTimeout("no receipt for %s within %.3g s" % (cmd, receipt_timeout_s or 0.0)) from None
         except (NotConnectedException, ConnectionClosedException) as exc:
             if self.reconnector is None or not self.reconnector.armed:
                 raise ConnectionClosedException("%s not sent: the %s socket is closed: %s"
@@ -690,6 +686,18 @@ class Link:
             raise AcknowledgeInterruptedError(
                 "%s not sent: the message came on a connection lost since (failover); the broker redelivers it"
                 % cmd) from exc
+        if future is None:
+            return
+        try:
+            future.result(receipt_timeout_s)
+        except FutureTimeout:
+            raise AcknowledgeInDoubtError(
+                "%s written, no receipt within %.3g s: the broker may or may not have applied it"
+                % (cmd, receipt_timeout_s or 0.0)) from None
+        except ConnectionClosedException as exc:
+            raise AcknowledgeInDoubtError(
+                "%s written, then its connection was lost before the receipt: the broker may or may not have "
+                "applied it (if not, it redelivers the message)" % cmd) from exc
 
     def _await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
@@ -720,9 +728,11 @@ class Link:
             raise StompException("internal: %s goes through Link.acknowledge (its socket)" % cmd)
         tx = headers.get("transaction")
         while True:
-            if self.transport.is_connected() and not self.reconnector.reconnecting:
+            # the socket read first, then the replay flag (see Transport.connected_link_seq)
+            connected = self.transport.connected_link_seq()
+            if connected and not self.reconnector.reconnecting:
                 try:
-                    seq = self.transport.link_seq if cmd == "BEGIN" else self.transaction_socket(cmd, headers)
+                    seq = self.transaction_socket(cmd, headers) or connected
                 except TransactionRolledBackError:
                     if cmd == "ABORT":
                         return None  # gone with its socket: nothing to abort
@@ -815,8 +825,11 @@ class Link:
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         tx_seq = self.transaction_socket("SEND", headers)  # a transaction's SENDs go where its BEGIN went
-        if self.reconnector is not None and not transport.is_connected():
-            self._await_up(deadline, "SEND")
+        if self.reconnector is not None and not tx_seq:
+            tx_seq = transport.connected_link_seq()  # never before a new socket's CONNECT
+            if not tx_seq:
+                self._await_up(deadline, "SEND")
+                tx_seq = transport.connected_link_seq()
         if not sync:
             assert window is not None
             nbytes = len(body) + 64
@@ -854,7 +867,7 @@ class Link:
     def _transaction_lost(tx_seq: int, headers: Mapping[str, Any], exc: BaseException) -> None:
         """A SEND of a transaction pinned to socket ``tx_seq`` found it gone:
         raise TransactionRolledBackError (else let ``exc`` go on)."""
-        if tx_seq and isinstance(exc, (NotConnectedException, ConnectionClosedException)):
+        if "transaction" in headers and isinstance(exc, (NotConnectedException, ConnectionClosedException)):
             raise TransactionRolledBackError("SEND not sent: the connection of transaction %s was lost (failover); "
                                              "the broker rolled it back" % (headers.get("transaction"),)) from exc
 
@@ -887,8 +900,11 @@ class Link:
         message), until ``deadline``."""
         losses = 0
         while True:
+            seq = self.transport.connected_link_seq()  # never before a new socket's CONNECT
             try:
-                future = self.transport.send_frame("SEND", headers, body, None, False, head)
+                if not seq:
+                    raise NotConnectedException("not connected")
+                future = self.transport.send_frame("SEND", headers, body, None, False, head, link_seq=seq)
             except (NotConnectedException, ConnectionClosedException):
                 self._await_up(deadline, "SEND")
                 continue

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
 from .destination import Destination, _Temporary
-from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError
+from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
 from .link import Link, ProducerWindow
 from .message import BytesMessage, Message, SendHead, TextMessage, message_headers
 
@@ -160,7 +160,16 @@ class MessageProducer:
             sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
             if own_temporary and window is None:
                 sync = True  # never a receipt-less SEND on the consumer socket
-        link.send_message(headers, body, sync, window, self._timeout_s, head)
+        try:
+            link.send_message(headers, body, sync, window, self._timeout_s, head)
+        except TransactionRolledBackError as exc:
+            if transaction is None:
+                raise
+            # the broker rolled the transaction back with its socket: so does the session, so the
+            # next send or receive starts a new one (not a send into a transaction that is gone)
+            session._transaction_lost()
+            raise TransactionRolledBackError("%s; the session rolled the transaction back (its consumed messages "
+                                             "come again): the next send or receive starts a new one" % exc) from exc
 
     def close(self) -> None:
         """Wait (bounded by ``close_timeout_ms``) for the receipts of this producer's

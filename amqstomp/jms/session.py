@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (
+    AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     BrokerError,
     ConfigurationError,
@@ -597,6 +598,13 @@ class Session:
         with self._tx_lock:
             self._rollback_locked()
 
+    def _transaction_lost(self) -> None:
+        """A send found the transaction's socket lost (failover): roll back as
+        rollback() does (the broker has already), so the next operation begins
+        a new transaction."""
+        with self._tx_lock:
+            self._rollback_after_failed_commit()
+
     def _forget_delivered(self) -> None:
         """An in-doubt commit: the consumed messages are the broker's to settle
         or redeliver; none is redelivered locally."""
@@ -731,8 +739,11 @@ class Session:
             AcknowledgeInterruptedError: some of the messages came on a socket
                 lost since (failover): those were not acknowledged (``count``
                 says how many) and the broker redelivers them; the others were.
+            AcknowledgeInDoubtError: ``jms.sendAcksAsync=false`` only: an ACK
+                was written and its RECEIPT did not come (socket lost, or the
+                timeout): the broker may or may not have applied it.
             ConnectionClosedException: the connection is closed (no failover).
-            ReceiptTimeout / BrokerError: ``jms.sendAcksAsync=false`` only.
+            BrokerError: ``jms.sendAcksAsync=false`` only.
         """
         self._check_open(IllegalStateError("the session of this message is closed"))
         if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
@@ -745,6 +756,8 @@ class Session:
                 consumer._delivered = []
         lost = self.connection.is_from_lost_socket
         not_acked = 0
+        in_doubt: Optional[AcknowledgeInDoubtError] = None
+        doubtful = 0
         for consumer, deliveries in work:
             live = [d for d in deliveries if not lost(d.frame)]
             not_acked += len(deliveries) - len(live)
@@ -755,7 +768,15 @@ class Session:
             except AcknowledgeInterruptedError:
                 not_acked += len(live)
                 continue
+            except AcknowledgeInDoubtError as exc:
+                in_doubt, doubtful = exc, doubtful + len(live)
+                continue
             consumer._window_acked(cumulative=True)
+        if in_doubt is not None:
+            raise AcknowledgeInDoubtError(
+                "%s; %d message(s) in doubt%s" % (in_doubt, doubtful, ", %d more not acknowledged (they came on a "
+                                                  "connection lost since)" % not_acked if not_acked else ""),
+                doubtful) from in_doubt
         if not_acked:
             raise AcknowledgeInterruptedError(
                 "%d message(s) not acknowledged: they came on a connection lost since (failover); the broker "
