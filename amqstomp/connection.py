@@ -666,7 +666,8 @@ class BaseConnection:
         ``content-length`` given by the caller is set to the body's real size.
 
         Raises:
-            ValueError: destination or body is None.
+            ValueError: destination or body is None, or the destination is
+                empty (ActiveMQ closes the connection on an empty one).
             TypeError: body is neither str nor bytes-like.
             NotConnectedException: not connected.
             FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
@@ -676,6 +677,9 @@ class BaseConnection:
         """
         if destination is None:
             raise ValueError("'destination' is required")
+        if isinstance(destination, str) and not destination.strip():
+            raise ValueError("'destination' is empty (%r): ActiveMQ closes the connection on a SEND without one"
+                             % (destination,))
         if body is None:
             raise ValueError("'body' is required")
         frame_headers = merge_headers([headers, keyword_headers])

@@ -219,6 +219,9 @@ class Reconnector:
         self.resumed_at: Optional[float] = None
         #: why the last attempt failed, or the last loss
         self.last_error: Optional[BaseException] = None
+        #: ``time.monotonic()`` by which the running attempts must end (``connect(timeout_s)``), or
+        #: None: an attempt's own waits (CONNECTED) are cut to it
+        self.attempt_deadline: Optional[float] = None
         self.gave_up: Optional[BaseException] = None
         transport.set_link_lost_hook(self._on_link_lost)
 
@@ -360,6 +363,7 @@ class Reconnector:
         """Try the brokers until one is connected; raises ConnectFailedException
         when the policy gives up, ``deadline`` (monotonic) passes or the
         reconnector is disarmed."""
+        self.attempt_deadline = deadline
         passes = 0
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it

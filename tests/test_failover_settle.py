@@ -422,3 +422,63 @@ def test_jms_producer_transaction_sends_after_a_loss_raise_not_broker_errors(act
         time.sleep(0.5)
         assert errors == []
     assert _left_on_broker(activemq, queue) == ["kept"]
+
+
+def test_jms_sync_ack_whose_receipt_was_lost_is_in_doubt(activemq, tcp_proxy_factory):
+    """jms.sendAcksAsync=false: the ACK reached the broker, its RECEIPT did not
+    reach us before the socket died. acknowledge() said 'not acknowledged, the
+    broker redelivers it' and the broker never did; the outcome is unknown to the
+    client: AcknowledgeInDoubtError."""
+    from amqstomp.exception import AcknowledgeInDoubtError
+
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, 1)
+    url = _failover_url(proxy) + "&jms.sendAcksAsync=false"
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(acknowledge_mode=INDIVIDUAL_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        message = consumer.receive(5)
+        transport = conn.consumer_link.transport
+        original = transport._pop_receipt
+        dropped = []
+
+        def pop_receipt(link, receipt_id):
+            if not dropped and receipt_id is not None and receipt_id.startswith("ack-"):
+                dropped.append(receipt_id)
+                threading.Thread(target=proxy.cut, daemon=True).start()
+                return None
+            return original(link, receipt_id)
+
+        transport._pop_receipt = pop_receipt
+        with pytest.raises(AcknowledgeInDoubtError, match="may or may not"):
+            message.acknowledge()
+        assert dropped
+        assert consumer.receive(2) is None  # the broker had applied it: never redelivered
+    assert _left_on_broker(activemq, queue) == []
+
+
+def test_jms_create_connection_timeout_bounds_a_stalled_attempt(activemq, tcp_proxy_factory):
+    """create_connection(timeout_s=2) on a failover: URI whose broker accepts the
+    socket and never answers CONNECT took 30 s (the attempt's own CONNECTED wait)."""
+    from amqstomp.exception import ConnectFailedException
+
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    proxy.stall()
+    started = time.monotonic()
+    with pytest.raises(ConnectFailedException):
+        ConnectionFactory(_failover_url(proxy)).create_connection(timeout_s=2)
+    assert time.monotonic() - started < 6
+    proxy.unstall()
+
+
+def test_stomppy_send_to_an_empty_destination_raises_before_writing(activemq):
+    conn = stomp.Connection12(activemq.host_and_ports)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        with pytest.raises(ValueError, match="empty"):
+            conn.send("", "x")
+        assert conn.is_connected()  # ActiveMQ closed the connection on it
+    finally:
+        conn.disconnect()

@@ -584,7 +584,11 @@ class Link:
             headers["client-id"] = self.client_id
         try:
             self.transport.send_frame("CONNECT", headers)
-            self.connected_frame = self.transport.wait_connected(self.connect_timeout_s)
+            wait_s = self.connect_timeout_s
+            deadline = self.reconnector.attempt_deadline if self.reconnector is not None else None
+            if deadline is not None:  # create_connection(timeout_s): no attempt outlives it
+                wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
+            self.connected_frame = self.transport.wait_connected(wait_s)
             self.is_activemq = self.server.startswith("ActiveMQ")
         except StompException as exc:
             if self.reconnector is None:
