@@ -805,6 +805,18 @@ class _Client:
         self.threads: List[threading.Thread] = []
         self.conn: Any = None  # set by start(); None when its set-up failed
 
+    def close(self) -> None:
+        self.closing = True
+        if self.conn is None:
+            return
+        try:
+            if self.spec.api == "stomp":
+                self.conn.disconnect()
+            else:
+                self.conn.close()
+        except Exception as exc:
+            self.ledger.error("closing the %s" % type(self).__name__.lower(), exc)
+
     def _thread(self, target: Callable[[], None], role: str) -> None:
         t = threading.Thread(target=self._guard(target), name="chaos-%s-%s" % (self.spec.name, role), daemon=True)
         self.threads.append(t)
@@ -1022,18 +1034,6 @@ class Producer(_Client):
             self.session.rollback()
         except Exception as exc:
             self.ledger.unsettled("producer rollback", exc)
-
-    def close(self) -> None:
-        self.closing = True
-        if self.conn is None:
-            return
-        try:
-            if self.spec.api == "stomp":
-                self.conn.disconnect()
-            else:
-                self.conn.close()
-        except Exception as exc:
-            self.ledger.error("closing the producer", exc)
 
 
 class Consumer(_Client):
@@ -1259,18 +1259,6 @@ class Consumer(_Client):
                 self._thread(self._stomp_client_worker, "acker")
         elif self.spec.settle in ("AUTO", "CLIENT", "CLIENT-async", "TX1", "TXBATCH"):
             self._thread(self._jms_receive_loop, "receiver")
-
-    def close(self) -> None:
-        self.closing = True
-        if self.conn is None:
-            return
-        try:
-            if self.spec.api == "stomp":
-                self.conn.disconnect()
-            else:
-                self.conn.close()
-        except Exception as exc:
-            self.ledger.error("closing the consumer", exc)
 
 
 # ------------------------------------------------------------------------------------------ schedule

@@ -8,6 +8,7 @@ is told by its delivery (``Frame.link_seq`` / ``Message.link_seq``), never by
 its message-id. Each test lets the redelivered copy arrive first, the case
 where keying by message-id reported success for an ACK that was dropped.
 """
+import contextlib
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ from conftest import Collector, wait_until
 import amqstomp as stomp
 from amqstomp.exception import AcknowledgeInterruptedError, TransactionInDoubtError, TransactionRolledBackError
 from amqstomp.jms import (
+    AUTO_ACKNOWLEDGE,
     CLIENT_ACKNOWLEDGE,
     INDIVIDUAL_ACKNOWLEDGE,
     NON_PERSISTENT,
@@ -57,6 +59,21 @@ def _failover_url(proxy) -> str:
     return "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address
 
 
+@contextlib.contextmanager
+def _failover_consumer(activemq, tcp_proxy_factory, fed: int, transacted: bool = False,
+                       acknowledge_mode: int = AUTO_ACKNOWLEDGE):
+    """A queue fed ``fed`` messages, and a started consumer of it on a failover
+    connection through a TcpProxy: yields (proxy, queue, connection, session, consumer)."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = _queue()
+    _feed(activemq, queue, fed)
+    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        session = conn.create_session(transacted=transacted, acknowledge_mode=acknowledge_mode)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        yield proxy, queue, conn, session, consumer
+
+
 def _cut_and_wait_for_copies(proxy, connection, consumer, copies: int) -> None:
     """Cut the socket, wait for the new one and for ``copies`` redelivered
     messages to sit in the consumer's buffer."""
@@ -70,13 +87,8 @@ def _cut_and_wait_for_copies(proxy, connection, consumer, copies: int) -> None:
 def test_jms_commit_after_the_redelivered_copy_arrived_raises_rolled_back(activemq, tcp_proxy_factory):
     """The issue's case: the copies (same message-id) are in the buffer before
     commit(); commit() used to commit an empty transaction and return."""
-    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
-    queue = _queue()
-    _feed(activemq, queue, 3)
-    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
-        session = conn.create_session(transacted=True)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with _failover_consumer(activemq, tcp_proxy_factory, 3, transacted=True) as (proxy, queue, conn, session,
+                                                                                 consumer):
         first = consumer.receive(5)
         assert first.text == "t0" and first.link_seq == conn.consumer_link.transport.link_seq
         _cut_and_wait_for_copies(proxy, conn, consumer, 3)
@@ -93,13 +105,8 @@ def test_jms_commit_after_the_redelivered_copy_arrived_raises_rolled_back(active
 
 @pytest.mark.parametrize("mode", [CLIENT_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE], ids=["client", "individual"])
 def test_jms_acknowledge_of_a_lost_socket_message_raises_and_the_copy_acks(activemq, tcp_proxy_factory, mode):
-    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
-    queue = _queue()
-    _feed(activemq, queue, 2)
-    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
-        session = conn.create_session(acknowledge_mode=mode)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with _failover_consumer(activemq, tcp_proxy_factory, 2, acknowledge_mode=mode) as (proxy, queue, conn, session,
+                                                                                       consumer):
         first = consumer.receive(5)
         assert first.text == "t0"
         _cut_and_wait_for_copies(proxy, conn, consumer, 2)
@@ -163,13 +170,8 @@ def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq,
     """The COMMIT reached the broker and was executed; the socket died before its
     RECEIPT came. Reporting a rollback made the application undo work the broker
     had committed (and the message never came again)."""
-    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
-    queue = _queue()
-    _feed(activemq, queue, 1)
-    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
-        session = conn.create_session(transacted=True)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with _failover_consumer(activemq, tcp_proxy_factory, 1, transacted=True) as (proxy, queue, conn, session,
+                                                                                 consumer):
         assert consumer.receive(5).text == "t0"
         _drop_commit_receipt_then(conn.consumer_link.transport, proxy.cut)
         with pytest.raises(TransactionInDoubtError, match="may or may not"):
@@ -181,13 +183,8 @@ def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq,
 def test_jms_commit_cut_before_the_broker_had_it_is_in_doubt_and_comes_again(activemq, tcp_proxy_factory):
     """The COMMIT was written into a stalled path and the socket then died: the
     client cannot know; the broker did not commit, so the message comes again."""
-    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
-    queue = _queue()
-    _feed(activemq, queue, 1)
-    with ConnectionFactory(_failover_url(proxy), heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
-        session = conn.create_session(transacted=True)
-        consumer = session.create_consumer(queue)
-        conn.start()
+    with _failover_consumer(activemq, tcp_proxy_factory, 1, transacted=True) as (proxy, queue, conn, session,
+                                                                                 consumer):
         assert consumer.receive(5).text == "t0"
         proxy.stall()
 
