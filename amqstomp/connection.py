@@ -36,9 +36,13 @@ Differences from stomp.py, all on purpose:
 * ``commit``/``abort`` of a transaction this connection did not begin (or
   ended already) raise UnknownTransactionError and send nothing (stomp.py sent
   it; ActiveMQ answered ERROR "Invalid transaction id", heard only by
-  ``on_error``). ``ack`` of an id this connection never received is sent as in
-  stomp.py: ActiveMQ answers ERROR ("Unexpected ACK"), which reaches the caller
-  only with ``receipt=`` and :meth:`~BaseConnection.wait_for_receipt`.
+  ``on_error``). Likewise ``ack``/``nack`` of a message this connection does not
+  hold unacknowledged (never delivered, acknowledged already, or covered by an
+  earlier cumulative ``ack:client`` ACK) raise UnknownMessageError (a
+  ValueError) and send nothing (ActiveMQ answered ERROR "Unexpected ACK", and on
+  STOMP 1.0/1.1 with a malformed id it closed the connection); the check is
+  off once a MESSAGE of a subscription not made with ``subscribe(id=...)``
+  arrives (its messages cannot be told apart).
 
 Every stomp.py constructor keyword is accepted and honoured; note that
 ``timeout`` bounds the TCP connect and is the default for blocking waits (in
@@ -223,7 +227,7 @@ class BaseConnection:
         self.encoding = encoding
         self.auto_decode = auto_decode
         self.auto_content_length = auto_content_length
-        self.subscriptions = SubscriptionManager(self.transport)
+        self.subscriptions = SubscriptionManager(self.transport, track_acks=True)
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
@@ -857,6 +861,7 @@ class BaseConnection:
                 if cumulative_sub is not None:
                     self._ledger.answered(cumulative_sub, ack_headers, seq)
                 raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
+            self.subscriptions.check_ack(command, ack_headers)
             try:
                 self.transport.send_frame(command, frame_headers, link_seq=seq or 0)
             except (NotConnectedException, ConnectionClosedException) as exc:
@@ -874,6 +879,7 @@ class BaseConnection:
                         "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
                         "connection lost since (failover); the broker redelivers them" % (ack_id, missed), missed)
             return
+        self.subscriptions.check_ack(command, ack_headers)
         self.transport.send_frame(command, frame_headers)
 
     def __enter__(self) -> "BaseConnection":

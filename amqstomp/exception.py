@@ -105,6 +105,13 @@ class UnknownTransactionError(StompException, ValueError):
     transaction id") and the caller would never hear of it. Nothing is sent."""
 
 
+class UnknownMessageError(StompException, ValueError):
+    """``ack()`` or ``nack()`` of a message this connection was not handed (or
+    acknowledged already, individually or by a cumulative ACK): ActiveMQ would
+    answer ERROR ("Unexpected ACK received"), on STOMP 1.0/1.1 close the
+    connection, and the caller would never hear of it. Nothing is sent."""
+
+
 class BrokerError(StompException):
     """The broker answered a frame with an ERROR frame (STOMP 1.2 spec, "ERROR").
 

@@ -29,9 +29,10 @@ import difflib
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
 
-from .exception import ConfigurationError, NotConnectedException, StompException
+from .exception import ConfigurationError, NotConnectedException, StompException, UnknownMessageError
 from .flow import (
     ACK_MODES,
     DEFAULT_ACK_BATCH_CAP,
@@ -86,6 +87,19 @@ def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
     return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
 
 
+def ack_identity(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The identity an ACK names (STOMP 1.2 spec "ACK"), from a MESSAGE's headers
+    or an ACK's: 1.2 the MESSAGE's ``ack`` header (the ACK's ``id``), 1.1
+    ``message-id`` + ``subscription``, 1.0 ``message-id``."""
+    if version == "1.2":
+        value = headers.get("ack", headers.get("id"))
+        if value is not None:
+            return (str(value),)
+    if version == "1.0":
+        return (str(headers.get("message-id")),)
+    return (str(headers.get("message-id")), str(headers.get("subscription")))
+
+
 def ack_headers(version: str, message_headers: Mapping[str, str]) -> Dict[str, str]:
     """Headers of the ACK/NACK of a MESSAGE, per STOMP version (STOMP 1.2 spec "ACK"):
     1.2 ``id`` = the MESSAGE's ``ack`` header; 1.1 ``message-id`` + ``subscription``;
@@ -106,6 +120,8 @@ MAX_PREFETCH = 2 ** 31 - 1
 #: Seconds before a message that found no listener is offered again (not counted as a failure).
 NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
+#: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
+_UNACKED_MAX = 1 << 17
 
 
 class Subscription:
@@ -113,7 +129,7 @@ class Subscription:
     window, and the state of local redelivery."""
 
     __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
-                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window")
+                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
                  window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy,
@@ -134,6 +150,10 @@ class Subscription:
         self.failures: Dict[str, int] = {}
         self.newest: Any = None  # headers of the newest message consumed in dispatch order
         self.newest_seq = 0  # its place in that order (1 = the first delivered)
+        # the application acknowledges (not auto, not optimize_acknowledge): identities of the
+        # messages delivered and not acknowledged yet, in delivery order (see check_ack)
+        self.app_acked = ack != "auto" and not window.optimize_acknowledge
+        self.unacked: Deque[Tuple[str, ...]] = deque()
 
     def __repr__(self) -> str:
         return "Subscription(id=%r, destination=%r, ack=%r, %r)" % (self.id, self.destination, self.ack, self.window)
@@ -161,8 +181,16 @@ class SubscriptionManager:
     """
 
     def __init__(self, transport: Any, prefetch_policy: Optional[PrefetchPolicy] = None,
-                 audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None) -> None:
+                 audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
+                 track_acks: bool = False) -> None:
         self.transport = transport
+        # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
+        # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
+        # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
+        # every MESSAGE came through a known subscription and the map stayed within its bound.
+        self._track_acks = track_acks
+        self._unacked: Dict[Tuple[str, ...], Subscription] = {}
+        self._unacked_complete = track_acks
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
@@ -311,6 +339,7 @@ class SubscriptionManager:
             with sub.lock:
                 token = None if sub.failures else sub.window.flush(_now_ms())
             self._retire(sub)
+            self._forget_unacked(sub)
             if token is not None:
                 self._send_ack(sub, token, write_timeout)
 
@@ -326,6 +355,8 @@ class SubscriptionManager:
             self._retire(sub)
         self._subs.clear()
         self._owner.clear()
+        self._unacked.clear()
+        self._unacked_complete = self._track_acks
 
     def renew(self) -> List[Subscription]:
         """A new socket replaces a lost one (failover): every subscription starts
@@ -337,12 +368,46 @@ class SubscriptionManager:
         fresh: List[Subscription] = []
         for sub_id, old in list(self._subs.items()):
             self._retire(old)
+            self._forget_unacked(old)
             window = old.make_window() if old.make_window is not None else old.window
             sub = Subscription(old.id, old.destination, old.ack, old.headers, window,
                                old.redelivery_policy, old.make_window)
             self._subs[sub_id] = sub
             fresh.append(sub)
         return fresh
+
+    def _forget_unacked(self, sub: Subscription) -> None:
+        if self._unacked:
+            for key, owner in list(self._unacked.items()):
+                if owner is sub:
+                    self._unacked.pop(key, None)
+
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any]) -> None:
+        """The application is about to send ACK/NACK ``ack_headers``: refuse one
+        naming a message this connection has not delivered unacknowledged (with
+        ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
+        subscription acknowledges every earlier delivery of it too, ActiveMQ's
+        cumulative ACK).
+
+        Raises:
+            UnknownMessageError: no such message (never delivered, or acknowledged
+                already); ActiveMQ would answer ERROR ("Unexpected ACK received").
+        """
+        if not self._unacked_complete:
+            return
+        key = ack_identity(self.transport.version, ack_headers)
+        sub = self._unacked.pop(key, None)
+        if sub is None:
+            raise UnknownMessageError(
+                "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
+                "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
+        if command == "ACK" and sub.ack == "client":
+            order = sub.unacked
+            while order:
+                earlier = order.popleft()
+                if earlier == key:
+                    break
+                self._unacked.pop(earlier, None)
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
@@ -394,6 +459,8 @@ class SubscriptionManager:
             if count > 1:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
+        if sub is None and self._unacked_complete:
+            self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
         if sub is not None:
             size = len(frame.body)
             with sub.lock:
@@ -404,6 +471,15 @@ class SubscriptionManager:
                 slow = window.slow_consumer
                 turned_slow = slow and not sub.slow
                 sub.slow = slow
+            if sub.app_acked and self._unacked_complete:
+                identity = ack_identity(self.transport.version, headers)
+                unacked = self._unacked
+                unacked[identity] = sub
+                if sub.ack == "client":
+                    sub.unacked.append(identity)
+                if len(unacked) > _UNACKED_MAX:  # an application that never acks: stop checking
+                    self._unacked_complete = False
+                    unacked.clear()
             owner = self._owner
             owner[id(frame)] = (sub, size, seq)
             if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped

@@ -11,7 +11,13 @@ from conftest import Collector, wait_until
 
 import amqstomp as stomp
 import amqstomp.utils
-from amqstomp.exception import BrokerError, ConnectFailedException, NotConnectedException, ReceiptTimeout
+from amqstomp.exception import (
+    BrokerError,
+    ConnectFailedException,
+    NotConnectedException,
+    ReceiptTimeout,
+    UnknownMessageError,
+)
 
 VERSIONS = {"1.0": stomp.Connection10, "1.1": stomp.Connection11, "1.2": stomp.Connection12}
 
@@ -249,10 +255,16 @@ def test_ack_of_unknown_message_is_an_error_with_receipt(open_conn, version):
     conn, col = open_conn(version)
     q = queue_name()
     subscribe_and_wait(conn, q, "s1", "client-individual")
+    # ack() refuses an id this connection never had (UnknownMessageError, nothing sent); a raw ACK
+    # frame still reaches the broker, whose ERROR comes back through the receipt
     if version == "1.2":
-        conn.ack("no-such-ack-id", receipt="bad")
+        with pytest.raises(UnknownMessageError):
+            conn.ack("no-such-ack-id", receipt="bad")
+        conn.send_frame("ACK", {"id": "no-such-ack-id", "receipt": "bad"})
     else:  # a well-formed ActiveMQ message id (a malformed one makes it drop the socket)
-        conn.ack("ID:nohost-1-1-1:1:1:1:1", "s1", receipt="bad")
+        with pytest.raises(UnknownMessageError):
+            conn.ack("ID:nohost-1-1-1:1:1:1:1", "s1", receipt="bad")
+        conn.send_frame("ACK", {"message-id": "ID:nohost-1-1-1:1:1:1:1", "subscription": "s1", "receipt": "bad"})
     with pytest.raises(BrokerError) as info:
         conn.wait_for_receipt("bad", 10)
     assert "ACK" in info.value.frame.headers["message"]

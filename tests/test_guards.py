@@ -13,7 +13,7 @@ import pytest
 from conftest import Collector, wait_until
 
 import amqstomp as stomp
-from amqstomp.exception import FrameLimitError
+from amqstomp.exception import FrameLimitError, UnknownMessageError
 from amqstomp.jms import ConnectionFactory, TextMessage
 
 pytestmark = pytest.mark.timeout(90)
@@ -517,25 +517,22 @@ def test_commit_or_abort_of_a_transaction_never_begun_raises_and_sends_nothing(a
 
 
 def test_ack_of_an_id_never_received_gets_the_broker_s_error_with_a_receipt(conn12):
-    """What works today: with ``receipt=`` the broker's ERROR for an ACK of an id
-    this connection never received reaches the caller; the connection carries on."""
+    """With ``receipt=`` on a raw ACK frame (send_frame bypasses the check) the
+    broker's ERROR for an id this connection never received reaches the caller;
+    the connection carries on."""
     conn, col = conn12()
-    conn.ack("never-received", receipt="r-ack")
+    conn.send_frame("ACK", {"id": "never-received", "receipt": "r-ack"})
     with pytest.raises(stomp.exception.BrokerError) as info:
         conn.wait_for_receipt("r-ack", 10)
     assert "Unexpected ACK" in str(info.value)
-    assert conn.is_connected()
 
 
-@pytest.mark.xfail(strict=True, reason="ack() of an unknown id: the ack path (_ack_frame) is another "
-                                       "change's; today the ERROR only reaches on_error")
 def test_ack_of_an_id_never_received_raises(conn12):
     conn, col = conn12()
-    try:
-        with pytest.raises(ValueError):
-            conn.ack("never-received")
-    finally:
-        col.wait_for(lambda c: c.errors, 5)
+    with pytest.raises(UnknownMessageError, match="nothing sent"):
+        conn.ack("never-received")  # ActiveMQ answered ERROR 'Unexpected ACK' that only on_error saw
+    time.sleep(0.5)
+    assert col.errors == [] and conn.is_connected()
 
 
 # --------------------------------------------------------------------------- 7. stomp.py's 3 reconnect attempts
@@ -677,3 +674,52 @@ def test_jms_create_consumer_on_a_stalled_broker_honours_the_timeout(activemq):
     with ConnectionFactory(activemq.url).create_connection() as connection:
         with pytest.raises(ValueError):
             connection.create_session().create_consumer("/queue/x", timeout_s=-1)
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_ack_twice_or_after_a_cumulative_ack_raises_and_the_right_ones_go_out(activemq, version):
+    """client-individual: a second ACK of one message is refused; client
+    (cumulative): the ACK of a newer message acknowledges the older ones, whose
+    own ACK is then refused (ActiveMQ: ERROR 'Unexpected ACK received', and on
+    1.0/1.1 with an unknown id it closed the connection)."""
+    import uuid as _uuid
+
+    import amqstomp
+
+    from conftest import Collector, wait_until
+
+    cls = {"1.1": amqstomp.Connection11, "1.2": amqstomp.Connection12}[version]
+    conn = cls(activemq.host_and_ports)
+    col = Collector()
+    conn.set_listener("c", col)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    q = "/queue/guards-" + _uuid.uuid4().hex[:10]
+
+    def ack(frame):
+        if version == "1.2":
+            conn.ack(frame.headers["ack"])
+        else:
+            conn.ack(frame.headers["message-id"], frame.headers["subscription"])
+
+    try:
+        conn.subscribe(q, id="ind", ack="client-individual")
+        conn.send(q, "one")
+        assert wait_until(lambda: len(col.messages) == 1, 10)
+        ack(col.messages[0])
+        with pytest.raises(UnknownMessageError):
+            ack(col.messages[0])
+        conn.unsubscribe("ind")
+        q2 = q + "-cum"
+        conn.subscribe(q2, id="cum", ack="client")
+        for body in ("a", "b", "c"):
+            conn.send(q2, body)
+        assert wait_until(lambda: len(col.messages) == 4, 10)
+        a, b, c = col.messages[1:4]
+        ack(b)  # cumulative: a and b
+        with pytest.raises(UnknownMessageError):
+            ack(a)
+        ack(c)
+        time.sleep(0.5)
+        assert col.errors == [] and conn.is_connected()
+    finally:
+        conn.disconnect()
