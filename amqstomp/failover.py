@@ -34,6 +34,7 @@ from collections import OrderedDict, deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .exception import ConfigurationError, ConnectFailedException, StompException
+from .subscription import ack_identity
 from .uri import FAILOVER_OPTIONS, BrokerURI
 
 __all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
@@ -481,15 +482,8 @@ class SocketLedger:
 
     @staticmethod
     def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
-        """The identity an ACK names, from a MESSAGE's headers or an ACK's
-        (``id`` on 1.2 ACKs is the MESSAGE's ``ack``)."""
-        if version == "1.2":
-            value = headers.get("ack", headers.get("id"))
-            if value is not None:
-                return (str(value),)
-        if version == "1.0":
-            return (str(headers.get("message-id")),)
-        return (str(headers.get("message-id")), str(headers.get("subscription")))
+        """The identity an ACK names (:func:`amqstomp.subscription.ack_identity`)."""
+        return ack_identity(version, headers)
 
     def handed_over(self, frame: Any, cumulative: bool = False) -> None:
         """Dispatcher thread: the application is handed ``frame`` (a MESSAGE);
