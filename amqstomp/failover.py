@@ -477,6 +477,7 @@ class SocketLedger:
         self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()
         # ack:client subscriptions: subscription id -> (identity, socket, message-id) in hand-over order
         self._cumulative: Dict[str, Deque[Tuple[Tuple[str, ...], int, str]]] = {}
+        self._cumulative_sub: Dict[Tuple[str, ...], str] = {}  # identity -> its ack:client subscription
         self._transactions: "OrderedDict[str, int]" = OrderedDict()
         self._lock = threading.Lock()
 
@@ -500,20 +501,17 @@ class SocketLedger:
             else:
                 seqs.append(seq)
             if cumulative:
-                order = self._cumulative.setdefault(str(frame.headers.get("subscription")), deque())
+                sub_id = str(frame.headers.get("subscription"))
+                order = self._cumulative.setdefault(sub_id, deque())
                 order.append((key, seq, str(frame.headers.get("message-id"))))
+                self._cumulative_sub[key] = sub_id
                 if len(order) > self.size:
-                    order.popleft()
+                    self._cumulative_sub.pop(order.popleft()[0], None)
 
     def subscription_of(self, ack_headers: Mapping[str, Any]) -> Optional[str]:
         """The ``ack:client`` subscription whose hand-over order holds the message
         an ACK with these headers names, or None."""
-        key = self.ack_key(self.transport.version, ack_headers)
-        with self._lock:
-            for sub_id, order in self._cumulative.items():
-                if any(entry[0] == key for entry in order):
-                    return sub_id
-        return None
+        return self._cumulative_sub.get(self.ack_key(self.transport.version, ack_headers))
 
     def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> None:
         """An ACK/NACK naming the copy (identity, socket ``seq``) of an
@@ -527,6 +525,8 @@ class SocketLedger:
                 for entry in order:
                     if entry[0] == key and entry[1] == seq:
                         order.remove(entry)
+                        if self.transport.version == "1.2" or not any(other[0] == key for other in order):
+                            self._cumulative_sub.pop(key, None)
                         break
 
     def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> int:
@@ -548,6 +548,11 @@ class SocketLedger:
                 taken.append(entry)
                 if entry[0] == key and entry[1] == seq:
                     break
+            # on 1.0/1.1 a lost copy and its redelivered copy share an identity; on 1.2 they never do
+            remaining = {entry[0] for entry in order} if self.transport.version != "1.2" else set()
+            for entry in taken:
+                if entry[0] not in remaining:
+                    self._cumulative_sub.pop(entry[0], None)
             # (the sockets stay noted in _messages: a later ACK naming one goes on its socket or
             # raises; on 1.0/1.1 it would otherwise name the redelivered copy)
             covered_ids = {entry[2] for entry in taken if entry[1] == seq}
@@ -592,7 +597,9 @@ class SocketLedger:
     def forget_subscription(self, subscription: Any) -> None:
         """``subscription`` ended (UNSUBSCRIBE): drop its hand-over order."""
         with self._lock:
-            self._cumulative.pop(str(subscription), None)
+            order = self._cumulative.pop(str(subscription), None)
+            for entry in order or ():
+                self._cumulative_sub.pop(entry[0], None)
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:
