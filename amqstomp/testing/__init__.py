@@ -1,13 +1,19 @@
 """Test helpers for amqstomp: a real ActiveMQ Classic broker on demand.
 
-:class:`ActiveMQBroker` starts Debian's ActiveMQ 5.x as the current user in a
-temporary directory, with STOMP connectors bound to 127.0.0.1 only, and stops
-it again.  :func:`queue_statistics` asks a running broker (statistics plugin
-enabled) for a queue's counters over a raw socket.  The pytest fixtures that
-use them live in :mod:`amqstomp.testing.pytest_plugin`.
+:class:`ActiveMQBroker` (:mod:`amqstomp.testing.broker`) starts Debian's
+ActiveMQ 5.x as the current user in a temporary directory, with STOMP
+connectors bound to 127.0.0.1 only, and stops it again.
+:func:`queue_statistics` (:mod:`amqstomp.testing.statistics`) asks a running
+broker (statistics plugin enabled) for a queue's counters over a raw socket.
+The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
 connections.
+
+Modules, each importing only those before it: ``_stomp`` (raw STOMP),
+``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
+line), ``statistics``, ``broker``; ``proxy`` stands alone;
+``pytest_plugin`` uses ``broker`` and ``proxy``.
 
 This package does not import the rest of amqstomp, so it can check the client
 against the broker's own view.
@@ -19,11 +25,10 @@ from .broker import (
     ActiveMQBroker,
     BrokerNotAvailable,
     BrokerStartError,
-    broker_statistics,
-    queue_statistics,
-    topic_statistics,
+    start_broker,
 )
 from .proxy import ProxyError, TcpProxy
+from .statistics import broker_statistics, queue_statistics, topic_statistics
 
 __all__ = [
     "ACTIVEMQ_HOME",
@@ -36,5 +41,6 @@ __all__ = [
     "TcpProxy",
     "broker_statistics",
     "queue_statistics",
+    "start_broker",
     "topic_statistics",
 ]

@@ -30,12 +30,12 @@ from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
 
-from .broker import ActiveMQBroker, BrokerNotAvailable
+from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
 from .proxy import TcpProxy
 
 __all__ = ["activemq", "activemq_persistent", "activemq_factory", "tcp_proxy_factory"]
 
-log = logging.getLogger("amqstomp.testing")
+log = logging.getLogger("amqstomp.testing.pytest_plugin")
 
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
 
@@ -50,18 +50,11 @@ def _require_broker() -> None:
         pytest.fail(str(exc), pytrace=False)
 
 
-def _started(**options: Any) -> ActiveMQBroker:
-    wait = options.pop("wait", True)
-    broker = ActiveMQBroker(**options)
-    broker.start(wait=wait)
-    return broker
-
-
 @pytest.fixture(scope="session")
 def activemq() -> Iterator[ActiveMQBroker]:
     """A non-persistent ActiveMQ with statistics, shared by the whole session."""
     _require_broker()
-    broker = _started(statistics=True, broker_name="amqstomp-session")
+    broker = start_broker(statistics=True, broker_name="amqstomp-session")
     try:
         yield broker
     finally:
@@ -72,7 +65,7 @@ def activemq() -> Iterator[ActiveMQBroker]:
 def activemq_persistent() -> Iterator[ActiveMQBroker]:
     """A persistent (KahaDB) ActiveMQ with statistics, shared by the whole session."""
     _require_broker()
-    broker = _started(persistent=True, statistics=True, broker_name="amqstomp-persistent")
+    broker = start_broker(persistent=True, statistics=True, broker_name="amqstomp-persistent")
     try:
         yield broker
     finally:
