@@ -53,11 +53,10 @@ offered (threads are the transport's; receipts are futures).
 """
 import functools
 import logging
-import math
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union, cast
 
 from .codec import Frame
 from .exception import (
@@ -72,7 +71,10 @@ from .exception import (
     TransactionRolledBackError,
     UnknownTransactionError,
 )
-from .failover import ReconnectPolicy, Reconnector, SocketLedger
+from ._io.channel import tls_context
+from ._protocol.backoff import ReconnectPolicy
+from ._protocol.frames import connect_headers
+from .failover import Reconnector, SocketLedger
 from .listener import ConnectionListener
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .subscription import SubscriptionManager, pop_reserved
@@ -80,6 +82,7 @@ from .uri import parse_destination
 from .utils import clamp_wait, get_uuid, merge_headers
 
 __all__ = [
+    "AckMode",
     "BaseConnection",
     "StompConnection10",
     "StompConnection11",
@@ -100,7 +103,6 @@ DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
 #: broker that goes silent with the socket still open is only noticed by them.
 DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
-_MAX_RECONNECT_SLEEP_S = 86400 * 365  # a year: anything longer is a mistake
 _TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
 
 
@@ -122,8 +124,11 @@ class _Default(str):
     __slots__ = ()
 
 
+#: The ``ack`` modes of SUBSCRIBE (STOMP 1.2 "SUBSCRIBE ack Header"): a type checker
+#: refuses ``ack="clint"``.
+AckMode = Literal["auto", "client", "client-individual"]
 #: ``subscribe``'s default ``ack`` (``"auto"``); an ``ack`` header wins over it.
-_ACK_DEFAULT = _Default("auto")
+_ACK_DEFAULT = cast(AckMode, _Default("auto"))
 
 
 def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: Any,
@@ -240,25 +245,8 @@ class BaseConnection:
             raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
                                      % (auto_reconnect, auto_resubscribe))
         if auto_reconnect:
-            for name, value in (("reconnect_sleep_initial", reconnect_sleep_initial),
-                                ("reconnect_sleep_increase", reconnect_sleep_increase),
-                                ("reconnect_sleep_jitter", reconnect_sleep_jitter),
-                                ("reconnect_sleep_max", reconnect_sleep_max)):
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                        or value < 0 or value > _MAX_RECONNECT_SLEEP_S:
-                    raise ConfigurationError("%s must be a number of seconds from 0 to %d, got %r"
-                                             % (name, _MAX_RECONNECT_SLEEP_S, value))
-            if isinstance(reconnect_attempts_max, bool) or not isinstance(reconnect_attempts_max, int) \
-                    or reconnect_attempts_max < -1:
-                raise ConfigurationError("reconnect_attempts_max must be an int >= -1 (-1: no limit), got %r"
-                                         % (reconnect_attempts_max,))
-            policy = ReconnectPolicy(
-                initial_reconnect_delay_ms=int(reconnect_sleep_initial * 1000),
-                max_reconnect_delay_ms=int(reconnect_sleep_max * 1000),
-                use_exponential_back_off=reconnect_sleep_increase > 0,
-                back_off_multiplier=1.0 + max(0.0, reconnect_sleep_increase),
-                max_reconnect_attempts=reconnect_attempts_max, randomize=False,
-                jitter=max(0.0, reconnect_sleep_jitter))
+            policy = ReconnectPolicy.stomp_py(reconnect_sleep_initial, reconnect_sleep_increase,
+                                              reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max)
             self.reconnector = Reconnector(self.transport, self.transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up)
             self.transport.set_dispatch_filter(self._should_dispatch)
@@ -306,16 +294,7 @@ class BaseConnection:
         For full control pass an ``ssl.SSLContext`` as ``ssl_context=`` to the
         constructor instead.
         """
-        context = ssl.SSLContext(ssl_version)
-        if ca_certs:
-            context.load_verify_locations(ca_certs)
-        else:
-            context.load_default_certs()
-        if not verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if cert_file:
-            context.load_cert_chain(cert_file, key_file or cert_file, password)
+        context = tls_context(ca_certs, cert_file, key_file, password, verify, ssl_version)
         self.transport.set_ssl_context(context, list(for_hosts) or None, cert_validator)
 
     def get_ssl(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
@@ -495,17 +474,8 @@ class BaseConnection:
 
     def _connect_headers(self, username: Optional[str], passcode: Optional[str],
                          headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any]) -> Dict[str, Any]:
-        merged = merge_headers([headers, keyword_headers])
-        merged["accept-version"] = self.version
-        if self.vhost:
-            merged["host"] = self.vhost
-        if self.version != "1.0" and self.heartbeats != (0, 0):
-            merged["heart-beat"] = "%d,%d" % self.heartbeats
-        if username is not None:
-            merged["login"] = username
-        if passcode is not None:
-            merged["passcode"] = passcode
-        return merged
+        return connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,
+                               extra=merge_headers([headers, keyword_headers]))
 
     def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
                 headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
@@ -917,7 +887,7 @@ class StompConnection10(BaseConnection):
                     bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Optional[str] = None, ack: str = _ACK_DEFAULT,
+    def subscribe(self, destination: str, id: Optional[str] = None, ack: AckMode = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
         ``auto`` or ``client`` (cumulative on ActiveMQ). Flow-control keywords
@@ -978,7 +948,7 @@ class StompConnection11(BaseConnection):
                     heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Any, ack: str = _ACK_DEFAULT,
+    def subscribe(self, destination: str, id: Any, ack: AckMode = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") with consumer flow control.
 

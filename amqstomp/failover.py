@@ -3,9 +3,9 @@
 
 Two pieces:
 
-* :class:`ReconnectPolicy` -- when to try the next broker and when to give up,
-  as pure decisions (no sockets, clocks or threads), with FailoverTransport's
-  defaults; ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false``
+* :class:`ReconnectPolicy` (defined in :mod:`amqstomp._protocol.backoff`) --
+  when to try the next broker and when to give up, as pure decisions (no
+  sockets, clocks or threads), with FailoverTransport's defaults; ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false``
   URIs are parsed by :func:`amqstomp.uri.parse_uri` and
   :meth:`ReconnectPolicy.from_uri` takes their options;
 * :class:`Reconnector` -- the loop that keeps one
@@ -26,16 +26,14 @@ the new socket; a transaction open at the loss fails on commit with
 Licensed under the Apache License, Version 2.0.
 """
 import logging
-import math
-import random
 import threading
 import time
 from collections import OrderedDict, deque
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .exception import ConfigurationError, ConnectFailedException, StompException
-from .subscription import ack_identity
-from .uri import FAILOVER_OPTIONS, BrokerURI
+from .exception import ConfigurationError, ConnectFailedException
+from ._protocol.backoff import ReconnectPolicy
+from ._protocol.frames import ack_identity
 
 __all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
 
@@ -43,134 +41,8 @@ log = logging.getLogger("amqstomp.failover")
 
 HostAndPort = Tuple[str, int]
 
-T = TypeVar("T")
-
-# option keyword (docs/options.md) -> constructor argument, where they differ (the
-# redelivery policy's options own the plain names)
-_ARGUMENT = {"reconnect_use_exponential_back_off": "use_exponential_back_off",
-             "reconnect_back_off_multiplier": "back_off_multiplier"}
-_DEFAULTS = {_ARGUMENT.get(option.keyword, option.keyword): option.default for option in FAILOVER_OPTIONS.values()}
-_JAVA_LONG_MAX = 2 ** 63 - 1
 #: Longest single sleep of the reconnect loop (s): longer delays are slept in pieces.
 _MAX_SLEEP_S = 3600.0
-
-
-class ReconnectPolicy:
-    """When to try the next broker, and when to give up (FailoverTransport's rules
-    and defaults; ``docs/options.md`` maps the URI names).
-
-    Args:
-        initial_reconnect_delay_ms (int): delay before the first retry (10).
-        max_reconnect_delay_ms (int): upper bound of the delay (30000).
-        use_exponential_back_off (bool): multiply the delay after each failed attempt (True).
-        back_off_multiplier (float): the multiplier (2.0).
-        max_reconnect_attempts (int): attempts after a connection was lost; -1 = forever.
-        startup_max_reconnect_attempts (int): attempts before the first connection
-            ever succeeded; -1 = forever.
-        randomize (bool): try the brokers in random order (True).
-        priority_backup (bool): always try the first broker of the list first
-            (no switch back to it while connected to another).
-        timeout_ms (int): how long a send waits while disconnected; -1 = forever.
-        jitter (float): up to this fraction is added to each delay at random
-            (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
-
-    Raises:
-        ConfigurationError: a negative delay, a multiplier < 1, attempts < -1.
-    """
-
-    def __init__(self, initial_reconnect_delay_ms: int = 10, max_reconnect_delay_ms: int = 30000,
-                 use_exponential_back_off: bool = True, back_off_multiplier: float = 2.0,
-                 max_reconnect_attempts: int = -1, startup_max_reconnect_attempts: int = -1,
-                 randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1,
-                 jitter: float = 0.0) -> None:
-        for name, value, low in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms, 0),
-                                 ("max_reconnect_delay_ms", max_reconnect_delay_ms, 0),
-                                 ("max_reconnect_attempts", max_reconnect_attempts, -1),
-                                 ("startup_max_reconnect_attempts", startup_max_reconnect_attempts, -1),
-                                 ("timeout_ms", timeout_ms, -1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
-        for name, value in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms),
-                            ("max_reconnect_delay_ms", max_reconnect_delay_ms), ("timeout_ms", timeout_ms)):
-            if value > _JAVA_LONG_MAX:
-                raise ConfigurationError("%s must be at most %d ms (a Java long), got %r" % (name, _JAVA_LONG_MAX, value))
-        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 10:
-            raise ConfigurationError("jitter must be a number from 0 to 10, got %r" % (jitter,))
-        if isinstance(back_off_multiplier, bool) or not isinstance(back_off_multiplier, (int, float)) \
-                or not math.isfinite(back_off_multiplier) or not back_off_multiplier >= 1:
-            raise ConfigurationError("back_off_multiplier must be a finite number >= 1, got %r" % (back_off_multiplier,))
-        self.initial_reconnect_delay_ms = initial_reconnect_delay_ms
-        self.max_reconnect_delay_ms = max_reconnect_delay_ms
-        self.use_exponential_back_off = bool(use_exponential_back_off)
-        self.back_off_multiplier = float(back_off_multiplier)
-        self.max_reconnect_attempts = max_reconnect_attempts
-        self.startup_max_reconnect_attempts = startup_max_reconnect_attempts
-        self.randomize = bool(randomize)
-        self.priority_backup = bool(priority_backup)
-        self.timeout_ms = timeout_ms
-        self.jitter = float(jitter)
-
-    @classmethod
-    def from_uri(cls, uri: BrokerURI) -> "ReconnectPolicy":
-        """The policy of a parsed ``failover:`` URI (defaults for a plain one)."""
-        options = dict(_DEFAULTS)
-        for keyword, value in uri.failover_options.items():
-            options[_ARGUMENT.get(keyword, keyword)] = value
-        return cls(**options)
-
-    def delay_ms(self, attempt: int) -> int:
-        """Delay (ms) before attempt number ``attempt`` (1 = the first retry):
-        the initial delay, multiplied ``attempt - 1`` times with back-off, capped."""
-        if attempt < 1:
-            return 0
-        delay = float(self.initial_reconnect_delay_ms)
-        if self.use_exponential_back_off and attempt > 1 and delay > 0 and self.back_off_multiplier > 1:
-            # compare exponents, not products: multiplier ** attempt overflows a float soon
-            room = math.log(max(float(self.max_reconnect_delay_ms), 1.0) / delay) / math.log(self.back_off_multiplier)
-            delay = float(self.max_reconnect_delay_ms) if attempt - 1 >= room else \
-                delay * self.back_off_multiplier ** (attempt - 1)
-        delay = min(delay, float(self.max_reconnect_delay_ms))
-        if self.jitter:
-            delay *= 1.0 + random.random() * self.jitter
-        return int(delay)
-
-    def gives_up(self, attempts: int, ever_connected: bool) -> bool:
-        """True when ``attempts`` failed attempts are the limit: ``max_reconnect_attempts``
-        once a connection existed, ``startup_max_reconnect_attempts`` before (when that
-        is -1, ``max_reconnect_attempts`` applies, as in FailoverTransport)."""
-        limit = self.max_reconnect_attempts
-        if not ever_connected and self.startup_max_reconnect_attempts != -1:
-            limit = self.startup_max_reconnect_attempts
-        return limit != -1 and attempts >= limit
-
-    def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None) -> List[T]:
-        """The order to try ``endpoints`` in: as listed, or shuffled with
-        ``randomize``; with ``priority_backup`` the first one listed (the primary)
-        is always tried first."""
-        out = list(endpoints)
-        if self.priority_backup and len(out) > 1:
-            rest = out[1:]
-            if self.randomize:
-                (rng or random).shuffle(rest)
-            return out[:1] + rest
-        if self.randomize and len(out) > 1:
-            (rng or random).shuffle(out)
-        return out
-
-    @staticmethod
-    def log_level(attempts: int, gave_up: bool) -> Optional[int]:
-        """How loudly to report ``attempts`` failed attempts: ERROR when giving up,
-        WARNING after the first and every 10th ("failed to connect to [...] after N
-        attempt(s), continuing to retry"), else nothing above DEBUG."""
-        if gave_up:
-            return logging.ERROR
-        if attempts == 1 or attempts % 10 == 0:
-            return logging.WARNING
-        return None
-
-    def __repr__(self) -> str:
-        fields: Any = ", ".join("%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
-        return "ReconnectPolicy(%s)" % fields
 
 
 class Reconnector:
@@ -483,7 +355,7 @@ class SocketLedger:
 
     @staticmethod
     def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
-        """The identity an ACK names (:func:`amqstomp.subscription.ack_identity`)."""
+        """The identity an ACK names (:func:`amqstomp._protocol.frames.ack_identity`)."""
         return ack_identity(version, headers)
 
     def handed_over(self, frame: Any, cumulative: bool = False) -> None:

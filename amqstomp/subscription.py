@@ -42,6 +42,15 @@ from .flow import (
     RedeliveryPolicy,
     SubscriptionWindow,
 )
+from ._protocol.frames import (
+    ACTIVEMQ,
+    RABBITMQ,
+    ack_headers,
+    ack_identity,
+    dialect_of,
+    is_activemq_classic,
+    reject_command,
+)
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -85,30 +94,6 @@ def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
             raise ConfigurationError("subscribe keyword %r is not an amqstomp option; did you mean %s? "
                                      "(pass it in headers={...} to send it as a header)" % (name, guess))
     return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
-
-
-def ack_identity(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
-    """The identity an ACK names (STOMP 1.2 spec "ACK"), from a MESSAGE's headers
-    or an ACK's: 1.2 the MESSAGE's ``ack`` header (the ACK's ``id``), 1.1
-    ``message-id`` + ``subscription``, 1.0 ``message-id``."""
-    if version == "1.2":
-        value = headers.get("ack", headers.get("id"))
-        if value is not None:
-            return (str(value),)
-    if version == "1.0":
-        return (str(headers.get("message-id")),)
-    return (str(headers.get("message-id")), str(headers.get("subscription")))
-
-
-def ack_headers(version: str, message_headers: Mapping[str, str]) -> Dict[str, str]:
-    """Headers of the ACK/NACK of a MESSAGE, per STOMP version (STOMP 1.2 spec "ACK"):
-    1.2 ``id`` = the MESSAGE's ``ack`` header; 1.1 ``message-id`` + ``subscription``;
-    1.0 ``message-id``."""
-    if version == "1.2" and "ack" in message_headers:
-        return {"id": message_headers["ack"]}
-    if version == "1.0":
-        return {"message-id": message_headers["message-id"]}
-    return {"message-id": message_headers["message-id"], "subscription": message_headers["subscription"]}
 
 
 def _now_ms() -> int:
@@ -264,15 +249,16 @@ class SubscriptionManager:
             if prefetch_size is not None:
                 if isinstance(prefetch_size, bool) or not isinstance(prefetch_size, int):
                     raise ConfigurationError("prefetch_size must be an int, got %r" % (prefetch_size,))
-                if server.startswith("ActiveMQ"):
+                dialect = dialect_of(server)
+                if dialect == ACTIVEMQ:
                     extra["activemq.prefetchSize"] = str(prefetch_size)
-                elif server.startswith("RabbitMQ"):
+                elif dialect == RABBITMQ:
                     extra["prefetch-count"] = str(prefetch_size)
                 else:
                     raise ConfigurationError("prefetch_size: no known prefetch header for broker %r "
-                                             "(ActiveMQ and RabbitMQ have one)" % (server or "unknown",))
+                                             "(ActiveMQ Classic and RabbitMQ have one)" % (server or "unknown",))
             activemq_only = [k for k in extra if k.startswith("activemq.")]
-            if activemq_only and not server.startswith("ActiveMQ"):
+            if activemq_only and not is_activemq_classic(server):
                 raise ConfigurationError("destination options %s are ActiveMQ's; the broker says server=%r"
                                          % (", ".join(sorted(activemq_only)), server))
         frame_headers = dict(headers)
@@ -282,7 +268,7 @@ class SubscriptionManager:
         frame_headers["id"] = id
         frame_headers["ack"] = ack
         prefetch = self._prefetch(name, frame_headers)
-        if prefetch == 0 and (self.transport.server or "").startswith("ActiveMQ"):
+        if prefetch == 0 and is_activemq_classic(self.transport.server):
             raise ConfigurationError(
                 "prefetch size 0 (pull) delivers nothing over STOMP on ActiveMQ; use 1 and take messages "
                 "one at a time (consumers that cannot buffer messages use prefetch 1)")
@@ -582,7 +568,8 @@ class SubscriptionManager:
     def _poison(self, sub: Subscription, frame: Any) -> None:
         version = self.transport.version or "1.2"
         try:
-            self.transport.send_frame("NACK" if version != "1.0" else "ACK", ack_headers(version, frame.headers),
+            self.transport.send_frame(reject_command(version),
+                                      ack_headers(version, frame.headers, is_activemq_classic(self.transport.server)),
                                       link_seq=frame.link_seq)
         except StompException as exc:
             log.debug("NACK not sent: %s", exc)
@@ -613,11 +600,7 @@ class SubscriptionManager:
         """The ACK the window decided, on socket ``link_seq`` (the one that
         delivered the messages it names; 0: the open one) or not at all."""
         version = self.transport.version or "1.2"
-        headers = ack_headers(version, message_headers)
-        if version == "1.0" and "subscription" in message_headers:
-            # ActiveMQ 5.17 keeps an unsubscribed subscription in the map a 1.0 ACK without
-            # `subscription` is looked up in, so such an ACK can land on the old one
-            headers["subscription"] = message_headers["subscription"]
+        headers = ack_headers(version, message_headers, is_activemq_classic(self.transport.server))
         try:
             self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq)
         except StompException as exc:

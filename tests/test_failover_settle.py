@@ -153,17 +153,18 @@ def _drop_commit_receipt_then(transport, action):
     """Leave the RECEIPT of the next COMMIT unmatched as it arrives, then run
     ``action`` (on another thread): the broker executed the COMMIT, the client
     never learns it."""
-    original = transport._pop_receipt
+    original = transport._on_frame
     done = []
 
-    def pop_receipt(link, receipt_id):
+    def on_frame(link, frame):
+        receipt_id = frame.headers.get("receipt-id") if frame.cmd == "RECEIPT" else None
         if not done and receipt_id is not None and receipt_id.startswith("commit-"):
             done.append(receipt_id)
             threading.Thread(target=action, daemon=True).start()
             return None
-        return original(link, receipt_id)
+        return original(link, frame)
 
-    transport._pop_receipt = pop_receipt
+    transport._on_frame = on_frame
 
 
 def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq, tcp_proxy_factory):

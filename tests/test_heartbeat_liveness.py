@@ -57,7 +57,7 @@ def receive_window(conn):
     """This side's advertised receive window (bytes), None when the kernel does not
     tell (the check then falls back to "empty socket buffer = open")."""
     try:
-        from amqstomp.transport import _receive_window
+        from amqstomp._io.channel import receive_window as _receive_window
     except ImportError:  # code from before the paused check (to see these tests fail there)
         return None
     return _receive_window(conn.transport._link.channel.sock)

@@ -311,7 +311,7 @@ def test_slow_listener_does_not_delay_heartbeats(activemq):
         assert "heartbeat_timeout" not in slow.events
         assert "disconnected" not in slow.events
         # the reader kept reading while the listener slept
-        assert time.monotonic() - conn.transport._link.last_read < 3.0
+        assert time.monotonic() - conn.transport.last_read < 3.0
     finally:
         conn.disconnect()
 
@@ -522,7 +522,7 @@ def test_tls_send_receive_and_heartbeats(tls_broker):
     conn.set_listener("c", col)
     conn.connect("admin", "admin", wait=True, timeout=20)
     try:
-        assert conn.transport._link.channel.tls
+        assert conn.transport.tls
         q = queue_name()
         conn.subscribe(q, id="1", ack="client-individual")
         body = bytes(range(256)) * 400  # 100 KiB, several TLS records

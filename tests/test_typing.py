@@ -55,3 +55,20 @@ def test_stubs_match_the_compiled_modules(tmp_path):
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "in 2 modules" in proc.stdout, proc.stdout
+
+
+def test_a_misspelt_ack_mode_fails_type_checking(tmp_path):
+    """subscribe(ack=...) is typed with the STOMP ack modes (amqstomp.connection.AckMode)."""
+    pytest.importorskip("mypy")
+    cwd, env = _where(tmp_path)
+    program = tmp_path / "user_program.py"
+    program.write_text("import amqstomp\n"
+                       "c = amqstomp.Connection12([('127.0.0.1', 61613)])\n"
+                       "c.subscribe('/queue/a', id='1', ack='client-individual')\n"
+                       "c.subscribe('/queue/a', id='2', ack='clint')\n")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent",
+                           "--cache-dir", str(tmp_path / "cache"), str(program)],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "user_program.py:4:" in errors[0] and "clint" in errors[0], proc.stdout

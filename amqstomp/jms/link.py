@@ -50,7 +50,9 @@ from ..exception import (
 )
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
-from ..subscription import SubscriptionManager, ack_headers
+from .._io.channel import tls_context
+from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers, is_activemq_classic
+from ..subscription import SubscriptionManager
 from ..transport import Transport, TimerHandle
 from ..uri import Endpoint
 from .exceptions import ResourceAllocationError, is_resource_allocation_error
@@ -67,7 +69,6 @@ log = logging.getLogger("amqstomp.jms")
 ASYNC_RECEIPT_PREFIX = "a-"
 _SYNC_RECEIPT_PREFIX = "s-"
 
-_ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
 #: Times a synchronous SEND is written again on a new socket (failover) before it fails.
 MAX_SEND_RETRIES = 3
 
@@ -331,30 +332,14 @@ class _ManagerPort:
     """The transport as the SubscriptionManager sees it: everything is the real
     transport's, except that queued MESSAGEs go to the JMS sessions (``route``)
     and the consumed hook / dispatch filter are not installed (the sessions'
-    threads call :meth:`SubscriptionManager.on_consumed` themselves).
+    threads call :meth:`SubscriptionManager.on_consumed` themselves)."""
 
-    On STOMP 1.0 it also adds ``subscription`` to the manager's ACKs (see
-    :func:`message_ack_headers`), from the MESSAGEs it routed."""
-
-    _SUBSCRIPTIONS_KEPT = 20000
-
-    def __init__(self, transport: Transport, route: Callable[[Frame], None], link: "Link") -> None:
+    def __init__(self, transport: Transport, route: Callable[[Frame], None]) -> None:
         self._transport = transport
         self._route = route
-        self._link = link
-        self._subscription_of: "OrderedDict[str, str]" = OrderedDict()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
-
-    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
-                   write_timeout: Optional[float] = None, link_seq: int = 0) -> "Optional[Future[Frame]]":
-        if cmd == "ACK" and headers is not None and "subscription" not in headers and self._subscription_of:
-            subscription = self._subscription_of.get(str(headers.get("message-id")))
-            if subscription is not None:
-                headers = dict(headers)
-                headers["subscription"] = subscription
-        return self._transport.send_frame(cmd, headers, body, write_timeout, link_seq=link_seq)
 
     def set_message_handler(self, handler: Optional[Callable[[Frame], None]]) -> None:
         self._transport.set_message_handler(handler)
@@ -366,27 +351,13 @@ class _ManagerPort:
         pass
 
     def deliver_message(self, frame: Frame) -> None:
-        if self._link.version == "1.0" and self._link.is_activemq:
-            headers = frame.headers
-            if "subscription" in headers and "message-id" in headers:
-                kept = self._subscription_of
-                kept[headers["message-id"]] = headers["subscription"]
-                if len(kept) > self._SUBSCRIPTIONS_KEPT:
-                    kept.popitem(last=False)
         self._route(frame)
 
 
 def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
-    """ACK/NACK headers for a MESSAGE (:func:`amqstomp.subscription.ack_headers`),
-    plus ``subscription`` on STOMP 1.0 with ActiveMQ: 5.17 keeps a subscription
-    after its UNSUBSCRIBE in the map it searches for a 1.0 ACK without one, so
-    such an ACK can land on an old subscription that had the same message and be
-    lost (the message then comes back). With ``subscription`` it looks in the
-    right one."""
-    headers = ack_headers(link.version, message_headers)
-    if link.version == "1.0" and link.is_activemq and "subscription" in message_headers:
-        headers["subscription"] = message_headers["subscription"]
-    return headers
+    """ACK/NACK headers for a MESSAGE on ``link``'s broker and STOMP version
+    (:func:`amqstomp._protocol.frames.ack_headers`, with ActiveMQ's 1.0 quirk)."""
+    return ack_headers(link.version, message_headers, link.is_activemq)
 
 
 class _LinkListener:
@@ -429,11 +400,8 @@ def make_ssl_context(options: Mapping[str, Any]) -> ssl.SSLContext:
     context = options.get("ssl_context")
     if context is not None:
         return context  # type: ignore[no-any-return]
-    context = ssl.create_default_context(cafile=options.get("ca_certs"))
-    if options.get("cert_file"):
-        context.load_cert_chain(options["cert_file"], options.get("key_file") or options["cert_file"],
-                                options.get("key_password"))
-    return context
+    return tls_context(options.get("ca_certs"), options.get("cert_file"), options.get("key_file"),
+                       options.get("key_password"))
 
 
 class Link:
@@ -498,7 +466,7 @@ class Link:
                 queue_prefetch=options["queue_prefetch"], queue_browser_prefetch=options["queue_browser_prefetch"],
                 durable_topic_prefetch=options["durable_topic_prefetch"], topic_prefetch=options["topic_prefetch"],
                 all=options.get("prefetch_all"))
-            self.manager = SubscriptionManager(_ManagerPort(self.transport, route, self), prefetch_policy,
+            self.manager = SubscriptionManager(_ManagerPort(self.transport, route), prefetch_policy,
                                                audit_depth=int(options.get("audit_depth") or 0))
 
     # ------------------------------------------------------------ state
@@ -527,12 +495,10 @@ class Link:
         return self.connected_frame.headers.get("session")
 
     def close_reason(self) -> str:
-        link = getattr(self.transport, "_link", None)
-        return getattr(link, "close_reason", "") or "not connected"
+        return self.transport.close_reason or "not connected"
 
     def threads(self) -> List[threading.Thread]:
-        link = getattr(self.transport, "_link", None)
-        return link.threads() if link is not None else []
+        return self.transport.threads()
 
     # ------------------------------------------------------------ open / close
 
@@ -571,17 +537,9 @@ class Link:
         for thread in self.threads():  # amqstomp-reader-1 -> amqstomp-jms1-consumer-reader
             kind = thread.name.split("-")[1] if thread.name.count("-") >= 2 else thread.name
             thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
-        headers: Dict[str, Any] = {"accept-version": _ACCEPT_VERSIONS[version],
-                                   "host": options.get("vhost") or host}
-        heartbeats = tuple(options.get("heartbeats") or (0, 0))
-        if version != "1.0" and heartbeats != (0, 0):
-            headers["heart-beat"] = "%d,%d" % heartbeats
-        if options.get("username") is not None:
-            headers["login"] = options["username"]
-        if options.get("password") is not None:
-            headers["passcode"] = options["password"]
-        if self.client_id:
-            headers["client-id"] = self.client_id
+        headers = connect_headers(ACCEPT_VERSIONS[version], options.get("vhost") or host,
+                                  tuple(options.get("heartbeats") or (0, 0)), options.get("username"),
+                                  options.get("password"), self.client_id)
         try:
             self.transport.send_frame("CONNECT", headers)
             wait_s = self.connect_timeout_s
@@ -589,7 +547,7 @@ class Link:
             if deadline is not None:  # create_connection(timeout_s): no attempt outlives it
                 wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
             self.connected_frame = self.transport.wait_connected(wait_s)
-            self.is_activemq = self.server.startswith("ActiveMQ")
+            self.is_activemq = is_activemq_classic(self.server)
         except StompException as exc:
             if self.reconnector is None:
                 self.closing = True

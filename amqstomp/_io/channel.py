@@ -1,0 +1,406 @@
+"""Sockets: plain and TLS channels, connecting, and looking at a socket without reading it.
+
+Channels are blocking sockets read by one thread and written by others under
+the link's write lock. :func:`connect` is the one place sockets are made;
+:func:`tls_context` the one place a TLS context is built from file names.
+"""
+import logging
+import select
+import selectors
+import socket
+import ssl
+import struct
+import sys
+import threading
+from typing import Any, Callable, List, Optional, Tuple, Union
+
+from ..exception import ConfigurationError, ConnectFailedException
+
+__all__ = ["PlainChannel", "TLSChannel", "connect", "set_keepalive", "tls_context", "look_at_socket",
+           "receive_window", "checked_hosts", "local_host_names", "order_hosts", "LOCAL_NAMES"]
+
+log = logging.getLogger("amqstomp.transport")
+
+HostAndPort = Tuple[str, int]
+TLSEntry = Tuple[ssl.SSLContext, Optional[Callable[[Any, str], Tuple[bool, str]]]]
+
+#: Names of this machine that need no look-up.
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+_MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+
+
+try:
+    import fcntl as _fcntl
+    import termios as _termios
+    _FIONREAD: Optional[int] = _termios.FIONREAD
+except ImportError:  # pragma: no cover - not Unix
+    _fcntl = None  # type: ignore[assignment]
+    _FIONREAD = None
+_POLL = getattr(select, "poll", None)
+# the peer reset the connection (ERR/HUP) or sent its FIN (RDHUP, Linux: seen even
+# with unread bytes before it)
+_POLL_GONE = (getattr(select, "POLLERR", 0) | getattr(select, "POLLHUP", 0) | getattr(select, "POLLNVAL", 0)
+              | getattr(select, "POLLRDHUP", 0))
+_POLL_IN = getattr(select, "POLLIN", 1)
+_TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform.startswith("linux") else None
+_TCPI_RCV_WND = 232  # offsetof(struct tcp_info, tcpi_rcv_wnd), Linux >= 6.2
+
+
+def look_at_socket(sock: socket.socket) -> Tuple[bool, int]:
+    """Look at a socket without reading from it: (the peer reset or closed the
+    connection, bytes waiting to be read). Without FIONREAD the count is 1 for
+    "some". A socket that cannot be looked at (closed) counts as gone."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True, 0
+        if _POLL is not None:
+            poller = _POLL()
+            poller.register(fd, _POLL_IN | _POLL_GONE)
+            events = 0
+            for _, ev in poller.poll(0):
+                events |= ev
+            readable, gone = bool(events & _POLL_IN), bool(events & _POLL_GONE)
+        else:  # pragma: no cover - no poll()
+            r, _, x = select.select([fd], [], [fd], 0)
+            readable, gone = bool(r), bool(x)
+        if _fcntl is None or _FIONREAD is None:  # pragma: no cover - only "some or none"
+            return gone, 1 if readable else 0
+        buf = bytearray(4)
+        _fcntl.ioctl(fd, _FIONREAD, buf)
+        waiting = struct.unpack("i", bytes(buf))[0]
+        if readable and waiting == 0:
+            gone = True  # readable with nothing to read: the EOF
+        return gone, waiting
+    except (OSError, ValueError):
+        return True, 0
+
+
+def receive_window(sock: socket.socket) -> Optional[int]:
+    """The receive window this side advertised last, in bytes (Linux >= 6.2's
+    ``tcpi_rcv_wnd``), or None when the kernel does not tell."""
+    if _TCP_INFO is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 512)
+    except (OSError, ValueError):
+        return None
+    if len(info) < _TCPI_RCV_WND + 4:
+        return None
+    return int(struct.unpack_from("I", info, _TCPI_RCV_WND)[0])
+
+
+# --------------------------------------------------------------------------- channels
+
+
+class PlainChannel:
+    """A connected TCP socket in blocking mode: reads on the reader thread,
+    writes under the link's write lock, each direction on its own."""
+
+    tls = False
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        sock.settimeout(None)
+
+    def recv(self, size: int) -> bytes:
+        return self.sock.recv(size)
+
+    def pending(self) -> int:
+        """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""
+        return 0
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send_some(self, data: Union[bytes, bytearray, memoryview]) -> int:
+        """Write what fits without blocking; returns the bytes written (0: the
+        socket buffer is full)."""
+        try:
+            return self.sock.send(data, _MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return 0
+
+    def try_send(self, data: bytes) -> bool:
+        """Write a few bytes without blocking; False when the socket buffer is full."""
+        try:
+            sent = self.sock.send(data, _MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if sent < len(data):  # only ever used for 1-byte heart-beats
+            self.sock.sendall(data[sent:])
+        return True
+
+    def shutdown(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class TLSChannel:
+    """A TLS socket in non-blocking mode. OpenSSL connections must not be used
+    by two threads at once, so every SSL call runs under one lock held only for
+    that call; threads wait for readiness outside it with a selector."""
+
+    tls = True
+    _POLL_S = 1.0  # re-check the closed flag this often while waiting
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self.sock = sock
+        sock.setblocking(False)
+        self._io = threading.Lock()
+        self._closed = False
+        self._unsent: Optional[memoryview] = None  # a write OpenSSL asked us to retry
+        self._rsel = selectors.DefaultSelector()
+        self._wsel = selectors.DefaultSelector()
+        self._rsel.register(sock, selectors.EVENT_READ)
+
+    def _wait(self, sel: selectors.BaseSelector, events: int) -> None:
+        try:
+            sel.modify(self.sock, events)
+        except (KeyError, ValueError):
+            sel.register(self.sock, events)
+        sel.select(self._POLL_S)
+
+    def recv(self, size: int) -> bytes:
+        while True:
+            with self._io:
+                if self._closed:
+                    return b""
+                try:
+                    return self.sock.recv(size)
+                except ssl.SSLWantReadError:
+                    events = selectors.EVENT_READ
+                except ssl.SSLWantWriteError:
+                    events = selectors.EVENT_WRITE
+                except ssl.SSLZeroReturnError:
+                    return b""
+            self._wait(self._rsel, events)
+
+    def pending(self) -> int:
+        """Decrypted bytes OpenSSL holds that :meth:`recv` has not returned yet."""
+        with self._io:
+            if self._closed:
+                return 0
+            try:
+                return self.sock.pending()
+            except (OSError, ValueError):
+                return 0
+
+    def _send_some(self, view: memoryview) -> Tuple[int, int]:
+        """One SSL write under the lock: (bytes written, events to wait for)."""
+        with self._io:
+            if self._closed:
+                raise BrokenPipeError("TLS connection closed")
+            try:
+                return self.sock.send(view), 0
+            except ssl.SSLWantWriteError:
+                return 0, selectors.EVENT_WRITE
+            except ssl.SSLWantReadError:
+                return 0, selectors.EVENT_READ
+
+    def sendall(self, data: bytes) -> None:
+        pending = self._unsent
+        if pending is not None:
+            self._unsent = None
+            self._sendall_view(pending)
+        self._sendall_view(memoryview(data))
+
+    def _sendall_view(self, view: memoryview) -> None:
+        while len(view):
+            sent, events = self._send_some(view)
+            if sent:
+                view = view[sent:]
+            else:
+                self._wait(self._wsel, events)
+
+    def try_send(self, data: bytes) -> bool:
+        try:
+            self._wsel.modify(self.sock, selectors.EVENT_WRITE)
+        except (KeyError, ValueError):
+            self._wsel.register(self.sock, selectors.EVENT_WRITE)
+        if not self._wsel.select(0):  # socket buffer full: skip this beat
+            return False
+        # a write OpenSSL asked us to retry goes first (it is an earlier beat)
+        view = self._unsent if self._unsent is not None else memoryview(data)
+        sent, _ = self._send_some(view)
+        rest = view[sent:]
+        self._unsent = rest if len(rest) else None
+        return sent > 0
+
+    def shutdown(self) -> None:
+        with self._io:
+            self._closed = True
+        try:
+            # the plain socket's shutdown: SSLSocket.shutdown would drop the SSL
+            # object under a reader that may still touch it
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for sel in (self._rsel, self._wsel):
+            try:
+                sel.close()
+            except Exception:
+                pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- connecting
+
+
+def connect(host_and_port: HostAndPort, timeout: float, bind_host_port: Optional[HostAndPort] = None,
+            keepalive: Any = None, tls: Optional[TLSEntry] = None) -> Union["PlainChannel", "TLSChannel"]:
+    """A connected channel to ``host_and_port``: TCP (``TCP_NODELAY`` on,
+    keep-alive per ``keepalive``, see :func:`set_keepalive`), wrapped in TLS
+    when ``tls`` = (context, validator) is given; ``validator(cert, host)``
+    returns (ok, message) after the handshake.
+
+    Args:
+        timeout (float): seconds for the TCP connect and the TLS handshake.
+
+    Raises:
+        OSError, ssl.SSLError: the connect or the handshake failed.
+        ConnectFailedException: the validator rejected the certificate.
+    """
+    sock = socket.create_connection(host_and_port, timeout, bind_host_port)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        set_keepalive(sock, keepalive)
+        if tls is None:
+            return PlainChannel(sock)
+        context, validator = tls
+        wrapped = context.wrap_socket(sock, server_hostname=host_and_port[0])
+        sock = wrapped
+        if validator is not None:
+            ok, message = validator(wrapped.getpeercert(), host_and_port[0])
+            if not ok:
+                raise ConnectFailedException("server certificate rejected: %s" % (message,))
+        return TLSChannel(wrapped)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def set_keepalive(sock: socket.socket, spec: Any) -> None:
+    """TCP keep-alive on ``sock``: ``spec`` True for the OS defaults,
+    ``("linux", idle_s, interval_s, count)`` or ``("mac", interval_s)`` to tune
+    it, ``("auto", ...)`` / falsy for nothing more (stomp.py's ``keepalive``)."""
+    if not spec:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if spec is True:
+        return
+    kind, args = spec[0], tuple(spec[1:])
+    options: List[Tuple[str, Any]] = []
+    if kind == "linux":
+        options = list(zip(("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), args))
+    elif kind == "mac":
+        options = list(zip(("TCP_KEEPALIVE",), args))
+    elif kind != "auto":
+        log.warning("unknown keepalive specification %r (keep-alive left at OS defaults)", spec)
+    for name, value in options:
+        opt = getattr(socket, name, None)
+        if opt is None or value is None:
+            continue
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, opt, int(value))
+        except OSError as exc:
+            log.warning("could not set %s=%r: %s", name, value, exc)
+
+
+def tls_context(ca_certs: Optional[str] = None, cert_file: Optional[str] = None, key_file: Optional[str] = None,
+                password: Any = None, verify: bool = True, protocol: Optional[int] = None) -> ssl.SSLContext:
+    """A client TLS context: verifies the broker's certificate and host name
+    against ``ca_certs`` (a CA bundle file; the system's CAs when None), with a
+    client certificate when ``cert_file`` is given (``key_file``, its
+    ``password``). ``verify=False`` turns verification off; ``protocol`` (an
+    ``ssl.PROTOCOL_*`` constant, stomp.py's ``ssl_version``) picks one.
+
+    Raises:
+        OSError, ssl.SSLError: a file cannot be read or is not what it should be.
+    """
+    if protocol is None:
+        context = ssl.create_default_context(cafile=ca_certs)
+    else:
+        context = ssl.SSLContext(protocol)
+        if ca_certs:
+            context.load_verify_locations(ca_certs)
+        else:
+            context.load_default_certs()
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file or cert_file, password)
+    return context
+
+
+# --------------------------------------------------------------------------- broker addresses
+
+
+def checked_hosts(host_and_ports: Any) -> List[HostAndPort]:
+    """``host_and_ports`` as a list of (str, int), or ConfigurationError naming
+    the bad entry: a host that is not a non-empty str (None, bytes, ``""``
+    would be turned into text and looked up in DNS), a port outside 1-65535."""
+    if isinstance(host_and_ports, (str, bytes)) or (
+            isinstance(host_and_ports, tuple) and len(host_and_ports) == 2 and isinstance(host_and_ports[1], int)):
+        raise ConfigurationError("host_and_ports must be a list of (host, port) pairs, got %r (one broker: "
+                                 "[(host, port)])" % (host_and_ports,))
+    hosts: List[HostAndPort] = []
+    for entry in host_and_ports:
+        try:
+            host, port = entry
+        except (TypeError, ValueError):
+            raise ConfigurationError("each entry of host_and_ports must be a (host, port) pair, got %r"
+                                     % (entry,)) from None
+        if not isinstance(host, str) or not host.strip() or any(ord(ch) < 33 or ord(ch) == 127 for ch in host):
+            raise ConfigurationError("bad host %r in host_and_ports entry %r: a host name or address as a "
+                                     "non-empty str (no blanks or control characters) is expected"
+                                     % (host, entry))
+        try:
+            number = int(port) if not isinstance(port, (bool, float)) else -1
+        except (TypeError, ValueError):
+            number = -1
+        if not 0 < number < 65536:
+            raise ConfigurationError("bad port %r in host_and_ports entry %r: an int from 1 to 65535 is expected"
+                                     % (port, entry))
+        hosts.append((host, number))
+    return hosts
+
+
+def local_host_names() -> Tuple[str, ...]:
+    try:
+        return LOCAL_NAMES + (socket.gethostname(),)
+    except OSError:
+        return LOCAL_NAMES
+
+
+def order_hosts(hosts: List[HostAndPort], prefer_localhost: bool, try_loopback: bool) -> List[HostAndPort]:
+    """stomp.py's order of ``hosts``: those naming this machine first
+    (``prefer_localhost``), and for an entry naming it by host name,
+    ``127.0.0.1`` on that port before it (``try_loopback``)."""
+    if not (prefer_localhost or try_loopback):
+        return hosts
+    local = local_host_names()
+    if prefer_localhost:
+        hosts = sorted(hosts, key=lambda hp: 0 if hp[0] in local else 1)  # stable
+    if try_loopback:
+        extra = []
+        for host, port in hosts:
+            if host in local and host not in LOCAL_NAMES and ("127.0.0.1", port) not in hosts \
+                    and ("localhost", port) not in hosts and ("127.0.0.1", port) not in extra:
+                extra.append(("127.0.0.1", port))
+        hosts = extra + hosts
+    return hosts

@@ -1,0 +1,363 @@
+"""One socket and everything that lives and dies with it: the link.
+
+A :class:`Link` holds the socket's channel, its :class:`~amqstomp._protocol.state.ProtocolState`,
+its timer thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue
+for the dispatcher, and does the socket-level work that needs no STOMP
+decision: writing under the write lock (with write coalescing of deferred
+frames), heart-beat ticks (asking the protocol state when one is due and when
+the peer is overdue), watching a paused socket, and closing. Its reader and
+dispatcher threads are started and run by :class:`amqstomp.transport.Transport`.
+"""
+import logging
+import queue
+import socket
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, List, Optional, Tuple
+
+from .._protocol.state import ProtocolState
+from ..codec import HEARTBEAT, Frame
+from ..exception import ConnectFailedException, ConnectionClosedException
+from .channel import look_at_socket, receive_window
+from .scheduler import Scheduler
+
+__all__ = ["Link", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail"]
+
+log = logging.getLogger("amqstomp.transport")
+
+HostAndPort = Tuple[str, int]
+
+#: Longest time (seconds) a frame sent with ``defer=True`` waits in the link's
+#: write buffer before the timer thread writes it.
+DEFER_FLUSH_S = 0.001
+#: A write buffer holding this many bytes is written at once (by the sender).
+DEFER_FLUSH_BYTES = 65536
+_MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+# A receive deadline that passed with no byte read and none waiting is checked once
+# more after this long (seconds) before the peer is declared dead: a reader whose
+# recv() returned while another thread held the GIL has its bytes, not the socket.
+_HB_CONFIRM_S = 0.1
+# While reading is paused the peer is not blamed for silence when this side's
+# advertised receive window is below this many bytes: we hold it back.
+_CLOSED_WINDOW = 4096
+
+
+class Link:
+    """Everything that lives and dies with one socket."""
+
+    def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float) -> None:
+        self.channel = channel
+        self.host_and_port = host_and_port
+        self.proto = ProtocolState(version, grace, time.monotonic() * 1000.0)
+        self.write_lock = threading.Lock()
+        # deferred frames not yet written (under write_lock), and their size in bytes: a
+        # list joined once per write (a growing bytearray copies each frame ~9 times);
+        # TLS links never defer
+        self.wbuf: List[bytes] = []
+        self.wbuf_bytes = 0
+        self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0
+        self.flush_scheduled = False  # a timer flush of wbuf is pending
+        self.state_lock = threading.Lock()
+        self.closed = False
+        self.close_reason = ""
+        self.close_error: Optional[BaseException] = None
+        self.connect_future: "Future[Frame]" = Future()
+        self.events: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self.scheduler = Scheduler("amqstomp-timer-%d" % seq)
+        self.reader: Optional[threading.Thread] = None
+        self.dispatcher: Optional[threading.Thread] = None
+        # reading paused by flow control: `paused`, `pause_suspended` and `draining` change
+        # under pause_lock, which also sets `resume` from them (:meth:`apply_pause`), so
+        # the last pause_reading()/resume_reading() always wins and none is lost
+        self.pause_lock = threading.Lock()
+        self.paused = False  # pause_reading() asked the reader to stop
+        self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
+        self.draining = False  # the peer closed/reset while paused: read what it sent, to the end
+        self.resume = threading.Event()  # set while the reader may read
+        self.resume.set()
+        self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
+        self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
+        self.seq = seq
+        self.by_client = False  # closed by Transport.close() (not lost): no failover
+        self.silent = False  # a failover attempt abandoned: no disconnected event
+
+    def threads(self) -> List[threading.Thread]:
+        return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]
+
+    def apply_pause(self) -> None:
+        """Under ``pause_lock``: let the reader read unless a pause holds it."""
+        if self.paused and not self.pause_suspended and not self.draining and not self.closed:
+            self.resume.clear()
+        else:
+            self.resume.set()
+
+    def take_buffer(self) -> bytes:
+        """Under the write lock: the deferred frames as one bytes, the buffer emptied."""
+        joined = b"".join(self.wbuf)
+        self.wbuf.clear()
+        self.wbuf_bytes = 0
+        return joined
+
+    def lock_for_write(self, write_timeout: Optional[float]) -> None:
+        """Take the write lock, waiting at most ``write_timeout`` s (None: for
+        ever); a wait that times out closes the link (the broker stopped reading).
+
+        Raises:
+            ConnectionClosedException: the wait timed out, or the link is closed.
+        """
+        lock = self.write_lock
+        if not lock.acquire(timeout=-1 if write_timeout is None else max(0.0, write_timeout)):
+            reason = "a write was blocked for %.3g s (the broker stopped reading)" % (write_timeout or 0.0)
+            self.close(reason)
+            raise ConnectionClosedException("connection closed: %s" % reason)
+        if self.closed:
+            lock.release()
+            raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+
+    def write(self, data: bytes, write_timeout: Optional[float] = None) -> None:
+        """Write the deferred frames, then ``data``, under the write lock."""
+        self.lock_for_write(write_timeout)
+        try:
+            wbuf = self.wbuf
+            try:
+                if wbuf:
+                    big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
+                    if data and not big:
+                        wbuf.append(data)  # one system call for all
+                    self.channel.sendall(self.take_buffer())
+                    if big:
+                        self.channel.sendall(data)
+                elif data:
+                    self.channel.sendall(data)
+            except OSError as exc:
+                self.close("write failed: %s" % exc, exc)
+                raise ConnectionClosedException("write failed: %s" % exc) from exc
+            self.proto.data_written(time.monotonic() * 1000.0)
+        finally:
+            self.write_lock.release()
+
+    def write_deferred(self, data: bytes, write_timeout: Optional[float]) -> None:
+        """Add ``data`` to the write buffer; write the buffer when it is full, else
+        make sure a timer flush is coming."""
+        if write_timeout is None and not self.closed:
+            self.write_lock.acquire()
+            if self.closed:
+                self.write_lock.release()
+                raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+        else:
+            self.lock_for_write(write_timeout)
+        try:
+            wbuf = self.wbuf
+            wbuf.append(data)
+            size = self.wbuf_bytes + len(data)
+            if size >= DEFER_FLUSH_BYTES:
+                joined = self.take_buffer()
+                try:
+                    self.channel.sendall(joined)
+                except OSError as exc:
+                    self.close("write failed: %s" % exc, exc)
+                    raise ConnectionClosedException("write failed: %s" % exc) from exc
+                self.proto.data_written(time.monotonic() * 1000.0)
+            else:
+                self.wbuf_bytes = size
+                if not self.flush_scheduled:
+                    self.flush_scheduled = True
+                    self.scheduler.call_later(DEFER_FLUSH_S, self.flush_tick)
+        finally:
+            self.write_lock.release()
+
+    def flush_tick(self, tries: int = 0) -> None:
+        """Timer thread: write the deferred frames without ever blocking (the timer
+        also sends heart-beats). When a writer holds the lock or the broker is not
+        reading, look again later (backing off to 50 ms)."""
+        if self.closed:
+            return
+        if self.write_lock.acquire(blocking=False):
+            try:
+                if not self.flush_some():
+                    self.flush_scheduled = False
+                    return
+            finally:
+                self.write_lock.release()
+        self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.flush_tick, tries + 1)
+
+    def flush_some(self) -> bool:
+        """Under the write lock: write what fits of the buffer without blocking.
+        True when some is left (the broker is not reading fast enough)."""
+        wbuf = self.wbuf
+        if not wbuf or self.closed:
+            return False
+        joined = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
+        try:
+            sent = self.channel.send_some(joined)
+        except OSError as exc:
+            self.close("write failed: %s" % exc, exc)
+            return False
+        if sent:
+            self.proto.data_written(time.monotonic() * 1000.0)
+        wbuf.clear()
+        if sent < len(joined):
+            wbuf.append(joined[sent:])
+        self.wbuf_bytes = len(joined) - sent
+        return bool(wbuf)
+
+    def heartbeat_send_tick(self) -> None:
+        """Timer thread: write a heart-beat when the protocol state says one is
+        due (never blocking: a writer holding the lock is activity enough)."""
+        if self.closed:
+            return
+        proto = self.proto
+        period = proto.send_period_ms / 1000.0
+        due_in = proto.heartbeat_due_in_ms(time.monotonic() * 1000.0) / 1000.0
+        if not due_in:
+            # never wait for the write lock: whoever holds it is writing, which
+            # counts as activity; and a full socket buffer must not stall the
+            # timer thread (it also runs the receive check)
+            if self.write_lock.acquire(blocking=False):
+                try:
+                    if self.wbuf:  # deferred frames count as activity: write them instead
+                        self.flush_some()
+                    elif not self.closed and self.channel.try_send(HEARTBEAT):
+                        self.proto.data_written(time.monotonic() * 1000.0)
+                except OSError as exc:
+                    self.close("heart-beat write failed: %s" % exc, exc)
+                    return
+                finally:
+                    self.write_lock.release()
+            delay = period
+        else:
+            delay = due_in
+        self.scheduler.call_later(delay, self.heartbeat_send_tick)
+
+    def heartbeat_check_tick(self) -> None:
+        """Timer thread: the receive heart-beat check. Any byte read counts as the
+        peer's liveness (``last_read``); past the deadline the socket is looked at
+        before the peer is blamed (see :meth:`peer_alive`); while reading is
+        paused the socket is looked at every interval, as the reader does not."""
+        if self.closed:
+            return
+        now = time.monotonic()
+        proto = self.proto
+        paused = not self.resume.is_set()
+        interval_s = proto.recv_ms / 1000.0
+        timeout_s = proto.recv_timeout_ms / 1000.0
+        if paused and self.paused_look():
+            proto.peer_seen(now * 1000.0)
+        left_s = proto.receive_left_ms(now * 1000.0) / 1000.0
+        if left_s > 0:
+            self.hb_suspect = False
+            delay = left_s
+            if paused:
+                delay = min(delay, interval_s)
+            self.scheduler.call_later(delay, self.heartbeat_check_tick)
+            return
+        if self.peer_alive(paused):
+            proto.peer_seen(now * 1000.0)
+            self.hb_suspect = False
+            self.scheduler.call_later(interval_s if paused else timeout_s, self.heartbeat_check_tick)
+            return
+        if not self.hb_suspect:
+            # once more shortly: a reader that had its recv() return while another thread
+            # held the GIL has the peer's bytes and updates last_read when it runs
+            self.hb_suspect = True
+            self.scheduler.call_later(min(_HB_CONFIRM_S, timeout_s), self.heartbeat_check_tick)
+            return
+        reason = "heart-beat timeout: nothing received for %.2f s (negotiated %d ms)" % (
+            now - proto.last_read_ms / 1000.0, proto.recv_ms)
+        log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+        self.post("heartbeat_timeout", None)
+        self.close(reason)
+
+    def paused_look(self) -> bool:
+        """Timer thread, reading paused: True when the socket shows the peer since
+        the last look -- more bytes waiting, or its reset/EOF (that ends the
+        pause: the reader reads what came before it, then meets the end and the
+        link is lost as usual, failover or disconnect)."""
+        gone, waiting = look_at_socket(self.channel.sock)
+        if gone:
+            log.info("%s:%s: the peer closed or reset the connection while reading was paused: "
+                     "reading what it sent before", self.host_and_port[0], self.host_and_port[1])
+            with self.pause_lock:
+                self.draining = True
+                self.apply_pause()
+            return True
+        if waiting > self.paused_waiting:
+            self.paused_waiting = waiting  # new bytes since the last look
+            return True
+        return False
+
+    def peer_alive(self, paused: bool) -> bool:
+        """Timer thread, the receive deadline passed with nothing read: is there a
+        sign of the peer the reader has not taken? Looks, reads nothing.
+
+        Reading: bytes waiting in the socket (or in TLS's buffer) are the peer's;
+        the reader is behind (C code holding the GIL, a long frame handler).
+
+        Paused (no new byte since the last look, :meth:`paused_look`): when this
+        side's receive window is closed, TCP stops the peer -- our doing, not held
+        against it (a stall then shows once reading resumes). Silence with the
+        window open is a dead or stalled peer. Without the window size (not Linux
+        >= 6.2) only an empty socket buffer (window certainly open) lets silence
+        count against the peer."""
+        channel = self.channel
+        gone, waiting = look_at_socket(channel.sock)
+        if not paused:
+            return gone or waiting != 0 or channel.pending() > 0
+        if waiting == 0:
+            return False
+        window = receive_window(channel.sock)
+        return window is None or window < _CLOSED_WINDOW
+
+    def close(self, reason: str, error: Optional[BaseException] = None) -> bool:
+        """End the link: fail every awaited receipt and the CONNECTED wait with
+        ConnectionClosedException / ConnectFailedException, end a pause, stop the
+        timer, shut the socket down (the reader then ends). False when it was
+        closed already."""
+        with self.state_lock:
+            if self.closed:
+                return False
+            self.closed = True
+            self.close_reason = reason
+            self.close_error = error
+            was_connected = self.proto.connected
+            receipts = self.proto.connection_lost()
+        # release every waiter before the socket goes: on_disconnected (posted
+        # by the reader once the shutdown wakes it) must find them released
+        closed = ConnectionClosedException("connection closed: %s" % reason)
+        if error is not None:
+            closed.__cause__ = error
+        for future in receipts:
+            fail(future, closed)
+        if not self.connect_future.done():
+            failed = ConnectFailedException("connection closed %s CONNECTED: %s"
+                                            % ("right after" if was_connected else "before", reason))
+            failed.__cause__ = error
+            fail(self.connect_future, failed)
+        with self.pause_lock:
+            self.resume.set()
+        self.scheduler.stop()
+        self.channel.shutdown()
+        return True
+
+    def post(self, event: str, arg: Any) -> None:
+        """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""
+        self.events.put((event, arg))
+
+
+def resolve(future: "Future[Any]", value: Any) -> None:
+    """Set ``future``'s result unless it is done (or cancelled) already."""
+    try:
+        if not future.done():
+            future.set_result(value)
+    except Exception:  # cancelled or resolved meanwhile
+        pass
+
+
+def fail(future: "Future[Any]", exc: BaseException) -> None:
+    """Set ``future``'s exception unless it is done (or cancelled) already."""
+    try:
+        if not future.done():
+            future.set_exception(exc)
+    except Exception:
+        pass

@@ -1,0 +1,20 @@
+"""The protocol core: everything about STOMP that needs no socket, thread or clock.
+
+Modules (each pure; a test asserts none of them, nor anything of amqstomp
+they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
+``time``):
+
+* :mod:`amqstomp.codec` (compiled ``_codec.pyx`` + pure twin ``_codec_py.py``)
+  -- frames from bytes and back; :mod:`amqstomp.flow` (``_flow_py.py``,
+  compiled through ``_flow.pxd``) -- prefetch windows, ack batching,
+  redelivery. They sit at the package top because their build names them there;
+  they belong to this layer;
+* :mod:`.state` -- :class:`~amqstomp._protocol.state.ProtocolState`, one
+  socket's session: framing, CONNECTED, receipts, heart-beat deadlines;
+* :mod:`.frames` -- frame builders per STOMP version and broker dialect
+  (CONNECT, ACK/NACK identities, ActiveMQ's 1.0 quirk);
+* :mod:`.heartbeat` -- heart-beat negotiation and deadlines;
+* :mod:`.limits` -- the frame limits a broker enforces;
+* :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
+* :mod:`amqstomp.uri` -- broker URIs and their options.
+"""

@@ -1,0 +1,182 @@
+"""Back-off policies: when to try the next broker and when to give up, no I/O.
+
+One formula, ``initial x multiplier ** (attempt - 1)`` capped at a maximum plus
+up to ``jitter`` of it at random, in two sets of defaults:
+
+* ActiveMQ's ``FailoverTransport`` (``failover:`` URIs and the JMS API):
+  :class:`ReconnectPolicy` with its defaults, :meth:`ReconnectPolicy.from_uri`;
+* stomp.py's ``reconnect_sleep_*`` keywords (the stomp.py-style connections):
+  :meth:`ReconnectPolicy.stomp_py` (``multiplier = 1 + reconnect_sleep_increase``).
+
+Delays are in ms; the caller sleeps (this module reads no clock).
+"""
+import logging
+import math
+import random
+from typing import Any, List, Optional, Sequence, TypeVar
+
+from ..exception import ConfigurationError
+from ..uri import FAILOVER_OPTIONS, BrokerURI
+
+__all__ = ["ReconnectPolicy", "MAX_RECONNECT_SLEEP_S"]
+
+T = TypeVar("T")
+
+#: Longest stomp.py ``reconnect_sleep_*`` value accepted (s): a year; anything longer is a mistake.
+MAX_RECONNECT_SLEEP_S = 86400 * 365
+
+# option keyword (docs/options.md) -> constructor argument, where they differ (the
+# redelivery policy's options own the plain names)
+_ARGUMENT = {"reconnect_use_exponential_back_off": "use_exponential_back_off",
+             "reconnect_back_off_multiplier": "back_off_multiplier"}
+_DEFAULTS = {_ARGUMENT.get(option.keyword, option.keyword): option.default for option in FAILOVER_OPTIONS.values()}
+_JAVA_LONG_MAX = 2 ** 63 - 1
+
+
+class ReconnectPolicy:
+    """When to try the next broker, and when to give up (FailoverTransport's rules
+    and defaults; ``docs/options.md`` maps the URI names).
+
+    Args:
+        initial_reconnect_delay_ms (int): delay before the first retry (10).
+        max_reconnect_delay_ms (int): upper bound of the delay (30000).
+        use_exponential_back_off (bool): multiply the delay after each failed attempt (True).
+        back_off_multiplier (float): the multiplier (2.0).
+        max_reconnect_attempts (int): attempts after a connection was lost; -1 = forever.
+        startup_max_reconnect_attempts (int): attempts before the first connection
+            ever succeeded; -1 = forever.
+        randomize (bool): try the brokers in random order (True).
+        priority_backup (bool): always try the first broker of the list first
+            (no switch back to it while connected to another).
+        timeout_ms (int): how long a send waits while disconnected; -1 = forever.
+        jitter (float): up to this fraction is added to each delay at random
+            (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
+
+    Raises:
+        ConfigurationError: a negative delay, a multiplier < 1, attempts < -1.
+    """
+
+    def __init__(self, initial_reconnect_delay_ms: int = 10, max_reconnect_delay_ms: int = 30000,
+                 use_exponential_back_off: bool = True, back_off_multiplier: float = 2.0,
+                 max_reconnect_attempts: int = -1, startup_max_reconnect_attempts: int = -1,
+                 randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1,
+                 jitter: float = 0.0) -> None:
+        for name, value, low in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms, 0),
+                                 ("max_reconnect_delay_ms", max_reconnect_delay_ms, 0),
+                                 ("max_reconnect_attempts", max_reconnect_attempts, -1),
+                                 ("startup_max_reconnect_attempts", startup_max_reconnect_attempts, -1),
+                                 ("timeout_ms", timeout_ms, -1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
+        for name, value in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms),
+                            ("max_reconnect_delay_ms", max_reconnect_delay_ms), ("timeout_ms", timeout_ms)):
+            if value > _JAVA_LONG_MAX:
+                raise ConfigurationError("%s must be at most %d ms (a Java long), got %r" % (name, _JAVA_LONG_MAX, value))
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= 10:
+            raise ConfigurationError("jitter must be a number from 0 to 10, got %r" % (jitter,))
+        if isinstance(back_off_multiplier, bool) or not isinstance(back_off_multiplier, (int, float)) \
+                or not math.isfinite(back_off_multiplier) or not back_off_multiplier >= 1:
+            raise ConfigurationError("back_off_multiplier must be a finite number >= 1, got %r" % (back_off_multiplier,))
+        self.initial_reconnect_delay_ms = initial_reconnect_delay_ms
+        self.max_reconnect_delay_ms = max_reconnect_delay_ms
+        self.use_exponential_back_off = bool(use_exponential_back_off)
+        self.back_off_multiplier = float(back_off_multiplier)
+        self.max_reconnect_attempts = max_reconnect_attempts
+        self.startup_max_reconnect_attempts = startup_max_reconnect_attempts
+        self.randomize = bool(randomize)
+        self.priority_backup = bool(priority_backup)
+        self.timeout_ms = timeout_ms
+        self.jitter = float(jitter)
+
+    @classmethod
+    def from_uri(cls, uri: BrokerURI) -> "ReconnectPolicy":
+        """The policy of a parsed ``failover:`` URI (defaults for a plain one)."""
+        options = dict(_DEFAULTS)
+        for keyword, value in uri.failover_options.items():
+            options[_ARGUMENT.get(keyword, keyword)] = value
+        return cls(**options)
+
+    @classmethod
+    def stomp_py(cls, reconnect_sleep_initial: float = 0.1, reconnect_sleep_increase: float = 0.5,
+                 reconnect_sleep_jitter: float = 0.1, reconnect_sleep_max: float = 60.0,
+                 reconnect_attempts_max: int = 3) -> "ReconnectPolicy":
+        """The policy of stomp.py's keywords (seconds and fractions, stomp.py's
+        defaults): delay ``initial x (1 + increase) ** (attempt - 1)``, capped at
+        ``max``, plus up to ``jitter`` of it; brokers tried in the order given.
+
+        Raises:
+            ConfigurationError: a value that is not a number of seconds from 0 to
+                :data:`MAX_RECONNECT_SLEEP_S`, or attempts below -1 (naming it).
+        """
+        for name, value in (("reconnect_sleep_initial", reconnect_sleep_initial),
+                            ("reconnect_sleep_increase", reconnect_sleep_increase),
+                            ("reconnect_sleep_jitter", reconnect_sleep_jitter),
+                            ("reconnect_sleep_max", reconnect_sleep_max)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0 or value > MAX_RECONNECT_SLEEP_S:
+                raise ConfigurationError("%s must be a number of seconds from 0 to %d, got %r"
+                                         % (name, MAX_RECONNECT_SLEEP_S, value))
+        if isinstance(reconnect_attempts_max, bool) or not isinstance(reconnect_attempts_max, int) \
+                or reconnect_attempts_max < -1:
+            raise ConfigurationError("reconnect_attempts_max must be an int >= -1 (-1: no limit), got %r"
+                                     % (reconnect_attempts_max,))
+        return cls(initial_reconnect_delay_ms=int(reconnect_sleep_initial * 1000),
+                   max_reconnect_delay_ms=int(reconnect_sleep_max * 1000),
+                   use_exponential_back_off=reconnect_sleep_increase > 0,
+                   back_off_multiplier=1.0 + reconnect_sleep_increase,
+                   max_reconnect_attempts=reconnect_attempts_max, randomize=False,
+                   jitter=min(10.0, reconnect_sleep_jitter))
+
+    def delay_ms(self, attempt: int) -> int:
+        """Delay (ms) before attempt number ``attempt`` (1 = the first retry):
+        the initial delay, multiplied ``attempt - 1`` times with back-off, capped."""
+        if attempt < 1:
+            return 0
+        delay = float(self.initial_reconnect_delay_ms)
+        if self.use_exponential_back_off and attempt > 1 and delay > 0 and self.back_off_multiplier > 1:
+            # compare exponents, not products: multiplier ** attempt overflows a float soon
+            room = math.log(max(float(self.max_reconnect_delay_ms), 1.0) / delay) / math.log(self.back_off_multiplier)
+            delay = float(self.max_reconnect_delay_ms) if attempt - 1 >= room else \
+                delay * self.back_off_multiplier ** (attempt - 1)
+        delay = min(delay, float(self.max_reconnect_delay_ms))
+        if self.jitter:
+            delay *= 1.0 + random.random() * self.jitter
+        return int(delay)
+
+    def gives_up(self, attempts: int, ever_connected: bool) -> bool:
+        """True when ``attempts`` failed attempts are the limit: ``max_reconnect_attempts``
+        once a connection existed, ``startup_max_reconnect_attempts`` before (when that
+        is -1, ``max_reconnect_attempts`` applies, as in FailoverTransport)."""
+        limit = self.max_reconnect_attempts
+        if not ever_connected and self.startup_max_reconnect_attempts != -1:
+            limit = self.startup_max_reconnect_attempts
+        return limit != -1 and attempts >= limit
+
+    def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None) -> List[T]:
+        """The order to try ``endpoints`` in: as listed, or shuffled with
+        ``randomize``; with ``priority_backup`` the first one listed (the primary)
+        is always tried first."""
+        out = list(endpoints)
+        if self.priority_backup and len(out) > 1:
+            rest = out[1:]
+            if self.randomize:
+                (rng or random).shuffle(rest)
+            return out[:1] + rest
+        if self.randomize and len(out) > 1:
+            (rng or random).shuffle(out)
+        return out
+
+    @staticmethod
+    def log_level(attempts: int, gave_up: bool) -> Optional[int]:
+        """How loudly to report ``attempts`` failed attempts: ERROR when giving up,
+        WARNING after the first and every 10th ("failed to connect to [...] after N
+        attempt(s), continuing to retry"), else nothing above DEBUG."""
+        if gave_up:
+            return logging.ERROR
+        if attempts == 1 or attempts % 10 == 0:
+            return logging.WARNING
+        return None
+
+    def __repr__(self) -> str:
+        fields: Any = ", ".join("%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
+        return "ReconnectPolicy(%s)" % fields

@@ -1,0 +1,126 @@
+"""Frame builders per STOMP version and broker dialect, no I/O.
+
+Everything that decides which headers a client frame carries, for every API
+(the stomp.py-style connections and the JMS facade alike):
+
+* the broker dialect from CONNECTED's ``server`` header (:func:`dialect_of`);
+* CONNECT/STOMP headers (:func:`connect_headers`, STOMP 1.2 "Connecting");
+* the identity an ACK names and the ACK/NACK headers of a MESSAGE per STOMP
+  version (:func:`ack_identity`, :func:`ack_headers`, STOMP 1.2 "ACK"),
+  including ActiveMQ's STOMP 1.0 quirk (``subscription`` on 1.0 ACKs);
+* which command rejects a message (:func:`reject_command`: NACK, or ACK on 1.0).
+"""
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+__all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
+           "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command"]
+
+#: Broker dialects (CONNECTED's ``server`` header): ActiveMQ Classic (``ActiveMQ/5.17.2``).
+ACTIVEMQ = "activemq"
+#: ActiveMQ Artemis (``ActiveMQ-Artemis/2.x``): not Classic; ignores ``activemq.*`` headers.
+ARTEMIS = "artemis"
+#: RabbitMQ's STOMP plugin (``RabbitMQ/3.10.x``).
+RABBITMQ = "rabbitmq"
+#: Any other STOMP broker, or no ``server`` header.
+GENERIC = "generic"
+
+#: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
+ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
+
+
+def dialect_of(server: Optional[str]) -> str:
+    """The broker dialect named by CONNECTED's ``server`` header: :data:`ACTIVEMQ`,
+    :data:`ARTEMIS`, :data:`RABBITMQ` or :data:`GENERIC`."""
+    if not server:
+        return GENERIC
+    if server.startswith("ActiveMQ/"):
+        return ACTIVEMQ
+    if server.startswith("ActiveMQ-Artemis"):
+        return ARTEMIS
+    if server.startswith("RabbitMQ"):
+        return RABBITMQ
+    return GENERIC
+
+
+def is_activemq_classic(server: Optional[str]) -> bool:
+    """True when ``server`` (CONNECTED's header) names ActiveMQ Classic, the only
+    broker that gets ``activemq.*`` headers and Classic's quirks (Artemis
+    announces ``ActiveMQ-Artemis/...``)."""
+    return server is not None and server.startswith("ActiveMQ/")
+
+
+def connect_headers(accept_version: str, host: Optional[str] = None, heartbeats: Tuple[int, int] = (0, 0),
+                    login: Optional[str] = None, passcode: Optional[str] = None, client_id: Optional[str] = None,
+                    extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Headers of a CONNECT/STOMP frame (STOMP 1.2 "Connecting").
+
+    Args:
+        accept_version (str): the ``accept-version`` value (``"1.2"`` or a list
+            such as :data:`ACCEPT_VERSIONS` ``["1.2"]``).
+        host (str | None): the ``host`` header (virtual host); left out when None.
+        heartbeats (tuple[int, int]): (cx, cy) ms; sent unless (0, 0) or the only
+            version offered is 1.0 (which has no heart-beats).
+        login, passcode (str | None): credentials; left out when None.
+        client_id (str | None): ActiveMQ's ``client-id`` (durable subscriptions).
+        extra (Mapping | None): the caller's own headers; they come first and the
+            headers above replace theirs.
+
+    Returns:
+        dict[str, Any]: the headers, in sending order.
+    """
+    headers: Dict[str, Any] = dict(extra) if extra else {}
+    headers["accept-version"] = accept_version
+    if host:
+        headers["host"] = host
+    if accept_version != "1.0" and tuple(heartbeats) != (0, 0):
+        headers["heart-beat"] = "%d,%d" % tuple(heartbeats)
+    if login is not None:
+        headers["login"] = login
+    if passcode is not None:
+        headers["passcode"] = passcode
+    if client_id:
+        headers["client-id"] = client_id
+    return headers
+
+
+def ack_identity(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The identity an ACK names (STOMP 1.2 spec "ACK"), from a MESSAGE's headers
+    or an ACK's: 1.2 the MESSAGE's ``ack`` header (the ACK's ``id``), 1.1
+    ``message-id`` + ``subscription``, 1.0 ``message-id``."""
+    if version == "1.2":
+        value = headers.get("ack", headers.get("id"))
+        if value is not None:
+            return (str(value),)
+    if version == "1.0":
+        return (str(headers.get("message-id")),)
+    return (str(headers.get("message-id")), str(headers.get("subscription")))
+
+
+def ack_headers(version: str, message_headers: Mapping[str, str], activemq: bool = False) -> Dict[str, str]:
+    """Headers of the ACK/NACK of a MESSAGE, per STOMP version (STOMP 1.2 spec "ACK"):
+    1.2 ``id`` = the MESSAGE's ``ack`` header; 1.1 ``message-id`` + ``subscription``;
+    1.0 ``message-id``.
+
+    With ``activemq`` (the broker is ActiveMQ Classic) a 1.0 ACK also names the
+    MESSAGE's ``subscription``: ActiveMQ 5.17 keeps a subscription after its
+    UNSUBSCRIBE in the map it searches for a 1.0 ACK without one, so such an
+    ACK can land on an old subscription that had the same message and be lost
+    (the message then comes back).
+
+    Raises:
+        KeyError: the MESSAGE lacks the header the version needs.
+    """
+    if version == "1.2" and "ack" in message_headers:
+        return {"id": message_headers["ack"]}
+    if version == "1.0":
+        headers = {"message-id": message_headers["message-id"]}
+        if activemq and "subscription" in message_headers:
+            headers["subscription"] = message_headers["subscription"]
+        return headers
+    return {"message-id": message_headers["message-id"], "subscription": message_headers["subscription"]}
+
+
+def reject_command(version: Optional[str]) -> str:
+    """The command that gives a message up: ``NACK`` (STOMP 1.1/1.2), ``ACK`` on
+    1.0, which has no NACK (the message is then consumed, not redelivered)."""
+    return "ACK" if version == "1.0" else "NACK"

@@ -1,0 +1,71 @@
+"""Heart-beat negotiation and deadlines (STOMP 1.2 "Heart-beating"), no clock.
+
+Times are integers or floats in milliseconds on any monotonic scale the caller
+chooses; this module never reads a clock. :class:`amqstomp._protocol.state.ProtocolState`
+holds one connection's figures; the I/O layer asks it when to write a
+heart-beat and when the peer is overdue.
+"""
+import logging
+from typing import Optional, Tuple
+
+__all__ = ["parse_heartbeat", "negotiate", "SEND_FRACTION", "PEER_GRID_FACTOR", "DUE_SLACK",
+           "send_period_ms", "receive_timeout_ms"]
+
+log = logging.getLogger("amqstomp.protocol")
+
+#: A heart-beat is written when nothing was written for this fraction of the
+#: negotiated send interval. ActiveMQ checks reads on a fixed grid of exactly
+#: that interval with no grace (``ProtocolConverter.hbGracePeriodMultiplier``
+#: 1.0, ``AbstractInactivityMonitor.readCheck``), so writing at the full
+#: interval would now and then leave one of its windows empty.
+SEND_FRACTION = 0.5
+#: Peers that decide on a fixed grid whether to send a keep-alive (ActiveMQ's
+#: ``AbstractInactivityMonitor.writeCheck`` skips one when anything was written
+#: in the previous window; RabbitMQ's heart-beater works the same way) can
+#: leave up to two intervals between bytes: measured on ActiveMQ 5.17 with 1 s
+#: heart-beats, 2.0 s of silence after CONNECTED or after a MESSAGE. The
+#: receive deadline is therefore this many intervals times the grace factor.
+PEER_GRID_FACTOR = 2.0
+#: A send tick this close to the period (fraction) counts as due: timers fire
+#: a little early now and then.
+DUE_SLACK = 0.98
+
+
+def parse_heartbeat(value: Optional[str]) -> Tuple[int, int]:
+    """A ``heart-beat`` header value as (x, y) ms; (0, 0) when absent or malformed
+    (logged at WARNING), negative values as 0.
+
+    >>> parse_heartbeat("1000, 2000")
+    (1000, 2000)
+    """
+    if not value:
+        return 0, 0
+    try:
+        x, y = str(value).replace(" ", "").split(",")
+        return max(0, int(x)), max(0, int(y))
+    except ValueError:
+        log.warning("ignoring malformed heart-beat header %r", value)
+        return 0, 0
+
+
+def negotiate(client: Tuple[int, int], server: Tuple[int, int]) -> Tuple[int, int]:
+    """(send_ms, receive_ms) from the client's CONNECT ``heart-beat`` (cx, cy) and
+    the server's CONNECTED one (sx, sy): the client sends every MAX(cx, sy) ms
+    when both are non-zero, expects the server every MAX(sx, cy) ms when both
+    are non-zero; 0 means off (STOMP 1.2 "Heart-beating")."""
+    cx, cy = client
+    sx, sy = server
+    return (max(cx, sy) if cx and sy else 0), (max(sx, cy) if sx and cy else 0)
+
+
+def send_period_ms(send_ms: int) -> float:
+    """How often (ms) the send check runs for a negotiated send interval: a
+    heart-beat goes out after this much write silence (:data:`SEND_FRACTION`)."""
+    return send_ms * SEND_FRACTION
+
+
+def receive_timeout_ms(receive_ms: int, grace: float) -> float:
+    """Silence (ms) after which the peer is declared dead, for a negotiated
+    receive interval and a grace factor (stomp.py's ``heart_beat_receive_scale``,
+    1.5): ``receive_ms x PEER_GRID_FACTOR x grace``; 0 when ``receive_ms`` is 0."""
+    return receive_ms * PEER_GRID_FACTOR * grace

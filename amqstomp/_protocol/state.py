@@ -1,0 +1,218 @@
+"""One STOMP connection's protocol state, sans I/O (the h11/wsproto model).
+
+:class:`ProtocolState` is fed what a socket received and asked what to write;
+it never touches a socket, a thread or a clock (times come in as ``now_ms``,
+milliseconds on any monotonic scale). The threaded transport
+(:mod:`amqstomp.transport`) drives one per socket; an asyncio driver can drive
+the same class from its loop.
+
+What it owns (STOMP 1.2 sections in brackets):
+
+* framing both ways through :mod:`amqstomp.codec` in the negotiated version
+  ("Protocol Negotiation": CONNECTED switches the parser);
+* the CONNECTED state, the broker's ``server`` and dialect, and the frame
+  limits that broker enforces (:mod:`amqstomp._protocol.limits`);
+* receipt correlation ("RECEIPT", "ERROR"): a frame sent with a ``receipt``
+  header registers an opaque token (the driver's future); the RECEIPT or the
+  ERROR carrying that ``receipt-id`` hands it back; a lost connection hands
+  back every token still waiting;
+* heart-beats ("Heart-beating"): negotiation, when the next one must be
+  written, when the peer is overdue (:meth:`ProtocolState.next_deadline`).
+
+Events returned by :meth:`ProtocolState.handle` for a received frame other
+than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
+:data:`CONNECTED`, :data:`RECEIPT`, :data:`ERROR`, :data:`CONNECT_REFUSED`
+(an ERROR that answers CONNECT) and :data:`UNEXPECTED`.
+"""
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..codec import Frame, FrameParser, encode_frame
+from .frames import GENERIC, dialect_of, ACTIVEMQ
+from .heartbeat import DUE_SLACK, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
+from .limits import ACTIVEMQ_LIMITS, LIMITS_SAFE_BYTES, NO_CHECK_BYTES, check_limits
+
+__all__ = ["ProtocolState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED"]
+
+#: :meth:`ProtocolState.handle` event: CONNECTED arrived; version, heart-beats and limits are set.
+CONNECTED = 1
+#: a RECEIPT; the token is the one registered for its ``receipt-id`` (None: none was).
+RECEIPT = 2
+#: an ERROR after CONNECTED; the token is the one of its ``receipt-id`` (None: none).
+ERROR = 3
+#: an ERROR before CONNECTED: the broker refused the connection.
+CONNECT_REFUSED = 4
+#: a frame a broker does not send to clients (logged and ignored by the driver).
+UNEXPECTED = 5
+
+
+class ProtocolState:
+    """The protocol state of one socket's STOMP session (see the module docstring).
+
+    Args:
+        version (str): the STOMP version to encode and parse with until
+            CONNECTED names the negotiated one (``"1.0"``, ``"1.1"``, ``"1.2"``).
+        grace (float): the receive heart-beat grace factor (stomp.py's
+            ``heart_beat_receive_scale``, 1.5).
+        now_ms (float): the time (ms) the socket opened: silence is counted from it.
+
+    Raises:
+        ValueError: an unknown version.
+    """
+
+    __slots__ = ("parser", "version", "grace", "connected", "connected_frame", "server", "dialect",
+                 "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
+                 "last_read_ms", "last_write_ms", "receipts")
+
+    def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0) -> None:
+        self.parser = FrameParser(version=version)
+        #: the version frames are encoded in (the negotiated one once CONNECTED came)
+        self.version = version
+        self.grace = float(grace)
+        self.connected = False
+        self.connected_frame: Optional[Frame] = None
+        self.server: Optional[str] = None
+        self.dialect = GENERIC
+        #: (header line bytes, headers, frame bytes) the broker enforces, or None
+        self.limits: Optional[Tuple[int, int, int]] = None
+        #: frames above this many bytes are checked against :attr:`limits`
+        self.check_above = NO_CHECK_BYTES
+        self.client_heartbeat = (0, 0)
+        self.send_ms = 0
+        self.recv_ms = 0
+        self.recv_timeout_ms = 0.0
+        self.last_read_ms = float(now_ms)
+        self.last_write_ms = float(now_ms)
+        self.receipts: Dict[str, Any] = {}
+
+    # ------------------------------------------------------------ receiving
+
+    def receive_data(self, data: bytes, now_ms: float) -> List[Frame]:
+        """Bytes read from the socket at ``now_ms``: the frames they completed
+        (EOLs between frames are heart-beats and complete none). Any byte counts
+        as the peer's liveness.
+
+        Raises:
+            StompProtocolError: the stream is not STOMP (``.frames`` holds the
+                frames completed before the fault).
+        """
+        self.last_read_ms = now_ms
+        return self.parser.feed(data)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of an incomplete frame held by the parser."""
+        return self.parser.buffered
+
+    def peer_seen(self, now_ms: float) -> None:
+        """The peer showed it is alive at ``now_ms`` without a byte being parsed
+        (bytes waiting in the socket while reading is paused)."""
+        self.last_read_ms = now_ms
+
+    def handle(self, frame: Frame) -> Tuple[int, Any]:
+        """Account for a received frame other than MESSAGE.
+
+        Returns:
+            (event, token): one of the module's event codes and, for RECEIPT
+            and ERROR, the token registered for the frame's ``receipt-id``
+            (None when there was none).
+        """
+        cmd = frame.cmd
+        if cmd == "RECEIPT":
+            return RECEIPT, self.pop_receipt(frame.headers.get("receipt-id"))
+        if cmd == "ERROR":
+            token = self.pop_receipt(frame.headers.get("receipt-id"))
+            return (ERROR if self.connected else CONNECT_REFUSED), token
+        if cmd == "CONNECTED":
+            self._on_connected(frame)
+            return CONNECTED, None
+        return UNEXPECTED, None
+
+    def _on_connected(self, frame: Frame) -> None:
+        self.version = self.parser.version
+        self.connected_frame = frame
+        self.server = frame.headers.get("server")
+        self.dialect = dialect_of(self.server)
+        self.send_ms, self.recv_ms = negotiate(self.client_heartbeat, parse_heartbeat(frame.headers.get("heart-beat")))
+        self.recv_timeout_ms = receive_timeout_ms(self.recv_ms, self.grace)
+        if self.dialect == ACTIVEMQ:  # Classic's StompWireFormat limits (Artemis has its own)
+            self.limits = ACTIVEMQ_LIMITS
+            self.check_above = LIMITS_SAFE_BYTES
+        self.connected = True
+
+    # ------------------------------------------------------------ sending
+
+    def encode(self, cmd: str, headers: Mapping[str, Any], body: bytes, auto_content_length: bool = True,
+               head: Optional[bytes] = None) -> bytes:
+        """The bytes of one frame in the session's version; a CONNECT/STOMP
+        frame's ``heart-beat`` is remembered for the negotiation.
+
+        Args:
+            head (bytes | None): a pre-encoded :class:`~amqstomp.codec.FrameHead`
+                for this version (its header lines come first).
+
+        Raises:
+            FrameEncodeError: the frame cannot be written in this version.
+            FrameLimitError: it breaks a limit the broker enforces (not sent).
+        """
+        if cmd == "CONNECT" or cmd == "STOMP":
+            self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
+        if head is None:
+            data = encode_frame(cmd, headers, body, self.version, auto_content_length)
+        else:
+            data = encode_frame(cmd, headers, body, self.version, auto_content_length, head)
+        if len(data) > self.check_above:
+            check_limits(self.limits, cmd, data, len(body), self.server)
+        return data
+
+    def data_written(self, now_ms: float) -> None:
+        """Bytes went out at ``now_ms`` (they count as this side's heart-beat)."""
+        self.last_write_ms = now_ms
+
+    # ------------------------------------------------------------ receipts
+
+    def expect_receipt(self, receipt_id: str, token: Any) -> None:
+        """Remember ``token`` until the RECEIPT (or ERROR) for ``receipt_id``."""
+        self.receipts[receipt_id] = token
+
+    def pop_receipt(self, receipt_id: Optional[str]) -> Any:
+        """The token registered for ``receipt_id`` (forgotten now), or None."""
+        if receipt_id is None:
+            return None
+        return self.receipts.pop(receipt_id, None)
+
+    def connection_lost(self) -> List[Any]:
+        """The socket is gone: not connected any more; the tokens of every receipt
+        still awaited (none will come)."""
+        self.connected = False
+        tokens = list(self.receipts.values())
+        self.receipts.clear()
+        return tokens
+
+    # ------------------------------------------------------------ heart-beats
+
+    @property
+    def send_period_ms(self) -> float:
+        """How often (ms) the send check runs; 0 when no heart-beats are sent."""
+        return send_period_ms(self.send_ms)
+
+    def heartbeat_due_in_ms(self, now_ms: float) -> float:
+        """0 when a heart-beat must be written now (nothing was written for the
+        send period), else the ms until one is due. Only with ``send_ms`` > 0."""
+        period = send_period_ms(self.send_ms)
+        idle = now_ms - self.last_write_ms
+        return 0.0 if idle >= period * DUE_SLACK else period - idle
+
+    def receive_left_ms(self, now_ms: float) -> float:
+        """ms of silence left before the peer is overdue (<= 0: overdue now)."""
+        return self.last_read_ms + self.recv_timeout_ms - now_ms
+
+    def next_deadline(self, now_ms: float) -> Optional[float]:
+        """The next time (ms, same scale as ``now_ms``) something is due: a
+        heart-beat to write or the peer's receive deadline; None when heart-beats
+        are off."""
+        due = []
+        if self.send_ms:
+            due.append(now_ms + self.heartbeat_due_in_ms(now_ms))
+        if self.recv_ms:
+            due.append(self.last_read_ms + self.recv_timeout_ms)
+        return min(due) if due else None

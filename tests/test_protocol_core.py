@@ -1,0 +1,249 @@
+"""The sans-I/O protocol core (amqstomp._protocol): bytes in, events out; commands in,
+bytes out; deadlines from times passed in. No broker, no socket, no thread, no clock."""
+import ast
+import os
+import threading
+
+import pytest
+
+import amqstomp
+from amqstomp._protocol import backoff, frames, heartbeat, limits
+from amqstomp._protocol.state import (
+    CONNECT_REFUSED,
+    CONNECTED,
+    ERROR,
+    RECEIPT,
+    UNEXPECTED,
+    ProtocolState,
+)
+from amqstomp.codec import encode_frame
+from amqstomp.exception import ConfigurationError, FrameLimitError
+
+PACKAGE = os.path.dirname(amqstomp.__file__)
+FORBIDDEN = {"socket", "ssl", "threading", "selectors", "time"}
+
+
+def _imports(path):
+    """Top-level module names a source file imports, and the amqstomp modules it
+    imports (resolved to dotted names), anywhere in the file (functions too)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    here = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].replace(os.sep, ".")
+    package = here.rsplit(".", 1)[0] if not here.endswith("__init__") else here.rsplit(".", 1)[0]
+    outside, inside = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                (inside if alias.name.startswith("amqstomp") else outside).add(alias.name.split(".")[0]
+                                                                               if not alias.name.startswith("amqstomp")
+                                                                               else alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                name = ".".join(base + ([node.module] if node.module else []))
+                inside.add(name)
+                if not node.module:  # "from . import x"
+                    inside.update(name + "." + alias.name for alias in node.names)
+            elif node.module.startswith("amqstomp"):
+                inside.add(node.module)
+            else:
+                outside.add(node.module.split(".")[0])
+    return outside, inside
+
+
+def _source_of(module):
+    rel = module.split(".")[1:]
+    base = os.path.join(PACKAGE, *rel)
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def _forbidden_imports(start_modules):
+    """{module: forbidden names} over ``start_modules`` and every amqstomp module they
+    import, transitively."""
+    seen, todo, bad = set(), list(start_modules), {}
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = _source_of(module)
+        if path is None:
+            continue
+        outside, inside = _imports(path)
+        hit = outside & FORBIDDEN
+        if hit:
+            bad[module] = hit
+        todo.extend(inside)
+    return bad, seen
+
+
+def test_protocol_core_imports_no_sockets_threads_or_clocks():
+    core = ["amqstomp._protocol." + name[:-3] for name in os.listdir(os.path.join(PACKAGE, "_protocol"))
+            if name.endswith(".py")]
+    bad, seen = _forbidden_imports(core + ["amqstomp.codec", "amqstomp.flow", "amqstomp._codec_py",
+                                           "amqstomp._flow_py"])
+    assert bad == {}
+    # the walk reached the modules the core is built on (it would pass vacuously otherwise)
+    assert {"amqstomp.codec", "amqstomp.uri", "amqstomp._protocol.state"} <= seen
+    with open(os.path.join(PACKAGE, "_codec.pyx"), encoding="utf-8") as f:
+        pyx = f.read()
+    for name in FORBIDDEN:
+        assert "import %s\n" % name not in pyx and "from %s import" % name not in pyx
+
+
+def test_the_import_check_catches_a_forbidden_import(tmp_path, monkeypatch):
+    """The check above can fail: a module importing time (in a function) is reported."""
+    fake = tmp_path / "amqstomp"
+    (fake / "_protocol").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "_protocol" / "__init__.py").write_text("")
+    (fake / "_protocol" / "a.py").write_text("from . import b\n")
+    (fake / "_protocol" / "b.py").write_text("def f():\n    import time\n    return time\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", str(fake))
+    bad, _ = _forbidden_imports(["amqstomp._protocol.a"])
+    assert bad == {"amqstomp._protocol.b": {"time"}}
+
+
+def _connected(state, heart_beat="0,0", server="ActiveMQ/5.17.2", version="1.2", now_ms=0.0):
+    data = encode_frame("CONNECTED", {"version": version, "server": server, "heart-beat": heart_beat}, b"", "1.2")
+    (frame,) = state.receive_data(data, now_ms)
+    return state.handle(frame)
+
+
+def test_connect_then_connected_negotiates_version_heartbeats_and_limits():
+    threads = threading.active_count()
+    state = ProtocolState("1.2", grace=1.5, now_ms=0.0)
+    data = state.encode("CONNECT", frames.connect_headers("1.0,1.1,1.2", "broker", (1000, 2000), "u", "p"), b"")
+    assert data.startswith(b"CONNECT\naccept-version:1.0,1.1,1.2\nhost:broker\nheart-beat:1000,2000\n")
+    assert not state.connected
+    event, token = _connected(state, heart_beat="3000,500", version="1.1")
+    assert (event, token) == (CONNECTED, None)
+    assert state.connected and state.version == "1.1" and state.dialect == frames.ACTIVEMQ
+    # send every MAX(cx, sy) = 1000 ms, expect the broker every MAX(sx, cy) = 3000 ms
+    assert (state.send_ms, state.recv_ms) == (1000, 3000)
+    assert state.recv_timeout_ms == 3000 * heartbeat.PEER_GRID_FACTOR * 1.5
+    assert state.limits == limits.ACTIVEMQ_LIMITS
+    assert threading.active_count() == threads  # nothing started a thread
+
+
+def test_heartbeats_off_when_either_side_says_zero():
+    state = ProtocolState("1.2")
+    state.encode("STOMP", {"accept-version": "1.2", "heart-beat": "0,1000"}, b"")
+    _connected(state, heart_beat="1000,1000")
+    assert (state.send_ms, state.recv_ms) == (0, 1000)
+    assert state.next_deadline(0.0) == state.recv_timeout_ms
+
+
+def test_receipt_correlation_and_errors():
+    state = ProtocolState("1.2")
+    refused = encode_frame("ERROR", {"message": "bad login"}, b"", "1.2")
+    (frame,) = state.receive_data(refused, 0.0)
+    assert state.handle(frame) == (CONNECT_REFUSED, None)
+    _connected(state)
+    token, other = object(), object()
+    state.expect_receipt("r-1", token)
+    state.expect_receipt("r-2", other)
+    stream = encode_frame("RECEIPT", {"receipt-id": "r-1"}, b"", "1.2") + b"\n" + \
+        encode_frame("ERROR", {"receipt-id": "r-2", "message": "no"}, b"", "1.2") + \
+        encode_frame("RECEIPT", {"receipt-id": "r-1"}, b"", "1.2")
+    # split anywhere: the same events
+    for cut in (1, 7, len(stream) // 2, len(stream) - 1):
+        probe = ProtocolState("1.2")
+        _connected(probe)
+        probe.expect_receipt("r-1", token)
+        probe.expect_receipt("r-2", other)
+        got = probe.receive_data(stream[:cut], 1.0) + probe.receive_data(stream[cut:], 2.0)
+        assert [probe.handle(f) for f in got] == [(RECEIPT, token), (ERROR, other), (RECEIPT, None)]
+    (answer,) = state.receive_data(stream[:stream.index(b"\0") + 1], 3.0)
+    assert state.handle(answer) == (RECEIPT, token)
+    state.expect_receipt("r-3", token)
+    assert state.connection_lost() == [other, token]  # what is still awaited: none will come
+    assert not state.connected and state.receipts == {}
+
+
+def test_unexpected_frames_are_reported_not_fatal():
+    state = ProtocolState("1.2")
+    (frame,) = state.receive_data(encode_frame("SEND", {"destination": "/queue/x"}, b"", "1.2"), 0.0)
+    assert state.handle(frame) == (UNEXPECTED, None)
+
+
+def test_heartbeat_deadlines_from_times_passed_in():
+    state = ProtocolState("1.2", grace=1.5, now_ms=0.0)
+    state.encode("CONNECT", {"accept-version": "1.2", "heart-beat": "1000,1000"}, b"")
+    _connected(state, heart_beat="1000,1000", now_ms=0.0)
+    period = 1000 * heartbeat.SEND_FRACTION
+    assert state.send_period_ms == period
+    assert state.heartbeat_due_in_ms(0.0) == period
+    state.data_written(400.0)
+    assert state.heartbeat_due_in_ms(600.0) == pytest.approx(period - 200.0)
+    assert state.heartbeat_due_in_ms(400.0 + period) == 0.0
+    timeout = 1000 * heartbeat.PEER_GRID_FACTOR * 1.5
+    assert state.receive_left_ms(1000.0) == timeout - 1000.0
+    state.receive_data(b"\n", 2500.0)  # a heart-beat from the broker: alive at 2500
+    assert state.receive_left_ms(3000.0) == timeout - 500.0
+    assert state.receive_left_ms(2500.0 + timeout) <= 0  # overdue
+    state.peer_seen(5000.0)
+    assert state.receive_left_ms(5000.0) == timeout
+    assert state.next_deadline(5000.0) == min(5000.0 + state.heartbeat_due_in_ms(5000.0), 5000.0 + timeout)
+
+
+def test_broker_limits_apply_to_activemq_classic_only():
+    big = {"x": "y" * 10241}
+    classic = ProtocolState("1.2")
+    _connected(classic, server="ActiveMQ/5.17.2")
+    with pytest.raises(FrameLimitError) as info:
+        classic.encode("SEND", dict(big, destination="/queue/a"), b"")
+    assert info.value.limit == "header line" and "'x'" in str(info.value)
+    for server in ("ActiveMQ-Artemis/2.31.2", "RabbitMQ/3.10.8", None):
+        other = ProtocolState("1.2")
+        _connected(other, server=server or "")
+        assert other.encode("SEND", dict(big, destination="/queue/a"), b"")
+
+
+def test_dialects():
+    assert frames.dialect_of("ActiveMQ/5.17.2") == frames.ACTIVEMQ
+    assert frames.dialect_of("ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine") == frames.ARTEMIS
+    assert frames.dialect_of("RabbitMQ/3.10.8") == frames.RABBITMQ
+    assert frames.dialect_of(None) == frames.dialect_of("apache-apollo/1.7") == frames.GENERIC
+    assert frames.is_activemq_classic("ActiveMQ/5.17.2")
+    assert not frames.is_activemq_classic("ActiveMQ-Artemis/2.31.2")
+
+
+def test_connect_headers():
+    assert frames.connect_headers("1.0", "h", (1000, 1000), "u", None) == {"accept-version": "1.0", "host": "h",
+                                                                         "login": "u"}
+    headers = frames.connect_headers("1.2", None, (0, 0), None, "secret", client_id="c1",
+                                     extra={"accept-version": "9", "x": "1"})
+    assert headers == {"accept-version": "1.2", "x": "1", "passcode": "secret", "client-id": "c1"}
+    assert list(frames.connect_headers("1.1", "v", (5, 6), "u", "p")) == [
+        "accept-version", "host", "heart-beat", "login", "passcode"]
+
+
+def test_ack_headers_per_version_and_the_activemq_1_0_quirk():
+    message = {"message-id": "m1", "subscription": "s1", "ack": "a1"}
+    assert frames.ack_headers("1.2", message) == {"id": "a1"}
+    assert frames.ack_headers("1.1", message) == {"message-id": "m1", "subscription": "s1"}
+    assert frames.ack_headers("1.0", message) == {"message-id": "m1"}
+    assert frames.ack_headers("1.0", message, activemq=True) == {"message-id": "m1", "subscription": "s1"}
+    assert frames.ack_identity("1.2", message) == ("a1",)
+    assert frames.ack_identity("1.2", {"id": "a1"}) == ("a1",)  # an ACK's headers name the same
+    assert frames.ack_identity("1.1", message) == ("m1", "s1")
+    assert frames.ack_identity("1.0", message) == ("m1",)
+    assert frames.reject_command("1.0") == "ACK" and frames.reject_command("1.2") == "NACK"
+
+
+def test_backoff_policies():
+    stomp_py = backoff.ReconnectPolicy.stomp_py(0.1, 0.5, 0.0, 0.2, 3)
+    assert [stomp_py.delay_ms(n) for n in (1, 2, 3, 50)] == [100, 150, 200, 200]
+    assert stomp_py.gives_up(3, True) and not stomp_py.randomize
+    activemq = backoff.ReconnectPolicy()
+    assert [activemq.delay_ms(n) for n in (1, 2, 3)] == [10, 20, 40]
+    assert activemq.delay_ms(10 ** 6) == 30000
+    with pytest.raises(ConfigurationError, match="reconnect_sleep_max"):
+        backoff.ReconnectPolicy.stomp_py(reconnect_sleep_max=float("nan"))
+    with pytest.raises(ConfigurationError, match="reconnect_attempts_max"):
+        backoff.ReconnectPolicy.stomp_py(reconnect_attempts_max=-2)
