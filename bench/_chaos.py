@@ -70,7 +70,6 @@ import logging
 import os
 import queue as _queue
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -82,7 +81,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import amqstomp
 import amqstomp.exception as _exc
-from amqstomp.testing.broker import ActiveMQBroker, queue_statistics
+from amqstomp.testing import master_slave
+from amqstomp.testing.broker import ActiveMQBroker, queue_statistics, start_broker
 from amqstomp.testing.proxy import TcpProxy
 
 log = logging.getLogger("amqstomp.testing.chaos")
@@ -658,96 +658,47 @@ class SingleBroker:
         pass
 
 
-SLAVE_WAITING = "This broker is now in slave mode waiting a lock to be acquired"
-
-
-def disk_dir(prefix: str) -> str:
-    """A fresh directory on a disk file system (never tmpfs: a kill -9 must be what it is on disk)."""
-    from bench.failover import disk_temp_dir  # the one place that knows how
-
-    return disk_temp_dir(prefix)
-
-
 class MasterSlavePair:
-    """Two brokers on one KahaDB directory (``lockAcquireSleepInterval`` 500 ms,
-    ``persistJMSRedelivered``, ``allowLinkStealing``, statistics). ``make(**options)`` starts one
-    (``wait=False`` for the slave), e.g. the ``activemq_factory`` fixture or :func:`make_broker`."""
+    """A :class:`amqstomp.testing.master_slave.MasterSlavePair` (``chaos-a``, ``chaos-b``; lock
+    interval 500 ms, ``persistJMSRedelivered``, ``allowLinkStealing``, statistics) as the run
+    drives it: :meth:`kill_master` returns at once and a background thread waits for the takeover
+    and starts the killed broker again as the new slave. ``make(**options)`` starts one broker
+    (``wait=False`` for the slave), e.g. the ``activemq_factory`` fixture or :func:`make_broker`.
+    Without ``store`` the pair makes its own on disk and removes it on :meth:`close`."""
 
     can_kill = True
     TAKEOVER_TIMEOUT_S = 60.0
 
     def __init__(self, make: Callable[..., ActiveMQBroker], store: Optional[str] = None) -> None:
-        self._own_store = store is None
-        self.store = store or os.path.join(disk_dir("amqstomp-chaos-"), "kahadb")
-        options = dict(kahadb_dir=self.store, lock_acquire_sleep_ms=500, persist_jms_redelivered=True,
-                       allow_link_stealing=True, statistics=True)
-        self.lock = threading.Lock()
-        self.master = make(broker_name="chaos-a", **options)
-        self.slave = make(broker_name="chaos-b", wait=False, **options)
-        self.brokers = sorted([self.master, self.slave], key=lambda b: b.broker_name)
+        self.pair = master_slave.MasterSlavePair(
+            store, factory=make, names=("chaos-a", "chaos-b"), timeout_s=self.TAKEOVER_TIMEOUT_S,
+            persist_jms_redelivered=True, allow_link_stealing=True, statistics=True).start()
         self._recovering: Optional[threading.Thread] = None
         self.kills = 0
-        self.takeovers: List[float] = []
+        self.takeovers: List[float] = []  # s from the SIGKILL to the slave answering STOMP
         self.problems: List[str] = []
-        self._wait_slave_waiting(self.slave, 0)
 
     @property
     def addresses(self) -> List[Address]:
-        return [b.host_and_ports[0] for b in self.brokers]
+        return self.pair.addresses
 
     def stats_targets(self) -> List[ActiveMQBroker]:
-        with self.lock:
-            return [self.master, self.slave]
-
-    @staticmethod
-    def _log_size(broker: ActiveMQBroker) -> int:
-        try:
-            return os.path.getsize(broker.log_path or "")
-        except OSError:
-            return 0
-
-    @staticmethod
-    def _log_since(broker: ActiveMQBroker, offset: int) -> str:
-        try:
-            with open(broker.log_path or "", "rb") as fh:
-                fh.seek(offset)
-                return fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def _wait_slave_waiting(self, broker: ActiveMQBroker, offset: int, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if SLAVE_WAITING in self._log_since(broker, offset):
-                return
-            if not broker.running:
-                break
-            time.sleep(0.05)
-        raise RuntimeError("%s did not become a waiting slave\n%s" % (broker.broker_name, broker.log_tail()))
+        return list(self.pair.roles())  # the master first
 
     def ready_for_kill(self) -> bool:
         t = self._recovering
         return t is None or not t.is_alive()
 
     def kill_master(self) -> str:
-        """SIGKILL the master; a background thread waits for the takeover and starts the killed
-        broker again as the new slave."""
-        with self.lock:
-            victim = self.master
-            started = time.monotonic()
-            victim.kill()
-            self.kills += 1
+        """SIGKILL the master; returns its name."""
+        victim = self.pair.master
+        started, _ = self.pair.kill_master()
+        self.kills += 1
 
         def recover() -> None:
             try:
-                self.slave.wait_ready(self.TAKEOVER_TIMEOUT_S)
-                took = time.monotonic() - started
-                with self.lock:
-                    self.takeovers.append(took)
-                    self.master, self.slave = self.slave, victim
-                offset = self._log_size(victim)
-                victim.restart(wait=False)
-                self._wait_slave_waiting(victim, offset)
+                self.takeovers.append(self.pair.wait_for_slave(self.TAKEOVER_TIMEOUT_S) - started)
+                self.pair.restart_slave()
             except Exception as exc:  # reported by the run
                 self.problems.append("recovery after killing %s: %s" % (victim.broker_name, exc))
 
@@ -764,21 +715,14 @@ class MasterSlavePair:
 
     def close(self) -> None:
         self.wait_recovered(90)
-        for b in self.brokers:
-            try:
-                b.stop()
-            except Exception:  # pragma: no cover
-                log.exception("stopping %s", b.broker_name)
-        if self._own_store:
-            shutil.rmtree(os.path.dirname(self.store), ignore_errors=True)
+        try:
+            self.pair.stop()
+        except Exception:  # pragma: no cover
+            log.exception("stopping %r", self.pair)
 
 
-def make_broker(**options: Any) -> ActiveMQBroker:
-    """Start an :class:`ActiveMQBroker` (``wait=False`` returns before it answers); for bench."""
-    wait = options.pop("wait", True)
-    broker = ActiveMQBroker(**options)
-    broker.start(wait=wait)
-    return broker
+#: Start a broker for bench (``wait=False`` returns before it answers).
+make_broker = start_broker
 
 
 # ------------------------------------------------------------------------------------------ clients

@@ -36,14 +36,11 @@ Usage::
 Units: seconds (float) for times, counts as ints.
 """
 import argparse
-import datetime
 import logging
 import os
 import shutil
-import socket
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -53,13 +50,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from amqstomp.exception import AcknowledgeInterruptedError  # noqa: E402
+from amqstomp.testing.master_slave import CONNECTOR_STARTED, MasterSlavePair  # noqa: E402
+from amqstomp.testing.master_slave import broker_log, broker_log_size, log_line_time  # noqa: E402
+from amqstomp.testing.master_slave import disk_temp_dir, filesystem_type  # noqa: E402
 from bench._common import default_json_path, format_table, machine_info, write_json  # noqa: E402
 
 log = logging.getLogger("amqstomp.bench.failover")
 
-#: what the slave logs when it starts waiting on the store lock / when it opened the STOMP port
-SLAVE_WAITING = "This broker is now in slave mode waiting a lock to be acquired"
-CONNECTOR_STARTED = "Connector stomp started"
 LOCK_SLEEP_MS = 500
 DEFAULT_KILLS = 5
 QUICK_KILLS = 2
@@ -68,6 +65,7 @@ QUICK_FLOW = 30
 DEFAULT_MAX_RECONNECT_DELAY_MS = 100
 #: bounds (s) of each wait
 STEP_TIMEOUT_S = 60.0
+#: the slave's STOMP port is probed this often after a kill
 PROBE_INTERVAL_S = 0.002
 #: the producer's count bound
 MAX_SENDS = 1_000_000
@@ -76,62 +74,6 @@ MAX_SENDS = 1_000_000
 KILL_FIELDS = ("kill", "killed", "takeover_s", "client_reconnect_s", "kill_to_first_message_s",
                "log_takeover_s", "slave_restart_s")
 MEDIAN_FIELDS = ("takeover_s", "client_reconnect_s", "kill_to_first_message_s")
-
-
-# --------------------------------------------------------------------------- store and brokers
-
-
-def filesystem_type(path: str) -> str:
-    """File system type of ``path`` from /proc/mounts ("" when unknown)."""
-    real = os.path.realpath(path)
-    best, kind = "", ""
-    try:
-        with open("/proc/mounts", encoding="utf-8") as fh:
-            for line in fh:
-                fields = line.split()
-                if len(fields) >= 3:
-                    mount = fields[1].replace("\\040", " ")
-                    if (real == mount or real.startswith(mount.rstrip("/") + "/")) and len(mount) > len(best):
-                        best, kind = mount, fields[2]
-    except OSError:
-        return ""
-    return kind
-
-
-def disk_temp_dir(prefix: str) -> str:
-    """A new temporary directory on a disk file system (the default temp dir, or
-    /var/tmp when that is tmpfs)."""
-    parent = None if filesystem_type(tempfile.gettempdir()) not in ("tmpfs", "ramfs") else "/var/tmp"
-    return tempfile.mkdtemp(prefix=prefix, dir=parent)
-
-
-def _log_size(broker: Any) -> int:
-    try:
-        return os.path.getsize(broker.log_path)
-    except (OSError, TypeError):
-        return 0
-
-
-def _log_since(broker: Any, offset: int) -> str:
-    try:
-        with open(broker.log_path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read().decode("utf-8", "replace")
-    except (OSError, TypeError):
-        return ""
-
-
-def log_line_time(text: str, needle: str) -> Optional[float]:
-    """Epoch seconds of the first log4j line of ``text`` containing ``needle``
-    (``2026-11-30 10:35:11,049 | INFO | ...``, local time), or None."""
-    for line in text.splitlines():
-        if needle in line:
-            try:
-                stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
-            except ValueError:
-                return None
-            return stamp.timestamp()
-    return None
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.02) -> None:
@@ -143,95 +85,11 @@ def wait_for(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.
         time.sleep(interval_s)
 
 
-def probe_stomp(port: int, timeout_s: float) -> float:
-    """Connect to 127.0.0.1:``port`` every 2 ms while refused; once a socket is
-    accepted, CONNECT and wait for CONNECTED. Returns the monotonic time
-    CONNECTED arrived. TimeoutError after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    attempts = 0
-    while True:
-        attempts += 1
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("127.0.0.1:%d did not answer STOMP within %.0f s (%d probes)"
-                               % (port, timeout_s, attempts))
-        try:
-            sock = socket.create_connection(("127.0.0.1", port), timeout=min(2.0, left))
-        except OSError:
-            time.sleep(PROBE_INTERVAL_S)
-            continue
-        try:
-            sock.settimeout(min(5.0, max(0.1, deadline - time.monotonic())))
-            sock.sendall(b"CONNECT\naccept-version:1.2\nhost:localhost\n\n\x00")
-            data = b""
-            for _ in range(64):  # a CONNECTED frame is far shorter than 64 reads
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-                if b"\x00" in data:
-                    break
-            if data.lstrip(b"\r\n").startswith(b"CONNECTED"):
-                t = time.monotonic()
-                try:
-                    sock.sendall(b"DISCONNECT\n\n\x00")
-                except OSError:
-                    pass
-                return t
-        except OSError:
-            pass
-        finally:
-            sock.close()
-        time.sleep(PROBE_INTERVAL_S)
-
-
-class Pair:
-    """Two :class:`~amqstomp.testing.broker.ActiveMQBroker` on one KahaDB directory."""
-
-    def __init__(self, store: str) -> None:
-        from amqstomp.testing.broker import ActiveMQBroker
-
-        options = dict(kahadb_dir=store, lock_acquire_sleep_ms=LOCK_SLEEP_MS, persist_jms_redelivered=True,
-                       allow_link_stealing=True, statistics=False)
-        self.a = ActiveMQBroker(broker_name="bench-a", **options)
-        self.b = ActiveMQBroker(broker_name="bench-b", **options)
-        self.master, self.slave = self.a, self.b
-
-    def start(self) -> None:
-        self.a.start()
-        self.b.start(wait=False)
-        self.wait_slave_waiting(self.b, 0)
-
-    @property
-    def url(self) -> str:
-        return "failover:(stomp://127.0.0.1:%d,stomp://127.0.0.1:%d)?randomize=false" % (
-            self.a.stomp_port, self.b.stomp_port)
-
-    @staticmethod
-    def wait_slave_waiting(broker: Any, offset: int) -> None:
-        wait_for(lambda: SLAVE_WAITING in _log_since(broker, offset) or not broker.running, STEP_TIMEOUT_S,
-                 "%s waiting on the store lock" % broker.broker_name, 0.05)
-        if not broker.running:
-            raise RuntimeError("%s exited instead of waiting on the lock:\n%s"
-                               % (broker.broker_name, broker.log_tail()))
-
-    def restart_killed_as_slave(self) -> float:
-        """The killed master starts again as the slave (the roles swap); returns
-        the seconds until it waits on the lock."""
-        killed, self.master = self.master, self.slave
-        self.slave = killed
-        offset = _log_size(killed)
-        started = time.monotonic()
-        killed.restart(wait=False)
-        self.wait_slave_waiting(killed, offset)
-        return time.monotonic() - started
-
-    def stop(self) -> None:
-        for broker in (self.a, self.b):
-            try:
-                broker.stop()
-            except Exception:
-                log.exception("stopping %r", broker)
+def start_pair(store: str) -> MasterSlavePair:
+    """``bench-a`` (the first master) and ``bench-b`` (waiting on the lock) on ``store``."""
+    return MasterSlavePair(store, names=("bench-a", "bench-b"), lock_acquire_sleep_ms=LOCK_SLEEP_MS,
+                           timeout_s=STEP_TIMEOUT_S, persist_jms_redelivered=True, allow_link_stealing=True,
+                           statistics=False).start()
 
 
 # --------------------------------------------------------------------------- clients
@@ -332,7 +190,7 @@ class Stream:
 # --------------------------------------------------------------------------- the run
 
 
-def one_kill(pair: Pair, stream: Stream, number: int, flow: int) -> Dict[str, Any]:
+def one_kill(pair: MasterSlavePair, stream: Stream, number: int, flow: int) -> Dict[str, Any]:
     """Kill the master once and measure (see the module docstring)."""
     sent0, received0 = stream.counts()
     wait_for(lambda: stream.counts()[1] >= received0 + flow or bool(stream.errors), STEP_TIMEOUT_S,
@@ -341,13 +199,12 @@ def one_kill(pair: Pair, stream: Stream, number: int, flow: int) -> Dict[str, An
         raise RuntimeError("client errors: %s" % stream.errors)
     _, received1 = stream.counts()
     socket_seq = stream.consumer_link.transport.link_seq
-    slave = pair.slave
-    offset = _log_size(slave)
-    killed = pair.master.broker_name
+    master, slave = pair.roles()
+    offset = broker_log_size(slave)
+    killed = master.broker_name
     t_kill_wall = time.time()
-    t_kill = time.monotonic()
-    pair.master.kill()
-    t_ready = probe_stomp(slave.stomp_port, STEP_TIMEOUT_S)
+    t_kill, _ = pair.kill_master()
+    t_ready = pair.wait_for_slave(STEP_TIMEOUT_S, PROBE_INTERVAL_S)
     wait_for(lambda: stream.first_after(received1, socket_seq) is not None or bool(stream.errors),
              STEP_TIMEOUT_S, "first message after kill %d" % number, 0.005)
     if stream.errors:
@@ -357,8 +214,8 @@ def one_kill(pair: Pair, stream: Stream, number: int, flow: int) -> Dict[str, An
     sent_now = stream.counts()[0]
     wait_for(lambda: stream.counts()[0] > sent_now or bool(stream.errors), STEP_TIMEOUT_S,
              "the producer after kill %d" % number)
-    started_wall = log_line_time(_log_since(slave, offset), CONNECTOR_STARTED)
-    restart_s = pair.restart_killed_as_slave()
+    started_wall = log_line_time(broker_log(slave, offset), CONNECTOR_STARTED)
+    restart_s = pair.restart_slave(STEP_TIMEOUT_S)
     return {
         "kill": number, "killed": killed,
         "takeover_s": t_ready - t_kill,
@@ -383,11 +240,11 @@ def run(kills: int = DEFAULT_KILLS, flow: int = DEFAULT_FLOW,
                    "store_filesystem": filesystem_type(store_parent)},
         "kills": [], "problems": [],
     }
-    pair = Pair(os.path.join(store_parent, "kahadb"))
+    pair: Optional[MasterSlavePair] = None
     stream: Optional[Stream] = None
     try:
-        pair.start()
-        url = pair.url + "&initialReconnectDelay=10&maxReconnectDelay=%d" % max_reconnect_delay_ms
+        pair = start_pair(os.path.join(store_parent, "kahadb"))
+        url = pair.failover_url(initialReconnectDelay=10, maxReconnectDelay=max_reconnect_delay_ms)
         results["config"]["url"] = url
         stream = Stream(url)
         for number in range(1, kills + 1):
@@ -427,7 +284,11 @@ def run(kills: int = DEFAULT_KILLS, flow: int = DEFAULT_FLOW,
     finally:
         if stream is not None:
             stream.close()
-        pair.stop()
+        if pair is not None:
+            try:
+                pair.stop()
+            except Exception:
+                log.exception("stopping the brokers")
         shutil.rmtree(store_parent, ignore_errors=True)
     rows = results["kills"]
     results["median"] = {f: (statistics.median(r[f] for r in rows) if rows else None) for f in MEDIAN_FIELDS}

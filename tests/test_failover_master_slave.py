@@ -37,7 +37,6 @@ Every wait is bounded; the test's own timeout is generous.
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 import uuid
@@ -48,7 +47,7 @@ from conftest import wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInterruptedError
-from amqstomp.testing.broker import ActiveMQBroker, queue_statistics
+from amqstomp.testing import MasterSlavePair, disk_temp_dir, filesystem_type, queue_statistics
 
 log = logging.getLogger("amqstomp.tests.master_slave")
 
@@ -56,8 +55,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(900)]
 
 #: master kills in a row
 KILLS = 10
-#: what the slave writes when it starts waiting on the store lock
-SLAVE_WAITING = "This broker is now in slave mode waiting a lock to be acquired"
 #: ActiveMQ's lockAcquireSleepInterval for the pair (ms)
 LOCK_SLEEP_MS = 500
 #: messages the consumer must get (and the producer send) between two kills
@@ -76,39 +73,16 @@ CLIENT_ACK_EVERY = 10
 # --------------------------------------------------------------------------- the store on local disk
 
 
-def filesystem_type(path: str) -> str:
-    """The type of the file system holding ``path`` ("ext4", "tmpfs", ...), from
-    /proc/mounts (the longest mount point that prefixes it); "" if unknown."""
-    real = os.path.realpath(path)
-    best, kind = "", ""
-    try:
-        with open("/proc/mounts", encoding="utf-8") as fh:
-            for line in fh:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                mount = fields[1].replace("\\040", " ")
-                inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) > len(best):
-                    best, kind = mount, fields[2]
-    except OSError:
-        return ""
-    return kind
-
-
 @pytest.fixture
 def store_dir(tmp_path):
     """A KahaDB directory on a disk file system: under ``tmp_path`` unless that is
     tmpfs/ramfs, else under /var/tmp (removed afterwards)."""
-    if filesystem_type(str(tmp_path)) in ("tmpfs", "ramfs"):
-        parent = tempfile.mkdtemp(prefix="amqstomp-master-slave-", dir="/var/tmp")
-        assert filesystem_type(parent) not in ("tmpfs", "ramfs"), "no disk-backed directory for the store"
-        try:
-            yield os.path.join(parent, "kahadb")
-        finally:
-            shutil.rmtree(parent, ignore_errors=True)
-    else:
-        yield str(tmp_path / "kahadb")
+    parent = disk_temp_dir("amqstomp-master-slave-", parent=str(tmp_path))
+    assert filesystem_type(parent) not in ("tmpfs", "ramfs"), "no disk-backed directory for the store"
+    try:
+        yield os.path.join(parent, "kahadb")
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_filesystem_type_reads_proc_mounts(tmp_path):
@@ -119,70 +93,17 @@ def test_filesystem_type_reads_proc_mounts(tmp_path):
 # --------------------------------------------------------------------------- the pair
 
 
-def _log_size(broker: ActiveMQBroker) -> int:
-    try:
-        return os.path.getsize(broker.log_path or "")
-    except OSError:
-        return 0
+def start_pair(factory: Any, store: str) -> MasterSlavePair:
+    """A shared-store pair made by ``activemq_factory``: ``ms-a`` the master,
+    ``ms-b`` waiting on the store lock (its STOMP port closed)."""
+    return MasterSlavePair(store, factory=factory, names=("ms-a", "ms-b"), lock_acquire_sleep_ms=LOCK_SLEEP_MS,
+                           timeout_s=SLAVE_START_TIMEOUT_S, persist_jms_redelivered=True,
+                           allow_link_stealing=True, statistics=True).start()
 
 
-def _log_since(broker: ActiveMQBroker, offset: int) -> str:
-    try:
-        with open(broker.log_path or "", "rb") as fh:
-            fh.seek(offset)
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-class Pair:
-    """A shared-store master/slave pair made by ``activemq_factory``: ``master``
-    answers STOMP, ``slave`` waits on the store lock."""
-
-    def __init__(self, factory: Any, store: str) -> None:
-        options = dict(kahadb_dir=store, lock_acquire_sleep_ms=LOCK_SLEEP_MS, persist_jms_redelivered=True,
-                       allow_link_stealing=True, statistics=True)
-        self.master = factory(broker_name="ms-a", **options)
-        self.slave = factory(broker_name="ms-b", wait=False, **options)
-        self.wait_slave_waiting(self.slave, 0)
-
-    @property
-    def url(self) -> str:
-        """The failover URI over both brokers, in a fixed order (a first, b second)."""
-        a, b = sorted((self.master, self.slave), key=lambda br: br.broker_name)
-        return ("failover:(stomp://127.0.0.1:%d,stomp://127.0.0.1:%d)?randomize=false"
-                "&initialReconnectDelay=10&maxReconnectDelay=200&timeout=60000" % (a.stomp_port, b.stomp_port))
-
-    @staticmethod
-    def wait_slave_waiting(broker: ActiveMQBroker, offset: int) -> None:
-        """Until ``broker``'s log (after ``offset`` bytes) says it waits on the lock."""
-        ok = wait_until(lambda: SLAVE_WAITING in _log_since(broker, offset) or not broker.running,
-                        SLAVE_START_TIMEOUT_S, 0.05)
-        assert ok and broker.running, "%s did not become a waiting slave\n%s" % (broker.broker_name,
-                                                                                broker.log_tail())
-        assert not broker.ping(timeout=1.0), "%s answers STOMP while the master lives" % broker.broker_name
-
-    def kill_master(self) -> Tuple[float, float]:
-        """SIGKILL the master; returns the monotonic times just before the signal
-        and once the process is reaped (dead). A send may still reach the master
-        between the two: the kill is an interval, not an instant."""
-        before = time.monotonic()
-        self.master.kill()
-        return before, time.monotonic()
-
-    def wait_takeover(self) -> float:
-        """Until the slave answers STOMP; returns the monotonic time it did."""
-        self.slave.wait_ready(TAKEOVER_TIMEOUT_S)
-        return time.monotonic()
-
-    def restart_killed_as_slave(self) -> None:
-        """Start the killed broker again (same directory, ports and store): the new
-        slave. The roles swap."""
-        killed, self.master = self.master, self.slave
-        offset = _log_size(killed)
-        killed.restart(wait=False)
-        self.slave = killed
-        self.wait_slave_waiting(killed, offset)
+def pair_url(pair: MasterSlavePair) -> str:
+    """The failover URI over both brokers, in a fixed order (a first, b second)."""
+    return pair.failover_url(initialReconnectDelay=10, maxReconnectDelay=200, timeout=60000)
 
 
 # --------------------------------------------------------------------------- the clients
@@ -398,8 +319,8 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
 def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mode):
     ack_mode = amqstomp.CLIENT_ACKNOWLEDGE if mode == "client" else amqstomp.INDIVIDUAL_ACKNOWLEDGE
     threads_before = threading.active_count()
-    pair = Pair(activemq_factory, store_dir)
-    stream = Stream(pair.url, ack_mode)
+    pair = start_pair(activemq_factory, store_dir)
+    stream = Stream(pair_url(pair), ack_mode)
     kills: List[float] = []  # monotonic s just before each SIGKILL
     kill_windows: List[Tuple[float, float]] = []
     rows: List[Dict[str, Any]] = []
@@ -419,7 +340,7 @@ def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mod
             t_kill, t_dead = pair.kill_master()
             kills.append(t_kill)
             kill_windows.append((t_kill, t_dead))
-            t_ready = pair.wait_takeover()
+            t_ready = pair.wait_for_slave(TAKEOVER_TIMEOUT_S)
 
             def first_new() -> Optional[Received]:
                 with stream.lock:
@@ -438,7 +359,7 @@ def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mod
             rows.append({"kill": k, "killed": killed, "takeover_s": t_ready - t_kill,
                          "kill_to_first_message_s": first.at - t_kill,
                          "client_reconnect_s": first.at - t_ready, "threads": thread_counts[-1]})
-            pair.restart_killed_as_slave()
+            pair.restart_slave(SLAVE_START_TIMEOUT_S)
         # let the last master carry some traffic, then stop and drain
         sent_end, received_end = stream.counts()
         assert wait_until(lambda: stream.counts()[1] >= received_end + FLOW_BETWEEN_KILLS, RESUME_TIMEOUT_S)
@@ -517,8 +438,8 @@ def test_acks_of_the_new_socket_go_out_while_later_subscriptions_are_replayed(ac
     waits for its RECEIPT); its ACKs belong to the new socket and must be sent.
     When they were dropped, a prefetch-1 INDIVIDUAL_ACKNOWLEDGE consumer stalled
     for good after the failover (1 message in flight on the broker, never acked)."""
-    pair = Pair(activemq_factory, store_dir)
-    url = pair.url + "&jms.prefetchPolicy.queuePrefetch=1"
+    pair = start_pair(activemq_factory, store_dir)
+    url = pair_url(pair) + "&jms.prefetchPolicy.queuePrefetch=1"
     queue = "amqstomp-ms-replay-" + uuid.uuid4().hex[:8]
     total = 200
     factory = amqstomp.ConnectionFactory(url, send_timeout_ms=60000)
@@ -542,8 +463,8 @@ def test_acks_of_the_new_socket_go_out_while_later_subscriptions_are_replayed(ac
         first.acknowledge()
         got.append(first.text)
         pair.kill_master()
-        pair.wait_takeover()
-        new_master = pair.slave
+        pair.wait_for_slave(TAKEOVER_TIMEOUT_S)
+        new_master = pair.master  # the roles swap at the takeover
         deadline = time.monotonic() + RESUME_TIMEOUT_S
         while len(set(got)) < total and time.monotonic() < deadline:
             message = consumer.receive(1.0)

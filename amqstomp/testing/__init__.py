@@ -5,6 +5,9 @@ ActiveMQ 5.x as the current user in a temporary directory, with STOMP
 connectors bound to 127.0.0.1 only, and stops it again.
 :func:`queue_statistics` (:mod:`amqstomp.testing.statistics`) asks a running
 broker (statistics plugin enabled) for a queue's counters over a raw socket.
+:class:`MasterSlavePair` (:mod:`amqstomp.testing.master_slave`) runs two
+brokers on one KahaDB store for failover tests: kill the master with kill -9,
+wait for the slave to take over, start the killed one again as the slave.
 The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
@@ -12,7 +15,7 @@ connections.
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
-line), ``statistics``, ``broker``; ``proxy`` stands alone;
+line), ``statistics``, ``broker``, ``master_slave``; ``proxy`` stands alone;
 ``pytest_plugin`` uses ``broker`` and ``proxy``.
 
 This package does not import the rest of amqstomp, so it can check the client
@@ -27,20 +30,42 @@ from .broker import (
     BrokerStartError,
     start_broker,
 )
+from .master_slave import (
+    CONNECTOR_STARTED,
+    SLAVE_WAITING,
+    MasterSlavePair,
+    broker_log,
+    broker_log_size,
+    disk_temp_dir,
+    filesystem_type,
+    log_line_time,
+    wait_for_stomp,
+    wait_slave_waiting,
+)
 from .proxy import ProxyError, TcpProxy
 from .statistics import broker_statistics, queue_statistics, topic_statistics
 
 __all__ = [
     "ACTIVEMQ_HOME",
+    "CONNECTOR_STARTED",
     "FAST_START_JVM_ARGS",
     "NOT_FOUND_MESSAGE",
+    "SLAVE_WAITING",
     "ActiveMQBroker",
     "BrokerNotAvailable",
     "BrokerStartError",
+    "MasterSlavePair",
     "ProxyError",
     "TcpProxy",
+    "broker_log",
+    "broker_log_size",
     "broker_statistics",
+    "disk_temp_dir",
+    "filesystem_type",
+    "log_line_time",
     "queue_statistics",
     "start_broker",
     "topic_statistics",
+    "wait_for_stomp",
+    "wait_slave_waiting",
 ]
