@@ -8,6 +8,8 @@
   elsewhere).
 - :func:`register` / :func:`unregister`: children still running at
   interpreter exit are stopped (their ``stop(timeout=10.0)`` is called).
+- :func:`close_all`: stop or close several things, every one even when one
+  fails, then raise the first error.
 - :func:`tail_file`: the last lines of a log file, for error messages.
 """
 from __future__ import annotations
@@ -20,9 +22,9 @@ import signal
 import socket
 import threading
 import weakref
-from typing import Any, Optional, Set
+from typing import Any, Callable, Iterable, List, Optional, Set
 
-__all__ = ["die_with_parent", "free_port", "register", "tail_file", "unregister"]
+__all__ = ["close_all", "die_with_parent", "free_port", "register", "tail_file", "unregister"]
 
 log = logging.getLogger("amqstomp.testing._process")
 
@@ -62,6 +64,21 @@ def _stop_leftovers() -> None:
             child.stop(timeout=10.0)
         except Exception:  # pragma: no cover - best effort at interpreter exit
             log.exception("could not stop %r at exit", child)
+
+
+def close_all(closers: Iterable[Callable[[], Any]]) -> None:
+    """Call every one of ``closers`` (e.g. ``[broker.stop for broker in made]``)
+    even when an earlier one raises; each error is logged, and the first is
+    raised once all were called."""
+    errors: List[Exception] = []
+    for close in closers:
+        try:
+            close()
+        except Exception as exc:  # keep closing the others
+            log.exception("could not close: %r", close)
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def free_port() -> int:

@@ -40,6 +40,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
+from ._process import close_all
 from ._stomp import goodbye, handshake
 from .broker import ActiveMQBroker, BrokerStartError, start_broker
 
@@ -377,17 +378,11 @@ class MasterSlavePair:
     def stop(self) -> None:
         """Stop both brokers and remove the pair's own store directory (a given
         ``store_dir`` is kept). Tries every broker, then raises the first error."""
-        errors: List[BaseException] = []
-        for broker in self.brokers:
-            try:
-                broker.stop()
-            except Exception as exc:  # keep stopping the other one
-                log.exception("could not stop %r", broker)
-                errors.append(exc)
-        if self._own_parent:
-            shutil.rmtree(self._own_parent, ignore_errors=True)
-        if errors:
-            raise errors[0]
+        try:
+            close_all([broker.stop for broker in self.brokers])
+        finally:
+            if self._own_parent:
+                shutil.rmtree(self._own_parent, ignore_errors=True)
 
     def __enter__(self) -> "MasterSlavePair":
         if not self.brokers:

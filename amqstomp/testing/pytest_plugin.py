@@ -24,18 +24,16 @@ not do both, pytest refuses a plugin registered under two names.
 """
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
 
+from ._process import close_all
 from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
 from .proxy import TcpProxy
 
 __all__ = ["activemq", "activemq_persistent", "activemq_factory", "tcp_proxy_factory"]
-
-log = logging.getLogger("amqstomp.testing.pytest_plugin")
 
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
 
@@ -89,15 +87,7 @@ def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
     try:
         yield factory
     finally:
-        errors = []
-        for broker in reversed(made):
-            try:
-                broker.stop()
-            except Exception as exc:  # keep stopping the others
-                log.exception("could not stop %r", broker)
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all([broker.stop for broker in reversed(made)])
 
 
 @pytest.fixture
@@ -117,12 +107,4 @@ def tcp_proxy_factory() -> Iterator[Callable[..., TcpProxy]]:
     try:
         yield factory
     finally:
-        errors = []
-        for proxy in reversed(made):
-            try:
-                proxy.close()
-            except Exception as exc:  # keep closing the others
-                log.exception("could not close %r", proxy)
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        close_all([proxy.close for proxy in reversed(made)])
