@@ -5,7 +5,7 @@ properties only), :class:`TextMessage`, :class:`BytesMessage` and
 
 Licensed under the Apache License, Version 2.0.
 """
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union, cast
 
 from ._mapxml import INT_RANGES, MAP_TRANSFORMATION, XML_BAD, TypedEntries, decode_map, encode_map, java_float
 from ._scheduling import check_scheduled_property, is_scheduling_property
@@ -293,7 +293,7 @@ class MapMessage(Message):
         elif entries is not None:
             if not isinstance(entries, dict):
                 raise TypeError("MapMessage(entries) takes a dict, got %s" % type(entries).__name__)
-            for name, value in entries.items():
+            for name, value in cast(Dict[str, MapValue], entries).items():
                 self.set_object(name, value)
 
     # -- writing

@@ -28,21 +28,19 @@ Licensed under the Apache License, Version 2.0.
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from ..exception import ConfigurationError
+from ._state import Delivery, SessionState
 from .constants import AT_MOST_ONCE
+from .consumer import MessageConsumer
 from .destination import Queue
 from .exceptions import BrowseInterruptedError, BrowseTimeoutError, IllegalStateError
 from .message import Message, message_from_frame
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .consumer import MessageConsumer, _Delivery
-    from .session import Session
-
 __all__ = ["QueueBrowser", "BrowseTimeoutError", "BrowseInterruptedError"]
 
-log = logging.getLogger("amqstomp.jms")
+log = logging.getLogger("amqstomp.jms.browser")
 
 
 class QueueBrowser:
@@ -54,24 +52,24 @@ class QueueBrowser:
         queue (Queue), selector (str | None), timeout (float, seconds).
     """
 
-    def __init__(self, session: "Session", queue: Queue, selector: Optional[str], timeout: float) -> None:
+    def __init__(self, state: SessionState, queue: Queue, selector: Optional[str], timeout: float) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError("timeout must be a number of seconds > 0, got %r" % (timeout,))
         if selector is not None and not isinstance(selector, str):
             raise TypeError("selector must be a str or None, got %r" % (selector,))
-        link = session.connection.consumer_link
+        link = state.connection.consumer_link
         if not link.is_activemq:
             raise ConfigurationError("queue browsers use ActiveMQ's browser header; the broker says server=%r"
                                      % (link.server,))
         if link.version == "1.0":
             raise ConfigurationError("ActiveMQ browses queues for STOMP 1.1 and later; this connection speaks "
                                      "1.0 (stompVersion)")
-        self._session = session
+        self._state = state
         self.queue = queue
         self.selector = selector
         self.timeout = float(timeout)
         self._lock = threading.Lock()
-        self._consumer: Optional["MessageConsumer"] = None
+        self._consumer: Optional[MessageConsumer] = None
         self._fresh = False  # the current subscription has not been iterated yet
         self._closed = False
 
@@ -82,18 +80,23 @@ class QueueBrowser:
     def closed(self) -> bool:
         return self._closed
 
-    def _start(self) -> None:
-        """SUBSCRIBE a new browse (waits for the broker's RECEIPT)."""
-        from .consumer import MessageConsumer
+    def subscribe(self) -> None:
+        """SUBSCRIBE a new browse (waits for the broker's RECEIPT, at most
+        ``timeout`` seconds); the next iteration yields its messages.
 
-        consumer = MessageConsumer(self._session, self.queue, self.selector, False, browser=True,
+        Raises:
+            BrokerError: the broker refused it (a bad selector).
+            ReceiptTimeout: no RECEIPT within ``timeout``.
+            BrowseInterruptedError: its socket was lost before the RECEIPT.
+        """
+        consumer = MessageConsumer(self._state, self.queue, self.selector, False, browser=True,
                                    mode=AT_MOST_ONCE)
-        consumer._subscribe(timeout_s=self.timeout)  # the browse's RECEIPT: within the browser's timeout
+        consumer.subscriber.subscribe(timeout_s=self.timeout)  # the browse's RECEIPT: within the browser's timeout
         with self._lock:
             self._consumer = consumer
             self._fresh = True
 
-    def _stop(self, consumer: "MessageConsumer") -> None:
+    def _stop(self, consumer: MessageConsumer) -> None:
         with self._lock:
             if self._consumer is consumer:
                 self._consumer = None
@@ -123,52 +126,55 @@ class QueueBrowser:
         if consumer is None or not fresh:
             if consumer is not None:
                 self._stop(consumer)  # an earlier browse left unfinished
-            self._start()
+            self.subscribe()
             with self._lock:
                 consumer, self._fresh = self._consumer, False
         assert consumer is not None
         return self._browse(consumer)
 
-    def _browse(self, consumer: "MessageConsumer") -> Iterator[Message]:
+    def _browse(self, consumer: MessageConsumer) -> Iterator[Message]:
         try:
             while True:
                 delivery = self._next(consumer)
-                consumer._count(delivery)  # frees the window; ack:auto sends no ACK
+                consumer.subscriber.count(delivery)  # frees the window; ack:auto sends no ACK
                 if delivery.frame.headers.get("browser") == "end":
                     return
-                yield message_from_frame(delivery.frame, self._session.connection.lookup_temporary)
+                yield message_from_frame(delivery.frame, self._state.connection.lookup_temporary)
         finally:
             self._stop(consumer)
 
     @staticmethod
-    def _interrupted(consumer: "MessageConsumer") -> bool:
+    def _interrupted(consumer: MessageConsumer) -> bool:
         """True when a failover replaced the socket ``consumer``'s browse was on."""
-        link = consumer._link
+        subscriber = consumer.subscriber
+        link = subscriber.link
         if link.reconnector is None:
             return False
         transport = link.transport
-        return consumer._browse_lost or transport.link_seq != consumer._browse_seq or not transport.is_connected()
+        return (subscriber.browse_lost or transport.link_seq != subscriber.browse_seq
+                or not transport.is_connected())
 
-    def _next(self, consumer: "MessageConsumer") -> "_Delivery":
-        session = self._session
-        connection = session.connection
+    def _next(self, consumer: MessageConsumer) -> Delivery:
+        state = self._state
+        connection = state.connection
+        ledger = consumer.ledger
         deadline = time.monotonic() + self.timeout
-        with session._cond:
+        with state.cond:
             while True:
                 if self._interrupted(consumer):
                     raise BrowseInterruptedError("%r: browse interrupted by a failover; iterate again" % (self,))
-                if consumer._buffer:
-                    return consumer._buffer.popleft()
-                if self._closed or consumer._closed:
+                if ledger.buffer:
+                    return ledger.buffer.popleft()
+                if self._closed or ledger.closed:
                     raise IllegalStateError("%r was closed while browsing" % (self,))
-                if session._closing or session._closed:
+                if state.closing or state.closed:
                     raise IllegalStateError("the session of %r is closed" % (self,))
                 connection.check_open()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise BrowseTimeoutError("%r: no message and no end of browse from the broker within %.3g s"
                                              % (self, self.timeout))
-                session._cond.wait(min(left, 0.5))
+                state.cond.wait(min(left, 0.5))
 
     def close(self) -> None:
         """End the browse in progress (UNSUBSCRIBE, waiting at most
@@ -180,16 +186,16 @@ class QueueBrowser:
             consumer, self._consumer = self._consumer, None
         if consumer is not None:
             consumer.close()
-        session = self._session
-        with session._cond:
-            if self in session._browsers:
-                session._browsers.remove(self)
-            session._cond.notify_all()
+        state = self._state
+        with state.cond:
+            if self in state.browsers:
+                state.browsers.remove(self)
+            state.cond.notify_all()
 
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError("%r is closed" % (self,))
-        self._session._check_open()
+        self._state.check_open()
 
     def __enter__(self) -> "QueueBrowser":
         return self

@@ -36,7 +36,7 @@ import itertools
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException, StompException
@@ -45,18 +45,16 @@ from ..flow import RedeliveryPolicy
 from ..uri import redact
 from ..utils import clamp_wait
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
-from .destination import Destination, TemporaryQueue, TemporaryTopic, _Temporary
+from .consumer import MessageConsumer
+from .destination import Destination, TemporaryDestination, TemporaryQueue, TemporaryTopic
 from .exceptions import IllegalStateError, ResourceAllocationError, is_resource_allocation_error
 from .link import ASYNC_RECEIPT_PREFIX, Link, UsageEvent
-from .options import resolve
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .consumer import MessageConsumer
-    from .session import Session
+from .options import ResolvedOptions, resolve
+from .session import Session
 
 __all__ = ["ConnectionFactory", "Connection"]
 
-log = logging.getLogger("amqstomp.jms")
+log = logging.getLogger("amqstomp.jms.connection")
 
 ExceptionListener = Callable[[BaseException], Any]
 UsageListener = Callable[[UsageEvent], Any]
@@ -96,6 +94,12 @@ class ConnectionFactory:
     def options(self) -> Dict[str, Any]:
         """Every option by keyword, as connections will use them (a copy)."""
         return dict(self._resolved.options)
+
+    @property
+    def resolved(self) -> ResolvedOptions:
+        """The parsed broker URI and options (``uri``, ``options``, ``given``:
+        the names the URI or the keywords set)."""
+        return self._resolved
 
     def create_connection(self, username: Optional[str] = None, password: Optional[str] = None,
                           timeout_s: Optional[float] = None) -> "Connection":
@@ -141,7 +145,7 @@ class Connection:
         self.factory = factory
         self.options = options
         self.number = next(_connection_ids)
-        uri = factory._resolved.uri
+        uri = factory.resolved.uri
         self._endpoint = uri.endpoints[0]
         self._endpoints = list(uri.endpoints)
         #: the failover URI's reconnect policy, or None for a plain stomp:// URI
@@ -150,9 +154,9 @@ class Connection:
             timeout_s = self.reconnect_policy.timeout_ms / 1000.0  # as in ActiveMQ: it bounds start() too
         self._transport_listener: Any = None
         self._lock = threading.RLock()
-        self._sessions: List["Session"] = []
-        self._consumers: Dict[str, "MessageConsumer"] = {}
-        self._temporaries: Dict[str, _Temporary] = {}
+        self._sessions: List[Session] = []
+        self._consumers: Dict[str, MessageConsumer] = {}
+        self._temporaries: Dict[str, TemporaryDestination] = {}
         self._ids = itertools.count(1)
         self._started = False
         self._closed = False
@@ -212,11 +216,9 @@ class Connection:
         out = list(self._consumer_link.threads())
         if self._producer_link is not None:
             out += self._producer_link.threads()
-        with self._lock:
-            sessions = list(self._sessions)
-        for session in sessions:
-            if session._thread is not None:
-                out.append(session._thread)
+        for session in self.sessions():
+            if session.state.thread is not None:
+                out.append(session.state.thread)
         return [t for t in out if t.is_alive()]
 
     # ------------------------------------------------------------ listeners
@@ -255,7 +257,7 @@ class Connection:
 
     # ------------------------------------------------------------ life
 
-    def create_session(self, transacted: bool = False, acknowledge_mode: int = AUTO_ACKNOWLEDGE) -> "Session":
+    def create_session(self, transacted: bool = False, acknowledge_mode: int = AUTO_ACKNOWLEDGE) -> Session:
         """A new session with its own dispatch thread.
 
         Args:
@@ -268,8 +270,6 @@ class Connection:
             IllegalStateError: the connection is closed.
             ValueError: an unknown acknowledge mode.
         """
-        from .session import Session
-
         if transacted:
             acknowledge_mode = SESSION_TRANSACTED
         elif acknowledge_mode not in ACKNOWLEDGE_MODES or acknowledge_mode == SESSION_TRANSACTED:
@@ -286,8 +286,8 @@ class Connection:
         """Start (or restart) delivery to listeners and ``receive()``."""
         self.check_open()
         self._started = True
-        for session in self._session_list():
-            session._wake()
+        for session in self.sessions():
+            session.state.wake()
 
     def stop(self) -> None:
         """Pause delivery; returns once no listener of this connection runs. Messages
@@ -296,13 +296,12 @@ class Connection:
         Raises:
             IllegalStateError: called from a listener of this connection (JMS forbids it).
         """
-        me = threading.current_thread()
-        sessions = self._session_list()
-        if any(session._thread is me for session in sessions):
+        sessions = self.sessions()
+        if any(session.state.on_session_thread() for session in sessions):
             raise IllegalStateError("stop() from a listener of the same connection would wait for itself")
         self._started = False
         for session in sessions:
-            session._wait_idle()
+            session.state.wait_idle()
 
     def close(self) -> None:
         """Close every session (rolling back open transactions), then both sockets
@@ -314,7 +313,7 @@ class Connection:
                 return
             self._closed = True
         self._started = False
-        for session in self._session_list():
+        for session in self.sessions():
             try:
                 session.close()
             except StompException as exc:
@@ -336,16 +335,19 @@ class Connection:
     # ------------------------------------------------------------ for sessions
 
     def check_open(self) -> None:
+        """Raises IllegalStateError (closed) or ConnectionClosedException (broken)."""
         if self._closed:
             raise IllegalStateError("the connection is closed")
         if self._failure is not None:
             raise ConnectionClosedException("the connection is broken: %s" % (self._failure,))
 
-    def _session_list(self) -> List["Session"]:
+    def sessions(self) -> List[Session]:
+        """The open sessions (a copy)."""
         with self._lock:
             return list(self._sessions)
 
-    def _remove_session(self, session: "Session") -> None:
+    def remove_session(self, session: Session) -> None:
+        """A session closed: forget it."""
         with self._lock:
             if session in self._sessions:
                 self._sessions.remove(session)
@@ -367,15 +369,18 @@ class Connection:
                 self._producer_link = link
             return self._producer_link
 
-    def _register_consumer(self, sub_id: str, consumer: "MessageConsumer") -> None:
+    def register_consumer(self, sub_id: str, consumer: MessageConsumer) -> None:
+        """Route the MESSAGEs of subscription ``sub_id`` to ``consumer``."""
         with self._lock:
             self._consumers[sub_id] = consumer
 
-    def _unregister_consumer(self, sub_id: str) -> None:
+    def unregister_consumer(self, sub_id: str) -> None:
+        """Stop routing subscription ``sub_id`` (its MESSAGEs are dropped)."""
         with self._lock:
             self._consumers.pop(sub_id, None)
 
     def next_id(self) -> int:
+        """A number unique in this connection (ids of sessions, subscriptions)."""
         return next(self._ids)
 
     def _route(self, frame: Frame) -> None:
@@ -384,7 +389,7 @@ class Connection:
         if consumer is None:
             log.debug("dropping a MESSAGE for closed subscription %r", frame.headers.get("subscription"))
             return
-        consumer._session._enqueue(consumer, frame)
+        consumer.deliver(frame)
 
     def is_from_lost_socket(self, frame: Frame) -> bool:
         """True for a MESSAGE that came on a consumer socket lost since
@@ -407,22 +412,34 @@ class Connection:
 
     # temporary destinations
 
-    def create_temporary(self, topic: bool) -> _Temporary:
+    def create_temporary(self, topic: bool) -> TemporaryDestination:
+        """A new temporary queue (or topic) of this connection.
+
+        Raises:
+            IllegalStateError / ConnectionClosedException: see :meth:`check_open`.
+        """
         self.check_open()
         name = "amqstomp-%d-%s" % (self.number, uuid.uuid4().hex[:12])
-        temp: _Temporary = TemporaryTopic(name, owner=self) if topic else TemporaryQueue(name, owner=self)
+        temp: TemporaryDestination = TemporaryTopic(name, owner=self) if topic else TemporaryQueue(name, owner=self)
         with self._lock:
             self._temporaries[temp.stomp_name] = temp
         return temp
 
-    def lookup_temporary(self, stomp_name: str) -> Optional[_Temporary]:
+    def lookup_temporary(self, stomp_name: str) -> Optional[TemporaryDestination]:
+        """This connection's temporary destination of that STOMP name, or None."""
         return self._temporaries.get(stomp_name)
 
     def is_own_temporary(self, destination: Optional[Destination]) -> bool:
-        return (isinstance(destination, _Temporary) and not destination.remote
+        """True for a temporary destination this connection made."""
+        return (isinstance(destination, TemporaryDestination) and not destination.remote
                 and destination.owner is self)
 
-    def _delete_temporary(self, temp: _Temporary) -> None:
+    def delete_temporary(self, temp: TemporaryDestination) -> None:
+        """Forget ``temp`` (:meth:`TemporaryDestination.delete`).
+
+        Raises:
+            IllegalStateError: a consumer of this connection still consumes from it.
+        """
         with self._lock:
             for consumer in self._consumers.values():
                 if consumer.destination == temp:
@@ -431,7 +448,10 @@ class Connection:
 
     # ------------------------------------------------------------ link events (dispatcher threads)
 
-    def _on_error_frame(self, link: Link, frame: Frame) -> None:
+    def on_error_frame(self, link: Link, frame: Frame) -> None:
+        """Dispatcher thread of ``link``: an ERROR frame no call waits for goes
+        to the exception listener (one that answers a CONNECT, or a call that
+        waits for it, is not reported here)."""
         if frame.headers.get("amqstomp-connect-refused") == "true":
             # the answer to a CONNECT: that connect attempt raises it, or (failover) tries again
             log.info("%r: the broker refused a CONNECT on the %s socket: %s", self, link.role,
@@ -446,9 +466,9 @@ class Connection:
             exc = ResourceAllocationError("broker refused an asynchronous send: %s" % message, frame)
         else:
             exc = BrokerError("broker error on the %s socket: %s" % (link.role, message), frame)
-        self._report(exc)
+        self.report(exc)
 
-    def _on_transport_event(self, link: Link, name: str) -> None:
+    def on_transport_event(self, link: Link, name: str) -> None:
         """Dispatcher thread of ``link``: on_transport_interrupted / on_transport_resumed."""
         if name == "on_transport_interrupted":
             log.info("%r: %s socket lost; failing over", self, link.role)
@@ -460,7 +480,7 @@ class Connection:
         except BaseException:  # a listener must not end the dispatcher thread
             log.exception("transport listener %s raised", name)
 
-    def _on_link_resumed(self, link: Link) -> None:
+    def on_link_resumed(self, link: Link) -> None:
         """Failover thread: ``link`` has a new socket (CONNECTED arrived). The
         consumer link's subscriptions are sent again with their ids and headers,
         each waiting for its RECEIPT; one the broker refuses is reported to the
@@ -479,11 +499,11 @@ class Connection:
             if str(sub.headers.get("browser")) == "true":
                 with self._lock:
                     browsing = self._consumers.get(sub.id)
-                if browsing is not None and browsing._browse_seq is None and not browsing._closed:
+                if browsing is not None and browsing.subscriber.browse_seq is None and not browsing.closed:
                     continue  # its RECEIPT had not come (nothing browsed): its consumer sends it again
                 manager.discard(sub.id)
                 if browsing is not None:
-                    browsing._browse_interrupted()
+                    browsing.browse_interrupted()
                 continue
             headers = dict(sub.headers)
             headers["receipt"] = "resubscribe-%s-%d" % (sub.id, link.transport.link_seq)
@@ -495,10 +515,13 @@ class Connection:
                 manager.discard(sub.id)
                 log.error("%r: subscription %s (%s) refused after failover; its consumer gets nothing more: %s",
                           self, sub.id, sub.destination, exc)
-                self._report(BrokerError("subscription to %s refused after failover (its consumer gets no more "
+                self.report(BrokerError("subscription to %s refused after failover (its consumer gets no more "
                                          "messages; close it): %s" % (sub.destination, exc), exc.frame))
 
-    def _on_link_lost(self, link: Link, gave_up: Optional[BaseException] = None) -> None:
+    def on_link_lost(self, link: Link, gave_up: Optional[BaseException] = None) -> None:
+        """Failover or dispatcher thread of ``link``: its socket is lost for good
+        (no failover, or the failover gave up): the connection is broken, the
+        other link is closed, waiters wake and the exception listener hears of it."""
         if link.closing or self._closed:
             return
         reason = link.close_reason()
@@ -514,11 +537,13 @@ class Connection:
                 if other.reconnector is not None:
                     other.reconnector.disarm(0.0)
                 other.transport.close(None, reason="the %s socket was lost" % link.role)
-        for session in self._session_list():
-            session._wake()
-        self._report(exc)
+        for session in self.sessions():
+            session.state.wake()
+        self.report(exc)
 
-    def _report(self, exc: BaseException) -> None:
+    def report(self, exc: BaseException) -> None:
+        """Hand ``exc`` to the exception listener (logged when there is none);
+        what the listener raises is logged, not raised."""
         listener = self._exception_listener
         if listener is None:
             log.warning("%r: %s (no exception listener)", self, exc)
@@ -528,7 +553,9 @@ class Connection:
         except BaseException:  # a listener must not end the dispatcher thread
             log.exception("exception listener %r raised", listener)
 
-    def _on_usage(self, event: UsageEvent) -> None:
+    def on_usage(self, event: UsageEvent) -> None:
+        """Dispatcher thread: producer flow control began (``event.full``) or
+        ended; calls the usage listener."""
         fn = self._on_usage_full if event.full else self._on_usage_not_full
         if event.full:
             log.info("%r: producer flow control: %s", self, event)
@@ -538,3 +565,10 @@ class Connection:
             fn(event)
         except BaseException:
             log.exception("usage listener %r raised", fn)
+
+    # link.py (being rewritten elsewhere) calls the link events by their former private names
+    _on_error_frame = on_error_frame
+    _on_transport_event = on_transport_event
+    _on_link_resumed = on_link_resumed
+    _on_link_lost = on_link_lost
+    _on_usage = on_usage

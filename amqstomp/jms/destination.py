@@ -10,11 +10,12 @@ header, see ``docs/options.md``) and are not part of the name a producer sends t
 
 Licensed under the Apache License, Version 2.0.
 """
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .exceptions import InvalidDestinationError
 
-__all__ = ["Destination", "Queue", "Topic", "TemporaryQueue", "TemporaryTopic", "destination_from_header"]
+__all__ = ["Destination", "Queue", "Topic", "TemporaryDestination", "TemporaryQueue", "TemporaryTopic",
+           "destination_from_header", "as_destination"]
 
 
 class Destination:
@@ -80,7 +81,7 @@ class Topic(Destination):
     is_topic = True
 
 
-class _Temporary(Destination):
+class TemporaryDestination(Destination):
     """A temporary destination. One made by this process (``owner`` set) is
     named ``/temp-queue/<name>`` on the socket that made it (the broker maps the
     name to a destination of that connection); one received from elsewhere is
@@ -111,11 +112,11 @@ class _Temporary(Destination):
         it on the broker; ActiveMQ deletes it when the connection that made it
         closes."""
         if self.owner is not None:
-            self.owner._delete_temporary(self)
+            self.owner.delete_temporary(self)
         self.deleted = True
 
 
-class TemporaryQueue(_Temporary):
+class TemporaryQueue(TemporaryDestination):
     """A queue that lives as long as the connection that made it
     (``session.create_temporary_queue()``); the usual ``reply_to`` of a request."""
 
@@ -123,7 +124,7 @@ class TemporaryQueue(_Temporary):
     remote_prefix = "/remote-temp-queue/"
 
 
-class TemporaryTopic(_Temporary):
+class TemporaryTopic(TemporaryDestination):
     """A topic that lives as long as the connection that made it."""
 
     prefix = "/temp-topic/"
@@ -152,3 +153,25 @@ def destination_from_header(value: Optional[str], lookup: Optional[Any] = None) 
             return found  # type: ignore[no-any-return]
         return TemporaryQueue(value) if value.startswith("/temp-queue/") else TemporaryTopic(value)
     return Queue(value.lstrip("/") or value)
+
+
+def as_destination(value: Union[Destination, str]) -> Destination:
+    """A Destination from a Destination or a STOMP name (``/queue/a``, ``/topic/b``;
+    a bare name is a queue).
+
+    Raises:
+        InvalidDestinationError: not a Destination nor a non-empty str.
+    """
+    if isinstance(value, Destination):
+        return value
+    if not isinstance(value, str) or not value:
+        raise InvalidDestinationError("expected a Destination or a STOMP destination name, got %r" % (value,))
+    if value.startswith("/"):
+        base, sep, options = value.partition("?")
+        found = destination_from_header(base)
+        if found is None:  # pragma: no cover - base is non-empty
+            raise InvalidDestinationError("no destination in %r" % (value,))
+        if sep and isinstance(found, (Queue, Topic)) and not found.is_temporary:
+            found.options = options
+        return found
+    return Queue(value)

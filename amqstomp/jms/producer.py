@@ -22,26 +22,18 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
+from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
-from .destination import Destination, _Temporary
+from .destination import Destination, TemporaryDestination, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
 from .link import Link, ProducerWindow
 from .message import BytesMessage, Message, SendHead, TextMessage, message_headers
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .session import Session
-
 __all__ = ["MessageProducer"]
 
-
-def _as_destination(value: Union[Destination, str]) -> Destination:
-    from .session import as_destination  # session imports this module
-
-    return as_destination(value)
-
-log = logging.getLogger("amqstomp.jms")
+log = logging.getLogger("amqstomp.jms.producer")
 
 
 class MessageProducer:
@@ -53,9 +45,9 @@ class MessageProducer:
         disable_message_timestamp (bool): do not set ``timestamp``.
     """
 
-    def __init__(self, session: "Session", destination: Optional[Destination]) -> None:
-        self._session = session
-        self._connection = session.connection
+    def __init__(self, state: SessionState, destination: Optional[Destination]) -> None:
+        self._state = state
+        self._connection = state.connection
         self.destination = destination
         self.delivery_mode = DEFAULT_DELIVERY_MODE
         self.priority = DEFAULT_PRIORITY
@@ -71,7 +63,7 @@ class MessageProducer:
         self._timeout_s: Optional[float] = timeout_ms / 1000.0 if timeout_ms else None
         self._closed = False
         self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
-        self._link: Link = session.send_link  # opens the producer socket on first use
+        self._link: Link = state.transaction.send_link()  # opens the producer socket on first use
 
     def __repr__(self) -> str:
         return "<jms.MessageProducer to %s%s>" % (self.destination, " closed" if self._closed else "")
@@ -104,10 +96,10 @@ class MessageProducer:
         """
         if self._closed:
             raise IllegalStateError("%r is closed" % (self,))
-        session = self._session
+        state = self._state
         connection = self._connection
-        if session._closed or session._closing or connection._closed or connection._failure is not None:
-            session._check_open()  # raises, naming what is closed
+        if state.closed or state.closing or connection.is_closed or connection.failure is not None:
+            state.check_open()  # raises, naming what is closed
         if not isinstance(message, Message):
             if isinstance(message, str):
                 message = TextMessage(message)
@@ -117,7 +109,7 @@ class MessageProducer:
                 raise MessageFormatError("send() takes a Message, str or bytes, got %s" % type(message).__name__)
         dest = self.destination
         if destination is not None:
-            other = _as_destination(destination)
+            other = as_destination(destination)
             if dest is not None and other != dest:
                 raise InvalidDestinationError("this producer sends to %s; make one without a destination to "
                                               "send to %s" % (dest, other))
@@ -127,9 +119,9 @@ class MessageProducer:
         link = self._link
         reply_to = message.reply_to
         own_temporary = False
-        if isinstance(dest, _Temporary) or (reply_to is not None and isinstance(reply_to, _Temporary)):
+        if isinstance(dest, TemporaryDestination) or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
             for named in (dest, reply_to):
-                if isinstance(named, _Temporary) and not named.remote:
+                if isinstance(named, TemporaryDestination) and not named.remote:
                     if named.owner is not connection:
                         raise InvalidDestinationError(
                             "%s is a temporary destination of another connection; send to the reply_to of the "
@@ -137,12 +129,12 @@ class MessageProducer:
                     if named.deleted:
                         raise InvalidDestinationError("%s was deleted" % (named,))
             own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
-            if own_temporary and not session.transacted:
+            if own_temporary and not state.transacted:
                 # /temp-queue/x names a queue of the socket that says it: use the one that made it
                 link = connection.consumer_link
         transaction = None
-        if session.transacted:
-            link, transaction = session.transacted_send(own_temporary)
+        if state.transacted:
+            link, transaction = state.transaction.transacted_send(own_temporary)
         mode = self.delivery_mode if delivery_mode is None else delivery_mode
         if priority is None:
             priority = self.priority
@@ -167,7 +159,7 @@ class MessageProducer:
                 raise
             # the broker rolled the transaction back with its socket: so does the session, so the
             # next send or receive starts a new one (not a send into a transaction that is gone)
-            session._transaction_lost()
+            state.transaction.lost()
             raise TransactionRolledBackError("%s; the session rolled the transaction back (its consumed messages "
                                              "come again): the next send or receive starts a new one" % exc) from exc
 
@@ -182,10 +174,16 @@ class MessageProducer:
             deadline = time.monotonic() + self._connection.close_timeout_s
             if not window.drain(self._link, deadline):
                 log.warning("%r closed with %d receipt(s) not come", self, window.chunks)
-        session = self._session
-        with session._cond:
-            if self in session._producers:
-                session._producers.remove(self)
+        state = self._state
+        with state.cond:
+            if self in state.producers:
+                state.producers.remove(self)
+
+    @property
+    def window(self) -> Optional[ProducerWindow]:
+        """The producer window (bytes of asynchronous sends awaiting their
+        receipts), or None when ``producer_window_size`` is 0."""
+        return self._window
 
     @property
     def closed(self) -> bool:

@@ -33,22 +33,17 @@ dead-letter queue on ActiveMQ (``ActiveMQ.DLQ``).
 
 Licensed under the Apache License, Version 2.0.
 """
-import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from ..codec import Frame
-from ..exception import (
-    AcknowledgeInDoubtError,
-    AcknowledgeInterruptedError,
-    BrokerError,
-    ConfigurationError,
-    StompException,
-    TransactionInDoubtError,
-)
+from ..exception import BrokerError, ConfigurationError, StompException
 from ..utils import clamp_wait
+from ._state import Delivery, SessionState
+from ._transaction import Transaction
+from .browser import QueueBrowser
 from .constants import (
     ACKNOWLEDGE_MODES,
     AUTO_ACKNOWLEDGE,
@@ -56,38 +51,19 @@ from .constants import (
     DUPS_OK_ACKNOWLEDGE,
     SESSION_TRANSACTED,
 )
-from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, destination_from_header
-from .exceptions import IllegalStateError, InvalidDestinationError, TransactionRolledBackError
-from .link import Link, message_ack_headers
+from .consumer import MessageConsumer, acknowledge_delivered
+from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, as_destination
+from .exceptions import IllegalStateError, InvalidDestinationError
+from .link import Link
 from .message import MAP_SUBSCRIBE_TRANSFORMATION, BytesMessage, MapMessage, Message, TextMessage
+from .producer import MessageProducer
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - annotations only: connection imports this module
     from .connection import Connection
-    from .browser import QueueBrowser
-    from .consumer import MessageConsumer, _Delivery
-    from .producer import MessageProducer
 
 __all__ = ["Session", "as_destination"]
 
-log = logging.getLogger("amqstomp.jms")
-
-
-def as_destination(value: Union[Destination, str]) -> Destination:
-    """A Destination from a Destination or a STOMP name (``/queue/a``, ``/topic/b``;
-    a bare name is a queue)."""
-    if isinstance(value, Destination):
-        return value
-    if not isinstance(value, str) or not value:
-        raise InvalidDestinationError("expected a Destination or a STOMP destination name, got %r" % (value,))
-    if value.startswith("/"):
-        base, sep, options = value.partition("?")
-        found = destination_from_header(base)
-        if found is None:  # pragma: no cover - base is non-empty
-            raise InvalidDestinationError("no destination in %r" % (value,))
-        if sep and isinstance(found, (Queue, Topic)) and not found.is_temporary:
-            found.options = options
-        return found
-    return Queue(value)
+log = logging.getLogger("amqstomp.jms.session")
 
 
 class Session:
@@ -97,6 +73,9 @@ class Session:
         connection: the owning :class:`Connection`.
         acknowledge_mode (int): one of the constants (SESSION_TRANSACTED when transacted).
         transacted (bool).
+        number (int): its number in the connection (thread names, ids).
+        state (SessionState): what the session shares with its consumers,
+            producers and browsers (its lock, members, flags, dispatch thread).
     """
 
     def __init__(self, connection: "Connection", acknowledge_mode: int, number: int) -> None:
@@ -104,28 +83,17 @@ class Session:
         self.acknowledge_mode = acknowledge_mode
         self.transacted = acknowledge_mode == SESSION_TRANSACTED
         self.number = number
-        self._cond = threading.Condition(threading.Lock())
-        self._consumers: List["MessageConsumer"] = []
-        self._producers: List["MessageProducer"] = []
-        self._deferred_close: List["MessageConsumer"] = []
-        self._browsers: List["QueueBrowser"] = []
-        self._seq = itertools.count()
-        self._closing = False
-        self._closed = False
-        self._running: Optional["MessageConsumer"] = None  # whose listener runs now
-        self._recover_current = False
-        self._tx_lock = threading.RLock()
-        self._tx: Optional[str] = None  # the transaction on the consumer socket (ACKs, and SENDs there)
-        self._send_tx: Optional[Tuple[Link, str]] = None  # a send-only transaction on the producer socket
-        self._tx_numbers = itertools.count(1)
-        self._thread: Optional[threading.Thread] = threading.Thread(
+        state = self.state = SessionState(connection, number, acknowledge_mode, self.transacted)
+        state.session = self
+        self._transaction = state.transaction = Transaction(state)
+        state.thread = threading.Thread(
             target=self._run, name="amqstomp-jms%d-session-%d" % (connection.number, number), daemon=True)
-        self._thread.start()
+        state.thread.start()
 
     def __repr__(self) -> str:
         return "<jms.Session %d.%d %s%s>" % (self.connection.number, self.number,
                                               ACKNOWLEDGE_MODES.get(self.acknowledge_mode, "?"),
-                                              " closed" if self._closed else "")
+                                              " closed" if self.state.closed else "")
 
     # ------------------------------------------------------------ factories
 
@@ -164,25 +132,24 @@ class Session:
         """An empty :class:`MapMessage` (typed entries; sent as ``jms-map-xml``)."""
         return MapMessage()
 
-    def create_producer(self, destination: Union[Destination, str, None] = None) -> "MessageProducer":
+    def create_producer(self, destination: Union[Destination, str, None] = None) -> MessageProducer:
         """A producer for ``destination`` (None: give one to each ``send``).
 
         Non-transacted sessions' producers send on the connection's producer
         socket (opened by the first one); transacted sessions' on the consumer
         socket, so that a transaction's SENDs and ACKs commit together.
         """
-        from .producer import MessageProducer
-
         self._check_open()
         dest = as_destination(destination) if destination is not None else None
-        producer = MessageProducer(self, dest)
-        with self._cond:
-            self._producers.append(producer)
+        producer = MessageProducer(self.state, dest)
+        state = self.state
+        with state.cond:
+            state.producers.append(producer)
         return producer
 
     def create_consumer(self, destination: Union[Destination, str], selector: Optional[str] = None,
                         no_local: bool = False, map_messages: bool = False,
-                        timeout_s: Optional[float] = None) -> "MessageConsumer":
+                        timeout_s: Optional[float] = None) -> MessageConsumer:
         """Subscribe to ``destination`` and return the consumer once the broker
         confirmed the subscription (RECEIPT). Messages are delivered after
         :meth:`Connection.start`.
@@ -211,8 +178,6 @@ class Session:
             ReceiptTimeout: no RECEIPT within ``timeout_s`` (a stalled broker).
             ValueError: ``timeout_s`` is not a number of seconds >= 0 (or None).
         """
-        from .consumer import MessageConsumer
-
         self._check_open()
         dest = as_destination(destination)
         if dest.is_temporary:
@@ -221,7 +186,7 @@ class Session:
                                               "connection that made it can consume from it" % (dest,))
             if getattr(dest, "deleted", False):
                 raise InvalidDestinationError("%s was deleted" % (dest,))
-        consumer = MessageConsumer(self, dest, selector, bool(no_local),
+        consumer = MessageConsumer(self.state, dest, selector, bool(no_local),
                                    transformation=self._map_transformation(map_messages))
         return self._open_consumer(consumer, timeout_s)
 
@@ -236,20 +201,21 @@ class Session:
                                      "server=%r" % (link.server,))
         return MAP_SUBSCRIBE_TRANSFORMATION
 
-    def _open_consumer(self, consumer: "MessageConsumer", timeout_s: Optional[float] = None) -> "MessageConsumer":
+    def _open_consumer(self, consumer: MessageConsumer, timeout_s: Optional[float] = None) -> MessageConsumer:
         if timeout_s is not None:
             if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s >= 0:
                 raise ValueError("timeout_s must be a number of seconds >= 0 or None, got %r" % (timeout_s,))
             timeout_s = clamp_wait(timeout_s)
-        with self._cond:
-            self._consumers.append(consumer)
+        state = self.state
+        with state.cond:
+            state.consumers.append(consumer)
         try:
-            consumer._subscribe(timeout_s=timeout_s)
+            consumer.subscriber.subscribe(timeout_s=timeout_s)
         except BaseException:
-            with self._cond:
-                consumer._closed = True
-                if consumer in self._consumers:
-                    self._consumers.remove(consumer)
+            with state.cond:
+                consumer.ledger.closed = True
+                if consumer in state.consumers:
+                    state.consumers.remove(consumer)
             raise
         return consumer
 
@@ -257,7 +223,7 @@ class Session:
 
     def create_durable_subscriber(self, topic: Union[Topic, str], name: str, selector: Optional[str] = None,
                                   no_local: bool = False, map_messages: bool = False,
-                                  timeout_s: Optional[float] = None) -> "MessageConsumer":
+                                  timeout_s: Optional[float] = None) -> MessageConsumer:
         """Subscribe durably to ``topic`` as ``name``: the broker keeps the messages
         published while no consumer of the subscription is open, and delivers them
         when one opens again (ActiveMQ: SUBSCRIBE with ``activemq.subscriptionName``;
@@ -286,8 +252,6 @@ class Session:
             BrokerError: the broker refused it (e.g. another connection with the
                 same client id has it open).
         """
-        from .consumer import MessageConsumer
-
         self._check_open()
         dest = as_destination(topic)
         if not isinstance(dest, Topic):
@@ -296,7 +260,7 @@ class Session:
         if self._durable_consumer(name) is not None:
             raise IllegalStateError("durable subscription %r is open on this connection already; close its "
                                     "consumer first" % (name,))
-        consumer = MessageConsumer(self, dest, selector, bool(no_local), durable_name=name,
+        consumer = MessageConsumer(self.state, dest, selector, bool(no_local), durable_name=name,
                                    transformation=self._map_transformation(map_messages))
         return self._open_consumer(consumer, timeout_s)
 
@@ -350,19 +314,20 @@ class Session:
             raise IllegalStateError("%s needs a client id: durable subscriptions belong to one (set "
                                     "jms.clientID in the URI or client_id= on the ConnectionFactory)" % (what,))
 
-    def _durable_consumer(self, name: str) -> Optional["MessageConsumer"]:
+    def _durable_consumer(self, name: str) -> Optional[MessageConsumer]:
         """The consumer of this connection (any session) that holds durable
         subscription ``name`` on the broker, also one whose UNSUBSCRIBE waits for
         the end of a transaction."""
-        for session in self.connection._session_list():
-            with session._cond:
-                for consumer in session._all_consumers():
+        for session in self.connection.sessions():
+            state = session.state
+            with state.cond:
+                for consumer in state.all_consumers():
                     if consumer.durable_name == name:
                         return consumer
         return None
 
     def create_browser(self, queue: Union[Queue, str], selector: Optional[str] = None,
-                       timeout: float = 30.0) -> "QueueBrowser":
+                       timeout: float = 30.0) -> QueueBrowser:
         """A :class:`QueueBrowser`: look at the messages on ``queue`` without
         consuming them (ActiveMQ: SUBSCRIBE with ``browser:true``; the broker ends
         each browse with a MESSAGE carrying ``browser:end``). Browsing does not
@@ -382,21 +347,20 @@ class Session:
             BrokerError: the broker refused the subscription (a bad selector).
             ReceiptTimeout: no RECEIPT for the browse within ``timeout``.
         """
-        from .browser import QueueBrowser
-
         self._check_open()
         dest = as_destination(queue)
         if not isinstance(dest, Queue):
             raise InvalidDestinationError("a queue browser needs a Queue, got %r" % (dest,))
-        browser = QueueBrowser(self, dest, selector, timeout)
-        with self._cond:
-            self._browsers.append(browser)
+        state = self.state
+        browser = QueueBrowser(state, dest, selector, timeout)
+        with state.cond:
+            state.browsers.append(browser)
         try:
-            browser._start()
+            browser.subscribe()
         except BaseException:
-            with self._cond:
-                if browser in self._browsers:
-                    self._browsers.remove(browser)
+            with state.cond:
+                if browser in state.browsers:
+                    state.browsers.remove(browser)
             raise
         return browser
 
@@ -406,65 +370,16 @@ class Session:
     def send_link(self) -> Link:
         """The socket this session's producers send on (for a transacted session,
         the one its next transactional SEND goes on, see :meth:`transacted_send`)."""
-        if self.transacted:
-            with self._tx_lock:
-                if self._send_tx is not None:
-                    return self._send_tx[0]
-                if self._tx is not None or self._consumers or self._deferred_close:
-                    return self.connection.consumer_link
-            return self.connection.producer_link()
-        return self.connection.producer_link()
+        return self._transaction.send_link()
 
     def transaction_id(self) -> str:
         """The open transaction's id on the consumer socket (BEGIN is sent on first use)."""
-        with self._tx_lock:
-            if self._tx is None:
-                self._check_open()
-                tx = "tx-%d.%d-%d" % (self.connection.number, self.number, next(self._tx_numbers))
-                self.connection.consumer_link.send("BEGIN", {"transaction": tx})
-                self._tx = tx
-            return self._tx
+        return self._transaction.transaction_id()
 
     def transacted_send(self, needs_consumer_socket: bool = False) -> Tuple[Link, str]:
-        """Where a transactional SEND goes: ``(link, transaction id)``.
-
-        A transaction whose session has no consumer holds only SENDs: it goes on
-        the producer socket, where asynchronous sends ask for a receipt once per
-        producer-window quarter (on the consumer socket every SEND asks for one,
-        so that ActiveMQ's producer flow control never stops reading the socket
-        that carries ACKs: see the module docstring of :mod:`amqstomp.jms.link`).
-        A session with consumers keeps its SENDs and ACKs in one transaction on
-        the consumer socket, committed together. ``needs_consumer_socket``: the
-        SEND names a temporary destination of this connection (which means
-        another queue on another socket).
-        """
-        with self._tx_lock:
-            if not needs_consumer_socket:
-                if self._send_tx is not None:
-                    return self._send_tx
-                if self._tx is None and not self._consumers and not self._deferred_close:
-                    link = self.connection.producer_link()
-                    if link is not self.connection.consumer_link:
-                        self._check_open()
-                        tx = "tx-%d.%d-%d" % (self.connection.number, self.number, next(self._tx_numbers))
-                        link.send("BEGIN", {"transaction": tx})
-                        self._send_tx = (link, tx)
-                        return self._send_tx
-            return self.connection.consumer_link, self.transaction_id()
-
-    def _all_consumers(self) -> List["MessageConsumer"]:
-        return list(self._consumers) + list(self._deferred_close)
-
-    def _drain_sends(self, timeout_s: Optional[float]) -> bool:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self._cond:
-            producers = list(self._producers)
-        link = self._send_tx[0] if self._send_tx is not None else self.connection.consumer_link
-        ok = True
-        for producer in producers:
-            if producer._window is not None:
-                ok = producer._window.drain(link, deadline) and ok
-        return ok
+        """Where a transactional SEND goes: ``(link, transaction id)``; see
+        :meth:`Transaction.transacted_send <amqstomp.jms._transaction.Transaction.transacted_send>`."""
+        return self._transaction.transacted_send(needs_consumer_socket)
 
     def commit(self) -> None:
         """Commit the transaction: the broker delivers its SENDs and drops the
@@ -493,85 +408,7 @@ class Session:
         self._check_open()
         if not self.transacted:
             raise IllegalStateError("commit() needs a transacted session")
-        link = self.connection.consumer_link
-        with self._tx_lock:
-            if self._consumed_on_lost_socket():
-                # their ACKs can never be written (the broker redelivers them): committing the rest
-                # would report success for messages that come again (JMS: rolled back by failover)
-                self._rollback_after_failed_commit()
-                raise TransactionRolledBackError("commit failed: messages of this transaction came on a connection "
-                                                 "lost since (failover) and will be redelivered; rolled back")
-            if not self._drain_sends(self._send_timeout_s()):
-                self._rollback_after_failed_commit()
-                raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
-            acks: List[Tuple["MessageConsumer", Frame]] = []
-            with self._cond:
-                for consumer in self._all_consumers():
-                    if len(consumer._delivered) > consumer._tx_acked:
-                        acks.append((consumer, consumer._delivered[-1].frame))
-                        consumer._tx_acked = len(consumer._delivered)
-            tx = self._tx
-            send_tx = self._send_tx
-            if send_tx is not None:
-                try:
-                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self._send_timeout_s(), "COMMIT")
-                except TransactionInDoubtError:
-                    self._send_tx = None
-                    self._rollback_after_failed_commit()  # the consumer side (if any) did not commit
-                    raise
-                except StompException as exc:
-                    self._send_tx = None
-                    self._rollback_after_failed_commit()
-                    raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
-                self._send_tx = None
-            try:
-                if acks:
-                    tx = self.transaction_id()
-                    for _, frame in acks:
-                        headers = message_ack_headers(link, frame.headers)
-                        headers["transaction"] = tx
-                        link.acknowledge("ACK", headers, frame.link_seq)
-                if tx is not None:
-                    if acks and self._consumed_on_lost_socket():  # lost while its ACKs were written
-                        try:
-                            link.send("ABORT", {"transaction": tx})
-                        except StompException:
-                            pass  # its socket is gone too: the broker rolled it back
-                        raise TransactionRolledBackError("messages of this transaction came on a connection lost "
-                                                         "since (failover) and will be redelivered")
-                    link.request("COMMIT", {"transaction": tx}, self._send_timeout_s(), "COMMIT")
-            except TransactionInDoubtError:
-                # the broker has the outcome: if it committed, these messages are settled; if not, it
-                # redelivers them (their socket is gone). Redelivering them here too would be wrong.
-                self._tx = None
-                self._forget_delivered()
-                self._finish_deferred_closes()
-                raise
-            except StompException as exc:
-                self._tx = None
-                if tx is not None and isinstance(exc, AcknowledgeInterruptedError):
-                    try:  # the ACKs written before it are in the broker's transaction: end it
-                        link.send("ABORT", {"transaction": tx})
-                    except StompException:
-                        pass  # its socket is gone too: the broker rolled it back
-                self._rollback_local()
-                self._finish_deferred_closes()
-                if send_tx is not None:
-                    raise TransactionRolledBackError(
-                        "the transaction's sends were committed, but its acknowledgements were rolled back (the "
-                        "consumed messages come again): %s" % exc) from exc
-                raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
-            self._tx = None
-            with self._cond:
-                settled = []
-                for consumer in self._all_consumers():
-                    if consumer._delivered:
-                        settled.append(consumer)
-                    consumer._delivered = []
-                    consumer._tx_acked = 0
-            for consumer in settled:
-                consumer._window_acked(cumulative=True)
-            self._finish_deferred_closes()
+        self._transaction.commit()
 
     def rollback(self) -> None:
         """Roll the transaction back: the broker drops its SENDs (ABORT), and the
@@ -595,115 +432,7 @@ class Session:
         self._check_open()
         if not self.transacted:
             raise IllegalStateError("rollback() needs a transacted session")
-        with self._tx_lock:
-            self._rollback_locked()
-
-    def _transaction_lost(self) -> None:
-        """A send found the transaction's socket lost (failover): roll back as
-        rollback() does (the broker has already), so the next operation begins
-        a new transaction."""
-        with self._tx_lock:
-            self._rollback_after_failed_commit()
-
-    def _forget_delivered(self) -> None:
-        """An in-doubt commit: the consumed messages are the broker's to settle
-        or redeliver; none is redelivered locally."""
-        with self._cond:
-            for consumer in self._all_consumers():
-                consumer._delivered = []
-                consumer._tx_acked = 0
-
-    def _consumed_on_lost_socket(self) -> bool:
-        """Whether a message consumed in the open transaction came on a consumer
-        socket lost since (failover)."""
-        lost = self.connection.is_from_lost_socket
-        with self._cond:
-            return any(lost(d.frame) for consumer in self._all_consumers() for d in consumer._delivered)
-
-    def _rollback_after_failed_commit(self) -> None:
-        """The rollback of a commit that failed: its TransactionRolledBackError is
-        what the caller gets; a consumer that could not re-subscribe
-        (``release_after_rollback``) is closed and reported to the exception
-        listener."""
-        try:
-            self._rollback_locked()
-        except StompException as exc:
-            log.warning("%r: rollback after a failed commit: %s", self, exc)
-
-    def _rollback_locked(self) -> None:
-        send_tx = self._send_tx
-        if send_tx is not None:
-            self._drain_sends(self.connection.close_timeout_s)
-            self._send_tx = None
-            try:
-                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, self.connection.close_timeout_s, "ABORT")
-            except StompException as exc:
-                log.warning("%r: ABORT failed: %s", self, exc)
-        tx, self._tx = self._tx, None
-        if tx is not None:
-            self._drain_sends(self.connection.close_timeout_s)
-            try:
-                self.connection.consumer_link.request("ABORT", {"transaction": tx},
-                                                      self.connection.close_timeout_s, "ABORT")
-            except StompException as exc:
-                log.warning("%r: ABORT failed: %s", self, exc)
-        try:
-            if self.connection.options.get("release_after_rollback") and not self._closing:
-                self._release_after_rollback()
-            else:
-                self._rollback_local()
-        finally:
-            self._finish_deferred_closes()
-
-    def _release_after_rollback(self) -> None:
-        """``release_after_rollback``: every consumer that got messages in the
-        rolled-back transaction UNSUBSCRIBEs (ActiveMQ puts what it delivered and
-        nobody acked back on the queue, for any consumer, marked redelivered) and
-        SUBSCRIBEs again; the others keep their subscriptions. A failover during
-        this rides through (the new subscription is replayed or sent on the new
-        socket).
-
-        Raises:
-            StompException (BrokerError, ReceiptTimeout, ConnectionClosedException,
-                NotConnectedException): a consumer could not subscribe again; it is
-                closed (and the exception listener is told), the others were
-                still re-subscribed. The first such error is raised.
-        """
-        with self._cond:
-            release = []
-            for consumer in self._all_consumers():
-                if consumer._delivered and not consumer._closed:
-                    release.append(consumer)
-                consumer._delivered = []
-                consumer._tx_acked = 0
-        failed: List[StompException] = []
-        for consumer in release:
-            try:
-                consumer._resubscribe()
-            except StompException as exc:
-                log.warning("%r: re-subscribing %r after a rollback failed; it is closed: %s", self, consumer, exc)
-                consumer._abandon()
-                failed.append(exc)
-                self.connection._report(exc)
-        if failed:
-            raise failed[0]
-
-    def _rollback_local(self) -> None:
-        with self._cond:
-            work = []
-            for consumer in self._all_consumers():
-                if consumer._delivered:
-                    work.append((consumer, consumer._delivered))
-                consumer._delivered = []
-                consumer._tx_acked = 0
-        for consumer, deliveries in work:
-            consumer._redeliver(deliveries)
-
-    def _finish_deferred_closes(self) -> None:
-        with self._cond:
-            closing, self._deferred_close = self._deferred_close, []
-        for consumer in closing:
-            consumer._unsubscribe()
+        self._transaction.rollback()
 
     def recover(self) -> None:
         """Redeliver (locally, after the redelivery delay) every message this
@@ -716,17 +445,12 @@ class Session:
         self._check_open()
         if self.transacted:
             raise IllegalStateError("recover() is not for a transacted session; use rollback()")
-        if self._thread is threading.current_thread() and self._running is not None and \
+        state = self.state
+        if state.on_session_thread() and state.running is not None and \
                 self.acknowledge_mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
-            self._recover_current = True
-        with self._cond:
-            work = []
-            for consumer in self._consumers:
-                if consumer._delivered:
-                    work.append((consumer, consumer._delivered))
-                consumer._delivered = []
-        for consumer, deliveries in work:
-            consumer._redeliver(deliveries)
+            state.recover_current = True
+        for consumer, deliveries in state.take_delivered():
+            consumer.redeliver(deliveries)
 
     def acknowledge(self) -> None:
         """CLIENT_ACKNOWLEDGE: ack every message delivered so far, one cumulative
@@ -748,90 +472,52 @@ class Session:
         self._check_open(IllegalStateError("the session of this message is closed"))
         if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
             return
-        with self._cond:
-            work = []
-            for consumer in self._consumers:
-                if consumer._delivered:
-                    work.append((consumer, consumer._delivered))
-                consumer._delivered = []
-        lost = self.connection.is_from_lost_socket
-        not_acked = 0
-        in_doubt: Optional[AcknowledgeInDoubtError] = None
-        doubtful = 0
-        for consumer, deliveries in work:
-            live = [d for d in deliveries if not lost(d.frame)]
-            not_acked += len(deliveries) - len(live)
-            if not live:
-                continue
-            try:
-                consumer._send_ack(live[-1].frame)
-            except AcknowledgeInterruptedError:
-                not_acked += len(live)
-                continue
-            except AcknowledgeInDoubtError as exc:
-                in_doubt, doubtful = exc, doubtful + len(live)
-                continue
-            consumer._window_acked(cumulative=True)
-        if in_doubt is not None:
-            raise AcknowledgeInDoubtError(
-                "%s; %d message(s) in doubt%s" % (in_doubt, doubtful, ", %d more not acknowledged (they came on a "
-                                                  "connection lost since)" % not_acked if not_acked else ""),
-                doubtful) from in_doubt
-        if not_acked:
-            raise AcknowledgeInterruptedError(
-                "%d message(s) not acknowledged: they came on a connection lost since (failover); the broker "
-                "redelivers them" % not_acked, not_acked)
-
-    def _send_timeout_s(self) -> Optional[float]:
-        ms = self.connection.options.get("send_timeout_ms") or 0
-        return ms / 1000.0 if ms else None
+        acknowledge_delivered(self.state)
 
     # ------------------------------------------------------------ life
 
     def _check_open(self, error: Optional[BaseException] = None) -> None:
-        if self._closed or self._closing:
-            raise error or IllegalStateError("%r is closed" % (self,))
-        self.connection.check_open()
+        self.state.check_open(error)
 
     def close(self) -> None:
         """Roll back an open transaction, close the consumers (their prefetched
         messages go back to the broker) and producers, and end the session's
         thread (after the listener running now, unless called from it)."""
-        with self._cond:
-            if self._closing or self._closed:
+        state = self.state
+        with state.cond:
+            if state.closing or state.closed:
                 return
-            self._closing = True
-            self._cond.notify_all()
-        me = threading.current_thread()
-        if self._thread is not me:
-            self._wait_idle()
+            state.closing = True
+            state.cond.notify_all()
+        if not state.on_session_thread():
+            state.wait_idle()
         if self.transacted and self.connection.consumer_link.transport.is_connected():
-            with self._tx_lock:
+            with self._transaction.lock:
                 try:
-                    self._rollback_locked()
+                    self._transaction.rollback_locked()
                 except StompException as exc:
                     log.debug("%r: rollback on close: %s", self, exc)
-        with self._cond:
-            consumers = list(self._consumers)
-            producers = list(self._producers)
+        with state.cond:
+            consumers = list(state.consumers)
+            producers = list(state.producers)
         for consumer in consumers:
             consumer.close()
         for producer in producers:
             producer.close()
-        with self._cond:
-            browsers = list(self._browsers)
+        with state.cond:
+            browsers = list(state.browsers)
         for browser in browsers:
             browser.close()
-        self._finish_deferred_closes()
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        thread = self._thread
-        if thread is not None and thread is not me:
+        self._transaction.finish_deferred_closes()
+        with state.cond:
+            state.closed = True
+            state.cond.notify_all()
+        thread = state.thread
+        if thread is not None and thread is not threading.current_thread():
             thread.join(10.0)
             if thread.is_alive():  # pragma: no cover - a listener that never returns
                 log.warning("%s still running 10 s after close (a listener busy?)", thread.name)
-        self.connection._remove_session(self)
+        self.connection.remove_session(self)
 
     def __enter__(self) -> "Session":
         return self
@@ -841,100 +527,67 @@ class Session:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self.state.closed
 
     # ------------------------------------------------------------ dispatch thread
 
-    def _wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
+    def enqueue(self, consumer: MessageConsumer, frame: Frame) -> None:
+        """Reader thread: a MESSAGE for ``consumer`` (one of this session's), to
+        be handed over by the dispatch thread or ``receive()``."""
+        self._enqueue(consumer, frame)  # through _enqueue: tests intercept it there
 
-    def _wait_idle(self, consumer: Optional["MessageConsumer"] = None) -> bool:
-        """Wait until no listener (of ``consumer``, or any) runs on the session thread;
-        at most ``close_timeout_ms`` (False then: two listeners closing each other's
-        sessions would otherwise wait for each other forever)."""
-        deadline = time.monotonic() + self.connection.close_timeout_s
-        with self._cond:
-            while self._running is not None and (consumer is None or self._running is consumer):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    log.warning("%r: a listener still runs after %.1f s; going on without it",
-                                self, self.connection.close_timeout_s)
-                    return False
-                self._cond.wait(min(0.5, left))
-        return True
-
-    def _enqueue(self, consumer: "MessageConsumer", frame: Frame) -> None:
-        """Reader thread: a MESSAGE for ``consumer``."""
-        from .consumer import _Delivery
-
-        with self._cond:
-            if consumer._closed:
+    def _enqueue(self, consumer: MessageConsumer, frame: Frame) -> None:
+        state = self.state
+        ledger = consumer.ledger
+        with state.cond:
+            if ledger.closed:
                 return
-            consumer._buffer.append(_Delivery(frame, next(self._seq)))
-            self._cond.notify_all()
+            ledger.buffer.append(Delivery(frame, state.next_seq()))
+            state.cond.notify_all()
 
-    def _next_for_listener(self) -> Tuple[Optional[Tuple["MessageConsumer", "_Delivery"]], Optional[float]]:
+    def _next_for_listener(self) -> Tuple[Optional[Tuple[MessageConsumer, Delivery]], Optional[float]]:
         connection = self.connection
-        if not connection._started or connection._failure is not None or self._closing:
+        state = self.state
+        if not connection.is_started or connection.failure is not None or state.closing:
             return None, None
         now = time.monotonic()
-        best: Optional["MessageConsumer"] = None
+        best: Optional[MessageConsumer] = None
+        best_seq = 0
         wait: Optional[float] = None
-        for consumer in self._consumers:
-            if consumer._listener is None or consumer._closed or not consumer._buffer:
+        for consumer in state.consumers:
+            ledger = consumer.ledger
+            if ledger.listener is None or ledger.closed or not ledger.buffer:
                 continue
-            if consumer._paused_until > now:
-                left = consumer._paused_until - now
+            if ledger.paused_until > now:
+                left = ledger.paused_until - now
                 wait = left if wait is None else min(wait, left)
                 continue
-            if best is None or consumer._buffer[0].seq < best._buffer[0].seq:
-                best = consumer
+            seq = ledger.buffer[0].seq
+            if best is None or seq < best_seq:
+                best, best_seq = consumer, seq
         if best is not None:
-            return (best, best._buffer.popleft()), None
+            return (best, best.ledger.buffer.popleft()), None
         return None, wait
 
     def _run(self) -> None:
-        cond = self._cond
+        state = self.state
+        cond = state.cond
         while True:
             with cond:
                 while True:
-                    if self._closed:
+                    if state.closed:
                         return
                     pick, wait = self._next_for_listener()
                     if pick is not None:
                         break
                     cond.wait(wait)
                 consumer, delivery = pick
-                self._running = consumer
+                state.running = consumer
             try:
-                consumer._dispatch(delivery)
+                consumer.dispatch(delivery)
             except BaseException:  # never end the session thread silently
                 log.exception("%r: dispatching a message failed", self)
             finally:
                 with cond:
-                    self._running = None
+                    state.running = None
                     cond.notify_all()
-
-    def _take(self, consumer: "MessageConsumer", timeout: Optional[float]) -> Optional["_Delivery"]:
-        """``receive()``'s wait, on the caller's thread."""
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        connection = self.connection
-        with self._cond:
-            while True:
-                if consumer._closed or self._closing or self._closed:
-                    return None
-                connection.check_open()
-                now = time.monotonic()
-                wait: Optional[float] = None
-                if connection._started and consumer._buffer:
-                    if consumer._paused_until <= now:
-                        return consumer._buffer.popleft()
-                    wait = consumer._paused_until - now
-                if deadline is not None:
-                    left = deadline - now
-                    if left <= 0:
-                        return None
-                    wait = left if wait is None else min(wait, left)
-                self._cond.wait(wait)
-

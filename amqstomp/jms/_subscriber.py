@@ -1,0 +1,351 @@
+"""``Subscriber``: the STOMP side of one :class:`~amqstomp.jms.MessageConsumer`
+-- its subscription on the connection's consumer link (SUBSCRIBE with its
+RECEIPT, over failover too; UNSUBSCRIBE), its prefetch window, and the
+ACK / NACK frames its messages are settled with.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import time
+from typing import Any, Dict, Optional
+
+from ..codec import Frame
+from ..exception import (
+    BrokerError,
+    ConfigurationError,
+    ConnectionClosedException,
+    NotConnectedException,
+    ReceiptTimeout,
+    StompException,
+)
+from ..flow import optimized_ack_threshold
+from ..subscription import Subscription
+from ..uri import destination_kind
+from ._state import ConsumerLedger, Delivery, SessionState
+from .constants import AT_MOST_ONCE, AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE
+from .destination import Destination
+from .exceptions import BrowseInterruptedError, IllegalStateError
+from .link import message_ack_headers
+
+__all__ = ["Subscriber"]
+
+log = logging.getLogger("amqstomp.jms.consumer")
+
+_PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
+                     "topic_prefetch")
+
+
+class Subscriber:
+    """The subscription of one consumer (made by it; see the module docstring).
+
+    Args:
+        state (SessionState): the consumer's session.
+        consumer: the consumer (what the connection routes this subscription's
+            MESSAGEs to; see :meth:`Connection.register_consumer`).
+        ledger (ConsumerLedger): the consumer's (its ``closed`` flag).
+        destination (Destination), selector (str | None), no_local (bool),
+        durable_name (str | None), browser (bool), transformation (str | None):
+            what SUBSCRIBE says.
+        mode (int): the acknowledge mode (AT_MOST_ONCE: ``ack:auto``).
+
+    Attributes:
+        link (Link): the connection's consumer link.
+        sub_id (str): the subscription id (a new one after :meth:`renew_id`).
+        sub (Subscription | None): the manager's subscription, once registered.
+        tx_threshold (int): transacted: ACK in the transaction every that many messages.
+        browse_seq (int | None): a browse: the socket (``transport.link_seq``)
+            whose RECEIPT started it; None until it came.
+        browse_lost (bool): a browse that a failover dropped (it is not replayed).
+    """
+
+    def __init__(self, state: SessionState, consumer: Any, ledger: ConsumerLedger, destination: Destination,
+                 selector: Optional[str], no_local: bool, durable_name: Optional[str], browser: bool,
+                 transformation: Optional[str], mode: int) -> None:
+        connection = state.connection
+        self.state = state
+        self.consumer = consumer
+        self.ledger = ledger
+        self.connection = connection
+        self.link = connection.consumer_link
+        self.destination = destination
+        self.selector = selector
+        self.no_local = no_local
+        self.durable_name = durable_name
+        self.browser = browser
+        self.transformation = transformation
+        self.mode = mode
+        self.sub_id = ""
+        self.renew_id()
+        self.sub: Optional[Subscription] = None
+        self.tx_threshold = 1
+        self.browse_seq: Optional[int] = None
+        self.browse_lost = False
+
+    def __repr__(self) -> str:  # log lines name the consumer
+        return repr(self.consumer)
+
+    def renew_id(self) -> None:
+        """Take a new subscription id (``C.S.N``: connection, session, a number)."""
+        connection = self.connection
+        self.sub_id = "%d.%d.%d" % (connection.number, self.state.number, connection.next_id())
+
+    # ------------------------------------------------------------ subscribe
+
+    def subscribe_options(self) -> Dict[str, Any]:
+        """The SubscriptionManager options of this subscription (ack batching, prefetch)."""
+        options = self.connection.options
+        out: Dict[str, Any] = {}
+        if self.mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+            out["optimize_acknowledge"] = True
+            # optimize_acknowledge=False: one ACK per consumed message
+            out["ack_batch_cap"] = int(options["ack_batch_cap"]) if options.get("optimize_acknowledge") else 1
+            if self.mode == DUPS_OK_ACKNOWLEDGE:
+                lazy = int(options["dups_ok_ack_timeout_ms"])
+                out["optimize_acknowledge_timeout_ms"] = lazy
+                out["idle_ack_ms"] = lazy
+            else:
+                out["optimize_acknowledge_timeout_ms"] = int(options["optimize_acknowledge_timeout_ms"])
+                out["idle_ack_ms"] = int(options["idle_ack_ms"])
+            out["optimized_ack_scheduled_ack_interval_ms"] = int(options["optimized_ack_scheduled_ack_interval_ms"])
+        given = self.connection.factory.resolved.given
+        if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
+            manager = self.link.manager
+            assert manager is not None
+            kind = destination_kind(self.destination.stomp_name, durable=self.durable_name is not None,
+                                    browser=self.browser)
+            out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
+        return out
+
+    def subscribe(self, wait_s: Optional[float] = -1.0, timeout_s: Optional[float] = None) -> None:
+        """Register the subscription with the link's SubscriptionManager, then send
+        SUBSCRIBE and wait for its RECEIPT: ``timeout_s`` seconds (the caller's),
+        or the connection's ``request_timeout_s`` (``jms.sendTimeout``, else
+        ``jms.closeTimeout``) when None.
+
+        Over failover the registration comes first, so a reconnect that starts
+        after it replays the subscription (``Connection.on_link_resumed``); the
+        SUBSCRIBE itself waits for a socket that is up and not being replayed
+        (``wait_s`` seconds; -1: the same bound as the RECEIPT, in all; None: as
+        long as the failover lasts -- the URI's ``timeout``, the connection's
+        close or the reconnect giving up end it) and is sent again on the new
+        socket when the socket it went on is lost before the RECEIPT, unless the
+        reconnect replayed it meanwhile.
+
+        Raises:
+            BrokerError: the broker refused the SUBSCRIBE (also on replay).
+            ReceiptTimeout: no RECEIPT within the bound (a stalled broker); the
+                consumer is not made, and an UNSUBSCRIBE follows the SUBSCRIBE (a
+                broker that was only slow gives back what it dispatched to it).
+            ConnectionClosedException / NotConnectedException: the connection is
+                gone, or no new socket came within the wait.
+            IllegalStateError: the consumer was closed meanwhile.
+            BrowseInterruptedError: a browse whose socket was lost before its
+                RECEIPT (browses are not replayed).
+            ConfigurationError: headers the broker does not support.
+        """
+        link = self.link
+        manager = link.manager
+        assert manager is not None
+        mode = self.mode
+        ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
+                                                     else "client")
+        headers: Dict[str, Any] = {}
+        if self.selector:
+            headers["selector"] = self.selector
+        if self.no_local:
+            if not link.is_activemq:
+                raise ConfigurationError("no_local needs ActiveMQ's activemq.noLocal header; the broker says "
+                                         "server=%r" % (link.server,))
+            headers["activemq.noLocal"] = "true"
+        if self.durable_name is not None:
+            headers["activemq.subscriptionName"] = self.durable_name
+        if self.browser:
+            headers["browser"] = "true"
+        if self.transformation is not None:
+            headers["transformation"] = self.transformation
+        frame_headers, sub = manager.prepare(self.destination.subscribe_name, self.sub_id, ack, headers,
+                                             self.subscribe_options(), link.connect_timeout_s)
+        self.sub = sub
+        self.tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
+            self.connection.options.get("ack_batch_cap") or 100))
+        self.connection.register_consumer(self.sub_id, self.consumer)  # messages may follow SUBSCRIBE at once
+        if timeout_s is None:
+            timeout_s = self.connection.request_timeout_s
+        try:
+            # ActiveMQ starts dispatching only after it sent this RECEIPT
+            if link.reconnector is None:
+                link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
+                if self.browser:
+                    self.browse_seq = link.transport.link_seq
+            else:
+                self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s, timeout_s)
+        except BaseException as exc:
+            sub_id = self.sub_id
+            self.connection.unregister_consumer(sub_id)
+            manager.discard(sub_id)
+            if isinstance(exc, ReceiptTimeout):
+                self.cancel_late_subscribe()
+            raise
+
+    def cancel_late_subscribe(self) -> None:
+        """After a SUBSCRIBE's RECEIPT timed out: UNSUBSCRIBE it, written without
+        waiting (deferred). A broker that was only slow (stalled) handles it after
+        the SUBSCRIBE: messages it dispatched to the consumer nobody holds go back
+        to the queue instead of waiting there until the connection closes."""
+        try:
+            self.link.transport.send_frame("UNSUBSCRIBE", {"id": self.sub_id}, None, None, True)
+        except StompException as exc:
+            log.debug("%r: UNSUBSCRIBE after the SUBSCRIBE timed out not sent: %s", self, exc)
+
+    def _subscribe_over_failover(self, frame_headers: Dict[str, Any], sub: Subscription,
+                                 wait_s: Optional[float], receipt_s: float) -> None:
+        """The SUBSCRIBE of a registered subscription on a failover link (see
+        :meth:`subscribe`); returns once a RECEIPT came for it on the current
+        socket, either for this SUBSCRIBE or for the reconnect's replay of it."""
+        link = self.link
+        manager = link.manager
+        assert manager is not None
+        transport = link.transport
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        while True:
+            # connected, and any replay finished (a private method of link.py, which this
+            # package does not own yet: allow-listed in tests/test_structure_jms.py)
+            link._await_up(deadline, "SUBSCRIBE")
+            current = manager.get(self.sub_id)
+            if current is None:
+                if self.browser:  # browses are not replayed
+                    raise BrowseInterruptedError("browse of %s interrupted by a failover; iterate again"
+                                                 % (self.destination,))
+                if self.ledger.closed:
+                    raise IllegalStateError("%r was closed while subscribing" % (self,))
+                raise ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
+                                                "replay)" % (self,))
+            if current is not sub:
+                if not self.browser:
+                    self.sub = current  # a reconnect after the registration replayed it and got its RECEIPT
+                    return
+                # a reconnect renewed this browse before its RECEIPT came and left it to us (browses
+                # are never replayed; nothing was browsed yet): send it on the new socket
+                sub = self.sub = current
+            seq = transport.link_seq
+            headers = dict(frame_headers)
+            headers["receipt"] = "subscribe-%s-%d" % (self.sub_id, seq)
+            try:
+                future = transport.send_frame("SUBSCRIBE", headers)
+                assert future is not None  # it has a receipt header
+                left = receipt_s if deadline is None else max(0.0, min(receipt_s, deadline - time.monotonic()))
+                transport.wait_future(future, left, "SUBSCRIBE receipt")
+                if self.browser:
+                    self.browse_seq = seq
+                return
+            except (ConnectionClosedException, NotConnectedException) as exc:
+                # the socket went before the RECEIPT: the reconnect replays the subscription,
+                # or (when it renewed the subscriptions before this one was registered) the
+                # next turn sends it on the new socket
+                log.info("%r: SUBSCRIBE interrupted by a failover (%s); waiting for the new socket", self, exc)
+            except BrokerError:
+                now = manager.get(self.sub_id)
+                if now is not None and now is not sub:
+                    self.sub = now  # a duplicate of the replay that a reconnect sent meanwhile
+                    return
+                raise
+
+    def unsubscribe(self) -> None:
+        """Unregister the subscription and UNSUBSCRIBE (waiting for the RECEIPT,
+        at most ``close_timeout_ms``; a failure is logged, not raised)."""
+        connection = self.connection
+        connection.unregister_consumer(self.sub_id)
+        manager = self.link.manager
+        assert manager is not None
+        if not self.link.transport.is_connected():
+            manager.discard(self.sub_id)
+            return
+        if self.browser and (self.browse_lost or self.browse_seq != self.link.transport.link_seq):
+            manager.discard(self.sub_id)
+            return  # browses are not replayed: the broker has no such subscription on this socket
+        # closing it also resumes reading if its full buffer was what paused it (and no
+        # other subscription's is full): the manager owns pause and resume
+        manager.close(self.sub_id, write_timeout=connection.close_timeout_s)
+        try:
+            self.link.request("UNSUBSCRIBE", {"id": self.sub_id}, connection.close_timeout_s, "UNSUBSCRIBE")
+        except StompException as exc:
+            log.debug("%r: UNSUBSCRIBE: %s", self, exc)
+
+    # ------------------------------------------------------------ window and acks
+
+    def count(self, delivery: Delivery) -> None:
+        """The application had ``delivery``: count it consumed in the prefetch
+        window (the manager sends AUTO_ACKNOWLEDGE's batched ACKs)."""
+        delivery.counted = True
+        manager = self.link.manager
+        assert manager is not None
+        manager.on_consumed(delivery.frame)
+
+    def send_ack(self, frame: Frame, transaction: Optional[str] = None) -> None:
+        """ACK ``frame`` on the socket that delivered it.
+
+        Raises:
+            AcknowledgeInterruptedError: that socket was lost (failover): the
+                broker redelivers the message.
+            AcknowledgeInDoubtError: ``jms.sendAcksAsync=false``: written, no
+                RECEIPT (socket lost or timeout): the broker may have applied it.
+            ConnectionClosedException: the connection is closed (no failover).
+            BrokerError: ``jms.sendAcksAsync=false`` only.
+        """
+        headers = message_ack_headers(self.link, frame.headers)
+        if transaction is not None:
+            headers["transaction"] = transaction
+        self.link.acknowledge("ACK", headers, frame.link_seq, self.connection.ack_receipt_timeout_s())
+
+    def current_sub(self) -> Optional[Subscription]:
+        """This consumer's subscription; after a failover replayed it, the new one."""
+        sub = self.sub
+        if sub is not None and sub.closed and self.link.manager is not None:
+            fresh = self.link.manager.get(self.sub_id)
+            if fresh is not None and not fresh.closed:
+                self.sub = sub = fresh
+        return sub
+
+    def window_acked(self, cumulative: bool) -> None:
+        """An ACK of the application's went out: free the prefetch window (one
+        message, or all consumed ones when ``cumulative``)."""
+        sub = self.current_sub()
+        if sub is None:
+            return
+        with sub.lock:
+            sub.window.on_application_ack(cumulative)
+
+    def poison(self, delivery: Delivery) -> None:
+        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ)."""
+        if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
+            return
+        frame = delivery.frame
+        link = self.link
+        version = link.version
+        sub = self.current_sub()
+        flush: Any = None
+        if sub is not None:
+            with sub.lock:
+                window = sub.window
+                now = int(time.monotonic() * 1000)
+                if not delivery.counted:
+                    # ack what was consumed before it, then count it without an ACK of its own
+                    flush = window.flush(now)
+                    if window.consumed < window.delivered:
+                        window.on_consumed(frame.headers, now)
+                    window.on_application_ack(True)
+                else:
+                    window.on_application_ack(False)
+        delivery.counted = True
+        log.warning("%r: message %s poisoned after %d redeliveries (NACK: the broker's dead-letter queue)",
+                    self, frame.headers.get("message-id"), delivery.delivery_count - 1)
+        try:
+            if flush is not None:
+                link.acknowledge("ACK", message_ack_headers(link, flush), frame.link_seq)
+            if version == "1.0":  # no NACK in STOMP 1.0: drop it
+                link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
+            else:
+                link.acknowledge("NACK", message_ack_headers(link, frame.headers), frame.link_seq)
+        except StompException as exc:
+            log.debug("%r: NACK not sent: %s", self, exc)
+

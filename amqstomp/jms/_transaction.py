@@ -1,0 +1,327 @@
+"""``Transaction``: the STOMP transactions of a transacted
+:class:`~amqstomp.jms.Session` -- BEGIN on first use, the SENDs and ACKs in it,
+COMMIT / ABORT, and what a commit or rollback does to the messages its
+consumers delivered (local redelivery, ``release_after_rollback``, in-doubt
+commits). The session's ``commit()`` / ``rollback()`` and its producers and
+consumers call it; it reaches them through the :class:`SessionState` they share.
+
+A session with consumers keeps its SENDs and ACKs in one transaction on the
+consumer socket, committed together; a transaction of a session without
+consumers holds only SENDs and goes on the producer socket (see
+:meth:`Transaction.transacted_send`).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import itertools
+import logging
+import threading
+import time
+from typing import List, Optional, Tuple
+
+from ..codec import Frame
+from ..exception import AcknowledgeInterruptedError, StompException, TransactionInDoubtError
+from ._state import SessionState
+from .exceptions import TransactionRolledBackError
+from .link import Link, message_ack_headers
+
+__all__ = ["Transaction"]
+
+log = logging.getLogger("amqstomp.jms.session")
+
+
+class Transaction:
+    """The transaction bookkeeping of one session (every session has one; only
+    a transacted session's begins transactions).
+
+    Attributes:
+        lock (threading.RLock): held across a commit / rollback / transactional send.
+        tx (str | None): the open transaction on the consumer socket (ACKs, and
+            SENDs there).
+        send_tx (tuple[Link, str] | None): a send-only transaction on the producer socket.
+    """
+
+    def __init__(self, state: SessionState) -> None:
+        self.state = state
+        self.lock = threading.RLock()
+        self.tx: Optional[str] = None
+        self.send_tx: Optional[Tuple[Link, str]] = None
+        self._numbers = itertools.count(1)
+
+    def __repr__(self) -> str:  # log lines name the session
+        return repr(self.state.session)
+
+    def send_link(self) -> Link:
+        """The socket this session's producers send on (for a transacted session,
+        the one its next transactional SEND goes on, see :meth:`transacted_send`)."""
+        if self.state.transacted:
+            with self.lock:
+                if self.send_tx is not None:
+                    return self.send_tx[0]
+                if self.tx is not None or self.state.consumers or self.state.deferred_close:
+                    return self.state.connection.consumer_link
+            return self.state.connection.producer_link()
+        return self.state.connection.producer_link()
+
+    def transaction_id(self) -> str:
+        """The open transaction's id on the consumer socket (BEGIN is sent on first use)."""
+        with self.lock:
+            if self.tx is None:
+                self.state.check_open()
+                tx = "tx-%d.%d-%d" % (self.state.connection.number, self.state.number, next(self._numbers))
+                self.state.connection.consumer_link.send("BEGIN", {"transaction": tx})
+                self.tx = tx
+            return self.tx
+
+    def transacted_send(self, needs_consumer_socket: bool = False) -> Tuple[Link, str]:
+        """Where a transactional SEND goes: ``(link, transaction id)``.
+
+        A transaction whose session has no consumer holds only SENDs: it goes on
+        the producer socket, where asynchronous sends ask for a receipt once per
+        producer-window quarter (on the consumer socket every SEND asks for one,
+        so that ActiveMQ's producer flow control never stops reading the socket
+        that carries ACKs: see the module docstring of :mod:`amqstomp.jms.link`).
+        A session with consumers keeps its SENDs and ACKs in one transaction on
+        the consumer socket, committed together. ``needs_consumer_socket``: the
+        SEND names a temporary destination of this connection (which means
+        another queue on another socket).
+        """
+        with self.lock:
+            if not needs_consumer_socket:
+                if self.send_tx is not None:
+                    return self.send_tx
+                if self.tx is None and not self.state.consumers and not self.state.deferred_close:
+                    link = self.state.connection.producer_link()
+                    if link is not self.state.connection.consumer_link:
+                        self.state.check_open()
+                        tx = "tx-%d.%d-%d" % (self.state.connection.number, self.state.number, next(self._numbers))
+                        link.send("BEGIN", {"transaction": tx})
+                        self.send_tx = (link, tx)
+                        return self.send_tx
+            return self.state.connection.consumer_link, self.transaction_id()
+
+    def drain_sends(self, timeout_s: Optional[float]) -> bool:
+        """Wait (at most ``timeout_s`` seconds; None: no bound) for the receipts
+        of the producers' asynchronous sends; False when some did not come."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self.state.cond:
+            producers = list(self.state.producers)
+        link = self.send_tx[0] if self.send_tx is not None else self.state.connection.consumer_link
+        ok = True
+        for producer in producers:
+            if producer.window is not None:
+                ok = producer.window.drain(link, deadline) and ok
+        return ok
+
+    def commit(self) -> None:
+        """The session's ``commit()`` (see :meth:`Session.commit`), once it checked
+        that the session is open and transacted.
+
+        Raises:
+            TransactionRolledBackError: the commit failed and was rolled back.
+            TransactionInDoubtError: the COMMIT was written and its RECEIPT did
+                not come.
+        """
+        state = self.state
+        link = state.connection.consumer_link
+        with self.lock:
+            if self.consumed_on_lost_socket():
+                # their ACKs can never be written (the broker redelivers them): committing the rest
+                # would report success for messages that come again (JMS: rolled back by failover)
+                self.rollback_after_failed_commit()
+                raise TransactionRolledBackError("commit failed: messages of this transaction came on a connection "
+                                                 "lost since (failover) and will be redelivered; rolled back")
+            if not self.drain_sends(self.send_timeout_s()):
+                self.rollback_after_failed_commit()
+                raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
+            acks: List[Frame] = []
+            with state.cond:
+                for consumer in state.all_consumers():
+                    ledger = consumer.ledger
+                    if len(ledger.delivered) > ledger.tx_acked:
+                        acks.append(ledger.delivered[-1].frame)
+                        ledger.tx_acked = len(ledger.delivered)
+            tx = self.tx
+            send_tx = self.send_tx
+            if send_tx is not None:
+                try:
+                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self.send_timeout_s(), "COMMIT")
+                except TransactionInDoubtError:
+                    self.send_tx = None
+                    self.rollback_after_failed_commit()  # the consumer side (if any) did not commit
+                    raise
+                except StompException as exc:
+                    self.send_tx = None
+                    self.rollback_after_failed_commit()
+                    raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
+                self.send_tx = None
+            try:
+                if acks:
+                    tx = self.transaction_id()
+                    for frame in acks:
+                        headers = message_ack_headers(link, frame.headers)
+                        headers["transaction"] = tx
+                        link.acknowledge("ACK", headers, frame.link_seq)
+                if tx is not None:
+                    if acks and self.consumed_on_lost_socket():  # lost while its ACKs were written
+                        try:
+                            link.send("ABORT", {"transaction": tx})
+                        except StompException:
+                            pass  # its socket is gone too: the broker rolled it back
+                        raise TransactionRolledBackError("messages of this transaction came on a connection lost "
+                                                         "since (failover) and will be redelivered")
+                    link.request("COMMIT", {"transaction": tx}, self.send_timeout_s(), "COMMIT")
+            except TransactionInDoubtError:
+                # the broker has the outcome: if it committed, these messages are settled; if not, it
+                # redelivers them (their socket is gone). Redelivering them here too would be wrong.
+                self.tx = None
+                self.forget_delivered()
+                self.finish_deferred_closes()
+                raise
+            except StompException as exc:
+                self.tx = None
+                if tx is not None and isinstance(exc, AcknowledgeInterruptedError):
+                    try:  # the ACKs written before it are in the broker's transaction: end it
+                        link.send("ABORT", {"transaction": tx})
+                    except StompException:
+                        pass  # its socket is gone too: the broker rolled it back
+                self.rollback_local()
+                self.finish_deferred_closes()
+                if send_tx is not None:
+                    raise TransactionRolledBackError(
+                        "the transaction's sends were committed, but its acknowledgements were rolled back (the "
+                        "consumed messages come again): %s" % exc) from exc
+                raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
+            self.tx = None
+            with state.cond:
+                settled = [consumer for consumer in state.all_consumers() if consumer.ledger.take_delivered()]
+            for consumer in settled:
+                consumer.subscriber.window_acked(cumulative=True)
+            self.finish_deferred_closes()
+
+    def rollback(self) -> None:
+        """The session's ``rollback()`` (see :meth:`Session.rollback`), once it
+        checked that the session is open and transacted."""
+        with self.lock:
+            self.rollback_locked()
+
+    def lost(self) -> None:
+        """A send found the transaction's socket lost (failover): roll back as
+        rollback() does (the broker has already), so the next operation begins
+        a new transaction."""
+        with self.lock:
+            self.rollback_after_failed_commit()
+
+    def forget_delivered(self) -> None:
+        """An in-doubt commit: the consumed messages are the broker's to settle
+        or redeliver; none is redelivered locally."""
+        with self.state.cond:
+            for consumer in self.state.all_consumers():
+                consumer.ledger.take_delivered()
+
+    def consumed_on_lost_socket(self) -> bool:
+        """Whether a message consumed in the open transaction came on a consumer
+        socket lost since (failover)."""
+        lost = self.state.connection.is_from_lost_socket
+        with self.state.cond:
+            return any(lost(d.frame) for consumer in self.state.all_consumers()
+                       for d in consumer.ledger.delivered)
+
+    def rollback_after_failed_commit(self) -> None:
+        """The rollback of a commit that failed: its TransactionRolledBackError is
+        what the caller gets; a consumer that could not re-subscribe
+        (``release_after_rollback``) is closed and reported to the exception
+        listener."""
+        try:
+            self.rollback_locked()
+        except StompException as exc:
+            log.warning("%r: rollback after a failed commit: %s", self, exc)
+
+    def rollback_locked(self) -> None:
+        """Roll back (ABORT) what is open, then redeliver the consumed messages
+        locally, or re-subscribe their consumers (``release_after_rollback``);
+        call with :attr:`lock` held.
+
+        Raises:
+            StompException: ``release_after_rollback`` only: a consumer could not
+                subscribe again (see :meth:`Session.rollback`).
+        """
+        state = self.state
+        connection = state.connection
+        send_tx = self.send_tx
+        if send_tx is not None:
+            self.drain_sends(connection.close_timeout_s)
+            self.send_tx = None
+            try:
+                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, connection.close_timeout_s, "ABORT")
+            except StompException as exc:
+                log.warning("%r: ABORT failed: %s", self, exc)
+        tx, self.tx = self.tx, None
+        if tx is not None:
+            self.drain_sends(connection.close_timeout_s)
+            try:
+                connection.consumer_link.request("ABORT", {"transaction": tx}, connection.close_timeout_s, "ABORT")
+            except StompException as exc:
+                log.warning("%r: ABORT failed: %s", self, exc)
+        try:
+            if connection.options.get("release_after_rollback") and not state.closing:
+                self._release_after_rollback()
+            else:
+                self.rollback_local()
+        finally:
+            self.finish_deferred_closes()
+
+    def _release_after_rollback(self) -> None:
+        """``release_after_rollback``: every consumer that got messages in the
+        rolled-back transaction UNSUBSCRIBEs (ActiveMQ puts what it delivered and
+        nobody acked back on the queue, for any consumer, marked redelivered) and
+        SUBSCRIBEs again; the others keep their subscriptions. A failover during
+        this rides through (the new subscription is replayed or sent on the new
+        socket).
+
+        Raises:
+            StompException (BrokerError, ReceiptTimeout, ConnectionClosedException,
+                NotConnectedException): a consumer could not subscribe again; it is
+                closed (and the exception listener is told), the others were
+                still re-subscribed. The first such error is raised.
+        """
+        with self.state.cond:
+            release = []
+            for consumer in self.state.all_consumers():
+                if consumer.ledger.take_delivered() and not consumer.ledger.closed:
+                    release.append(consumer)
+        failed: List[StompException] = []
+        for consumer in release:
+            try:
+                consumer.resubscribe()
+            except StompException as exc:
+                log.warning("%r: re-subscribing %r after a rollback failed; it is closed: %s", self, consumer, exc)
+                consumer.abandon()
+                failed.append(exc)
+                self.state.connection.report(exc)
+        if failed:
+            raise failed[0]
+
+    def rollback_local(self) -> None:
+        """Redeliver locally what the session's consumers delivered in the
+        rolled-back transaction."""
+        with self.state.cond:
+            work = []
+            for consumer in self.state.all_consumers():
+                deliveries = consumer.ledger.take_delivered()
+                if deliveries:
+                    work.append((consumer, deliveries))
+        for consumer, deliveries in work:
+            consumer.redeliver(deliveries)
+
+    def finish_deferred_closes(self) -> None:
+        """UNSUBSCRIBE the consumers closed during the transaction that ended."""
+        with self.state.cond:
+            closing, self.state.deferred_close = self.state.deferred_close, []
+        for consumer in closing:
+            consumer.subscriber.unsubscribe()
+
+    def send_timeout_s(self) -> Optional[float]:
+        """``jms.sendTimeout`` in seconds (None: 0, no bound)."""
+        ms = self.state.connection.options.get("send_timeout_ms") or 0
+        return ms / 1000.0 if ms else None
+
