@@ -10,6 +10,8 @@
 
 Licensed under the Apache License, Version 2.0.
 """
+from typing import TYPE_CHECKING, Any, List
+
 from . import exception, listener, utils
 from .connection import (
     Connection,
@@ -22,17 +24,47 @@ from .connection import (
 )
 from .listener import ConnectionListener, PrintingListener, StatsListener, TestListener, WaitingListener
 
-# the JMS-style API (amqstomp.jms): its entry points and constants, also from here
-from .jms import (  # noqa: E402
-    AUTO_ACKNOWLEDGE,
-    CLIENT_ACKNOWLEDGE,
-    DUPS_OK_ACKNOWLEDGE,
-    INDIVIDUAL_ACKNOWLEDGE,
-    SESSION_TRANSACTED,
-    ConnectionFactory,
-    Queue,
-    Topic,
-)
+if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time __getattr__ loads them
+    from .jms import (
+        AUTO_ACKNOWLEDGE,
+        CLIENT_ACKNOWLEDGE,
+        DUPS_OK_ACKNOWLEDGE,
+        INDIVIDUAL_ACKNOWLEDGE,
+        SESSION_TRANSACTED,
+        ConnectionFactory,
+        Queue,
+        Topic,
+    )
+
+#: The JMS-style API's entry points and constants, also importable from here;
+#: ``amqstomp.jms`` is imported on the first use of one (PEP 562), not by
+#: ``import amqstomp``.
+_JMS_NAMES = frozenset((
+    "ConnectionFactory", "Queue", "Topic", "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE",
+    "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED",
+))
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above (and no catch-all __getattr__)
+    def __getattr__(name: str) -> Any:
+        """``amqstomp.ConnectionFactory`` and the other JMS names: loaded from
+        :mod:`amqstomp.jms` when first asked for.
+
+        Raises:
+            AttributeError: ``name`` is not an attribute of amqstomp.
+        """
+        if name in _JMS_NAMES:
+            from . import jms  # lazy on purpose: import amqstomp must not load the JMS API
+
+            value = getattr(jms, name)
+            globals()[name] = value  # later lookups do not come here
+            return value
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | _JMS_NAMES)
+
 
 __version__ = "0.1.0"
 

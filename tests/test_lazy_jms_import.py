@@ -1,0 +1,70 @@
+"""``import amqstomp`` does not load the JMS-style API (``amqstomp.jms``); the
+JMS names ``amqstomp`` exports still import from it, and load ``amqstomp.jms``
+then (PEP 562 ``__getattr__``). Each check runs in a fresh interpreter, so what
+other tests imported does not count."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: what ``amqstomp.__all__`` held when the JMS names were imported eagerly
+EXPORTED = [
+    "Connection", "Connection10", "Connection11", "Connection12", "StompConnection10", "StompConnection11",
+    "StompConnection12", "ConnectionListener", "StatsListener", "WaitingListener", "PrintingListener",
+    "TestListener", "exception", "listener", "utils", "__version__", "ConnectionFactory", "Queue", "Topic",
+    "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE", "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED",
+]
+JMS_NAMES = ["ConnectionFactory", "Queue", "Topic", "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE",
+             "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED"]
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_import_amqstomp_does_not_load_jms():
+    _run("""
+        import sys
+        import amqstomp
+        assert "amqstomp.jms" not in sys.modules, sorted(m for m in sys.modules if m.startswith("amqstomp"))
+        conn = amqstomp.Connection  # the stomp.py API needs no JMS either
+        assert "amqstomp.jms" not in sys.modules
+    """)
+
+
+def test_every_exported_name_still_imports_and_loads_jms_then():
+    out = _run("""
+        import sys
+        import amqstomp
+        assert sorted(amqstomp.__all__) == sorted(%r), amqstomp.__all__
+        from amqstomp import ConnectionFactory
+        assert "amqstomp.jms" in sys.modules
+        import amqstomp.jms as jms
+        assert ConnectionFactory is jms.ConnectionFactory
+        for name in %r:
+            assert getattr(amqstomp, name) is getattr(jms, name), name
+        for name in amqstomp.__all__:
+            getattr(amqstomp, name)
+        assert set(%r) <= set(dir(amqstomp))
+        try:
+            amqstomp.NoSuchName
+        except AttributeError as exc:
+            print("AttributeError", exc)
+    """ % (EXPORTED, JMS_NAMES, JMS_NAMES))
+    assert "AttributeError module 'amqstomp' has no attribute 'NoSuchName'" in out
+
+
+def test_star_import_gives_the_jms_names():
+    _run("""
+        from amqstomp import *
+        import amqstomp.jms as jms
+        assert ConnectionFactory is jms.ConnectionFactory and SESSION_TRANSACTED == jms.SESSION_TRANSACTED
+        assert Queue("a").stomp_name == "/queue/a"
+    """)
