@@ -15,8 +15,11 @@ connections.
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
-line), ``statistics``, ``broker``, ``master_slave``; ``proxy`` stands alone;
-``pytest_plugin`` uses ``broker`` and ``proxy``.
+line), ``statistics``, ``broker``, ``master_slave``; the proxy stands apart:
+``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
+pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
+thread), ``proxy`` (:class:`TcpProxy`); ``pytest_plugin`` uses ``broker`` and
+``proxy``.
 
 This package does not import the rest of amqstomp, so it can check the client
 against the broker's own view.
