@@ -56,21 +56,20 @@ import logging
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Set, Tuple, Union, cast
+from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Set, Tuple, Union, cast
 
 from .codec import Frame
 from .exception import (
-    AcknowledgeInterruptedError,
     BrokerError,
     ConfigurationError,
     ConnectFailedException,
     ConnectRefusedError,
-    ConnectionClosedException,
     NotConnectedException,
     StompException,
     TransactionRolledBackError,
     UnknownTransactionError,
 )
+from ._engine.client import Client
 from ._io.channel import tls_context
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import connect_headers
@@ -250,6 +249,8 @@ class BaseConnection:
             self.reconnector = Reconnector(self.transport, self.transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up)
             self.transport.set_dispatch_filter(self._should_dispatch)
+        #: which socket each frame goes on (the rules every API shares)
+        self._client = Client(self.transport, self._ledger, self.reconnector)
 
     @property
     def auto_reconnect(self) -> bool:
@@ -316,90 +317,36 @@ class BaseConnection:
 
     # ---------------------------------------------------------------- failover
 
-    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"",
-              written_on: Optional[List[int]] = None) -> Any:
-        """``transport.send_frame``; with ``auto_reconnect`` a frame that finds the
-        connection down waits (bounded by ``timeout``) for the new socket and goes
-        there. A frame whose write failed half-way is written again: at-least-once.
-        ``written_on`` (auto_reconnect): gets the number of the socket the frame
-        was written on (each attempt is pinned to the socket it read, so a
-        failover between the read and the write cannot move it)."""
-        rc = self.reconnector
-        if rc is None:
-            return self.transport.send_frame(cmd, headers, body)
+    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
+        """Write a frame by the engine's rules (:meth:`amqstomp._engine.client.Client.write`):
+        with ``auto_reconnect`` a frame that finds the connection down waits
+        (bounded by ``timeout``) for the new socket and goes there, a frame whose
+        write failed half-way is written again (at-least-once), and a frame of a
+        transaction goes on its BEGIN's socket or raises TransactionRolledBackError."""
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
         deadline = time.monotonic() + wait_s
-        while True:
-            cause: Optional[BaseException] = None
-            # the socket read first, then the replay flag: a socket connected and not being replayed
-            # (a write pinned to it cannot land on a newer socket before that one's CONNECT)
-            seq = self.transport.connected_link_seq()
-            if rc.armed and (rc.reconnecting or not seq):
-                pass  # a new socket is being made: nothing before its CONNECT and replay
-            else:
-                try:
-                    result = self.transport.send_frame(cmd, headers, body, link_seq=seq)
-                    if written_on is not None:
-                        written_on.append(seq)
-                    return result
-                except (NotConnectedException, ConnectionClosedException) as exc:
-                    if not rc.armed:
-                        raise
-                    cause = exc
-            if not rc.wait_connected(deadline - time.monotonic()):
+
+        def wait_up(cmd: str, cause: Optional[BaseException]) -> None:
+            rc = self.reconnector
+            assert rc is not None  # the engine waits only with failover
+            if not rc.armed and cause is not None:
+                raise cause
+            left = deadline - time.monotonic()
+            if left <= 0 or not rc.wait_connected(left):
                 if rc.gave_up is not None:
                     raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from cause
                 if not rc.armed:
                     raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
                 raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
 
-    def _send_transactional(self, cmd: str, frame_headers: Dict[str, Any], body: Any = b"") -> Any:
-        """:meth:`_send`, except that a frame of a transaction (``auto_reconnect``)
-        goes on the socket its BEGIN went on (ActiveMQ knows the transaction
-        there only) and never waits for another.
-
-        Raises:
-            TransactionRolledBackError: that socket is gone (the broker rolled
-                the transaction back with it).
-        """
-        tx = frame_headers.get("transaction")
-        seq = self._ledger.transaction_socket(tx) if tx is not None and self.reconnector is not None else None
-        if seq is None:
-            return self._send(cmd, frame_headers, body)
-        lost = "%s not sent: the connection of transaction %s was lost; the broker rolled it back" % (cmd, tx)
-        if not self.transport.link_alive(seq):
-            raise TransactionRolledBackError(lost)
-        try:
-            return self.transport.send_frame(cmd, frame_headers, body, link_seq=seq)
-        except (NotConnectedException, ConnectionClosedException) as exc:
-            raise TransactionRolledBackError(lost) from exc
+        return self._client.write(cmd, headers or {}, body, wait_up)
 
     def _should_dispatch(self, frame: Frame) -> bool:
-        """Dispatcher thread (``auto_reconnect``): whether a queued MESSAGE goes to
-        the listeners. One of a lost socket in a subscription the application
-        acknowledges is dropped (it could not be acknowledged: the broker
-        redelivers it), so a failover does not wait for the old socket's buffer
-        to be dispatched; the others are noted in the ledger with their socket."""
-        subscriptions = self.subscriptions
-        if not subscriptions.should_dispatch(frame):
-            return False
-        sub = subscriptions.get(frame.headers.get("subscription"))
-        if sub is None or sub.ack == "auto":
-            return True
-        seq = frame.link_seq
-        if seq and not self.transport.link_alive(seq):
-            subscriptions.drop(frame)
-            log.debug("dropping message %s of lost socket %d: the broker redelivers it",
-                      frame.headers.get("message-id"), seq)
-            return False
-        if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
-            self._ledger.handed_over(frame, cumulative=sub.ack == "client")
-        return True
+        """Dispatcher thread (``auto_reconnect``): :meth:`amqstomp._engine.client.Client.should_dispatch`."""
+        return self._client.should_dispatch(frame, self.subscriptions)
 
     def _check_transaction(self, transaction: Optional[str]) -> None:
-        if transaction is None or self.reconnector is None:
-            return
-        if self._ledger.transaction_is_stale(transaction):
+        if transaction is not None and self._client.transaction_is_stale(transaction):
             raise TransactionRolledBackError(
                 "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
 
@@ -422,17 +369,8 @@ class BaseConnection:
             self.subscriptions.reset()
             return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
-        for sub in self.subscriptions.renew():
-            sub_headers = dict(sub.headers)
-            sub_headers["receipt"] = "amqstomp-resubscribe-%s-%d" % (sub.id, transport.link_seq)
-            future = transport.send_frame("SUBSCRIBE", sub_headers)
-            assert future is not None  # it has a receipt header
-            try:
-                transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
-            except BrokerError as exc:  # reported once (on_error), never retried
-                self.subscriptions.discard(sub.id)
-                log.error("subscription %s to %s refused after reconnecting; dropped: %s",
-                          sub.id, sub.destination, exc)
+        # each gated on its RECEIPT; one refused is reported once (on_error), never retried
+        self._client.replay(self.subscriptions, wait_s, "amqstomp-resubscribe")
 
     def _gave_up(self, exc: BaseException) -> None:
         """Failover thread: the reconnect attempts ran out."""
@@ -673,7 +611,7 @@ class BaseConnection:
         elif self.auto_content_length and payload:
             frame_headers["content-length"] = len(payload)
         self._check_transaction(frame_headers.get("transaction"))
-        self._send_transactional("SEND", frame_headers, payload)
+        self._send("SEND", frame_headers, payload)
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:
@@ -681,12 +619,7 @@ class BaseConnection:
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
         frame_headers["transaction"] = transaction
-        if self.reconnector is None:
-            self._send("BEGIN", frame_headers)
-        else:
-            written_on: List[int] = []
-            self._send("BEGIN", frame_headers, written_on=written_on)
-            self._ledger.began(transaction, written_on[0])  # where it went, not where the transport is now
+        self._send("BEGIN", frame_headers)  # the engine records the socket it went on
         self._began(transaction, True)
         return transaction
 
@@ -724,20 +657,12 @@ class BaseConnection:
         self._known_transaction(transaction, "COMMIT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
-        seq = self._ledger.transaction_socket(transaction) if self.reconnector is not None else None
         try:
             self._check_transaction(transaction)
-        finally:
+        except TransactionRolledBackError:
             self._ledger.ended(transaction)
-        if seq is None:
-            self.transport.send_frame("COMMIT", frame_headers)
-            return
-        try:  # on the socket of its BEGIN only: elsewhere the broker does not know it
-            self.transport.send_frame("COMMIT", frame_headers, link_seq=seq)
-        except (NotConnectedException, ConnectionClosedException) as exc:
-            raise TransactionRolledBackError(
-                "transaction %s: its connection was lost before the COMMIT was written; the broker rolled it back"
-                % (transaction,)) from exc
+            raise
+        self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
@@ -752,19 +677,7 @@ class BaseConnection:
         self._known_transaction(transaction, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
-        if self.reconnector is not None:
-            stale = self._ledger.transaction_is_stale(transaction)
-            seq = self._ledger.transaction_socket(transaction)
-            self._ledger.ended(transaction)
-            if stale:
-                return  # gone with its socket: nothing to abort
-            if seq is not None:
-                try:
-                    self.transport.send_frame("ABORT", frame_headers, link_seq=seq)
-                except (NotConnectedException, ConnectionClosedException):
-                    pass  # gone with its socket: the broker rolled it back
-                return
-        self.transport.send_frame("ABORT", frame_headers)
+        self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
                    keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
@@ -821,33 +734,7 @@ class BaseConnection:
         if receipt:
             frame_headers["receipt"] = receipt
         if self.reconnector is not None:
-            # on the socket that delivered the message, never another: the broker redelivers it there
-            # (redelivered: true) under the same message-id
-            ack_id = ack_headers.get("id", ack_headers.get("message-id"))
-            cumulative_sub = self._ledger.subscription_of(ack_headers)
-            seq = self._ledger.socket_of(ack_headers)
-            why = "the message came on a connection lost since (failover); the broker redelivers it"
-            if seq is not None and not self.transport.link_alive(seq):
-                if cumulative_sub is not None:
-                    self._ledger.answered(cumulative_sub, ack_headers, seq)
-                raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-            self.subscriptions.check_ack(command, ack_headers)
-            try:
-                self.transport.send_frame(command, frame_headers, link_seq=seq or 0)
-            except (NotConnectedException, ConnectionClosedException) as exc:
-                if not self.reconnector.armed:
-                    raise
-                if cumulative_sub is not None and seq is not None:
-                    self._ledger.answered(cumulative_sub, ack_headers, seq)
-                raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
-            if cumulative_sub is not None and seq is not None and command != "ACK":
-                self._ledger.answered(cumulative_sub, ack_headers, seq)
-            elif cumulative_sub is not None and seq is not None:
-                missed = self._ledger.covered(cumulative_sub, ack_headers, seq)
-                if missed:  # ack:client: the ACK covers its own socket's deliveries only
-                    raise AcknowledgeInterruptedError(
-                        "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
-                        "connection lost since (failover); the broker redelivers them" % (ack_id, missed), missed)
+            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
             return
         self.subscriptions.check_ack(command, ack_headers)
         self.transport.send_frame(command, frame_headers)

@@ -50,8 +50,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._io.channel import checked_hosts, connect, look_at_socket, order_hosts
-from ._io.link import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, Link, fail, resolve
+from ._io.channel import checked_hosts, order_hosts
+from ._io.connector import Connector
+from ._io.link import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, STOP, Link, fail, resolve
 from ._io.scheduler import Scheduler, TimerHandle
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT
@@ -65,9 +66,8 @@ from .exception import (
     NotConnectedException,
     ReceiptTimeout,
     StompException,
-    StompProtocolError,
 )
-from .listener import ConnectionListener as _ConnectionListener
+from ._engine.dispatch import ListenerDispatch
 from .utils import clamp_wait
 
 __all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT",
@@ -85,7 +85,6 @@ DEFAULT_WAIT_TIMEOUT = 30.0
 DEFAULT_CLOSE_TIMEOUT = 10.0
 
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
-_STOP = object()
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
 _MASKED_HEADERS = ("passcode",)
 
@@ -199,17 +198,14 @@ class Transport:
         self.heart_beat_receive_scale = float(heart_beat_receive_scale)
         self.recv_bytes = int(recv_bytes)
         self.auto_content_length = auto_content_length
-        self._ssl_default: Optional[Tuple[ssl.SSLContext, Any]] = (ssl_context, None) if ssl_context else None
-        self._ssl_hosts: Dict[HostAndPort, Tuple[ssl.SSLContext, Any]] = {}
+        #: where and how sockets are made (brokers, TLS per broker, the TCP connect)
+        self.connector = Connector(self.host_and_ports, self.timeout if self.timeout is not None
+                                   else DEFAULT_CONNECT_TIMEOUT, bind_host_port, keepalive, ssl_context)
         self._lock = threading.RLock()
         self._link: Optional[Link] = None
         self._link_seq = itertools.count(1)
-        self._listeners: Dict[str, Any] = {}
-        self._listener_list: Tuple[Any, ...] = ()
-        self._before_message: Tuple[Any, ...] = ()
-        self._on_message: Tuple[Any, ...] = ()
-        self._on_send: Tuple[Callable[[Frame], Any], ...] = ()
-        self._wants_receipts = False
+        #: the stomp.py listeners and how they are called (:class:`amqstomp._engine.dispatch.ListenerDispatch`)
+        self.dispatch = ListenerDispatch(auto_decode, encoding)
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         self._message_handler: Callable[[Frame], None] = self.deliver_message
         self._consumed_hook: Optional[Callable[[Frame], None]] = None
@@ -230,60 +226,36 @@ class Transport:
                 called with ``getpeercert()`` after the handshake; a false
                 ``ok`` fails that connect attempt.
         """
-        entry = (context, cert_validator)
-        if for_hosts is None:
-            self._ssl_default = entry
-        else:
-            for host, port in for_hosts:
-                self._ssl_hosts[(host, int(port))] = entry
+        self.connector.set_tls(context, for_hosts, cert_validator)
 
     def get_ssl_context(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
         """The TLS context used for ``host_and_port`` (the current one when None), or None."""
-        hp = host_and_port or self.current_host_and_port
-        entry = self._ssl_hosts.get(hp) if hp else None
-        entry = entry or self._ssl_default
-        return entry[0] if entry else None
+        return self.connector.tls_context(host_and_port or self.current_host_and_port)
 
     # ------------------------------------------------------------ listeners
 
     def set_listener(self, name: str, listener: Any) -> None:
         """Register ``listener`` (a :class:`~amqstomp.listener.ConnectionListener`
         or any object with some ``on_*`` methods) under ``name``; listeners are
-        called in the order of their names."""
-        if listener is None:
-            raise ValueError("listener must not be None")
-        with self._lock:
-            self._listeners[name] = listener
-            self._rebuild_listeners()
+        called in the order of their names.
+
+        Raises:
+            ValueError: ``listener`` is None.
+        """
+        self.dispatch.set(name, listener)
 
     def remove_listener(self, name: str) -> None:
         """Unregister the listener called ``name`` (KeyError when there is none)."""
-        with self._lock:
-            del self._listeners[name]
-            self._rebuild_listeners()
+        self.dispatch.remove(name)
 
     def get_listener(self, name: str) -> Any:
         """The listener registered as ``name``, or None."""
-        return self._listeners.get(name)
+        return self.dispatch.get(name)
 
     @property
     def listeners(self) -> Dict[str, Any]:
         """A copy of the name -> listener map."""
-        with self._lock:
-            return dict(self._listeners)
-
-    def _rebuild_listeners(self) -> None:
-        ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
-        self._listener_list = ordered
-        # listeners' own on_send (the base class's no-op is skipped: with none, send_frame
-        # builds no Frame)
-        self._on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
-        # per MESSAGE: the listeners' own on_before_message / on_message (the base class's
-        # do-nothing methods are skipped: they are called for every message)
-        self._before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
-        self._on_message = tuple(_overridden(l, "on_message") for l in ordered)
-        # RECEIPTs go to the dispatcher only for a listener of its own on_receipt
-        self._wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
+        return self.dispatch.as_dict()
 
     # ------------------------------------------------------------ state
 
@@ -459,8 +431,8 @@ class Transport:
     def open_socket(self, only: Optional[HostAndPort] = None,
                     deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
         """Connect to the first reachable of :attr:`host_and_ports`, with
-        stomp.py's attempts and back-off; or make one attempt to ``only``. The
-        one place sockets are made.
+        stomp.py's attempts and back-off; or make one attempt to ``only``
+        (:meth:`amqstomp._io.connector.Connector.connect`).
 
         Returns:
             (channel, (host, port)).
@@ -468,50 +440,7 @@ class Transport:
         Raises:
             ConnectFailedException: every attempt failed.
         """
-        if only is not None:
-            try:
-                channel = self._connect_one((str(only[0]), int(only[1])))
-            except (OSError, ssl.SSLError, ConnectFailedException) as exc:
-                raise ConnectFailedException("could not connect to %s:%s: %s" % (only[0], only[1], exc)) from exc
-            log.info("connected to %s:%s%s", only[0], only[1], " (TLS)" if channel.tls else "")
-            return channel, (str(only[0]), int(only[1]))
-        attempts = 0
-        rounds = 0
-        last_error: Optional[BaseException] = None
-        limit = self.reconnect_attempts_max
-        final_round = False  # the deadline falls within the next pause: one last round at it
-        while True:
-            for host_and_port in self.host_and_ports:
-                if limit != -1 and attempts >= limit:
-                    break
-                attempts += 1
-                try:
-                    channel = self._connect_one(host_and_port)
-                except (OSError, ssl.SSLError, ConnectFailedException) as exc:
-                    last_error = exc
-                    log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
-                    continue
-                log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1],
-                         " (TLS)" if channel.tls else "")
-                return channel, host_and_port
-            if limit != -1 and attempts >= limit:
-                break
-            rounds += 1
-            pause = self.backoff_delay(rounds)
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if final_round or left <= 0:
-                    break
-                if pause >= left:
-                    pause, final_round = left, True
-            time.sleep(pause)
-        raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
-                                     % (self.host_and_ports, attempts, last_error))
-
-    def _connect_one(self, host_and_port: HostAndPort) -> Any:
-        timeout = self.timeout if self.timeout is not None else DEFAULT_CONNECT_TIMEOUT
-        return connect(host_and_port, timeout, self.bind_host_port, self.keepalive,
-                       self._ssl_hosts.get(host_and_port) or self._ssl_default)
+        return self.connector.connect(self.reconnect_attempts_max, self.backoff_delay, only, deadline)
 
     def backoff_delay(self, round_number: int) -> float:
         """Seconds to sleep before connect round ``round_number + 1`` (1-based):
@@ -584,7 +513,8 @@ class Transport:
         auto_length = self.auto_content_length
         clean: Mapping[str, Any]
         payload: Any
-        if self._on_send or (headers and type(headers) is not dict):
+        on_send_fns = self.dispatch.on_send
+        if on_send_fns or (headers and type(headers) is not dict):
             copied: Dict[str, Any] = {}
             if head is not None:
                 headers = _merged(head, headers)
@@ -599,7 +529,7 @@ class Transport:
                         value = "true" if value else "false"
                     copied[key] = value
             frame = Frame(cmd, copied, b"" if body is None else body)  # type: ignore[arg-type]
-            for on_send in self._on_send:
+            for on_send in on_send_fns:
                 try:
                     on_send(frame)
                 except Exception:
@@ -857,70 +787,12 @@ class Transport:
     # ------------------------------------------------------------ reader
 
     def _read_loop(self, link: Link) -> None:
-        channel = link.channel
-        proto = link.proto
-        receive = proto.receive_data
-        monotonic = time.monotonic
-        size = self.recv_bytes
-        quickack = _QUICKACK
-        sock = channel.sock
-        error: Optional[BaseException] = None
-        reason = "connection closed by the broker"
+        """Reader thread: :meth:`Link.read_loop`, then the end of the link: the
+        failover layer's hook decides what the listeners hear last."""
+        reason, error = "the reader ended", None
         try:
-            while True:
-                if not link.resume.is_set():
-                    # what waits in the socket now: the check tick compares against it
-                    link.paused_waiting = look_at_socket(sock)[1]
-                    link.resume.wait()
-                    link.paused_waiting = -1
-                if link.closed:
-                    break
-                if quickack is not None:
-                    try:
-                        sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
-                    except OSError:
-                        quickack = None
-                data = channel.recv(size)
-                if not data:
-                    break
-                frames = receive(data, monotonic() * 1000.0)
-                if frames:
-                    on_frame = self._on_frame  # looked up per read: a test may wrap it on a live link
-                    for frame in frames:
-                        on_frame(link, frame)
-                elif not proto.buffered and not data.strip(b"\r\n"):
-                    link.post("heartbeat", None)
-        except StompProtocolError as exc:
-            for frame in exc.frames:  # complete frames that came before the fault
-                try:
-                    self._on_frame(link, frame)
-                except Exception:
-                    log.exception("handling a frame before a protocol error failed")
-            error = exc
-            reason = "protocol error: %s" % exc
-            log.error("closing connection to %s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
-            link.post("error", Frame("ERROR", {"message": reason, "amqstomp-protocol-error": "true"}, b""))
-        except OSError as exc:
-            if not link.closed:
-                error = exc
-                reason = "connection lost: %s" % exc
-        except Exception as exc:  # a bug: never end silently
-            error = exc
-            reason = "internal error in the reader: %r" % exc
-            log.exception("reader thread failed")
+            reason, error = link.read_loop(self.recv_bytes, self)
         finally:
-            if not link.closed:
-                log.info("%s:%s: %s", link.host_and_port[0], link.host_and_port[1], reason)
-            elif link.close_reason:
-                reason = link.close_reason  # closed on purpose (heart-beat timeout, close()): say why
-            link.close(reason, error)
-            if link.write_lock.acquire(timeout=5.0):
-                try:
-                    channel.close()
-                finally:
-                    link.write_lock.release()
-            else:
-                channel.close()
             last: Optional[str] = "disconnected"
             hook = self._link_lost_hook
             if hook is not None and not link.by_client:
@@ -933,7 +805,11 @@ class Transport:
             if last is not None:
                 link.post("receiver_loop_completed", None)
                 link.post(last, None)
-            link.events.put(_STOP)
+            link.events.put(STOP)
+
+    def on_frame(self, link: Link, frame: Frame) -> None:
+        """Reader thread: one frame received on ``link`` (:class:`amqstomp._io.link.FrameSink`)."""
+        self._on_frame(link, frame)
 
     def _on_frame(self, link: Link, frame: Frame) -> None:
         cmd = frame.cmd
@@ -948,7 +824,7 @@ class Transport:
         if event == RECEIPT:
             if future is not None:
                 resolve(future, frame)
-            if self._wants_receipts:
+            if self.dispatch.wants_receipts:
                 link.post("receipt", frame)
         elif event == ERROR or event == CONNECT_REFUSED:
             message = frame.headers.get("message", "")
@@ -988,16 +864,17 @@ class Transport:
 
     def _dispatch_loop(self, link: Link) -> None:
         events = link.events
+        notify = self.dispatch.notify
         while True:
             item = events.get()
-            if item is _STOP:
+            if item is STOP:
                 break
             event, arg = item
             if event == "message" and self._dispatch_filter is not None and not self._dispatch_filter(arg):
                 continue
             outcome: Optional[str] = None
             try:
-                outcome = self._notify(event, arg)
+                outcome = notify(event, arg)
             except BaseException:
                 log.exception("dispatching %s failed", event)
             if event == "message":
@@ -1011,83 +888,3 @@ class Transport:
                     log.exception("consumed hook failed")
             if event == "connected":
                 resolve(link.connect_future, arg)
-
-    def _notify(self, event: str, arg: Any) -> Optional[str]:
-        """Call the listeners; for a MESSAGE return None when they all had it,
-        "error" when one raised, "no listener" when there was none."""
-        listeners = self._listener_list
-        if event == "message" or event == "error" or event == "receipt" or event == "connected":
-            if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
-                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
-            if event == "message":
-                if not listeners:
-                    return "no listener"
-                failed = False
-                for fn in self._before_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
-                for fn in self._on_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
-                return "error" if failed else None
-            name = "on_" + event
-            for listener in listeners:
-                _call(listener, name, arg)
-        elif event == "connecting":
-            for listener in listeners:
-                _call(listener, "on_connecting", arg)
-        elif event == "slow_consumer":
-            for listener in listeners:
-                _call(listener, "on_slow_consumer", arg)
-        elif event == "receiver_loop_completed":
-            for listener in listeners:
-                _call(listener, "on_receiver_loop_completed", None)
-        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
-            name = "on_" + event
-            for listener in listeners:
-                _call0(listener, name)
-        return None
-
-
-def _overridden(listener: Any, name: str) -> Any:
-    """``listener.name`` as a bound method, or None when it is ConnectionListener's no-op."""
-    fn = getattr(listener, name, None)
-    if fn is None:
-        return None
-    base = getattr(_ConnectionListener, name, None)
-    if base is not None and getattr(type(listener), name, None) is base and name not in vars(listener):
-        return None
-    return fn
-
-
-def _call_fn(fn: Any, arg: Any) -> bool:
-    """Call a listener's bound method; False when it raised (logged)."""
-    try:
-        fn(arg)
-        return True
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener method %r raised", fn)
-        return False
-
-
-def _call(listener: Any, name: str, arg: Any) -> bool:
-    """Call ``listener.name(arg)``; False when it raised (logged)."""
-    fn = getattr(listener, name, None)
-    if fn is None:
-        return True
-    try:
-        fn(arg)
-        return True
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener %r raised in %s", listener, name)
-        return False
-
-
-def _call0(listener: Any, name: str) -> None:
-    fn = getattr(listener, name, None)
-    if fn is None:
-        return
-    try:
-        fn()
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener %r raised in %s", listener, name)

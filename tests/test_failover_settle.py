@@ -149,22 +149,24 @@ def test_jms_sync_acknowledge_waits_for_the_receipt(activemq):
     assert _left_on_broker(activemq, queue) == []
 
 
-def _drop_commit_receipt_then(transport, action):
-    """Leave the RECEIPT of the next COMMIT unmatched as it arrives, then run
-    ``action`` (on another thread): the broker executed the COMMIT, the client
-    never learns it."""
+def _drop_commit_receipt_then(transport, action, prefix="commit-"):
+    """Leave the RECEIPT of the next COMMIT (frame whose receipt starts with
+    ``prefix``) unmatched as it arrives, then run ``action`` (on another
+    thread): the broker executed the frame, the client never learns it.
+    Returns the list the dropped receipt id goes into."""
     original = transport._on_frame
     done = []
 
     def on_frame(link, frame):
         receipt_id = frame.headers.get("receipt-id") if frame.cmd == "RECEIPT" else None
-        if not done and receipt_id is not None and receipt_id.startswith("commit-"):
+        if not done and receipt_id is not None and receipt_id.startswith(prefix):
             done.append(receipt_id)
             threading.Thread(target=action, daemon=True).start()
             return None
         return original(link, frame)
 
     transport._on_frame = on_frame
+    return done
 
 
 def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq, tcp_proxy_factory):
@@ -439,17 +441,7 @@ def test_jms_sync_ack_whose_receipt_was_lost_is_in_doubt(activemq, tcp_proxy_fac
         conn.start()
         message = consumer.receive(5)
         transport = conn.consumer_link.transport
-        original = transport._pop_receipt
-        dropped = []
-
-        def pop_receipt(link, receipt_id):
-            if not dropped and receipt_id is not None and receipt_id.startswith("ack-"):
-                dropped.append(receipt_id)
-                threading.Thread(target=proxy.cut, daemon=True).start()
-                return None
-            return original(link, receipt_id)
-
-        transport._pop_receipt = pop_receipt
+        dropped = _drop_commit_receipt_then(transport, proxy.cut, prefix="ack-")
         with pytest.raises(AcknowledgeInDoubtError, match="may or may not"):
             message.acknowledge()
         assert dropped

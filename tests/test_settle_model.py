@@ -110,6 +110,7 @@ from amqstomp.exception import (
     NotConnectedException,
     TransactionRolledBackError,
 )
+from amqstomp._engine.client import Client
 from amqstomp.failover import SocketLedger
 
 pytestmark = pytest.mark.timeout(120)
@@ -341,6 +342,7 @@ class SettleModel(RuleBasedStateMachine):
         conn._ledger = SocketLedger(self.transport, size=size)
         assert conn.reconnector is not None
         conn.reconnector.transport = self.transport
+        conn._client = Client(self.transport, conn._ledger, conn.reconnector)  # the engine's rules over the fakes
         conn.reconnector.arm()  # no thread until a loss is reported, which the fake never does
         # MESSAGEs reach the connection at _should_dispatch here, never the manager's reader path, so its
         # check of unknown ids (check_ack; tested against the broker in test_guards) is off

@@ -11,18 +11,19 @@ dispatcher threads are started and run by :class:`amqstomp.transport.Transport`.
 import logging
 import queue
 import socket
+import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Protocol, Tuple
 
 from .._protocol.state import ProtocolState
 from ..codec import HEARTBEAT, Frame
-from ..exception import ConnectFailedException, ConnectionClosedException
+from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
 from .channel import look_at_socket, receive_window
 from .scheduler import Scheduler
 
-__all__ = ["Link", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail"]
+__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -41,6 +42,16 @@ _HB_CONFIRM_S = 0.1
 # While reading is paused the peer is not blamed for silence when this side's
 # advertised receive window is below this many bytes: we hold it back.
 _CLOSED_WINDOW = 4096
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
+#: the last item of a link's event queue: its dispatcher ends there
+STOP = object()
+
+
+class FrameSink(Protocol):
+    """Who a link's reader hands frames to (:class:`amqstomp.transport.Transport`)."""
+
+    def on_frame(self, link: "Link", frame: Frame) -> None:
+        """Reader thread: one frame received on ``link``."""
 
 
 class Link:
@@ -339,6 +350,82 @@ class Link:
         self.scheduler.stop()
         self.channel.shutdown()
         return True
+
+    def read_loop(self, recv_bytes: int, sink: "FrameSink") -> Tuple[str, Optional[BaseException]]:
+        """Reader thread: read the socket until it ends, feeding the protocol
+        state and handing each frame to ``sink.on_frame(self, frame)``; re-arms
+        ``TCP_QUICKACK`` before every read (Linux: ActiveMQ leaves Nagle on, and
+        the client's delayed TCP ACK would stall each prefetch window ~40 ms).
+        Waits while reading is paused. Ends by closing the link and the socket.
+
+        Returns:
+            (reason, error): why the socket ended, and the exception if any.
+        """
+        channel = self.channel
+        proto = self.proto
+        receive = proto.receive_data
+        monotonic = time.monotonic
+        size = recv_bytes
+        quickack = _QUICKACK
+        sock = channel.sock
+        error: Optional[BaseException] = None
+        reason = "connection closed by the broker"
+        try:
+            while True:
+                if not self.resume.is_set():
+                    # what waits in the socket now: the check tick compares against it
+                    self.paused_waiting = look_at_socket(sock)[1]
+                    self.resume.wait()
+                    self.paused_waiting = -1
+                if self.closed:
+                    break
+                if quickack is not None:
+                    try:
+                        sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+                    except OSError:
+                        quickack = None
+                data = channel.recv(size)
+                if not data:
+                    break
+                frames = receive(data, monotonic() * 1000.0)
+                if frames:
+                    on_frame = sink.on_frame
+                    for frame in frames:
+                        on_frame(self, frame)
+                elif not proto.buffered and not data.strip(b"\r\n"):
+                    self.post("heartbeat", None)
+        except StompProtocolError as exc:
+            for frame in exc.frames:  # complete frames that came before the fault
+                try:
+                    sink.on_frame(self, frame)
+                except Exception:
+                    log.exception("handling a frame before a protocol error failed")
+            error = exc
+            reason = "protocol error: %s" % exc
+            log.error("closing connection to %s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+            self.post("error", Frame("ERROR", {"message": reason, "amqstomp-protocol-error": "true"}, b""))
+        except OSError as exc:
+            if not self.closed:
+                error = exc
+                reason = "connection lost: %s" % exc
+        except Exception as exc:  # a bug: never end silently
+            error = exc
+            reason = "internal error in the reader: %r" % exc
+            log.exception("reader thread failed")
+        finally:
+            if not self.closed:
+                log.info("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+            elif self.close_reason:
+                reason = self.close_reason  # closed on purpose (heart-beat timeout, close()): say why
+            self.close(reason, error)
+            if self.write_lock.acquire(timeout=5.0):
+                try:
+                    channel.close()
+                finally:
+                    self.write_lock.release()
+            else:
+                channel.close()
+        return reason, error
 
     def post(self, event: str, arg: Any) -> None:
         """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""

@@ -210,7 +210,7 @@ class Subscriber:
         while True:
             # connected, and any replay finished (a private method of link.py, which this
             # package does not own yet: allow-listed in tests/test_structure_jms.py)
-            link._await_up(deadline, "SUBSCRIBE")
+            link.await_up(deadline, "SUBSCRIBE")
             current = manager.get(self.sub_id)
             if current is None:
                 if self.browser:  # browses are not replayed

@@ -492,31 +492,24 @@ class Connection:
         manager = link.manager
         if manager is None:
             return
-        wait_s = link.connect_timeout_s
-        for sub in manager.renew():
-            if manager.get(sub.id) is not sub:
-                continue  # unsubscribed or dropped while the ones before it were replayed
-            if str(sub.headers.get("browser")) == "true":
-                with self._lock:
-                    browsing = self._consumers.get(sub.id)
-                if browsing is not None and browsing.subscriber.browse_seq is None and not browsing.closed:
-                    continue  # its RECEIPT had not come (nothing browsed): its consumer sends it again
-                manager.discard(sub.id)
-                if browsing is not None:
-                    browsing.browse_interrupted()
-                continue
-            headers = dict(sub.headers)
-            headers["receipt"] = "resubscribe-%s-%d" % (sub.id, link.transport.link_seq)
-            future = link.transport.send_frame("SUBSCRIBE", headers)
-            assert future is not None  # it has a receipt header
-            try:
-                link.transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
-            except BrokerError as exc:
-                manager.discard(sub.id)
-                log.error("%r: subscription %s (%s) refused after failover; its consumer gets nothing more: %s",
-                          self, sub.id, sub.destination, exc)
-                self.report(BrokerError("subscription to %s refused after failover (its consumer gets no more "
-                                         "messages; close it): %s" % (sub.destination, exc), exc.frame))
+
+        def skip(sub: Any) -> bool:  # browses: dropped (or left to their consumer), never replayed
+            if str(sub.headers.get("browser")) != "true":
+                return False
+            with self._lock:
+                browsing = self._consumers.get(sub.id)
+            if browsing is not None and browsing.subscriber.browse_seq is None and not browsing.closed:
+                return True  # its RECEIPT had not come (nothing browsed): its consumer sends it again
+            manager.discard(sub.id)
+            if browsing is not None:
+                browsing.browse_interrupted()
+            return True
+
+        def refused(sub: Any, exc: BrokerError) -> None:
+            self.report(BrokerError("subscription to %s refused after failover (its consumer gets no more "
+                                    "messages; close it): %s" % (sub.destination, exc), exc.frame))
+
+        link.client.replay(manager, link.connect_timeout_s, "resubscribe", skip, refused)
 
     def on_link_lost(self, link: Link, gave_up: Optional[BaseException] = None) -> None:
         """Failover or dispatcher thread of ``link``: its socket is lost for good
@@ -565,10 +558,3 @@ class Connection:
             fn(event)
         except BaseException:
             log.exception("usage listener %r raised", fn)
-
-    # link.py (being rewritten elsewhere) calls the link events by their former private names
-    _on_error_frame = on_error_frame
-    _on_transport_event = on_transport_event
-    _on_link_resumed = on_link_resumed
-    _on_link_lost = on_link_lost
-    _on_usage = on_usage

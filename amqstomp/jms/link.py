@@ -25,15 +25,13 @@ transaction begun on the lost socket raises TransactionRolledBackError).
 
 Licensed under the Apache License, Version 2.0.
 """
-import itertools
 import logging
 import ssl
 import threading
 import time
-from collections import OrderedDict, deque
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
 from ..exception import (
@@ -42,19 +40,19 @@ from ..exception import (
     ConnectionClosedException,
     NotConnectedException,
     ReceiptTimeout,
-    AcknowledgeInDoubtError,
-    AcknowledgeInterruptedError,
     StompException,
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
+from .._engine.client import Client
 from .._io.channel import tls_context
 from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers, is_activemq_classic
 from ..subscription import SubscriptionManager
-from ..transport import Transport, TimerHandle
+from ..transport import Transport
 from ..uri import Endpoint
+from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
 from .exceptions import ResourceAllocationError, is_resource_allocation_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,268 +62,8 @@ __all__ = ["Link", "SendTracker", "ProducerWindow", "UsageEvent", "ASYNC_RECEIPT
 
 log = logging.getLogger("amqstomp.jms")
 
-#: Receipt ids of asynchronous sends start with this; an ERROR carrying one goes to
-#: the exception listener (a synchronous send raises it instead).
-ASYNC_RECEIPT_PREFIX = "a-"
-_SYNC_RECEIPT_PREFIX = "s-"
-
 #: Times a synchronous SEND is written again on a new socket (failover) before it fails.
 MAX_SEND_RETRIES = 3
-
-
-class UsageEvent:
-    """What ``on_usage_full`` / ``on_usage_not_full`` are told.
-
-    Attributes:
-        full (bool): True for usage full, False for not full.
-        destination (str): STOMP destination of the send whose receipt was late
-            (full) or has just arrived (not full).
-        waited_s (float): seconds that send has waited / waited for its receipt.
-        pending_sends (int): sends on this socket still waiting for a receipt.
-    """
-
-    __slots__ = ("full", "destination", "waited_s", "pending_sends")
-
-    def __init__(self, full: bool, destination: str, waited_s: float, pending_sends: int) -> None:
-        self.full = full
-        self.destination = destination
-        self.waited_s = waited_s
-        self.pending_sends = pending_sends
-
-    def __repr__(self) -> str:
-        return "UsageEvent(full=%r, destination=%r, waited_s=%.3f, pending_sends=%d)" % (
-            self.full, self.destination, self.waited_s, self.pending_sends)
-
-
-class ProducerWindow:
-    """Bytes of one producer's asynchronous sends that await a RECEIPT
-    (ActiveMQ's producerWindowSize): ``send`` blocks while the window is full.
-
-    Not every asynchronous send asks for a receipt: on the producer socket a
-    send closes a *chunk* (and asks for one) when the bytes sent since the last
-    receipt reach a quarter of the window, and the receipt releases the whole
-    chunk. That is exact because ActiveMQ handles the SENDs of one connection in
-    order: the ones without a receipt before the one with it (a SEND without a
-    receipt is never parked, the broker's reader handles it or waits). On the
-    consumer socket every send asks for one (``every_send``), so the broker never
-    stops reading that socket (see :class:`SendTracker`).
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.chunk_size = max(1, size // 4)
-        # bytes sent since the last send that asked for a receipt (the open chunk): only
-        # senders change it, without the lock (the common send touches nothing else)
-        self.unreceipted = 0
-        # under the lock: bytes of the chunks whose receipts are awaited, and their count
-        # (the sender adds a chunk when it closes one, the reader takes it off)
-        self.closed = 0
-        self.chunks = 0
-        self.lock = threading.Lock()
-        self.cond = threading.Condition(self.lock)
-        # threads in cond.wait, and the least room one of the acquire()s among them
-        # needs: a receipt wakes them only when that may be enough (or none is awaited)
-        self.waiters = 0
-        self.need = 0
-
-    @property
-    def in_flight(self) -> int:
-        """Bytes sent and not yet covered by a receipt."""
-        return self.closed + self.unreceipted
-
-    def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool) -> int:
-        """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
-        the send's receipt is to release, or 0 when the send asks for no receipt.
-        (A send larger than the window goes when nothing else awaits a receipt.)
-        Before it waits, the socket's deferred frames are written (the receipts it
-        waits for may be theirs).
-
-        The common send -- room, and no chunk to close -- takes no lock: it reads
-        ``closed``/``chunks``, which only the lock's holders change (a stale
-        value is a larger one: it can only send it to the locked path), and
-        adds to ``unreceipted``, which only senders change (two threads sending
-        on one producer at once, which JMS does not allow, could lose an
-        addition: a receipt then comes a little later, nothing more).
-        """
-        unreceipted = self.unreceipted + nbytes
-        if unreceipted < self.chunk_size and not every_send and (
-                not self.chunks or self.closed + unreceipted <= self.size):
-            self.unreceipted = unreceipted
-            return 0
-        flushed = False
-        while True:
-            with self.lock:
-                if not self.chunks or self.closed + self.unreceipted + nbytes <= self.size:
-                    return self._count(nbytes, every_send)
-                if flushed:
-                    self._wait_room(nbytes, link, deadline)
-                    return self._count(nbytes, every_send)
-            link.transport.flush()  # never under the window's lock: it may block on the socket
-            flushed = True
-
-    def _count(self, nbytes: int, every_send: bool) -> int:
-        """Under the lock: count a send in the open chunk, closing it when full."""
-        unreceipted = self.unreceipted + nbytes
-        if not every_send and unreceipted < self.chunk_size:
-            self.unreceipted = unreceipted
-            return 0
-        self.unreceipted = 0
-        self.closed += unreceipted
-        self.chunks += 1
-        return unreceipted
-
-    def _wait_room(self, nbytes: int, link: "Link", deadline: Optional[float]) -> None:
-        while self.chunks and self.closed + self.unreceipted + nbytes > self.size:
-            self.need = nbytes if not self.waiters else min(self.need, nbytes)
-            if link.gone():
-                raise ConnectionClosedException("connection closed while waiting for room in the producer "
-                                                "window: %s" % link.close_reason())
-            wait = 0.5
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ReceiptTimeout("no room in the producer window (%d bytes awaiting receipts) "
-                                         "within the send timeout" % self.in_flight)
-                wait = min(wait, left)
-            self._wait(wait)
-
-    def _wait(self, seconds: float) -> None:
-        self.waiters += 1
-        try:
-            self.cond.wait(seconds)
-        finally:
-            self.waiters -= 1
-            if not self.waiters:
-                self.need = 0
-
-    def unsent(self, nbytes: int, chunk: int) -> None:
-        """A send counted by ``acquire`` could not be written."""
-        with self.cond:
-            if chunk:
-                self.closed -= chunk
-                self.chunks -= 1
-                self.unreceipted += chunk - nbytes  # the chunk's other sends went: open again
-            else:
-                self.unreceipted -= nbytes
-            self.cond.notify_all()
-
-    def release(self, chunk: int) -> None:
-        """The receipt of a chunk (or the ERROR answering it) came."""
-        with self.lock:
-            self.closed -= chunk
-            self.chunks -= 1
-            if self.waiters and (not self.chunks or self.closed + self.unreceipted + self.need <= self.size):
-                self.cond.notify_all()
-
-    def drain(self, link: "Link", deadline: Optional[float]) -> bool:
-        """Wait until no receipt is awaited (writing the socket's deferred frames
-        first); False when the deadline passed first (or the link is gone)."""
-        if self.chunks:
-            try:
-                link.transport.flush()
-            except StompException:
-                pass  # the socket is down: the loop below tells whether a new one comes (failover)
-        with self.cond:
-            while self.chunks:
-                if link.gone():
-                    return False
-                wait = 0.5
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        return False
-                    wait = min(wait, left)
-                if not self.waiters:
-                    self.need = self.size + 1  # wake me only when no receipt is awaited
-                self._wait(wait)
-            return True
-
-
-class SendTracker:
-    """SENDs of one link awaiting their RECEIPT: usage-full detection and the
-    errors of asynchronous sends.
-
-    ActiveMQ (producerFlowControl on, memory full) parks a SEND that asks for a
-    receipt and answers it once there is room again, and keeps reading the
-    socket meanwhile; a SEND without a receipt instead blocks the connection's
-    reader on the broker, so nothing else sent on that socket (ACKs,
-    heart-beats, SUBSCRIBE) is read until memory frees up (measured on 5.17.2).
-    A receipt later than ``usage_full_after_s`` therefore means "usage full".
-    """
-
-    def __init__(self, link: "Link", usage_full_after_s: float) -> None:
-        self.link = link
-        self.usage_full_after_s = usage_full_after_s
-        self.lock = threading.Lock()
-        # receipt id -> (monotonic time sent, destination)
-        self.outstanding: "OrderedDict[str, Tuple[float, str]]" = OrderedDict()
-        self.full = False
-        self.changed_at = 0.0  # when `full` last changed
-        self.events: Deque[UsageEvent] = deque()
-        self.timer: Optional[TimerHandle] = None
-        self._ids = itertools.count(1)
-
-    def next_id(self, sync: bool) -> str:
-        return "%s%d" % (_SYNC_RECEIPT_PREFIX if sync else ASYNC_RECEIPT_PREFIX, next(self._ids))
-
-    def sent(self, receipt: str, destination: str, future: "Future[Frame]",
-             window: Optional[ProducerWindow], nbytes: int) -> None:
-        """Track a SEND just written with ``receipt`` (``window``: release ``nbytes`` there)."""
-        now = time.monotonic()
-        with self.lock:
-            self.outstanding[receipt] = (now, destination)
-            arm = self.timer is None and self.usage_full_after_s > 0
-            if arm:
-                self.timer = self._call_later(self.usage_full_after_s)
-        future.add_done_callback(lambda f: self._done(receipt, window, nbytes))
-
-    def _call_later(self, delay: float) -> Optional[TimerHandle]:
-        try:
-            return self.link.transport.call_later(delay, self._check)
-        except StompException:
-            return None
-
-    def _done(self, receipt: str, window: Optional[ProducerWindow], nbytes: int) -> None:
-        """Reader thread (or the sender, when already answered): a receipt, an ERROR or the end."""
-        now = time.monotonic()
-        event = None
-        with self.lock:
-            entry = self.outstanding.pop(receipt, None)
-            if entry is not None and self.full and self.link.transport.is_connected():
-                self.full = False
-                self.changed_at = now
-                event = UsageEvent(False, entry[1], now - entry[0], len(self.outstanding))
-                self.events.append(event)
-        if window is not None:
-            window.release(nbytes)
-        if event is not None:
-            self.link.transport.notify("usage_not_full")
-
-    def _check(self) -> None:
-        """Timer thread: is the oldest receipt late?"""
-        now = time.monotonic()
-        post = False
-        with self.lock:
-            self.timer = None
-            if not self.outstanding:
-                return
-            sent_at, destination = next(iter(self.outstanding.values()))
-            since = max(sent_at, self.changed_at)
-            if not self.full and now - since >= self.usage_full_after_s:
-                self.full = True
-                self.changed_at = now
-                self.events.append(UsageEvent(True, destination, now - sent_at, len(self.outstanding)))
-                post = True
-                delay = self.usage_full_after_s
-            else:
-                delay = max(0.05, since + self.usage_full_after_s - now) if not self.full else self.usage_full_after_s
-            self.timer = self._call_later(delay)
-        if post:
-            self.link.transport.notify("usage_full")
-
-    def pop_event(self) -> Optional[UsageEvent]:
-        with self.lock:
-            return self.events.popleft() if self.events else None
 
 
 class _ManagerPort:
@@ -367,24 +105,24 @@ class _LinkListener:
         self.link = link
 
     def on_error(self, frame: Frame) -> None:
-        self.link.connection._on_error_frame(self.link, frame)
+        self.link.connection.on_error_frame(self.link, frame)
 
     def on_heartbeat_timeout(self) -> None:
         self.link.heartbeat_timed_out = True
 
     def on_disconnected(self) -> None:
-        self.link.connection._on_link_lost(self.link)
+        self.link.connection.on_link_lost(self.link)
 
     def on_transport_interrupted(self) -> None:
-        self.link.connection._on_transport_event(self.link, "on_transport_interrupted")
+        self.link.connection.on_transport_event(self.link, "on_transport_interrupted")
 
     def on_transport_resumed(self) -> None:
-        self.link.connection._on_transport_event(self.link, "on_transport_resumed")
+        self.link.connection.on_transport_event(self.link, "on_transport_resumed")
 
     def on_usage_full(self) -> None:
         event = self.link.tracker.pop_event()
         if event is not None:
-            self.link.connection._on_usage(event)
+            self.link.connection.on_usage(event)
 
     def on_usage_not_full(self) -> None:
         self.on_usage_full()
@@ -456,6 +194,8 @@ class Link:
             self.reconnector = Reconnector(
                 self.transport, [ep.host_and_port for ep in self.endpoints], policy, self._establish,
                 self._gave_up, name="amqstomp-jms%d-%s-failover" % (connection.number, role))
+        #: which socket each frame goes on (the rules every API shares)
+        self.client = Client(self.transport, self.ledger, self.reconnector)
         self.tracker = SendTracker(self, (options.get("usage_full_after_ms") or 0) / 1000.0)
         #: every asynchronous SEND asks for a receipt (the consumer socket: ActiveMQ must never
         #: stop reading it); else one per producer-window chunk
@@ -518,17 +258,17 @@ class Link:
 
     def _establish(self, host_and_port: Tuple[str, int]) -> None:
         """Failover thread (or :meth:`open`): one attempt on ``host_and_port``;
-        after a loss, also the replay (the connection's :meth:`_on_link_resumed`)."""
+        after a loss, also the replay (the connection's :meth:`on_link_resumed`)."""
         assert self.reconnector is not None
         resumed = self.reconnector.ever_connected
         self._connect(host_and_port)
         if resumed:
             self.transport.notify("transport_resumed")
-            self.connection._on_link_resumed(self)
+            self.connection.on_link_resumed(self)
 
     def _gave_up(self, exc: BaseException) -> None:
         """Failover thread: the policy's attempts ran out: the connection is broken."""
-        self.connection._on_link_lost(self, exc)
+        self.connection.on_link_lost(self, exc)
 
     def _connect(self, only: Optional[Tuple[str, int]]) -> None:
         options = self.options
@@ -595,24 +335,13 @@ class Link:
         return seq != 0 and not self.transport.link_alive(seq)
 
     def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
-        """The socket a frame of a transaction must be written on: the one its
-        BEGIN went on (ActiveMQ knows the transaction there only); 0 for a frame
-        outside a transaction, a BEGIN, or without failover.
+        """The socket a frame of a transaction must be written on
+        (:meth:`amqstomp._engine.client.Client.transaction_socket`).
 
         Raises:
-            TransactionRolledBackError: that socket was lost (the broker rolled
-                the transaction back with it).
+            TransactionRolledBackError: that socket was lost.
         """
-        tx = headers.get("transaction")
-        if tx is None or cmd == "BEGIN" or self.reconnector is None:
-            return 0
-        seq = self.ledger.transaction_socket(tx)
-        if seq is None:
-            return 0
-        if not self.transport.link_alive(seq):
-            raise TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); "
-                                             "the broker rolled it back" % (cmd, tx))
-        return seq
+        return self.client.transaction_socket(cmd, headers)
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
                     receipt_timeout_s: Optional[float] = None) -> None:
@@ -631,37 +360,14 @@ class Link:
             BrokerError: the broker answered ERROR (the receipt was asked for).
             ConnectionClosedException: the socket is gone and no failover is set.
         """
-        tx_seq = self.transaction_socket(cmd, headers)
-        if tx_seq and tx_seq != link_seq:
-            raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
-                                             "transaction's (failover); the broker redelivers it" % cmd)
         frame_headers = headers
         if receipt_timeout_s is not None:
             frame_headers = dict(headers)
-            frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
-        try:
-            future = self.transport.send_frame(cmd, frame_headers, None, link_seq=link_seq)
-        except (NotConnectedException, ConnectionClosedException) as exc:
-            if self.reconnector is None or not self.reconnector.armed:
-                raise ConnectionClosedException("%s not sent: the %s socket is closed: %s"
-                                                % (cmd, self.role, self.close_reason())) from exc
-            raise AcknowledgeInterruptedError(
-                "%s not sent: the message came on a connection lost since (failover); the broker redelivers it"
-                % cmd) from exc
-        if future is None:
-            return
-        try:
-            future.result(receipt_timeout_s)
-        except FutureTimeout:
-            raise AcknowledgeInDoubtError(
-                "%s written, no receipt within %.3g s: the broker may or may not have applied it"
-                % (cmd, receipt_timeout_s or 0.0)) from None
-        except ConnectionClosedException as exc:
-            raise AcknowledgeInDoubtError(
-                "%s written, then its connection was lost before the receipt: the broker may or may not have "
-                "applied it (if not, it redelivers the message)" % cmd) from exc
+            frame_headers["receipt"] = "%s-%d" % (cmd.lower(), self.tracker.next_number())
+        self.client.acknowledge(cmd, frame_headers, link_seq, receipt_timeout_s,
+                                lambda: "the %s socket is closed: %s" % (self.role, self.close_reason()))
 
-    def _await_up(self, deadline: Optional[float], what: str) -> None:
+    def await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
         policy's ``timeout``; raise when it does not come."""
         rc = self.reconnector
@@ -684,38 +390,10 @@ class Link:
         ABORT is dropped: None); a BEGIN whose socket was lost before it was
         written is written on the new one. ``defer``: see
         :meth:`Transport.send_frame`; ``head`` too."""
-        if self.reconnector is None:
-            return self.transport.send_frame(cmd, headers, body, None, defer, head)
         if cmd == "ACK" or cmd == "NACK":
             raise StompException("internal: %s goes through Link.acknowledge (its socket)" % cmd)
-        tx = headers.get("transaction")
-        while True:
-            # the socket read first, then the replay flag (see Transport.connected_link_seq)
-            connected = self.transport.connected_link_seq()
-            if connected and not self.reconnector.reconnecting:
-                try:
-                    seq = self.transaction_socket(cmd, headers) or connected
-                except TransactionRolledBackError:
-                    if cmd == "ABORT":
-                        return None  # gone with its socket: nothing to abort
-                    raise
-                try:
-                    future = self.transport.send_frame(cmd, headers, body, None, defer, head, link_seq=seq)
-                except (NotConnectedException, ConnectionClosedException) as exc:
-                    if tx is not None and cmd != "BEGIN":
-                        if cmd == "ABORT":
-                            return None
-                        raise TransactionRolledBackError(
-                            "%s not sent: the connection of transaction %s was lost (failover); the broker rolled "
-                            "it back" % (cmd, tx)) from exc
-                else:
-                    if tx is not None:
-                        if cmd == "BEGIN":
-                            self.ledger.began(tx, seq)  # the socket it was written on
-                        elif cmd == "COMMIT" or cmd == "ABORT":
-                            self.ledger.ended(tx)
-                    return future
-            self._await_up(deadline, cmd)
+        return self.client.write(cmd, headers, body, lambda what, cause: self.await_up(deadline, what),
+                                 defer=defer, head=head)
 
     def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
         """Write a frame (no receipt)."""
@@ -740,7 +418,7 @@ class Link:
             TransactionInDoubtError: COMMIT only: written, and no receipt came.
         """
         frame_headers = dict(headers)
-        frame_headers["receipt"] = "%s-%d" % (cmd.lower(), next(self.tracker._ids))
+        frame_headers["receipt"] = "%s-%d" % (cmd.lower(), self.tracker.next_number())
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         future = self._write(cmd, frame_headers, None, deadline)
         if future is None:  # a frame of a lost socket's transaction (failover): nothing to wait for
@@ -790,7 +468,7 @@ class Link:
         if self.reconnector is not None and not tx_seq:
             tx_seq = transport.connected_link_seq()  # never before a new socket's CONNECT
             if not tx_seq:
-                self._await_up(deadline, "SEND")
+                self.await_up(deadline, "SEND")
                 tx_seq = transport.connected_link_seq()
         if not sync:
             assert window is not None
@@ -868,7 +546,7 @@ class Link:
                     raise NotConnectedException("not connected")
                 future = self.transport.send_frame("SEND", headers, body, None, False, head, link_seq=seq)
             except (NotConnectedException, ConnectionClosedException):
-                self._await_up(deadline, "SEND")
+                self.await_up(deadline, "SEND")
                 continue
             assert future is not None
             self.tracker.sent(headers["receipt"], destination, future, None, 0)
@@ -886,4 +564,4 @@ class Link:
                     ) from exc
                 log.info("socket lost before the receipt of a send to %s: sending it again after failover",
                          destination)
-                self._await_up(deadline, "SEND")
+                self.await_up(deadline, "SEND")

@@ -1,0 +1,297 @@
+"""The rules every API follows to write on a connection that survives socket losses.
+
+A :class:`Client` joins a :class:`~amqstomp.transport.Transport`, its
+:class:`~amqstomp.failover.SocketLedger` and (with failover) its
+:class:`~amqstomp.failover.Reconnector`, and decides for every frame which
+socket it may go on -- the one place these rules are written, for the
+stomp.py-style connections and the JMS API alike:
+
+* a frame outside a transaction goes on the connected socket; while a new one
+  is being made (and its subscriptions replayed) it waits, as the facade's
+  wait policy says; a write that fails is written again on the next socket
+  (at-least-once);
+* a frame of a transaction goes on the socket its BEGIN was written on, or
+  nowhere: the broker knows the transaction there only, and rolled it back
+  when that socket ended (:class:`~amqstomp.exception.TransactionRolledBackError`;
+  an ABORT is then simply done); BEGIN is recorded where it was written;
+* an ACK/NACK goes on the socket that delivered the message, or nowhere
+  (:class:`~amqstomp.exception.AcknowledgeInterruptedError`): ActiveMQ
+  redelivers a lost socket's message on the new socket under the same
+  ``message-id``; with a receipt, a written ACK whose receipt never came is
+  in doubt (:class:`~amqstomp.exception.AcknowledgeInDoubtError`);
+* after a reconnect the subscriptions are sent again, each waiting for its
+  RECEIPT (ActiveMQ starts dispatching only after it), before anything else
+  is written (:meth:`Client.replay`).
+
+The facades keep what differs by API: how long a write waits for a new socket
+and what it raises then (``wait_up``), and what they tell their listeners.
+"""
+import logging
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Mapping, Optional
+
+from ..codec import Frame, FrameHead
+from ..exception import (
+    AcknowledgeInDoubtError,
+    AcknowledgeInterruptedError,
+    BrokerError,
+    ConnectionClosedException,
+    NotConnectedException,
+    TransactionRolledBackError,
+)
+
+__all__ = ["Client", "WaitUp"]
+
+log = logging.getLogger("amqstomp.engine")
+
+#: ``wait_up(command, cause)``: block until a new socket is connected, or raise
+#: (the facade's wait policy and exception); ``cause`` is the failed write's
+#: exception, if any.
+WaitUp = Callable[[str, Optional[BaseException]], None]
+
+
+class Client:
+    """Which socket each frame goes on (see the module docstring).
+
+    Args:
+        transport (Transport): the sockets.
+        ledger (SocketLedger): which socket delivered what and began which transaction.
+        reconnector (Reconnector | None): the failover loop; None: a lost socket
+            ends the session (every rule above reduces to "write on the open socket").
+    """
+
+    def __init__(self, transport: Any, ledger: Any, reconnector: Any = None) -> None:
+        self.transport = transport
+        self.ledger = ledger
+        self.reconnector = reconnector
+
+    # ------------------------------------------------------------ transactions
+
+    def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
+        """The socket a frame of a transaction must be written on: the one its
+        BEGIN went on; 0 for a frame outside a transaction, a BEGIN, without
+        failover, or a transaction this session did not record.
+
+        Raises:
+            TransactionRolledBackError: that socket was lost (the broker rolled
+                the transaction back with it).
+        """
+        tx = headers.get("transaction")
+        if tx is None or cmd == "BEGIN" or self.reconnector is None:
+            return 0
+        seq = self.ledger.transaction_socket(tx)
+        if seq is None:
+            return 0
+        if not self.transport.link_alive(seq):
+            raise TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); "
+                                             "the broker rolled it back" % (cmd, tx))
+        return seq  # type: ignore[no-any-return]
+
+    def transaction_is_stale(self, transaction: Any) -> bool:
+        """True when ``transaction`` began on a socket that is gone (failover)."""
+        return self.reconnector is not None and bool(self.ledger.transaction_is_stale(transaction))
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, cmd: str, headers: Mapping[str, Any], body: Any, wait_up: WaitUp,
+              write_timeout: Optional[float] = None, defer: bool = False,
+              head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
+        """Write one frame by the rules of the module docstring.
+
+        Args:
+            wait_up: the facade's wait for a new socket (see :data:`WaitUp`).
+            write_timeout, defer, head: as :meth:`Transport.send_frame`.
+
+        Returns:
+            Future | None: the receipt future (when the frame asks for one);
+            None also for an ABORT of a transaction lost with its socket.
+
+        Raises:
+            TransactionRolledBackError: a frame of a transaction whose socket is gone.
+            whatever ``wait_up`` raises (no new socket in time, failover gave up).
+            StompException: ACK/NACK (they go through :meth:`acknowledge`).
+        """
+        transport = self.transport
+        rc = self.reconnector
+        if rc is None:
+            return transport.send_frame(cmd, headers, body, write_timeout, defer, head)  # type: ignore[no-any-return]
+        tx = headers.get("transaction")
+        ends = tx is not None and (cmd == "COMMIT" or cmd == "ABORT")
+        try:
+            while True:
+                cause: Optional[BaseException] = None
+                try:
+                    seq = self.transaction_socket(cmd, headers)  # a transaction's socket: never waits for another
+                except TransactionRolledBackError:
+                    if cmd == "ABORT":
+                        return None  # gone with its socket: nothing to abort
+                    raise
+                if not seq:
+                    # the socket read first, then the replay flag: a socket connected and not being
+                    # replayed (a write pinned to it cannot land on a newer socket before its CONNECT)
+                    connected = transport.connected_link_seq()
+                    seq = connected if connected and not rc.reconnecting else 0
+                if seq:
+                    try:
+                        future = transport.send_frame(cmd, headers, body, write_timeout, defer, head, link_seq=seq)
+                    except (NotConnectedException, ConnectionClosedException) as exc:
+                        if tx is not None and cmd != "BEGIN":
+                            if cmd == "ABORT":
+                                return None
+                            raise TransactionRolledBackError(
+                                "%s not sent: the connection of transaction %s was lost (failover); the broker "
+                                "rolled it back" % (cmd, tx)) from exc
+                        cause = exc
+                    else:
+                        if cmd == "BEGIN" and tx is not None:
+                            self.ledger.began(tx, seq)  # the socket it was written on
+                        return future  # type: ignore[no-any-return]
+                wait_up(cmd, cause)
+        finally:
+            if ends:
+                self.ledger.ended(tx)
+
+    def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
+                    receipt_timeout_s: Optional[float] = None, closed: Optional[Callable[[], str]] = None) -> None:
+        """Write an ACK/NACK of a message socket ``link_seq`` delivered (0: the
+        open socket), on that socket only: it goes out even while a reconnect
+        is still replaying later subscriptions, and never on another socket.
+        With ``receipt_timeout_s`` (seconds) wait that long for the RECEIPT the
+        ``headers`` ask for (None: do not wait).
+
+        Raises:
+            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover):
+                nothing was written; the broker redelivers the message.
+            AcknowledgeInDoubtError: written, and the socket was lost (or the
+                wait passed) before the receipt came.
+            TransactionRolledBackError: in a transaction whose socket is not
+                the one that delivered the message.
+            BrokerError: the broker answered ERROR (a receipt was asked for).
+            ConnectionClosedException: the socket is gone and no failover is
+                set (``closed()`` says why).
+        """
+        tx_seq = self.transaction_socket(cmd, headers)
+        if tx_seq and link_seq and tx_seq != link_seq:
+            raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
+                                             "transaction's (failover); the broker redelivers it" % cmd)
+        try:
+            future = self.transport.send_frame(cmd, headers, None, link_seq=link_seq)
+        except (NotConnectedException, ConnectionClosedException) as exc:
+            if self.reconnector is None or not self.reconnector.armed:
+                if closed is None:
+                    raise
+                raise ConnectionClosedException("%s not sent: %s" % (cmd, closed())) from exc
+            raise AcknowledgeInterruptedError(
+                "%s not sent: the message came on a connection lost since (failover); the broker redelivers it"
+                % cmd) from exc
+        if future is None or receipt_timeout_s is None:
+            return  # no receipt asked for, or the caller does not wait for it (stomp.py's ack(receipt=...))
+        try:
+            future.result(receipt_timeout_s)
+        except FutureTimeout:
+            raise AcknowledgeInDoubtError(
+                "%s written, no receipt within %.3g s: the broker may or may not have applied it"
+                % (cmd, receipt_timeout_s or 0.0)) from None
+        except ConnectionClosedException as exc:
+            raise AcknowledgeInDoubtError(
+                "%s written, then its connection was lost before the receipt: the broker may or may not have "
+                "applied it (if not, it redelivers the message)" % cmd) from exc
+
+    def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],
+                             subscriptions: Any) -> None:
+        """The stomp.py API's ACK/NACK, which names a message by its ACK identity
+        (not a message object): on the socket the ledger says delivered it, or
+        nowhere; ``subscriptions.check_ack`` refuses one this session does not
+        hold. An ``ack:client`` ACK is cumulative: one that cannot cover earlier
+        messages of a lost socket says so after it was written.
+
+        Raises:
+            AcknowledgeInterruptedError: the message came on a socket lost since
+                (nothing written; the broker redelivers it), or a cumulative ACK
+                was written but did not cover ``.count`` messages of a lost socket.
+            UnknownMessageError: the session does not hold the message (nothing written).
+        """
+        ledger = self.ledger
+        ack_id = ack_headers.get("id", ack_headers.get("message-id"))
+        cumulative_sub = ledger.subscription_of(ack_headers)
+        seq = ledger.socket_of(ack_headers)
+        why = "the message came on a connection lost since (failover); the broker redelivers it"
+        if seq is not None and not self.transport.link_alive(seq):
+            if cumulative_sub is not None:
+                ledger.answered(cumulative_sub, ack_headers, seq)
+            raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
+        subscriptions.check_ack(command, ack_headers)
+        try:
+            self.acknowledge(command, frame_headers, seq or 0)
+        except AcknowledgeInterruptedError as exc:
+            if cumulative_sub is not None and seq is not None:
+                ledger.answered(cumulative_sub, ack_headers, seq)
+            raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
+        if cumulative_sub is not None and seq is not None and command != "ACK":
+            ledger.answered(cumulative_sub, ack_headers, seq)
+        elif cumulative_sub is not None and seq is not None:
+            missed = ledger.covered(cumulative_sub, ack_headers, seq)
+            if missed:  # ack:client: the ACK covers its own socket's deliveries only
+                raise AcknowledgeInterruptedError(
+                    "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
+                    "connection lost since (failover); the broker redelivers them" % (ack_id, missed), missed)
+
+    # ------------------------------------------------------------ dispatch
+
+    def should_dispatch(self, frame: Frame, subscriptions: Any) -> bool:
+        """Dispatcher thread (failover): whether a queued MESSAGE still goes to the
+        application. One of a lost socket in a subscription the application
+        acknowledges is dropped (it could not be acknowledged: the broker
+        redelivers it), so a failover does not wait for the old socket's buffer
+        to be dispatched; the others are noted in the ledger with their socket."""
+        if not subscriptions.should_dispatch(frame):
+            return False
+        sub = subscriptions.get(frame.headers.get("subscription"))
+        if sub is None or sub.ack == "auto":
+            return True
+        seq = frame.link_seq
+        if seq and not self.transport.link_alive(seq):
+            subscriptions.drop(frame)
+            log.debug("dropping message %s of lost socket %d: the broker redelivers it",
+                      frame.headers.get("message-id"), seq)
+            return False
+        if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
+            self.ledger.handed_over(frame, cumulative=sub.ack == "client")
+        return True
+
+    # ------------------------------------------------------------ after a reconnect
+
+    def replay(self, manager: Any, wait_s: Optional[float], receipt_prefix: str,
+               skip: Optional[Callable[[Any], bool]] = None,
+               refused: Optional[Callable[[Any, BrokerError], None]] = None) -> None:
+        """Failover thread, on a new socket: SUBSCRIBE every subscription of
+        ``manager`` again (:meth:`SubscriptionManager.renew`: same id and
+        headers, a fresh window), each with a receipt ``<prefix>-<id>-<socket>``
+        and waiting for it up to ``wait_s`` s (ActiveMQ dispatches only after
+        its RECEIPT). ``skip(sub)`` True leaves one out (the facade deals with
+        it); one the broker refuses (ERROR) is discarded, logged and handed to
+        ``refused(sub, error)`` (never retried).
+
+        Raises:
+            ReceiptTimeout, ConnectionClosedException: the socket failed the
+                replay (the reconnect loop then tries again).
+        """
+        transport = self.transport
+        for sub in manager.renew():
+            if manager.get(sub.id) is not sub:
+                continue  # unsubscribed or dropped while the ones before it were replayed
+            if skip is not None and skip(sub):
+                continue
+            sub_headers = dict(sub.headers)
+            sub_headers["receipt"] = "%s-%s-%d" % (receipt_prefix, sub.id, transport.link_seq)
+            future = transport.send_frame("SUBSCRIBE", sub_headers)
+            assert future is not None  # it has a receipt header
+            try:
+                transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
+            except BrokerError as exc:  # reported once, never retried
+                manager.discard(sub.id)
+                log.error("subscription %s to %s refused after reconnecting; dropped: %s",
+                          sub.id, sub.destination, exc)
+                if refused is not None:
+                    refused(sub, exc)

@@ -1,0 +1,161 @@
+"""stomp.py listener fan-out: the registry of listeners and how each event reaches them.
+
+One :class:`ListenerDispatch` per connection. The transport's dispatcher
+thread calls :meth:`ListenerDispatch.notify` for every event in arrival
+order; a listener that raises is logged and the others still run (a MESSAGE
+is then reported as not consumed: ``"error"``). Listener methods that are
+:class:`~amqstomp.listener.ConnectionListener`'s own no-ops are never called
+(none per MESSAGE costs nothing), and ``on_send`` of listeners runs on the
+sending thread, before the frame is encoded.
+"""
+import logging
+import threading
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from ..codec import Frame
+from ..listener import ConnectionListener
+
+__all__ = ["ListenerDispatch"]
+
+log = logging.getLogger("amqstomp.transport")
+
+
+class ListenerDispatch:
+    """The listeners of one connection, called in the order of their names.
+
+    Args:
+        auto_decode (bool): MESSAGE/ERROR/RECEIPT/CONNECTED bodies reach the
+            listeners as ``str`` (decoded with ``encoding``, undecodable bytes
+            replaced) instead of ``bytes``.
+        encoding (str): the text encoding of bodies.
+    """
+
+    def __init__(self, auto_decode: bool = True, encoding: str = "utf-8") -> None:
+        self.auto_decode = auto_decode
+        self.encoding = encoding
+        self._lock = threading.Lock()
+        self._listeners: Dict[str, Any] = {}
+        #: the listeners, in the order of their names
+        self.ordered: Tuple[Any, ...] = ()
+        #: their own ``on_send`` methods (run by ``send_frame``); none: no Frame is built
+        self.on_send: Tuple[Callable[[Frame], Any], ...] = ()
+        #: per MESSAGE: their own ``on_before_message`` / ``on_message`` (None where not overridden)
+        self.before_message: Tuple[Any, ...] = ()
+        self.on_message: Tuple[Any, ...] = ()
+        #: a listener has its own ``on_receipt``: RECEIPTs go to the dispatcher
+        self.wants_receipts = False
+
+    def set(self, name: str, listener: Any) -> None:
+        """Register ``listener`` under ``name`` (replacing one of that name).
+
+        Raises:
+            ValueError: ``listener`` is None.
+        """
+        if listener is None:
+            raise ValueError("listener must not be None")
+        with self._lock:
+            self._listeners[name] = listener
+            self._rebuild()
+
+    def remove(self, name: str) -> None:
+        """Unregister the listener called ``name`` (KeyError when there is none)."""
+        with self._lock:
+            del self._listeners[name]
+            self._rebuild()
+
+    def get(self, name: str) -> Any:
+        """The listener registered as ``name``, or None."""
+        return self._listeners.get(name)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """A copy of the name -> listener map."""
+        with self._lock:
+            return dict(self._listeners)
+
+    def _rebuild(self) -> None:
+        ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
+        self.ordered = ordered
+        self.on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
+        self.before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
+        self.on_message = tuple(_overridden(l, "on_message") for l in ordered)
+        self.wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
+
+    def notify(self, event: str, arg: Any) -> Optional[str]:
+        """Call the listeners; for a MESSAGE return None when they all had it,
+        "error" when one raised, "no listener" when there was none."""
+        listeners = self.ordered
+        if event == "message" or event == "error" or event == "receipt" or event == "connected":
+            if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
+                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+            if event == "message":
+                if not listeners:
+                    return "no listener"
+                failed = False
+                for fn in self.before_message:
+                    if fn is not None:
+                        failed = not _call_fn(fn, arg) or failed
+                for fn in self.on_message:
+                    if fn is not None:
+                        failed = not _call_fn(fn, arg) or failed
+                return "error" if failed else None
+            name = "on_" + event
+            for listener in listeners:
+                _call(listener, name, arg)
+        elif event == "connecting":
+            for listener in listeners:
+                _call(listener, "on_connecting", arg)
+        elif event == "slow_consumer":
+            for listener in listeners:
+                _call(listener, "on_slow_consumer", arg)
+        elif event == "receiver_loop_completed":
+            for listener in listeners:
+                _call(listener, "on_receiver_loop_completed", None)
+        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
+            name = "on_" + event
+            for listener in listeners:
+                _call0(listener, name)
+        return None
+
+
+def _overridden(listener: Any, name: str) -> Any:
+    """``listener.name`` as a bound method, or None when it is ConnectionListener's no-op."""
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return None
+    base = getattr(ConnectionListener, name, None)
+    if base is not None and getattr(type(listener), name, None) is base and name not in vars(listener):
+        return None
+    return fn
+
+
+def _call_fn(fn: Any, arg: Any) -> bool:
+    """Call a listener's bound method; False when it raised (logged)."""
+    try:
+        fn(arg)
+        return True
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+        log.exception("listener method %r raised", fn)
+        return False
+
+
+def _call(listener: Any, name: str, arg: Any) -> bool:
+    """Call ``listener.name(arg)``; False when it raised (logged)."""
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return True
+    try:
+        fn(arg)
+        return True
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+        log.exception("listener %r raised in %s", listener, name)
+        return False
+
+
+def _call0(listener: Any, name: str) -> None:
+    fn = getattr(listener, name, None)
+    if fn is None:
+        return
+    try:
+        fn()
+    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+        log.exception("listener %r raised in %s", listener, name)

@@ -1,0 +1,120 @@
+"""Where and how sockets are made: the brokers in order, TLS per broker, connect attempts with back-off.
+
+:class:`Connector` is the one place a socket to a broker is opened (through
+:func:`amqstomp._io.channel.connect`), for every API.
+"""
+import logging
+import ssl
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..exception import ConnectFailedException
+from .channel import PlainChannel, TLSChannel, TLSEntry, connect
+
+__all__ = ["Connector"]
+
+log = logging.getLogger("amqstomp.transport")
+
+HostAndPort = Tuple[str, int]
+Channel = Union[PlainChannel, TLSChannel]
+
+
+class Connector:
+    """How one transport's sockets are made.
+
+    Args:
+        host_and_ports (list[tuple[str, int]]): the brokers, in the order tried.
+        timeout_s (float): seconds for one TCP (+TLS) connect.
+        bind_host_port (tuple[str, int] | None): local address to bind first.
+        keepalive: TCP keep-alive (see :func:`amqstomp._io.channel.set_keepalive`).
+        ssl_context (ssl.SSLContext | None): TLS for every broker.
+    """
+
+    def __init__(self, host_and_ports: List[HostAndPort], timeout_s: float,
+                 bind_host_port: Optional[HostAndPort] = None, keepalive: Any = None,
+                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.host_and_ports = host_and_ports
+        self.timeout_s = timeout_s
+        self.bind_host_port = bind_host_port
+        self.keepalive = keepalive
+        self._tls_default: Optional[TLSEntry] = (ssl_context, None) if ssl_context else None
+        self._tls_hosts: Dict[HostAndPort, TLSEntry] = {}
+
+    def set_tls(self, context: ssl.SSLContext, for_hosts: Optional[Sequence[HostAndPort]] = None,
+                validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:
+        """Use TLS (``context``) for ``for_hosts``, or for every broker when None;
+        ``validator(cert, host) -> (ok, message)`` runs after each handshake."""
+        entry = (context, validator)
+        if for_hosts is None:
+            self._tls_default = entry
+        else:
+            for host, port in for_hosts:
+                self._tls_hosts[(host, int(port))] = entry
+
+    def tls_context(self, host_and_port: Optional[HostAndPort]) -> Optional[ssl.SSLContext]:
+        """The TLS context used for ``host_and_port`` (the default one when None), or None."""
+        entry = self._tls_hosts.get(host_and_port) if host_and_port else None
+        entry = entry or self._tls_default
+        return entry[0] if entry else None
+
+    def connect_one(self, host_and_port: HostAndPort) -> Channel:
+        """One connect attempt to ``host_and_port``.
+
+        Raises:
+            OSError, ssl.SSLError, ConnectFailedException: it failed.
+        """
+        return connect(host_and_port, self.timeout_s, self.bind_host_port, self.keepalive,
+                       self._tls_hosts.get(host_and_port) or self._tls_default)
+
+    def connect(self, attempts_max: int, backoff_s: Callable[[int], float], only: Optional[HostAndPort] = None,
+                deadline: Optional[float] = None) -> Tuple[Channel, HostAndPort]:
+        """Connect to the first reachable broker, in rounds over :attr:`host_and_ports`
+        with ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
+        each broker tried counts one; ``attempts_max`` -1 for no limit, bounded
+        by ``deadline``, a ``time.monotonic()``); or make one attempt to ``only``.
+
+        Returns:
+            (channel, (host, port)).
+
+        Raises:
+            ConnectFailedException: every attempt failed (naming the last error).
+        """
+        if only is not None:
+            target = (str(only[0]), int(only[1]))
+            try:
+                channel = self.connect_one(target)
+            except (OSError, ssl.SSLError, ConnectFailedException) as exc:
+                raise ConnectFailedException("could not connect to %s:%s: %s" % (target[0], target[1], exc)) from exc
+            log.info("connected to %s:%s%s", target[0], target[1], " (TLS)" if channel.tls else "")
+            return channel, target
+        attempts = 0
+        rounds = 0
+        last_error: Optional[BaseException] = None
+        final_round = False  # the deadline falls within the next pause: one last round at it
+        while True:
+            for host_and_port in self.host_and_ports:
+                if attempts_max != -1 and attempts >= attempts_max:
+                    break
+                attempts += 1
+                try:
+                    channel = self.connect_one(host_and_port)
+                except (OSError, ssl.SSLError, ConnectFailedException) as exc:
+                    last_error = exc
+                    log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+                    continue
+                log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1],
+                         " (TLS)" if channel.tls else "")
+                return channel, host_and_port
+            if attempts_max != -1 and attempts >= attempts_max:
+                break
+            rounds += 1
+            pause = backoff_s(rounds)
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if final_round or left <= 0:
+                    break
+                if pause >= left:
+                    pause, final_round = left, True
+            time.sleep(pause)
+        raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
+                                     % (self.host_and_ports, attempts, last_error))

@@ -1,0 +1,211 @@
+"""The package's shape, checked from its source with ``ast`` (docs/architecture.md):
+
+* no import circle among amqstomp's modules, counting imports inside functions
+  (an import moved into a function to dodge a circle is still one); imports
+  under ``if TYPE_CHECKING:`` that point back are listed below with a reason;
+* no ``other._private`` attribute: a module reads only its own objects' private
+  state (``self._x``, ``cls._x``, or a class defined in the same module);
+* no module above 600 lines (the C files Cython generates aside).
+"""
+import ast
+import os
+from typing import Dict, Iterator, List, Set, Tuple
+
+
+import amqstomp
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(amqstomp.__file__))
+MAX_LINES = 600
+#: modules still above the limit while issue 12's split goes on: path -> lines it may not exceed
+STILL_LONG = {"transport.py": 890, "connection.py": 938, "subscription.py": 609, "_codec_py.py": 614,
+              "_codec.pyx": 875}
+
+#: ``if TYPE_CHECKING:`` imports allowed to point at a module that imports the importer
+#: (annotations only; nothing runs them): (importer, imported)
+TYPING_ONLY = {
+    # the JMS session state names the classes that share it
+    ("amqstomp.jms._state", "amqstomp.jms._transaction"), ("amqstomp.jms._state", "amqstomp.jms.browser"),
+    ("amqstomp.jms._state", "amqstomp.jms.connection"), ("amqstomp.jms._state", "amqstomp.jms.consumer"),
+    ("amqstomp.jms._state", "amqstomp.jms.producer"), ("amqstomp.jms._state", "amqstomp.jms.session"),
+    ("amqstomp.jms.session", "amqstomp.jms.connection"),  # Session.connection
+    ("amqstomp.jms.link", "amqstomp.jms.connection"),  # Link.connection
+    ("amqstomp.jms._producer_flow", "amqstomp.jms.link"),  # the window and tracker name the link they serve
+}
+
+
+def _modules(root: str = PACKAGE_DIR) -> Dict[str, Tuple[str, ast.Module, bool]]:
+    """dotted name -> (path, tree, is_package) for every .py file below ``root``."""
+    out = {}
+    base = os.path.dirname(root)
+    for directory, _, files in os.walk(root):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(directory, name)
+            dotted = os.path.relpath(path, base)[:-3].replace(os.sep, ".")
+            is_package = dotted.endswith(".__init__")
+            if is_package:
+                dotted = dotted[:-len(".__init__")]
+            with open(path, encoding="utf-8") as f:
+                out[dotted] = (path, ast.parse(f.read(), filename=path), is_package)
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST, typing_only: bool = False) -> Iterator[Tuple[ast.AST, bool]]:
+    """Every import node in ``tree`` (at any depth), with whether it sits under
+    ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, typing_only
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), True)
+            for child in node.orelse:
+                yield from _imports(ast.Module(body=[child], type_ignores=[]), typing_only)
+        else:
+            yield from _imports(node, typing_only)
+
+
+def _targets(node: ast.AST, importer: str, is_package: bool, modules: Set[str]) -> Set[str]:
+    """The package's modules an import node loads (the deepest existing name)."""
+    names: List[str] = []
+    if isinstance(node, ast.ImportFrom):
+        if node.level:
+            parts = (importer if is_package else importer.rsplit(".", 1)[0]).split(".")
+            parts = parts[:len(parts) - (node.level - 1)]
+            full = ".".join(parts + ([node.module] if node.module else []))
+        else:
+            full = node.module or ""
+        names = [full + "." + alias.name for alias in node.names] + [full]
+    elif isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    found = set()
+    for name in names:
+        while name and name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in modules:
+            found.add(name)
+    return found
+
+
+def _graphs(modules: Dict[str, Tuple[str, ast.Module, bool]]) -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]]]:
+    names = set(modules)
+    runtime: Dict[str, Set[str]] = {name: set() for name in names}
+    typing: Dict[str, Set[str]] = {name: set() for name in names}
+    for name, (_, tree, is_package) in modules.items():
+        for node, typing_only in _imports(tree):
+            for target in _targets(node, name, is_package, names):
+                # a module importing its own package (or the package its submodule) is how
+                # packages work, not a circle
+                if target != name and not name.startswith(target + ".") and not target.startswith(name + "."):
+                    (typing if typing_only else runtime)[name].add(target)
+    return runtime, typing
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    out: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle():
+    modules = _modules()
+    runtime, _ = _graphs(modules)
+    assert "amqstomp._protocol.state" in runtime["amqstomp.transport"], "the parser missed the imports"
+    assert _cycles(runtime) == []
+
+
+def test_type_checking_imports_that_point_back_are_listed():
+    runtime, typing = _graphs(_modules())
+    for importer, targets in sorted(typing.items()):
+        for target in sorted(targets):
+            both = {k: set(v) for k, v in runtime.items()}
+            both[importer].add(target)
+            if _cycles(both):
+                assert (importer, target) in TYPING_ONLY, (
+                    "%s imports %s under TYPE_CHECKING, which imports it back: list it in TYPING_ONLY if it "
+                    "is only an annotation" % (importer, target))
+
+
+def _private_accesses(tree: ast.AST) -> Iterator[ast.Attribute]:
+    own_classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
+                not (node.attr.startswith("__") and node.attr.endswith("__")):
+            if isinstance(node.value, ast.Name) and node.value.id in ({"self", "cls"} | own_classes):
+                continue
+            yield node
+
+
+def test_no_private_attribute_of_another_object_is_used():
+    found = []
+    for name, (path, tree, _) in sorted(_modules().items()):
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        for node in _private_accesses(tree):
+            found.append("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node) or node.attr))
+    assert found == []
+
+
+def test_no_module_is_longer_than_600_lines():
+    long = []
+    for directory, _, files in os.walk(PACKAGE_DIR):
+        for name in files:
+            if name.endswith((".py", ".pyx", ".pxd", ".pyi")):
+                with open(os.path.join(directory, name), encoding="utf-8") as f:
+                    lines = sum(1 for _ in f)
+                rel = os.path.relpath(os.path.join(directory, name), PACKAGE_DIR)
+                if lines > STILL_LONG.get(rel, MAX_LINES):
+                    long.append("%s: %d lines" % (os.path.relpath(os.path.join(directory, name), PACKAGE_DIR), lines))
+    assert sorted(long) == []
+
+
+def test_the_checks_find_what_they_look_for(tmp_path):
+    """A circle through a function-level import, a TYPE_CHECKING import, and a
+    private read of another object are all seen."""
+    package = tmp_path / "amqstomp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("class K:\n    _x = 1\n\n\ndef f(other):\n    from .a import y\n"
+                                  "    return other._secret + K._x\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import z\n")
+    modules = _modules(str(package))
+    runtime, typing = _graphs(modules)
+    assert _cycles(runtime) == [["amqstomp.a", "amqstomp.b"]]
+    assert typing["amqstomp.c"] == {"amqstomp.a"}
+    assert [node.attr for node in _private_accesses(modules["amqstomp.b"][1])] == ["_secret"]
