@@ -51,23 +51,19 @@ stomp.py it also became the socket's read timeout), and
 host name. stomp.py's ``override_threading`` and ``set_receipt`` are not
 offered (threads are the transport's; receipts are futures).
 """
-import functools
 import logging
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Literal, Mapping, Optional, Sequence, Set, Tuple, Union, cast
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 from .codec import Frame
 from .exception import (
-    BrokerError,
     ConfigurationError,
     ConnectFailedException,
     ConnectRefusedError,
     NotConnectedException,
     StompException,
-    TransactionRolledBackError,
-    UnknownTransactionError,
 )
 from ._engine.client import Client
 from ._io.channel import tls_context
@@ -76,8 +72,8 @@ from ._protocol.frames import connect_headers
 from .failover import Reconnector, SocketLedger
 from .listener import ConnectionListener
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
-from .subscription import SubscriptionManager, pop_reserved
-from .uri import parse_destination
+from .protocol import AckMode, BaseProtocol, Protocol10, Protocol11, Protocol12
+from .subscription import SubscriptionManager
 from .utils import clamp_wait, get_uuid, merge_headers
 
 __all__ = [
@@ -116,47 +112,7 @@ class _DefaultInt(int):
 _ATTEMPTS_DEFAULT = _DefaultInt(3)
 
 
-class _Default(str):
-    """A keyword's default value: equal to the text, but told apart (``is``) from
-    the same text given by the caller."""
-
-    __slots__ = ()
-
-
-#: The ``ack`` modes of SUBSCRIBE (STOMP 1.2 "SUBSCRIBE ack Header"): a type checker
-#: refuses ``ack="clint"``.
-AckMode = Literal["auto", "client", "client-individual"]
-#: ``subscribe``'s default ``ack`` (``"auto"``); an ``ack`` header wins over it.
-_ACK_DEFAULT = cast(AckMode, _Default("auto"))
-
-
-def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: Any,
-                         ack: str) -> Tuple[Any, Any, str]:
-    """``subscribe``'s destination, id and ack, reconciled with the same names
-    among its headers: a header fills a keyword left out (``ack`` at its
-    default); both given and different raise ValueError."""
-    for name, value in (("destination", destination), ("id", id)):
-        given = frame_headers.get(name)
-        if given is None:
-            continue
-        if value is None:
-            value = given
-        elif str(given) != str(value):
-            raise ValueError("subscribe: %s given twice, %r as argument and %r as header" % (name, value, given))
-        if name == "destination":
-            destination = value
-        else:
-            id = value
-    header_ack = frame_headers.get("ack")
-    if header_ack is not None:
-        if ack is _ACK_DEFAULT:
-            ack = str(header_ack)
-        elif str(header_ack) != ack:
-            raise ValueError("subscribe: ack given twice, %r as argument and %r as header" % (ack, header_ack))
-    return destination, id, str(ack)
-
-
-class BaseConnection:
+class BaseConnection(BaseProtocol):
     """What every STOMP version's connection shares. Use
     :class:`StompConnection10`, :class:`StompConnection11` or
     :class:`StompConnection12`.
@@ -344,11 +300,6 @@ class BaseConnection:
     def _should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread (``auto_reconnect``): :meth:`amqstomp._engine.client.Client.should_dispatch`."""
         return self._client.should_dispatch(frame, self.subscriptions)
-
-    def _check_transaction(self, transaction: Optional[str]) -> None:
-        if transaction is not None and self._client.transaction_is_stale(transaction):
-            raise TransactionRolledBackError(
-                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
 
     def _reestablish(self, host_and_port: HostAndPort) -> None:
         """Failover thread: one attempt to replace the lost socket (Reconnector's
@@ -561,184 +512,6 @@ class BaseConnection:
                 log.debug("DISCONNECT: %s", exc)
         transport.close(DEFAULT_CLOSE_TIMEOUT, reason="disconnected by the client")
 
-    def send(self, destination: str, body: Any, content_type: Optional[str] = None,
-             headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """SEND a message (STOMP 1.2 "SEND").
-
-        Args:
-            destination (str): e.g. ``/queue/a`` or ``/topic/b``.
-            body (str | bytes): a ``str`` is encoded with ``encoding``.
-            content_type (str | None): the ``content-type`` header.
-            headers, keyword_headers: more headers (``receipt``, ``transaction``,
-                ``persistent``, ActiveMQ's ``JMSXGroupID``...).
-
-        With ``auto_content_length`` a non-empty body gets ``content-length``
-        (ActiveMQ makes a BytesMessage; without one, a TextMessage; pass
-        ``headers={"content-length": None}`` for one TextMessage). A
-        ``content-length`` given by the caller is set to the body's real size.
-
-        Raises:
-            ValueError: destination or body is None, or the destination is
-                empty (ActiveMQ closes the connection on an empty one).
-            TypeError: body is neither str nor bytes-like.
-            NotConnectedException: not connected.
-            FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
-                the broker's limits (a header line over 10240 bytes encoded, more
-                than 1000 headers, a frame over 100 MiB): ActiveMQ would close the
-                connection and lose it, so nothing is written.
-        """
-        if destination is None:
-            raise ValueError("'destination' is required")
-        if isinstance(destination, str) and not destination.strip():
-            raise ValueError("'destination' is empty (%r): ActiveMQ closes the connection on a SEND without one"
-                             % (destination,))
-        if body is None:
-            raise ValueError("'body' is required")
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["destination"] = destination
-        if content_type:
-            frame_headers["content-type"] = content_type
-        payload: Union[bytes, bytearray, memoryview]
-        if isinstance(body, str):
-            payload = body.encode(self.encoding)
-        elif isinstance(body, (bytes, bytearray, memoryview)):
-            payload = body
-        else:
-            raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
-        if "content-length" in frame_headers:
-            if frame_headers["content-length"] is not None:
-                frame_headers["content-length"] = len(payload)
-        elif self.auto_content_length and payload:
-            frame_headers["content-length"] = len(payload)
-        self._check_transaction(frame_headers.get("transaction"))
-        self._send("SEND", frame_headers, payload)
-
-    def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
-              **keyword_headers: Any) -> str:
-        """BEGIN a transaction; returns its id (a fresh UUID when None)."""
-        frame_headers = merge_headers([headers, keyword_headers])
-        transaction = transaction or get_uuid()
-        frame_headers["transaction"] = transaction
-        self._send("BEGIN", frame_headers)  # the engine records the socket it went on
-        self._began(transaction, True)
-        return transaction
-
-    def _began(self, transaction: str, began: bool) -> None:
-        """Note a transaction begun (True) or ended (False) on this connection."""
-        if began:
-            self._transactions.add(transaction)
-        else:
-            self._transactions.discard(transaction)
-
-    def _known_transaction(self, transaction: str, command: str) -> None:
-        """Raise UnknownTransactionError unless this connection began ``transaction``
-        and has not ended it; else count it ended (the COMMIT/ABORT goes next)."""
-        if transaction not in self._transactions:
-            raise UnknownTransactionError(
-                "%s of transaction %r, which this connection did not begin or ended already (or began before "
-                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
-                % (command, transaction))
-        self._transactions.discard(transaction)
-
-    def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
-               **keyword_headers: Any) -> None:
-        """COMMIT ``transaction`` (ActiveMQ then delivers its SENDs and applies its ACKs).
-
-        Raises:
-            TransactionRolledBackError: (``auto_reconnect``) the transaction
-                began on a socket that was lost since: the broker rolled it back.
-            UnknownTransactionError: (a ValueError) this connection did not
-                begin ``transaction`` (with :meth:`begin` or a BEGIN frame), or
-                ended it already; nothing is sent. (stomp.py sent the COMMIT,
-                ActiveMQ answered ERROR and only ``on_error`` heard of it.)
-        """
-        if transaction is None:
-            raise ValueError("'transaction' is required")
-        self._known_transaction(transaction, "COMMIT")
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["transaction"] = transaction
-        try:
-            self._check_transaction(transaction)
-        except TransactionRolledBackError:
-            self._ledger.ended(transaction)
-            raise
-        self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
-
-    def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
-        messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
-        STOMP ABORT).
-
-        Raises:
-            UnknownTransactionError: (a ValueError) as :meth:`commit`.
-        """
-        if transaction is None:
-            raise ValueError("'transaction' is required")
-        self._known_transaction(transaction, "ABORT")
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["transaction"] = transaction
-        self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
-
-    def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
-                   keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
-        options = pop_reserved(keyword_headers)
-        frame_headers = merge_headers([headers, keyword_headers])
-        destination, id, ack = _subscribe_arguments(frame_headers, destination, id, ack)
-        if destination is None:
-            raise ValueError("'destination' is required")
-        if id is None and id_required:
-            raise ValueError("'id' is required")
-        if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
-            if options:
-                raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
-            if self.reconnector is not None:
-                raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
-                                         "the socket that delivered each message: give subscribe() an 'id'")
-            frame_headers["destination"], extra = parse_destination(destination)
-            for key, value in extra.items():
-                frame_headers.setdefault(key, value)
-            frame_headers["ack"] = ack
-            self.transport.send_frame("SUBSCRIBE", frame_headers)
-            return
-        frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
-        wire = frame_headers
-        if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
-            wire = dict(frame_headers)
-            wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
-        try:
-            future = self._send("SUBSCRIBE", wire)
-        except BaseException:
-            self.subscriptions.discard(id)
-            raise
-        if future is not None:
-            future.add_done_callback(functools.partial(self._subscribe_answered, sub))
-
-    def _subscribe_answered(self, sub: Any, future: Any) -> None:
-        """Reader thread (or the caller, when answered already): the broker's
-        answer to a SUBSCRIBE. One it refused (an ERROR, e.g. a bad selector) is
-        unregistered: its id is free again and a reconnect does not replay it."""
-        if future.cancelled() or not isinstance(future.exception(), BrokerError):
-            return
-        current = self.subscriptions.get(sub.id)
-        if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
-            self.subscriptions.discard(current.id)
-            log.warning("subscription %s to %s refused by the broker; unregistered: %s",
-                        current.id, current.destination, future.exception())
-
-    def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
-                   receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
-        frame_headers = merge_headers([ack_headers, keyword_headers])
-        if transaction:
-            self._check_transaction(transaction)
-            frame_headers["transaction"] = transaction
-        if receipt:
-            frame_headers["receipt"] = receipt
-        if self.reconnector is not None:
-            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
-            return
-        self.subscriptions.check_ack(command, ack_headers)
-        self.transport.send_frame(command, frame_headers)
-
     def __enter__(self) -> "BaseConnection":
         return self
 
@@ -746,7 +519,7 @@ class BaseConnection:
         self.disconnect()
 
 
-class StompConnection10(BaseConnection):
+class StompConnection10(BaseConnection, Protocol10):
     """A STOMP 1.0 connection (no heart-beats, no NACK, no header escaping).
 
     Constructor arguments are stomp.py's ``StompConnection10`` ones, in the
@@ -774,37 +547,9 @@ class StompConnection10(BaseConnection):
                     bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Optional[str] = None, ack: AckMode = _ACK_DEFAULT,
-                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
-        ``auto`` or ``client`` (cumulative on ActiveMQ). Flow-control keywords
-        as in :meth:`StompConnection11.subscribe` (they need an ``id``)."""
-        self._subscribe(destination, id, ack, headers, keyword_headers)
-
-    def unsubscribe(self, destination: Optional[str] = None, id: Optional[str] = None,
-                    headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """UNSUBSCRIBE by ``id`` or by ``destination`` (after the ACK of what
-        optimizeAcknowledge has not acked yet)."""
-        if id is None and destination is None:
-            raise ValueError("'id' or 'destination' is required")
-        if id is not None:
-            self.subscriptions.close(id)
-            self._ledger.forget_subscription(id)
-        frame_headers = merge_headers([headers, keyword_headers])
-        if id is not None:
-            frame_headers["id"] = id
-        if destination is not None:
-            frame_headers["destination"] = destination
-        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
-
-    def ack(self, id: str, transaction: Optional[str] = None, receipt: Optional[str] = None) -> None:
-        """ACK the message whose ``message-id`` is ``id`` (STOMP 1.0 "ACK")."""
-        if id is None:
-            raise ValueError("'id' is required")
-        self._ack_frame("ACK", {"message-id": id}, transaction, receipt)
 
 
-class StompConnection11(BaseConnection):
+class StompConnection11(BaseConnection, Protocol11):
     """A STOMP 1.1 connection (stomp.py's default ``Connection``).
 
     Constructor arguments are stomp.py's ``StompConnection11`` ones, in the
@@ -835,100 +580,13 @@ class StompConnection11(BaseConnection):
                     heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes,
                     auto_reconnect, auto_resubscribe)
 
-    def subscribe(self, destination: str, id: Any, ack: AckMode = _ACK_DEFAULT,
-                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") with consumer flow control.
-
-        Args:
-            destination (str): queue or topic; ActiveMQ consumer options may
-                follow (``/queue/a?consumer.prefetchSize=10``): each becomes its
-                ``activemq.*`` header (docs/options.md), on ActiveMQ only.
-            id: subscription id (MESSAGE frames carry it as ``subscription``).
-            ack (str): ``auto`` (the broker acks at dispatch: at-most-once),
-                ``client`` (cumulative on ActiveMQ) or ``client-individual``.
-                An ``ack`` header in ``headers`` is used when this keyword is
-                left out (stomp.py let the keyword's default win: ack:auto on
-                the wire, at-most-once, while asking for client acks);
-                likewise ``id`` and ``destination`` headers. Given both ways
-                with different values, ValueError.
-            headers, keyword_headers: e.g. ``selector``,
-                ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
-                dispatch only after sending that receipt).
-
-        amqstomp's own keywords, never sent as headers (RESERVED_KEYWORDS):
-            optimize_acknowledge (bool): with ``ack='client'`` amqstomp sends the
-                ACKs itself, after the listeners returned, one cumulative ACK per
-                batch (ActiveMQMessageConsumer's optimizeAcknowledge; batch rule in
-                :func:`amqstomp.flow.optimized_ack_threshold`); do not call ``ack``.
-            prefetch_size (int): messages the broker may push before an ACK
-                (``activemq.prefetchSize`` on ActiveMQ, ``prefetch-count`` on RabbitMQ).
-            ack_batch_cap (int, messages, 100), optimize_acknowledge_timeout_ms
-                (300), optimized_ack_scheduled_ack_interval_ms (0 = off),
-                idle_ack_ms (50), max_buffered (messages): see
-                :class:`amqstomp.flow.SubscriptionWindow`.
-
-        The local buffer is bounded: when a subscription has ``max_buffered``
-        messages waiting for the listeners (with ``ack='auto'`` the broker no
-        longer limits what it pushes), amqstomp stops reading the socket until
-        half have been handled; listeners' ``on_slow_consumer`` hears when more
-        than 2 x prefetch wait.
-
-        Raises:
-            ValueError: no destination or id, or the id is in use; ``ack``,
-                ``id`` or ``destination`` given as keyword and header with
-                different values.
-            ConfigurationError: bad ack mode or option, see
-                :meth:`amqstomp.subscription.SubscriptionManager.prepare`.
-        """
-        self._subscribe(destination, id, ack, headers, keyword_headers, id_required=True)
-
-    def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """UNSUBSCRIBE the subscription ``id`` (after the ACK of what
-        optimizeAcknowledge has not acked yet)."""
-        if id is None:
-            raise ValueError("'id' is required")
-        self.subscriptions.close(id)
-        self._ledger.forget_subscription(id)
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["id"] = id
-        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
-
-    def ack(self, id: str, subscription: Any, transaction: Optional[str] = None,
-            receipt: Optional[str] = None) -> None:
-        """ACK by ``message-id`` and ``subscription`` (STOMP 1.1 "ACK")."""
-        if id is None or subscription is None:
-            raise ValueError("'id' and 'subscription' are required")
-        self._ack_frame("ACK", {"message-id": id, "subscription": subscription}, transaction, receipt)
-
-    def nack(self, id: str, subscription: Any, transaction: Optional[str] = None,
-             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
-        """NACK by ``message-id`` and ``subscription`` (STOMP 1.1 "NACK"; on
-        ActiveMQ the message goes to the DLQ)."""
-        if id is None or subscription is None:
-            raise ValueError("'id' and 'subscription' are required")
-        self._ack_frame("NACK", {"message-id": id, "subscription": subscription}, transaction, receipt,
-                        keyword_headers)
 
 
-class StompConnection12(StompConnection11):
+class StompConnection12(StompConnection11, Protocol12):
     """A STOMP 1.2 connection: ACK/NACK by the MESSAGE's ``ack`` header, and
     CONNECT always carries ``host``. Same constructor as :class:`StompConnection11`."""
 
     version = "1.2"
-
-    def ack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
-            receipt: Optional[str] = None) -> None:
-        """ACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "ACK")."""
-        if id is None:
-            raise ValueError("'id' is required")
-        self._ack_frame("ACK", {"id": id}, transaction, receipt)
-
-    def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
-             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
-        """NACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "NACK")."""
-        if id is None:
-            raise ValueError("'id' is required")
-        self._ack_frame("NACK", {"id": id}, transaction, receipt, keyword_headers)
 
 
 Connection10 = StompConnection10

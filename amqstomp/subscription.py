@@ -23,14 +23,13 @@ meanwhile; after ``maximum_redeliveries`` failures it is NACKed (ActiveMQ then
 moves it to its DLQ), as the Java client's consumer does.
 
 Keywords of ``subscribe`` that are amqstomp's own and never sent as headers
-are :data:`RESERVED_KEYWORDS`.
+are :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
 """
-import difflib
 import logging
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Mapping, MutableMapping, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from .exception import ConfigurationError, NotConnectedException, StompException, UnknownMessageError
 from .flow import (
@@ -55,46 +54,7 @@ from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
 
-__all__ = ["RESERVED_KEYWORDS", "Subscription", "SubscriptionManager", "pop_reserved", "ack_headers"]
-
-#: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
-RESERVED_KEYWORDS = (
-    "optimize_acknowledge",
-    "prefetch_size",
-    "ack_batch_cap",
-    "optimize_acknowledge_timeout_ms",
-    "optimized_ack_scheduled_ack_interval_ms",
-    "idle_ack_ms",
-    "max_buffered",
-    "max_buffered_bytes",
-    "redelivery_policy",
-)
-
-# names close to a reserved keyword, which stomp.py's rule would otherwise send as headers
-_ALIASES = {"prefetch": "prefetch_size", "prefetchSize": "prefetch_size", "prefetch_count": "prefetch_size",
-            "optimizeAcknowledge": "optimize_acknowledge"}
-
-
-def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
-    """Remove amqstomp's own keywords from ``keyword_headers`` and return them.
-
-    Raises:
-        ConfigurationError: a keyword that looks like a misspelt reserved one
-            (``optimise_acknowledge``, ``prefetchSize`` ...): stomp.py's rule would
-            send it as a header and the option would silently do nothing.
-    """
-    for name in keyword_headers:
-        if name in RESERVED_KEYWORDS:
-            continue
-        guess = _ALIASES.get(name)
-        if guess is None and "_" in name:
-            close = difflib.get_close_matches(name, RESERVED_KEYWORDS, n=1, cutoff=0.8)
-            guess = close[0] if close else None
-        if guess is not None:
-            raise ConfigurationError("subscribe keyword %r is not an amqstomp option; did you mean %s? "
-                                     "(pass it in headers={...} to send it as a header)" % (name, guess))
-    return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
-
+__all__ = ["Subscription", "SubscriptionManager", "ack_headers"]
 
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
@@ -214,7 +174,7 @@ class SubscriptionManager:
 
         ``destination`` may carry ActiveMQ consumer options
         (``/queue/a?consumer.prefetchSize=10``), which become ``activemq.*``
-        headers; ``options`` holds :data:`RESERVED_KEYWORDS` values. Broker-
+        headers; ``options`` holds :data:`amqstomp.protocol.RESERVED_KEYWORDS` values. Broker-
         specific headers are added only when asked for, and only when the
         CONNECTED frame's ``server`` names the broker they are for.
 

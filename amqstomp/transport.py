@@ -1,42 +1,23 @@
-"""The wire layer: one socket, its threads, heart-beats and receipts.
+"""The socket engine: one STOMP connection's sockets, threads, receipts and listeners.
 
-A :class:`Transport` owns at most one live socket at a time (a *link*). Per
-link it runs exactly three threads, all of which end when the link ends
-(``close()``, EOF, a socket error, a protocol error or a heart-beat timeout):
-
-* the **reader** (``amqstomp-reader``): ``recv`` into a
-  :class:`~amqstomp.codec.FrameParser`; resolves receipt futures; hands
-  MESSAGE frames to a replaceable handler (see :meth:`Transport.set_message_handler`)
-  and every other event to the dispatcher. On Linux it re-arms
-  ``TCP_QUICKACK`` before every ``recv`` (ActiveMQ's STOMP connector leaves
-  Nagle on; without it the client's delayed TCP ACK stalls each prefetch
-  window for ~40 ms when the client has nothing to send);
-* the **dispatcher** (``amqstomp-dispatch``): runs listener callbacks in
-  arrival order, so a slow listener never delays reading or heart-beats;
-* the **timer** (``amqstomp-timer``): a small :class:`Scheduler` for heart-beat
-  send/check, the flush of deferred writes, and for later users (ack-flush
-  timers, reconnect back-off).
-
-Writes: a frame is written under the link's write lock, in the order the
-callers got the lock. A frame sent with ``defer=True`` (asynchronous SENDs
-nobody waits for) may instead wait in the link's write buffer, for at most
-:data:`DEFER_FLUSH_S` (the timer thread flushes it), until
-:data:`DEFER_FLUSH_BYTES` have gathered, or until any frame sent without
-``defer`` (it goes out behind them, in one ``send``): many small frames then
-cost one system call instead of one each. Order is kept; heart-beats flush the
-buffer instead. TLS links never defer.
+A :class:`Transport` owns at most one live socket at a time (a *link*,
+:class:`amqstomp._io.link.Link`) and runs exactly three threads per link, all
+ending with it: the **reader** (bytes into the link's
+:class:`~amqstomp._protocol.state.ProtocolState`; MESSAGE frames to a
+replaceable handler, receipts resolved, other events queued), the
+**dispatcher** (listener callbacks in arrival order, so a slow listener never
+delays reading or heart-beats) and the **timer** (heart-beats, deferred-write
+flushes, ack timers). Writes and their coalescing are the link's
+(:mod:`amqstomp._io.link`); connecting, with stomp.py's attempts and back-off,
+the connector's (:mod:`amqstomp._io.connector`); listener fan-out
+:mod:`amqstomp._engine.dispatch`'s.
 
 A socket that ends without :meth:`Transport.close` is offered to a failover
 layer first (:meth:`Transport.set_link_lost_hook`, used by
 :class:`amqstomp.failover.Reconnector`): it opens the next link with
 :meth:`Transport.open` (``only=`` one broker) from its own short-lived thread,
 and the listeners hear ``on_transport_interrupted`` instead of
-``on_disconnected``. Each link's three threads end with it, so the count is the
-same after any number of failovers.
-
-This module knows STOMP only as far as the wire needs it: CONNECT/CONNECTED
-heart-beat negotiation, RECEIPT/ERROR correlation, and frame encoding via
-:mod:`amqstomp.codec`. Protocol facades live in :mod:`amqstomp.connection`.
+``on_disconnected``. docs/architecture.md shows where this sits.
 """
 import itertools
 import logging

@@ -16,9 +16,11 @@ import amqstomp
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(amqstomp.__file__))
 MAX_LINES = 600
-#: modules still above the limit while issue 12's split goes on: path -> lines it may not exceed
-STILL_LONG = {"transport.py": 890, "connection.py": 938, "subscription.py": 609, "_codec_py.py": 614,
-              "_codec.pyx": 875}
+#: modules still above the limit, and the most lines each may have: the codec's two
+#: implementations of one grammar (a parser and an encoder each; splitting the .pyx means
+#: Cython include files), and the transport, whose reader/writer/connect/dispatch parts
+#: already moved to _io/ and _engine/ (issue 12 goes on with its receipts and hooks)
+STILL_LONG = {"transport.py": 871, "_codec_py.py": 614, "_codec.pyx": 875}
 
 #: ``if TYPE_CHECKING:`` imports allowed to point at a module that imports the importer
 #: (annotations only; nothing runs them): (importer, imported)

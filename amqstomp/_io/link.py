@@ -3,10 +3,17 @@
 A :class:`Link` holds the socket's channel, its :class:`~amqstomp._protocol.state.ProtocolState`,
 its timer thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue
 for the dispatcher, and does the socket-level work that needs no STOMP
-decision: writing under the write lock (with write coalescing of deferred
-frames), heart-beat ticks (asking the protocol state when one is due and when
+decision: writing under the write lock, heart-beat ticks (asking the protocol state when one is due and when
 the peer is overdue), watching a paused socket, and closing. Its reader and
 dispatcher threads are started and run by :class:`amqstomp.transport.Transport`.
+
+Writes: a frame is written under the write lock, in the order the callers got
+the lock. A frame sent with ``defer=True`` (asynchronous SENDs nobody waits
+for) may instead wait in the write buffer, for at most :data:`DEFER_FLUSH_S`
+(the timer thread flushes it), until :data:`DEFER_FLUSH_BYTES` have gathered,
+or until a frame sent without ``defer`` (it goes out behind them, in one
+``send``): many small frames then cost one system call instead of one each.
+Order is kept; heart-beats flush the buffer instead. TLS links never defer.
 """
 import logging
 import queue

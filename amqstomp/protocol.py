@@ -1,0 +1,438 @@
+"""The frames of the stomp.py API: what ``send``, ``subscribe``, ``ack`` ... write, per STOMP version.
+
+The counterpart of stomp.py's ``stomp.protocol`` (``Protocol10``, ``Protocol11``,
+``Protocol12``): mixins that :mod:`amqstomp.connection`'s ``StompConnection10/11/12``
+combine with :class:`~amqstomp.connection.BaseConnection` (the socket, listeners,
+failover and connect/disconnect). Every frame goes through the engine's
+rules (:class:`amqstomp._engine.client.Client`): a frame of a transaction on its
+BEGIN's socket, an ACK on the socket that delivered the message.
+"""
+import difflib
+import functools
+import logging
+from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, MutableMapping, Optional, Set, Tuple, Union, cast
+
+from .exception import BrokerError, ConfigurationError, TransactionRolledBackError, UnknownTransactionError
+from .subscription import SubscriptionManager
+from .uri import parse_destination
+from .utils import get_uuid, merge_headers
+
+if TYPE_CHECKING:  # annotations only
+    from ._engine.client import Client
+    from .failover import Reconnector, SocketLedger
+    from .transport import Transport
+
+__all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12"]
+
+log = logging.getLogger("amqstomp.connection")
+
+
+#: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
+RESERVED_KEYWORDS = (
+    "optimize_acknowledge",
+    "prefetch_size",
+    "ack_batch_cap",
+    "optimize_acknowledge_timeout_ms",
+    "optimized_ack_scheduled_ack_interval_ms",
+    "idle_ack_ms",
+    "max_buffered",
+    "max_buffered_bytes",
+    "redelivery_policy",
+)
+
+# names close to a reserved keyword, which stomp.py's rule would otherwise send as headers
+_ALIASES = {"prefetch": "prefetch_size", "prefetchSize": "prefetch_size", "prefetch_count": "prefetch_size",
+            "optimizeAcknowledge": "optimize_acknowledge"}
+
+
+def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
+    """Remove amqstomp's own keywords from ``keyword_headers`` and return them.
+
+    Raises:
+        ConfigurationError: a keyword that looks like a misspelt reserved one
+            (``optimise_acknowledge``, ``prefetchSize`` ...): stomp.py's rule would
+            send it as a header and the option would silently do nothing.
+    """
+    for name in keyword_headers:
+        if name in RESERVED_KEYWORDS:
+            continue
+        guess = _ALIASES.get(name)
+        if guess is None and "_" in name:
+            close = difflib.get_close_matches(name, RESERVED_KEYWORDS, n=1, cutoff=0.8)
+            guess = close[0] if close else None
+        if guess is not None:
+            raise ConfigurationError("subscribe keyword %r is not an amqstomp option; did you mean %s? "
+                                     "(pass it in headers={...} to send it as a header)" % (name, guess))
+    return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
+
+
+class _Default(str):
+    """A keyword's default value: equal to the text, but told apart (``is``) from
+    the same text given by the caller."""
+
+    __slots__ = ()
+
+
+#: The ``ack`` modes of SUBSCRIBE (STOMP 1.2 "SUBSCRIBE ack Header"): a type checker
+#: refuses ``ack="clint"``.
+AckMode = Literal["auto", "client", "client-individual"]
+#: ``subscribe``'s default ``ack`` (``"auto"``); an ``ack`` header wins over it.
+_ACK_DEFAULT = cast(AckMode, _Default("auto"))
+
+
+def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: Any,
+                         ack: str) -> Tuple[Any, Any, str]:
+    """``subscribe``'s destination, id and ack, reconciled with the same names
+    among its headers: a header fills a keyword left out (``ack`` at its
+    default); both given and different raise ValueError."""
+    for name, value in (("destination", destination), ("id", id)):
+        given = frame_headers.get(name)
+        if given is None:
+            continue
+        if value is None:
+            value = given
+        elif str(given) != str(value):
+            raise ValueError("subscribe: %s given twice, %r as argument and %r as header" % (name, value, given))
+        if name == "destination":
+            destination = value
+        else:
+            id = value
+    header_ack = frame_headers.get("ack")
+    if header_ack is not None:
+        if ack is _ACK_DEFAULT:
+            ack = str(header_ack)
+        elif str(header_ack) != ack:
+            raise ValueError("subscribe: ack given twice, %r as argument and %r as header" % (ack, header_ack))
+    return destination, id, str(ack)
+
+
+class BaseProtocol:
+    """The frames every STOMP version writes the same way (SEND, BEGIN, COMMIT,
+    ABORT, SUBSCRIBE's bookkeeping, ACK/NACK's checks). A mixin: the attributes
+    below are :class:`~amqstomp.connection.BaseConnection`'s."""
+
+    transport: "Transport"
+    subscriptions: SubscriptionManager
+    reconnector: "Optional[Reconnector]"
+    timeout: Optional[float]
+    encoding: str
+    auto_content_length: bool
+    _client: "Client"
+    _ledger: "SocketLedger"
+    _transactions: Set[str]
+
+    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
+        raise NotImplementedError  # BaseConnection's
+
+    def _check_transaction(self, transaction: Optional[str]) -> None:
+        if transaction is not None and self._client.transaction_is_stale(transaction):
+            raise TransactionRolledBackError(
+                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
+
+    def send(self, destination: str, body: Any, content_type: Optional[str] = None,
+             headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SEND a message (STOMP 1.2 "SEND").
+
+        Args:
+            destination (str): e.g. ``/queue/a`` or ``/topic/b``.
+            body (str | bytes): a ``str`` is encoded with ``encoding``.
+            content_type (str | None): the ``content-type`` header.
+            headers, keyword_headers: more headers (``receipt``, ``transaction``,
+                ``persistent``, ActiveMQ's ``JMSXGroupID``...).
+
+        With ``auto_content_length`` a non-empty body gets ``content-length``
+        (ActiveMQ makes a BytesMessage; without one, a TextMessage; pass
+        ``headers={"content-length": None}`` for one TextMessage). A
+        ``content-length`` given by the caller is set to the body's real size.
+
+        Raises:
+            ValueError: destination or body is None, or the destination is
+                empty (ActiveMQ closes the connection on an empty one).
+            TypeError: body is neither str nor bytes-like.
+            NotConnectedException: not connected.
+            FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
+                the broker's limits (a header line over 10240 bytes encoded, more
+                than 1000 headers, a frame over 100 MiB): ActiveMQ would close the
+                connection and lose it, so nothing is written.
+        """
+        if destination is None:
+            raise ValueError("'destination' is required")
+        if isinstance(destination, str) and not destination.strip():
+            raise ValueError("'destination' is empty (%r): ActiveMQ closes the connection on a SEND without one"
+                             % (destination,))
+        if body is None:
+            raise ValueError("'body' is required")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["destination"] = destination
+        if content_type:
+            frame_headers["content-type"] = content_type
+        payload: Union[bytes, bytearray, memoryview]
+        if isinstance(body, str):
+            payload = body.encode(self.encoding)
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            payload = body
+        else:
+            raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
+        if "content-length" in frame_headers:
+            if frame_headers["content-length"] is not None:
+                frame_headers["content-length"] = len(payload)
+        elif self.auto_content_length and payload:
+            frame_headers["content-length"] = len(payload)
+        self._check_transaction(frame_headers.get("transaction"))
+        self._send("SEND", frame_headers, payload)
+
+    def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+              **keyword_headers: Any) -> str:
+        """BEGIN a transaction; returns its id (a fresh UUID when None)."""
+        frame_headers = merge_headers([headers, keyword_headers])
+        transaction = transaction or get_uuid()
+        frame_headers["transaction"] = transaction
+        self._send("BEGIN", frame_headers)  # the engine records the socket it went on
+        self._began(transaction, True)
+        return transaction
+
+    def _began(self, transaction: str, began: bool) -> None:
+        """Note a transaction begun (True) or ended (False) on this connection."""
+        if began:
+            self._transactions.add(transaction)
+        else:
+            self._transactions.discard(transaction)
+
+    def _known_transaction(self, transaction: str, command: str) -> None:
+        """Raise UnknownTransactionError unless this connection began ``transaction``
+        and has not ended it; else count it ended (the COMMIT/ABORT goes next)."""
+        if transaction not in self._transactions:
+            raise UnknownTransactionError(
+                "%s of transaction %r, which this connection did not begin or ended already (or began before "
+                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
+                % (command, transaction))
+        self._transactions.discard(transaction)
+
+    def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+               **keyword_headers: Any) -> None:
+        """COMMIT ``transaction`` (ActiveMQ then delivers its SENDs and applies its ACKs).
+
+        Raises:
+            TransactionRolledBackError: (``auto_reconnect``) the transaction
+                began on a socket that was lost since: the broker rolled it back.
+            UnknownTransactionError: (a ValueError) this connection did not
+                begin ``transaction`` (with :meth:`begin` or a BEGIN frame), or
+                ended it already; nothing is sent. (stomp.py sent the COMMIT,
+                ActiveMQ answered ERROR and only ``on_error`` heard of it.)
+        """
+        if transaction is None:
+            raise ValueError("'transaction' is required")
+        self._known_transaction(transaction, "COMMIT")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["transaction"] = transaction
+        try:
+            self._check_transaction(transaction)
+        except TransactionRolledBackError:
+            self._ledger.ended(transaction)
+            raise
+        self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
+
+    def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
+        messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
+        STOMP ABORT).
+
+        Raises:
+            UnknownTransactionError: (a ValueError) as :meth:`commit`.
+        """
+        if transaction is None:
+            raise ValueError("'transaction' is required")
+        self._known_transaction(transaction, "ABORT")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["transaction"] = transaction
+        self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
+
+    def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
+                   keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
+        options = pop_reserved(keyword_headers)
+        frame_headers = merge_headers([headers, keyword_headers])
+        destination, id, ack = _subscribe_arguments(frame_headers, destination, id, ack)
+        if destination is None:
+            raise ValueError("'destination' is required")
+        if id is None and id_required:
+            raise ValueError("'id' is required")
+        if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
+            if options:
+                raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
+            if self.reconnector is not None:
+                raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
+                                         "the socket that delivered each message: give subscribe() an 'id'")
+            frame_headers["destination"], extra = parse_destination(destination)
+            for key, value in extra.items():
+                frame_headers.setdefault(key, value)
+            frame_headers["ack"] = ack
+            self.transport.send_frame("SUBSCRIBE", frame_headers)
+            return
+        frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
+        wire = frame_headers
+        if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
+            wire = dict(frame_headers)
+            wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
+        try:
+            future = self._send("SUBSCRIBE", wire)
+        except BaseException:
+            self.subscriptions.discard(id)
+            raise
+        if future is not None:
+            future.add_done_callback(functools.partial(self._subscribe_answered, sub))
+
+    def _subscribe_answered(self, sub: Any, future: Any) -> None:
+        """Reader thread (or the caller, when answered already): the broker's
+        answer to a SUBSCRIBE. One it refused (an ERROR, e.g. a bad selector) is
+        unregistered: its id is free again and a reconnect does not replay it."""
+        if future.cancelled() or not isinstance(future.exception(), BrokerError):
+            return
+        current = self.subscriptions.get(sub.id)
+        if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
+            self.subscriptions.discard(current.id)
+            log.warning("subscription %s to %s refused by the broker; unregistered: %s",
+                        current.id, current.destination, future.exception())
+
+    def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
+                   receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
+        frame_headers = merge_headers([ack_headers, keyword_headers])
+        if transaction:
+            self._check_transaction(transaction)
+            frame_headers["transaction"] = transaction
+        if receipt:
+            frame_headers["receipt"] = receipt
+        if self.reconnector is not None:
+            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
+            return
+        self.subscriptions.check_ack(command, ack_headers)
+        self.transport.send_frame(command, frame_headers)
+
+
+class Protocol10(BaseProtocol):
+    """STOMP 1.0's SUBSCRIBE (``id`` optional), UNSUBSCRIBE and ACK (no NACK)."""
+
+    def subscribe(self, destination: str, id: Optional[str] = None, ack: AckMode = _ACK_DEFAULT,
+                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SUBSCRIBE to ``destination`` (``id`` optional in 1.0); ``ack`` is
+        ``auto`` or ``client`` (cumulative on ActiveMQ). Flow-control keywords
+        as in :meth:`StompConnection11.subscribe` (they need an ``id``)."""
+        self._subscribe(destination, id, ack, headers, keyword_headers)
+
+    def unsubscribe(self, destination: Optional[str] = None, id: Optional[str] = None,
+                    headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """UNSUBSCRIBE by ``id`` or by ``destination`` (after the ACK of what
+        optimizeAcknowledge has not acked yet)."""
+        if id is None and destination is None:
+            raise ValueError("'id' or 'destination' is required")
+        if id is not None:
+            self.subscriptions.close(id)
+            self._ledger.forget_subscription(id)
+        frame_headers = merge_headers([headers, keyword_headers])
+        if id is not None:
+            frame_headers["id"] = id
+        if destination is not None:
+            frame_headers["destination"] = destination
+        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+
+    def ack(self, id: str, transaction: Optional[str] = None, receipt: Optional[str] = None) -> None:
+        """ACK the message whose ``message-id`` is ``id`` (STOMP 1.0 "ACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("ACK", {"message-id": id}, transaction, receipt)
+
+
+class Protocol11(BaseProtocol):
+    """STOMP 1.1's SUBSCRIBE (``id`` required), UNSUBSCRIBE, ACK and NACK (by
+    ``message-id`` + ``subscription``)."""
+
+    def subscribe(self, destination: str, id: Any, ack: AckMode = _ACK_DEFAULT,
+                  headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") with consumer flow control.
+
+        Args:
+            destination (str): queue or topic; ActiveMQ consumer options may
+                follow (``/queue/a?consumer.prefetchSize=10``): each becomes its
+                ``activemq.*`` header (docs/options.md), on ActiveMQ only.
+            id: subscription id (MESSAGE frames carry it as ``subscription``).
+            ack (str): ``auto`` (the broker acks at dispatch: at-most-once),
+                ``client`` (cumulative on ActiveMQ) or ``client-individual``.
+                An ``ack`` header in ``headers`` is used when this keyword is
+                left out (stomp.py let the keyword's default win: ack:auto on
+                the wire, at-most-once, while asking for client acks);
+                likewise ``id`` and ``destination`` headers. Given both ways
+                with different values, ValueError.
+            headers, keyword_headers: e.g. ``selector``,
+                ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
+                dispatch only after sending that receipt).
+
+        amqstomp's own keywords, never sent as headers (RESERVED_KEYWORDS):
+            optimize_acknowledge (bool): with ``ack='client'`` amqstomp sends the
+                ACKs itself, after the listeners returned, one cumulative ACK per
+                batch (ActiveMQMessageConsumer's optimizeAcknowledge; batch rule in
+                :func:`amqstomp.flow.optimized_ack_threshold`); do not call ``ack``.
+            prefetch_size (int): messages the broker may push before an ACK
+                (``activemq.prefetchSize`` on ActiveMQ, ``prefetch-count`` on RabbitMQ).
+            ack_batch_cap (int, messages, 100), optimize_acknowledge_timeout_ms
+                (300), optimized_ack_scheduled_ack_interval_ms (0 = off),
+                idle_ack_ms (50), max_buffered (messages): see
+                :class:`amqstomp.flow.SubscriptionWindow`.
+
+        The local buffer is bounded: when a subscription has ``max_buffered``
+        messages waiting for the listeners (with ``ack='auto'`` the broker no
+        longer limits what it pushes), amqstomp stops reading the socket until
+        half have been handled; listeners' ``on_slow_consumer`` hears when more
+        than 2 x prefetch wait.
+
+        Raises:
+            ValueError: no destination or id, or the id is in use; ``ack``,
+                ``id`` or ``destination`` given as keyword and header with
+                different values.
+            ConfigurationError: bad ack mode or option, see
+                :meth:`amqstomp.subscription.SubscriptionManager.prepare`.
+        """
+        self._subscribe(destination, id, ack, headers, keyword_headers, id_required=True)
+
+    def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
+        """UNSUBSCRIBE the subscription ``id`` (after the ACK of what
+        optimizeAcknowledge has not acked yet)."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self.subscriptions.close(id)
+        self._ledger.forget_subscription(id)
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["id"] = id
+        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+
+    def ack(self, id: str, subscription: Any, transaction: Optional[str] = None,
+            receipt: Optional[str] = None) -> None:
+        """ACK by ``message-id`` and ``subscription`` (STOMP 1.1 "ACK")."""
+        if id is None or subscription is None:
+            raise ValueError("'id' and 'subscription' are required")
+        self._ack_frame("ACK", {"message-id": id, "subscription": subscription}, transaction, receipt)
+
+    def nack(self, id: str, subscription: Any, transaction: Optional[str] = None,
+             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
+        """NACK by ``message-id`` and ``subscription`` (STOMP 1.1 "NACK"; on
+        ActiveMQ the message goes to the DLQ)."""
+        if id is None or subscription is None:
+            raise ValueError("'id' and 'subscription' are required")
+        self._ack_frame("NACK", {"message-id": id, "subscription": subscription}, transaction, receipt,
+                        keyword_headers)
+
+
+class Protocol12(Protocol11):
+    """STOMP 1.2's ACK and NACK (by the MESSAGE's ``ack`` header)."""
+
+    def ack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
+            receipt: Optional[str] = None) -> None:
+        """ACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "ACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("ACK", {"id": id}, transaction, receipt)
+
+    def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
+             receipt: Optional[str] = None, **keyword_headers: Any) -> None:
+        """NACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "NACK")."""
+        if id is None:
+            raise ValueError("'id' is required")
+        self._ack_frame("NACK", {"id": id}, transaction, receipt, keyword_headers)
