@@ -50,6 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from amqstomp.testing.master_slave import filesystem_type  # noqa: E402
 from bench._common import (  # noqa: E402
     REPO_ROOT,
     default_json_path,
@@ -92,21 +93,7 @@ MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 def file_system_of(path: str) -> str:
     """Type of the file system holding ``path`` (from /proc/mounts; longest
     mount point that contains it), or "unknown"."""
-    path = os.path.realpath(path)
-    best, kind = "", "unknown"
-    try:
-        with open("/proc/mounts") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) < 3:
-                    continue
-                mount = parts[1].replace("\\040", " ")
-                inside = path == mount or path.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best):
-                    best, kind = mount, parts[2]
-    except OSError:
-        pass
-    return kind
+    return filesystem_type(path) or "unknown"
 
 
 def choose_data_dir(given: Optional[str] = None) -> Tuple[str, str]:
