@@ -41,6 +41,7 @@ from .flow import (
     RedeliveryPolicy,
     SubscriptionWindow,
 )
+from ._engine.ports import TransportPort
 from ._protocol.frames import (
     ACTIVEMQ,
     RABBITMQ,
@@ -54,7 +55,7 @@ from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
 
-__all__ = ["Subscription", "SubscriptionManager", "ack_headers"]
+__all__ = ["Subscription", "SubscriptionManager", "TransportPort", "ack_headers"]
 
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
@@ -125,7 +126,7 @@ class SubscriptionManager:
             whose listener raised (``org.apache.activemq.RedeliveryPolicy`` defaults).
     """
 
-    def __init__(self, transport: Any, prefetch_policy: Optional[PrefetchPolicy] = None,
+    def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
                  audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
                  track_acks: bool = False) -> None:
         self.transport = transport
@@ -149,8 +150,7 @@ class SubscriptionManager:
         transport.set_message_handler(self.on_message)
         transport.set_consumed_hook(self.on_consumed)
         transport.set_dispatch_filter(self.should_dispatch)
-        if hasattr(transport, "set_failed_hook"):
-            transport.set_failed_hook(self.on_failed)
+        transport.set_failed_hook(self.on_failed)
 
     # ------------------------------------------------------------------ setup
 

@@ -67,22 +67,36 @@ MAX_SEND_RETRIES = 3
 
 
 class _ManagerPort:
-    """The transport as the SubscriptionManager sees it: everything is the real
-    transport's, except that queued MESSAGEs go to the JMS sessions (``route``)
-    and the consumed hook / dispatch filter are not installed (the sessions'
+    """The consumer socket as its SubscriptionManager sees it
+    (:class:`amqstomp.subscription.TransportPort`): the transport's, except that
+    queued MESSAGEs go to the JMS sessions (``route``) and the consumed and
+    failed hooks and the dispatch filter are not installed (the sessions'
     threads call :meth:`SubscriptionManager.on_consumed` themselves)."""
 
     def __init__(self, transport: Transport, route: Callable[[Frame], None]) -> None:
         self._transport = transport
         self._route = route
+        self.send_frame = transport.send_frame
+        self.call_later = transport.call_later
+        self.notify = transport.notify
+        self.pause_reading = transport.pause_reading
+        self.resume_reading = transport.resume_reading
+        self.is_open = transport.is_open
+        self.wait_connected = transport.wait_connected
+        self.set_message_handler = transport.set_message_handler
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
+    @property
+    def version(self) -> Optional[str]:
+        return self._transport.version
 
-    def set_message_handler(self, handler: Optional[Callable[[Frame], None]]) -> None:
-        self._transport.set_message_handler(handler)
+    @property
+    def server(self) -> Optional[str]:
+        return self._transport.server
 
     def set_consumed_hook(self, hook: Optional[Callable[[Frame], None]]) -> None:
+        pass
+
+    def set_failed_hook(self, hook: Optional[Callable[[Frame, str], None]]) -> None:
         pass
 
     def set_dispatch_filter(self, fn: Optional[Callable[[Frame], bool]]) -> None:
