@@ -488,29 +488,12 @@ class BaseConnection(BaseProtocol):
         Args:
             receipt (str | None): receipt id to use (a fresh one when None).
         """
-        transport = self.transport
-        if self.reconnector is not None:
-            self.reconnector.disarm()
-        self._ledger.clear_transactions()
         self._transactions.clear()
-        if not transport.is_open():
-            transport.close()
-            return
-        if transport.is_connected():
-            wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
-            deadline = time.monotonic() + wait_s
-            self.subscriptions.close_all(write_timeout=wait_s)
-            frame_headers = merge_headers([headers, keyword_headers])
-            frame_headers["receipt"] = receipt or get_uuid()
-            transport.notify("disconnecting")
-            try:
-                future = transport.send_frame("DISCONNECT", frame_headers, None,
-                                              max(0.0, deadline - time.monotonic()))
-                if future is not None:
-                    transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
-            except StompException as exc:  # gone already, or no receipt in time: close anyway
-                log.debug("DISCONNECT: %s", exc)
-        transport.close(DEFAULT_CLOSE_TIMEOUT, reason="disconnected by the client")
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["receipt"] = receipt or get_uuid()
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
+        self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
+                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT)
 
     def __enter__(self) -> "BaseConnection":
         return self

@@ -27,6 +27,7 @@ The facades keep what differs by API: how long a write waits for a new socket
 and what it raises then (``wait_up``), and what they tell their listeners.
 """
 import logging
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Mapping, Optional
@@ -38,6 +39,7 @@ from ..exception import (
     BrokerError,
     ConnectionClosedException,
     NotConnectedException,
+    StompException,
     TransactionRolledBackError,
 )
 
@@ -259,6 +261,38 @@ class Client:
         if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
             self.ledger.handed_over(frame, cumulative=sub.ack == "client")
         return True
+
+    # ------------------------------------------------------------ ending
+
+    def disconnect(self, manager: Any, wait_s: float, headers: Mapping[str, Any], announce: bool = False,
+                   reason: str = "closed by the client", join_s: float = 10.0,
+                   disarm_s: Optional[float] = None) -> None:
+        """End the session (STOMP 1.2 "DISCONNECT"), for every API: stop the
+        failover loop, forget open transactions (the broker rolls them back),
+        then, while connected, write the ACKs ``manager`` still holds
+        (optimized acknowledge), DISCONNECT with ``headers`` (they carry a
+        ``receipt``) and wait for its RECEIPT -- all within ``wait_s`` seconds --
+        and close the socket, waiting up to ``join_s`` s for its threads
+        (``disarm_s`` s for a reconnect in progress; ``join_s`` when None).
+        ``announce``: the listeners hear ``on_disconnecting`` first. Never raises
+        for a connection that is gone already."""
+        transport = self.transport
+        if self.reconnector is not None:
+            self.reconnector.disarm(join_s if disarm_s is None else disarm_s)
+        self.ledger.clear_transactions()
+        if transport.is_connected():
+            deadline = time.monotonic() + wait_s
+            if manager is not None:
+                manager.close_all(write_timeout=wait_s)
+            if announce:
+                transport.notify("disconnecting")
+            try:
+                future = transport.send_frame("DISCONNECT", headers, None, max(0.0, deadline - time.monotonic()))
+                if future is not None:
+                    transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
+            except StompException as exc:  # gone already, or no receipt in time: close anyway
+                log.debug("DISCONNECT: %s", exc)
+        transport.close(join_s, reason=reason)
 
     # ------------------------------------------------------------ after a reconnect
 

@@ -316,20 +316,7 @@ class Link:
         """Ack what the manager still holds, DISCONNECT (waiting up to ``timeout_s``
         for the receipt), close the socket and wait for the link's threads."""
         self.closing = True
-        if self.reconnector is not None:
-            self.reconnector.disarm(timeout_s)
-        transport = self.transport
-        if transport.is_connected():
-            deadline = time.monotonic() + timeout_s
-            if self.manager is not None:
-                self.manager.close_all(write_timeout=timeout_s)
-            try:
-                future = transport.send_frame("DISCONNECT", {"receipt": "disconnect"}, None, timeout_s)
-                if future is not None:
-                    transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
-            except StompException as exc:
-                log.debug("%s link DISCONNECT: %s", self.role, exc)
-        transport.close(10.0, reason="closed by the client")
+        self.client.disconnect(self.manager, timeout_s, {"receipt": "disconnect"}, disarm_s=timeout_s)
 
     # ------------------------------------------------------------ frames
 
