@@ -51,6 +51,7 @@ stomp.py it also became the socket's read timeout), and
 host name. stomp.py's ``override_threading`` and ``set_receipt`` are not
 offered (threads are the transport's; receipts are futures).
 """
+import functools
 import logging
 import ssl
 import threading
@@ -309,17 +310,14 @@ class BaseConnection(BaseProtocol):
         if self._connect_args is None:  # pragma: no cover - armed only after connect()
             raise ConnectFailedException("never connected")
         username, passcode, headers, keyword_headers, command = self._connect_args
-        transport.open(self.version, only=host_and_port)
-        frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
-        if self.version == "1.2" and "host" not in frame_headers:
-            frame_headers["host"] = host_and_port[0]
-        transport.send_frame(command, frame_headers)
-        transport.wait_connected(self.timeout)
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        self._client.handshake(self.version, command,
+                               functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
+                               wait_s, only=host_and_port, silent=True)
         transport.notify("transport_resumed")
         if not self.auto_resubscribe:
             self.subscriptions.reset()
             return
-        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
         # each gated on its RECEIPT; one refused is reported once (on_error), never retried
         self._client.replay(self.subscriptions, wait_s, "amqstomp-resubscribe")
 
@@ -362,9 +360,15 @@ class BaseConnection(BaseProtocol):
         return self.transport.wait_for_receipt(str(receipt_id), timeout)
 
     def _connect_headers(self, username: Optional[str], passcode: Optional[str],
-                         headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any]) -> Dict[str, Any]:
-        return connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,
-                               extra=merge_headers([headers, keyword_headers]))
+                         headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any],
+                         host: Optional[str] = None) -> Dict[str, Any]:
+        """CONNECT's headers; on STOMP 1.2 ``host`` (the broker's name) when no
+        vhost or ``host`` header was given."""
+        frame_headers = connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,
+                                        extra=merge_headers([headers, keyword_headers]))
+        if self.version == "1.2" and host is not None and "host" not in frame_headers:
+            frame_headers["host"] = host
+        return frame_headers
 
     def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
                 headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
@@ -447,17 +451,11 @@ class BaseConnection(BaseProtocol):
                 self._ledger.clear_transactions()
                 self._transactions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
-                host_and_port = self.transport.open(
-                    self.version, deadline=time.monotonic() + wait_s if wait and wait_s is not None else None)
-                frame_headers = self._connect_headers(username, passcode, headers, keyword_headers)
-                if self.version == "1.2" and "host" not in frame_headers:
-                    frame_headers["host"] = host_and_port[0]
                 command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
-                try:
-                    self.transport.send_frame(command, frame_headers)
-                except StompException as exc:
-                    self.transport.close(reason="connect failed: %s" % exc, silent=silent)
-                    raise ConnectFailedException(str(exc)) from exc
+                self._client.handshake(  # CONNECTED is waited for below, outside the lock
+                    self.version, command,
+                    functools.partial(self._connect_headers, username, passcode, headers, keyword_headers), None,
+                    deadline=time.monotonic() + wait_s if wait and wait_s is not None else None, silent=silent)
                 self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
                 if rc is not None:
                     rc.arm()

@@ -30,13 +30,14 @@ import logging
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
 from ..exception import (
     AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     BrokerError,
+    ConnectFailedException,
     ConnectionClosedException,
     NotConnectedException,
     StompException,
@@ -67,6 +68,46 @@ class Client:
         self.transport = transport
         self.ledger = ledger
         self.reconnector = reconnector
+
+    # ------------------------------------------------------------ connecting
+
+    def handshake(self, version: str, command: str, headers_for: Callable[[str], Mapping[str, Any]],
+                  wait_s: Optional[float], only: Optional[Tuple[str, int]] = None,
+                  deadline: Optional[float] = None, silent: bool = False,
+                  opened: Optional[Callable[[], None]] = None,
+                  failing: Optional[Callable[[], None]] = None) -> Optional[Frame]:
+        """Open a socket and send CONNECT/STOMP (STOMP 1.2 "Connecting"), for
+        every API and for every reconnect: ``transport.open(version, only,
+        deadline)``, then ``opened()`` (if given), then ``command`` with
+        ``headers_for(host)`` (the host connected to: the default ``host``
+        header), then, unless ``wait_s`` is None, the wait for CONNECTED.
+        ``failing()`` runs when the attempt failed, before the socket is closed.
+
+        Returns:
+            Frame | None: CONNECTED (None when not waited for).
+
+        Raises:
+            ConnectRefusedError: the broker answered with ERROR (its reason).
+            ConnectFailedException: no socket, the write failed, or no CONNECTED
+                within ``wait_s``; the socket is then closed (``silent``: without
+                ``on_disconnected``, another attempt follows).
+        """
+        transport = self.transport
+        host, _ = transport.open(version, only=only, deadline=deadline)
+        try:
+            if opened is not None:
+                opened()
+            transport.send_frame(command, headers_for(host))
+            if wait_s is None:
+                return None
+            return transport.wait_connected(wait_s)  # type: ignore[no-any-return]
+        except StompException as exc:
+            if failing is not None:
+                failing()
+            transport.close(reason="connect failed: %s" % exc, silent=silent)
+            if isinstance(exc, ConnectFailedException):
+                raise
+            raise ConnectFailedException(str(exc)) from exc
 
     # ------------------------------------------------------------ transactions
 

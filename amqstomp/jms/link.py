@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 from ..codec import Frame, FrameHead
 from ..exception import (
     BrokerError,
-    ConnectFailedException,
     ConnectionClosedException,
     NotConnectedException,
     ReceiptTimeout,
@@ -287,28 +286,30 @@ class Link:
     def _connect(self, only: Optional[Tuple[str, int]]) -> None:
         options = self.options
         version = options["version"]
-        host, _ = self.transport.open(version, only=only)
-        for thread in self.threads():  # amqstomp-reader-1 -> amqstomp-jms1-consumer-reader
-            kind = thread.name.split("-")[1] if thread.name.count("-") >= 2 else thread.name
-            thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
-        headers = connect_headers(ACCEPT_VERSIONS[version], options.get("vhost") or host,
-                                  tuple(options.get("heartbeats") or (0, 0)), options.get("username"),
-                                  options.get("password"), self.client_id)
-        try:
-            self.transport.send_frame("CONNECT", headers)
-            wait_s = self.connect_timeout_s
-            deadline = self.reconnector.attempt_deadline if self.reconnector is not None else None
-            if deadline is not None:  # create_connection(timeout_s): no attempt outlives it
-                wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
-            self.connected_frame = self.transport.wait_connected(wait_s)
-            self.is_activemq = is_activemq_classic(self.server)
-        except StompException as exc:
+
+        def name_threads() -> None:  # amqstomp-reader-1 -> amqstomp-jms1-consumer-reader
+            for thread in self.threads():
+                kind = thread.name.split("-")[1] if thread.name.count("-") >= 2 else thread.name
+                thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
+
+        def headers_for(host: str) -> Dict[str, Any]:
+            return connect_headers(ACCEPT_VERSIONS[version], options.get("vhost") or host,
+                                   tuple(options.get("heartbeats") or (0, 0)), options.get("username"),
+                                   options.get("password"), self.client_id)
+
+        wait_s = self.connect_timeout_s
+        deadline = self.reconnector.attempt_deadline if self.reconnector is not None else None
+        if deadline is not None:  # create_connection(timeout_s): no attempt outlives it
+            wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
+
+        def failing() -> None:
             if self.reconnector is None:
-                self.closing = True
-            self.transport.close(reason="connect failed: %s" % exc, silent=self.reconnector is not None)
-            if isinstance(exc, ConnectFailedException):
-                raise
-            raise ConnectFailedException(str(exc)) from exc
+                self.closing = True  # a failed attempt ends the link for good
+
+        self.connected_frame = self.client.handshake(version, "CONNECT", headers_for, wait_s, only=only,
+                                                     silent=self.reconnector is not None, opened=name_threads,
+                                                     failing=failing)
+        self.is_activemq = is_activemq_classic(self.server)
         log.debug("%s link connected to %s:%s (%s, STOMP %s)", self.role, self.endpoint.host,
                   self.endpoint.port, self.server, self.version)
 
