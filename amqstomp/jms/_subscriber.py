@@ -208,8 +208,7 @@ class Subscriber:
         transport = link.transport
         deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:
-            # connected, and any replay finished (a private method of link.py, which this
-            # package does not own yet: allow-listed in tests/test_structure_jms.py)
+            # connected, and any replay finished
             link.await_up(deadline, "SUBSCRIBE")
             current = manager.get(self.sub_id)
             if current is None:
