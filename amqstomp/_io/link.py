@@ -138,22 +138,30 @@ class Link:
         self.lock_for_write(write_timeout)
         try:
             wbuf = self.wbuf
-            try:
-                if wbuf:
-                    big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
-                    if data and not big:
-                        wbuf.append(data)  # one system call for all
-                    self.channel.sendall(self.take_buffer())
-                    if big:
-                        self.channel.sendall(data)
-                elif data:
-                    self.channel.sendall(data)
-            except OSError as exc:
-                self.close("write failed: %s" % exc, exc)
-                raise ConnectionClosedException("write failed: %s" % exc) from exc
-            self.proto.data_written(time.monotonic() * 1000.0)
+            if wbuf:
+                big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
+                if data and not big:
+                    wbuf.append(data)  # one system call for all
+                self._sendall(self.take_buffer())
+                if big:
+                    self._sendall(data)
+            elif data:
+                self._sendall(data)
         finally:
             self.write_lock.release()
+
+    def _sendall(self, data: bytes) -> None:
+        """Under the write lock: write ``data`` whole; a failed write closes the link.
+
+        Raises:
+            ConnectionClosedException: the write failed.
+        """
+        try:
+            self.channel.sendall(data)
+        except OSError as exc:
+            self.close("write failed: %s" % exc, exc)
+            raise ConnectionClosedException("write failed: %s" % exc) from exc
+        self.proto.data_written(time.monotonic() * 1000.0)
 
     def write_deferred(self, data: bytes, write_timeout: Optional[float]) -> None:
         """Add ``data`` to the write buffer; write the buffer when it is full, else
@@ -170,13 +178,7 @@ class Link:
             wbuf.append(data)
             size = self.wbuf_bytes + len(data)
             if size >= DEFER_FLUSH_BYTES:
-                joined = self.take_buffer()
-                try:
-                    self.channel.sendall(joined)
-                except OSError as exc:
-                    self.close("write failed: %s" % exc, exc)
-                    raise ConnectionClosedException("write failed: %s" % exc) from exc
-                self.proto.data_written(time.monotonic() * 1000.0)
+                self._sendall(self.take_buffer())
             else:
                 self.wbuf_bytes = size
                 if not self.flush_scheduled:
