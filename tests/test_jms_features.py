@@ -660,13 +660,17 @@ def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(
            "&jms.prefetchPolicy.queueBrowserPrefetch=10" % proxy.address)
     queue = Queue(qname("browse-fo"))
     count = 300
-    texts = ["m%03d" % i for i in range(count)]
+    # ~1.3 KB frames: the proxy lets 100 KB of the browse through (more than 50 messages,
+    # far fewer than 300) and then holds the rest, so the cut at message 50 lands in the
+    # middle of the browse however fast ActiveMQ sends it and however loaded the machine is
+    texts = ["m%03d" % i + "." * 1000 for i in range(count)]
     with ConnectionFactory(activemq.url).create_connection() as feeder:
         send_texts(feeder.create_session(), queue, texts)
     with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as connection:
         errors = []
         connection.set_exception_listener(errors.append)
         session = connection.create_session()
+        proxy.stall_after(to_client=100_000)
         with session.create_browser(queue, timeout=20) as browser:
             seen = []
             with pytest.raises(BrowseInterruptedError, match="iterate again"):
@@ -674,6 +678,7 @@ def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(
                     seen.append(message.text)
                     if len(seen) == 50:
                         assert proxy.cut() >= 1
+                        proxy.unstall()
             assert len(seen) == len(set(seen)), "duplicates within one browse"
             assert seen == texts[:len(seen)] and 50 <= len(seen) < count
             # the browse was not replayed on the new socket

@@ -225,6 +225,24 @@ def test_stall_applies_to_new_connections(tcp_proxy_factory, echo):
 
 
 @pytest.mark.timeout(20)
+def test_stall_after_forwards_exactly_the_budget_to_the_client_then_stalls(tcp_proxy_factory, echo):
+    proxy = tcp_proxy_factory(echo.address)
+    with dial(proxy) as sock:
+        proxy.stall_after(to_client=5)
+        assert not proxy.stalled
+        sock.sendall(b"abcdefgh")                     # the echo sends 8 back; 5 pass
+        assert recv_exactly(sock, 5) == b"abcde"
+        assert read_outcome(sock, 0.5) == "timeout"   # the rest is held, no EOF
+        assert proxy.stalled and proxy.bytes_to_client == 5
+        proxy.unstall()
+        assert recv_exactly(sock, 3) == b"fgh"
+        sock.sendall(b"z")                            # no budget after unstall
+        assert recv_exactly(sock, 1) == b"z"
+    with pytest.raises(ValueError, match="to_client"):
+        proxy.stall_after(to_client=-1)
+
+
+@pytest.mark.timeout(20)
 def test_half_close_to_client_gives_eof_while_client_still_writes(tcp_proxy_factory, echo):
     proxy = tcp_proxy_factory(echo.address)
     sock = dial(proxy)

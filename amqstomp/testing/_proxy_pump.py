@@ -128,6 +128,8 @@ class Pump:
             opened (the proxy's ``start()``), None before.
         port (int): the proxy's listening port, for log records.
         stalled (bool): no byte is forwarded while true (:meth:`set_stalled`).
+        to_client_budget (int or None): bytes still to forward to clients before
+            the pump stalls itself (:meth:`stall_after`); None: no budget.
     """
 
     def __init__(self, counters: ProxyCounters, quickack: bool = True) -> None:
@@ -136,6 +138,7 @@ class Pump:
         self.selector: Optional[selectors.BaseSelector] = None
         self.port = 0
         self.stalled = False
+        self.to_client_budget: Optional[int] = None
         self._pairs: List[Pair] = []
         self._by_sock: Dict[socket.socket, Pair] = {}
         self._interest: Dict[socket.socket, int] = {}
@@ -235,9 +238,20 @@ class Pump:
 
     def set_stalled(self, stalled: bool) -> None:
         """Stop (True) or resume (False) forwarding on every pair; on resume the
-        bytes held go first."""
+        bytes held go first.  Either way a :meth:`stall_after` budget is dropped."""
         self.stalled = stalled
+        self.to_client_budget = None
         self._refresh_all()
+
+    def stall_after(self, to_client: int) -> None:
+        """Forward at most ``to_client`` more bytes to clients (all pairs
+        together), then stall as :meth:`set_stalled` (True) does."""
+        self.stalled = False
+        self.to_client_budget = to_client
+        if to_client <= 0:
+            self.set_stalled(True)
+        else:
+            self._refresh_all()
 
     def half_close(self, direction: str) -> int:
         """Shut ``direction`` (one of :data:`DIRECTIONS`) of every connected pair
@@ -277,12 +291,20 @@ class Pump:
     def _flush(self, flow: Flow) -> None:
         if self.stalled or not flow.buf:
             return
+        budget = self.to_client_budget if flow.name == "to_client" else None
         try:
-            sent = flow.dst.send(flow.buf)
+            sent = flow.dst.send(flow.buf if budget is None else flow.buf[:budget])
         except (BlockingIOError, InterruptedError):
             return
         del flow.buf[:sent]
         self.counters.add_sent(flow.name, sent)
+        if budget is not None:
+            self.to_client_budget = budget - sent
+            if budget - sent <= 0:  # spent: stall every pair from here on
+                self.stalled = True
+                self.to_client_budget = None
+                for pair in self._pairs:
+                    self._refresh(pair)
         if not flow.buf and flow.eof:
             flow.shut_dst()
 

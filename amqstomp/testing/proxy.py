@@ -311,6 +311,22 @@ class TcpProxy:
         self._call(lambda: self._pump.set_stalled(True))
         log.info("proxy :%d: stalled", self._listen_port)
 
+    def stall_after(self, to_client: int) -> None:
+        """Forward at most ``to_client`` more bytes (all connections together)
+        from the broker to clients, then stall as :meth:`stall` does: a cut that
+        is sure to land in the middle of a stream the broker sends at once (a
+        queue browse) whatever the machine's load.  :meth:`stall` and
+        :meth:`unstall` drop the budget.
+
+        Raises:
+            ValueError: ``to_client`` is negative.
+            ProxyError: the proxy thread did not do it within ``COMMAND_TIMEOUT``.
+        """
+        if to_client < 0:
+            raise ValueError("stall_after: to_client must be >= 0 bytes, got %r" % (to_client,))
+        self._call(lambda: self._pump.stall_after(int(to_client)))
+        log.info("proxy :%d: stall after %d more bytes to clients", self._listen_port, to_client)
+
     def unstall(self) -> None:
         """Forward again after :meth:`stall` (held bytes go first).
 
