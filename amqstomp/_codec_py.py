@@ -13,22 +13,9 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from .exception import FrameEncodeError, StompProtocolError
 
-__all__ = [
-    "Frame",
-    "FrameParser",
-    "encode_frame",
-    "encode_headers",
-    "FrameHead",
-    "HEARTBEAT",
-    "VERSIONS",
-    "CLIENT_COMMANDS",
-    "SERVER_COMMANDS",
-    "DEFAULT_MAX_COMMAND_LENGTH",
-    "DEFAULT_MAX_HEADER_LINE_LENGTH",
-    "DEFAULT_MAX_HEADERS",
-    "DEFAULT_MAX_BODY_LENGTH",
-    "MAX_LIMIT",
-]
+__all__ = ["Frame", "FrameParser", "encode_frame", "encode_headers", "FrameHead", "HEARTBEAT", "VERSIONS",
+           "CLIENT_COMMANDS", "SERVER_COMMANDS", "DEFAULT_MAX_COMMAND_LENGTH", "DEFAULT_MAX_HEADER_LINE_LENGTH",
+           "DEFAULT_MAX_HEADERS", "DEFAULT_MAX_BODY_LENGTH", "MAX_LIMIT"]
 
 #: The bytes a heart-beat is made of (an EOL between frames).
 HEARTBEAT = b"\n"
@@ -607,8 +594,7 @@ def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = None,
             lines.append("content-length:%d" % len(payload))
         elif b"\0" in payload:
             raise FrameEncodeError("body holds a NUL byte and the frame has no content-length")
-    lines.append("")
-    lines.append("")
+    lines += ["", ""]  # the blank line after the headers, and the body's start
     if head:
         return (command + "\n").encode("utf-8") + head + "\n".join(lines[1:]).encode("utf-8") + payload + b"\0"
     return "\n".join(lines).encode("utf-8") + payload + b"\0"

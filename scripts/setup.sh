@@ -43,7 +43,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.amqstomp-installed
-if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxd' -o -name '_flow_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '_flow_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
   echo "setup: installing amqstomp editable (compiling the Cython extensions) into .venv"
   # -qq: only errors (with the build's output when compiling fails)
   .venv/bin/python -m pip install -qq --upgrade pip

@@ -113,7 +113,8 @@ with zipfile.ZipFile(wheel) as zf:
     wnames = zf.namelist()
     meta = zf.read(next(n for n in wnames if n.endswith(".dist-info/WHEEL"))).decode()
 problems = []
-for need in ("setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_flow.pxd",
+for need in ("setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_codec_parse.pxi",
+             "amqstomp/_codec_encode.pxi", "amqstomp/_flow.pxd",
              "amqstomp/_codec_py.py", "amqstomp/_flow_py.py", "tests/conftest.py"):
     if need not in snames:
         problems.append("sdist lacks " + need)

@@ -1,0 +1,431 @@
+# Included by _codec.pyx (Cython include: one extension module): the incremental parser.
+# It uses the interned tables and Frame of _codec.pyx; the pure twin is amqstomp._codec_py.FrameParser.
+
+cdef class FrameParser:
+    """Incremental STOMP frame parser (compiled). See
+    :class:`amqstomp._codec_py.FrameParser` for arguments, behaviour and errors."""
+
+    cdef public str version
+    cdef readonly Py_ssize_t max_command_length
+    cdef readonly Py_ssize_t max_header_line_length
+    cdef readonly Py_ssize_t max_headers
+    cdef readonly Py_ssize_t max_body_length
+    cdef bytearray _buf
+    cdef long long _base
+    cdef int _state
+    cdef Py_ssize_t _pos
+    cdef Py_ssize_t _scan
+    cdef object _cmd
+    cdef dict _headers
+    cdef Py_ssize_t _nheaders
+    cdef long long _clen
+    cdef bint _crlf
+    cdef bint _unescape
+    cdef object _error
+    cdef PyObject *_last_values[TABLE_SIZE]  # known-key slot -> last value (owned ref) or NULL
+    cdef PyObject *_big     # bytes being filled in S_BIG / S_BODY_NUL (owned, the only reference) or NULL
+    cdef Py_ssize_t _big_fill  # bytes of it filled (counted in offset's stream position, reported as buffered)
+    cdef Py_ssize_t _big_cap   # its size (at most _clen; resized to _clen at the latest when full)
+
+    def __init__(self, version="1.2",
+                 max_command_length=DEFAULT_MAX_COMMAND_LENGTH,
+                 max_header_line_length=DEFAULT_MAX_HEADER_LINE_LENGTH,
+                 max_headers=DEFAULT_MAX_HEADERS,
+                 max_body_length=DEFAULT_MAX_BODY_LENGTH):
+        if version not in VERSIONS:
+            raise ValueError("unknown STOMP version %r (expected one of %s)" % (version, ", ".join(VERSIONS)))
+        for name, value in (("max_command_length", max_command_length),
+                            ("max_header_line_length", max_header_line_length),
+                            ("max_headers", max_headers),
+                            ("max_body_length", max_body_length)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+                raise ValueError("%s must be an int from 1 to %d, got %r" % (name, MAX_LIMIT, value))
+        self.version = version
+        self.max_command_length = max_command_length
+        self.max_header_line_length = max_header_line_length
+        self.max_headers = max_headers
+        self.max_body_length = max_body_length
+        self._buf = bytearray()
+        self._base = 0
+        self._state = S_IDLE
+        self._pos = 0
+        self._scan = 0
+        self._cmd = None
+        self._headers = None
+        self._nheaders = 0
+        self._clen = -1
+        self._error = None
+        self._big_fill = 0
+        self._big_cap = 0
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(TABLE_SIZE):
+            Py_XDECREF(self._last_values[i])
+            self._last_values[i] = NULL
+        Py_XDECREF(self._big)
+        self._big = NULL
+
+    @property
+    def offset(self):
+        """See :attr:`amqstomp._codec_py.FrameParser.offset`."""
+        return self._base + self._pos - self._held()
+
+    @property
+    def buffered(self):
+        """See :attr:`amqstomp._codec_py.FrameParser.buffered`."""
+        return PyByteArray_GET_SIZE(self._buf) - self._pos + self._held()
+
+    cdef inline Py_ssize_t _held(self) noexcept:
+        """Bytes of a large body held outside the buffer (already counted in _base)."""
+        return self._big_fill if self._state == S_BIG or self._state == S_BODY_NUL else 0
+
+    cdef object _fail(self, str message, Py_ssize_t pos):
+        self._error = StompProtocolError(message, self._base + pos)
+        return self._error
+
+    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n):
+        """Decode a header value, reusing the last str of this header when equal."""
+        cdef PyObject *last
+        if slot >= 0:
+            last = self._last_values[slot]
+            if (last != NULL and PyUnicode_IS_COMPACT_ASCII(<object>last)
+                    and PyUnicode_GET_LENGTH(<object>last) == n
+                    and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
+                return <object>last
+        value = PyUnicode_DecodeUTF8(p, n, NULL)
+        if slot >= 0:
+            Py_INCREF(value)
+            Py_XDECREF(self._last_values[slot])
+            self._last_values[slot] = <PyObject *>value
+        return value
+
+    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
+        UTF-8; any fault is reported by the twin's exact rules and offsets."""
+        cdef bytearray out = bytearray(n)
+        cdef char *o = PyByteArray_AS_STRING(out)
+        cdef Py_ssize_t i = 0, m = 0
+        cdef char e
+        cdef bint v12 = self.version == "1.2"
+        while i < n:
+            if p[i] != b'\\':
+                o[m] = p[i]
+                m += 1
+                i += 1
+                continue
+            if i + 1 >= n:
+                break
+            e = p[i + 1]
+            if e == b'n':
+                o[m] = b'\n'
+            elif e == b'c':
+                o[m] = b':'
+            elif e == b'\\':
+                o[m] = b'\\'
+            elif e == b'r' and v12:
+                o[m] = b'\r'
+            else:
+                break
+            m += 1
+            i += 2
+        if i == n:
+            try:
+                return PyUnicode_DecodeUTF8(o, m, NULL)
+            except UnicodeDecodeError:
+                pass
+        # a bad escape or bad UTF-8: the twin raises with the right message and offset
+        return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
+
+    cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
+        twin's StompProtocolError, at the offset of the first bad byte."""
+        try:
+            return PyUnicode_DecodeUTF8(p, n, NULL)
+        except UnicodeDecodeError as exc:
+            raise self._fail("header is not valid UTF-8", pos + exc.start) from None
+
+    cdef int _header(self, const char *buf, Py_ssize_t pos, Py_ssize_t stop) except -1:
+        """Parse the header line buf[pos:stop] into self._headers."""
+        cdef const char *line = buf + pos
+        cdef Py_ssize_t n = stop - pos
+        cdef const char *colon = <const char *>memchr(line, b':', n)
+        cdef Py_ssize_t klen, i
+        cdef int slot
+        cdef bint is_length
+        cdef long long clen
+        cdef Py_ssize_t start, digits
+        cdef const char *p
+        cdef Py_ssize_t m
+        cdef object name = None
+        cdef object value = None
+        if colon == NULL:
+            raise self._fail("header line without ':'", pos)
+        klen = colon - line
+        if klen == 0:
+            raise self._fail("header line without a name before ':'", pos)
+        if self._unescape and memchr(line, b'\\', n) != NULL:
+            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+            if memchr(line, b'\\', klen) != NULL:
+                name = self._unescaped(line, klen, pos)
+                slot = -1
+            else:
+                slot = _KEYS_T.find(line, klen)
+                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+            value = self._unescaped(colon + 1, n - klen - 1, pos + klen + 1)
+            if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+                return 0  # repeated header: the first one wins
+            if name == "content-length":
+                self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            return 0
+        slot = _KEYS_T.find(line, klen)
+        is_length = slot == CONTENT_LENGTH_SLOT
+        name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+        try:
+            value = self._value(slot, colon + 1, n - klen - 1)
+        except UnicodeDecodeError as exc:
+            raise self._fail("header is not valid UTF-8", pos + klen + 1 + exc.start) from None
+        if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+            return 0  # repeated header: the first one wins
+        if is_length:
+            # ASCII digits, spaces around them tolerated (as ActiveMQ does)
+            clen = 0
+            p = colon + 1
+            i = 0
+            m = n - klen - 1
+            while i < m and p[i] == b' ':
+                i += 1
+            start = i
+            while i < m and b'0' <= p[i] <= b'9':
+                if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
+                    clen = clen * 10 + (p[i] - 48)
+                i += 1
+            digits = i - start
+            while i < m and p[i] == b' ':
+                i += 1
+            if digits == 0 or i != m:
+                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+            if clen > self.max_body_length:
+                raise self._fail("content-length %s exceeds max_body_length=%d bytes"
+                                 % (value[:32], self.max_body_length), pos)
+            self._clen = clen
+        return 0
+
+    def feed(self, data):
+        """Add bytes from the stream; return the frames they completed (maybe none)."""
+        if self._error is not None:
+            raise StompProtocolError("parser stopped by an earlier error: %s" % self._error,
+                                     self._error.offset)
+        cdef list frames = []
+        try:
+            self._feed(data, frames)
+        except StompProtocolError as exc:
+            exc.frames = frames
+            self._error = exc
+            raise
+        return frames
+
+    cdef int _start_big(self, const char *p, Py_ssize_t have, Py_ssize_t pos) except -1:
+        """Start the large body of content-length _clen with the ``have`` bytes at p
+        (buffer position ``pos``): reserve them plus at most BIG_BODY, not _clen."""
+        cdef Py_ssize_t cap = self._clen if self._clen - have < BIG_BODY else have + BIG_BODY
+        cdef object big
+        try:
+            big = PyBytes_FromStringAndSize(NULL, cap)
+        except MemoryError:
+            raise self._fail("no memory for a body of content-length %d" % self._clen, pos) from None
+        if have:
+            memcpy(<char *>PyBytes_AS_STRING(big), p, have)
+        Py_XDECREF(self._big)
+        Py_INCREF(big)
+        self._big = <PyObject *>big  # the only reference once ``big`` goes: _PyBytes_Resize needs that
+        self._big_cap = cap
+        self._big_fill = have
+        return 0
+
+    cdef int _grow_big(self, Py_ssize_t need) except -1:
+        """Make the large body hold ``need`` bytes: double it, up to _clen."""
+        cdef Py_ssize_t cap = self._big_cap * 2
+        if cap < need:
+            cap = need
+        if cap > self._clen:
+            cap = self._clen
+        try:
+            _PyBytes_Resize(&self._big, cap)  # on failure it frees the body and sets NULL
+        except MemoryError:
+            raise self._fail("no memory for a body of content-length %d" % self._clen,
+                             -self._big_fill) from None  # at the body's start
+        self._big_cap = cap
+        return 0
+
+    cdef object _take_big(self):
+        """The complete large body, handed over."""
+        cdef object body
+        if self._big_cap != self._clen:
+            _PyBytes_Resize(&self._big, self._clen)
+        body = <object>self._big
+        Py_XDECREF(self._big)
+        self._big = NULL
+        self._big_cap = 0
+        return body
+
+    cdef object _fill_big(self, data):
+        """Copy input into the large body; return the input left after it, or None."""
+        cdef const unsigned char[::1] view = data
+        cdef Py_ssize_t n = view.shape[0]
+        cdef Py_ssize_t want = self._clen - self._big_fill
+        cdef Py_ssize_t take = n if n < want else want
+        if take > 0:
+            if self._big_fill + take > self._big_cap:
+                self._grow_big(self._big_fill + take)
+            memcpy(<char *>PyBytes_AS_STRING(<object>self._big) + self._big_fill, &view[0], take)
+            self._big_fill += take
+            self._base += take
+        if self._big_fill < self._clen:
+            return None
+        self._state = S_BODY_NUL
+        return data[take:]
+
+    cdef int _feed(self, data, list frames) except -1:
+        if self._state == S_BIG:
+            data = self._fill_big(data)
+            if data is None:
+                return 0
+        self._buf += data
+        cdef const char *buf = PyByteArray_AS_STRING(self._buf)
+        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self._buf)
+        cdef Py_ssize_t pos = self._pos
+        cdef int state = self._state
+        cdef const char *lf
+        cdef const char *nul
+        cdef Py_ssize_t stop, lfpos, clen
+        cdef int slot
+        cdef char c
+        cdef Frame frame
+        cdef object cmd, body
+        self._crlf = self.version == "1.2"
+        while True:
+            if state == S_IDLE:
+                while pos < end:
+                    c = buf[pos]
+                    if c == b'\n':
+                        pos += 1
+                    elif c == b'\r':
+                        if pos + 1 >= end:
+                            break
+                        if buf[pos + 1] != b'\n':
+                            raise self._fail("CR not followed by LF between frames", pos)
+                        pos += 2
+                    else:
+                        break
+                if pos >= end or buf[pos] == b'\r':
+                    break
+                state = S_COMMAND
+            if state == S_COMMAND:
+                lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                if lf == NULL:
+                    if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
+                        raise self._fail("command line longer than max_command_length=%d bytes"
+                                         % self.max_command_length, pos)
+                    break
+                lfpos = lf - buf
+                stop = lfpos
+                if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                    stop -= 1
+                if stop - pos > self.max_command_length:
+                    raise self._fail("command line longer than max_command_length=%d bytes"
+                                     % self.max_command_length, pos)
+                slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                if slot < 0:
+                    raise self._fail("unknown command %r"
+                                     % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
+                                     pos)
+                self._cmd = _COMMANDS_T.value(slot)
+                self._headers = {}
+                self._nheaders = 0
+                self._clen = -1
+                self._unescape = self.version != "1.0" and self._cmd not in _UNESCAPED
+                pos = lfpos + 1
+                state = S_HEADERS
+            if state == S_HEADERS:
+                while True:
+                    lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                    if lf == NULL:
+                        if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
+                            raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                             % self.max_header_line_length, pos)
+                        break
+                    lfpos = lf - buf
+                    stop = lfpos
+                    if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                        stop -= 1
+                    if stop == pos:
+                        pos = lfpos + 1
+                        state = S_BODY
+                        self._scan = pos
+                        break
+                    if stop - pos > self.max_header_line_length:
+                        raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                         % self.max_header_line_length, pos)
+                    self._nheaders += 1
+                    if self._nheaders > self.max_headers:
+                        raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
+                    self._header(buf, pos, stop)
+                    pos = lfpos + 1
+                if state != S_BODY:
+                    break
+            if state == S_BODY_NUL:
+                if pos >= end:
+                    break
+                if buf[pos] != 0:
+                    raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
+                pos += 1
+                body = self._take_big()  # _big_fill stays: offset/buffered still see it if this feed fails
+                state = S_BODY
+                self._clen = -2  # emit below
+            if state == S_BODY:
+                clen = self._clen
+                if clen == -2:
+                    pass  # large body completed above
+                elif clen >= 0:
+                    if end - pos < clen + 1:
+                        if clen >= BIG_BODY:
+                            self._start_big(buf + pos, end - pos, pos)
+                            pos = end
+                            state = S_BIG
+                        break
+                    if buf[pos + clen] != 0:
+                        raise self._fail("frame body of content-length %d not followed by NUL" % clen,
+                                         pos + clen)
+                    body = PyBytes_FromStringAndSize(buf + pos, clen)
+                    pos += clen + 1
+                else:
+                    nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
+                    if nul == NULL:
+                        self._scan = end
+                        if end - pos > self.max_body_length:
+                            raise self._fail("frame body longer than max_body_length=%d bytes"
+                                             % self.max_body_length, pos)
+                        break
+                    if (nul - buf) - pos > self.max_body_length:
+                        raise self._fail("frame body longer than max_body_length=%d bytes"
+                                         % self.max_body_length, pos)
+                    body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
+                    pos = (nul - buf) + 1
+                frame = _new_frame(self._cmd, self._headers, body)
+                frames.append(frame)
+                self._headers = None
+                state = S_IDLE
+                if self._cmd == "CONNECTED":
+                    version = frame.headers.get("version", "1.0")
+                    if version in VERSIONS:
+                        self.version = version
+                        self._crlf = version == "1.2"
+        if pos:
+            del self._buf[:pos]
+            self._base += pos
+            self._scan = max(0, self._scan - pos)
+            pos = 0
+        self._pos = pos
+        self._state = state
+        return 0
