@@ -205,9 +205,8 @@ class BaseConnection(BaseProtocol):
                                               reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max)
             self.reconnector = Reconnector(self.transport, self.transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up)
-            self.transport.set_dispatch_filter(self._should_dispatch)
         #: which socket each frame goes on (the rules every API shares)
-        self._client = Client(self.transport, self._ledger, self.reconnector)
+        self._client = Client(self.transport, self._ledger, self.reconnector, self.subscriptions)
 
     @property
     def auto_reconnect(self) -> bool:
@@ -297,10 +296,6 @@ class BaseConnection(BaseProtocol):
                 raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
 
         return self._client.write(cmd, headers or {}, body, wait_up)
-
-    def _should_dispatch(self, frame: Frame) -> bool:
-        """Dispatcher thread (``auto_reconnect``): :meth:`amqstomp._engine.client.Client.should_dispatch`."""
-        return self._client.should_dispatch(frame, self.subscriptions)
 
     def _reestablish(self, host_and_port: HostAndPort) -> None:
         """Failover thread: one attempt to replace the lost socket (Reconnector's

@@ -96,7 +96,6 @@ class Reconnector:
         #: None: an attempt's own waits (CONNECTED) are cut to it
         self.attempt_deadline: Optional[float] = None
         self.gave_up: Optional[BaseException] = None
-        transport.set_link_lost_hook(self._on_link_lost)
 
     # ------------------------------------------------------------ state
 
@@ -177,9 +176,10 @@ class Reconnector:
 
     # ------------------------------------------------------------ the loop
 
-    def _on_link_lost(self, seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
+    def on_link_lost(self, seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
         """Transport's reader thread: a socket ended without close(). Returns the
-        event the listeners hear (see ``Transport.set_link_lost_hook``)."""
+        event the listeners hear (:meth:`amqstomp._io.observer.TransportObserver.on_link_lost`;
+        the engine's Client passes the call on)."""
         with self._lock:
             if self._stop.is_set():
                 return "disconnected"
@@ -190,15 +190,11 @@ class Reconnector:
             self._up.clear()
             self.lost_at = time.monotonic()
             log.warning("%s: connection to %s lost (%s); failing over", self.name,
-                        _where(self.transport.current_host_and_port or self._last_host()), reason)
+                        _where(self.transport.last_host_and_port), reason)
             thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread = thread
         thread.start()
         return "transport_interrupted"
-
-    def _last_host(self) -> Optional[HostAndPort]:
-        link = getattr(self.transport, "_link", None)
-        return link.host_and_port if link is not None else None
 
     def _run(self) -> None:
         try:

@@ -117,6 +117,11 @@ class SubscriptionManager:
 
     Args:
         transport: the connection's :class:`amqstomp.transport.Transport`.
+        deliver (callable | None): the dispatch policy, ``deliver(frame)`` for each
+            MESSAGE flow control lets through (reader or timer thread; must not
+            block): ``transport.deliver_message`` when None (the stomp.py API: the
+            listeners, on the link's dispatcher thread), or the JMS connection's
+            route to its sessions' executors.
         prefetch_policy (PrefetchPolicy | None): prefetch sizes the windows assume
             when a subscription names none (ActiveMQ 5.17's defaults).
         audit_depth (int): message-ids per subscription the duplicate audit
@@ -128,8 +133,10 @@ class SubscriptionManager:
 
     def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
                  audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
-                 track_acks: bool = False) -> None:
+                 track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None) -> None:
         self.transport = transport
+        #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
+        self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
         # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
         # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
         # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
@@ -147,10 +154,6 @@ class SubscriptionManager:
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
         self._paused: Set[Subscription] = set()
         self._pause_lock = threading.Lock()
-        transport.set_message_handler(self.on_message)
-        transport.set_consumed_hook(self.on_consumed)
-        transport.set_dispatch_filter(self.should_dispatch)
-        transport.set_failed_hook(self.on_failed)
 
     # ------------------------------------------------------------------ setup
 
@@ -437,7 +440,7 @@ class SubscriptionManager:
                     "subscription": sub.id, "destination": sub.destination,
                     "pending": window.pending, "pending_bytes": window.pending_bytes,
                     "prefetch": window.prefetch})
-        self.transport.deliver_message(frame)
+        self.deliver(frame)
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
@@ -523,7 +526,7 @@ class SubscriptionManager:
 
     def _redeliver(self, sub: Subscription, frame: Any) -> None:
         if not sub.closed:
-            self.transport.deliver_message(frame)
+            self.deliver(frame)
 
     def _poison(self, sub: Subscription, frame: Any) -> None:
         version = self.transport.version or "1.2"

@@ -86,9 +86,6 @@ class _StubTransport:
         self.current_host_and_port = None
         self.closed = 0
 
-    def set_link_lost_hook(self, hook):
-        self.hook = hook
-
     def is_connected(self):
         return self.connected
 

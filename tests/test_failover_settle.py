@@ -154,7 +154,7 @@ def _drop_commit_receipt_then(transport, action, prefix="commit-"):
     ``prefix``) unmatched as it arrives, then run ``action`` (on another
     thread): the broker executed the frame, the client never learns it.
     Returns the list the dropped receipt id goes into."""
-    original = transport._on_frame
+    original = transport.on_frame  # the reader hands every frame to it (FrameSink)
     done = []
 
     def on_frame(link, frame):
@@ -165,7 +165,7 @@ def _drop_commit_receipt_then(transport, action, prefix="commit-"):
             return None
         return original(link, frame)
 
-    transport._on_frame = on_frame
+    transport.on_frame = on_frame
     return done
 
 

@@ -3,8 +3,8 @@ where an ACK/NACK and a transaction's frames go when ``auto_reconnect``
 replaces a lost socket: no broker, no threads.
 
 What runs is the REAL code: :class:`amqstomp.failover.SocketLedger` and the
-decisions of :class:`amqstomp.connection.BaseConnection` (``_should_dispatch``
-for the dispatcher, ``ack``/``nack`` through ``_ack_frame``, ``begin``,
+decisions of the engine's :class:`amqstomp._engine.client.Client` (``should_dispatch``
+for the dispatcher) and of :class:`amqstomp.connection.BaseConnection` (``ack``/``nack`` through ``_ack_frame``, ``begin``,
 ``commit``, ``abort``) of a real ``amqstomp.Connection1x(auto_reconnect=True)``
 whose transport is replaced by :class:`FakeTransport` (``version``,
 ``link_seq``, ``link_alive(seq)``, ``send_frame(..., link_seq=)`` that raises
@@ -26,7 +26,7 @@ its transactions back; ABORT settles nothing (and redelivers nothing).
 
 Rules: produce (a new message on the queue); deliver (broker -> the client's
 dispatch queue, the dispatcher perhaps right after); hand over (the
-dispatcher, in arrival order: ``_should_dispatch``); ack/nack by the
+dispatcher, in arrival order: ``Client.should_dispatch``); ack/nack by the
 application of any message it holds, in any order (an old copy after its
 redelivered copy was handed over included), perhaps in a transaction (BEGIN
 comes with its first ACK); commit or abort; socket loss, mostly with the
@@ -103,7 +103,6 @@ from hypothesis.stateful import (
 
 import amqstomp
 from amqstomp.codec import Frame
-from amqstomp.connection import BaseConnection
 from amqstomp.exception import (
     AcknowledgeInterruptedError,
     ConfigurationError,
@@ -282,6 +281,9 @@ class FakeTransport:
     def link_alive(self, seq: int) -> bool:
         return self.open and seq == self.link_seq
 
+    def set_observer(self, observer: Any) -> None:
+        self.observer = observer
+
     def is_open(self) -> bool:
         return self.open
 
@@ -342,9 +344,10 @@ class SettleModel(RuleBasedStateMachine):
         conn._ledger = SocketLedger(self.transport, size=size)
         assert conn.reconnector is not None
         conn.reconnector.transport = self.transport
-        conn._client = Client(self.transport, conn._ledger, conn.reconnector)  # the engine's rules over the fakes
+        conn._client = Client(self.transport, conn._ledger, conn.reconnector,
+                              conn.subscriptions)  # the engine's rules over the fakes
         conn.reconnector.arm()  # no thread until a loss is reported, which the fake never does
-        # MESSAGEs reach the connection at _should_dispatch here, never the manager's reader path, so its
+        # MESSAGEs reach the engine at Client.should_dispatch here, never the manager's reader path, so its
         # check of unknown ids (check_ack; tested against the broker in test_guards) is off
         conn.subscriptions._unacked_complete = False
         conn.subscribe(DEST, id=SUB, ack=mode)
@@ -455,7 +458,7 @@ class SettleModel(RuleBasedStateMachine):
     def _hand_over(self) -> bool:
         frame, d = self.inbox.pop(0)
         alive = self.transport.link_alive(d.sock)
-        handed = self.conn._should_dispatch(frame)
+        handed = self.conn._client.should_dispatch(frame)
         check(handed == alive, "%r: handed over=%s while its socket alive=%s (open socket %d)",
               d, handed, alive, self.transport.link_seq)
         if handed:
@@ -736,11 +739,11 @@ def _handed_over_unbounded(self: SocketLedger, frame: Any, cumulative: bool = Fa
     self._messages.setdefault(key, []).append(frame.link_seq or self.transport.link_seq)
 
 
-def _should_dispatch_keeps_lost(self: BaseConnection, frame: Any) -> bool:
-    """_should_dispatch that hands a lost socket's queued messages over too."""
-    sub = self.subscriptions.get(frame.headers.get("subscription"))
+def _should_dispatch_keeps_lost(self: Client, frame: Any) -> bool:
+    """Client.should_dispatch that hands a lost socket's queued messages over too."""
+    sub = self.manager.get(frame.headers.get("subscription"))
     if sub is not None and sub.ack != "auto":
-        self._ledger.handed_over(frame)
+        self.ledger.handed_over(frame)
     return True
 
 
@@ -759,7 +762,7 @@ MUTANTS: Dict[str, Tuple[str, Any, str, Any]] = {
                                               staticmethod(_ack_key_by_message_id)),
     "the ledger never forgets": ("1.2", SocketLedger, "handed_over", _handed_over_unbounded),
     "a transaction is never stale": ("1.2", SocketLedger, "transaction_is_stale", lambda self, tx: False),
-    "the dispatcher hands lost sockets' messages over": ("1.2", BaseConnection, "_should_dispatch",
+    "the dispatcher hands lost sockets' messages over": ("1.2", Client, "should_dispatch",
                                                          _should_dispatch_keeps_lost),
     "the ACK is not pinned to its socket": ("1.2", None, "", None),
 }

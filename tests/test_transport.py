@@ -363,9 +363,11 @@ def test_error_then_eof_ends_the_connection(activemq):
 
 
 @pytest.mark.timeout(30)
-def test_message_handler_seam_and_pause_reading(activemq):
-    """A flow layer's handler runs on the reader and can pause reading (taking
+def test_observer_seam_and_pause_reading(activemq):
+    """The observer's on_message runs on the reader and can pause reading (taking
     effect before the next recv); paused reading is not a dead peer."""
+    from amqstomp._io.observer import ListenersOnly
+
     conn, col = connect(activemq.host_and_ports, heartbeats=(500, 500))
     transport = conn.transport
     seen = []
@@ -376,7 +378,12 @@ def test_message_handler_seam_and_pause_reading(activemq):
             transport.pause_reading()
         transport.deliver_message(frame)
 
-    transport.set_message_handler(handler)
+    class Observer(ListenersOnly):
+        def on_message(self, frame):
+            handler(frame)
+
+    previous = transport.observer
+    transport.set_observer(Observer(transport))
     try:
         q = queue_name()
         conn.subscribe(q, id="1", receipt="sub")
@@ -394,7 +401,7 @@ def test_message_handler_seam_and_pause_reading(activemq):
         assert seen and all(name.startswith("amqstomp-reader") for name in seen)
         assert "heartbeat_timeout" not in col.events
     finally:
-        transport.set_message_handler(None)
+        transport.set_observer(previous)
         conn.disconnect()
 
 

@@ -23,6 +23,11 @@ stomp.py-style connections and the JMS API alike:
   RECEIPT (ActiveMQ starts dispatching only after it), before anything else
   is written (:meth:`Client.replay`).
 
+The Client is also the transport's one observer
+(:class:`amqstomp._io.observer.TransportObserver`): MESSAGEs go to the
+subscriptions' flow control, the dispatch decision applies the failover rule
+above, and a lost socket goes to the failover loop.
+
 The facades keep what differs by API: how long a write waits for a new socket
 and what it raises then (``wait_up``), and what they tell their listeners.
 """
@@ -62,12 +67,18 @@ class Client:
         ledger (SocketLedger): which socket delivered what and began which transaction.
         reconnector (Reconnector | None): the failover loop; None: a lost socket
             ends the session (every rule above reduces to "write on the open socket").
+        manager (SubscriptionManager | None): the subscriptions' flow control
+            (prefetch windows, ack batching); None: MESSAGEs go straight to the listeners.
+
+    The Client installs itself as ``transport``'s observer.
     """
 
-    def __init__(self, transport: Any, ledger: Any, reconnector: Any = None) -> None:
+    def __init__(self, transport: Any, ledger: Any, reconnector: Any = None, manager: Any = None) -> None:
         self.transport = transport
         self.ledger = ledger
         self.reconnector = reconnector
+        self.manager = manager
+        transport.set_observer(self)
 
     # ------------------------------------------------------------ connecting
 
@@ -282,14 +293,47 @@ class Client:
 
     # ------------------------------------------------------------ dispatch
 
-    def should_dispatch(self, frame: Frame, subscriptions: Any) -> bool:
-        """Dispatcher thread (failover): whether a queued MESSAGE still goes to the
-        application. One of a lost socket in a subscription the application
-        acknowledges is dropped (it could not be acknowledged: the broker
+    def on_message(self, frame: Frame) -> None:
+        """Reader thread: a MESSAGE to the subscriptions' flow control, or to the listeners."""
+        manager = self.manager
+        if manager is not None:
+            manager.on_message(frame)
+        else:
+            self.transport.deliver_message(frame)
+
+    def on_consumed(self, frame: Frame) -> None:
+        """Dispatcher thread: the listeners had ``frame``; flow control counts it."""
+        if self.manager is not None:
+            self.manager.on_consumed(frame)
+
+    def on_failed(self, frame: Frame, reason: str) -> None:
+        """Dispatcher thread: the listeners did not have ``frame`` (``reason``)."""
+        if self.manager is not None:
+            self.manager.on_failed(frame, reason)
+
+    def on_link_lost(self, link_seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
+        """Reader thread: a socket ended by itself; the failover loop takes it over
+        (:meth:`amqstomp.failover.Reconnector.on_link_lost`), else it is the end."""
+        if self.reconnector is not None:
+            result: Optional[str] = self.reconnector.on_link_lost(link_seq, reason, error)
+            return result
+        return "disconnected"
+
+    def should_dispatch(self, frame: Frame) -> bool:
+        """Dispatcher thread: whether a queued MESSAGE still goes to the
+        application: not when its subscription was closed meanwhile
+        (:meth:`amqstomp.subscription.SubscriptionManager.should_dispatch`), and,
+        with failover, not when it came on a lost socket in a subscription the
+        application acknowledges (it could not be acknowledged: the broker
         redelivers it), so a failover does not wait for the old socket's buffer
         to be dispatched; the others are noted in the ledger with their socket."""
+        subscriptions = self.manager
+        if subscriptions is None:
+            return True
         if not subscriptions.should_dispatch(frame):
             return False
+        if self.reconnector is None:
+            return True
         sub = subscriptions.get(frame.headers.get("subscription"))
         if sub is None or sub.ack == "auto":
             return True

@@ -12,6 +12,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..listener import ConnectionListener
 
@@ -115,6 +116,61 @@ class ListenerDispatch:
             for listener in listeners:
                 _call0(listener, name)
         return None
+
+
+    # ------------------------------------------------------------ the dispatcher thread
+
+    def run(self, link: Link, transport: Any) -> None:
+        """Dispatcher thread of ``link``: every queued event to the listeners, in
+        arrival order, until the link's last event. A MESSAGE goes only where
+        ``transport.observer`` (:class:`amqstomp._io.observer.TransportObserver`)
+        says it still should, and its outcome is reported back to it: consumed
+        when every listener returned, failed otherwise. CONNECTED resolves the
+        link's connect wait after ``on_connected`` ran."""
+        events = link.events
+        notify = self.notify
+        while True:
+            item = events.get()
+            if item is STOP:
+                break
+            event, arg = item
+            if event == "message":
+                observer = transport.observer
+                try:
+                    if not observer.should_dispatch(arg):
+                        continue
+                except BaseException:
+                    log.exception("should_dispatch failed")
+                outcome = self._notify(notify, event, arg)
+                try:
+                    if outcome is None:
+                        observer.on_consumed(arg)
+                    else:
+                        observer.on_failed(arg, outcome)
+                except BaseException:
+                    log.exception("consumed hook failed")
+                continue
+            self._notify(notify, event, arg)
+            if event == "connected":
+                resolve(link.connect_future, arg)
+
+    @staticmethod
+    def _notify(notify: Callable[[str, Any], Optional[str]], event: str, arg: Any) -> Optional[str]:
+        try:
+            return notify(event, arg)
+        except BaseException:
+            log.exception("dispatching %s failed", event)
+            return None
+
+    @staticmethod
+    def end_of_link(link: Link, last: Optional[str]) -> None:
+        """Reader thread, its socket ended: queue ``on_receiver_loop_completed`` and
+        ``last`` (``"disconnected"``, ``"transport_interrupted"``; None: neither),
+        then the end of the dispatcher's queue."""
+        if last is not None:
+            link.post("receiver_loop_completed", None)
+            link.post(last, None)
+        link.events.put(STOP)
 
 
 def _overridden(listener: Any, name: str) -> Any:

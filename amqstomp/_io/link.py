@@ -5,7 +5,7 @@ its timer thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue
 for the dispatcher, and does the socket-level work that needs no STOMP
 decision: writing under the write lock, heart-beat ticks (asking the protocol state when one is due and when
 the peer is overdue), watching a paused socket, and closing. Its reader and
-dispatcher threads are started and run by :class:`amqstomp.transport.Transport`.
+dispatcher threads are started and run by :class:`amqstomp._io.owner.LinkOwner`.
 
 Writes: a frame is written under the write lock, in the order the callers got
 the lock. A frame sent with ``defer=True`` (asynchronous SENDs nobody waits
@@ -22,15 +22,25 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
-from .._protocol.state import ProtocolState
+from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, ProtocolState
 from ..codec import HEARTBEAT, Frame
-from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
+from ..exception import (
+    BrokerError,
+    ConnectFailedException,
+    ConnectionClosedException,
+    ConnectRefusedError,
+    ReceiptTimeout,
+    StompException,
+    StompProtocolError,
+)
 from .channel import look_at_socket, receive_window
 from .scheduler import Scheduler
 
-__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail"]
+__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail",
+           "wait_future"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -55,7 +65,7 @@ STOP = object()
 
 
 class FrameSink(Protocol):
-    """Who a link's reader hands frames to (:class:`amqstomp.transport.Transport`)."""
+    """Who a link's reader hands frames to (:class:`amqstomp._io.owner.LinkOwner`)."""
 
     def on_frame(self, link: "Link", frame: Frame) -> None:
         """Reader thread: one frame received on ``link``."""
@@ -97,7 +107,7 @@ class Link:
         self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
         self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
-        self.by_client = False  # closed by Transport.close() (not lost): no failover
+        self.by_client = False  # closed by LinkOwner.close() (not lost): no failover
         self.silent = False  # a failover attempt abandoned: no disconnected event
 
     def threads(self) -> List[threading.Thread]:
@@ -109,6 +119,106 @@ class Link:
             self.resume.clear()
         else:
             self.resume.set()
+
+    def set_paused(self, paused: bool) -> None:
+        """Hold (True) or release (False) the reader; the last call wins
+        (:meth:`amqstomp._io.owner.LinkOwner.pause_reading`). A release counts as
+        a sign of the peer: the silence while held was ours."""
+        with self.pause_lock:
+            self.paused = paused
+            if not paused:
+                self.proto.peer_seen(time.monotonic() * 1000.0)
+            self.apply_pause()
+
+    # ------------------------------------------------------------ receipts and waits
+
+    def expect_receipt(self, receipt_id: str) -> "Future[Frame]":
+        """A future for the RECEIPT with ``receipt-id: receipt_id`` on this socket,
+        failed at once with ConnectionClosedException when the link is closed
+        (see :meth:`amqstomp.transport.Transport.expect_receipt`)."""
+        future: "Future[Frame]" = Future()
+        with self.state_lock:
+            if self.closed:
+                future.set_exception(ConnectionClosedException("connection closed: %s" % self.close_reason))
+            else:
+                self.proto.expect_receipt(receipt_id, future)
+        return future
+
+    def wait(self, future: "Future[Any]", timeout_s: float, what: str) -> Any:
+        """``future.result()`` within ``timeout_s`` seconds (:class:`ReceiptTimeout`
+        on expiry). On this link's dispatcher thread a pause of the reader is
+        lifted for the wait: the answer may be behind the messages that filled
+        the buffer, which only that thread would drain."""
+        on_dispatcher = threading.current_thread() is self.dispatcher
+        if on_dispatcher:
+            with self.pause_lock:
+                self.pause_suspended += 1
+                self.apply_pause()
+        try:
+            return wait_future(future, timeout_s, what)
+        finally:
+            if on_dispatcher:
+                with self.pause_lock:
+                    self.pause_suspended -= 1
+                    self.apply_pause()  # a pause still asked for holds again
+
+    def wait_connected(self, timeout_s: float) -> Frame:
+        """The broker's CONNECTED frame on this link, within ``timeout_s`` seconds.
+
+        Raises:
+            ConnectFailedException: an ERROR came instead (ConnectRefusedError),
+                the link ended, or nothing came in time.
+        """
+        try:
+            frame: Frame = self.connect_future.result(timeout_s)
+            return frame
+        except _FutureTimeout:
+            raise ConnectFailedException("no CONNECTED frame within %.3g s" % timeout_s) from None
+        except ConnectFailedException:
+            raise
+        except StompException as exc:
+            raise ConnectFailedException(str(exc)) from exc
+
+    def on_control_frame(self, frame: Frame, post_receipts: bool) -> bool:
+        """Reader thread: a frame other than MESSAGE. Resolves or fails the receipt
+        it answers (STOMP 1.2 "RECEIPT", "ERROR") and the CONNECTED wait, and
+        queues the listeners' event (``receipt`` only when ``post_receipts``).
+        Returns True for CONNECTED (the caller starts the heart-beats and posts
+        ``connected``)."""
+        with self.state_lock:  # receipts change under it (expect_receipt, close)
+            event, future = self.proto.handle(frame)
+        if event == RECEIPT:
+            if future is not None:
+                resolve(future, frame)
+            if post_receipts:
+                self.post("receipt", frame)
+        elif event == ERROR or event == CONNECT_REFUSED:
+            message = frame.headers.get("message", "")
+            log.warning("broker ERROR: %s", message)
+            if future is not None:
+                fail(future, BrokerError("broker error: %s" % message, frame))
+            if event == CONNECT_REFUSED:
+                frame.headers["amqstomp-connect-refused"] = "true"  # the answer to CONNECT
+                fail(self.connect_future, ConnectRefusedError("broker refused the connection: %s" % message, frame))
+            self.post("error", frame)
+        elif event == CONNECTED:
+            return True
+        else:
+            log.warning("ignoring unexpected %s frame from the broker", frame.cmd)
+        return False
+
+    def start_heartbeats(self) -> None:
+        """Reader thread, after CONNECTED: arm the heart-beat send and check ticks
+        at the negotiated intervals (STOMP 1.2 "Heart-beating")."""
+        proto = self.proto
+        log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
+                  proto.version, proto.server, proto.send_ms, proto.recv_ms)
+        if proto.send_ms:
+            self.scheduler.call_later(proto.send_period_ms / 1000.0, self.heartbeat_send_tick)
+        if proto.recv_ms:
+            self.scheduler.call_later(proto.recv_timeout_ms / 1000.0, self.heartbeat_check_tick)
+
+    # ------------------------------------------------------------ writing
 
     def take_buffer(self) -> bytes:
         """Under the write lock: the deferred frames as one bytes, the buffer emptied."""
@@ -439,6 +549,18 @@ class Link:
     def post(self, event: str, arg: Any) -> None:
         """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""
         self.events.put((event, arg))
+
+
+def wait_future(future: "Future[Any]", timeout_s: float, what: str) -> Any:
+    """``future.result()`` within ``timeout_s`` seconds.
+
+    Raises:
+        ReceiptTimeout: ``what`` (e.g. ``"receipt 'r-1'"``) did not come in time.
+    """
+    try:
+        return future.result(timeout_s)
+    except _FutureTimeout:
+        raise ReceiptTimeout("no %s within %.3g s" % (what, timeout_s)) from None
 
 
 def resolve(future: "Future[Any]", value: Any) -> None:

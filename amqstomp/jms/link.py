@@ -5,8 +5,8 @@ threads), the CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
 
 * on the **consumer link**, a :class:`amqstomp.subscription.SubscriptionManager`
   that counts prefetch windows and decides batched ACKs; the MESSAGE frames it
-  would queue for the transport's listeners go to the sessions instead
-  (:class:`_ManagerPort` sits between the two);
+  lets through go to the sessions' executors (its dispatch policy is the JMS
+  connection's route, where the stomp.py API's is the transport's listeners);
 * on every link, a :class:`SendTracker`: receipts of SENDs in flight, the
   usage-full detector (a RECEIPT later than ``usage_full_after_ms``) and the
   errors of asynchronous sends;
@@ -63,46 +63,6 @@ log = logging.getLogger("amqstomp.jms")
 
 #: Times a synchronous SEND is written again on a new socket (failover) before it fails.
 MAX_SEND_RETRIES = 3
-
-
-class _ManagerPort:
-    """The consumer socket as its SubscriptionManager sees it
-    (:class:`amqstomp.subscription.TransportPort`): the transport's, except that
-    queued MESSAGEs go to the JMS sessions (``route``) and the consumed and
-    failed hooks and the dispatch filter are not installed (the sessions'
-    threads call :meth:`SubscriptionManager.on_consumed` themselves)."""
-
-    def __init__(self, transport: Transport, route: Callable[[Frame], None]) -> None:
-        self._transport = transport
-        self._route = route
-        self.send_frame = transport.send_frame
-        self.call_later = transport.call_later
-        self.notify = transport.notify
-        self.pause_reading = transport.pause_reading
-        self.resume_reading = transport.resume_reading
-        self.is_open = transport.is_open
-        self.wait_connected = transport.wait_connected
-        self.set_message_handler = transport.set_message_handler
-
-    @property
-    def version(self) -> Optional[str]:
-        return self._transport.version
-
-    @property
-    def server(self) -> Optional[str]:
-        return self._transport.server
-
-    def set_consumed_hook(self, hook: Optional[Callable[[Frame], None]]) -> None:
-        pass
-
-    def set_failed_hook(self, hook: Optional[Callable[[Frame, str], None]]) -> None:
-        pass
-
-    def set_dispatch_filter(self, fn: Optional[Callable[[Frame], bool]]) -> None:
-        pass
-
-    def deliver_message(self, frame: Frame) -> None:
-        self._route(frame)
 
 
 def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
@@ -207,8 +167,6 @@ class Link:
             self.reconnector = Reconnector(
                 self.transport, [ep.host_and_port for ep in self.endpoints], policy, self._establish,
                 self._gave_up, name="amqstomp-jms%d-%s-failover" % (connection.number, role))
-        #: which socket each frame goes on (the rules every API shares)
-        self.client = Client(self.transport, self.ledger, self.reconnector)
         self.tracker = SendTracker(self, (options.get("usage_full_after_ms") or 0) / 1000.0)
         #: every asynchronous SEND asks for a receipt (the consumer socket: ActiveMQ must never
         #: stop reading it); else one per producer-window chunk
@@ -219,8 +177,10 @@ class Link:
                 queue_prefetch=options["queue_prefetch"], queue_browser_prefetch=options["queue_browser_prefetch"],
                 durable_topic_prefetch=options["durable_topic_prefetch"], topic_prefetch=options["topic_prefetch"],
                 all=options.get("prefetch_all"))
-            self.manager = SubscriptionManager(_ManagerPort(self.transport, route), prefetch_policy,
-                                               audit_depth=int(options.get("audit_depth") or 0))
+            self.manager = SubscriptionManager(self.transport, prefetch_policy,
+                                               audit_depth=int(options.get("audit_depth") or 0), deliver=route)
+        #: which socket each frame goes on (the rules every API shares); the transport's observer
+        self.client = Client(self.transport, self.ledger, self.reconnector, self.manager)
 
     # ------------------------------------------------------------ state
 

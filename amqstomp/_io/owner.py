@@ -1,0 +1,363 @@
+"""The socket a connection holds now: :class:`LinkOwner`, the I/O half of
+:class:`amqstomp.transport.Transport`.
+
+A LinkOwner holds at most one live :class:`~amqstomp._io.link.Link` at a time
+and runs exactly three threads per link, all ending with it: the **reader**
+(bytes into the link's :class:`~amqstomp._protocol.state.ProtocolState`;
+MESSAGE frames to the observer, receipts resolved, other events queued), the
+**dispatcher** (listener callbacks in arrival order, so a slow listener never
+delays reading or heart-beats: :meth:`amqstomp._engine.dispatch.ListenerDispatch.run`)
+and the **timer** (heart-beats, deferred-write flushes, ack timers). It
+answers what the open socket is (host, STOMP version, heart-beats, number),
+opens and closes sockets, pauses reading, and reports upward through ONE typed
+interface, :class:`~amqstomp._io.observer.TransportObserver`.
+
+The frame-level API (``send_frame``, receipts by id, the listener registry)
+is :class:`amqstomp.transport.Transport`'s, which adds it to this class.
+"""
+import itertools
+import logging
+import ssl
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from ..codec import Frame
+from ..exception import NotConnectedException, StompException
+from .connector import Connector
+from .link import Link
+from .observer import ListenersOnly, TransportObserver
+from .scheduler import TimerHandle
+
+__all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT"]
+
+log = logging.getLogger("amqstomp.transport")
+
+HostAndPort = Tuple[str, int]
+
+#: Seconds ``close()`` waits for the link's threads to end.
+DEFAULT_CLOSE_TIMEOUT = 10.0
+
+
+class LinkOwner:
+    """The open socket (a link) of one connection, its threads, and the observer
+    it reports to.
+
+    Args:
+        connector (Connector): where and how sockets are made.
+        dispatch (ListenerDispatch): the listeners and the dispatcher loop
+            (:class:`amqstomp._engine.dispatch.ListenerDispatch`).
+        heart_beat_receive_scale (float): grace factor of the receive check.
+        recv_bytes (int): bytes asked for per ``recv``.
+    """
+
+    def __init__(self, connector: Connector, dispatch: Any, heart_beat_receive_scale: float,
+                 recv_bytes: int) -> None:
+        #: where and how sockets are made (brokers, TLS per broker, the TCP connect)
+        self.connector = connector
+        #: the stomp.py listeners and how they are called (:class:`amqstomp._engine.dispatch.ListenerDispatch`)
+        self.dispatch = dispatch
+        self.heart_beat_receive_scale = float(heart_beat_receive_scale)
+        self.recv_bytes = int(recv_bytes)
+        self._lock = threading.RLock()
+        self._link: Optional[Link] = None
+        self._link_seq = itertools.count(1)
+        #: who hears MESSAGEs, their outcome and lost sockets (:meth:`set_observer`)
+        self.observer: TransportObserver = ListenersOnly(self)
+
+    def open_socket(self, only: Optional[HostAndPort] = None,
+                    deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
+        """Connect to a broker: ``(channel, (host, port))``; one attempt to
+        ``only`` when given (:meth:`amqstomp._io.connector.Connector.connect`).
+
+        Raises:
+            ConnectFailedException: every attempt failed.
+        """
+        return self.connector.connect(1, lambda round_number: 0.0, only, deadline)
+
+    def set_ssl_context(self, context: ssl.SSLContext,
+                        for_hosts: Optional[Sequence[HostAndPort]] = None,
+                        cert_validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:
+        """Use TLS (``context``) for the given hosts, or for all when ``for_hosts`` is None.
+
+        Args:
+            cert_validator: optional ``(cert, hostname) -> (ok, message)``
+                called with ``getpeercert()`` after the handshake; a false
+                ``ok`` fails that connect attempt.
+        """
+        self.connector.set_tls(context, for_hosts, cert_validator)
+
+    def get_ssl_context(self, host_and_port: Optional[HostAndPort] = None) -> Optional[ssl.SSLContext]:
+        """The TLS context used for ``host_and_port`` (the current one when None), or None."""
+        return self.connector.tls_context(host_and_port or self.current_host_and_port)
+
+    @property
+    def current_host_and_port(self) -> Optional[HostAndPort]:
+        """(host, port) of the open socket, or None."""
+        link = self._link
+        return link.host_and_port if link is not None and not link.closed else None
+
+    @property
+    def last_host_and_port(self) -> Optional[HostAndPort]:
+        """(host, port) of the open or the last socket, or None before the first."""
+        link = self._link
+        return link.host_and_port if link is not None else None
+
+    @property
+    def version(self) -> Optional[str]:
+        """The STOMP version in use on the open link (the negotiated one once
+        CONNECTED arrived), or None."""
+        link = self._link
+        return link.proto.version if link is not None else None
+
+    @property
+    def connected_frame(self) -> Optional[Frame]:
+        """The CONNECTED frame of the current link (None before it arrives)."""
+        link = self._link
+        return link.proto.connected_frame if link is not None else None
+
+    @property
+    def server(self) -> Optional[str]:
+        """CONNECTED's ``server`` header (e.g. ``"ActiveMQ/5.17.2"``), or None."""
+        frame = self.connected_frame
+        return frame.headers.get("server") if frame is not None else None
+
+    @property
+    def heartbeats(self) -> Tuple[int, int]:
+        """Negotiated (send, receive) heart-beat intervals in ms; (0, 0) when off
+        (STOMP 1.2 "Heart-beating")."""
+        link = self._link
+        if link is None or link.closed:
+            return 0, 0
+        return link.proto.send_ms, link.proto.recv_ms
+
+    @property
+    def link_seq(self) -> int:
+        """Number of the current (or last) socket of this transport: 1 for the
+        first, +1 for each new one; 0 before the first. A failover layer tells
+        the messages of a lost socket from the new socket's by it."""
+        link = self._link
+        return link.seq if link is not None else 0
+
+    def connected_link_seq(self) -> int:
+        """The open socket's number (:attr:`link_seq`) once its CONNECTED came,
+        else 0. A caller that writes with ``send_frame(..., link_seq=)`` of it
+        cannot put a frame on a newer socket before that one's CONNECT."""
+        link = self._link
+        return link.seq if link is not None and link.proto.connected and not link.closed else 0
+
+    @property
+    def tls(self) -> bool:
+        """True while the open socket is a TLS one."""
+        link = self._link
+        return link is not None and not link.closed and bool(link.channel.tls)
+
+    @property
+    def last_read(self) -> float:
+        """``time.monotonic()`` (s) when the current socket last showed the peer
+        alive (a byte read); 0.0 before the first socket."""
+        link = self._link
+        return link.proto.last_read_ms / 1000.0 if link is not None else 0.0
+
+    @property
+    def close_reason(self) -> str:
+        """Why the current (or last) socket ended; "" while it is open or before the first."""
+        link = self._link
+        return link.close_reason if link is not None else ""
+
+    def threads(self) -> List[threading.Thread]:
+        """The current socket's threads (reader, dispatcher, timer) that were started."""
+        link = self._link
+        return link.threads() if link is not None else []
+
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one: a MESSAGE it
+        delivered (``Frame.link_seq``) can still be acknowledged."""
+        link = self._link
+        return link is not None and link.seq == seq and not link.closed
+
+    def is_open(self) -> bool:
+        """True while a socket is open (CONNECTED may not have arrived yet)."""
+        link = self._link
+        return link is not None and not link.closed
+
+    def is_connected(self) -> bool:
+        """True while a socket is open and the broker's CONNECTED has arrived."""
+        link = self._link
+        return link is not None and not link.closed and link.proto.connected
+
+    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
+             deadline: Optional[float] = None) -> HostAndPort:
+        """Open a socket to the first reachable broker and start the link's threads.
+
+        Listeners get ``on_connecting((host, port))`` first. No STOMP frame is
+        sent: the caller sends CONNECT/STOMP with :meth:`send_frame`.
+
+        Args:
+            version (str): STOMP version to encode and parse with until the
+                broker's CONNECTED names the negotiated one.
+            only (tuple[str, int] | None): one attempt to this broker only (a
+                failover layer's own loop decides where and when to retry).
+            deadline (float | None): ``time.monotonic()`` after which no further
+                attempt starts (also with ``reconnect_attempts_max=-1``).
+
+        Returns:
+            tuple[str, int]: the (host, port) connected to.
+
+        Raises:
+            ConnectFailedException: no broker accepted within
+                ``reconnect_attempts_max`` attempts.
+            StompException: a socket is already open.
+        """
+        with self._lock:
+            old = self._link
+            if old is not None and not old.closed:
+                raise StompException("transport already open to %s:%s" % old.host_and_port)
+        if old is not None:
+            self._join(old, DEFAULT_CLOSE_TIMEOUT)
+        channel, host_and_port = self.open_socket(only, deadline)
+        link = Link(channel, host_and_port, version, next(self._link_seq), self.heart_beat_receive_scale)
+        with self._lock:
+            self._link = link
+        link.post("connecting", host_and_port)  # always the link's first event
+        link.scheduler.start()
+        link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
+                                           name="amqstomp-dispatch-%d" % link.seq, daemon=True)
+        link.reader = threading.Thread(target=self._read_loop, args=(link,),
+                                       name="amqstomp-reader-%d" % link.seq, daemon=True)
+        link.dispatcher.start()
+        link.reader.start()
+        return host_and_port
+
+    def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client",
+              silent: bool = False) -> None:
+        """Close the socket (no DISCONNECT frame) and wait for the link's threads.
+
+        Pending receipt futures fail with ConnectionClosedException; listeners
+        get ``on_receiver_loop_completed`` and ``on_disconnected`` (after every
+        event already queued). Safe to call more than once and from a listener
+        (the calling thread is not waited for).
+
+        Args:
+            timeout (float | None): seconds to wait for the threads in all
+                (not waited for when None).
+            silent (bool): no ``on_receiver_loop_completed`` / ``on_disconnected``
+                (a failover layer abandoning one attempt of its own).
+        """
+        link = self._link
+        if link is None:
+            return
+        link.by_client = True
+        link.silent = link.silent or silent
+        link.close(reason)
+        if timeout is not None:
+            self._join(link, timeout)
+
+    def _join(self, link: Link, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        me = threading.current_thread()
+        for thread in link.threads():
+            if thread is me or not thread.is_alive():
+                continue
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("thread %s still running %.1f s after close (a listener callback busy?)",
+                            thread.name, timeout)
+
+    def set_observer(self, observer: Optional[TransportObserver]) -> None:
+        """Report MESSAGEs, their dispatch and outcome, and lost sockets to
+        ``observer`` (:class:`amqstomp._io.observer.TransportObserver`: the engine's
+        Client); None restores :class:`~amqstomp._io.observer.ListenersOnly`."""
+        self.observer = observer if observer is not None else ListenersOnly(self)
+
+    def deliver_message(self, frame: Frame) -> None:
+        """Queue a MESSAGE for the listeners (``on_before_message`` then ``on_message``)."""
+        link = self._link
+        if link is not None:
+            link.post("message", frame)
+
+    def pause_reading(self) -> None:
+        """Stop reading the socket after the current ``recv`` (TCP then pushes
+        back on the broker). A pause is a state, not a count: the last call of
+        this and :meth:`resume_reading` wins (they are serialised), so a caller
+        that decides and calls under one lock of its own loses no resume.
+
+        While paused the peer is still watched: a reset or an EOF waiting in
+        the socket ends the pause (the reader reads what came before it, then
+        the link is lost as usual), and silence counts against the peer unless
+        this side's receive window is closed (we hold it back) -- see
+        :meth:`_heartbeat_check_tick`. Closing the link ends a pause; so does a
+        receipt wait on the dispatcher thread, for its duration (see
+        :meth:`wait_future`)."""
+        link = self._link
+        if link is not None:
+            link.set_paused(True)
+
+    def resume_reading(self) -> None:
+        """Undo :meth:`pause_reading`."""
+        link = self._link
+        if link is not None:
+            link.set_paused(False)
+
+    @property
+    def reading_paused(self) -> bool:
+        """True while the reader is held by :meth:`pause_reading` (not while a
+        receipt wait or the end of the link overrides it)."""
+        link = self._link
+        return link is not None and not link.resume.is_set()
+
+    def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        """Run ``fn(*args)`` on this link's timer thread after ``delay_s`` seconds
+        (never, when the link closes first).
+
+        Raises:
+            NotConnectedException: no socket is open.
+        """
+        link = self._link
+        if link is None or link.closed:
+            raise NotConnectedException("not connected (no open socket)")
+        return link.scheduler.call_later(delay_s, fn, *args)
+
+    def notify(self, event: str, arg: Any = None) -> None:
+        """Queue listener callback ``on_<event>`` on the dispatcher (after
+        everything already queued). ``event`` is one of connecting, connected,
+        message, receipt, error, heartbeat, heartbeat_timeout, disconnecting,
+        receiver_loop_completed, disconnected, transport_interrupted,
+        transport_resumed."""
+        link = self._link
+        if link is not None:
+            link.post(event, arg)
+
+    def _read_loop(self, link: Link) -> None:
+        """Reader thread: :meth:`Link.read_loop`, then the end of the link: the
+        observer decides what the listeners hear last."""
+        reason, error = "the reader ended", None
+        try:
+            reason, error = link.read_loop(self.recv_bytes, self)
+        finally:
+            last: Optional[str] = "disconnected"
+            if not link.by_client:
+                try:
+                    last = self.observer.on_link_lost(link.seq, reason, error)
+                except Exception:
+                    log.exception("on_link_lost failed")
+            if link.silent:
+                last = None
+            self.dispatch.end_of_link(link, last)
+
+    def on_frame(self, link: Link, frame: Frame) -> None:
+        """Reader thread: one frame received on ``link`` (:class:`amqstomp._io.link.FrameSink`)."""
+        if frame.cmd == "MESSAGE":
+            frame.link_seq = link.seq  # its ACK goes on this socket only
+            self.observer.on_message(frame)
+            return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("received %s %r", frame.cmd, frame.headers)
+        if link.on_control_frame(frame, self.dispatch.wants_receipts):
+            link.start_heartbeats()
+            # the dispatcher resolves connect_future once on_connected has run, so
+            # connect(wait=True) returns with the listeners already told
+            link.post("connected", frame)
+
+    def _dispatch_loop(self, link: Link) -> None:
+        self.dispatch.run(link, self)
