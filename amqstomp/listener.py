@@ -16,12 +16,22 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .constants import CMD_CONNECT, CMD_STOMP, HDR_HEARTBEAT
+from .constants import (  # stomp.py's listener module star-imports stomp.constants
+    CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
+    CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH, HDR_CONTENT_TYPE,
+    HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE, HDR_RECEIPT,
+    HDR_SUBSCRIPTION, HDR_TRANSACTION,
+)
 from .exception import NotConnectedException
 from .utils import Frame, calculate_heartbeats, clamp_wait, default_create_thread
 
 __all__ = ["Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener", "StatsListener",
-           "PrintingListener", "TestListener"]
+           "PrintingListener", "TestListener",
+           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
+           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
+           "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST",
+           "HDR_ID", "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION",
+           "HDR_TRANSACTION"]
 
 log = logging.getLogger("amqstomp.listener")
 
