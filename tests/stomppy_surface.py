@@ -115,7 +115,8 @@ def describe(module_names: List[str] = MODULES) -> Dict[str, Any]:
                 entry["bases"] = ["%s:%s" % (c.__module__, c.__qualname__) for c in value.__mro__[1:]
                                   if c.__module__.startswith("stomp")]
                 wanted = INSTANCE_MODULES.get(module_name, ())
-                if module_name in INSTANCE_MODULES and (wanted is None or name in wanted) and entry["home"] == module_name:
+                probed = module_name in INSTANCE_MODULES and (wanted is None or name in wanted)
+                if probed and entry["home"] == module_name:
                     entry["instance"] = _instance_attrs(value)
             elif callable(value):
                 entry["kind"] = "callable"
@@ -208,7 +209,8 @@ def _counterpart(ref: str, importer: Callable[[str], Any]) -> Any:
     return obj
 
 
-def compare(surface: Dict[str, Any], importer: Callable[[str], Any] = importlib.import_module) -> Dict[str, Dict[str, str]]:
+def compare(surface: Dict[str, Any],
+            importer: Callable[[str], Any] = importlib.import_module) -> Dict[str, Dict[str, str]]:
     """``{module: {key: problem}}``: how the modules ``importer`` gives now
     (amqstomp's, after ``install_as_stomp()``) differ from ``surface``
     (:func:`describe` of the real stomp.py)."""

@@ -67,19 +67,22 @@ PENDING = {
         "StompConnection10.on_before_message StompConnection10.on_connected StompConnection10.on_connecting "
         "StompConnection10.on_disconnected StompConnection10.on_disconnecting StompConnection10.on_error "
         "StompConnection10.on_heartbeat StompConnection10.on_heartbeat_timeout StompConnection10.on_message "
-        "StompConnection10.on_receipt StompConnection10.on_receiver_loop_completed StompConnection10.on_send": _CONNECTION,
+        "StompConnection10.on_receipt StompConnection10.on_receiver_loop_completed StompConnection10.on_send":
+            _CONNECTION,
         "StompConnection11(ConnectionListener) StompConnection11(HeartbeatListener) StompConnection11(Publisher) "
         "StompConnection11.set_receipt "
         "StompConnection11.on_before_message StompConnection11.on_connected StompConnection11.on_connecting "
         "StompConnection11.on_disconnected StompConnection11.on_disconnecting StompConnection11.on_error "
         "StompConnection11.on_heartbeat StompConnection11.on_heartbeat_timeout StompConnection11.on_message "
-        "StompConnection11.on_receipt StompConnection11.on_receiver_loop_completed StompConnection11.on_send": _CONNECTION,
+        "StompConnection11.on_receipt StompConnection11.on_receiver_loop_completed StompConnection11.on_send":
+            _CONNECTION,
         "StompConnection12(ConnectionListener) StompConnection12(HeartbeatListener) StompConnection12(Publisher) "
         "StompConnection12.set_receipt StompConnection12.is_eol "
         "StompConnection12.on_before_message StompConnection12.on_connected StompConnection12.on_connecting "
         "StompConnection12.on_disconnected StompConnection12.on_disconnecting StompConnection12.on_error "
         "StompConnection12.on_heartbeat StompConnection12.on_heartbeat_timeout StompConnection12.on_message "
-        "StompConnection12.on_receipt StompConnection12.on_receiver_loop_completed StompConnection12.on_send": _CONNECTION,
+        "StompConnection12.on_receipt StompConnection12.on_receiver_loop_completed StompConnection12.on_send":
+            _CONNECTION,
     },
     "stomp.protocol": {
         "CMD_ABORT CMD_ACK CMD_BEGIN CMD_COMMIT CMD_CONNECT CMD_DISCONNECT CMD_NACK CMD_SEND CMD_STOMP "
@@ -90,17 +93,20 @@ PENDING = {
         "Protocol10 Protocol10(ConnectionListener) Protocol10.connect Protocol10.disconnect Protocol10.send_frame "
         "Protocol10.on_before_message Protocol10.on_connected Protocol10.on_connecting Protocol10.on_disconnected "
         "Protocol10.on_disconnecting Protocol10.on_error Protocol10.on_heartbeat Protocol10.on_heartbeat_timeout "
-        "Protocol10.on_message Protocol10.on_receipt Protocol10.on_receiver_loop_completed Protocol10.on_send": _PROTOCOL,
+        "Protocol10.on_message Protocol10.on_receipt Protocol10.on_receiver_loop_completed Protocol10.on_send":
+            _PROTOCOL,
         "Protocol11 Protocol11(ConnectionListener) Protocol11(HeartbeatListener) Protocol11.connect "
         "Protocol11.disconnect Protocol11.send_frame "
         "Protocol11.on_before_message Protocol11.on_connected Protocol11.on_connecting Protocol11.on_disconnected "
         "Protocol11.on_disconnecting Protocol11.on_error Protocol11.on_heartbeat Protocol11.on_heartbeat_timeout "
-        "Protocol11.on_message Protocol11.on_receipt Protocol11.on_receiver_loop_completed Protocol11.on_send": _PROTOCOL,
+        "Protocol11.on_message Protocol11.on_receipt Protocol11.on_receiver_loop_completed Protocol11.on_send":
+            _PROTOCOL,
         "Protocol12 Protocol12(ConnectionListener) Protocol12(HeartbeatListener) Protocol12.connect "
         "Protocol12.disconnect Protocol12.send_frame "
         "Protocol12.on_before_message Protocol12.on_connected Protocol12.on_connecting Protocol12.on_disconnected "
         "Protocol12.on_disconnecting Protocol12.on_error Protocol12.on_heartbeat Protocol12.on_heartbeat_timeout "
-        "Protocol12.on_message Protocol12.on_receipt Protocol12.on_receiver_loop_completed Protocol12.on_send": _PROTOCOL,
+        "Protocol12.on_message Protocol12.on_receipt Protocol12.on_receiver_loop_completed Protocol12.on_send":
+            _PROTOCOL,
     },
     "stomp.transport": {
         "CMD_ABORT CMD_ACK CMD_BEGIN CMD_COMMIT CMD_CONNECT CMD_DISCONNECT CMD_NACK CMD_SEND CMD_STOMP "
@@ -116,7 +122,8 @@ PENDING = {
         "Transport.set_connected Transport.set_receipt Transport.set_ssl Transport.shutdown_queue Transport.start "
         "Transport.stop Transport.transmit Transport.wait_for_connection": _TRANSPORT,
         "Transport": _TRANSPORT_POSITIONAL,
-        "Transport.notify": "transport.py: its first parameter is 'event', stomp.py's 'frame_type' (keyword callers break)",
+        "Transport.notify": "transport.py: its first parameter is 'event', stomp.py's 'frame_type' "
+                            "(keyword callers break)",
     },
 }
 
@@ -283,7 +290,8 @@ def test_other_stomp_names_are_the_amqstomp_modules_not_copies(installed):
 
 
 @pytest.mark.parametrize("name, text", [
-    ("stomp.adapter.ws", "WebSocket"), ("stomp.adapter.multicast", "multicast"), ("stomp.__main__", "python -m amqstomp"),
+    ("stomp.adapter.ws", "WebSocket"), ("stomp.adapter.multicast", "multicast"),
+    ("stomp.__main__", "python -m amqstomp"),
 ])
 def test_modules_not_provided_say_so(installed, name, text):
     with pytest.raises(ImportError, match=text):
