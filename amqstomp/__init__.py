@@ -23,6 +23,8 @@ from .connection import (
     StompConnection12,
 )
 from .listener import ConnectionListener, PrintingListener, StatsListener, TestListener, WaitingListener
+from . import adapter, colours, connect, constants, log  # stomp.py's other modules (stomp.connect, stomp.log...)
+from ._compat import install_as_stomp, tuple_version
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time __getattr__ loads them
     from .jms import (
@@ -81,8 +83,15 @@ __all__ = [
     "WaitingListener",
     "PrintingListener",
     "TestListener",
+    "install_as_stomp",
+    "tuple_version",
+    "adapter",
+    "colours",
+    "connect",
+    "constants",
     "exception",
     "listener",
+    "log",
     "utils",
     "__version__",
     "ConnectionFactory",

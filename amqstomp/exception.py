@@ -189,3 +189,11 @@ class AcknowledgeInDoubtError(StompException):
     def __init__(self, message: str, count: int = 1) -> None:
         self.count = count
         super().__init__(message)
+
+
+class ModuleConflictError(StompException, ImportError):
+    """:func:`amqstomp.install_as_stomp` was called after the real stomp.py was
+    imported: ``stomp`` (or a ``stomp.*`` module) in ``sys.modules`` is stomp.py's.
+    Mixing the two libraries' classes would break ``isinstance`` and
+    ``except`` clauses, so nothing is installed: call it before anything
+    imports ``stomp``."""

@@ -16,11 +16,40 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .utils import clamp_wait
+from .constants import (  # stomp.py's listener module star-imports stomp.constants
+    CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
+    CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH, HDR_CONTENT_TYPE,
+    HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE, HDR_RECEIPT,
+    HDR_SUBSCRIPTION, HDR_TRANSACTION,
+)
+from .exception import NotConnectedException
+from .utils import Frame, calculate_heartbeats, clamp_wait, default_create_thread
 
-__all__ = ["ConnectionListener", "WaitingListener", "StatsListener", "PrintingListener", "TestListener"]
+__all__ = ["Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener", "StatsListener",
+           "PrintingListener", "TestListener",
+           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
+           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
+           "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST",
+           "HDR_ID", "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION",
+           "HDR_TRANSACTION"]
 
 log = logging.getLogger("amqstomp.listener")
+
+
+class Publisher:
+    """A registry of named listeners: the interface a connection offers
+    (stomp.py 9.0 ``stomp.listener.Publisher``). These do nothing; a class that
+    keeps listeners overrides them."""
+
+    def set_listener(self, name: str, listener: Any) -> None:
+        """Register ``listener`` under ``name`` (replacing one of that name)."""
+
+    def remove_listener(self, name: str) -> None:
+        """Forget the listener registered under ``name``."""
+
+    def get_listener(self, name: str) -> Any:
+        """The listener registered under ``name``, or None (always None here)."""
+        return None
 
 
 class ConnectionListener:
@@ -88,6 +117,142 @@ class ConnectionListener:
     def on_receiver_loop_completed(self, frame: Any) -> None:
         """The thread reading the socket ended (``frame`` is always None);
         ``on_disconnected`` follows."""
+
+
+class HeartbeatListener(ConnectionListener):
+    """Sends heart-beats and watches the broker's, for a stomp.py-style
+    transport (stomp.py 9.0 ``stomp.listener.HeartbeatListener``; STOMP 1.2
+    "Heart-beating"). amqstomp's own connections do not need it: their engine
+    negotiates and runs heart-beats (the ``heartbeats=`` argument).
+
+    Register it on a transport that has stomp.py's ``transmit(frame)``,
+    ``is_connected()``, ``set_connected(bool)``, ``disconnect_socket()``,
+    ``stop()`` and ``listeners`` (a dict of name to listener). It adds
+    ``heart-beat`` to the CONNECT/STOMP frame it is shown in ``on_send``; on
+    CONNECTED it works out the periods with :func:`amqstomp.utils.calculate_heartbeats`
+    and starts a daemon thread that transmits ``Frame(None, {}, None)`` (a
+    heart-beat) whenever nothing was sent for the send period, and, when nothing
+    (a frame or a heart-beat) came for ``receive period x heart_beat_receive_scale``,
+    logs a WARNING, closes the transport and calls ``on_heartbeat_timeout`` on its
+    listeners. ``on_disconnected`` ends the thread.
+
+    Args:
+        transport: the stomp.py-style transport.
+        heartbeats (tuple[int, int]): the client's ``(cx, cy)`` in ms; after
+            CONNECTED, the negotiated ``(send, receive)``.
+        heart_beat_receive_scale (float): grace factor on the receive period.
+
+    Attributes:
+        running (bool), transport, heartbeats (tuple[int, int]),
+        received_heartbeat (float | None): ``time.monotonic()`` time of the
+        last thing received (or the grace end), heartbeat_thread
+        (threading.Thread | None), next_outbound_heartbeat (float | None),
+        heart_beat_receive_scale (float), heartbeat_terminate_event
+        (threading.Event), disconnecting (bool), send_sleep and receive_sleep
+        (float, seconds; 0 is off): as stomp.py's.
+    """
+
+    def __init__(self, transport: Any, heartbeats: Tuple[int, int], heart_beat_receive_scale: float = 1.5) -> None:
+        self.running = False
+        self.transport = transport
+        self.heartbeats = heartbeats
+        self.received_heartbeat: Optional[float] = None
+        self.heartbeat_thread: Optional[threading.Thread] = None
+        self.next_outbound_heartbeat: Optional[float] = None
+        self.heart_beat_receive_scale = heart_beat_receive_scale
+        self.heartbeat_terminate_event = threading.Event()
+        self.disconnecting = False
+        self.send_sleep = 0.0
+        self.receive_sleep = 0.0
+
+    def on_connected(self, frame: Any) -> None:
+        self.disconnecting = False
+        value = frame.headers.get(HDR_HEARTBEAT)
+        if value is None:
+            return
+        self.heartbeats = calculate_heartbeats(value.replace(" ", "").split(","), self.heartbeats)
+        log.debug("heart-beats negotiated: send %d ms, receive %d ms", *self.heartbeats)
+        if self.heartbeats == (0, 0):
+            return
+        self.send_sleep = self.heartbeats[0] / 1000.0
+        self.receive_sleep = self.heartbeats[1] / 1000.0 * self.heart_beat_receive_scale
+        self.received_heartbeat = time.monotonic() + self.receive_sleep  # grace for the first one
+        self.running = True
+        if self.heartbeat_thread is None:
+            self.heartbeat_terminate_event.clear()
+            thread = default_create_thread(self._heartbeat_loop)
+            thread.name = "StompHeartbeat" + thread.name
+            self.heartbeat_thread = thread
+
+    def on_disconnecting(self) -> None:
+        self.disconnecting = True
+
+    def on_disconnected(self) -> None:
+        self.running = False
+        self.heartbeat_terminate_event.set()
+
+    def on_message(self, frame: Any) -> None:
+        self._received()
+
+    def on_receipt(self, *_: Any) -> None:
+        self._received()
+
+    def on_error(self, *_: Any) -> None:
+        self._received()
+
+    def on_heartbeat(self) -> None:
+        self._received()
+
+    def on_send(self, frame: Any) -> None:
+        if frame.cmd in (CMD_CONNECT, CMD_STOMP) and tuple(self.heartbeats) != (0, 0):
+            frame.headers[HDR_HEARTBEAT] = "%s,%s" % tuple(self.heartbeats)
+        if self.next_outbound_heartbeat is not None:
+            self.next_outbound_heartbeat = time.monotonic() + self.send_sleep
+
+    def _received(self) -> None:
+        if self.received_heartbeat is not None:
+            # the grace given at CONNECTED is kept until it ends
+            self.received_heartbeat = max(self.received_heartbeat, time.monotonic())
+
+    def _heartbeat_loop(self) -> None:
+        if self.send_sleep:
+            self.next_outbound_heartbeat = time.monotonic() + self.send_sleep
+        while not self.heartbeat_terminate_event.is_set():
+            now = time.monotonic()
+            waits = []
+            if self.next_outbound_heartbeat is not None:
+                waits.append(self.next_outbound_heartbeat - now)
+            if self.receive_sleep and self.received_heartbeat is not None:
+                waits.append(self.received_heartbeat + self.receive_sleep - now)
+            pause = min(waits) if waits else self.send_sleep or self.receive_sleep
+            if pause > 0 and self.heartbeat_terminate_event.wait(pause):
+                break
+            if not self.transport.is_connected() or self.disconnecting:
+                self.heartbeat_terminate_event.wait(self.send_sleep or self.receive_sleep)
+                continue
+            now = time.monotonic()
+            if self.send_sleep and self.next_outbound_heartbeat is not None and now >= self.next_outbound_heartbeat:
+                try:
+                    self.transport.transmit(Frame(None, {}, None))  # type: ignore[arg-type]
+                except NotConnectedException:
+                    log.debug("heart-beat not sent: not connected")
+                except Exception as exc:  # the loop must go on; the receive check decides
+                    log.debug("heart-beat not sent: %s", exc)
+                self.next_outbound_heartbeat = now + self.send_sleep
+            if self.receive_sleep and self.received_heartbeat is not None \
+                    and now - self.received_heartbeat > self.receive_sleep:
+                log.warning("heart-beat timeout: nothing received for %.3f s (limit %.3f s)",
+                            now - self.received_heartbeat, self.receive_sleep)
+                self.received_heartbeat = now  # one report per silence
+                self.transport.set_connected(False)
+                self.transport.disconnect_socket()
+                self.transport.stop()
+                for listener in list(self.transport.listeners.values()):
+                    callback = getattr(listener, "on_heartbeat_timeout", None)
+                    if callback is not None:
+                        callback()
+        self.heartbeat_thread = None
+        log.debug("heart-beat loop ended")
 
 
 class WaitingListener(ConnectionListener):
@@ -277,6 +442,11 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
 
     Attributes:
         message_list (list[tuple[dict, Any]]): (headers, body) of each MESSAGE.
+        timestamp (str): when it was made, ``time.strftime("%Y%m%d%H%M%S")``
+            (stomp.py's attribute; tests use it in unique names).
+        message_received (bool): a message came that no :meth:`wait_for_message`
+            took yet; setting False marks every message so far as taken.
+        heartbeat_received (bool): the same for heart-beats and :meth:`wait_for_heartbeat`.
     """
 
     __test__ = False  # not a pytest test class
@@ -291,6 +461,29 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
         self.heartbeat_condition = threading.Condition()
         self._message_seen = 0
         self._heartbeat_seen = 0
+        self.timestamp = time.strftime("%Y%m%d%H%M%S")
+
+    @property
+    def message_received(self) -> bool:
+        with self.message_condition:
+            return len(self.message_list) > self._message_seen
+
+    @message_received.setter
+    def message_received(self, value: bool) -> None:
+        with self.message_condition:
+            seen = len(self.message_list)
+            self._message_seen = min(self._message_seen, seen - 1) if value and seen else seen
+
+    @property
+    def heartbeat_received(self) -> bool:
+        with self.heartbeat_condition:
+            return self.heartbeat_count > self._heartbeat_seen
+
+    @heartbeat_received.setter
+    def heartbeat_received(self, value: bool) -> None:
+        with self.heartbeat_condition:
+            seen = self.heartbeat_count
+            self._heartbeat_seen = min(self._heartbeat_seen, seen - 1) if value and seen else seen
 
     def _out(self, text: str, body: Any = None) -> None:
         if self.verbose:

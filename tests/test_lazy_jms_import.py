@@ -15,6 +15,8 @@ EXPORTED = [
     "StompConnection12", "ConnectionListener", "StatsListener", "WaitingListener", "PrintingListener",
     "TestListener", "exception", "listener", "utils", "__version__", "ConnectionFactory", "Queue", "Topic",
     "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE", "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED",
+    # stomp.py's other names (amqstomp.install_as_stomp, tests/test_stomppy_surface.py)
+    "install_as_stomp", "tuple_version", "adapter", "colours", "connect", "constants", "log",
 ]
 JMS_NAMES = ["ConnectionFactory", "Queue", "Topic", "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE",
              "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED"]

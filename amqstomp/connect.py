@@ -1,0 +1,111 @@
+"""The connection classes under stomp.py 9.0's module name (``stomp.connect``).
+
+:class:`StompConnection10`, :class:`StompConnection11` and
+:class:`StompConnection12` are :mod:`amqstomp.connection`'s. stomp.py's module
+star-imports ``stomp.protocol``, ``stomp.transport`` and ``stomp.utils``, so
+programs also find the protocol classes, listeners, constants and helpers
+here; they are amqstomp's (:mod:`amqstomp.protocol`, :mod:`amqstomp.listener`,
+:mod:`amqstomp.utils`, :mod:`amqstomp.constants`).
+"""
+from typing import TYPE_CHECKING, Any, List
+
+from .connection import BaseConnection, StompConnection10, StompConnection11, StompConnection12
+from .constants import (
+    CMD_ABORT,
+    CMD_ACK,
+    CMD_BEGIN,
+    CMD_COMMIT,
+    CMD_CONNECT,
+    CMD_DISCONNECT,
+    CMD_NACK,
+    CMD_SEND,
+    CMD_STOMP,
+    CMD_SUBSCRIBE,
+    CMD_UNSUBSCRIBE,
+    HDR_ACCEPT_VERSION,
+    HDR_ACK,
+    HDR_CONTENT_LENGTH,
+    HDR_CONTENT_TYPE,
+    HDR_DESTINATION,
+    HDR_HEARTBEAT,
+    HDR_HOST,
+    HDR_ID,
+    HDR_LOGIN,
+    HDR_MESSAGE_ID,
+    HDR_PASSCODE,
+    HDR_RECEIPT,
+    HDR_SUBSCRIPTION,
+    HDR_TRANSACTION,
+)
+from .exception import ConnectFailedException
+from .listener import (
+    ConnectionListener,
+    HeartbeatListener,
+    PrintingListener,
+    Publisher,
+    StatsListener,
+    TestListener,
+    WaitingListener,
+)
+from .protocol import Protocol10, Protocol11, Protocol12
+from .transport import Transport
+from .utils import (
+    ENC_NEWLINE,
+    ENC_NULL,
+    HEADER_LINE_RE,
+    HEARTBEAT_FRAME,
+    LINE_END_RE,
+    NULL,
+    PASSCODE_RE,
+    PREAMBLE_END_RE,
+    Frame,
+    PollableQueue,
+    calculate_heartbeats,
+    clean_headers,
+    clean_lines,
+    convert_frame,
+    decode,
+    default_create_thread,
+    encode,
+    get_errno,
+    get_uuid,
+    is_eol_default,
+    is_localhost,
+    join,
+    length,
+    merge_headers,
+    pack,
+    parse_frame,
+    parse_headers,
+)
+from . import utils as _utils
+
+__all__ = [
+    "BaseConnection", "StompConnection10", "StompConnection11", "StompConnection12",
+    "ConnectFailedException", "Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener",
+    "StatsListener", "PrintingListener", "TestListener", "Protocol10", "Protocol11", "Protocol12", "Transport",
+    "ENC_NEWLINE", "ENC_NULL", "HEADER_LINE_RE", "HEARTBEAT_FRAME", "LINE_END_RE", "NULL", "PASSCODE_RE",
+    "PREAMBLE_END_RE", "Frame", "PollableQueue", "calculate_heartbeats", "clean_headers", "clean_lines",
+    "convert_frame", "decode", "default_create_thread", "encode", "get_errno", "get_uuid", "is_eol_default",
+    "is_localhost", "join", "length", "merge_headers", "pack", "parse_frame", "parse_headers",
+    "LOCALHOST_NAMES",
+    # stomp.py's module star-imports stomp.constants
+    "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
+    "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
+    "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID",
+    "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION", "HDR_TRANSACTION",
+]
+
+if TYPE_CHECKING:
+    #: :data:`amqstomp.utils.LOCALHOST_NAMES` (the same list, worked out on first use)
+    LOCALHOST_NAMES: List[str]
+else:
+    def __getattr__(name: str) -> Any:
+        """``LOCALHOST_NAMES``: :mod:`amqstomp.utils`'s, asked for when first used.
+
+        Raises:
+            AttributeError: ``name`` is not an attribute of this module.
+        """
+        if name == "LOCALHOST_NAMES":
+            return _utils.LOCALHOST_NAMES
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))

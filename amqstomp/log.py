@@ -1,0 +1,140 @@
+"""amqstomp's logging, under stomp.py 9.0's names (``stomp.log``).
+
+amqstomp logs through ``logging.getLogger("amqstomp.<module>")``; the package
+logger ``"amqstomp"`` has a :class:`logging.NullHandler` (a library does not
+print unless the application asks it to). stomp.py logs through one logger,
+``"stomp.py"``. Two ways to see amqstomp's records:
+
+* configure ``logging.getLogger("amqstomp")`` (level, handlers), or
+* keep configuring ``"stomp.py"``: :func:`route_to_stomp_py` (which
+  :func:`amqstomp.install_as_stomp` calls) makes ``"stomp.py"`` the parent of
+  ``"amqstomp"``, so its level applies to amqstomp's records when
+  ``"amqstomp"`` has none, and its handlers receive them (then the root's, as
+  for any record: nothing is handled twice). Records keep their own names
+  (``amqstomp.transport``...).
+
+Passcodes are never logged and bodies never above DEBUG.
+
+Attributes:
+    DEBUG, INFO (int): :data:`logging.DEBUG` and :data:`logging.INFO`.
+    verbose (bool): stomp.py's flag: when True, a record that reports an
+        exception among its arguments (a socket error, a failed connect) also
+        carries its traceback (``exc_info``), as stomp.py's do. Read at each
+        record by a filter that :func:`log_to_stdout`, :func:`route_to_stomp_py`
+        and :func:`attach_verbose_filter` put on amqstomp's loggers.
+    debug, info, warning, error, isEnabledFor, setLevel: those methods of the
+        ``"amqstomp"`` logger (stomp.py: of ``"stomp.py"``).
+"""
+import logging
+import sys
+from typing import Any, Optional
+
+__all__ = [
+    "DEBUG", "INFO", "verbose", "log_to_stdout", "debug", "info", "warning", "error", "isEnabledFor",
+    "setLevel", "LOGGER_NAME", "STOMP_PY_LOGGER_NAME", "route_to_stomp_py", "attach_verbose_filter",
+    "VerboseFilter",
+]
+
+DEBUG = logging.DEBUG
+INFO = logging.INFO
+
+#: the package logger; every amqstomp logger is below it
+LOGGER_NAME = "amqstomp"
+#: the logger stomp.py 9.0 logs through (``stomp/log.py``)
+STOMP_PY_LOGGER_NAME = "stomp.py"
+
+verbose = False
+
+_logger = logging.getLogger(LOGGER_NAME)
+if not any(isinstance(h, logging.NullHandler) for h in _logger.handlers):
+    _logger.addHandler(logging.NullHandler())
+
+debug = _logger.debug
+info = _logger.info
+warning = _logger.warning
+error = _logger.error
+isEnabledFor = _logger.isEnabledFor
+setLevel = _logger.setLevel
+
+
+def _first_exception(args: Any) -> Optional[BaseException]:
+    values = args.values() if isinstance(args, dict) else (args if isinstance(args, tuple) else (args,))
+    for value in values:
+        if isinstance(value, BaseException):
+            return value
+    return None
+
+
+class VerboseFilter(logging.Filter):
+    """Adds ``exc_info`` to a record that names an exception among its
+    arguments and has none, while :data:`verbose` is true; lets every record
+    through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if verbose and not record.exc_info:
+            exc = _first_exception(record.args)
+            if exc is not None:
+                record.exc_info = (type(exc), exc, exc.__traceback__)
+        return True
+
+
+_VERBOSE_FILTER = VerboseFilter()
+
+
+def attach_verbose_filter() -> int:
+    """Put the :class:`VerboseFilter` on every logger named ``amqstomp`` or
+    ``amqstomp.*`` that exists now (a logger's filters see only its own
+    records). Idempotent.
+
+    Returns:
+        int: how many loggers got it now.
+    """
+    added = 0
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and (name == LOGGER_NAME or name.startswith(LOGGER_NAME + ".")):
+            if _VERBOSE_FILTER not in logger.filters:
+                logger.addFilter(_VERBOSE_FILTER)
+                added += 1
+    return added
+
+
+def route_to_stomp_py(enabled: bool = True) -> None:
+    """Send amqstomp's records through the ``"stomp.py"`` logger (enabled) or
+    straight to the root logger (not), by making it the parent of the
+    ``"amqstomp"`` logger. Idempotent; also attaches :class:`VerboseFilter`.
+
+    Args:
+        enabled (bool): route through ``"stomp.py"`` (True) or not.
+
+    Raises:
+        TypeError: ``enabled`` is not a bool.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError("enabled must be a bool, got %r" % (enabled,))
+    stomp_py = logging.getLogger(STOMP_PY_LOGGER_NAME)
+    _logger.parent = stomp_py if enabled else logging.getLogger()
+    # setLevel clears every logger's isEnabledFor cache (levels now come from another parent)
+    stomp_py.setLevel(stomp_py.level)
+    attach_verbose_filter()
+
+
+def log_to_stdout(verbose_logging: bool = True) -> None:
+    """Print amqstomp's records of every level to stdout (stomp.py 9.0
+    ``stomp.log.log_to_stdout``): a :class:`logging.StreamHandler` on
+    ``sys.stdout`` with ``"%(asctime)s - %(name)s - %(levelname)s - %(message)s"``
+    on the ``"amqstomp"`` logger, whose level becomes DEBUG; sets
+    :data:`verbose`. Calling it again adds no second handler.
+
+    Args:
+        verbose_logging (bool): the new value of :data:`verbose`.
+    """
+    global verbose
+    if not any(getattr(h, "amqstomp_stdout", False) for h in _logger.handlers):
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setLevel(logging.DEBUG)
+        handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+        setattr(handler, "amqstomp_stdout", True)
+        _logger.addHandler(handler)
+    _logger.setLevel(logging.DEBUG)
+    verbose = verbose_logging
+    attach_verbose_filter()
