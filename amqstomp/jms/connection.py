@@ -107,7 +107,8 @@ class ConnectionFactory:
         connection, stopped: call :meth:`Connection.start` to get messages.
 
         Args:
-            username, password: override ``jms.userName`` / ``jms.password``.
+            username (str | None): overrides ``jms.userName``.
+            password (str | None): overrides ``jms.password`` (never logged).
             timeout_s (float | None): with a ``failover:`` URI, give up after this
                 many seconds (None: the URI's ``timeout`` when set, else its
                 ``startupMaxReconnectAttempts`` decide, -1 = keep trying, as
