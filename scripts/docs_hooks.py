@@ -4,7 +4,10 @@
    that module's ``__all__`` (read from the checkout), so a module's reference lists exactly
    its public names and never drifts from the code. ``expand_members`` is also what
    ``scripts/api_internals.py`` reads the pages with.
-2. The benchmark charts and results live in ``bench/results/`` (written by ``bench/gate.py`` and
+2. The docstrings use Sphinx roles (``:class:`Frame```, ``:meth:`~Session.commit```), which
+   Markdown renders as the role's name followed by code: each becomes the code alone (with
+   ``~``, its last dotted part), as Sphinx shows it.
+3. The benchmark charts and results live in ``bench/results/`` (written by ``bench/gate.py`` and
    ``bench/charts.py``), outside ``docs/``: each ``bench/results/*.png`` and ``*.json`` is added to
    the site as ``benchmarks/results/<name>``, so docs/benchmarks.md shows them without a second
    copy in the repository, and a chart that is missing is a broken link (a warning: the strict
@@ -20,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 SITE_FOLDER = "benchmarks/results"
 
+_ROLE = re.compile(r":(?:class|meth|func|data|attr|mod|exc|obj|const):<code>(~?)([^<]*)</code>")
 _DIRECTIVE = re.compile(r"^::: *(?P<path>[\w.]+) *$")
 _ALL_ITEM = re.compile(r"^(?P<indent> +)- __all__ *$")
 
@@ -63,7 +67,7 @@ def expand_members(markdown: str) -> str:
             current = None
         item = _ALL_ITEM.match(line)
         if item and current:
-            out.extend("%s- %s" % (item.group("indent"), name) for name in module_exports(current))
+            out.extend('%s- "%s"' % (item.group("indent"), name) for name in module_exports(current))
         else:
             out.append(line)
     return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
@@ -71,6 +75,16 @@ def expand_members(markdown: str) -> str:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return expand_members(markdown) if "- __all__" in markdown else markdown
+
+
+def strip_roles(html: str) -> str:
+    """``:meth:<code>~a.b.c</code>`` (a Sphinx role as Markdown renders it) -> ``<code>c</code>``."""
+    return _ROLE.sub(lambda m: "<code>%s</code>" % (m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)),
+                     html)
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return strip_roles(html) if ":<code>" in html else html
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -7,7 +7,8 @@ so a slow listener delays only its own session: the connection's reader keeps
 reading (heart-beats, other sessions' messages) and its timer keeps writing
 heart-beats. ``receive()`` runs on the caller's thread.
 
-Acknowledge modes and what goes on the wire (README, "JMS-style API"):
+Acknowledge modes and what goes on the wire (the documentation's "The JMS-style
+API" page, docs/guides/jms.md):
 
 ======================  =====================  ==========================================
 mode                    SUBSCRIBE ``ack``      ACKs
