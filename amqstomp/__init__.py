@@ -1,12 +1,16 @@
 """amqstomp: a STOMP 1.0/1.1/1.2 client for ActiveMQ Classic, a drop-in for stomp.py.
 
-``import amqstomp as stomp`` keeps stomp.py code working::
+``import amqstomp as stomp`` keeps stomp.py code working:
 
     conn = stomp.Connection([("127.0.0.1", 61613)])
     conn.set_listener("", MyListener())
     conn.connect("admin", "admin", wait=True)
     conn.subscribe(destination="/queue/x", id=1, ack="auto")
     conn.send(body="hi", destination="/queue/x")
+
+The documentation (docs/ in the source tree; ``bash scripts/docs.sh`` builds the
+site) starts at "Getting started" (docs/getting-started.md); "Switching from
+stomp.py" (docs/guides/stomp-py.md) says what differs from stomp.py and why.
 
 Licensed under the Apache License, Version 2.0.
 """

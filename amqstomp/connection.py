@@ -241,7 +241,8 @@ class BaseConnection(BaseProtocol):
         """stomp.py's TLS set-up: use TLS for ``for_hosts`` (every host when empty).
 
         Args:
-            key_file, cert_file (str): client certificate (PEM) and its key.
+            key_file (str | None): the client certificate's key (PEM).
+            cert_file (str | None): the client certificate (PEM).
             ca_certs (str): CA bundle to verify the broker with (system CAs when None).
             cert_validator: ``(cert, hostname) -> (ok, message)`` extra check.
             ssl_version (int): an ``ssl.PROTOCOL_*`` constant.

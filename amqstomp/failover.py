@@ -17,8 +17,8 @@ Two pieces:
   subscriptions. The facades (:mod:`amqstomp.connection`, :mod:`amqstomp.jms`)
   own what is replayed; this module owns when.
 
-What a lost socket means for the application (documented in the README's
-"Failover" section): messages delivered on it and not acknowledged come again
+What a lost socket means for the application (documented in the "Failover and
+master/slave" page of the documentation, docs/guides/failover.md): messages delivered on it and not acknowledged come again
 from the broker (``redelivered: true``) and ACKs for them are never written on
 the new socket; a transaction open at the loss fails on commit with
 :class:`~amqstomp.exception.TransactionRolledBackError`.

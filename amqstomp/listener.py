@@ -142,14 +142,19 @@ class HeartbeatListener(ConnectionListener):
             CONNECTED, the negotiated ``(send, receive)``.
         heart_beat_receive_scale (float): grace factor on the receive period.
 
-    Attributes:
-        running (bool), transport, heartbeats (tuple[int, int]),
+    Attributes (as stomp.py's):
+        running (bool): the heart-beat thread should keep going.
+        transport: the transport it was registered on.
+        heartbeats (tuple[int, int]): see Args.
         received_heartbeat (float | None): ``time.monotonic()`` time of the
-        last thing received (or the grace end), heartbeat_thread
-        (threading.Thread | None), next_outbound_heartbeat (float | None),
-        heart_beat_receive_scale (float), heartbeat_terminate_event
-        (threading.Event), disconnecting (bool), send_sleep and receive_sleep
-        (float, seconds; 0 is off): as stomp.py's.
+            last thing received (or the grace end).
+        heartbeat_thread (threading.Thread | None): the heart-beat thread.
+        next_outbound_heartbeat (float | None): when the next heart-beat is due.
+        heart_beat_receive_scale (float): see Args.
+        heartbeat_terminate_event (threading.Event): set to end the thread.
+        disconnecting (bool): a DISCONNECT was sent.
+        send_sleep (float): the send period in seconds; 0 is off.
+        receive_sleep (float): the receive period in seconds; 0 is off.
     """
 
     def __init__(self, transport: Any, heartbeats: Tuple[int, int], heart_beat_receive_scale: float = 1.5) -> None:
@@ -326,8 +331,13 @@ class StatsListener(ConnectionListener):
     """Counts what happens on a connection.
 
     Attributes:
-        errors, connections, disconnects, messages, messages_sent,
-        heartbeat_timeouts, heartbeat_count (int): counters.
+        errors (int): ERROR frames heard.
+        connections (int): connection attempts (``on_connecting`` calls).
+        disconnects (int): ``on_disconnected`` calls.
+        messages (int): MESSAGE frames heard.
+        messages_sent (int): frames sent (``on_send`` calls).
+        heartbeat_timeouts (int): ``on_heartbeat_timeout`` calls.
+        heartbeat_count (int): heart-beats received.
     """
 
     def __init__(self) -> None:

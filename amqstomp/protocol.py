@@ -137,8 +137,9 @@ class BaseProtocol:
             destination (str): e.g. ``/queue/a`` or ``/topic/b``.
             body (str | bytes): a ``str`` is encoded with ``encoding``.
             content_type (str | None): the ``content-type`` header.
-            headers, keyword_headers: more headers (``receipt``, ``transaction``,
-                ``persistent``, ActiveMQ's ``JMSXGroupID``...).
+            headers (Mapping[str, Any] | None): more headers (``receipt``,
+                ``transaction``, ``persistent``, ActiveMQ's ``JMSXGroupID``...).
+            **keyword_headers: more headers, by keyword (as ``headers``).
 
         With ``auto_content_length`` a non-empty body gets ``content-length``
         (ActiveMQ makes a BytesMessage; without one, a TextMessage; pass
@@ -361,9 +362,11 @@ class Protocol11(BaseProtocol):
                 the wire, at-most-once, while asking for client acks);
                 likewise ``id`` and ``destination`` headers. Given both ways
                 with different values, ValueError.
-            headers, keyword_headers: e.g. ``selector``,
+            headers (Mapping[str, Any] | None): e.g. ``selector``,
                 ``activemq.prefetchSize``, ``receipt`` (ActiveMQ starts
                 dispatch only after sending that receipt).
+            **keyword_headers: more headers, by keyword (as ``headers``), and
+                amqstomp's own keywords below.
 
         amqstomp's own keywords, never sent as headers (RESERVED_KEYWORDS):
             optimize_acknowledge (bool): with ``ack='client'`` amqstomp sends the

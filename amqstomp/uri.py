@@ -190,7 +190,7 @@ CONNECTION_OPTIONS = _table(
     Option("amqstomp.releaseAfterRollback", "release_after_rollback", _bool, False,
            "a transacted session's rollback() re-subscribes the consumers that got messages in "
            "the transaction (UNSUBSCRIBE returns them to the queue, for any consumer) instead of "
-           "redelivering them locally; README \"Release after rollback\""),
+           "redelivering them locally; docs/guides/transactions.md \"Release after rollback\""),
 )
 
 #: Options of one STOMP transport (a member of a failover URI takes them too).

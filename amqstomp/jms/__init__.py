@@ -1,8 +1,6 @@
 """amqstomp's JMS-style API: ``ConnectionFactory`` -> ``Connection`` -> ``Session``
 -> ``MessageProducer`` / ``MessageConsumer``, as in ActiveMQ's Java client, over
-STOMP.
-
-::
+STOMP:
 
     from amqstomp.jms import ConnectionFactory, Queue, AUTO_ACKNOWLEDGE
 
@@ -14,9 +12,10 @@ STOMP.
         connection.start()
         print(consumer.receive(5).text)
 
-Its ``Connection`` is not the stomp.py-compatible ``amqstomp.Connection``. See
-the README's "JMS-style API" section for the acknowledge modes, threads and
-sockets.
+Its ``Connection`` is not the stomp.py-compatible ``amqstomp.Connection``. The
+documentation's "The JMS-style API" page (docs/guides/jms.md in the source tree)
+covers the acknowledge modes, threads and sockets; "URI options"
+(docs/options.md) every option.
 
 Licensed under the Apache License, Version 2.0.
 """

@@ -49,7 +49,9 @@ class QueueBrowser:
     as a context manager or call :meth:`close`.
 
     Attributes:
-        queue (Queue), selector (str | None), timeout (float, seconds).
+        queue (Queue): the queue browsed.
+        selector (str | None): the JMS selector, or None.
+        timeout (float): seconds an iteration waits for the next message or the end.
     """
 
     def __init__(self, state: SessionState, queue: Queue, selector: Optional[str], timeout: float) -> None:

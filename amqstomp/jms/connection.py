@@ -70,11 +70,13 @@ class ConnectionFactory:
             ActiveMQ's URI options, e.g.
             ``stomp://127.0.0.1:61613?jms.prefetchPolicy.all=50&heartBeat=1000,1000``;
             or ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false`` (the
-            README's "Failover" section: reconnect with FailoverTransport's back-off,
+            documentation's "Failover and master/slave" page, docs/guides/failover.md:
+            reconnect with FailoverTransport's back-off,
             replay of CONNECT and subscriptions; heart-beats default to 5000,5000
             there, so a silent broker is noticed too).
-        **options: the same options by Python keyword (docs/options.md, and the
-            README's "JMS-style API" section for the producer options); keywords win
+        **options: the same options by Python keyword (the "URI options" page,
+            docs/options.md; "Producers and flow control", docs/guides/producers.md,
+            for the producer options); keywords win
             over the URI. Also ``ssl_context`` (an ``ssl.SSLContext``), or
             ``ca_certs`` / ``cert_file`` / ``key_file`` / ``key_password`` for
             ``stomp+ssl://`` (the broker's certificate and host name are verified
@@ -107,7 +109,8 @@ class ConnectionFactory:
         connection, stopped: call :meth:`Connection.start` to get messages.
 
         Args:
-            username, password: override ``jms.userName`` / ``jms.password``.
+            username (str | None): overrides ``jms.userName``.
+            password (str | None): overrides ``jms.password`` (never logged).
             timeout_s (float | None): with a ``failover:`` URI, give up after this
                 many seconds (None: the URI's ``timeout`` when set, else its
                 ``startupMaxReconnectAttempts`` decide, -1 = keep trying, as

@@ -42,7 +42,9 @@ class MessageConsumer:
     """Made by :meth:`Session.create_consumer`.
 
     Attributes:
-        destination (Destination), selector (str | None), no_local (bool).
+        destination (Destination): where it consumes from.
+        selector (str | None): the JMS selector, or None.
+        no_local (bool): messages sent by this connection are skipped.
         durable_name (str | None): the durable subscription's name
             (``activemq.subscriptionName``), or None.
         ledger (ConsumerLedger): its messages on their way to the application

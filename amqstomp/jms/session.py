@@ -7,7 +7,8 @@ so a slow listener delays only its own session: the connection's reader keeps
 reading (heart-beats, other sessions' messages) and its timer keeps writing
 heart-beats. ``receive()`` runs on the caller's thread.
 
-Acknowledge modes and what goes on the wire (README, "JMS-style API"):
+Acknowledge modes and what goes on the wire (the documentation's "The JMS-style
+API" page, docs/guides/jms.md):
 
 ======================  =====================  ==========================================
 mode                    SUBSCRIBE ``ack``      ACKs
@@ -72,7 +73,7 @@ class Session:
     Attributes:
         connection: the owning :class:`Connection`.
         acknowledge_mode (int): one of the constants (SESSION_TRANSACTED when transacted).
-        transacted (bool).
+        transacted (bool): made with ``transacted=True``.
         number (int): its number in the connection (thread names, ids).
         state (SessionState): what the session shares with its consumers,
             producers and browsers (its lock, members, flags, dispatch thread).
@@ -416,18 +417,19 @@ class Session:
         redelivery delay (poisoned to the DLQ after ``maximum_redeliveries``).
         With ``release_after_rollback`` (``amqstomp.releaseAfterRollback``) the
         consumers that got them re-subscribe instead, which returns the messages
-        (and what they had prefetched) to the queue for any consumer; see the
-        README's "Release after rollback" for the trade-off. Over failover a
+        (and what they had prefetched) to the queue for any consumer; see
+        "Release after rollback" in the documentation's Transactions guide
+        (docs/guides/transactions.md) for the trade-off. Over failover a
         socket lost during that re-subscribe is ridden through: the consumer's
         new subscription is replayed, or sent on the new socket, waiting as long
         as the failover lasts (the URI's ``timeout``; close() ends the wait).
 
         Raises:
             IllegalStateError: not a transacted session, or closed.
-            StompException (BrokerError, ReceiptTimeout, ConnectionClosedException,
-                NotConnectedException): ``release_after_rollback`` only: a
-                consumer could not subscribe again; that consumer is closed (the
-                rollback itself took place).
+            StompException: ``release_after_rollback`` only (a BrokerError,
+                ReceiptTimeout, ConnectionClosedException or
+                NotConnectedException): a consumer could not subscribe again;
+                that consumer is closed (the rollback itself took place).
         """
         self._check_open()
         if not self.transacted:
