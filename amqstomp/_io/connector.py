@@ -10,13 +10,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectFailedException
 from .channel import PlainChannel, TLSChannel, TLSEntry, connect
+from .websocket import WebSocketChannel
 
 __all__ = ["Connector"]
 
 log = logging.getLogger("amqstomp.transport")
 
 HostAndPort = Tuple[str, int]
-Channel = Union[PlainChannel, TLSChannel]
+Channel = Union[PlainChannel, TLSChannel, WebSocketChannel]
 
 
 class Connector:
@@ -44,7 +45,7 @@ class Connector:
         self.keepalive = keepalive
         self._tls_default: Optional[TLSEntry] = (ssl_context, None) if ssl_context else None
         self._tls_hosts: Dict[HostAndPort, TLSEntry] = {}
-        self.upgrade: Optional[Callable[[Channel, HostAndPort, float], Any]] = None
+        self.upgrade: Optional[Callable[[Channel, HostAndPort, float], Channel]] = None
 
     def set_tls(self, context: ssl.SSLContext, for_hosts: Optional[Sequence[HostAndPort]] = None,
                 validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:
@@ -126,4 +127,4 @@ class Connector:
                     pause, final_round = left, True
             time.sleep(pause)
         raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
-                                     % (self.host_and_ports, attempts, last_error))
+                                     % (self.host_and_ports, attempts, last_error)) from last_error

@@ -213,8 +213,6 @@ class WebSocketUpgrade:
                     if not data:
                         break
             except OSError as exc:
-                if not state["expired"]:
-                    raise
                 error: Optional[BaseException] = exc
             else:
                 error = None
@@ -224,8 +222,13 @@ class WebSocketUpgrade:
                 expired = state["expired"]
             watchdog.cancel()
         if expired:
-            raise WebSocketHandshakeError("WebSocket upgrade to %s: no answer within %.3g s" % (url, timeout_s),
-                                          url, None, "timeout") from error
+            raise WebSocketHandshakeError("WebSocket upgrade to %s: no answer within %.3g s (not a WebSocket "
+                                          "endpoint? a plain STOMP port waits for the rest of a frame)"
+                                          % (url, timeout_s), url, None, "timeout") from error
+        if error is not None:
+            seen = (" after it sent %r" % first) if first else ""
+            raise WebSocketHandshakeError("WebSocket upgrade to %s: the connection failed before an answer%s: %s"
+                                          % (url, seen, error), url, None, str(error)) from error
         failure = proto.handshake_exc
         if failure is not None:
             raise _handshake_error(ws, url, failure, first) from failure
@@ -353,7 +356,7 @@ class WebSocketChannel:
     def pending(self) -> int:
         """Payload bytes read but not yet returned by :meth:`recv`, plus what
         the inner channel holds (TLS)."""
-        return sum(len(c) for c in self._chunks) + self.inner.pending()
+        return sum(len(c) for c in self._chunks) + int(self.inner.pending())
 
     # ------------------------------------------------------------ writing
 

@@ -132,7 +132,7 @@ class WSTransport(Transport):
         self.is_eol_fc = is_eol_fc
         if secure:
             self.set_ssl_context(tls_context(), secure)
-        self.connector.upgrade = upgrade
+        self.connector.upgrade = self._upgrade = upgrade
 
     def ws_url(self, host_and_port: Optional[HostAndPort] = None) -> Optional[str]:
         """The WebSocket URL of ``host_and_port`` (the current broker when None;
@@ -140,8 +140,7 @@ class WSTransport(Transport):
         target = host_and_port or self.current_host_and_port
         if target is None:
             return None
-        upgrade = self.connector.upgrade
-        return upgrade.url(target, self.get_ssl_context(target) is not None)
+        return self._upgrade.url(target, self.get_ssl_context(target) is not None)
 
 
 class WSStompConnection(StompConnection12):

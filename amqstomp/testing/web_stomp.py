@@ -9,7 +9,10 @@ section 3: a system service on 127.0.0.1:5672, plugins off until enabled).
 :class:`RabbitMQWebStomp` (a context manager) sets the plugin's listener to
 ``127.0.0.1:<free port>`` (and, when the ``rabbitmq_stomp`` plugin it depends on
 is not running yet, that one's too, so nothing binds beyond loopback), runs
-``rabbitmq-plugins enable rabbitmq_web_stomp``, waits until the port accepts,
+``rabbitmq-plugins enable rabbitmq_web_stomp``, waits until the port accepts
+(with ``tls=True`` also a TLS listener, ``wss://127.0.0.1:TLS_PORT/ws``, with a
+self-signed certificate for 127.0.0.1 made by ``openssl`` in a temporary
+directory RabbitMQ's user can read: :attr:`ca_certs` verifies it),
 and on exit disables again what it enabled (an already running plugin is used
 as it is and left alone). The endpoint is ``ws://127.0.0.1:PORT/ws``; the
 login is ``guest``/``guest`` on the virtual host ``/``.
@@ -21,10 +24,12 @@ a step fails or the port does not open within ``timeout`` seconds.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from typing import Any, List, Optional, Tuple
 
@@ -67,10 +72,34 @@ class RabbitMQWebStomp:
     passcode = "guest"
     vhost = "/"
 
-    def __init__(self, port: Optional[int] = None, timeout: float = 90.0) -> None:
+    def __init__(self, port: Optional[int] = None, timeout: float = 90.0, tls: bool = False) -> None:
         self.port = port or free_port()
         self.timeout = timeout
+        self.tls = tls
+        #: the TLS listener's port (``tls=True``, once started), and the certificate that verifies it
+        self.tls_port: Optional[int] = None
+        self.ca_certs: Optional[str] = None
+        self._cert_dir: Optional[str] = None
         self._enabled = False  # this object enabled the plugin: it disables it again
+
+    @property
+    def tls_url(self) -> Optional[str]:
+        """``wss://127.0.0.1:TLS_PORT/ws`` (``tls=True``), else None."""
+        return "wss://%s:%d%s" % (self.host, self.tls_port, self.path) if self.tls_port else None
+
+    def _make_cert(self) -> Tuple[str, str]:
+        """A self-signed certificate and key for 127.0.0.1, readable by RabbitMQ's user."""
+        openssl = shutil.which("openssl")
+        if openssl is None:
+            raise RabbitMQNotAvailable("openssl is needed for tls=True (apt-get install -y openssl)")
+        self._cert_dir = tempfile.mkdtemp(prefix="amqstomp-web-stomp-")
+        os.chmod(self._cert_dir, 0o755)
+        cert, key = os.path.join(self._cert_dir, "cert.pem"), os.path.join(self._cert_dir, "key.pem")
+        _run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+              "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], 60.0)
+        for path in (cert, key):
+            os.chmod(path, 0o644)  # a throw-away test key: the broker runs as another user
+        return cert, key
 
     @property
     def url(self) -> str:
@@ -120,6 +149,13 @@ class RabbitMQWebStomp:
                            % (_STOMP_PLUGIN, free_port()))
             self._eval("application:set_env(%s, tcp_config, [{port, %d}, {ip, \"127.0.0.1\"}], [{persistent, true}])."
                        % (PLUGIN, self.port))
+            ssl_config = "[]"
+            if self.tls:
+                cert, key = self._make_cert()
+                self.tls_port, self.ca_certs = free_port(), cert
+                ssl_config = "[{port, %d}, {ip, \"127.0.0.1\"}, {certfile, \"%s\"}, {keyfile, \"%s\"}]" % (
+                    self.tls_port, cert, key)
+            self._eval("application:set_env(%s, ssl_config, %s, [{persistent, true}])." % (PLUGIN, ssl_config))
             _run(["rabbitmq-plugins", "enable", PLUGIN], self.timeout)
             self._enabled = True
         self._wait_port()
@@ -127,23 +163,29 @@ class RabbitMQWebStomp:
 
     def _wait_port(self) -> None:
         deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                socket.create_connection(self.host_and_port, 1.0).close()
-                return
-            except OSError as exc:
-                if time.monotonic() >= deadline:
-                    self.stop()
-                    raise RuntimeError("rabbitmq_web_stomp does not accept on %s:%d within %.0f s: %s"
-                                       % (self.host, self.port, self.timeout, exc)) from None
-                time.sleep(0.1)
+        for port in [self.port] + ([self.tls_port] if self.tls_port else []):
+            while True:
+                try:
+                    socket.create_connection((self.host, port), 1.0).close()
+                    break
+                except OSError as exc:
+                    if time.monotonic() >= deadline:
+                        self.stop()
+                        raise RuntimeError("rabbitmq_web_stomp does not accept on %s:%d within %.0f s: %s"
+                                           % (self.host, port, self.timeout, exc)) from None
+                    time.sleep(0.1)
 
     def stop(self) -> None:
         """Disable the plugin again if :meth:`start` enabled it (its dependency
         ``rabbitmq_stomp`` goes with it unless someone enabled that one)."""
         if self._enabled:
             self._enabled = False
-            _run(["rabbitmq-plugins", "disable", PLUGIN], self.timeout)
+            try:
+                _run(["rabbitmq-plugins", "disable", PLUGIN], self.timeout)
+            finally:
+                if self._cert_dir:
+                    shutil.rmtree(self._cert_dir, ignore_errors=True)
+                    self._cert_dir = None
 
     def __enter__(self) -> "RabbitMQWebStomp":
         return self.start()
