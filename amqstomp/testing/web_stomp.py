@@ -135,6 +135,22 @@ class RabbitMQWebStomp:
         match = re.search(r"\{port,\s*(\d+)\}", out)
         return int(match.group(1)) if match else 15674
 
+    @property
+    def stomp_host_and_port(self) -> Tuple[str, int]:
+        """Where the plain-TCP STOMP listener (``rabbitmq_stomp``, which the plugin
+        runs on) is, once started: the first of its ``tcp_listeners``.
+
+        Raises:
+            RuntimeError: it has no TCP listener.
+        """
+        out = self._eval("application:get_env(%s, tcp_listeners)." % _STOMP_PLUGIN)
+        match = re.search(r'\{"([^"]+)",\s*(\d+)\}', out) or re.search(r"\[(\d+)", out)
+        if match is None:
+            raise RuntimeError("rabbitmq_stomp has no TCP listener: %s" % out)
+        if match.lastindex == 2:
+            return (match.group(1), int(match.group(2)))
+        return (self.host, int(match.group(1)))
+
     def start(self) -> "RabbitMQWebStomp":
         """Enable the plugin on :attr:`port` (or use the one running) and wait until it accepts."""
         why = self.available()
@@ -177,11 +193,17 @@ class RabbitMQWebStomp:
 
     def stop(self) -> None:
         """Disable the plugin again if :meth:`start` enabled it (its dependency
-        ``rabbitmq_stomp`` goes with it unless someone enabled that one)."""
+        ``rabbitmq_stomp`` goes with it unless someone enabled that one), and
+        stop the listeners it opened, which RabbitMQ 3.10 leaves running."""
         if self._enabled:
             self._enabled = False
             try:
                 _run(["rabbitmq-plugins", "disable", PLUGIN], self.timeout)
+                # RabbitMQ 3.10's plugin leaves its listeners running (and serving) after it is
+                # disabled: stop the ones it opened for this object
+                ports = ",".join(str(p) for p in (self.port, self.tls_port) if p)
+                self._eval("[ranch:stop_listener(R) || {R, #{port := P, protocol := rabbit_web_stomp_connection_sup}}"
+                           " <- maps:to_list(ranch:info()), lists:member(P, [%s])]." % ports)
             finally:
                 if self._cert_dir:
                     shutil.rmtree(self._cert_dir, ignore_errors=True)
