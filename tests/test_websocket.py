@@ -333,6 +333,8 @@ def test_a_stomp_py_websocket_program_runs_unchanged(rabbitmq_web_stomp):
     """stomp.py's own API after install_as_stomp(): stomp.WSConnection with
     host_and_ports, ws_path and a TestListener, as its users write it."""
     proc = _python("""
+        import logging
+        logging.basicConfig(level=logging.INFO)  # a failure shows the broker's close code
         import amqstomp
         amqstomp.install_as_stomp()
         import stomp
