@@ -390,3 +390,88 @@ def test_activemq_config_gets_the_ws_connector(tmp_path):
     assert '<transportConnector name="ws" uri="ws://127.0.0.1:%d"/>' % broker.ws_port in xml
     assert broker.ws_url == "ws://127.0.0.1:%d/" % broker.ws_port
     assert "name=\"ws\"" not in render_activemq_xml(ActiveMQBroker(), str(tmp_path))
+
+
+# --------------------------------------------------------------------------- the channel on its own
+
+
+class _Peer:
+    """The server end of a socketpair, parsed by websockets' own server protocol."""
+
+    def __init__(self, ws, sock):
+        self.ws, self.sock = ws, sock
+        self.proto = ws.server.ServerProtocol(max_size=None, state=ws.protocol.State.OPEN)
+
+    def frames(self, want, timeout=5.0):
+        self.sock.settimeout(timeout)
+        got = []
+        while len(got) < want:
+            self.proto.receive_data(self.sock.recv(65536))
+            got += [f for f in self.proto.events_received()]
+        return got
+
+    def send(self, *frames):
+        for frame in frames:
+            self.proto.send_frame(frame)
+        self.sock.sendall(b"".join(self.proto.data_to_send()))
+
+
+@pytest.fixture
+def channel_pair():
+    from amqstomp._io.channel import PlainChannel
+    from amqstomp._io.websocket import WebSocketChannel, require_websockets
+
+    ws = require_websockets()
+    import websockets.server  # noqa: F401  (the peer)
+
+    a, b = socket.socketpair()
+    client = ws.client.ClientProtocol(ws.uri.parse_uri("ws://127.0.0.1/ws"), max_size=None,
+                                      state=ws.protocol.State.OPEN)
+    channel = WebSocketChannel(PlainChannel(a), client, False, "ws://127.0.0.1/ws")
+    yield ws, channel, _Peer(ws, b)
+    a.close()
+    b.close()
+
+
+def test_one_stomp_frame_per_message_and_no_coalescing(channel_pair):
+    """ActiveMQ's StompSocket parses one frame per text message: the link must not join
+    frames on a WebSocket (it does on TCP), and every write is one masked text message."""
+    from amqstomp._io.link import Link
+
+    ws, channel, peer = channel_pair
+    link = Link(channel, ("127.0.0.1", 1), "1.2", 1, 1.5)
+    try:
+        assert not link.can_defer
+        frames = [b"SEND\ndestination:/queue/a\n\nbody %d\x00" % i for i in range(3)]
+        for data in frames:
+            link.write(data)
+        assert channel.try_send(b"\n")
+        got = peer.frames(4)
+        assert [f.opcode for f in got] == [ws.frames.Opcode.TEXT] * 4
+        assert [bytes(f.data) for f in got] == frames + [b"\n"]
+    finally:
+        link.scheduler.stop()
+
+
+def test_pings_are_answered_and_a_close_ends_the_stream(channel_pair):
+    ws, channel, peer = channel_pair
+    Frame, Op = ws.frames.Frame, ws.frames.Opcode
+    peer.send(Frame(Op.TEXT, b"MESSAGE\n\n\x00"), Frame(Op.PING, b"p1"), Frame(Op.TEXT, b"\n"))
+    data = b""
+    while len(data) < len(b"MESSAGE\n\n\x00\n"):
+        data += channel.recv(65536)
+    assert data == b"MESSAGE\n\n\x00\n"  # the payloads, in order; the ping is no STOMP byte
+    pong = peer.frames(1)[0]
+    assert pong.opcode is Op.PONG and bytes(pong.data) == b"p1"
+    peer.send(Frame(Op.CLOSE, ws.frames.Close(1001, "going away").serialize()))
+    assert channel.recv(65536) == b""
+    assert (channel.close_code, channel.close_reason) == (1001, "going away")
+    echo = peer.frames(1)[0]
+    assert echo.opcode is Op.CLOSE  # RFC 6455 5.5.1: the close is answered
+
+
+def test_a_protocol_error_from_the_broker_is_a_lost_connection(channel_pair):
+    ws, channel, peer = channel_pair
+    peer.sock.sendall(b"\x81\x85abcd")  # a masked frame from a server: RFC 6455 5.1 forbids it
+    with pytest.raises(ConnectionError, match="WebSocket protocol error"):
+        channel.recv(65536)
