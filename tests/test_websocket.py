@@ -475,3 +475,17 @@ def test_a_protocol_error_from_the_broker_is_a_lost_connection(channel_pair):
     peer.sock.sendall(b"\x81\x85abcd")  # a masked frame from a server: RFC 6455 5.1 forbids it
     with pytest.raises(ConnectionError, match="WebSocket protocol error"):
         channel.recv(65536)
+
+
+def test_urls_give_each_broker_its_path_and_tls():
+    """Paths and wss:// from URLs, per broker, also for the 127.0.0.1 entry tried first for
+    a URL that names this machine (try_loopback_connect); (host, port) pairs take ws_path."""
+    host = socket.gethostname()
+    conn = amqstomp.WSConnection(["wss://%s:61619/stomp" % host, "ws://127.0.0.2:15674/ws?x=1", ("127.0.0.3", 80)],
+                                 ws_path="/default")
+    transport = conn.transport
+    urls = [transport.ws_url(hp) for hp in transport.host_and_ports]
+    if host not in ("localhost", "127.0.0.1"):
+        assert urls[0] == "wss://127.0.0.1:61619/stomp"
+    assert "wss://%s:61619/stomp" % host in urls
+    assert "ws://127.0.0.2:15674/ws?x=1" in urls and "ws://127.0.0.3:80/default" in urls

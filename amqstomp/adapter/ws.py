@@ -130,6 +130,12 @@ class WSTransport(Transport):
         self.header = header
         self.binary_mode = upgrade.binary
         self.is_eol_fc = is_eol_fc
+        for pair in self.host_and_ports:  # 127.0.0.1 tried first for a URL naming this machine: same path, TLS
+            alias = next((hp for hp in upgrade.paths if hp[1] == pair[1] and hp != pair), None)
+            if pair not in upgrade.paths and alias is not None and pair[0] == "127.0.0.1":
+                upgrade.paths[pair] = upgrade.paths[alias]
+                if alias in secure:
+                    secure.append(pair)
         if secure:
             self.set_ssl_context(tls_context(), secure)
         self.connector.upgrade = self._upgrade = upgrade
