@@ -1,4 +1,4 @@
-"""bench/websocket: amqstomp's consume rate over WebSocket against plain TCP, same broker, same run.
+"""bench/ws_consume: amqstomp's consume rate over WebSocket against plain TCP, same broker, same run.
 
 Debian's ActiveMQ has no ws:// transport, so the broker is the machine's RabbitMQ: its
 ``rabbitmq_stomp`` plugin (TCP) and ``rabbitmq_web_stomp`` (WebSocket), enabled on
@@ -12,13 +12,14 @@ Per round and transport (``tcp``: ``amqstomp.Connection12``; ``ws``:
 all; the rate is messages / seconds from the first message to the last, the CPU is this
 process's (``time.process_time()``, every thread) over the same span, per message. Ack
 modes: ``auto`` and ``optimized`` (``ack="client", optimize_acknowledge=True``: amqstomp
-acks in batches). Rounds alternate the transports; the table gives medians and the
+acks in batches); with ``auto`` also stomp.py 9 (its ``Connection12`` and ``WSConnection``,
+websocket-client) as the baseline, unless ``--no-stomp-py``. Rounds alternate the transports; the table gives medians and the
 ws / tcp ratio. Every wait has a deadline (``--deadline``); the queues are deleted at the
 end (``rabbitmqctl delete_queue``).
 
 Usage::
 
-    python bench/websocket.py [--count N] [--size BYTES] [--prefetch N] [--rounds R]
+    python bench/ws_consume.py [--count N] [--size BYTES] [--prefetch N] [--rounds R]
                               [--json [PATH]]
 """
 import argparse
@@ -71,16 +72,27 @@ def _fill(endpoint: RabbitMQWebStomp, tcp: Tuple[str, int], queue: str, count: i
 
 def _consume(kind: str, endpoint: RabbitMQWebStomp, tcp: Tuple[str, int], queue: str, count: int,
              prefetch: int, ack: str, deadline: float) -> Dict[str, float]:
-    if kind == "ws":
-        conn: Any = amqstomp.WSConnection([endpoint.url], vhost="/", auto_decode=False)
+    if kind.startswith("stomp.py"):  # the baseline: stomp.py 9's own classes (websocket-client for ws)
+        import stomp
+
+        if kind.endswith("ws"):
+            conn: Any = stomp.WSConnection([(endpoint.host, endpoint.port)], ws_path=endpoint.path, vhost="/",
+                                           auto_decode=False)
+        else:
+            conn = stomp.Connection12([tcp], vhost="/", auto_decode=False)
+    elif kind == "ws":
+        conn = amqstomp.WSConnection([endpoint.url], vhost="/", auto_decode=False)
     else:
         conn = amqstomp.Connection12([tcp], vhost="/", auto_decode=False)
     counter = _Counter(count)
     conn.set_listener("", counter)
     conn.connect(endpoint.login, endpoint.passcode, wait=True)
     try:
-        options = dict(ack="client", optimize_acknowledge=True) if ack == "optimized" else dict(ack="auto")
-        conn.subscribe(queue, id=1, prefetch_size=prefetch, **options)
+        if kind.startswith("stomp.py"):
+            conn.subscribe(queue, id=1, ack="auto", headers={"prefetch-count": prefetch})
+        else:
+            options = dict(ack="client", optimize_acknowledge=True) if ack == "optimized" else dict(ack="auto")
+            conn.subscribe(queue, id=1, prefetch_size=prefetch, **options)
         if not counter.done.wait(max(0.0, deadline - time.monotonic())):
             raise RuntimeError("%s %s: %d of %d messages before the deadline" % (kind, ack, counter.seen, count))
     finally:
@@ -95,8 +107,10 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--prefetch", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-stomp-py", dest="stomp_py", action="store_false",
+                        help="leave out the stomp.py baseline (ack auto)")
     parser.add_argument("--deadline", type=float, default=120.0, help="seconds per fill or consume")
-    parser.add_argument("--json", nargs="?", const=default_json_path("websocket"), default=None)
+    parser.add_argument("--json", nargs="?", const=default_json_path("ws_consume"), default=None)
     args = parser.parse_args(argv)
     body = b"x" * args.size
     results: Dict[Tuple[str, str], List[Dict[str, float]]] = {}
@@ -108,7 +122,11 @@ def main(argv: List[str]) -> int:
         try:
             for round_no in range(args.rounds):
                 for ack in ("auto", "optimized"):
-                    kinds = ("tcp", "ws") if round_no % 2 == 0 else ("ws", "tcp")
+                    kinds: Tuple[str, ...] = ("tcp", "ws")
+                    if ack == "auto" and args.stomp_py:
+                        kinds += ("stomp.py-tcp", "stomp.py-ws")
+                    if round_no % 2:
+                        kinds = kinds[::-1]
                     for kind in kinds:
                         queue = "/queue/amqstomp-bench-ws-%s" % uuid.uuid4().hex[:8]
                         queues.append(queue)
@@ -133,6 +151,16 @@ def main(argv: List[str]) -> int:
                         "tcp_cpu_us": tcp_cpu, "ws_cpu_us": ws_cpu}
         rows.append((ack, "%.0f" % tcp_rate, "%.0f" % ws_rate, "%.2f" % (ws_rate / tcp_rate),
                      "%.1f" % tcp_cpu, "%.1f" % ws_cpu))
+    if ("auto", "stomp.py-ws") in results:
+        base = {k: statistics.median(r["msg_s"] for r in results[("auto", k)]) for k in ("stomp.py-tcp", "stomp.py-ws")}
+        cpu = {k: statistics.median(r["cpu_us"] for r in results[("auto", k)]) for k in ("stomp.py-tcp", "stomp.py-ws")}
+        summary["stomp.py auto"] = {"tcp_msg_s": base["stomp.py-tcp"], "ws_msg_s": base["stomp.py-ws"],
+                                    "ratio": base["stomp.py-ws"] / base["stomp.py-tcp"],
+                                    "tcp_cpu_us": cpu["stomp.py-tcp"], "ws_cpu_us": cpu["stomp.py-ws"],
+                                    "amqstomp_ws_over_stomp_py_ws": summary["auto"]["ws_msg_s"] / base["stomp.py-ws"]}
+        rows.append(("stomp.py auto", "%.0f" % base["stomp.py-tcp"], "%.0f" % base["stomp.py-ws"],
+                     "%.2f" % (base["stomp.py-ws"] / base["stomp.py-tcp"]), "%.1f" % cpu["stomp.py-tcp"],
+                     "%.1f" % cpu["stomp.py-ws"]))
     print(format_table(rows, ("ack", "tcp msg/s", "ws msg/s", "ws/tcp", "tcp us CPU/msg", "ws us CPU/msg")))
     if args.json:
         print("wrote", write_json(args.json, {"machine": machine_info(), "args": vars(args), "summary": summary}))
