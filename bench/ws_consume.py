@@ -13,7 +13,8 @@ all; the rate is messages / seconds from the first message to the last, the CPU 
 process's (``time.process_time()``, every thread) over the same span, per message. Ack
 modes: ``auto`` and ``optimized`` (``ack="client", optimize_acknowledge=True``: amqstomp
 acks in batches); with ``auto`` also stomp.py 9 (its ``Connection12`` and ``WSConnection``,
-websocket-client) as the baseline, unless ``--no-stomp-py``. Rounds alternate the transports; the table gives medians and the
+websocket-client) as the baseline, unless ``--no-stomp-py``. Rounds alternate the transports;
+the table gives medians and the
 ws / tcp ratio. Every wait has a deadline (``--deadline``); the queues are deleted at the
 end (``rabbitmqctl delete_queue``).
 
