@@ -28,6 +28,7 @@ from .connection import (
 )
 from .listener import ConnectionListener, PrintingListener, StatsListener, TestListener, WaitingListener
 from . import adapter, colours, connect, constants, log  # stomp.py's other modules (stomp.connect, stomp.log...)
+from .adapter.ws import WSConnection, WSStompConnection  # STOMP over WebSocket (the 'ws' extra)
 from ._compat import install_as_stomp, tuple_version
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time __getattr__ loads them
@@ -82,6 +83,8 @@ __all__ = [
     "StompConnection10",
     "StompConnection11",
     "StompConnection12",
+    "WSConnection",
+    "WSStompConnection",
     "ConnectionListener",
     "StatsListener",
     "WaitingListener",

@@ -3,8 +3,8 @@
 
 After it, ``import stomp``, ``import stomp.utils``, ``from stomp.listener import
 TestListener``, ``stomp.connect``, ``stomp.protocol``, ``stomp.transport``,
-``stomp.constants``, ``stomp.exception``, ``stomp.log``, ``stomp.colours`` and
-``stomp.adapter`` are amqstomp's modules (the same objects: ``sys.modules``
+``stomp.constants``, ``stomp.exception``, ``stomp.log``, ``stomp.colours``,
+``stomp.adapter`` and ``stomp.adapter.ws`` are amqstomp's modules (the same objects: ``sys.modules``
 holds them under both names). Any other ``stomp.X`` is ``amqstomp.X`` when that
 exists; stomp.py modules amqstomp does not provide yet raise ImportError saying so.
 """
@@ -26,6 +26,7 @@ __all__ = ["install_as_stomp", "tuple_version", "MODULES", "NOT_PROVIDED"]
 MODULES: Dict[str, str] = {
     "stomp": "amqstomp",
     "stomp.adapter": "amqstomp.adapter",
+    "stomp.adapter.ws": "amqstomp.adapter.ws",
     "stomp.colours": "amqstomp.colours",
     "stomp.connect": "amqstomp.connect",
     "stomp.constants": "amqstomp.constants",
@@ -39,7 +40,6 @@ MODULES: Dict[str, str] = {
 
 #: stomp.py 9.0's modules amqstomp does not provide (yet), and what to use instead
 NOT_PROVIDED: Dict[str, str] = {
-    "stomp.adapter.ws": "STOMP over WebSocket (stomp.py's WSStompConnection) is not provided by amqstomp yet",
     "stomp.adapter.multicast": "stomp.py's multicast adapter is not provided by amqstomp",
     "stomp.__main__": "stomp.py's command-line client is not provided under that name: run `python -m amqstomp`",
 }

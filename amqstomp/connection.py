@@ -165,13 +165,14 @@ class BaseConnection(BaseProtocol):
                timeout: Optional[float], heartbeats: Optional[Tuple[int, int]], keepalive: Any, vhost: Optional[str],
                auto_decode: bool, encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
                bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
-               recv_bytes: int, auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
+               recv_bytes: int, auto_reconnect: bool = False, auto_resubscribe: bool = True,
+               transport: Optional[Transport] = None) -> None:
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = reconnect_attempts_max is _ATTEMPTS_DEFAULT
         self._attempts_warned = False
         if self._attempts_defaulted:
             reconnect_attempts_max = 3
-        self.transport = Transport(
+        self.transport = transport or Transport(  # given: a WSTransport (amqstomp.adapter.ws)
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
             reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
             timeout, keepalive, vhost, auto_decode, encoding, bind_host_port,

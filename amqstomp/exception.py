@@ -197,3 +197,28 @@ class ModuleConflictError(StompException, ImportError):
     Mixing the two libraries' classes would break ``isinstance`` and
     ``except`` clauses, so nothing is installed: call it before anything
     imports ``stomp``."""
+
+
+class WebSocketUnavailableError(StompException, ImportError):
+    """STOMP over WebSocket was asked for (:class:`amqstomp.WSConnection`) but the
+    WebSocket library it runs on, the ``websockets`` package, is not installed:
+    ``pip install 'amqstomp[ws]'``."""
+
+
+class WebSocketHandshakeError(ConnectFailedException):
+    """The HTTP upgrade to WebSocket failed (RFC 6455 section 4.1): the server
+    refused it (``status`` is its HTTP status code, ``reason`` its reason
+    phrase), answered something that is not HTTP (a STOMP port, say), closed
+    the connection, or did not answer in time (``status`` None then).
+
+    Attributes:
+        url (str): the WebSocket URL that was asked for.
+        status (int | None): the HTTP status code of a refusal.
+        reason (str): the server's reason phrase, or what went wrong.
+    """
+
+    def __init__(self, message: str, url: str = "", status: Optional[int] = None, reason: str = "") -> None:
+        self.url = url
+        self.status = status
+        self.reason = reason
+        super().__init__(message)

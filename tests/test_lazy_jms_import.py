@@ -17,6 +17,7 @@ EXPORTED = [
     "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE", "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED",
     # stomp.py's other names (amqstomp.install_as_stomp, tests/test_stomppy_surface.py)
     "install_as_stomp", "tuple_version", "adapter", "colours", "connect", "constants", "log",
+    "WSConnection", "WSStompConnection",
 ]
 JMS_NAMES = ["ConnectionFactory", "Queue", "Topic", "AUTO_ACKNOWLEDGE", "CLIENT_ACKNOWLEDGE", "DUPS_OK_ACKNOWLEDGE",
              "INDIVIDUAL_ACKNOWLEDGE", "SESSION_TRANSACTED"]

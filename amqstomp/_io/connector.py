@@ -10,13 +10,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectFailedException
 from .channel import PlainChannel, TLSChannel, TLSEntry, connect
+from .websocket import WebSocketChannel
 
 __all__ = ["Connector"]
 
 log = logging.getLogger("amqstomp.transport")
 
 HostAndPort = Tuple[str, int]
-Channel = Union[PlainChannel, TLSChannel]
+Channel = Union[PlainChannel, TLSChannel, WebSocketChannel]
 
 
 class Connector:
@@ -28,6 +29,11 @@ class Connector:
         bind_host_port (tuple[str, int] | None): local address to bind first.
         keepalive: TCP keep-alive (see :func:`amqstomp._io.channel.set_keepalive`).
         ssl_context (ssl.SSLContext | None): TLS for every broker.
+
+    Attributes:
+        upgrade: None, or ``upgrade(channel, (host, port), timeout_s) -> channel``
+            run on each new channel (:class:`amqstomp._io.websocket.WebSocketUpgrade`:
+            STOMP over WebSocket); it closes the channel when it raises.
     """
 
     def __init__(self, host_and_ports: List[HostAndPort], timeout_s: float,
@@ -39,6 +45,7 @@ class Connector:
         self.keepalive = keepalive
         self._tls_default: Optional[TLSEntry] = (ssl_context, None) if ssl_context else None
         self._tls_hosts: Dict[HostAndPort, TLSEntry] = {}
+        self.upgrade: Optional[Callable[[Channel, HostAndPort, float], Channel]] = None
 
     def set_tls(self, context: ssl.SSLContext, for_hosts: Optional[Sequence[HostAndPort]] = None,
                 validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:
@@ -63,8 +70,11 @@ class Connector:
         Raises:
             OSError, ssl.SSLError, ConnectFailedException: it failed.
         """
-        return connect(host_and_port, self.timeout_s, self.bind_host_port, self.keepalive,
-                       self._tls_hosts.get(host_and_port) or self._tls_default)
+        channel = connect(host_and_port, self.timeout_s, self.bind_host_port, self.keepalive,
+                          self._tls_hosts.get(host_and_port) or self._tls_default)
+        if self.upgrade is None:
+            return channel
+        return self.upgrade(channel, host_and_port, self.timeout_s)
 
     def connect(self, attempts_max: int, backoff_s: Callable[[int], float], only: Optional[HostAndPort] = None,
                 deadline: Optional[float] = None) -> Tuple[Channel, HostAndPort]:
@@ -117,4 +127,4 @@ class Connector:
                     pause, final_round = left, True
             time.sleep(pause)
         raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
-                                     % (self.host_and_ports, attempts, last_error))
+                                     % (self.host_and_ports, attempts, last_error)) from last_error

@@ -81,10 +81,12 @@ class Link:
         self.write_lock = threading.Lock()
         # deferred frames not yet written (under write_lock), and their size in bytes: a
         # list joined once per write (a growing bytearray copies each frame ~9 times);
-        # TLS links never defer
+        # TLS and WebSocket links never defer
         self.wbuf: List[bytes] = []
         self.wbuf_bytes = 0
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0
+        if getattr(channel, "message_framed", False):  # WebSocket: one write, one message, one frame
+            self.can_defer = False
         self.flush_scheduled = False  # a timer flush of wbuf is pending
         self.state_lock = threading.Lock()
         self.closed = False

@@ -1,10 +1,13 @@
 """stomp.py's ``stomp.adapter`` package, where its transports other than plain
-TCP live (``stomp.adapter.ws``: STOMP over WebSocket; ``stomp.adapter.multicast``).
-
-Neither is provided by amqstomp yet: ``import stomp.adapter.ws`` after
-:func:`amqstomp.install_as_stomp` raises ImportError saying so.
+TCP live: ``stomp.adapter.ws`` (STOMP over WebSocket, :mod:`amqstomp.adapter.ws`;
+its WebSocket library is the optional extra ``amqstomp[ws]``, needed only when
+a connection is made) and ``stomp.adapter.multicast``, which amqstomp does not
+provide (``import stomp.adapter.multicast`` after
+:func:`amqstomp.install_as_stomp` raises ImportError saying so).
 """
 
 from typing import List
 
-__all__: List[str] = []
+from . import ws
+
+__all__: List[str] = ["ws"]

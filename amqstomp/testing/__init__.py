@@ -12,6 +12,9 @@ The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
 connections.
+:class:`RabbitMQWebStomp` (:mod:`amqstomp.testing.web_stomp`) enables RabbitMQ's
+STOMP-over-WebSocket plugin on loopback ports for the tests of
+:class:`amqstomp.WSConnection` (Debian's ActiveMQ has no ``ws://`` transport).
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
@@ -47,6 +50,7 @@ from .master_slave import (
 )
 from .proxy import ProxyError, TcpProxy
 from .statistics import broker_statistics, queue_statistics, topic_statistics
+from .web_stomp import RabbitMQNotAvailable, RabbitMQWebStomp
 
 __all__ = [
     "ACTIVEMQ_HOME",
@@ -59,6 +63,8 @@ __all__ = [
     "BrokerStartError",
     "MasterSlavePair",
     "ProxyError",
+    "RabbitMQNotAvailable",
+    "RabbitMQWebStomp",
     "TcpProxy",
     "broker_log",
     "broker_log_size",

@@ -23,6 +23,8 @@ __all__ = [
     "java_command",
     "render_activemq_xml",
     "write_broker_dir",
+    "ws_transport_jars",
+    "WS_NOT_AVAILABLE",
 ]
 
 # Debian's broker lacks XStream; with these on the class path the STOMP
@@ -117,6 +119,7 @@ class BrokerSettings(Protocol):
     stomp_nio_port: Optional[int]
     stomp_ssl_port: Optional[int]
     extra_xml: str
+    # also read when present: ws_port (Optional[int], the ws:// connector)
 
 
 def _xbool(value: bool) -> str:
@@ -218,6 +221,9 @@ def render_activemq_xml(b: BrokerSettings, base_dir: str) -> str:
             '      <transportConnector name="stomp+ssl" '
             f'uri={q(f"stomp+ssl://{b.host}:{b.stomp_ssl_port}{query}")}{link}/>'
         )
+    ws_port = getattr(b, "ws_port", None)
+    if ws_port:
+        out.append(f'      <transportConnector name="ws" uri={q(f"ws://{b.host}:{ws_port}")}{link}/>')
     out.append("    </transportConnectors>")
     if b.extra_xml:
         out.append(b.extra_xml)
@@ -247,6 +253,48 @@ def write_broker_dir(b: BrokerSettings, base_dir: str) -> None:
             dst = os.path.join(base_dir, "lib", jar)
             if os.path.exists(src) and not os.path.lexists(dst):
                 os.symlink(src, dst)
+
+
+#: Why a broker cannot open a ``ws://`` connector (see :func:`ws_transport_jars`).
+WS_NOT_AVAILABLE = (
+    "this ActiveMQ ({home}) has no ws:// transport: no jar in its lib folders provides "
+    "META-INF/services/org/apache/activemq/transport/ws (module activemq-http, with Jetty's WebSocket "
+    "server); Debian's activemq 5.17 package does not ship activemq-http. Point AMQSTOMP_ACTIVEMQ_HOME at "
+    "an Apache ActiveMQ distribution (its lib/optional and lib/web have them), or test STOMP over WebSocket "
+    "against RabbitMQ's rabbitmq_web_stomp (amqstomp.testing.web_stomp)"
+)
+
+_WS_SERVICE = "META-INF/services/org/apache/activemq/transport/ws"
+_LIB_DIRS = ("lib", "lib/optional", "lib/web", "lib/extra", "lib/camel")
+
+
+def ws_transport_jars(activemq_home: str, base_dir: Optional[str] = None) -> List[str]:
+    """The jars in ActiveMQ's class-path folders (``activemq_home``'s and
+    ``base_dir``'s ``lib``, ``lib/optional``, ``lib/web``...) that provide the
+    ``ws://`` transport (the ``ws`` transport factory of activemq-http); empty
+    when there is none, e.g. in Debian's package."""
+    import zipfile
+
+    found = []
+    roots = [activemq_home] + ([base_dir] if base_dir else [])
+    for root in roots:
+        for sub in _LIB_DIRS:
+            folder = os.path.join(root, sub)
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue
+            for name in names:
+                if not name.endswith(".jar"):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    with zipfile.ZipFile(path) as jar:
+                        if _WS_SERVICE in jar.namelist():
+                            found.append(path)
+                except (OSError, zipfile.BadZipFile):
+                    continue
+    return found
 
 
 def find_java(java: Optional[str] = None) -> Optional[str]:

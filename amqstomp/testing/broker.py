@@ -52,10 +52,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ._config import (
     FAST_START_JVM_ARGS,
     SSL_KEYS,
+    WS_NOT_AVAILABLE,
     find_java,
     java_command,
     render_activemq_xml,
     write_broker_dir,
+    ws_transport_jars,
 )
 from ._process import die_with_parent, free_port, register, tail_file, unregister
 from ._stomp import encode_frame as _frame  # noqa: F401  (importable from here, as before)
@@ -113,6 +115,11 @@ class ActiveMQBroker:
         dict with ``keystore``, ``keystore_password`` and optionally
         ``truststore``, ``truststore_password``, ``need_client_auth`` (bool):
         also open ``stomp+ssl://`` on :attr:`stomp_ssl_port`.
+    ``ws``
+        also open ``ws://`` (STOMP over WebSocket) on :attr:`ws_port`
+        (:attr:`ws_url`); needs ActiveMQ's activemq-http module, which
+        Debian's package lacks: :class:`BrokerNotAvailable` then, saying so
+        (:meth:`ws_available`).
     ``memory_limit``
         broker memory usage limit, e.g. ``"1 mb"``.
     ``producer_flow_control``, ``max_page_size``, ``persist_jms_redelivered``
@@ -149,6 +156,7 @@ class ActiveMQBroker:
         stomp_port: Optional[int] = None,
         nio: bool = False,
         ssl: Optional[Dict[str, Any]] = None,
+        ws: bool = False,
         memory_limit: Optional[str] = None,
         producer_flow_control: bool = True,
         send_fail_if_no_space: bool = False,
@@ -183,6 +191,7 @@ class ActiveMQBroker:
         self.stomp_nio_port: Optional[int] = free_port() if nio else None
         self.ssl = dict(ssl) if ssl is not None else None
         self.stomp_ssl_port: Optional[int] = free_port() if ssl is not None else None
+        self.ws_port: Optional[int] = free_port() if ws else None
         self.memory_limit = memory_limit
         self.producer_flow_control = producer_flow_control
         self.send_fail_if_no_space = send_fail_if_no_space
@@ -247,6 +256,17 @@ class ActiveMQBroker:
     @property
     def ssl_url(self) -> Optional[str]:
         return f"stomp+ssl://{self.host}:{self.stomp_ssl_port}" if self.stomp_ssl_port else None
+
+    @property
+    def ws_url(self) -> Optional[str]:
+        """``ws://127.0.0.1:PORT/`` of the WebSocket connector (``ws=True``), else None."""
+        return f"ws://{self.host}:{self.ws_port}/" if self.ws_port else None
+
+    @classmethod
+    def ws_available(cls, activemq_home: Optional[str] = None) -> Optional[str]:
+        """None when this ActiveMQ can open ``ws://`` connectors, else why not."""
+        home = activemq_home or ACTIVEMQ_HOME
+        return None if ws_transport_jars(home) else WS_NOT_AVAILABLE.format(home=home)
 
     @property
     def host_and_ports(self) -> List[Tuple[str, int]]:
@@ -345,6 +365,8 @@ class ActiveMQBroker:
             if self.running:
                 raise RuntimeError(f"{self!r} is already running")
             self.require(self.activemq_home)
+            if self.ws_port and not ws_transport_jars(self.activemq_home, self.base_dir):
+                raise BrokerNotAvailable(WS_NOT_AVAILABLE.format(home=self.activemq_home))
             attempts = 3 if self._auto_ports else 1
             for attempt in range(attempts):
                 self._launch()
@@ -363,6 +385,8 @@ class ActiveMQBroker:
                             self.stomp_nio_port = free_port()
                         if self.stomp_ssl_port:
                             self.stomp_ssl_port = free_port()
+                        if self.ws_port:
+                            self.ws_port = free_port()
                         continue
                     self._proc = None
                     self._cleanup()

@@ -9,6 +9,11 @@
     :class:`~amqstomp.testing.broker.ActiveMQBroker` with those options (pass
     ``wait=False`` to return before it answers, e.g. for a shared-store slave)
     and stops every broker it made at teardown.
+``rabbitmq_web_stomp``
+    session-scoped :class:`~amqstomp.testing.web_stomp.RabbitMQWebStomp`: RabbitMQ's
+    STOMP-over-WebSocket plugin on loopback ports (``ws://`` and ``wss://``),
+    enabled for the session and disabled after it (Debian's ActiveMQ has no
+    ``ws://`` transport).
 ``tcp_proxy_factory``
     function-scoped factory: ``tcp_proxy_factory((host, port), **options)``
     starts a :class:`~amqstomp.testing.proxy.TcpProxy` in front of that
@@ -25,6 +30,7 @@ not do both, pytest refuses a plugin registered under two names.
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
@@ -32,8 +38,9 @@ import pytest
 from ._process import close_all
 from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
 from .proxy import TcpProxy
+from .web_stomp import RabbitMQWebStomp
 
-__all__ = ["activemq", "activemq_persistent", "activemq_factory", "tcp_proxy_factory"]
+__all__ = ["activemq", "activemq_persistent", "activemq_factory", "rabbitmq_web_stomp", "tcp_proxy_factory"]
 
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
 
@@ -88,6 +95,20 @@ def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
         yield factory
     finally:
         close_all([broker.stop for broker in reversed(made)])
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_web_stomp() -> Iterator[RabbitMQWebStomp]:
+    """RabbitMQ's web-STOMP endpoint (ws:// and, with openssl, wss://) for the
+    session; fails with the reason when RabbitMQ is not there (skips with
+    AMQSTOMP_SKIP_BROKER=1)."""
+    why = RabbitMQWebStomp.available()
+    if why is not None:
+        if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+            pytest.skip(f"{why} ({SKIP_ENV} is set)")
+        pytest.fail(why, pytrace=False)
+    with RabbitMQWebStomp(tls=shutil.which("openssl") is not None) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
