@@ -77,7 +77,8 @@ class Connector:
             (channel, (host, port)).
 
         Raises:
-            ConnectFailedException: every attempt failed (naming the last error).
+            ConnectFailedException: every attempt failed (naming the last error, which is
+                its ``__cause__``: e.g. socket.gaierror for an unknown host).
         """
         if only is not None:
             target = (str(only[0]), int(only[1]))
@@ -117,4 +118,4 @@ class Connector:
                     pause, final_round = left, True
             time.sleep(pause)
         raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
-                                     % (self.host_and_ports, attempts, last_error))
+                                     % (self.host_and_ports, attempts, last_error)) from last_error
