@@ -585,3 +585,17 @@ def test_start_failure_reason_is_a_few_lines():
     ok = "2026-12-01 | INFO  | Apache ActiveMQ 5.17.2 (amqstomp-test, ID:vm-1) started | o.a.BrokerService | main"
     assert started_line(ok, "amqstomp-test") == ok
     assert started_line(ok, "amqstomp-other") is None
+
+
+@pytest.mark.timeout(120)
+def test_a_broker_whose_extra_xml_turns_authentication_on_starts(activemq_factory):
+    """Its readiness probe logs in as nobody and is refused: an ERROR answer is
+    a STOMP broker answering all the same (it used to wait for the timeout)."""
+    plugin = ('<plugins><simpleAuthenticationPlugin anonymousAccessAllowed="false"><users>'
+              '<authenticationUser username="u" password="p" groups="users"/></users>'
+              '</simpleAuthenticationPlugin></plugins>')
+    broker = activemq_factory(extra_xml=plugin, statistics=False, startup_timeout=60)
+    assert broker.startup_seconds is not None and broker.startup_seconds < 55
+    assert not broker.ping()  # CONNECTED needs a login
+    sock, _ = _stomp_handshake(broker.host, broker.stomp_port, 10, "u", "p")
+    sock.close()

@@ -167,7 +167,8 @@ def test_help_of_every_command_has_stomp_pys_layout(stomp_py, tmp_path, activemq
     assert sum("Usage:" in line for line in runs["amqstomp"][0]) == len(commands) - 1  # help_help has none
 
 
-def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, tmp_path):
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, tmp_path, version):
     """``-F``: commands whose output does not wait on the broker (stomp.py's
     client exits right after the last one, before anything else could arrive)."""
     outputs, statuses = {}, {}
@@ -178,12 +179,14 @@ def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, 
         (work / "commands.txt").write_text(
             "version\nbegin\nsend %s in a transaction\ncommit\nstats\nstats on\nstats\nnosuch\n"
             "unsubscribe /queue/x\nsendreply %s\nabort\n" % (queue, queue))
-        proc = subprocess.run(argv + ["-P", str(activemq.stomp_port), "-F", "commands.txt"], cwd=str(work),
+        proc = subprocess.run(argv + ["-P", str(activemq.stomp_port), "-S", version, "-F", "commands.txt"],
+                              cwd=str(work),
                               env=cli_env(str(work)), capture_output=True, text=True, timeout=90)
         outputs[name] = [line for line in normalise(proc.stdout, {queue: "QUEUE"}) if line]
         statuses[name] = proc.returncode
         assert "Traceback" not in proc.stderr, proc.stderr
     assert outputs["amqstomp"] == outputs["stomp.py"], _diff(outputs["stomp.py"], outputs["amqstomp"])
+    assert "\x1b[1m<version> [Protocol version %s]\x1b[0m" % version in outputs["amqstomp"]
     assert statuses == {"stomp.py": 0, "amqstomp": 1}  # amqstomp: a command of the file failed
 
 
@@ -288,6 +291,27 @@ def test_a_failover_uri_finds_the_broker_that_answers(activemq, tmp_path):
     proc = _run([uri, "-F", "c.txt"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _counters(activemq, queue)[0] == 1
+
+
+def test_tls_from_the_uri_or_from_ssl(activemq_factory, tmp_path):
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("keytool (from the JDK) is needed to make a keystore")
+    keystore = tmp_path / "broker.p12"
+    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", str(keystore),
+                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
+    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    queue = "/queue/cli.%s.tls" % uuid.uuid4().hex[:10]
+    (tmp_path / "c.txt").write_text("sendrec %s over tls\n" % queue)
+    for args in (["stomp+ssl://127.0.0.1:%d" % broker.stomp_ssl_port, "--ssl-insecure"],
+                 ["-P", str(broker.stomp_ssl_port), "--ssl", "--ssl-insecure"]):
+        proc = _run(args + ["-F", "c.txt"], tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _counters(broker, queue)[0] == 2
+    # the broker's self-signed certificate, checked: refused, in one line
+    proc = _run(["stomp+ssl://127.0.0.1:%d" % broker.stomp_ssl_port, "-F", "c.txt"], tmp_path)
+    assert proc.returncode == 1 and "TLS failed" in _one_error_line(proc), proc.stderr
 
 
 def test_ack_without_ids_names_the_command(activemq, tmp_path):

@@ -14,9 +14,14 @@ import socket
 import time
 from typing import Dict, Optional, Tuple
 
-__all__ = ["FrameReader", "encode_frame", "goodbye", "handshake"]
+__all__ = ["FrameReader", "LoginRefused", "encode_frame", "goodbye", "handshake"]
 
 _TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+class LoginRefused(ConnectionError):
+    """The broker answered CONNECT with an ERROR frame (a wrong or missing
+    login): a STOMP broker is there, refusing this connection."""
 
 
 def encode_frame(command: str, headers: Dict[str, str], body: bytes = b"") -> bytes:
@@ -92,7 +97,8 @@ def handshake(host: str, port: int, timeout: float, login: Optional[str] = None,
     socket, e.g. with :func:`goodbye`). Raises :class:`OSError` when the port
     does not accept, :class:`TimeoutError` when no frame comes in time and
     :class:`ConnectionError` when the broker answers anything but CONNECTED
-    (an ERROR, e.g. a wrong login: its ``message`` header is in the text).
+    (:class:`LoginRefused` for an ERROR, e.g. a wrong login: its ``message``
+    header is in the text).
     """
     deadline = time.monotonic() + timeout
     sock = socket.create_connection((host, port), timeout=timeout)
@@ -105,6 +111,8 @@ def handshake(host: str, port: int, timeout: float, login: Optional[str] = None,
         sock.sendall(encode_frame("CONNECT", connect))
         reader = FrameReader(sock, deadline)
         command, headers, body = reader.read()
+        if command == "ERROR":
+            raise LoginRefused(f"broker answered CONNECT with ERROR: {headers.get('message', '')}".strip())
         if command != "CONNECTED":
             raise ConnectionError(
                 f"broker answered CONNECT with {command}: {headers.get('message', '')} "

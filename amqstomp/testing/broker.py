@@ -24,9 +24,10 @@ broker's log.
 
 Ready means: this broker's own log (since this launch) says it started
 (ActiveMQ's ``BrokerService`` logs that once every connector is bound), and
-its STOMP port answers CONNECT with CONNECTED (logging in with
-:attr:`ActiveMQBroker.credentials` when it has ``users``). A port answering
-alone proves nothing: another process may hold it.
+its STOMP port answers CONNECT (with CONNECTED, logging in with
+:attr:`ActiveMQBroker.credentials` when it has ``users``; or with an ERROR
+refusing the login when ``extra_xml`` turned authentication on). A port
+answering alone proves nothing: another process may hold it.
 
 :func:`queue_statistics`, :func:`topic_statistics` and
 :func:`broker_statistics` query the broker's statistics plugin
@@ -69,6 +70,7 @@ from ._process import die_with_parent, free_port, register, unregister
 from ._startup import failure_reason, file_size, log_tail, port_in_use, read_from, started_line
 from ._stomp import encode_frame as _frame  # noqa: F401  (importable from here, as before)
 from ._stomp import goodbye as _goodbye
+from ._stomp import LoginRefused
 from ._stomp import handshake as _stomp_handshake
 from .statistics import Target, broker_statistics, queue_statistics, topic_statistics
 
@@ -455,17 +457,26 @@ class ActiveMQBroker:
         """True if the STOMP port answers CONNECT with CONNECTED now (logging
         in with :attr:`credentials` when the broker has ``users``). Says
         nothing about whose listener answered: see :meth:`wait_ready`."""
+        return self._probe(timeout) == "CONNECTED"
+
+    def _probe(self, timeout: float) -> Optional[str]:
+        """How the STOMP port answers CONNECT now: "CONNECTED", "ERROR" (a
+        refused login: a broker whose ``extra_xml`` turns authentication on
+        is up all the same) or None (no STOMP answer)."""
         login, passcode = self.credentials or (None, None)
         try:
             sock, _ = _stomp_handshake(self.host, self.stomp_port, timeout, login, passcode)
+        except LoginRefused:
+            return "ERROR"
         except (OSError, TimeoutError, ConnectionError):
-            return False
+            return None
         _goodbye(sock)
-        return True
+        return "CONNECTED"
 
     def wait_ready(self, timeout: Optional[float] = None) -> "ActiveMQBroker":
         """Wait until this broker's log (since its launch) says it started and
-        its STOMP port answers CONNECTED; :class:`BrokerStartError` if it
+        its STOMP port answers CONNECT (CONNECTED, or an ERROR refusing the
+        login of a broker with authentication); :class:`BrokerStartError` if it
         exits first or ``timeout`` (default ``startup_timeout``) seconds pass."""
         timeout = self.startup_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
@@ -488,7 +499,7 @@ class ActiveMQBroker:
                     f"ActiveMQ {self.broker_name} {what} on {self.url} within {timeout:.1f} s",
                     self.log_tail())
             ours = started_line(read_from(self.log_path, self._log_offset), self.broker_name) is not None
-            if ours and self.ping(timeout=min(2.0, max(0.1, remaining))):
+            if ours and self._probe(timeout=min(2.0, max(0.1, remaining))) is not None:
                 if self.startup_seconds is None:
                     self.startup_seconds = time.monotonic() - self._started_at
                     log.info("ActiveMQ %s ready in %.2f s", self.broker_name, self.startup_seconds)
