@@ -473,3 +473,22 @@ def test_a_failover_target_reconnects_and_subscribes_again(activemq, tcp_proxy_f
         term.send("quit")
     finally:
         assert term.close() == 0, term.text
+
+
+def test_tab_completes_a_destination_subscribed_to(activemq, tmp_path):
+    """(stomp.py's completer takes two arguments where cmd passes four: it never completes.)"""
+    queue = "/queue/cli.%s.complete" % uuid.uuid4().hex[:10]
+    term = Terminal(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        term.expect(r"id set to '1'", since=term.send("subscribe %s" % queue))
+        term.settle()
+        mark = len(term.text)
+        os.write(term.fd, queue[:-6].replace("/queue/", "send /queue/").encode() + b"\t")
+        term.expect(re.escape(queue), since=mark)
+        os.write(term.fd, b" completed\r")
+        term.expect(r"\n\ncompleted\n", since=mark, without_prompts=True)
+        term.settle()
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
