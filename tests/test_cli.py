@@ -268,6 +268,7 @@ def test_a_refused_login_says_the_brokers_reason(activemq_factory, tmp_path):
     (["failover:(stomp://127.0.0.1:1)?startupMaxReconnectAttempts=2"], "startupMaxReconnectAttempts is not used"),
     (["-H", "stomp://127.0.0.1:61613", "-P", "61613"], "-P does not go with a URI"),
     (["-P", "0"], "argument -P/--port: must be from 1 to 65535"),
+    (["-V", "demo"], "'demo' is not a URI"),
 ])
 def test_a_bad_target_is_a_usage_error(tmp_path, args, message):
     proc = _run(args, tmp_path)

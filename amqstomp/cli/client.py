@@ -94,6 +94,9 @@ def main(argv: Optional[Sequence[str]] = None, stdin: TextIO = sys.stdin, stdout
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.uri and args.host:
         parser.error("give the target once: -H %s or %s" % (args.host, args.uri))
+    if args.uri and not is_uri(args.uri):
+        parser.error("%r is not a URI (stomp://host:port, failover:(...)): for a host name use -H %s; "
+                     "amqstomp's tools go first (amqstomp demo|broker|options ...)" % (args.uri, args.uri))
     host = args.uri or args.host or "localhost"
     if args.port is not None and is_uri(host):
         parser.error("-P does not go with a URI: its port is in the URI (%s)" % host)
