@@ -493,3 +493,11 @@ def test_tab_completes_a_destination_subscribed_to(activemq, tmp_path):
         term.send("quit")
     finally:
         assert term.close() == 0, term.text
+
+
+@pytest.mark.timeout(150)
+def test_demo_runs_end_to_end(tmp_path):
+    proc = _run(["demo", "--messages", "300", "--body-size", "16", "--prefetch", "50"], tmp_path, timeout=140)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sent 300, received 300, lost 0, duplicates 0" in proc.stdout
+    assert "enqueued 300, dequeued 300, left 0" in proc.stdout
