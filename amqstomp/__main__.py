@@ -1,6 +1,22 @@
-"""``python -m amqstomp``: the command line (see :mod:`amqstomp.cli`)."""
+"""``python -m amqstomp``: the command line (see :mod:`amqstomp.cli`).
+
+After :func:`amqstomp.install_as_stomp` this module is also ``stomp.__main__``:
+``from stomp.__main__ import StompCLI, main`` and
+``runpy.run_module("stomp", run_name="__main__")`` (what ``python -m stomp``
+does) give amqstomp's client, which has the names of stomp.py 9.0's module
+(:class:`StompCLI`, :class:`SubscriptionInfo`, :data:`heartbeat_pattern`,
+:func:`do_nothing_loop`, :func:`main`, and what it imports from stomp.py's
+other modules). Importing it runs nothing.
+"""
 import sys
 
 from .cli import main
+from .cli.shell import StompCLI, SubscriptionInfo, do_nothing_loop, heartbeat_pattern
+from .connect import StompConnection10, StompConnection11, StompConnection12
+from .listener import ConnectionListener, StatsListener
 
-sys.exit(main())
+__all__ = ["StompCLI", "SubscriptionInfo", "do_nothing_loop", "heartbeat_pattern", "main",
+           "StompConnection10", "StompConnection11", "StompConnection12", "ConnectionListener", "StatsListener"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,10 @@ TestListener``, ``stomp.connect``, ``stomp.protocol``, ``stomp.transport``,
 ``stomp.constants``, ``stomp.exception``, ``stomp.log``, ``stomp.colours``,
 ``stomp.adapter`` and ``stomp.adapter.ws`` are amqstomp's modules (the same objects: ``sys.modules``
 holds them under both names). Any other ``stomp.X`` is ``amqstomp.X`` when that
-exists; stomp.py modules amqstomp does not provide yet raise ImportError saying so.
+exists, imported when first asked for: ``stomp.__main__`` is ``amqstomp.__main__``
+(stomp.py's command-line client; ``runpy.run_module("stomp", run_name="__main__")``,
+what ``python -m stomp`` does, runs it); stomp.py modules amqstomp does not
+provide yet raise ImportError saying so.
 """
 import importlib
 import importlib.abc
@@ -15,7 +18,7 @@ import importlib.util
 import re
 import sys
 from types import ModuleType
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .exception import ModuleConflictError
 from .log import route_to_stomp_py
@@ -41,7 +44,6 @@ MODULES: Dict[str, str] = {
 #: stomp.py 9.0's modules amqstomp does not provide (yet), and what to use instead
 NOT_PROVIDED: Dict[str, str] = {
     "stomp.adapter.multicast": "stomp.py's multicast adapter is not provided by amqstomp",
-    "stomp.__main__": "stomp.py's command-line client is not provided under that name: run `python -m amqstomp`",
 }
 
 
@@ -65,6 +67,15 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         # the import system stamped the alias's spec on the module: give it its own back
         module.__spec__ = self.spec
+
+    def get_code(self, fullname: str) -> Any:
+        """The code of the module stood in for (runpy runs ``stomp.__main__`` with it)."""
+        spec = importlib.util.find_spec(self.target)
+        loader = spec.loader if spec is not None else None
+        get_code = getattr(loader, "get_code", None)
+        if get_code is None:
+            raise ImportError("no code object for %s (%s)" % (fullname, self.target), name=fullname)
+        return get_code(self.target)
 
 
 class _StompAliasFinder(importlib.abc.MetaPathFinder):

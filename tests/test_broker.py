@@ -5,6 +5,7 @@ they check the harness without depending on the amqstomp client.
 """
 import ipaddress
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -459,3 +460,142 @@ def test_missing_activemq_is_reported_clearly(monkeypatch, tmp_path):
     monkeypatch.setenv(pytest_plugin.SKIP_ENV, "1")
     with pytest.raises(pytest.skip.Exception):
         pytest_plugin._require_broker()
+
+
+# ---------------------------------------------------------------- whose port is it, and why did it fail
+
+class FakeStompServer:
+    """A listener on 127.0.0.1 that answers every CONNECT with CONNECTED: another
+    process's STOMP port, as far as a client can tell."""
+
+    def __init__(self):
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.answered = 0
+        self.stopped = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2.0)
+                try:
+                    data = b""
+                    while b"\0" not in data:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    conn.sendall(b"CONNECTED\nversion:1.2\nserver:ActiveMQ/5.17.2\n\n\0")
+                    self.answered += 1
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stopped = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_given_port_held_by_another_process_fails_at_once():
+    holder = FakeStompServer()
+    try:
+        broker = ActiveMQBroker(stomp_port=holder.port)
+        started = time.monotonic()
+        with pytest.raises(BrokerStartError) as info:
+            broker.start()
+        assert time.monotonic() - started < 5
+    finally:
+        holder.close()
+    assert info.value.summary == (f"ActiveMQ amqstomp-test not started: port {holder.port} on 127.0.0.1 is in "
+                                  "use by another process (choose another port, or stop that process)")
+    assert not broker.running and broker.pid is None
+
+
+@pytest.mark.timeout(120)
+def test_readiness_is_our_brokers_not_a_listener_answering(monkeypatch):
+    """The port check before launching aside, the readiness check alone must not
+    take another process's STOMP listener for the broker: our java fails to bind
+    (and says so), the other one answers CONNECTED all along."""
+    from amqstomp.testing import _startup
+
+    holder = FakeStompServer()
+    monkeypatch.setattr(broker_mod, "port_in_use", lambda host, port: False)  # as if it came a moment later
+    try:
+        broker = ActiveMQBroker(stomp_port=holder.port, startup_timeout=90)
+        with pytest.raises(BrokerStartError) as info:
+            broker.start()
+        assert not broker.running
+        assert broker.ping() and _startup.port_in_use("127.0.0.1", holder.port)  # a ping alone says "ready"
+    finally:
+        holder.close()
+    summary = info.value.summary
+    assert summary.startswith("ActiveMQ amqstomp-test exited with status 1 during start-up\n"), summary
+    assert "Address already in use" in summary
+    assert len(summary.splitlines()) <= 4 and "\tat " not in summary  # the reason, not the Java stack
+    # the details: the JVM's output without the lines of the broker's log (its stack trace printed again)
+    sections = re.split(r"^--- (.*) ---$", info.value.details, flags=re.M)
+    parts = {title.split(" ")[0]: set(text.splitlines()) - {""} for title, text in zip(sections[1::2], sections[2::2])}
+    assert "activemq.log" in parts and not parts["activemq.log"] & parts.get("broker.out", set())
+
+
+@pytest.mark.timeout(120)
+def test_a_broker_with_users_starts_and_refuses_anonymous_logins(activemq_factory):
+    broker = activemq_factory(users={"admin": "s3cret", "app": "pw"})
+    assert broker.credentials == ("admin", "s3cret")
+    assert broker.ping()  # logs in as admin
+    with pytest.raises(ConnectionError, match="User name \\[null\\] or password is invalid"):
+        _stomp_handshake(broker.host, broker.stomp_port, 10)
+    sock, _ = _stomp_handshake(broker.host, broker.stomp_port, 10, "app", "pw")
+    sock.close()
+    # the statistics queries log in with the broker's credentials
+    assert broker_statistics(broker)["brokerName"] == broker.broker_name
+    with pytest.raises(ValueError, match="users must be"):
+        ActiveMQBroker(users={"admin": 5})
+
+
+@pytest.mark.timeout(30)
+def test_start_failure_reason_is_a_few_lines():
+    from amqstomp.testing._startup import failure_reason, started_line
+
+    log = "\n".join([
+        "2026-12-01 21:11:00,001 | INFO  | Refreshing ... | org.x | main",
+        "2026-12-01 21:11:01,002 | ERROR | Failed to load: URL [file:/x/activemq.xml], reason: broken | org.y | main",
+        "org.springframework.beans.BeanCreationException: broken",
+        "\tat org.springframework.Foo(Foo.java:1)",
+        "Caused by: java.net.BindException: Address already in use",
+        "\tat java.base/sun.nio.ch.Net.bind0(Native Method)",
+    ])
+    assert failure_reason(log) == ["Failed to load: URL [file:/x/activemq.xml], reason: broken",
+                                   "cause: java.net.BindException: Address already in use"]
+    assert failure_reason("", "Error: Could not find or load main class x\n") == [
+        "Error: Could not find or load main class x"]
+    assert failure_reason("", "") == []
+    ok = "2026-12-01 | INFO  | Apache ActiveMQ 5.17.2 (amqstomp-test, ID:vm-1) started | o.a.BrokerService | main"
+    assert started_line(ok, "amqstomp-test") == ok
+    assert started_line(ok, "amqstomp-other") is None
+
+
+@pytest.mark.timeout(120)
+def test_a_broker_whose_extra_xml_turns_authentication_on_starts(activemq_factory):
+    """Its readiness probe logs in as nobody and is refused: an ERROR answer is
+    a STOMP broker answering all the same (it used to wait for the timeout)."""
+    plugin = ('<plugins><simpleAuthenticationPlugin anonymousAccessAllowed="false"><users>'
+              '<authenticationUser username="u" password="p" groups="users"/></users>'
+              '</simpleAuthenticationPlugin></plugins>')
+    broker = activemq_factory(extra_xml=plugin, statistics=False, startup_timeout=60)
+    assert broker.startup_seconds is not None and broker.startup_seconds < 55
+    assert not broker.ping()  # CONNECTED needs a login
+    sock, _ = _stomp_handshake(broker.host, broker.stomp_port, 10, "u", "p")
+    sock.close()

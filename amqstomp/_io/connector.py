@@ -87,7 +87,8 @@ class Connector:
             (channel, (host, port)).
 
         Raises:
-            ConnectFailedException: every attempt failed (naming the last error).
+            ConnectFailedException: every attempt failed (naming the last error, which is
+                its ``__cause__``: e.g. socket.gaierror for an unknown host).
         """
         if only is not None:
             target = (str(only[0]), int(only[1]))

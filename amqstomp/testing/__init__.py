@@ -17,8 +17,9 @@ STOMP-over-WebSocket plugin on loopback ports for the tests of
 :class:`amqstomp.WSConnection` (Debian's ActiveMQ has no ``ws://`` transport).
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
-``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
-line), ``statistics``, ``broker``, ``master_slave``; the proxy stands apart:
+``_process`` (ports, child processes), ``_startup`` (is a port free, has our
+broker started, why not), ``_config`` (activemq.xml, java command line),
+``statistics``, ``broker``, ``master_slave``; the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
 pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
 thread), ``proxy`` (:class:`TcpProxy`); ``pytest_plugin`` uses ``broker`` and

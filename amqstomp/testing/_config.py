@@ -115,6 +115,7 @@ class BrokerSettings(Protocol):
     transformations: bool
     ssl: Optional[Dict[str, Any]]
     allow_link_stealing: bool
+    users: Optional[Dict[str, str]]
     stomp_port: int
     stomp_nio_port: Optional[int]
     stomp_ssl_port: Optional[int]
@@ -191,8 +192,17 @@ def render_activemq_xml(b: BrokerSettings, base_dir: str) -> str:
             )
         out.append("    </systemUsage></systemUsage>")
 
+    plugins = []
     if b.statistics:
-        out.append("    <plugins><statisticsBrokerPlugin/></plugins>")
+        plugins.append("<statisticsBrokerPlugin/>")
+    if b.users:
+        # ActiveMQ's SimpleAuthenticationPlugin: only these logins connect (any of them may do anything)
+        entries = "".join(f"<authenticationUser username={q(name)} password={q(password)} groups=\"users\"/>"
+                          for name, password in b.users.items())
+        plugins.append(f'<simpleAuthenticationPlugin anonymousAccessAllowed="false"><users>{entries}</users>'
+                       "</simpleAuthenticationPlugin>")
+    if plugins:
+        out.append("    <plugins>" + "".join(plugins) + "</plugins>")
 
     if b.ssl is not None:
         ssl_attrs = {

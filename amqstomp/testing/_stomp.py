@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
-__all__ = ["FrameReader", "encode_frame", "goodbye", "handshake"]
+__all__ = ["FrameReader", "LoginRefused", "encode_frame", "goodbye", "handshake"]
 
 _TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
+
+
+class LoginRefused(ConnectionError):
+    """The broker answered CONNECT with an ERROR frame (a wrong or missing
+    login): a STOMP broker is there, refusing this connection."""
 
 
 def encode_frame(command: str, headers: Dict[str, str], body: bytes = b"") -> bytes:
@@ -83,21 +88,31 @@ class FrameReader:
             return head[0], headers, body
 
 
-def handshake(host: str, port: int, timeout: float) -> Tuple[socket.socket, FrameReader]:
-    """Connect, send CONNECT and read CONNECTED within ``timeout`` seconds.
+def handshake(host: str, port: int, timeout: float, login: Optional[str] = None,
+              passcode: Optional[str] = None) -> Tuple[socket.socket, FrameReader]:
+    """Connect, send CONNECT (with ``login``/``passcode`` when given) and read
+    CONNECTED within ``timeout`` seconds.
 
     Returns the socket and a :class:`FrameReader` on it (the caller closes the
     socket, e.g. with :func:`goodbye`). Raises :class:`OSError` when the port
     does not accept, :class:`TimeoutError` when no frame comes in time and
-    :class:`ConnectionError` when the broker answers anything but CONNECTED.
+    :class:`ConnectionError` when the broker answers anything but CONNECTED
+    (:class:`LoginRefused` for an ERROR, e.g. a wrong login: its ``message``
+    header is in the text).
     """
     deadline = time.monotonic() + timeout
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.sendall(encode_frame("CONNECT", {"accept-version": "1.2", "host": "localhost"}))
+        connect = {"accept-version": "1.2", "host": "localhost"}
+        if login is not None:
+            connect["login"] = login
+            connect["passcode"] = passcode or ""
+        sock.sendall(encode_frame("CONNECT", connect))
         reader = FrameReader(sock, deadline)
         command, headers, body = reader.read()
+        if command == "ERROR":
+            raise LoginRefused(f"broker answered CONNECT with ERROR: {headers.get('message', '')}".strip())
         if command != "CONNECTED":
             raise ConnectionError(
                 f"broker answered CONNECT with {command}: {headers.get('message', '')} "

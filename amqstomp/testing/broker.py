@@ -17,8 +17,17 @@ notation (``"1 mb"``, ``"512M"``).
 
 Errors: :class:`BrokerNotAvailable` (a :class:`RuntimeError`) when ActiveMQ or
 Java is not installed; :class:`BrokerStartError` (a :class:`RuntimeError`)
-when the broker exits during start-up or does not answer STOMP before the
-deadline -- its message ends with the tail of the broker's log.
+when a port it was given is held by another process, when the broker exits
+during start-up or does not answer STOMP before the deadline -- its
+``summary`` says why in a few lines, its message adds the tail of the
+broker's log.
+
+Ready means: this broker's own log (since this launch) says it started
+(ActiveMQ's ``BrokerService`` logs that once every connector is bound), and
+its STOMP port answers CONNECT (with CONNECTED, logging in with
+:attr:`ActiveMQBroker.credentials` when it has ``users``; or with an ERROR
+refusing the login when ``extra_xml`` turned authentication on). A port
+answering alone proves nothing: another process may hold it.
 
 :func:`queue_statistics`, :func:`topic_statistics` and
 :func:`broker_statistics` query the broker's statistics plugin
@@ -59,9 +68,12 @@ from ._config import (
     write_broker_dir,
     ws_transport_jars,
 )
-from ._process import die_with_parent, free_port, register, tail_file, unregister
+from ._process import die_with_parent, free_port, register, unregister
+from ._startup import BrokerNotAvailable, BrokerStartError  # re-exported: importable from here, as before
+from ._startup import failure_reason, file_size, log_tail, port_in_use, read_from, started_line
 from ._stomp import encode_frame as _frame  # noqa: F401  (importable from here, as before)
 from ._stomp import goodbye as _goodbye
+from ._stomp import LoginRefused
 from ._stomp import handshake as _stomp_handshake
 from .statistics import Target, broker_statistics, queue_statistics, topic_statistics
 
@@ -87,14 +99,6 @@ ACTIVEMQ_HOME = os.environ.get("AMQSTOMP_ACTIVEMQ_HOME", "/usr/share/activemq")
 NOT_FOUND_MESSAGE = (
     "ActiveMQ not found: install Debian's package with `apt-get install -y activemq`"
 )
-
-
-class BrokerNotAvailable(RuntimeError):
-    """ActiveMQ (or Java) is not installed on this machine."""
-
-
-class BrokerStartError(RuntimeError):
-    """The broker exited during start-up or did not answer STOMP in time."""
 
 
 # --------------------------------------------------------------------------
@@ -140,6 +144,10 @@ class ActiveMQBroker:
         how often a slave retries the store lock (ActiveMQ default 10000).
     ``allow_link_stealing``
         a new connection with a used client-id replaces the old one.
+    ``users``
+        ``{login: password}``: ActiveMQ's ``simpleAuthenticationPlugin``
+        with these users (anonymous access off); the first one is
+        :attr:`credentials`, used by readiness checks and statistics.
     ``extra_xml``
         inserted verbatim inside ``<broker>``.
     ``broker_name``, ``base_dir`` (kept after stop), ``startup_timeout`` (s),
@@ -167,6 +175,7 @@ class ActiveMQBroker:
         lock_acquire_sleep_ms: Optional[int] = None,
         persist_jms_redelivered: bool = False,
         allow_link_stealing: bool = False,
+        users: Optional[Dict[str, str]] = None,
         max_page_size: Optional[int] = None,
         extra_xml: str = "",
         broker_name: str = "amqstomp-test",
@@ -184,6 +193,10 @@ class ActiveMQBroker:
                 raise ValueError(f"unknown ssl keys {sorted(unknown)}; known: {sorted(SSL_KEYS)}")
             if not ssl.get("keystore"):
                 raise ValueError("ssl needs at least 'keystore' (and 'keystore_password')")
+        if users is not None and (not isinstance(users, dict) or not users or not all(
+                isinstance(k, str) and k and isinstance(v, str) for k, v in users.items())):
+            raise ValueError(f"users must be a non-empty dict of login -> password (str), got {users!r}")
+        self.users = dict(users) if users else None
         self.persistent = bool(persistent or kahadb_dir is not None)
         self._auto_ports = stomp_port is None
         self.stomp_port: int = stomp_port if stomp_port is not None else free_port()
@@ -220,6 +233,9 @@ class ActiveMQBroker:
         self.startup_seconds: Optional[float] = None
         self.returncode: Optional[int] = None
         self._started_at = 0.0
+        # sizes of the log and the JVM output at the last launch: what follows is this run's
+        self._log_offset = 0
+        self._out_offset = 0
 
     # ---------------------------------------------------------------- info
     @classmethod
@@ -274,6 +290,13 @@ class ActiveMQBroker:
         return [(self.host, self.stomp_port)]
 
     @property
+    def credentials(self) -> Optional[Tuple[str, str]]:
+        """``(login, password)`` of the first of ``users``, or None (no authentication)."""
+        if not self.users:
+            return None
+        return next(iter(self.users.items()))
+
+    @property
     def pid(self) -> Optional[int]:
         return self._proc.pid if self._proc is not None else None
 
@@ -306,19 +329,15 @@ class ActiveMQBroker:
 
     def log_tail(self, lines: int = 40) -> str:
         """The broker log's ERROR lines and root causes, then the last
-        ``lines`` lines of the broker log and of the JVM output."""
-        parts = []
-        highlights = [
-            line for line in tail_file(self.log_path, 2000).splitlines()
-            if "| ERROR |" in line or line.startswith("Caused by:")
-        ]
-        if highlights:
-            parts.append("--- errors in activemq.log ---\n" + "\n".join(highlights[-10:]))
-        for label, path in (("activemq.log", self.log_path), ("broker.out", self.stdout_path)):
-            text = tail_file(path, lines)
-            if text:
-                parts.append(f"--- {label} ({path}) ---\n{text}")
-        return "\n".join(parts) or "(no broker output)"
+        ``lines`` lines of the broker log and of the JVM output (without what
+        the log holds already: the JVM repeats the broker's stack trace)."""
+        return log_tail(self.log_path, self.stdout_path, lines)
+
+    def start_failure_reason(self) -> List[str]:
+        """Why the last launch failed, in at most three lines (see
+        :func:`amqstomp.testing._startup.failure_reason`)."""
+        return failure_reason(read_from(self.log_path, self._log_offset),
+                              read_from(self.stdout_path, self._out_offset))
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -358,8 +377,9 @@ class ActiveMQBroker:
 
         ``timeout`` defaults to ``startup_timeout``.  Use ``wait=False`` for
         the slave of a shared store, then :meth:`wait_ready`.  Raises
-        :class:`BrokerNotAvailable` or :class:`BrokerStartError` (the broker
-        is stopped again before the latter is raised).
+        :class:`BrokerNotAvailable` or :class:`BrokerStartError` (a given
+        port held by another process; the broker is stopped again before it
+        is raised).
         """
         with self._lock:
             if self.running:
@@ -369,6 +389,7 @@ class ActiveMQBroker:
                 raise BrokerNotAvailable(WS_NOT_AVAILABLE.format(home=self.activemq_home))
             attempts = 3 if self._auto_ports else 1
             for attempt in range(attempts):
+                self._check_ports()
                 self._launch()
                 if not wait:
                     return self
@@ -393,9 +414,30 @@ class ActiveMQBroker:
                     raise
             raise AssertionError("unreachable")  # pragma: no cover
 
+    def _ports(self) -> List[int]:
+        return [p for p in (self.stomp_port, self.stomp_nio_port, self.stomp_ssl_port) if p]
+
+    def _check_ports(self) -> None:
+        """New free ports for a broker that chose its own while one is taken
+        now; :class:`BrokerStartError` for a port the caller gave."""
+        for _ in range(10):
+            held = [port for port in self._ports() if port_in_use(self.host, port)]
+            if not held:
+                return
+            if not self._auto_ports:
+                raise BrokerStartError(
+                    f"ActiveMQ {self.broker_name} not started: port {held[0]} on {self.host} is in use by "
+                    "another process (choose another port, or stop that process)")
+            self.stomp_port = free_port()
+            self.stomp_nio_port = free_port() if self.stomp_nio_port else None
+            self.stomp_ssl_port = free_port() if self.stomp_ssl_port else None
+        raise BrokerStartError(f"ActiveMQ {self.broker_name} not started: no free ports on {self.host}")
+
     def _launch(self) -> None:
         d = self._prepare_dir()
         cmd = self.command()
+        self._log_offset = file_size(self.log_path)
+        self._out_offset = file_size(self.stdout_path)
         log.info("starting ActiveMQ %s on %s in %s", self.broker_name, self.url, d)
         log.debug("command: %s", " ".join(cmd))
         preexec = die_with_parent if threading.current_thread() is threading.main_thread() else None
@@ -416,16 +458,29 @@ class ActiveMQBroker:
         register(self)
 
     def ping(self, timeout: float = 2.0) -> bool:
-        """True if the STOMP port answers CONNECT with CONNECTED now."""
+        """True if the STOMP port answers CONNECT with CONNECTED now (logging
+        in with :attr:`credentials` when the broker has ``users``). Says
+        nothing about whose listener answered: see :meth:`wait_ready`."""
+        return self._probe(timeout) == "CONNECTED"
+
+    def _probe(self, timeout: float) -> Optional[str]:
+        """How the STOMP port answers CONNECT now: "CONNECTED", "ERROR" (a
+        refused login: a broker whose ``extra_xml`` turns authentication on
+        is up all the same) or None (no STOMP answer)."""
+        login, passcode = self.credentials or (None, None)
         try:
-            sock, _ = _stomp_handshake(self.host, self.stomp_port, timeout)
+            sock, _ = _stomp_handshake(self.host, self.stomp_port, timeout, login, passcode)
+        except LoginRefused:
+            return "ERROR"
         except (OSError, TimeoutError, ConnectionError):
-            return False
+            return None
         _goodbye(sock)
-        return True
+        return "CONNECTED"
 
     def wait_ready(self, timeout: Optional[float] = None) -> "ActiveMQBroker":
-        """Wait until the broker answers STOMP; :class:`BrokerStartError` if it
+        """Wait until this broker's log (since its launch) says it started and
+        its STOMP port answers CONNECT (CONNECTED, or an ERROR refusing the
+        login of a broker with authentication); :class:`BrokerStartError` if it
         exits first or ``timeout`` (default ``startup_timeout``) seconds pass."""
         timeout = self.startup_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
@@ -436,17 +491,19 @@ class ActiveMQBroker:
             rc = proc.poll()
             if rc is not None:
                 self.returncode = rc
+                reason = "".join("\n  " + line for line in self.start_failure_reason())
                 raise BrokerStartError(
-                    f"ActiveMQ {self.broker_name} exited with status {rc} during start-up\n"
-                    + self.log_tail()
-                )
+                    f"ActiveMQ {self.broker_name} exited with status {rc} during start-up{reason}",
+                    self.log_tail())
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                started = started_line(read_from(self.log_path, self._log_offset), self.broker_name)
+                what = "did not answer STOMP" if started else "did not log that it started"
                 raise BrokerStartError(
-                    f"ActiveMQ {self.broker_name} did not answer STOMP on {self.url} "
-                    f"within {timeout:.1f} s\n" + self.log_tail()
-                )
-            if self.ping(timeout=min(2.0, max(0.1, remaining))):
+                    f"ActiveMQ {self.broker_name} {what} on {self.url} within {timeout:.1f} s",
+                    self.log_tail())
+            ours = started_line(read_from(self.log_path, self._log_offset), self.broker_name) is not None
+            if ours and self._probe(timeout=min(2.0, max(0.1, remaining))) is not None:
                 if self.startup_seconds is None:
                     self.startup_seconds = time.monotonic() - self._started_at
                     log.info("ActiveMQ %s ready in %.2f s", self.broker_name, self.startup_seconds)

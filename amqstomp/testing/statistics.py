@@ -24,7 +24,7 @@ from ._stomp import encode_frame, goodbye, handshake
 __all__ = ["Target", "broker_statistics", "queue_statistics", "topic_statistics"]
 
 #: Where to ask: an :class:`~amqstomp.testing.broker.ActiveMQBroker` (or
-#: anything with ``host_and_ports``), a ``(host, port)`` tuple, or a
+#: anything with ``host_and_ports``; its ``credentials`` log in), a ``(host, port)`` tuple, or a
 #: ``"host:port"`` / ``"stomp://host:port"`` string.
 Target = Union[Tuple[str, int], str, Any]
 
@@ -73,9 +73,10 @@ def _statistics_request(
     target: Target, request_destination: str, timeout: float, until_empty: bool
 ) -> List[Dict[str, Any]]:
     host, port = _resolve(target)
+    login, passcode = getattr(target, "credentials", None) or (None, None)  # a broker with users=
     deadline = time.monotonic() + timeout
     try:
-        sock, reader = handshake(host, port, timeout)
+        sock, reader = handshake(host, port, timeout, login, passcode)
     except TimeoutError:
         raise TimeoutError(f"no CONNECTED from {host}:{port} within {timeout} s") from None
     reader.deadline = deadline

@@ -1,22 +1,22 @@
-"""Command line: ``amqstomp demo`` and ``amqstomp broker`` (also ``python -m amqstomp``).
+"""``amqstomp demo``: a producer, a local ActiveMQ and a consumer.
 
-``demo`` starts a local ActiveMQ (Debian's ``activemq`` package, see
+It starts a local ActiveMQ (Debian's ``activemq`` package, see
 :mod:`amqstomp.testing`), sends N messages through it and consumes them with
-client acknowledgement, showing progress, then prints sent / received / lost
-and the rates. Exit status 0 only when nothing was lost.
-
-``broker`` starts a local ActiveMQ on 127.0.0.1 and keeps it up until Ctrl-C,
-printing its STOMP URL.
+client acknowledgement (optimizeAcknowledge), showing progress, then prints
+sent / received / lost, the broker's own counters and the rates. Exit status
+0 only when nothing was lost; 1 when something was; 2 when ActiveMQ is not
+installed or does not start (its reason printed in a few lines).
 """
 import argparse
 import logging
-import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, Sequence, TextIO, Tuple
 
-log = logging.getLogger("amqstomp.cli")
+import amqstomp
+
+log = logging.getLogger("amqstomp.cli.demo")
 
 
 class _Progress:
@@ -59,8 +59,6 @@ def run_demo(host_and_ports: Sequence[Tuple[str, int]], messages: int, body_size
     Returns a dict: sent, received (distinct), duplicates, lost, seconds,
     send_rate and receive_rate (messages/s).
     """
-    import amqstomp
-
     seen = bytearray(messages)
     state = {"received": 0, "duplicates": 0}
     done = threading.Event()
@@ -127,18 +125,24 @@ def run_demo(host_and_ports: Sequence[Tuple[str, int]], messages: int, body_size
     }
 
 
-def _demo(args: argparse.Namespace) -> int:
+def demo(args: argparse.Namespace) -> int:
+    """``amqstomp demo``: the arguments checked by :mod:`amqstomp.cli.tools`."""
     from amqstomp.codec import IMPLEMENTATION
-    from amqstomp.testing import ActiveMQBroker, queue_statistics
+    from amqstomp.testing import ActiveMQBroker, BrokerStartError, queue_statistics
 
     if not ActiveMQBroker.available():
-        print("ActiveMQ not found: install Debian's package with `apt-get install -y activemq`",
+        print("amqstomp demo: ActiveMQ not found: install Debian's package with `apt-get install -y activemq`",
               file=sys.stderr)
         return 2
     print("amqstomp demo: codec=%s, %d messages of %d bytes, ack:client with optimizeAcknowledge, prefetch %d"
           % (IMPLEMENTATION, args.messages, args.body_size, args.prefetch))
     t0 = time.monotonic()
-    with ActiveMQBroker(persistent=args.persistent) as broker:
+    try:
+        broker = ActiveMQBroker(persistent=args.persistent).start()
+    except BrokerStartError as exc:
+        print("amqstomp demo: %s" % exc.summary, file=sys.stderr)
+        return 2
+    with broker:
         print("ActiveMQ started on %s in %.1f s (pid %s)" % (broker.url, time.monotonic() - t0, broker.pid))
         result = run_demo(broker.host_and_ports, args.messages, args.body_size, args.prefetch,
                           args.destination, args.timeout)
@@ -149,59 +153,3 @@ def _demo(args: argparse.Namespace) -> int:
     print("send rate %.0f msg/s, end-to-end %.0f msg/s (%.2f s)"
           % (result["send_rate"], result["receive_rate"], result["seconds"]))
     return 0 if result["lost"] == 0 and stats["size"] == 0 else 1
-
-
-def _broker(args: argparse.Namespace) -> int:
-    from amqstomp.testing import ActiveMQBroker
-
-    def stop_on_sigterm(signum: int, frame: Any) -> None:  # `kill` / `timeout`: stop the broker and clean up too
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the clean-up
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop_on_sigterm)
-    with ActiveMQBroker(persistent=args.persistent, stomp_port=args.port, scheduler=args.scheduler) as broker:
-        print("ActiveMQ up: %s (pid %s); Ctrl-C stops it" % (broker.url, broker.pid), flush=True)
-        try:
-            while broker.running:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            print("stopping ActiveMQ", flush=True)
-    return 0
-
-
-def _options(args: argparse.Namespace) -> int:
-    from .uri import options_table_markdown
-
-    print(options_table_markdown(), end="")
-    return 0
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="amqstomp", description="amqstomp command line")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="producer -> local ActiveMQ -> consumer (client acks)")
-    demo.add_argument("--messages", type=int, default=100_000, help="how many (default 100000)")
-    demo.add_argument("--body-size", type=int, default=256, help="bytes per body (default 256)")
-    demo.add_argument("--prefetch", type=int, default=1000, help="consumer prefetch size (default 1000)")
-    demo.add_argument("--destination", default="/queue/amqstomp.demo")
-    demo.add_argument("--persistent", action="store_true", help="broker with a KahaDB store")
-    demo.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up")
-    demo.set_defaults(func=_demo)
-    broker = sub.add_parser("broker", help="run a local ActiveMQ until Ctrl-C")
-    broker.add_argument("--port", type=int, default=None, help="STOMP port (default: a free one)")
-    broker.add_argument("--persistent", action="store_true")
-    broker.add_argument("--scheduler", action="store_true",
-                        help="turn ActiveMQ's scheduler on (AMQ_SCHEDULED_* delayed delivery)")
-    broker.set_defaults(func=_broker)
-    options = sub.add_parser("options", help="print the URI option / Python keyword table (docs/options.md)")
-    options.set_defaults(func=_options)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    status: int = args.func(args)
-    return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The command line of stomp.py's client (its docopt usage), on amqstomp:
+``amqstomp [options] [URI]``, or ``python -m amqstomp``.
+
+stomp.py's options: ``-H/--host``, ``-P/--port``, ``-U/--user``,
+``-W/--password``, ``-F/--file``, ``-S/--protocol``, ``-L/--listen``,
+``-V/--verbose``, ``--heartbeats cx,cy``, ``--ssl`` with ``--ssl-key-file``,
+``--ssl-cert-file``, ``--ssl-ca-file``, ``--ssl-insecure``, ``--version``.
+amqstomp's: a positional ``URI`` (or ``-H URI``: an ActiveMQ URI, see
+:mod:`amqstomp.cli.target`), ``--timeout`` (seconds for the first connect),
+``--debug`` (amqstomp's log on stderr; otherwise it is silent, the errors
+being printed as lines of their own).
+
+Exit status: 0; 1 when the connect failed (one line on stderr), a ``-F``
+command failed or ``-L`` lost its connection, or the heart-beats are
+malformed (stomp.py's message); 2 for a usage error, a bad URI or option.
+"""
+import argparse
+import logging
+import sys
+from typing import Optional, Sequence, TextIO
+
+import amqstomp
+from ..exception import ConfigurationError, ConnectFailedException
+from .shell import CONNECT_TIMEOUT_S, StompCLI, heartbeat_pattern
+from .target import connect_failure, is_uri, parse_target
+
+__all__ = ["build_parser", "main"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a port number" % text) from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError("must be from 1 to 65535, got %d" % value)
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0, got %r" % text)
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """stomp.py's options (its docopt usage), plus amqstomp's ``URI``, ``--timeout``, ``--debug``."""
+    p = argparse.ArgumentParser(
+        prog="amqstomp", description="STOMP command-line client: stomp.py's (python -m stomp), on amqstomp.",
+        epilog="amqstomp demo | broker | options: amqstomp's own tools (amqstomp demo --help); see docs/cli.md")
+    p.add_argument("uri", nargs="?", metavar="URI",
+                   help="where to connect, as an ActiveMQ URI (stomp://host:port, stomp+ssl://..., "
+                        "failover:(stomp://a:61613,stomp://b:61613)); the same as -H URI")
+    p.add_argument("--version", action="version", version=amqstomp.__version__,
+                   help="show the version number and exit")
+    p.add_argument("-H", "--host", default=None,
+                   help="host name or IP address to connect to, or an ActiveMQ URI [default: localhost]")
+    p.add_argument("-P", "--port", type=_port, default=None, help="STOMP port [default: 61613]")
+    p.add_argument("-U", "--user", default=None, help="user name for the connection")
+    p.add_argument("-W", "--password", default=None, help="password for the connection")
+    p.add_argument("-F", "--file", default=None, metavar="FILENAME",
+                   help="run the commands in this file instead of prompting for them")
+    p.add_argument("-S", "--protocol", default=None, choices=("1.0", "1.1", "1.2"),
+                   help="STOMP protocol version [default: 1.1, or the URI's stompVersion]")
+    p.add_argument("-L", "--listen", default=None, metavar="DESTINATION",
+                   help="listen for messages on this destination (no prompt) until Ctrl-C")
+    p.add_argument("-V", "--verbose", action="store_true",
+                   help="print every header of the frames that arrive, and every frame sent")
+    p.add_argument("--heartbeats", default=None,
+                   help="heart-beats cx,cy (ms) to ask for with protocol 1.1 or later [default: 0,0]")
+    p.add_argument("--ssl", action="store_true", help="connect over TLS")
+    p.add_argument("--ssl-key-file", default=None, help="TLS client key file")
+    p.add_argument("--ssl-cert-file", default=None, help="TLS client certificate file")
+    p.add_argument("--ssl-ca-file", default=None, help="CA certificates to check the broker with")
+    p.add_argument("--ssl-insecure", action="store_true", help="do not check the broker's certificate")
+    p.add_argument("--timeout", type=_positive_seconds, default=None,
+                   help="seconds the connect may take, all attempts [default: %g]" % CONNECT_TIMEOUT_S)
+    p.add_argument("--debug", action="store_true", help="amqstomp's debug log on stderr")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    """Parse stomp.py's options (``argv``: ``sys.argv[1:]`` when None) and run
+    the shell, a ``-F`` file or a ``-L`` listener. Returns the exit status: 0,
+    1 when the connect failed (one line on stderr saying why) or a command of
+    ``-F`` failed; argparse exits 2 on a usage error."""
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.uri and args.host:
+        parser.error("give the target once: -H %s or %s" % (args.host, args.uri))
+    if args.uri and not is_uri(args.uri):
+        parser.error("%r is not a URI (stomp://host:port, failover:(...)): for a host name use -H %s; "
+                     "amqstomp's tools go first (amqstomp demo|broker|options ...)" % (args.uri, args.uri))
+    host = args.uri or args.host or "localhost"
+    if args.port is not None and is_uri(host):
+        parser.error("-P does not go with a URI: its port is in the URI (%s)" % host)
+    heartbeats = None
+    if args.heartbeats is not None:
+        if not heartbeat_pattern.fullmatch(args.heartbeats):
+            print("Invalid heartbeats, expecting cx,cy", file=sys.stderr)
+            return 1
+        beats = [int(x) for x in args.heartbeats.split(",")]
+        heartbeats = (beats[0], beats[1])
+    listening = args.listen is not None
+    try:
+        cli = StompCLI(host, args.port if args.port is not None else 61613, args.user, args.password,
+                       args.protocol, "" if listening else "> ", args.verbose, heartbeats,
+                       use_ssl=args.ssl, ssl_key_file=args.ssl_key_file, ssl_cert_file=args.ssl_cert_file,
+                       ssl_ca_file=args.ssl_ca_file, ssl_insecure=args.ssl_insecure, stdin=stdin, stdout=stdout,
+                       timeout=args.timeout)
+    except ConfigurationError as exc:
+        print("amqstomp: %s" % exc, file=sys.stderr)  # a bad target or URI option: one line
+        return 2
+    except ConnectFailedException as exc:
+        print("amqstomp: " + connect_failure(exc, parse_target(host, args.port or 61613), args.user),
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return cli.run_session(args.listen, args.file)

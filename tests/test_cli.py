@@ -1,0 +1,503 @@
+"""The command-line client, driven as a user drives it: typed into a
+pseudo-terminal against the session's real ActiveMQ, and compared with
+stomp.py 9.0's own client (``python -m stomp``, the real stomp.py, in a
+process of its own) doing the same in the same test.
+
+What may differ between the two transcripts is replaced first
+(tests/cli_terminal.py: ids, UUIDs, timestamps, the version number, each
+run's queue names, prompts); everything else must be the same line for line.
+"""
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from amqstomp.testing import queue_statistics
+from cli_terminal import AMQSTOMP, PROMPT, STOMP_PY, Terminal, cli_env, normalise, session
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def stomp_py(tmp_path_factory):
+    """stomp.py 9.0's client runs here (``python -m stomp``), else skip."""
+    cwd = str(tmp_path_factory.mktemp("stomp_py"))
+    proc = subprocess.run(STOMP_PY + ["--version"], cwd=cwd, capture_output=True, text=True, timeout=60)
+    if "No module named stomp" in proc.stderr or "No module named 'docopt'" in proc.stderr:
+        pytest.skip("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
+    assert proc.stdout.strip() == "9.0.0", (proc.stdout, proc.stderr)
+
+
+def _diff(theirs, ours):
+    return "\n".join(difflib.unified_diff(theirs, ours, "stomp.py", "amqstomp", lineterm=""))
+
+
+def _queue_name(destination):
+    return destination.rsplit("/", 1)[-1]
+
+
+def _counters(broker, destination):
+    stats = queue_statistics(broker, _queue_name(destination))
+    return stats["enqueueCount"], stats["dequeueCount"]
+
+
+def _scenario(q1, q2):
+    """(line typed, what must show up after it) for one session on STOMP 1.1
+    (the RECEIPT of sendrec goes to a queue no one reads: a MESSAGE could come before or after it)."""
+    message_id = r"message-id: (\S+)\nsubscription: 2\n\nto-ack\n"
+    return [
+        ("subscribe %s" % q1, r"id set to '1'"),
+        ("send %s hello world" % q1, r"\n\nhello world\n"),
+        ("sendrec %s with receipt" % q1.replace("one", "three"), r"with receipt\n\n\n"),
+        ("sendreply %s corr-7 the reply" % q1, r"\n\nthe reply\n"),
+        ("send %s" % q1, r"Expecting: send <destination> <message>"),
+        ("unsubscribe /queue/never.subscribed", r"Subscription /queue/never.subscribed not found"),
+        ("unsubscribe %s" % q1, r"Unsubscribing from"),
+        ("subscribe %s client-individual" % q2, r"id set to '2'"),
+        ("subscribe %s" % q2, r"Already subscribed to"),
+        ("send %s to-ack" % q2, message_id),
+        (lambda text: "ack %s 2" % re.findall(message_id, text)[-1], None),
+        ("begin", r"Transaction id: \S+"),
+        ("begin", r"Currently in a transaction"),
+        ("send %s in-tx" % q2, None),
+        ("commit", r"\n\nin-tx\n"),
+        ("commit", r"Not currently in a transaction"),
+        ("begin", r"Transaction id: \S+"),
+        ("send %s dropped" % q2, None),
+        ("abort", r"Aborted transaction: \S+"),
+        ("stats", r"No stats available"),
+        ("stats on", None),
+        ("send %s counted" % q2, r"\n\ncounted\n"),
+        ("stats", r"Errors: \d+"),
+        ("stats off", None),
+        ("sendfile %s data.txt" % q2, r"Saved file: data\.txt\.\d+"),
+        ("sendfile %s missing.txt" % q2, r"File missing.txt does not exist"),
+        ("run commands.txt", r"\n\nfrom-run\n"),
+        ("run missing.txt", r"File missing.txt was not found"),
+        ("version", r"\[Protocol version 1\.1\]"),
+        ("help", r"sendreply +unsubscribe"),
+        ("help nosuchtopic", r"No help on nosuchtopic"),
+        ("nosuchcommand a b", r"Unknown command: nosuchcommand"),
+        ("", None),
+        ("quit", None),
+    ]
+
+
+def _run_both(broker, tmp_path, extra_args, scenario, files=None, start=r"\A\n\n$"):
+    """Run the scenario with stomp.py's client, then amqstomp's (each with its
+    own queues, made alike by :func:`normalise`); returns {name: (lines, queues)}."""
+    out = {}
+    for name, argv in (("stomp.py", STOMP_PY), ("amqstomp", AMQSTOMP)):
+        work = tmp_path / name.replace(".", "_")
+        work.mkdir()
+        tag = uuid.uuid4().hex[:10]
+        queues = {"/queue/cli.%s.one" % tag: "QUEUE-1", "/queue/cli.%s.two" % tag: "QUEUE-2",
+                  "/queue/cli.%s.three" % tag: "QUEUE-3"}
+        q1, q2 = list(queues)[:2]
+        for file_name, text in (files or {}).items():
+            (work / file_name).write_text(text.replace("QUEUE-1", q1).replace("QUEUE-2", q2))
+        text = session(argv + ["-H", "127.0.0.1", "-P", str(broker.stomp_port)] + extra_args, str(work),
+                       cli_env(str(work)), scenario(q1, q2), start=start)
+        out[name] = (normalise(text, queues), (q1, q2))
+    return out
+
+
+def test_a_session_prints_what_stomp_pys_client_prints(activemq, stomp_py, tmp_path):
+    files = {"data.txt": "file contents\n", "commands.txt": "version\nsend QUEUE-2 from-run\n"}
+    runs = _run_both(activemq, tmp_path, [], _scenario, files)
+    theirs, ours = runs["stomp.py"][0], runs["amqstomp"][0]
+    assert ours == theirs, _diff(theirs, ours)
+    # what happened on the broker is the same too: Q1 auto-acked, Q2 one ack, the aborted send dropped
+    for (q1, q2), name in ((runs[n][1], n) for n in runs):
+        assert _counters(activemq, q1) == (2, 2), name
+        assert _counters(activemq, q1.replace("one", "three")) == (1, 0), name
+        assert _counters(activemq, q2)[0] == 5, name
+    assert _counters(activemq, runs["amqstomp"][1][1])[1] == _counters(activemq, runs["stomp.py"][1][1])[1] == 1
+    # the file came back and was saved next to the one sent
+    saved = [f for f in os.listdir(tmp_path / "amqstomp") if f.startswith("data.txt.")]
+    assert len(saved) == 1 and (tmp_path / "amqstomp" / saved[0]).read_text() == "file contents\n"
+
+
+def _verbose_scenario(q1, q2):
+    return [
+        ("subscribe %s" % q1, r"id set to '1'\n"),
+        ("send %s verbose body" % q1, r"\n\nverbose body\n"),
+        ("quit", None),
+    ]
+
+
+def test_verbose_output_is_stomp_pys(activemq, stomp_py, tmp_path):
+    runs = _run_both(activemq, tmp_path, ["-V", "-S", "1.2"], _verbose_scenario, start=r"\nversion:1\.2\n\n\n$")
+    theirs, ours = runs["stomp.py"][0], runs["amqstomp"][0]
+    # the one difference: amqstomp's SUBSCRIBE asks for the broker's receipt (its reason is in connection.py)
+    ours = [re.sub(r"'receipt': 'amqstomp-cli-subscribe-<uuid>', ", "", line) for line in ours]
+    assert ours == theirs, _diff(theirs, ours)
+    assert any(line.startswith("Sending {cmd=SEND,headers=[{'destination': 'QUEUE-1'") for line in ours)
+    assert "MESSAGE" in ours and "CONNECTED" in ours and "version: 1.2" in ours
+
+
+def test_help_of_every_command_has_stomp_pys_layout(stomp_py, tmp_path, activemq):
+    commands = ["EOF", "abort", "ack", "begin", "commit", "exit", "help", "nack", "quit", "rollback", "run", "send",
+                "sendfile", "sendrec", "sendreply", "stats", "subscribe", "unsubscribe", "ver", "version"]
+
+    def scenario(q1, q2):
+        return [("help %s" % c, r"(Description:\x1b\[0m\n\t.*\n|Quick help on commands\n)") for c in commands] \
+            + [("quit", None)]
+
+    runs = _run_both(activemq, tmp_path, [], scenario)
+
+    def layout(lines):
+        # headings and usage lines; the words of the descriptions are each client's own
+        keep, after_usage = [], False
+        for line in lines:
+            if "Usage:" in line or "Parameters:" in line or "Description:" in line or line in commands \
+                    or line.startswith("help ") or line == "Quick help on commands":
+                keep.append(line.replace("Optional Parameters:", "Parameters:"))
+            elif after_usage:
+                keep.append(line)
+            after_usage = "Usage:" in line
+        return [line for line in keep if "Parameters:" not in line]  # stomp.py lists one on unsubscribe by mistake
+
+    assert layout(runs["amqstomp"][0]) == layout(runs["stomp.py"][0])
+    assert sum("Usage:" in line for line in runs["amqstomp"][0]) == len(commands) - 1  # help_help has none
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, tmp_path, version):
+    """``-F``: commands whose output does not wait on the broker (stomp.py's
+    client exits right after the last one, before anything else could arrive)."""
+    outputs, statuses = {}, {}
+    for name, argv in (("stomp.py", STOMP_PY), ("amqstomp", AMQSTOMP)):
+        work = tmp_path / name.replace(".", "_")
+        work.mkdir()
+        queue = "/queue/cli.%s.file" % uuid.uuid4().hex[:10]
+        (work / "commands.txt").write_text(
+            "version\nbegin\nsend %s in a transaction\ncommit\nstats\nstats on\nstats\nnosuch\n"
+            "unsubscribe /queue/x\nsendreply %s\nabort\n" % (queue, queue))
+        proc = subprocess.run(argv + ["-P", str(activemq.stomp_port), "-S", version, "-F", "commands.txt"],
+                              cwd=str(work),
+                              env=cli_env(str(work)), capture_output=True, text=True, timeout=90)
+        outputs[name] = [line for line in normalise(proc.stdout, {queue: "QUEUE"}) if line]
+        statuses[name] = proc.returncode
+        assert "Traceback" not in proc.stderr, proc.stderr
+    assert outputs["amqstomp"] == outputs["stomp.py"], _diff(outputs["stomp.py"], outputs["amqstomp"])
+    assert "\x1b[1m<version> [Protocol version %s]\x1b[0m" % version in outputs["amqstomp"]
+    assert statuses == {"stomp.py": 0, "amqstomp": 1}  # amqstomp: a command of the file failed
+
+
+def test_listen_prints_what_arrives_until_sigterm(activemq, stomp_py, tmp_path):
+    import amqstomp
+
+    outputs = {}
+    for name, argv in (("stomp.py", STOMP_PY), ("amqstomp", AMQSTOMP)):
+        queue = "/queue/cli.%s.listen" % uuid.uuid4().hex[:10]
+        term = Terminal(argv + ["-P", str(activemq.stomp_port), "-L", queue], str(tmp_path), cli_env(str(tmp_path)))
+        try:
+            term.expect(r"Subscribing to '%s'.*\n" % re.escape(queue))
+            term.settle()
+            sender = amqstomp.Connection12(activemq.host_and_ports)
+            sender.connect(wait=True)
+            sender.send(queue, "first", headers={"receipt": "r1"})
+            sender.wait_for_receipt("r1", timeout=10)
+            sender.disconnect()
+            term.expect(r"\nfirst\n")
+            term.settle()
+        finally:
+            term.proc.terminate()
+            status = term.close()
+        outputs[name] = normalise(term.text, {queue: "QUEUE"})
+        if name == "amqstomp":
+            assert status == 0, term.text
+    assert outputs["amqstomp"] == outputs["stomp.py"], _diff(outputs["stomp.py"], outputs["amqstomp"])
+
+
+# --------------------------------------------------------------------------- amqstomp's own
+
+
+def _run(args, cwd, timeout=60, env=None):
+    return subprocess.run(AMQSTOMP + args, cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
+                          env=env or cli_env(str(cwd)))
+
+
+def _one_error_line(proc):
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.timeout(60)
+def test_an_unknown_host_is_one_line(tmp_path):
+    proc = _run(["-H", "no-such-host.invalid"], tmp_path)
+    assert proc.returncode == 1
+    line = _one_error_line(proc)
+    assert line.startswith("amqstomp: cannot connect to no-such-host.invalid:61613: unknown host"), line
+
+
+@pytest.mark.timeout(60)
+def test_a_closed_port_is_one_line(tmp_path):
+    from amqstomp.testing._process import free_port
+
+    port = free_port()
+    proc = _run(["-H", "127.0.0.1", "-P", str(port)], tmp_path)
+    assert proc.returncode == 1
+    assert _one_error_line(proc) == "amqstomp: cannot connect to 127.0.0.1:%d: connection refused " \
+                                    "(no broker listens there)" % port
+
+
+def test_a_refused_login_says_the_brokers_reason(activemq_factory, tmp_path):
+    broker = activemq_factory(users={"admin": "s3cret"}, statistics=False)
+    proc = _run(["-P", str(broker.stomp_port), "-U", "admin", "-W", "wrong"], tmp_path)
+    assert proc.returncode == 1
+    assert _one_error_line(proc) == ("amqstomp: localhost:%d refused the login of user 'admin': "
+                                     "User name [admin] or password is invalid." % broker.stomp_port)
+    assert "wrong" not in proc.stderr
+    (tmp_path / "c.txt").write_text("sendrec /queue/cli.login ok\n")
+    good = _run(["-P", str(broker.stomp_port), "-U", "admin", "-W", "s3cret", "-F", "c.txt"], tmp_path)
+    assert good.returncode == 0 and good.stderr == "", good.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("args, message", [
+    (["failover:(tcp://a:61616,tcp://b:61616)"], "is not a STOMP URI"),
+    (["stomp://127.0.0.1:61613?jms.prefetchPolicy.all=5"], "option jms.prefetchPolicy.all of the URI belongs"),
+    (["failover:(stomp://127.0.0.1:1)?startupMaxReconnectAttempts=2"], "startupMaxReconnectAttempts is not used"),
+    (["-H", "stomp://127.0.0.1:61613", "-P", "61613"], "-P does not go with a URI"),
+    (["-P", "0"], "argument -P/--port: must be from 1 to 65535"),
+    (["-V", "demo"], "'demo' is not a URI"),
+])
+def test_a_bad_target_is_a_usage_error(tmp_path, args, message):
+    proc = _run(args, tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr
+
+
+@pytest.mark.timeout(60)
+def test_bad_heartbeats_say_what_stomp_py_says(tmp_path):
+    proc = _run(["--heartbeats", "1,2,3"], tmp_path)
+    assert proc.returncode == 1 and proc.stderr.strip() == "Invalid heartbeats, expecting cx,cy"
+
+
+def test_a_failover_uri_finds_the_broker_that_answers(activemq, tmp_path):
+    from amqstomp.testing._process import free_port
+
+    uri = "failover:(stomp://127.0.0.1:%d,stomp://127.0.0.1:%d)?randomize=false&initialReconnectDelay=50" % (
+        free_port(), activemq.stomp_port)
+    queue = "/queue/cli.%s.failover" % uuid.uuid4().hex[:10]
+    (tmp_path / "c.txt").write_text("subscribe %s\nsendrec %s over failover\n" % (queue, queue))
+    proc = _run([uri, "-F", "c.txt"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _counters(activemq, queue)[0] == 1
+
+
+def test_tls_from_the_uri_or_from_ssl(activemq_factory, tmp_path):
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("keytool (from the JDK) is needed to make a keystore")
+    keystore = tmp_path / "broker.p12"
+    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", str(keystore),
+                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
+    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    queue = "/queue/cli.%s.tls" % uuid.uuid4().hex[:10]
+    (tmp_path / "c.txt").write_text("sendrec %s over tls\n" % queue)
+    for args in (["stomp+ssl://127.0.0.1:%d" % broker.stomp_ssl_port, "--ssl-insecure"],
+                 ["-P", str(broker.stomp_ssl_port), "--ssl", "--ssl-insecure"]):
+        proc = _run(args + ["-F", "c.txt"], tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _counters(broker, queue)[0] == 2
+    # the broker's self-signed certificate, checked: refused, in one line
+    proc = _run(["stomp+ssl://127.0.0.1:%d" % broker.stomp_ssl_port, "-F", "c.txt"], tmp_path)
+    assert proc.returncode == 1 and "TLS failed" in _one_error_line(proc), proc.stderr
+
+
+def test_ack_without_ids_names_the_command(activemq, tmp_path):
+    (tmp_path / "c.txt").write_text("ack\nnack\n")
+    for version, expected in (("1.1", "ack <message-id> <subscription-id>"), ("1.2", "ack <ack-id>")):
+        proc = _run(["-P", str(activemq.stomp_port), "-S", version, "-F", "c.txt"], tmp_path)
+        assert "Expecting: %s" % expected in proc.stdout and "Expecting: n%s" % expected in proc.stdout
+        assert "bound method" not in proc.stdout and proc.returncode == 1
+
+
+def test_history_is_kept_and_ctrl_c_drops_the_line(activemq, tmp_path):
+    env = cli_env(str(tmp_path))
+    term = Terminal(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), env)
+    try:
+        term.expect(re.escape(PROMPT))
+        term.expect(r"Protocol version 1\.1", since=term.send("version"))
+        term.settle()
+        mark = len(term.text)
+        term.interrupt()  # Ctrl-C: a new prompt, the shell carries on
+        term.expect(re.escape(PROMPT), since=mark)
+        term.settle()
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
+    assert "version" in (tmp_path / "history").read_text().split()
+    again = Terminal(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), env)
+    try:
+        again.expect(re.escape(PROMPT))
+        again.settle()
+        mark = len(again.text)
+        os.write(again.fd, b"\x10\x10\r")  # Ctrl-P twice (the line before "quit"), Enter
+        again.expect(r"Protocol version 1\.1", since=mark)
+        again.settle()
+        again.send("quit")
+    finally:
+        assert again.close() == 0, again.text
+
+
+@pytest.mark.timeout(60)
+def test_importing_the_main_module_runs_nothing(tmp_path):
+    code = "import amqstomp.__main__ as m; print('imported', m.StompCLI.__name__, callable(m.main))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "imported StompCLI True", proc.stderr
+
+
+def test_python_m_stomp_after_install_as_stomp(activemq, tmp_path):
+    (tmp_path / "c.txt").write_text("version\n")
+    code = ("import sys, runpy, amqstomp; amqstomp.install_as_stomp(); "
+            "sys.argv = ['stomp', '-P', sys.argv[1], '-F', 'c.txt']; "
+            "runpy.run_module('stomp', run_name='__main__', alter_sys=True)")
+    proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code, str(activemq.stomp_port)], cwd=str(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "[Protocol version 1.1]" in proc.stdout and amqstomp_version() in proc.stdout
+
+
+def amqstomp_version():
+    import amqstomp
+
+    return amqstomp.__version__
+
+
+def test_the_console_script_is_the_same_client(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "amqstomp")
+    if not os.path.exists(script):
+        script = shutil.which("amqstomp")
+    if script is None:
+        pytest.skip("no amqstomp console script next to this Python")
+    proc = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == amqstomp_version()
+
+
+# --------------------------------------------------------------------------- the tools
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("args, message", [
+    (["demo", "--messages", "0"], "argument --messages: must be >= 1, got 0"),
+    (["demo", "--messages", "-3"], "argument --messages: must be >= 1, got -3"),
+    (["demo", "--prefetch", "0"], "argument --prefetch: must be >= 1, got 0"),
+    (["demo", "--body-size", str(200 * 1024 * 1024)], "argument --body-size: must be from 0 to"),
+    (["demo", "--messages", "many"], "argument --messages: 'many' is not a whole number"),
+    (["demo", "--timeout", "0"], "argument --timeout: must be a number of seconds above 0"),
+    (["demo", "--destination", "orders"], "argument --destination: must be /queue/<name>"),
+    (["-v", "demo", "--messages", "0"], "argument --messages"),
+    (["broker", "--port", "70000"], "argument --port: must be from 1 to 65535"),
+])
+def test_bad_tool_arguments_are_usage_errors(tmp_path, args, message):
+    proc = _run(args, tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert message in proc.stderr and "usage: amqstomp" in proc.stderr
+
+
+@pytest.mark.timeout(90)
+def test_broker_on_a_port_held_by_another_process_fails_clearly(tmp_path):
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(5)
+    port = holder.getsockname()[1]
+    try:
+        proc = _run(["broker", "--port", str(port)], tmp_path, timeout=80)
+    finally:
+        holder.close()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "ActiveMQ up" not in proc.stdout
+    assert _one_error_line(proc) == ("amqstomp broker: ActiveMQ amqstomp-test not started: port %d on 127.0.0.1 "
+                                     "is in use by another process (choose another port, or stop that process)"
+                                     % port)
+
+
+def test_broker_runs_until_sigterm(tmp_path):
+    term = Terminal(AMQSTOMP + ["broker"], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        found = term.expect(r"ActiveMQ up: stomp://127\.0\.0\.1:(\d+) \(pid (\d+)\)", timeout=90)
+        term.proc.terminate()
+        term.expect(r"stopping ActiveMQ", timeout=30)
+    finally:
+        status = term.close(timeout=60)
+    assert status == 0, term.text
+    pid = int(found.group(2))
+    assert not os.path.exists("/proc/%d" % pid) or "zombie" in open("/proc/%d/status" % pid).read().lower()
+
+
+def test_a_lost_connection_is_said_and_the_shell_carries_on(activemq, tcp_proxy_factory, tmp_path):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    term = Terminal(AMQSTOMP + ["-P", str(proxy.address[1])], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        term.settle()
+        mark = len(term.text)
+        assert proxy.cut() == 1
+        term.expect(r"\x1b\[1m\x1b\[31mlost connection\x1b\[0m\n", since=mark)
+        term.expect(r"send failed: .*\n", since=term.send("send /queue/cli.lost x"))
+        term.settle()
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
+
+
+def test_a_failover_target_reconnects_and_subscribes_again(activemq, tcp_proxy_factory, tmp_path):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = "/queue/cli.%s.again" % uuid.uuid4().hex[:10]
+    uri = "failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=100" % proxy.address[1]
+    term = Terminal(AMQSTOMP + [uri], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        term.expect(r"id set to '1'", since=term.send("subscribe %s" % queue))
+        term.settle()
+        mark = len(term.text)
+        assert proxy.cut() == 1
+        term.expect(r"lost connection: reconnecting.*\n", since=mark)
+        term.expect(r"reconnected to 127\.0\.0\.1:%d\n" % proxy.address[1], since=mark)
+        term.settle()
+        term.expect(r"\n\nafter the cut\n", since=term.send("sendrec %s after the cut" % queue))
+        term.settle()
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
+
+
+def test_tab_completes_a_destination_subscribed_to(activemq, tmp_path):
+    """(stomp.py's completer takes two arguments where cmd passes four: it never completes.)"""
+    queue = "/queue/cli.%s.complete" % uuid.uuid4().hex[:10]
+    term = Terminal(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        term.expect(r"id set to '1'", since=term.send("subscribe %s" % queue))
+        term.settle()
+        mark = len(term.text)
+        os.write(term.fd, queue[:-6].replace("/queue/", "send /queue/").encode() + b"\t")
+        term.expect(re.escape(queue), since=mark)
+        os.write(term.fd, b" completed\r")
+        term.expect(r"\n\ncompleted\n", since=mark, without_prompts=True)
+        term.settle()
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
+
+
+@pytest.mark.timeout(150)
+def test_demo_runs_end_to_end(tmp_path):
+    proc = _run(["demo", "--messages", "300", "--body-size", "16", "--prefetch", "50"], tmp_path, timeout=140)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "sent 300, received 300, lost 0, duplicates 0" in proc.stdout
+    assert "enqueued 300, dequeued 300, left 0" in proc.stdout
