@@ -12,10 +12,12 @@ The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
 connections.
+:class:`RabbitMQStomp` (:mod:`amqstomp.testing.rabbitmq`) turns the machine's
+RabbitMQ STOMP plugin on, on a free loopback port, for tests on a second broker.
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_config`` (activemq.xml, java command
-line), ``statistics``, ``broker``, ``master_slave``; the proxy stands apart:
+line), ``statistics``, ``broker``, ``master_slave``, ``rabbitmq``; the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
 pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
 thread), ``proxy`` (:class:`TcpProxy`); ``pytest_plugin`` uses ``broker`` and
@@ -46,6 +48,7 @@ from .master_slave import (
     wait_slave_waiting,
 )
 from .proxy import ProxyError, TcpProxy
+from .rabbitmq import RabbitMQStomp
 from .statistics import broker_statistics, queue_statistics, topic_statistics
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "BrokerStartError",
     "MasterSlavePair",
     "ProxyError",
+    "RabbitMQStomp",
     "TcpProxy",
     "broker_log",
     "broker_log_size",
