@@ -406,6 +406,29 @@ def test_jms_rollback_redelivers(stomp_broker):
         session.commit()
 
 
+def test_jms_a_poisoned_message_is_not_requeued(stomp_broker):
+    q = Queue(qname(stomp_broker))
+    attempts = []
+
+    def failing(message):
+        attempts.append(message.text)
+        raise RuntimeError("poison")
+
+    query = "?jms.redeliveryPolicy.maximumRedeliveries=1&jms.redeliveryPolicy.initialRedeliveryDelay=10"
+    with jms(stomp_broker, query) as connection:
+        session = connection.create_session()
+        session.create_consumer(q).set_message_listener(failing)
+        connection.start()
+        connection.create_session().create_producer(q).send(TextMessage("bad"))
+        assert wait_until(lambda: len(attempts) >= 2, 10), attempts
+        time.sleep(0.5)
+    with jms(stomp_broker) as connection:
+        consumer = connection.create_session().create_consumer(q)
+        connection.start()
+        assert consumer.receive(1.5) is None, "the poisoned message came back"
+    assert attempts == ["bad", "bad"]
+
+
 def test_jms_optimized_acks(stomp_broker):
     q = Queue(qname(stomp_broker))
     with jms(stomp_broker, "?jms.prefetchPolicy.all=50&jms.optimizeAcknowledge=true") as connection:
@@ -596,7 +619,7 @@ def test_an_invalid_destination_says_the_brokers_reason_at_once(stomp_broker):
             assert isinstance(exc, BrokerError) and reason in str(exc), exc
 
 
-@pytest.mark.activemq_only("ActiveMQ's header-line limit (RabbitMQ enforces none on header lines)")
+@pytest.mark.activemq_only("ActiveMQ's header-line limit (RabbitMQ 3.10 takes a 20000-byte header line)")
 def test_a_broker_closing_after_an_oversize_frame_gives_its_reason(stomp_broker):
     """With the dialect forced to generic, amqstomp does not check ActiveMQ's limits: the
     broker answers ERROR and closes; the exception says why, not Broken pipe."""

@@ -25,7 +25,7 @@ from ..exception import (
     ReceiptTimeout,
     StompException,
 )
-from .._protocol.dialect import BROKERS, refusal
+from .._protocol.dialect import BROKERS, refusal, reject_headers
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -335,7 +335,8 @@ class Subscriber:
             sub.window.on_application_ack(cumulative)
 
     def poison(self, delivery: Delivery) -> None:
-        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ)."""
+        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ; on RabbitMQ
+        with ``requeue:false``: dead-lettered, or dropped without a dead-letter exchange)."""
         if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
             return
         frame = delivery.frame
@@ -364,7 +365,9 @@ class Subscriber:
             if version == "1.0":  # no NACK in STOMP 1.0: drop it
                 link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
             else:
-                link.acknowledge("NACK", message_ack_headers(link, frame.headers), frame.link_seq)
+                # RabbitMQ: requeue:false, or the NACK would put it straight back on the queue
+                link.acknowledge("NACK", reject_headers(link.dialect, message_ack_headers(link, frame.headers)),
+                                 frame.link_seq)
         except StompException as exc:
             log.debug("%r: NACK not sent: %s", self, exc)
 
