@@ -36,7 +36,7 @@ from .constants import (
     SESSION_TRANSACTED,
 )
 from .consumer import MessageConsumer
-from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from .destination import Destination, Queue, ReplyQueue, StompDestination, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
     AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
@@ -67,6 +67,8 @@ __all__ = [
     "Topic",
     "TemporaryQueue",
     "TemporaryTopic",
+    "ReplyQueue",
+    "StompDestination",
     "Message",
     "TextMessage",
     "BytesMessage",
