@@ -69,6 +69,7 @@ from .exception import (
 from ._engine.client import Client
 from ._io.channel import tls_context
 from ._protocol.backoff import ReconnectPolicy
+from ._protocol.dialect import check_broker, connect_host
 from ._protocol.frames import connect_headers
 from .failover import Reconnector, SocketLedger
 from .listener import ConnectionListener
@@ -149,6 +150,11 @@ class BaseConnection(BaseProtocol):
     share: it names the copy handed to the listeners last. ``commit`` of a
     transaction begun before the loss raises TransactionRolledBackError.
 
+    Keyword-only ``broker``: the broker dialect (``"activemq"``, ``"artemis"``,
+    ``"rabbitmq"``, ``"generic"``; None or ``"auto"``: what CONNECTED's
+    ``server`` names), which decides the broker-specific headers
+    (:mod:`amqstomp._protocol.dialect`).
+
     Attributes:
         transport (Transport): the wire layer.
         version (str): the STOMP version this class asks for.
@@ -166,7 +172,7 @@ class BaseConnection(BaseProtocol):
                auto_decode: bool, encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
                bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
                recv_bytes: int, auto_reconnect: bool = False, auto_resubscribe: bool = True,
-               transport: Optional[Transport] = None) -> None:
+               broker: Optional[str] = None, transport: Optional[Transport] = None) -> None:
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = reconnect_attempts_max is _ATTEMPTS_DEFAULT
         self._attempts_warned = False
@@ -178,6 +184,7 @@ class BaseConnection(BaseProtocol):
             timeout, keepalive, vhost, auto_decode, encoding, bind_host_port,
             ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
             recv_bytes=recv_bytes, auto_content_length=auto_content_length)
+        self.transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
         if heartbeats is None:
             heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
         hb = tuple(int(x) for x in heartbeats)
@@ -359,12 +366,16 @@ class BaseConnection(BaseProtocol):
     def _connect_headers(self, username: Optional[str], passcode: Optional[str],
                          headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any],
                          host: Optional[str] = None) -> Dict[str, Any]:
-        """CONNECT's headers; on STOMP 1.2 ``host`` (the broker's name) when no
-        vhost or ``host`` header was given."""
+        """CONNECT's headers; ``host`` is the vhost, a ``host`` header given, else
+        ``/`` on STOMP 1.1/1.2 (:func:`amqstomp._protocol.dialect.connect_host`:
+        RabbitMQ's default virtual host, which it would refuse the broker's
+        host name for; ActiveMQ ignores it)."""
         frame_headers = connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,
                                         extra=merge_headers([headers, keyword_headers]))
-        if self.version == "1.2" and host is not None and "host" not in frame_headers:
-            frame_headers["host"] = host
+        if "host" not in frame_headers:
+            default = connect_host(self.version, None)
+            if default is not None:
+                frame_headers["host"] = default
         return frame_headers
 
     def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
@@ -374,7 +385,8 @@ class BaseConnection(BaseProtocol):
         with ``with_connect_command``), STOMP 1.2 "Connecting".
 
         Sends ``accept-version`` (this class's version), ``host`` (the vhost;
-        on 1.2 the broker host when there is no vhost), ``heart-beat`` (when
+        else ``/`` on 1.1/1.2, where stomp.py sends none or, on 1.2, the
+        broker's host name, which RabbitMQ refuses as a virtual host), ``heart-beat`` (when
         ``heartbeats`` is not (0, 0)), ``login``/``passcode``, plus ``headers``
         and keyword headers.
 
@@ -518,12 +530,12 @@ class StompConnection10(BaseConnection, Protocol10):
                  encoding: str = "utf-8", auto_content_length: bool = True,
                  bind_host_port: Optional[HostAndPort] = None, *, vhost: Optional[str] = None,
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
-                 auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None) -> None:
         self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
                     reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
                     timeout, (0, 0), keepalive, vhost, auto_decode, encoding, auto_content_length, 1.5,
                     bind_host_port, ssl_context, recv_bytes,
-                    auto_reconnect, auto_resubscribe)
+                    auto_reconnect, auto_resubscribe, broker)
 
 
 
@@ -551,18 +563,18 @@ class StompConnection11(BaseConnection, Protocol11):
                  auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,
                  bind_host_port: Optional[HostAndPort] = None, *,
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
-                 auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None) -> None:
         self._setup(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
                     reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
                     timeout, heartbeats, keepalive, vhost, auto_decode, encoding, auto_content_length,
                     heart_beat_receive_scale, bind_host_port, ssl_context, recv_bytes,
-                    auto_reconnect, auto_resubscribe)
+                    auto_reconnect, auto_resubscribe, broker)
 
 
 
 class StompConnection12(StompConnection11, Protocol12):
     """A STOMP 1.2 connection: ACK/NACK by the MESSAGE's ``ack`` header, and
-    CONNECT always carries ``host``. Same constructor as :class:`StompConnection11`."""
+    CONNECT carries ``host``. Same constructor as :class:`StompConnection11`."""
 
     version = "1.2"
 

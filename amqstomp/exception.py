@@ -28,19 +28,6 @@ class ConnectFailedException(StompException):
     the CONNECT frame with ERROR, or no CONNECTED frame came within the timeout."""
 
 
-class ConnectRefusedError(ConnectFailedException):
-    """The broker answered CONNECT with an ERROR frame (a wrong login, an
-    unknown virtual host...): trying again will not help.
-
-    Attributes:
-        frame: the ERROR frame (``frame.headers['message']`` holds the broker's summary).
-    """
-
-    def __init__(self, message: str, frame: Optional[Any] = None) -> None:
-        self.frame = frame
-        super().__init__(message)
-
-
 class InterruptedException(StompException):
     """A read was interrupted (kept for stomp.py compatibility)."""
 
@@ -112,16 +99,81 @@ class UnknownMessageError(StompException, ValueError):
     connection, and the caller would never hear of it. Nothing is sent."""
 
 
+#: Lines of an ERROR body that a :class:`BrokerError`'s message quotes, at most.
+REASON_LINES = 3
+#: Characters of an ERROR body that a :class:`BrokerError`'s message quotes, at most.
+REASON_CHARS = 400
+
+
+def broker_reason(frame: Any) -> str:
+    """The broker's own reason in an ERROR frame, for an exception's message:
+    its ``message`` header, then the first lines of its body (at most
+    :data:`REASON_LINES` lines and :data:`REASON_CHARS` characters; lines that
+    repeat the ``message`` and Java stack frames are left out), e.g.
+    ``Bad CONNECT: Virtual host '127.0.0.1' access denied``."""
+    headers = getattr(frame, "headers", None) or {}
+    message = str(headers.get("message", "") or "").strip()
+    body = getattr(frame, "body", b"") or b""
+    text = bytes(body).decode("utf-8", "replace") if isinstance(body, (bytes, bytearray, memoryview)) else str(body)
+    lines: List[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("at ") or line.startswith("...") \
+                or (message and (line == message or line.endswith(": " + message))):
+            continue  # a Java stack frame, or the message again (``SomeException: <message>``)
+        lines.append(line)
+        if len(lines) >= REASON_LINES:
+            break
+    details = " ".join(lines)
+    if len(details) > REASON_CHARS:
+        details = details[:REASON_CHARS] + "..."
+    if message and details:
+        return "%s: %s" % (message, details)
+    return message or details or "(an ERROR frame with no message)"
+
+
 class BrokerError(StompException):
     """The broker answered a frame with an ERROR frame (STOMP 1.2 spec, "ERROR").
+    The exception's message ends with the broker's reason (:func:`broker_reason`:
+    the ERROR's ``message`` header and the first lines of its body) and the
+    receipt it answered, if any.
 
     Attributes:
-        frame: the ERROR frame (``frame.headers['message']`` holds the broker's summary).
+        frame: the ERROR frame.
+        broker_message (str): its ``message`` header ("" when none).
+        reason (str): :func:`broker_reason` of it.
+        receipt_id (str | None): the receipt it answered: its ``receipt-id``, or
+            the one receipt awaited when the broker names none (RabbitMQ).
+    """
+
+    def __init__(self, message: str, frame: Optional[Any] = None, receipt_id: Optional[str] = None) -> None:
+        self.frame = frame
+        headers = getattr(frame, "headers", None) or {}
+        self.broker_message = str(headers.get("message", "") or "")
+        self.reason = broker_reason(frame) if frame is not None else ""
+        self.receipt_id = receipt_id if receipt_id is not None else headers.get("receipt-id")
+        if self.reason and self.reason not in message:
+            message = "%s: %s" % (message, self.reason)
+        if self.receipt_id is not None and repr(str(self.receipt_id)) not in message:
+            message = "%s (ERROR for receipt %r)" % (message, str(self.receipt_id))
+        super().__init__(message)
+
+
+class ConnectRefusedError(ConnectFailedException, BrokerError):
+    """The broker answered CONNECT with an ERROR frame (a wrong login, an
+    unknown virtual host, a client id in use...): the exception's message
+    carries the broker's reason (:func:`broker_reason`). A
+    :class:`ConnectFailedException` and a :class:`BrokerError`. Trying again
+    will not help (a connect with failover stops at it, unless it was
+    connected before: a client id the broker still holds for the lost socket
+    is let go after a while).
+
+    Attributes:
+        frame, broker_message, reason, receipt_id: as :class:`BrokerError`.
     """
 
     def __init__(self, message: str, frame: Optional[Any] = None) -> None:
-        self.frame = frame
-        super().__init__(message)
+        BrokerError.__init__(self, message, frame)
 
 
 class ConfigurationError(StompException, ValueError):

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .exception import ConfigurationError, ConnectFailedException
+from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import ack_identity
 
@@ -132,6 +132,10 @@ class Reconnector:
         seconds when given; arms the reconnector.
 
         Raises:
+            ConnectRefusedError: a broker answered CONNECT with ERROR (a wrong
+                login or virtual host): the attempts end there, with its reason.
+                (After a loss the attempts go on: a client id the broker still
+                holds for the lost socket is let go after a while.)
             ConnectFailedException: the limit or ``timeout_s`` was reached.
         """
         self.arm()
@@ -247,6 +251,8 @@ class Reconnector:
                     self.last_error = exc
                     log.debug("%s: attempt on %s failed: %s", self.name, _where(host_and_port), exc)
                     self._discard()
+                    if isinstance(exc, ConnectRefusedError) and not self.ever_connected:
+                        raise  # a wrong login or virtual host: trying again will not help
                     continue
                 with self._lock:
                     if self._stop.is_set():

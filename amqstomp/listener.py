@@ -102,11 +102,23 @@ class ConnectionListener:
         """A RECEIPT frame arrived (for a frame sent with a ``receipt`` header)."""
 
     def on_error(self, frame: Any) -> None:
-        """An ERROR frame arrived. When the client itself closes the connection
-        because the broker's bytes were not valid STOMP, it reports that here
-        too, with a frame whose headers hold ``amqstomp-protocol-error: true``
-        and ``message``. An ERROR that answers CONNECT (a refused login or
-        client id) carries ``amqstomp-connect-refused: true``."""
+        """An ERROR frame arrived, as the broker sent it (its ``message`` header
+        and body hold the broker's reason; :func:`amqstomp.exception.broker_reason`
+        joins them). An ERROR that answers CONNECT comes through
+        :meth:`on_connect_refused`, which calls this one unless overridden."""
+
+    def on_connect_refused(self, frame: Any) -> None:
+        """amqstomp: the broker answered CONNECT with this ERROR frame (a refused
+        login, virtual host or client id); ``connect(wait=True)`` raises
+        :class:`~amqstomp.exception.ConnectRefusedError` with its reason. By
+        default it calls :meth:`on_error` (stomp.py reports it there)."""
+        self.on_error(frame)
+
+    def on_protocol_error(self, error: Any) -> None:
+        """amqstomp: the broker's bytes were not valid STOMP (``error``, a
+        :class:`~amqstomp.exception.StompProtocolError` naming the fault and its
+        byte offset); the client closes the connection, ``on_disconnected``
+        follows (``transport.close_reason`` says why)."""
 
     def on_send(self, frame: Any) -> None:
         """A frame is about to be sent (on the sending thread; may change it)."""

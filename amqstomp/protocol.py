@@ -12,6 +12,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, MutableMapping, Optional, Set, Tuple, Union, cast
 
+from ._protocol.dialect import auto_content_length
 from .exception import BrokerError, ConfigurationError, TransactionRolledBackError, UnknownTransactionError
 from .subscription import SubscriptionManager
 from .uri import parse_destination
@@ -143,8 +144,10 @@ class BaseProtocol:
 
         With ``auto_content_length`` a non-empty body gets ``content-length``
         (ActiveMQ makes a BytesMessage; without one, a TextMessage; pass
-        ``headers={"content-length": None}`` for one TextMessage). A
-        ``content-length`` given by the caller is set to the body's real size.
+        ``headers={"content-length": None}`` for one TextMessage), except with
+        a ``transformation`` ActiveMQ reads from the body (``jms-map-xml``...:
+        with ``content-length`` it would ignore it). A ``content-length`` given
+        by the caller is set to the body's real size.
 
         Raises:
             ValueError: destination or body is None, or the destination is
@@ -177,8 +180,8 @@ class BaseProtocol:
         if "content-length" in frame_headers:
             if frame_headers["content-length"] is not None:
                 frame_headers["content-length"] = len(payload)
-        elif self.auto_content_length and payload:
-            frame_headers["content-length"] = len(payload)
+        elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
+            frame_headers["content-length"] = len(payload)  # not with a jms-* transformation (dialect.py)
         self._check_transaction(frame_headers.get("transaction"))
         self._send("SEND", frame_headers, payload)
 

@@ -42,15 +42,8 @@ from .flow import (
     SubscriptionWindow,
 )
 from ._engine.ports import TransportPort
-from ._protocol.frames import (
-    ACTIVEMQ,
-    RABBITMQ,
-    ack_headers,
-    ack_identity,
-    dialect_of,
-    is_activemq_classic,
-    reject_command,
-)
+from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
+from ._protocol.frames import ack_headers, ack_identity, reject_command
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -177,9 +170,11 @@ class SubscriptionManager:
 
         ``destination`` may carry ActiveMQ consumer options
         (``/queue/a?consumer.prefetchSize=10``), which become ``activemq.*``
-        headers; ``options`` holds :data:`amqstomp.protocol.RESERVED_KEYWORDS` values. Broker-
-        specific headers are added only when asked for, and only when the
-        CONNECTED frame's ``server`` names the broker they are for.
+        headers (``x-*`` options pass through as headers of their name: RabbitMQ's
+        queue arguments); ``options`` holds :data:`amqstomp.protocol.RESERVED_KEYWORDS`
+        values. Broker-specific headers are added only when asked for, and only
+        when the broker dialect (:mod:`amqstomp._protocol.dialect`: CONNECTED's
+        ``server``, or the ``broker`` option) is the broker they are for.
 
         Returns:
             (headers of the SUBSCRIBE frame, the Subscription).
@@ -187,8 +182,11 @@ class SubscriptionManager:
         Raises:
             ConfigurationError: unknown ack mode or destination option; a bad
                 option value; optimize_acknowledge without ``ack='client'``;
-                prefetch 0 on ActiveMQ (it delivers nothing over STOMP) or a
-                prefetch outside 0 .. 2**31-1; ActiveMQ options on another broker.
+                prefetch 0 on ActiveMQ (it delivers nothing over STOMP) or on
+                RabbitMQ (no limit at all), a prefetch outside 0 .. 2**31-1, or
+                on a broker without a prefetch header; ActiveMQ options on
+                another broker; a ``selector`` on a broker that ignores it
+                (RabbitMQ). The message names the broker.
             ValueError: a subscription with this id exists already.
         """
         sub_id = str(id)
@@ -207,23 +205,19 @@ class SubscriptionManager:
         if not isinstance(policy, RedeliveryPolicy):
             raise ConfigurationError("redelivery_policy must be an amqstomp.flow.RedeliveryPolicy, got %r" % (policy,))
         prefetch_size = options.get("prefetch_size")
-        if extra or prefetch_size is not None:
+        if extra or prefetch_size is not None or "selector" in headers:
             server = self._server(wait_timeout)
+            dialect = self.transport.dialect
             if prefetch_size is not None:
                 if isinstance(prefetch_size, bool) or not isinstance(prefetch_size, int):
                     raise ConfigurationError("prefetch_size must be an int, got %r" % (prefetch_size,))
-                dialect = dialect_of(server)
-                if dialect == ACTIVEMQ:
-                    extra["activemq.prefetchSize"] = str(prefetch_size)
-                elif dialect == RABBITMQ:
-                    extra["prefetch-count"] = str(prefetch_size)
-                else:
-                    raise ConfigurationError("prefetch_size: no known prefetch header for broker %r "
-                                             "(ActiveMQ Classic and RabbitMQ have one)" % (server or "unknown",))
+                key, value = prefetch_header(dialect, prefetch_size, server)
+                extra[key] = value
             activemq_only = [k for k in extra if k.startswith("activemq.")]
-            if activemq_only and not is_activemq_classic(server):
-                raise ConfigurationError("destination options %s are ActiveMQ's; the broker says server=%r"
-                                         % (", ".join(sorted(activemq_only)), server))
+            if activemq_only and not BROKERS[dialect].classic:
+                raise refusal("destination options %s" % ", ".join(sorted(activemq_only)), dialect, server)
+            if (extra.get("selector") or headers.get("selector")) and not BROKERS[dialect].selectors:
+                raise refusal("a selector", dialect, server, "a broker that applies selectors (ActiveMQ, Artemis)")
         frame_headers = dict(headers)
         for key, value in extra.items():
             frame_headers.setdefault(key, value)  # the caller's own header wins
@@ -231,10 +225,10 @@ class SubscriptionManager:
         frame_headers["id"] = id
         frame_headers["ack"] = ack
         prefetch = self._prefetch(name, frame_headers)
-        if prefetch == 0 and is_activemq_classic(self.transport.server):
-            raise ConfigurationError(
-                "prefetch size 0 (pull) delivers nothing over STOMP on ActiveMQ; use 1 and take messages "
-                "one at a time (consumers that cannot buffer messages use prefetch 1)")
+        if prefetch == 0:
+            dialect = self.transport.dialect
+            if dialect == ACTIVEMQ or (BROKERS[dialect].prefetch or "") in frame_headers:
+                prefetch_header(dialect, 0, self.transport.server)  # raises, naming the broker
         window_prefetch, window_mode = max(prefetch, 1), ACK_MODES[ack]
         ack_batch_cap = _option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1)
         timeout_ms = _option_int(options, "optimize_acknowledge_timeout_ms", 300)
@@ -531,9 +525,11 @@ class SubscriptionManager:
     def _poison(self, sub: Subscription, frame: Any) -> None:
         version = self.transport.version or "1.2"
         try:
-            self.transport.send_frame(reject_command(version),
-                                      ack_headers(version, frame.headers, is_activemq_classic(self.transport.server)),
-                                      link_seq=frame.link_seq)
+            command = reject_command(version)
+            headers = ack_headers(version, frame.headers, self.transport.dialect == ACTIVEMQ)
+            if command == "NACK":
+                headers = reject_headers(self.transport.dialect, headers)  # RabbitMQ: not back on the queue
+            self.transport.send_frame(command, headers, link_seq=frame.link_seq)
         except StompException as exc:
             log.debug("NACK not sent: %s", exc)
         self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
@@ -563,7 +559,7 @@ class SubscriptionManager:
         """The ACK the window decided, on socket ``link_seq`` (the one that
         delivered the messages it names; 0: the open one) or not at all."""
         version = self.transport.version or "1.2"
-        headers = ack_headers(version, message_headers, is_activemq_classic(self.transport.server))
+        headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
         try:
             self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq)
         except StompException as exc:

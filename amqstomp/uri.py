@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 from urllib.parse import unquote
 
+from ._protocol.dialect import BROKERS
 from .exception import ConfigurationError
 
 __all__ = [
@@ -79,6 +80,13 @@ def _version(text: str) -> str:
     if text not in ("1.0", "1.1", "1.2"):
         raise ValueError("expected 1.0, 1.1 or 1.2")
     return text
+
+
+def _broker(text: str) -> str:
+    value = text.strip().lower()
+    if value != "auto" and value not in BROKERS:
+        raise ValueError("expected auto, %s" % ", ".join(BROKERS))
+    return value
 
 
 _PREFETCH = _int_in(0, 2 ** 31 - 1)
@@ -187,6 +195,9 @@ CONNECTION_OPTIONS = _table(
     Option("amqstomp.dupsOkAckTimeOut", "dups_ok_ack_timeout_ms", _MS, 1000,
            "DUPS_OK_ACKNOWLEDGE: ms a short ACK batch may wait (AUTO_ACKNOWLEDGE uses "
            "optimizeAcknowledgeTimeOut and idleAckTimeOut)"),
+    Option("amqstomp.broker", "broker", _broker, "auto",
+           "the broker's dialect: auto (from CONNECTED's server header), activemq (Classic), artemis, "
+           "rabbitmq or generic (no broker-specific headers); _protocol/dialect.py"),
     Option("amqstomp.releaseAfterRollback", "release_after_rollback", _bool, False,
            "a transacted session's rollback() re-subscribes the consumers that got messages in "
            "the transaction (UNSUBSCRIBE returns them to the queue, for any consumer) instead of "
@@ -202,7 +213,8 @@ TRANSPORT_OPTIONS = _table(
            "silence tolerated, as a multiple of the negotiated receive interval"),
     Option("keepAlive", "keepalive", _bool, False, "TCP keep-alive on the socket"),
     Option("stompVersion", "version", _version, "1.2", "highest STOMP version to ask for: 1.0, 1.1 or 1.2"),
-    Option("host", "vhost", str, None, "CONNECT's host header (virtual host); default: the host name"),
+    Option("host", "vhost", str, None, "CONNECT's host header (virtual host); default: / (RabbitMQ's default "
+           "virtual host; ActiveMQ ignores the header)"),
 )
 
 #: Options of a ``failover:`` URI (FailoverTransport's names and defaults).
@@ -462,7 +474,9 @@ def parse_uri(uri: str) -> BrokerURI:
 def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:
     """Split ``/queue/a?consumer.prefetchSize=10`` into ``("/queue/a",
     {"activemq.prefetchSize": "10"})``: each ``consumer.*`` option becomes its
-    SUBSCRIBE header (``consumer.selector`` the standard ``selector`` header).
+    SUBSCRIBE header (``consumer.selector`` the standard ``selector`` header);
+    an ``x-*`` option (RabbitMQ's queue arguments: ``x-max-length``,
+    ``x-queue-type``...) is passed through as the header of that name.
 
     Raises:
         ConfigurationError: an unknown option or a bad value.
@@ -472,6 +486,9 @@ def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:
         return destination, {}
     headers: Dict[str, str] = {}
     for key, value in _split_query(query, destination).items():
+        if key.startswith("x-") and len(key) > 2:
+            headers[key] = value
+            continue
         opt = CONSUMER_OPTIONS.get(key)
         if opt is None:
             raise _unknown("destination option", key, destination, CONSUMER_OPTIONS)

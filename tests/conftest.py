@@ -82,6 +82,7 @@ class Collector:
         self.messages: List[Any] = []
         self.errors: List[Any] = []
         self.receipts: List[Any] = []
+        self.protocol_errors: List[Any] = []
         self.events: List[str] = []
         self.heartbeats = 0
         self.connected_frame: Any = None
@@ -108,6 +109,9 @@ class Collector:
 
     def on_receipt(self, frame: Any) -> None:
         self._record("receipt", self.receipts, frame)
+
+    def on_protocol_error(self, error: Any) -> None:
+        self._record("protocol_error", self.protocol_errors, error)
 
     def on_heartbeat(self) -> None:
         with self.cond:

@@ -17,6 +17,7 @@ import amqstomp as stomp
 from amqstomp.exception import (
     AcknowledgeInterruptedError,
     ConnectFailedException,
+    ConnectRefusedError,
     NotConnectedException,
     TransactionRolledBackError,
 )
@@ -626,14 +627,24 @@ def test_a_refused_connect_is_marked_and_jms_failover_attempts_do_not_reach_the_
         thief.disconnect()
         assert wait_until(lambda: "resumed" in events.events, 15), events.events
         assert reports == []
-        # the stomp.py API marks an ERROR that answers CONNECT
+        # the stomp.py API: an ERROR that answers CONNECT reaches on_connect_refused (by default
+        # on_error), as the broker sent it; connect() raises with the broker's reason
         dup = stomp.Connection12([proxy.address])
         dup_errors = Collector()
+        refusals = []
+
+        class Refusals(stomp.ConnectionListener):
+            def on_connect_refused(self, frame):
+                refusals.append(frame)
+
         dup.set_listener("e", dup_errors)
-        with pytest.raises(ConnectFailedException):
+        dup.set_listener("r", Refusals())
+        with pytest.raises(ConnectRefusedError) as refused:
             dup.connect("admin", "admin", wait=True, timeout=10, headers={"client-id": client_id})
-        assert wait_until(lambda: dup_errors.errors, 5)
-        assert dup_errors.errors[0].headers["amqstomp-connect-refused"] == "true"
+        assert wait_until(lambda: dup_errors.errors and refusals, 5)
+        assert refusals[0] is dup_errors.errors[0]
+        assert not any(name.startswith("amqstomp") for name in refusals[0].headers)
+        assert refusals[0].headers["message"] in str(refused.value)
         dup.disconnect()
     finally:
         conn.close()

@@ -536,7 +536,7 @@ def test_scheduling_properties_refuse_what_activemq_cannot_parse(name, value):
 
     message.properties[name] = value
     with pytest.raises(MessageFormatError, match=name):
-        send_headers(message, Queue("q"), 2, 4, 0, True)
+        send_headers(message, Queue("q"), 2, 4, 0, "activemq")
 
 
 def test_schedule_refuses_values_out_of_java_range_and_bad_cron():

@@ -3,6 +3,8 @@ import ssl
 
 import pytest
 
+from amqstomp._protocol.dialect import ACTIVEMQ, ARTEMIS, RABBITMQ
+
 from amqstomp.codec import Frame
 from amqstomp.exception import ConfigurationError
 from amqstomp.jms import (
@@ -110,9 +112,10 @@ def test_send_headers_map_jms_fields():
     message.group_id = "g"
     message.set_property("flag", True)
     message.set_property("n", 5)
-    headers, body = send_headers(message, Queue("q"), NON_PERSISTENT, 7, 60000, activemq=True)
+    headers, body = send_headers(message, Queue("q"), NON_PERSISTENT, 7, 60000, dialect=ACTIVEMQ)
     assert body == b"hello"
     assert headers["content-length"] is None  # a TextMessage on ActiveMQ
+    assert headers["content-type"] == "text/plain; charset=utf-8"  # and on every broker
     assert "persistent" not in headers  # non-persistent is the default
     assert headers["priority"] == "7"
     assert headers["correlation-id"] == "c-1"
@@ -125,15 +128,19 @@ def test_send_headers_map_jms_fields():
     with pytest.raises(MessageFormatError):
         message.set_property("destination", "x")
     with pytest.raises(MessageFormatError):
-        send_headers(message, Queue("q"), 3, 4, 0, activemq=True)
+        send_headers(message, Queue("q"), 3, 4, 0, dialect=ACTIVEMQ)
 
 
 def test_text_with_nul_and_bytes():
-    headers, body = send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, activemq=True)
+    headers, body = send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
     assert headers["amq-msg-type"] == "text" and headers["content-length"] == 3
-    with pytest.raises(MessageFormatError):
-        send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, activemq=False)
-    headers, body = send_headers(BytesMessage(b""), Queue("q"), PERSISTENT, 4, 0, activemq=True)
+    with pytest.raises(MessageFormatError, match="ActiveMQ Artemis"):
+        send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, dialect=ARTEMIS)
+    # RabbitMQ puts content-length on every MESSAGE: its content-type says text
+    headers, body = send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, dialect=RABBITMQ)
+    assert headers["content-length"] == 3 and headers["content-type"] == "text/plain; charset=utf-8"
+    assert "amq-msg-type" not in headers
+    headers, body = send_headers(BytesMessage(b""), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
     assert headers["content-length"] == 0 and body == b""
 
 

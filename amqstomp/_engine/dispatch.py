@@ -85,7 +85,8 @@ class ListenerDispatch:
         """Call the listeners; for a MESSAGE return None when they all had it,
         "error" when one raised, "no listener" when there was none."""
         listeners = self.ordered
-        if event == "message" or event == "error" or event == "receipt" or event == "connected":
+        if event == "message" or event == "error" or event == "receipt" or event == "connected" \
+                or event == "connect_refused":
             if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
                 arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
             if event == "message":
@@ -101,13 +102,17 @@ class ListenerDispatch:
                 return "error" if failed else None
             name = "on_" + event
             for listener in listeners:
-                _call(listener, name, arg)
+                if name == "on_connect_refused" and not hasattr(listener, name):
+                    _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
+                else:
+                    _call(listener, name, arg)
         elif event == "connecting":
             for listener in listeners:
                 _call(listener, "on_connecting", arg)
-        elif event == "slow_consumer":
+        elif event == "slow_consumer" or event == "protocol_error":
+            name = "on_" + event
             for listener in listeners:
-                _call(listener, "on_slow_consumer", arg)
+                _call(listener, name, arg)
         elif event == "receiver_loop_completed":
             for listener in listeners:
                 _call(listener, "on_receiver_loop_completed", None)

@@ -32,15 +32,16 @@ from ..exception import (
     ConnectFailedException,
     ConnectionClosedException,
     ConnectRefusedError,
-    ReceiptTimeout,
     StompException,
     StompProtocolError,
+    broker_reason,
 )
 from .channel import look_at_socket, receive_window
+from .futures import fail, resolve, wait_future
 from .scheduler import Scheduler
 
-__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "HostAndPort", "resolve", "fail",
-           "wait_future"]
+__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "WRITE_FAILED_READ_S", "HostAndPort",
+           "resolve", "fail", "wait_future"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -51,6 +52,9 @@ HostAndPort = Tuple[str, int]
 DEFER_FLUSH_S = 0.001
 #: A write buffer holding this many bytes is written at once (by the sender).
 DEFER_FLUSH_BYTES = 65536
+#: Seconds a failed write waits for the reader to read what the broker sent
+#: before it closed the socket (its ERROR: the reason the exception gives).
+WRITE_FAILED_READ_S = 0.5
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 # A receive deadline that passed with no byte read and none waiting is checked once
 # more after this long (seconds) before the peer is declared dead: a reader whose
@@ -72,12 +76,20 @@ class FrameSink(Protocol):
 
 
 class Link:
-    """Everything that lives and dies with one socket."""
+    """Everything that lives and dies with one socket.
 
-    def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float) -> None:
+    ``broker``: the user's broker dialect (None: CONNECTED's ``server`` names it;
+    :class:`~amqstomp._protocol.state.ProtocolState`)."""
+
+    def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float,
+                 broker: Optional[str] = None) -> None:
         self.channel = channel
         self.host_and_port = host_and_port
-        self.proto = ProtocolState(version, grace, time.monotonic() * 1000.0)
+        self.proto = ProtocolState(version, grace, time.monotonic() * 1000.0, broker)
+        #: ``time.monotonic()`` of the last ERROR frame (``proto.last_error``)
+        self.last_error_at = 0.0
+        #: set when the reader has read to the end of the socket (and closed the link)
+        self.read_done = threading.Event()
         self.write_lock = threading.Lock()
         # deferred frames not yet written (under write_lock), and their size in bytes: a
         # list joined once per write (a growing bytearray copies each frame ~9 times);
@@ -186,7 +198,14 @@ class Link:
         it answers (STOMP 1.2 "RECEIPT", "ERROR") and the CONNECTED wait, and
         queues the listeners' event (``receipt`` only when ``post_receipts``).
         Returns True for CONNECTED (the caller starts the heart-beats and posts
-        ``connected``)."""
+        ``connected``).
+
+        An ERROR fails the receipt it answers (:meth:`ProtocolState.handle`
+        says which) with :class:`BrokerError`; one that answers CONNECT fails
+        the CONNECTED wait with :class:`ConnectRefusedError` and reaches the
+        listeners as ``connect_refused`` (their ``on_connect_refused``, whose
+        default is ``on_error``), every other one as ``error``. Both carry the
+        broker's reason; the frame is the broker's, as it came."""
         with self.state_lock:  # receipts change under it (expect_receipt, close)
             event, future = self.proto.handle(frame)
         if event == RECEIPT:
@@ -195,14 +214,15 @@ class Link:
             if post_receipts:
                 self.post("receipt", frame)
         elif event == ERROR or event == CONNECT_REFUSED:
-            message = frame.headers.get("message", "")
-            log.warning("broker ERROR: %s", message)
+            self.last_error_at = time.monotonic()
+            log.warning("broker ERROR: %s", broker_reason(frame))
             if future is not None:
-                fail(future, BrokerError("broker error: %s" % message, frame))
+                fail(future, BrokerError("the broker answered with ERROR", frame, self.proto.error_receipt_id))
             if event == CONNECT_REFUSED:
-                frame.headers["amqstomp-connect-refused"] = "true"  # the answer to CONNECT
-                fail(self.connect_future, ConnectRefusedError("broker refused the connection: %s" % message, frame))
-            self.post("error", frame)
+                fail(self.connect_future, ConnectRefusedError("the broker refused the connection", frame))
+                self.post("connect_refused", frame)
+            else:
+                self.post("error", frame)
         elif event == CONNECTED:
             return True
         else:
@@ -271,9 +291,30 @@ class Link:
         try:
             self.channel.sendall(data)
         except OSError as exc:
-            self.close("write failed: %s" % exc, exc)
-            raise ConnectionClosedException("write failed: %s" % exc) from exc
+            raise self.write_failed(exc) from exc
         self.proto.data_written(time.monotonic() * 1000.0)
+
+    def write_failed(self, exc: OSError) -> ConnectionClosedException:
+        """A write failed: close the link; the exception to raise. The reader gets
+        :data:`WRITE_FAILED_READ_S` to read the ERROR a broker sends before it
+        closes (oversize frame, refused login): the exception gives its reason."""
+        reader = self.reader
+        if reader is not None and reader is not threading.current_thread() and reader.is_alive():
+            self.read_done.wait(WRITE_FAILED_READ_S)
+        reason = "write failed: %s" % exc
+        self.close(reason, exc)
+        if self.close_reason != reason:  # the reader's, with the broker's reason: that first
+            reason = "%s (then a write failed: %s)" % (self.close_reason, exc)
+        closed = ConnectionClosedException("connection closed: %s" % reason)
+        closed.__cause__ = exc
+        return closed
+
+    def error_note(self) -> str:
+        """What the reason of a connection the broker ended adds: its last ERROR."""
+        frame = self.proto.last_error
+        if frame is None:
+            return ""
+        return "; its last ERROR (%.2f s before): %s" % (time.monotonic() - self.last_error_at, broker_reason(frame))
 
     def write_deferred(self, data: bytes, write_timeout: Optional[float]) -> None:
         """Add ``data`` to the write buffer; write the buffer when it is full, else
@@ -324,7 +365,7 @@ class Link:
         try:
             sent = self.channel.send_some(joined)
         except OSError as exc:
-            self.close("write failed: %s" % exc, exc)
+            self.write_failed(exc)
             return False
         if sent:
             self.proto.data_written(time.monotonic() * 1000.0)
@@ -449,6 +490,8 @@ class Link:
         with self.state_lock:
             if self.closed:
                 return False
+            if not self.by_client:
+                reason += self.error_note()
             self.closed = True
             self.close_reason = reason
             self.close_error = error
@@ -524,7 +567,7 @@ class Link:
             error = exc
             reason = "protocol error: %s" % exc
             log.error("closing connection to %s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-            self.post("error", Frame("ERROR", {"message": reason, "amqstomp-protocol-error": "true"}, b""))
+            self.post("protocol_error", exc)  # the listeners' on_protocol_error; the frames are the broker's only
         except OSError as exc:
             if not self.closed:
                 error = exc
@@ -539,6 +582,8 @@ class Link:
             elif self.close_reason:
                 reason = self.close_reason  # closed on purpose (heart-beat timeout, close()): say why
             self.close(reason, error)
+            reason = self.close_reason
+            self.read_done.set()
             if self.write_lock.acquire(timeout=5.0):
                 try:
                     channel.close()
@@ -551,33 +596,3 @@ class Link:
     def post(self, event: str, arg: Any) -> None:
         """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""
         self.events.put((event, arg))
-
-
-def wait_future(future: "Future[Any]", timeout_s: float, what: str) -> Any:
-    """``future.result()`` within ``timeout_s`` seconds.
-
-    Raises:
-        ReceiptTimeout: ``what`` (e.g. ``"receipt 'r-1'"``) did not come in time.
-    """
-    try:
-        return future.result(timeout_s)
-    except _FutureTimeout:
-        raise ReceiptTimeout("no %s within %.3g s" % (what, timeout_s)) from None
-
-
-def resolve(future: "Future[Any]", value: Any) -> None:
-    """Set ``future``'s result unless it is done (or cancelled) already."""
-    try:
-        if not future.done():
-            future.set_result(value)
-    except Exception:  # cancelled or resolved meanwhile
-        pass
-
-
-def fail(future: "Future[Any]", exc: BaseException) -> None:
-    """Set ``future``'s exception unless it is done (or cancelled) already."""
-    try:
-        if not future.done():
-            future.set_exception(exc)
-    except Exception:
-        pass

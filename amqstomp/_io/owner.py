@@ -64,6 +64,8 @@ class LinkOwner:
         self._link_seq = itertools.count(1)
         #: who hears MESSAGEs, their outcome and lost sockets (:meth:`set_observer`)
         self.observer: TransportObserver = ListenersOnly(self)
+        #: the user's broker dialect (``broker`` option; None: CONNECTED's ``server`` names it)
+        self.broker: Optional[str] = None
 
     def open_socket(self, only: Optional[HostAndPort] = None,
                     deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
@@ -121,6 +123,13 @@ class LinkOwner:
         """CONNECTED's ``server`` header (e.g. ``"ActiveMQ/5.17.2"``), or None."""
         frame = self.connected_frame
         return frame.headers.get("server") if frame is not None else None
+
+    @property
+    def dialect(self) -> str:
+        """The broker dialect (:mod:`amqstomp._protocol.dialect`) of the open or
+        the last socket: the user's ``broker``, else what its ``server`` names."""
+        link = self._link
+        return link.proto.dialect if link is not None else (self.broker or "generic")
 
     @property
     def heartbeats(self) -> Tuple[int, int]:
@@ -216,7 +225,8 @@ class LinkOwner:
         if old is not None:
             self._join(old, DEFAULT_CLOSE_TIMEOUT)
         channel, host_and_port = self.open_socket(only, deadline)
-        link = Link(channel, host_and_port, version, next(self._link_seq), self.heart_beat_receive_scale)
+        link = Link(channel, host_and_port, version, next(self._link_seq), self.heart_beat_receive_scale,
+                    self.broker)
         with self._lock:
             self._link = link
         link.post("connecting", host_and_port)  # always the link's first event

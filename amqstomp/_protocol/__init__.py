@@ -13,6 +13,9 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
   socket's session: framing, CONNECTED, receipts, heart-beat deadlines;
 * :mod:`.frames` -- frame builders per STOMP version and broker dialect
   (CONNECT, ACK/NACK identities, ActiveMQ's 1.0 quirk);
+* :mod:`.dialect` -- what differs by broker (ActiveMQ Classic, Artemis,
+  RabbitMQ, generic STOMP): chosen from CONNECTED's ``server`` or the user's
+  ``broker`` option, used by every frame builder and both APIs;
 * :mod:`.heartbeat` -- heart-beat negotiation and deadlines;
 * :mod:`.limits` -- the frame limits a broker enforces;
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);

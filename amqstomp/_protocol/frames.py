@@ -3,7 +3,8 @@
 Everything that decides which headers a client frame carries, for every API
 (the stomp.py-style connections and the JMS facade alike):
 
-* the broker dialect from CONNECTED's ``server`` header (:func:`dialect_of`);
+* the broker dialect from CONNECTED's ``server`` header (:func:`dialect_of`,
+  defined with everything else that differs by broker in :mod:`.dialect`);
 * CONNECT/STOMP headers (:func:`connect_headers`, STOMP 1.2 "Connecting");
 * the identity an ACK names and the ACK/NACK headers of a MESSAGE per STOMP
   version (:func:`ack_identity`, :func:`ack_headers`, STOMP 1.2 "ACK"),
@@ -12,41 +13,13 @@ Everything that decides which headers a client frame carries, for every API
 """
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from .dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ, dialect_of, is_activemq_classic
+
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
            "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command"]
 
-#: Broker dialects (CONNECTED's ``server`` header): ActiveMQ Classic (``ActiveMQ/5.17.2``).
-ACTIVEMQ = "activemq"
-#: ActiveMQ Artemis (``ActiveMQ-Artemis/2.x``): not Classic; ignores ``activemq.*`` headers.
-ARTEMIS = "artemis"
-#: RabbitMQ's STOMP plugin (``RabbitMQ/3.10.x``).
-RABBITMQ = "rabbitmq"
-#: Any other STOMP broker, or no ``server`` header.
-GENERIC = "generic"
-
 #: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
 ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
-
-
-def dialect_of(server: Optional[str]) -> str:
-    """The broker dialect named by CONNECTED's ``server`` header: :data:`ACTIVEMQ`,
-    :data:`ARTEMIS`, :data:`RABBITMQ` or :data:`GENERIC`."""
-    if not server:
-        return GENERIC
-    if server.startswith("ActiveMQ/"):
-        return ACTIVEMQ
-    if server.startswith("ActiveMQ-Artemis"):
-        return ARTEMIS
-    if server.startswith("RabbitMQ"):
-        return RABBITMQ
-    return GENERIC
-
-
-def is_activemq_classic(server: Optional[str]) -> bool:
-    """True when ``server`` (CONNECTED's header) names ActiveMQ Classic, the only
-    broker that gets ``activemq.*`` headers and Classic's quirks (Artemis
-    announces ``ActiveMQ-Artemis/...``)."""
-    return server is not None and server.startswith("ActiveMQ/")
 
 
 def connect_headers(accept_version: str, host: Optional[str] = None, heartbeats: Tuple[int, int] = (0, 0),

@@ -15,7 +15,12 @@ What it owns (STOMP 1.2 sections in brackets):
 * receipt correlation ("RECEIPT", "ERROR"): a frame sent with a ``receipt``
   header registers an opaque token (the driver's future); the RECEIPT or the
   ERROR carrying that ``receipt-id`` hands it back; a lost connection hands
-  back every token still waiting;
+  back every token still waiting. A broker whose ERRORs carry no
+  ``receipt-id`` (RabbitMQ 3.10: :attr:`~amqstomp._protocol.dialect.Dialect.error_receipts`)
+  answers frames in order, so its ERROR is taken as the answer to the one
+  receipt awaited when exactly one is (with more, it answers none of them);
+  the last ERROR is kept (:attr:`ProtocolState.last_error`), so that the end
+  of the connection can give the broker's reason;
 * heart-beats ("Heart-beating"): negotiation, when the next one must be
   written, when the peer is overdue (:meth:`ProtocolState.next_deadline`).
 
@@ -27,7 +32,9 @@ than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
-from .frames import GENERIC, dialect_of, ACTIVEMQ
+from ..exception import FrameEncodeError
+from .dialect import ACTIVEMQ, BROKERS, GENERIC, dialect_of
+from .dialect import auto_content_length as _auto_content_length
 from .heartbeat import DUE_SLACK, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
 from .limits import ACTIVEMQ_LIMITS, LIMITS_SAFE_BYTES, NO_CHECK_BYTES, check_limits
 
@@ -55,15 +62,20 @@ class ProtocolState:
             ``heart_beat_receive_scale``, 1.5).
         now_ms (float): the time (ms) the socket opened: silence is counted from it.
 
+        broker (str | None): the user's dialect (``broker`` option: a name of
+            :data:`amqstomp._protocol.dialect.BROKERS`); None: the one
+            CONNECTED's ``server`` names.
+
     Raises:
         ValueError: an unknown version.
     """
 
     __slots__ = ("parser", "version", "grace", "connected", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
-                 "last_read_ms", "last_write_ms", "receipts")
+                 "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id")
 
-    def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0) -> None:
+    def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
+                 broker: Optional[str] = None) -> None:
         self.parser = FrameParser(version=version)
         #: the version frames are encoded in (the negotiated one once CONNECTED came)
         self.version = version
@@ -71,7 +83,12 @@ class ProtocolState:
         self.connected = False
         self.connected_frame: Optional[Frame] = None
         self.server: Optional[str] = None
-        self.dialect = GENERIC
+        #: the user's dialect, or None (:func:`~amqstomp._protocol.dialect.dialect_of` the ``server``)
+        self.broker = broker
+        self.dialect = broker or GENERIC
+        #: the last ERROR frame received, or None, and the receipt it answered (or None)
+        self.last_error: Optional[Frame] = None
+        self.error_receipt_id: Optional[str] = None
         #: (header line bytes, headers, frame bytes) the broker enforces, or None
         self.limits: Optional[Tuple[int, int, int]] = None
         #: frames above this many bytes are checked against :attr:`limits`
@@ -120,7 +137,12 @@ class ProtocolState:
         if cmd == "RECEIPT":
             return RECEIPT, self.pop_receipt(frame.headers.get("receipt-id"))
         if cmd == "ERROR":
-            token = self.pop_receipt(frame.headers.get("receipt-id"))
+            self.last_error = frame
+            receipt_id = frame.headers.get("receipt-id")
+            if receipt_id is None and len(self.receipts) == 1 and not BROKERS[self.dialect].error_receipts:
+                receipt_id = next(iter(self.receipts))  # the one frame it can answer (see the module docstring)
+            self.error_receipt_id = receipt_id
+            token = self.pop_receipt(receipt_id)
             return (ERROR if self.connected else CONNECT_REFUSED), token
         if cmd == "CONNECTED":
             self._on_connected(frame)
@@ -131,7 +153,7 @@ class ProtocolState:
         self.version = self.parser.version
         self.connected_frame = frame
         self.server = frame.headers.get("server")
-        self.dialect = dialect_of(self.server)
+        self.dialect = dialect_of(self.server, self.broker)
         self.send_ms, self.recv_ms = negotiate(self.client_heartbeat, parse_heartbeat(frame.headers.get("heart-beat")))
         self.recv_timeout_ms = receive_timeout_ms(self.recv_ms, self.grace)
         if self.dialect == ACTIVEMQ:  # Classic's StompWireFormat limits (Artemis has its own)
@@ -150,12 +172,23 @@ class ProtocolState:
             head (bytes | None): a pre-encoded :class:`~amqstomp.codec.FrameHead`
                 for this version (its header lines come first).
 
+        A SEND whose ``transformation`` ActiveMQ reads from the body gets no
+        automatic ``content-length`` (:func:`~amqstomp._protocol.dialect.auto_content_length`).
+
         Raises:
-            FrameEncodeError: the frame cannot be written in this version.
+            FrameEncodeError: the frame cannot be written in this version (also:
+                a NUL in the body of such a SEND).
             FrameLimitError: it breaks a limit the broker enforces (not sent).
         """
         if cmd == "CONNECT" or cmd == "STOMP":
             self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
+        elif auto_content_length and cmd == "SEND" and "transformation" in headers \
+                and not _auto_content_length(cmd, headers):
+            auto_content_length = False
+            if b"\x00" in bytes(body):
+                raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else ActiveMQ "
+                                       "ignores the transformation and makes a BytesMessage), so its body cannot "
+                                       "hold a NUL byte" % (headers.get("transformation"),))
         if head is None:
             data = encode_frame(cmd, headers, body, self.version, auto_content_length)
         else:

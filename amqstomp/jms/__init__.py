@@ -35,7 +35,7 @@ from .constants import (
     SESSION_TRANSACTED,
 )
 from .consumer import MessageConsumer
-from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from .destination import Destination, Queue, ReplyQueue, StompDestination, TemporaryQueue, TemporaryTopic, Topic
 from .exceptions import (
     AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
@@ -66,6 +66,8 @@ __all__ = [
     "Topic",
     "TemporaryQueue",
     "TemporaryTopic",
+    "ReplyQueue",
+    "StompDestination",
     "Message",
     "TextMessage",
     "BytesMessage",

@@ -7,6 +7,7 @@ Licensed under the Apache License, Version 2.0.
 """
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union, cast
 
+from .._protocol.dialect import ACTIVEMQ, BROKERS, TEXT_CONTENT_TYPE
 from ._mapxml import INT_RANGES, MAP_TRANSFORMATION, XML_BAD, TypedEntries, decode_map, encode_map, java_float
 from ._scheduling import check_scheduled_property, is_scheduling_property
 from .constants import DEFAULT_PRIORITY, PERSISTENT
@@ -21,7 +22,7 @@ __all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEA
 RESERVED_HEADERS = frozenset((
     "destination", "receipt", "transaction", "content-length", "message-id", "subscription", "ack", "id",
     "redelivered", "expires", "priority", "persistent", "reply-to", "correlation-id", "type", "timestamp",
-    "amq-msg-type", "JMSXGroupID", "JMSXGroupSeq", "transformation", "receipt-id",
+    "amq-msg-type", "JMSXGroupID", "JMSXGroupSeq", "transformation", "receipt-id", "content-type",
 ))
 
 PropertyValue = Union[str, int, float, bool]
@@ -145,10 +146,10 @@ class Message:
 
     # ------------------------------------------------------------ body
 
-    def stomp_body(self, activemq: bool) -> Tuple[bytes, Dict[str, Any]]:
+    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         """The SEND body (bytes) of this message and the headers that frame it
-        (``content-length``: None leaves it out), for an ActiveMQ broker
-        (``activemq``) or another.
+        (``content-length``: None leaves it out), for a broker of ``dialect``
+        (:mod:`amqstomp._protocol.dialect`).
 
         Raises:
             MessageFormatError: a body that cannot travel to this broker.
@@ -201,17 +202,19 @@ class TextMessage(Message):
     def clear_body(self) -> None:
         self.text = ""
 
-    def stomp_body(self, activemq: bool) -> Tuple[bytes, Dict[str, Any]]:
+    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         text = self.text
         if not isinstance(text, str):
             raise MessageFormatError("TextMessage.text must be str, got %s" % type(text).__name__)
         data = text.encode("utf-8")
-        if b"\x00" not in data:
-            return data, {"content-length": None}  # no content-length: ActiveMQ makes a TextMessage
-        if activemq:
-            return data, {"content-length": len(data), "amq-msg-type": "text"}
-        raise MessageFormatError("a text with a NUL character needs content-length, which makes it a "
-                                 "bytes message on this broker; send a BytesMessage")
+        if b"\x00" not in data:  # no content-length: ActiveMQ makes a TextMessage; content-type: every broker
+            return data, {"content-length": None, "content-type": TEXT_CONTENT_TYPE}
+        if dialect == ACTIVEMQ:
+            return data, {"content-length": len(data), "amq-msg-type": "text", "content-type": TEXT_CONTENT_TYPE}
+        if BROKERS[dialect].text_length_ok:
+            return data, {"content-length": len(data), "content-type": TEXT_CONTENT_TYPE}
+        raise MessageFormatError("a text with a NUL character needs content-length, which makes it a bytes "
+                                 "message on %s; send a BytesMessage" % BROKERS[dialect].title)
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 40 else self.text[:40] + "..."
@@ -242,7 +245,7 @@ class BytesMessage(Message):
     def clear_body(self) -> None:
         self.data = b""
 
-    def stomp_body(self, activemq: bool) -> Tuple[bytes, Dict[str, Any]]:
+    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         data = self.data
         if data.__class__ is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -516,10 +519,11 @@ class MapMessage(Message):
         self._body_missing = False
 
     # -- wire form (XStream's rendering of a java.util.HashMap)
-    def stomp_body(self, activemq: bool) -> Tuple[bytes, Dict[str, Any]]:
-        if not activemq:
-            raise MessageFormatError("a MapMessage travels as ActiveMQ's jms-map-xml transformation; this broker "
-                                     "is not ActiveMQ")
+    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+        if dialect != ACTIVEMQ:
+            raise MessageFormatError("a MapMessage travels as ActiveMQ Classic's jms-map-xml transformation; the "
+                                     "broker is %s, which has none (send its entries as text, e.g. JSON)"
+                                     % BROKERS[dialect].title)
         # no content-length: ActiveMQ's JmsFrameTranslator reads the XML only then
         return encode_map(self._map), {"content-length": None, "transformation": MAP_TRANSFORMATION}
 

@@ -3,6 +3,14 @@
 RECEIPT, over failover too; UNSUBSCRIBE), its prefetch window, and the
 ACK / NACK frames its messages are settled with.
 
+A consumer of the connection's own temporary queue on RabbitMQ sends no
+SUBSCRIBE (RabbitMQ takes ``/temp-queue/x`` only as a SEND's ``reply-to``):
+the replies come on the subscription the broker makes for the connection at
+the first such SEND, named ``/temp-queue/x`` and acked by the broker
+(:func:`is_reply_subscription`); the consumer registers under that id, with
+``ack:auto`` (its session's acknowledge mode does not apply), and is never
+replayed or UNSUBSCRIBEd.
+
 Licensed under the Apache License, Version 2.0.
 """
 import logging
@@ -12,12 +20,12 @@ from typing import Any, Dict, Optional
 from ..codec import Frame
 from ..exception import (
     BrokerError,
-    ConfigurationError,
     ConnectionClosedException,
     NotConnectedException,
     ReceiptTimeout,
     StompException,
 )
+from .._protocol.dialect import BROKERS, refusal, reject_headers
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -27,12 +35,19 @@ from .destination import Destination
 from .exceptions import BrowseInterruptedError, IllegalStateError
 from .link import message_ack_headers
 
-__all__ = ["Subscriber"]
+__all__ = ["Subscriber", "is_reply_subscription"]
 
 log = logging.getLogger("amqstomp.jms.consumer")
 
 _PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
                      "topic_prefetch")
+
+
+def is_reply_subscription(link: Any, sub_id: str) -> bool:
+    """True for a subscription the broker made itself for the replies to a
+    temporary queue (RabbitMQ: id ``/temp-queue/x``): never SUBSCRIBEd,
+    UNSUBSCRIBEd nor replayed (see the module docstring)."""
+    return sub_id.startswith("/temp-queue/") and BROKERS[link.dialect].temp_reply_only
 
 
 class Subscriber:
@@ -154,8 +169,7 @@ class Subscriber:
             headers["selector"] = self.selector
         if self.no_local:
             if not link.is_activemq:
-                raise ConfigurationError("no_local needs ActiveMQ's activemq.noLocal header; the broker says "
-                                         "server=%r" % (link.server,))
+                raise refusal("no_local (activemq.noLocal)", link.dialect, link.server)
             headers["activemq.noLocal"] = "true"
         if self.durable_name is not None:
             headers["activemq.subscriptionName"] = self.durable_name
@@ -163,9 +177,15 @@ class Subscriber:
             headers["browser"] = "true"
         if self.transformation is not None:
             headers["transformation"] = self.transformation
+        reply_only = self.destination.is_temporary and BROKERS[link.dialect].temp_reply_only
+        if reply_only:  # RabbitMQ: see the module docstring
+            self.sub_id = self.destination.stomp_name
         frame_headers, sub = manager.prepare(self.destination.subscribe_name, self.sub_id, ack, headers,
                                              self.subscribe_options(), link.connect_timeout_s)
         self.sub = sub
+        if reply_only:
+            self.connection.register_consumer(self.sub_id, self.consumer)
+            return
         self.tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
             self.connection.options.get("ack_batch_cap") or 100))
         self.connection.register_consumer(self.sub_id, self.consumer)  # messages may follow SUBSCRIBE at once
@@ -256,7 +276,7 @@ class Subscriber:
         connection.unregister_consumer(self.sub_id)
         manager = self.link.manager
         assert manager is not None
-        if not self.link.transport.is_connected():
+        if not self.link.transport.is_connected() or is_reply_subscription(self.link, self.sub_id):
             manager.discard(self.sub_id)
             return
         if self.browser and (self.browse_lost or self.browse_seq != self.link.transport.link_seq):
@@ -315,7 +335,8 @@ class Subscriber:
             sub.window.on_application_ack(cumulative)
 
     def poison(self, delivery: Delivery) -> None:
-        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ)."""
+        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ; on RabbitMQ
+        with ``requeue:false``: dead-lettered, or dropped without a dead-letter exchange)."""
         if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
             return
         frame = delivery.frame
@@ -344,7 +365,9 @@ class Subscriber:
             if version == "1.0":  # no NACK in STOMP 1.0: drop it
                 link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
             else:
-                link.acknowledge("NACK", message_ack_headers(link, frame.headers), frame.link_seq)
+                # RabbitMQ: requeue:false, or the NACK would put it straight back on the queue
+                link.acknowledge("NACK", reject_headers(link.dialect, message_ack_headers(link, frame.headers)),
+                                 frame.link_seq)
         except StompException as exc:
             log.debug("%r: NACK not sent: %s", self, exc)
 

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
+from .._protocol.dialect import refusal
 from ..exception import ConfigurationError
 from ._state import Delivery, SessionState
 from .constants import AT_MOST_ONCE
@@ -61,8 +62,7 @@ class QueueBrowser:
             raise TypeError("selector must be a str or None, got %r" % (selector,))
         link = state.connection.consumer_link
         if not link.is_activemq:
-            raise ConfigurationError("queue browsers use ActiveMQ's browser header; the broker says server=%r"
-                                     % (link.server,))
+            raise refusal("queue browsers (ActiveMQ's browser header)", link.dialect, link.server)
         if link.version == "1.0":
             raise ConfigurationError("ActiveMQ browses queues for STOMP 1.1 and later; this connection speaks "
                                      "1.0 (stompVersion)")

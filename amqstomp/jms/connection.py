@@ -45,6 +45,7 @@ from ..flow import RedeliveryPolicy
 from ..uri import redact
 from ..utils import clamp_wait
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
+from ._subscriber import is_reply_subscription
 from .consumer import MessageConsumer
 from .destination import Destination, TemporaryDestination, TemporaryQueue, TemporaryTopic
 from .exceptions import IllegalStateError, ResourceAllocationError, is_resource_allocation_error
@@ -453,22 +454,17 @@ class Connection:
 
     def on_error_frame(self, link: Link, frame: Frame) -> None:
         """Dispatcher thread of ``link``: an ERROR frame no call waits for goes
-        to the exception listener (one that answers a CONNECT, or a call that
-        waits for it, is not reported here)."""
-        if frame.headers.get("amqstomp-connect-refused") == "true":
-            # the answer to a CONNECT: that connect attempt raises it, or (failover) tries again
-            log.info("%r: the broker refused a CONNECT on the %s socket: %s", self, link.role,
-                     frame.headers.get("message", ""))
-            return
+        to the exception listener (one that answers a CONNECT comes as
+        ``on_connect_refused`` instead: that connect attempt raises it; one
+        that answers a call that waits for it, the call raises)."""
         receipt = frame.headers.get("receipt-id")
         if receipt is not None and not receipt.startswith(ASYNC_RECEIPT_PREFIX):
             return  # a waiting call raises it
-        message = frame.headers.get("message", "") or "ERROR from the broker"
         exc: BaseException
         if is_resource_allocation_error(frame):
-            exc = ResourceAllocationError("broker refused an asynchronous send: %s" % message, frame)
+            exc = ResourceAllocationError("broker refused an asynchronous send", frame)
         else:
-            exc = BrokerError("broker error on the %s socket: %s" % (link.role, message), frame)
+            exc = BrokerError("broker error on the %s socket" % link.role, frame)
         self.report(exc)
 
     def on_transport_event(self, link: Link, name: str) -> None:
@@ -497,6 +493,8 @@ class Connection:
             return
 
         def skip(sub: Any) -> bool:  # browses: dropped (or left to their consumer), never replayed
+            if is_reply_subscription(link, sub.id):
+                return True  # RabbitMQ's own subscription of a temporary queue: never SUBSCRIBEd
             if str(sub.headers.get("browser")) != "true":
                 return False
             with self._lock:

@@ -4,9 +4,20 @@
 ``/remote-temp-queue/ID:...``).
 
 A queue or topic name may carry ActiveMQ consumer options
-(``Queue("orders?consumer.prefetchSize=10&consumer.exclusive=true")``); they
-apply when a consumer subscribes (each becomes its ``activemq.*`` SUBSCRIBE
-header, see ``docs/options.md``) and are not part of the name a producer sends to.
+(``Queue("orders?consumer.prefetchSize=10&consumer.exclusive=true")``) or
+RabbitMQ queue arguments (``Queue("orders?x-max-length=1000")``); they apply
+when a consumer subscribes (each becomes its SUBSCRIBE header:
+``activemq.*``, see ``docs/options.md``, or the ``x-*`` header itself) and are
+not part of the name a producer sends to.
+
+Names are taken in three forms (:func:`as_destination`): a STOMP name
+(``/queue/orders``), an ActiveMQ destination URL as Java clients write them
+(``queue://orders``, ``topic://prices``, ``temp-queue://ID:...``,
+``temp-topic://ID:...``), or a bare name (a queue). A STOMP name of another
+kind (RabbitMQ's ``/exchange/x/key``, ``/amq/queue/q``) is kept as it is
+(:class:`StompDestination`); a ``/reply-queue/...`` (RabbitMQ's name of a
+temporary queue of another connection, in a ``reply-to``) is a remote
+:class:`ReplyQueue`.
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -15,7 +26,7 @@ from typing import Any, Optional, Union
 from .exceptions import InvalidDestinationError
 
 __all__ = ["Destination", "Queue", "Topic", "TemporaryDestination", "TemporaryQueue", "TemporaryTopic",
-           "destination_from_header", "as_destination"]
+           "ReplyQueue", "StompDestination", "destination_from_header", "as_destination"]
 
 
 class Destination:
@@ -27,6 +38,8 @@ class Destination:
     """
 
     prefix = "/queue/"
+    #: the ActiveMQ destination URL scheme of this kind (``queue://``)
+    scheme = "queue://"
     is_topic = False
     is_temporary = False
 
@@ -35,6 +48,11 @@ class Destination:
             raise InvalidDestinationError("a destination name must be a non-empty str, got %r" % (name,))
         if name.startswith(self.prefix):
             name = name[len(self.prefix):]
+        elif name.startswith(self.scheme):
+            name = name[len(self.scheme):]
+        elif "://" in name.partition("?")[0]:
+            raise InvalidDestinationError("%r: %s takes a %s URL (or %s..., or the bare name)"
+                                          % (name, type(self).__name__, self.scheme, self.prefix))
         elif name.startswith("/"):
             raise InvalidDestinationError(
                 "%r: give %s the bare name (or %s...), not another kind of STOMP destination"
@@ -78,7 +96,23 @@ class Topic(Destination):
     """A topic: ``Topic("prices")`` is STOMP ``/topic/prices``."""
 
     prefix = "/topic/"
+    scheme = "topic://"
     is_topic = True
+
+
+class StompDestination(Destination):
+    """A STOMP destination name of a kind amqstomp has no class for, kept as it is
+    (RabbitMQ's ``/exchange/amq.topic/key``, ``/amq/queue/q``; on ActiveMQ the
+    broker refuses it, naming the kinds it has)."""
+
+    prefix = ""
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name.startswith("/") or len(name) < 2:
+            raise InvalidDestinationError("a STOMP destination name starts with '/', got %r" % (name,))
+        base, _, options = name.partition("?")
+        self.name = base
+        self.options = options
 
 
 class TemporaryDestination(Destination):
@@ -121,6 +155,7 @@ class TemporaryQueue(TemporaryDestination):
     (``session.create_temporary_queue()``); the usual ``reply_to`` of a request."""
 
     prefix = "/temp-queue/"
+    scheme = "temp-queue://"
     remote_prefix = "/remote-temp-queue/"
 
 
@@ -128,8 +163,21 @@ class TemporaryTopic(TemporaryDestination):
     """A topic that lives as long as the connection that made it."""
 
     prefix = "/temp-topic/"
+    scheme = "temp-topic://"
     remote_prefix = "/remote-temp-topic/"
     is_topic = True
+
+
+class ReplyQueue(TemporaryQueue):
+    """RabbitMQ's temporary queue of another connection, as a ``reply-to``
+    names it (``/reply-queue/amq.gen-...``): send the reply there, from any
+    socket."""
+
+    remote_prefix = "/reply-queue/"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, remote=True)
+
 
 
 def destination_from_header(value: Optional[str], lookup: Optional[Any] = None) -> Optional[Destination]:
@@ -152,12 +200,18 @@ def destination_from_header(value: Optional[str], lookup: Optional[Any] = None) 
         if found is not None:
             return found  # type: ignore[no-any-return]
         return TemporaryQueue(value) if value.startswith("/temp-queue/") else TemporaryTopic(value)
-    return Queue(value.lstrip("/") or value)
+    if value.startswith("/reply-queue/"):
+        return ReplyQueue(value)
+    if value.startswith("/") and len(value) > 1:
+        return StompDestination(value)
+    return Queue(value)
 
 
 def as_destination(value: Union[Destination, str]) -> Destination:
-    """A Destination from a Destination or a STOMP name (``/queue/a``, ``/topic/b``;
-    a bare name is a queue).
+    """A Destination from a Destination, a STOMP name (``/queue/a``, ``/topic/b``),
+    an ActiveMQ destination URL (``queue://a``, ``topic://b``; ``temp-queue://ID:x``
+    and ``temp-topic://ID:x`` name another connection's temporary destination:
+    sent to as ``/remote-temp-queue/ID:x``), or a bare name (a queue).
 
     Raises:
         InvalidDestinationError: not a Destination nor a non-empty str.
@@ -166,6 +220,12 @@ def as_destination(value: Union[Destination, str]) -> Destination:
         return value
     if not isinstance(value, str) or not value:
         raise InvalidDestinationError("expected a Destination or a STOMP destination name, got %r" % (value,))
+    if value.startswith("temp-queue://"):
+        return TemporaryQueue(value[len("temp-queue://"):], remote=True)
+    if value.startswith("temp-topic://"):
+        return TemporaryTopic(value[len("temp-topic://"):], remote=True)
+    if value.startswith(("queue://", "topic://")):
+        return Queue(value) if value.startswith("queue://") else Topic(value)
     if value.startswith("/"):
         base, sep, options = value.partition("?")
         found = destination_from_header(base)

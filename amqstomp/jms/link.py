@@ -42,12 +42,14 @@ from ..exception import (
     StompException,
     TransactionInDoubtError,
     TransactionRolledBackError,
+    broker_reason,
 )
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
 from .._engine.client import Client
 from .._io.channel import tls_context
-from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers, is_activemq_classic
+from .._protocol.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
+from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
 from ..subscription import SubscriptionManager
 from ..transport import Transport
 from ..uri import Endpoint
@@ -79,6 +81,9 @@ class _LinkListener:
 
     def on_error(self, frame: Frame) -> None:
         self.link.connection.on_error_frame(self.link, frame)
+
+    def on_connect_refused(self, frame: Frame) -> None:  # that connect attempt raises it (with failover: retries)
+        log.info("the broker refused a CONNECT on the %s socket: %s", self.link.role, broker_reason(frame))
 
     def on_heartbeat_timeout(self) -> None:
         self.link.heartbeat_timed_out = True
@@ -143,8 +148,10 @@ class Link:
         self.closing = False
         self.heartbeat_timed_out = False
         self.connected_frame: Optional[Frame] = None
-        #: the broker is ActiveMQ (CONNECTED's ``server``; set on each CONNECTED and
-        #: kept while a failover replaces the socket). An attribute: send() reads it.
+        #: the broker dialect (:mod:`amqstomp._protocol.dialect`: the ``broker`` option, else
+        #: CONNECTED's ``server``; set on each CONNECTED and kept while a failover replaces
+        #: the socket), and whether it is ActiveMQ Classic. Attributes: send() reads them.
+        self.dialect = GENERIC
         self.is_activemq = False
         timeout_ms = options.get("connection_timeout_ms") or 30000
         self.connect_timeout_s = timeout_ms / 1000.0
@@ -154,6 +161,7 @@ class Link:
             keepalive=bool(options.get("keepalive")) or None, vhost=options.get("vhost"),
             auto_decode=False,
             heart_beat_receive_scale=float(options.get("heart_beat_receive_scale") or 1.5))
+        self.transport.broker = check_broker(options.get("broker"), "broker (amqstomp.broker)")
         tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
         if tls_hosts:
             self.transport.set_ssl_context(make_ssl_context(options), tls_hosts)
@@ -253,7 +261,7 @@ class Link:
                 thread.name = "amqstomp-jms%d-%s-%s" % (self.connection.number, self.role, kind)
 
         def headers_for(host: str) -> Dict[str, Any]:
-            return connect_headers(ACCEPT_VERSIONS[version], options.get("vhost") or host,
+            return connect_headers(ACCEPT_VERSIONS[version], connect_host(version, options.get("vhost")),
                                    tuple(options.get("heartbeats") or (0, 0)), options.get("username"),
                                    options.get("password"), self.client_id)
 
@@ -269,7 +277,8 @@ class Link:
         self.connected_frame = self.client.handshake(version, "CONNECT", headers_for, wait_s, only=only,
                                                      silent=self.reconnector is not None, opened=name_threads,
                                                      failing=failing)
-        self.is_activemq = is_activemq_classic(self.server)
+        self.dialect = self.transport.dialect
+        self.is_activemq = self.dialect == ACTIVEMQ
         log.debug("%s link connected to %s:%s (%s, STOMP %s)", self.role, self.endpoint.host,
                   self.endpoint.port, self.server, self.version)
 

@@ -3,11 +3,17 @@ and :class:`BytesMessage`, and their mapping onto STOMP frames (ActiveMQ's).
 
 On ActiveMQ a SEND without ``content-length`` becomes a TextMessage and one with
 it a BytesMessage. amqstomp sends a :class:`TextMessage` without
-``content-length``; a text that holds a NUL character cannot be framed that
-way, so on ActiveMQ it goes with ``content-length`` and ``amq-msg-type:text``
-(the broker then still makes a TextMessage), and elsewhere it is refused. A
-received MESSAGE is a :class:`BytesMessage` when it has ``content-length``
-(unless ``amq-msg-type`` says ``text``), else a :class:`TextMessage`.
+``content-length`` and with ``content-type: text/plain; charset=utf-8``; a text
+that holds a NUL character cannot be framed that way, so on ActiveMQ it goes
+with ``content-length`` and ``amq-msg-type:text`` (the broker then still makes
+a TextMessage), on RabbitMQ with ``content-length`` (its ``content-type`` says
+text), and elsewhere it is refused. A received MESSAGE is a
+:class:`TextMessage` when its ``content-type`` is a text type (on every broker:
+RabbitMQ puts ``content-length`` on every MESSAGE) or ActiveMQ's
+``amq-msg-type`` says ``text``; one with another ``content-type`` is a
+:class:`BytesMessage`; without one, ActiveMQ's rule decides (``content-length``:
+bytes, none: text). The text is decoded with the ``charset`` the
+``content-type`` names (UTF-8 by default).
 
 JMS header fields map onto STOMP headers: ``correlation_id`` ↔ ``correlation-id``,
 ``reply_to`` ↔ ``reply-to``, ``type`` ↔ ``type``, ``priority`` ↔ ``priority``,
@@ -20,10 +26,12 @@ set to ``5`` is received as ``"5"``.
 
 Licensed under the Apache License, Version 2.0.
 """
+import codecs
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from ..codec import FrameHead
+from .._protocol.dialect import ACTIVEMQ, is_text, refusal
 from ._mapxml import MAP_SUBSCRIBE_TRANSFORMATION, MAP_TRANSFORMATION, TypedEntries
 from ._messages import (
     RESERVED_HEADERS,
@@ -35,7 +43,7 @@ from ._messages import (
     TextMessage,
     check_property,
 )
-from ._scheduling import check_scheduled_property
+from ._scheduling import SCHEDULING_PROPERTIES, check_scheduled_property
 from .constants import DEFAULT_PRIORITY, NON_PERSISTENT, PERSISTENT
 from .destination import Destination, destination_from_header
 from .exceptions import IllegalStateError, MessageFormatError
@@ -50,7 +58,8 @@ __all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEA
 # headers of a received MESSAGE that are not properties
 _FRAME_ONLY = frozenset(("destination", "message-id", "subscription", "ack", "content-length", "redelivered",
                          "expires", "priority", "persistent", "reply-to", "correlation-id", "type",
-                         "timestamp", "amq-msg-type", "JMSXGroupID", "JMSXGroupSeq", "transformation"))
+                         "timestamp", "amq-msg-type", "JMSXGroupID", "JMSXGroupSeq", "transformation",
+                         "content-type", "receipt"))  # receipt: RabbitMQ hands on the SEND's
 
 
 _time = time.time
@@ -96,16 +105,19 @@ class SendHead(FrameHead):
         super().__init__("SEND", headers)
 
 
-def message_headers(message: Message, head: SendHead, time_to_live: int, activemq: bool,
+def message_headers(message: Message, head: SendHead, time_to_live: int, dialect: str,
                     timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
     """The SEND headers of ``message`` that follow ``head`` (body framing,
     properties, timestamp, expiration, correlation id, reply-to, type, group),
-    and its body; sets the message's JMS header fields (destination, delivery
-    mode, priority, timestamp, expiration) as ``send`` does. Timestamps are
-    epoch ms (ints: the codec writes them).
+    and its body, for a broker of ``dialect`` (:mod:`amqstomp._protocol.dialect`);
+    sets the message's JMS header fields (destination, delivery mode, priority,
+    timestamp, expiration) as ``send`` does. Timestamps are epoch ms (ints: the
+    codec writes them).
 
     Raises:
         MessageFormatError: a bad property, body, reply-to or time-to-live.
+        ConfigurationError: ``AMQ_SCHEDULED_*`` properties (ActiveMQ's scheduler)
+            for another broker, which would deliver the message at once.
     """
     # (the hot path of every send: the checks are cheap type() tests first)
     if time_to_live.__class__ is not int or time_to_live < 0:
@@ -115,12 +127,14 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, activem
         body = message.data
         headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage.stomp_body inlined: hot path
     else:
-        body, headers = message.stomp_body(activemq)
+        body, headers = message.stomp_body(dialect)
     properties = message.properties
     if properties:
         for name, value in properties.items():
             check_property(name, value)
             headers[name] = _text(value)
+        if dialect != ACTIVEMQ and not SCHEDULING_PROPERTIES.isdisjoint(properties):
+            raise refusal("scheduled delivery (AMQ_SCHEDULED_* properties)", dialect, None)
     now = int(_time() * 1000) if (timestamp or time_to_live) else 0
     if timestamp:
         headers["timestamp"] = now
@@ -150,7 +164,7 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, activem
 
 
 def send_headers(message: Message, destination: Destination, delivery_mode: int, priority: int,
-                 time_to_live: int, activemq: bool, timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
+                 time_to_live: int, dialect: str = ACTIVEMQ, timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
     """All the SEND headers of ``message`` (:class:`SendHead`'s, then
     :func:`message_headers`'), and its body; sets the message's JMS header
     fields as ``send`` does.
@@ -160,10 +174,21 @@ def send_headers(message: Message, destination: Destination, delivery_mode: int,
             reply-to or time-to-live.
     """
     head = SendHead(destination, delivery_mode, priority)
-    headers, body = message_headers(message, head, time_to_live, activemq, timestamp)
+    headers, body = message_headers(message, head, time_to_live, dialect, timestamp)
     full: Dict[str, Any] = dict(head.headers)
     full.update(headers)
     return full, body
+
+
+def _charset(content_type: Optional[str]) -> str:
+    """The ``charset`` a ``content-type`` names (a known codec), else UTF-8."""
+    if content_type and "charset=" in content_type:
+        name = content_type.split("charset=", 1)[1].split(";", 1)[0].strip().strip('"')
+        try:
+            return codecs.lookup(name).name
+        except LookupError:
+            pass
+    return "utf-8"
 
 
 def _int(value: Optional[str], default: int) -> int:
@@ -184,6 +209,7 @@ def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = 
     kind = headers.get("amq-msg-type")
     message: Message
     transformation = headers.get("transformation")
+    text = is_text(headers)
     if transformation == MAP_TRANSFORMATION or (transformation == MAP_SUBSCRIBE_TRANSFORMATION and not data.strip()):
         # the second: a map that a map_messages=True consumer had prefetched and gave back; ActiveMQ
         # keeps that subscription's transformation on it and sends other consumers no body
@@ -191,12 +217,17 @@ def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = 
             message = MapMessage.from_xml(data)
         else:  # the consumer did not ask for the rendering: ActiveMQ sent no body
             message = MapMessage(TypedEntries.missing())
-    elif kind == "text" or (kind != "bytes" and "content-length" not in headers):
-        message = TextMessage(data.decode("utf-8", errors="replace"))
+    elif kind == "text" or (kind != "bytes" and (text or (text is None and "content-length" not in headers))):
+        message = TextMessage(data.decode(_charset(headers.get("content-type")), errors="replace"))
     else:
         message = BytesMessage(data)
     message.headers = headers
-    message.destination = destination_from_header(headers.get("destination"), lookup)
+    subscription = headers.get("subscription")
+    if subscription is not None and subscription.startswith("/temp-queue/") and lookup is not None:
+        # RabbitMQ: a reply to a temporary queue comes on the connection's subscription of its name
+        message.destination = lookup(subscription) or destination_from_header(headers.get("destination"), lookup)
+    else:
+        message.destination = destination_from_header(headers.get("destination"), lookup)
     message.message_id = headers.get("message-id")
     message.timestamp = _int(headers.get("timestamp"), 0)
     message.correlation_id = headers.get("correlation-id")

@@ -26,6 +26,7 @@ from typing import Any, Optional, Union
 
 from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
+from .._protocol.dialect import BROKERS, refusal
 from .destination import Destination, TemporaryDestination, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
 from .link import Link, ProducerWindow
@@ -129,6 +130,10 @@ class MessageProducer:
                     if named.deleted:
                         raise InvalidDestinationError("%s was deleted" % (named,))
             own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
+            if connection.is_own_temporary(dest) and BROKERS[link.dialect].temp_reply_only:
+                raise refusal("sending to a temporary queue (%s)" % (dest,), link.dialect, link.server,
+                              "ActiveMQ (RabbitMQ takes /temp-queue/ only as a reply-to: send to the reply_to "
+                              "of a message, /reply-queue/...)")
             if own_temporary and not state.transacted:
                 # /temp-queue/x names a queue of the socket that says it: use the one that made it
                 link = connection.consumer_link
@@ -143,11 +148,13 @@ class MessageProducer:
                 or mode.__class__ is not int or priority.__class__ is not int):
             head = self._head = SendHead(dest, mode, priority)
         headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
-                                        link.is_activemq, not self.disable_message_timestamp)
+                                        link.dialect, not self.disable_message_timestamp)
         window = self._window
         if transaction is not None:
             headers["transaction"] = transaction
             sync = False
+            if BROKERS[link.dialect].tx_receipts_at_commit:
+                window = None  # RabbitMQ answers them only with the COMMIT: the COMMIT's receipt covers them
         else:
             sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
             if own_temporary and window is None:

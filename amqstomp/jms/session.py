@@ -39,19 +39,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
+from .._protocol.dialect import BROKERS, refusal
 from ..codec import Frame
-from ..exception import BrokerError, ConfigurationError, StompException
+from ..exception import BrokerError, StompException
 from ..utils import clamp_wait
 from ._state import Delivery, SessionState
 from ._transaction import Transaction
 from .browser import QueueBrowser
-from .constants import (
-    ACKNOWLEDGE_MODES,
-    AUTO_ACKNOWLEDGE,
-    CLIENT_ACKNOWLEDGE,
-    DUPS_OK_ACKNOWLEDGE,
-    SESSION_TRANSACTED,
-)
+from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE
+from .constants import SESSION_TRANSACTED
 from .consumer import MessageConsumer, acknowledge_delivered
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError
@@ -114,8 +110,11 @@ class Session:
         return temp
 
     def create_temporary_topic(self) -> TemporaryTopic:
-        """A topic that lives as long as the connection."""
+        """A topic that lives as long as the connection (ConfigurationError: a broker without, RabbitMQ)."""
         self._check_open()
+        link = self.connection.consumer_link
+        if not BROKERS[link.dialect].temp_topics:
+            raise refusal("a temporary topic", link.dialect, link.server, "ActiveMQ Classic")
         temp = self.connection.create_temporary(topic=True)
         assert isinstance(temp, TemporaryTopic)
         return temp
@@ -187,8 +186,11 @@ class Session:
                                               "connection that made it can consume from it" % (dest,))
             if getattr(dest, "deleted", False):
                 raise InvalidDestinationError("%s was deleted" % (dest,))
+        # RabbitMQ: the broker's own subscription (ack:auto) of the connection gets the replies
+        reply_only = dest.is_temporary and BROKERS[self.connection.consumer_link.dialect].temp_reply_only
+        mode = AT_MOST_ONCE if reply_only else None
         consumer = MessageConsumer(self.state, dest, selector, bool(no_local),
-                                   transformation=self._map_transformation(map_messages))
+                                   transformation=self._map_transformation(map_messages), mode=mode)
         return self._open_consumer(consumer, timeout_s)
 
     def _map_transformation(self, map_messages: bool) -> Optional[str]:
@@ -198,8 +200,7 @@ class Session:
             return None
         link = self.connection.consumer_link
         if not link.is_activemq:
-            raise ConfigurationError("map_messages needs ActiveMQ's transformation header; the broker says "
-                                     "server=%r" % (link.server,))
+            raise refusal("map_messages (ActiveMQ's transformation header)", link.dialect, link.server)
         return MAP_SUBSCRIBE_TRANSFORMATION
 
     def _open_consumer(self, consumer: MessageConsumer, timeout_s: Optional[float] = None) -> MessageConsumer:
@@ -309,8 +310,7 @@ class Session:
             raise ValueError("%s: the durable subscription name must be a non-empty str, got %r" % (what, name))
         link = self.connection.consumer_link
         if not link.is_activemq:
-            raise ConfigurationError("durable subscriptions use ActiveMQ's activemq.subscriptionName header; "
-                                     "the broker says server=%r" % (link.server,))
+            raise refusal("durable subscriptions (activemq.subscriptionName)", link.dialect, link.server)
         if not self.connection.client_id:
             raise IllegalStateError("%s needs a client id: durable subscriptions belong to one (set "
                                     "jms.clientID in the URI or client_id= on the ConnectionFactory)" % (what,))

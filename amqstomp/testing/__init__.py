@@ -12,14 +12,16 @@ The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
 connections.
-:class:`RabbitMQWebStomp` (:mod:`amqstomp.testing.web_stomp`) enables RabbitMQ's
-STOMP-over-WebSocket plugin on loopback ports for the tests of
-:class:`amqstomp.WSConnection` (Debian's ActiveMQ has no ``ws://`` transport).
+:class:`RabbitMQStomp` (:mod:`amqstomp.testing.rabbitmq`) turns the machine's
+RabbitMQ STOMP plugin on, on a free loopback port, for tests on a second broker;
+:class:`RabbitMQWebStomp` (:mod:`amqstomp.testing.web_stomp`) its
+STOMP-over-WebSocket plugin, for the tests of :class:`amqstomp.WSConnection`
+(Debian's ActiveMQ has no ``ws://`` transport).
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_startup`` (is a port free, has our
 broker started, why not), ``_config`` (activemq.xml, java command line),
-``statistics``, ``broker``, ``master_slave``; the proxy stands apart:
+``statistics``, ``broker``, ``master_slave``, ``rabbitmq``, ``web_stomp``; the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
 pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
 thread), ``proxy`` (:class:`TcpProxy`); ``pytest_plugin`` uses ``broker`` and
@@ -50,6 +52,7 @@ from .master_slave import (
     wait_slave_waiting,
 )
 from .proxy import ProxyError, TcpProxy
+from .rabbitmq import RabbitMQStomp
 from .statistics import broker_statistics, queue_statistics, topic_statistics
 from .web_stomp import RabbitMQNotAvailable, RabbitMQWebStomp
 
@@ -65,6 +68,7 @@ __all__ = [
     "MasterSlavePair",
     "ProxyError",
     "RabbitMQNotAvailable",
+    "RabbitMQStomp",
     "RabbitMQWebStomp",
     "TcpProxy",
     "broker_log",

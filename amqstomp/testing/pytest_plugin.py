@@ -18,9 +18,20 @@
     function-scoped factory: ``tcp_proxy_factory((host, port), **options)``
     starts a :class:`~amqstomp.testing.proxy.TcpProxy` in front of that
     address and closes every proxy it made at teardown (needs no broker).
+``rabbitmq``
+    session-scoped: the machine's RabbitMQ with its STOMP plugin on a free
+    127.0.0.1 port (:class:`~amqstomp.testing.rabbitmq.RabbitMQStomp`; guest/guest).
+``stomp_broker``
+    session-scoped, parametrised over ``activemq`` and ``rabbitmq``: a
+    :class:`StompBroker` (``name``, ``url``, ``host_and_ports``, ``username``,
+    ``password``, ``vhost``) for the broker-neutral tests; each test runs once
+    per broker. Mark what needs ActiveMQ with ``pytest.mark.activemq_only(reason)``
+    (its RabbitMQ run is skipped with the reason).
 
 When ActiveMQ is not installed the fixtures fail with an install hint; with
-``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead.
+``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead. When RabbitMQ
+is absent (or not running) ``rabbitmq`` skips, saying why, unless
+``AMQSTOMP_REQUIRE_RABBITMQ=1`` (set by ``.ci/run``): then it fails.
 
 The module is registered through the ``pytest11`` entry point ``amqstomp``.
 Without the package installed, load it with ``-p amqstomp.testing.pytest_plugin``
@@ -31,18 +42,65 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Iterator, List, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
 from ._process import close_all
 from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
 from .proxy import TcpProxy
+from .rabbitmq import RabbitMQStomp
 from .web_stomp import RabbitMQWebStomp
 
-__all__ = ["activemq", "activemq_persistent", "activemq_factory", "rabbitmq_web_stomp", "tcp_proxy_factory"]
+__all__ = ["activemq", "activemq_persistent", "activemq_factory", "rabbitmq_web_stomp", "tcp_proxy_factory",
+           "rabbitmq", "stomp_broker", "StompBroker"]
 
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
+#: Set (to 1) where RabbitMQ must be there (CI): the ``rabbitmq`` fixture fails instead of skipping.
+REQUIRE_RABBITMQ_ENV = "AMQSTOMP_REQUIRE_RABBITMQ"
+#: The brokers ``stomp_broker`` runs each test on.
+BROKER_NAMES = ("activemq", "rabbitmq")
+
+
+class StompBroker:
+    """One broker of the ``stomp_broker`` fixture: what a broker-neutral test needs.
+
+    Attributes:
+        name (str): ``"activemq"`` or ``"rabbitmq"`` (amqstomp's dialect names).
+        url (str): ``stomp://127.0.0.1:PORT`` (JMS API).
+        host_and_ports (list[tuple[str, int]]): for the stomp.py-style connections.
+        username, password (str): a login the broker takes (ActiveMQ's test
+            brokers take any; RabbitMQ ``guest``/``guest``).
+        vhost (str | None): RabbitMQ's ``/``; None for ActiveMQ.
+        broker: the :class:`ActiveMQBroker` or :class:`RabbitMQStomp`.
+    """
+
+    def __init__(self, name: str, broker: Any, username: str, password: str, vhost: Optional[str]) -> None:
+        self.name = name
+        self.broker = broker
+        self.url: str = broker.url
+        self.host_and_ports: List[Tuple[str, int]] = broker.host_and_ports
+        self.username = username
+        self.password = password
+        self.vhost = vhost
+
+    @property
+    def is_activemq(self) -> bool:
+        return self.name == "activemq"
+
+    def __repr__(self) -> str:
+        return "<StompBroker %s %s>" % (self.name, self.url)
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line("markers", "activemq_only(reason): the test needs ActiveMQ Classic; its run on "
+                                       "other brokers of the stomp_broker fixture is skipped with the reason")
+
+
+def _rabbitmq_missing(exc: BaseException) -> None:
+    if os.environ.get(REQUIRE_RABBITMQ_ENV, "") not in ("", "0") and os.environ.get(SKIP_ENV, "") in ("", "0"):
+        pytest.fail("RabbitMQ is required here (%s is set): %s" % (REQUIRE_RABBITMQ_ENV, exc), pytrace=False)
+    pytest.skip("RabbitMQ not available: %s" % (exc,))
 
 
 def _require_broker() -> None:
@@ -129,3 +187,43 @@ def tcp_proxy_factory() -> Iterator[Callable[..., TcpProxy]]:
         yield factory
     finally:
         close_all([proxy.close for proxy in reversed(made)])
+
+
+@pytest.fixture(scope="session")
+def rabbitmq() -> Iterator[RabbitMQStomp]:
+    """The machine's RabbitMQ, its STOMP plugin on a free 127.0.0.1 port (guest/guest,
+    virtual host ``/``), for the whole session; skips (fails with
+    ``AMQSTOMP_REQUIRE_RABBITMQ=1``) when RabbitMQ is absent or not running."""
+    broker = RabbitMQStomp()
+    try:
+        broker.start()
+    except BrokerNotAvailable as exc:
+        _rabbitmq_missing(exc)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session", params=BROKER_NAMES)
+def stomp_broker(request: Any) -> StompBroker:
+    """Each broker-neutral test once on ActiveMQ (the session's ``activemq``) and
+    once on RabbitMQ (``rabbitmq``): a :class:`StompBroker`."""
+    if request.param == "activemq":
+        return StompBroker("activemq", request.getfixturevalue("activemq"), "admin", "admin", None)
+    target = StompBroker("rabbitmq", request.getfixturevalue("rabbitmq"), RabbitMQStomp.username,
+                         RabbitMQStomp.password, RabbitMQStomp.vhost)
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _activemq_only(request: Any) -> None:
+    """Skip the non-ActiveMQ runs of a test marked ``activemq_only(reason)``."""
+    marker = request.node.get_closest_marker("activemq_only")
+    if marker is None or "stomp_broker" not in request.fixturenames:
+        return
+    callspec = getattr(request.node, "callspec", None)
+    name = callspec.params.get("stomp_broker") if callspec is not None else None
+    if name is not None and name != "activemq":
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "needs ActiveMQ Classic")
+        pytest.skip("ActiveMQ only: %s" % reason)

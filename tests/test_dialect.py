@@ -1,0 +1,223 @@
+"""Broker dialects and broker reasons without a broker: amqstomp._protocol.dialect (what
+differs by broker), ProtocolState's ERROR attribution, the content-length rule of
+jms-* transformations, BrokerError's text, the JMS frame mapping of RabbitMQ's
+MESSAGEs and destinations. The same behaviours against the real brokers:
+tests/test_brokers.py."""
+import subprocess
+import sys
+
+import pytest
+
+from amqstomp import ConnectionListener
+from amqstomp._engine.dispatch import ListenerDispatch
+from amqstomp._protocol import dialect
+from amqstomp._protocol.dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ
+from amqstomp._protocol.state import CONNECTED, ERROR, ProtocolState
+from amqstomp.codec import Frame
+from amqstomp.exception import BrokerError, ConfigurationError, ConnectRefusedError, FrameEncodeError, broker_reason
+from amqstomp.jms import BytesMessage, ConnectionFactory, Queue, TemporaryQueue, TextMessage, Topic
+from amqstomp.jms.destination import ReplyQueue, StompDestination, as_destination, destination_from_header
+from amqstomp.jms.message import message_from_frame
+
+RABBIT_UNKNOWN = Frame("ERROR", {"message": "Unknown destination", "content-type": "text/plain"},
+                       b"'/foo/bar' is not a valid destination.\nValid destination types are: /temp-queue, "
+                       b"/exchange, /topic, /queue, /amq/queue, /reply-queue/.\n")
+AMQ_PASSWORD = Frame("ERROR", {"message": "User name [admin] or password is invalid."},
+                     b"java.lang.SecurityException: User name [admin] or password is invalid.\n"
+                     b"\tat org.apache.activemq.security.SimpleAuthenticationBroker.addConnection(X.java:1)\n")
+
+
+def test_dialect_of_the_server_header_or_the_users_choice():
+    assert dialect.dialect_of("ActiveMQ/5.17.2") == ACTIVEMQ
+    assert dialect.dialect_of("ActiveMQ-Artemis/2.31.2 ActiveMQ Artemis Messaging Engine") == ARTEMIS
+    assert dialect.dialect_of("RabbitMQ/3.10.8") == RABBITMQ
+    assert dialect.dialect_of(None) == dialect.dialect_of("apache-apollo/1.7") == GENERIC
+    assert dialect.dialect_of("RabbitMQ/3.10.8", "generic") == GENERIC
+    assert dialect.dialect_of("RabbitMQ/3.10.8", "auto") == RABBITMQ
+    assert dialect.check_broker("RabbitMQ") == RABBITMQ and dialect.check_broker("auto") is None
+    with pytest.raises(ConfigurationError, match="activemq, artemis, rabbitmq, generic"):
+        dialect.check_broker("kafka")
+    with pytest.raises(ConfigurationError, match="amqstomp.broker"):
+        ConnectionFactory("stomp://127.0.0.1:1?amqstomp.broker=kafka")
+    assert ConnectionFactory("stomp://127.0.0.1:1?amqstomp.broker=rabbitmq").options["broker"] == "rabbitmq"
+
+
+def test_protocol_state_takes_the_users_dialect_over_the_server_header():
+    state = ProtocolState("1.2", broker=GENERIC)
+    state.receive_data(b"CONNECTED\nversion:1.2\nserver:ActiveMQ/5.17.2\n\n\x00", 0.0)
+    assert state.handle(Frame("CONNECTED", {"version": "1.2", "server": "ActiveMQ/5.17.2"})) == (CONNECTED, None)
+    assert state.dialect == GENERIC and state.limits is None  # no ActiveMQ limit checks either
+
+
+def test_connect_host_default_is_rabbitmqs_default_vhost():
+    assert dialect.connect_host("1.2", None) == "/" and dialect.connect_host("1.1", None) == "/"
+    assert dialect.connect_host("1.0", None) is None
+    assert dialect.connect_host("1.2", "prod") == "prod"
+
+
+def test_prefetch_headers_and_zero_per_broker():
+    assert dialect.prefetch_header(ACTIVEMQ, 10, "ActiveMQ/5.17.2") == ("activemq.prefetchSize", "10")
+    assert dialect.prefetch_header(RABBITMQ, 10, "RabbitMQ/3.10.8") == ("prefetch-count", "10")
+    with pytest.raises(ConfigurationError, match="RabbitMQ reads prefetch-count:0 as no limit"):
+        dialect.prefetch_header(RABBITMQ, 0, "RabbitMQ/3.10.8")
+    with pytest.raises(ConfigurationError, match="ActiveMQ Classic"):
+        dialect.prefetch_header(ACTIVEMQ, 0, "ActiveMQ/5.17.2")
+    with pytest.raises(ConfigurationError, match="ActiveMQ Artemis"):  # consumer-window-size counts bytes
+        dialect.prefetch_header(ARTEMIS, 10, "ActiveMQ-Artemis/2.31.2")
+
+
+def test_the_clients_own_nack_does_not_requeue_on_rabbitmq():
+    assert dialect.reject_headers(RABBITMQ, {"id": "a"}) == {"id": "a", "requeue": "false"}
+    assert dialect.reject_headers(ACTIVEMQ, {"id": "a"}) == {"id": "a"}  # ActiveMQ: the DLQ
+
+
+def _connected(server):
+    state = ProtocolState("1.2")
+    state.handle(Frame("CONNECTED", {"version": "1.2", "server": server}))
+    return state
+
+
+def test_an_error_without_receipt_id_answers_the_one_receipt_awaited_on_rabbitmq():
+    state = _connected("RabbitMQ/3.10.8")
+    state.expect_receipt("r1", "token-1")
+    assert state.handle(RABBIT_UNKNOWN) == (ERROR, "token-1")
+    assert state.error_receipt_id == "r1" and state.last_error is RABBIT_UNKNOWN
+    state.expect_receipt("r2", "token-2")  # two awaited: it answers neither (nothing to guess)
+    state.expect_receipt("r3", "token-3")
+    assert state.handle(RABBIT_UNKNOWN) == (ERROR, None)
+    assert set(state.receipts) == {"r2", "r3"}
+
+
+def test_activemq_names_the_receipt_an_error_answers_so_none_is_guessed():
+    state = _connected("ActiveMQ/5.17.2")
+    state.expect_receipt("r1", "token-1")
+    assert state.handle(Frame("ERROR", {"message": "Unexpected ACK received"})) == (ERROR, None)
+    assert state.handle(Frame("ERROR", {"message": "x", "receipt-id": "r1"})) == (ERROR, "token-1")
+
+
+def test_a_send_with_a_jms_transformation_gets_no_automatic_content_length():
+    state = _connected("ActiveMQ/5.17.2")
+    data = state.encode("SEND", {"destination": "/queue/a", "transformation": "jms-map-xml"}, b"<map/>")
+    assert b"content-length" not in data
+    data = state.encode("SEND", {"destination": "/queue/a", "transformation": "jms-byte"}, b"<map/>")
+    assert b"content-length:6" in data  # jms-byte is a BytesMessage on purpose
+    data = state.encode("SEND", {"destination": "/queue/a"}, b"x")
+    assert b"content-length:1" in data
+    with pytest.raises(FrameEncodeError, match="NUL"):
+        state.encode("SEND", {"destination": "/queue/a", "transformation": "jms-map-json"}, b"a\x00b")
+
+
+def test_broker_reason_is_the_message_and_the_first_body_lines():
+    assert broker_reason(RABBIT_UNKNOWN) == ("Unknown destination: '/foo/bar' is not a valid destination. Valid "
+                                             "destination types are: /temp-queue, /exchange, /topic, /queue, "
+                                             "/amq/queue, /reply-queue/.")
+    # the body only repeats the message (as SomeException: message) and a stack trace
+    assert broker_reason(AMQ_PASSWORD) == "User name [admin] or password is invalid."
+    assert broker_reason(Frame("ERROR", {}, b"")) == "(an ERROR frame with no message)"
+    assert broker_reason(Frame("ERROR", {}, "only a body\nsecond\nthird\nfourth")) == "only a body second third"
+
+
+def test_broker_errors_carry_the_reason_and_the_receipt():
+    exc = BrokerError("SUBSCRIBE refused", RABBIT_UNKNOWN, "r7")
+    assert str(exc).startswith("SUBSCRIBE refused: Unknown destination: '/foo/bar' is not a valid destination.")
+    assert str(exc).endswith("(ERROR for receipt 'r7')")
+    assert exc.receipt_id == "r7" and exc.broker_message == "Unknown destination" and exc.frame is RABBIT_UNKNOWN
+    refused = ConnectRefusedError("the broker refused the connection", AMQ_PASSWORD)
+    assert isinstance(refused, BrokerError)
+    assert str(refused) == "the broker refused the connection: User name [admin] or password is invalid."
+
+
+def test_rabbitmq_messages_map_to_text_or_bytes_by_content_type():
+    headers = {"destination": "/queue/q", "message-id": "T_1@@s@@1", "subscription": "1", "content-length": "5",
+               "receipt": "s-3", "redelivered": "false"}
+    text = message_from_frame(Frame("MESSAGE", dict(headers, **{"content-type": "text/plain; charset=utf-8"}),
+                                    b"h\xc3\xa9llo"[:5]))
+    assert isinstance(text, TextMessage) and text.text.startswith("h")
+    assert text.properties == {}  # content-type and the SEND's receipt (RabbitMQ hands it on) are not properties
+    latin = message_from_frame(Frame("MESSAGE", dict(headers, **{"content-type": "text/plain; charset=latin-1"}),
+                                     b"caf\xe9!"))
+    assert latin.text == "café!"
+    data = message_from_frame(Frame("MESSAGE", dict(headers, **{"content-type": "application/octet-stream"}),
+                                    b"abcde"))
+    assert isinstance(data, BytesMessage)
+    # ActiveMQ's rule where no content-type says otherwise: content-length means bytes, none text
+    assert isinstance(message_from_frame(Frame("MESSAGE", dict(headers), b"abcde")), BytesMessage)
+    no_length = {k: v for k, v in headers.items() if k != "content-length"}
+    assert isinstance(message_from_frame(Frame("MESSAGE", no_length, b"abc")), TextMessage)
+
+
+def test_rabbitmq_reply_queues_and_temporary_queue_replies():
+    replies = TemporaryQueue("amqstomp-1-abc", owner=object())
+    lookup = {replies.stomp_name: replies}.get
+    request = message_from_frame(Frame("MESSAGE", {"destination": "/queue/requests", "message-id": "1",
+                                                   "reply-to": "/reply-queue/amq.gen-X1"}, b""), lookup)
+    assert isinstance(request.reply_to, ReplyQueue) and request.reply_to.remote
+    assert request.reply_to.stomp_name == "/reply-queue/amq.gen-X1"
+    reply = message_from_frame(Frame("MESSAGE", {"destination": "/queue/amq.gen-X1", "message-id": "2",
+                                                 "subscription": replies.stomp_name}, b""), lookup)
+    assert reply.destination is replies  # the connection's subscription named after its temporary queue
+
+
+def test_destination_names_and_activemq_urls():
+    assert as_destination("queue://orders") == Queue("orders") == Queue("queue://orders")
+    assert as_destination("topic://prices") == Topic("prices")
+    remote = as_destination("temp-queue://ID:host-1:2:3")
+    assert isinstance(remote, TemporaryQueue) and remote.stomp_name == "/remote-temp-queue/ID:host-1:2:3"
+    assert as_destination("temp-topic://ID:h-1").stomp_name == "/remote-temp-topic/ID:h-1"
+    assert as_destination("queue://orders?consumer.prefetchSize=5").subscribe_name == \
+        "/queue/orders?consumer.prefetchSize=5"
+    exchange = as_destination("/exchange/amq.topic/key")
+    assert isinstance(exchange, StompDestination) and exchange.stomp_name == "/exchange/amq.topic/key"
+    assert destination_from_header("/amq/queue/q").stomp_name == "/amq/queue/q"  # not /queue/amq/queue/q
+    assert as_destination("orders") == Queue("orders")
+    with pytest.raises(ValueError, match="topic://"):
+        Topic("queue://x")
+
+
+def test_x_destination_options_pass_through_as_headers():
+    from amqstomp.uri import parse_destination
+
+    assert parse_destination("/queue/a?x-max-length=10&x-queue-type=quorum&consumer.priority=3") == (
+        "/queue/a", {"x-max-length": "10", "x-queue-type": "quorum", "activemq.priority": "3"})
+    with pytest.raises(ConfigurationError):
+        parse_destination("/queue/a?bogus=1")
+
+
+class _Record:
+    def __init__(self):
+        self.calls = []
+
+    def on_error(self, frame):
+        self.calls.append(("error", frame))
+
+
+def test_a_refused_connect_reaches_listeners_as_the_broker_sent_it():
+    """No header the broker never sent: ``connect_refused`` calls on_connect_refused,
+    whose default (and the fallback of a listener without one) is on_error."""
+    seen = []
+
+    class Own(ConnectionListener):
+        def on_connect_refused(self, frame):
+            seen.append(("refused", frame))
+
+    class Plain(ConnectionListener):
+        def on_error(self, frame):
+            seen.append(("error", frame))
+
+    dispatch = ListenerDispatch(auto_decode=False)
+    duck = _Record()
+    dispatch.set("a", Own())
+    dispatch.set("b", Plain())
+    dispatch.set("c", duck)
+    frame = Frame("ERROR", {"message": "Bad CONNECT"}, b"Access refused for user 'guest'")
+    dispatch.notify("connect_refused", frame)
+    assert seen == [("refused", frame), ("error", frame)] and duck.calls == [("error", frame)]
+    assert frame.headers == {"message": "Bad CONNECT"}
+
+
+def test_library_warnings_print_nothing_without_logging_configured():
+    code = ("import logging, amqstomp.jms\n"
+            "logging.getLogger('amqstomp.transport').warning('broker ERROR: something')\n"
+            "logging.getLogger('amqstomp.jms').error('and this')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
