@@ -193,7 +193,7 @@ class WSStompConnection(StompConnection12):
                     heart_beat_receive_scale=heart_beat_receive_scale, bind_host_port=bind_host_port,
                     ssl_context=ssl_context, recv_bytes=recv_bytes, auto_reconnect=auto_reconnect,
                     auto_resubscribe=auto_resubscribe, transport=transport)
-        self.ws = ws
+        del ws  # accepted and unused, as in stomp.py 9.0
 
 
 #: stomp.py's name in ``stomp``: ``stomp.WSConnection``
