@@ -14,9 +14,15 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
+from ..exception import RequiredArgumentError
 from ..listener import ConnectionListener
 
 __all__ = ["ListenerDispatch"]
+
+#: events whose callback takes an argument (the frame, the (host, port), the info)
+_WITH_ARG = frozenset(["connecting", "connected", "before_message", "message", "receipt", "error", "send",
+                       "receiver_loop_completed", "slow_consumer"])
+_DECODED = frozenset(["connected", "before_message", "message", "receipt", "error"])
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -43,6 +49,9 @@ class ListenerDispatch:
         #: per MESSAGE: their own ``on_before_message`` / ``on_message`` (None where not overridden)
         self.before_message: Tuple[Any, ...] = ()
         self.on_message: Tuple[Any, ...] = ()
+        #: a listener has its own ``on_before_message``, which may change a MESSAGE's headers:
+        #: ``Frame.original_headers`` is copied before it runs (else only when read)
+        self.keeps_original = False
         #: a listener has its own ``on_receipt``: RECEIPTs go to the dispatcher
         self.wants_receipts = False
 
@@ -50,10 +59,11 @@ class ListenerDispatch:
         """Register ``listener`` under ``name`` (replacing one of that name).
 
         Raises:
-            ValueError: ``listener`` is None.
+            RequiredArgumentError: (a ValueError and AssertionError, stomp.py's
+                ``assert``) ``listener`` is None.
         """
         if listener is None:
-            raise ValueError("listener must not be None")
+            raise RequiredArgumentError("listener must not be None")
         with self._lock:
             self._listeners[name] = listener
             self._rebuild()
@@ -79,6 +89,7 @@ class ListenerDispatch:
         self.on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
         self.before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
         self.on_message = tuple(_overridden(l, "on_message") for l in ordered)
+        self.keeps_original = any(fn is not None for fn in self.before_message)
         self.wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
@@ -92,6 +103,8 @@ class ListenerDispatch:
                 if not listeners:
                     return "no listener"
                 failed = False
+                if self.keeps_original:
+                    arg.original_headers  # the copy, before a listener changes the headers
                 for fn in self.before_message:
                     if fn is not None:
                         failed = not _call_fn(fn, arg) or failed
@@ -102,12 +115,10 @@ class ListenerDispatch:
             name = "on_" + event
             for listener in listeners:
                 _call(listener, name, arg)
-        elif event == "connecting":
+        elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send":
+            name = "on_" + event
             for listener in listeners:
-                _call(listener, "on_connecting", arg)
-        elif event == "slow_consumer":
-            for listener in listeners:
-                _call(listener, "on_slow_consumer", arg)
+                _call(listener, name, arg)
         elif event == "receiver_loop_completed":
             for listener in listeners:
                 _call(listener, "on_receiver_loop_completed", None)
@@ -117,6 +128,19 @@ class ListenerDispatch:
                 _call0(listener, name)
         return None
 
+    def call(self, event: str, arg: Any = None) -> None:
+        """Call ``on_<event>`` of every listener on this thread, in name order,
+        with stomp.py's arguments (``BaseTransport.notify`` without a socket):
+        none for heartbeat and disconnected-like events, ``arg`` otherwise. A
+        listener that raises is logged and the others still run."""
+        if event in _WITH_ARG:
+            if event in _DECODED and self.auto_decode and isinstance(getattr(arg, "body", None), (bytes, bytearray)):
+                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+            for listener in self.ordered:
+                _call(listener, "on_" + event, arg)
+        else:
+            for listener in self.ordered:
+                _call0(listener, "on_" + event)
 
     # ------------------------------------------------------------ the dispatcher thread
 
@@ -174,12 +198,14 @@ class ListenerDispatch:
 
 
 def _overridden(listener: Any, name: str) -> Any:
-    """``listener.name`` as a bound method, or None when it is ConnectionListener's no-op."""
+    """``listener.name`` as a bound method, or None when it is ConnectionListener's
+    no-op or another marked ``amqstomp_noop`` (a protocol's heart-beat callbacks)."""
     fn = getattr(listener, name, None)
     if fn is None:
         return None
     base = getattr(ConnectionListener, name, None)
-    if base is not None and getattr(type(listener), name, None) is base and name not in vars(listener):
+    own = getattr(type(listener), name, None)
+    if (own is base or getattr(own, "amqstomp_noop", False)) and base is not None and name not in vars(listener):
         return None
     return fn
 
