@@ -21,8 +21,10 @@ import time
 from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
+from ._engine.dispatch import PROTOCOL_LISTENER
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import connect_headers
+from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException
 from .exception import StompException
@@ -95,20 +97,6 @@ class StompSession:
     #: ``send_frame`` is replaced (by a subclass or on the instance): frames go through it
     _send_frame_replaced = False
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._send_frame_replaced = cls.send_frame is not StompSession.send_frame
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name == "send_frame":
-            object.__setattr__(self, "_send_frame_replaced", True)
-
-    def __delattr__(self, name: str) -> None:
-        object.__delattr__(self, name)
-        if name == "send_frame":
-            object.__setattr__(self, "_send_frame_replaced", type(self).send_frame is not StompSession.send_frame)
-
     def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
                 auto_reconnect: bool = False, auto_resubscribe: bool = True,
                 attempts_defaulted: bool = False) -> None:
@@ -117,6 +105,7 @@ class StompSession:
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is."""
         self.transport = transport
+        self._update_send_frame()  # an instance attribute: read per frame
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = attempts_defaulted
         self._attempts_warned = False
@@ -153,7 +142,7 @@ class StompSession:
         #: which socket each frame goes on (the rules every API shares)
         self._client = Client(transport, self._ledger, self.reconnector, self.subscriptions)
         transport.start_version = self.version
-        transport.set_listener("protocol-listener", self)
+        transport.set_listener(PROTOCOL_LISTENER, self)
 
     @property
     def auto_reconnect(self) -> bool:
@@ -162,6 +151,12 @@ class StompSession:
 
     # ---------------------------------------------------------------- frames
 
+    def _update_send_frame(self) -> None:
+        """After ``send_frame`` was replaced on this instance (or put back)."""
+        method: ReplaceableMethod = vars(StompSession)["send_frame"]
+        self._send_frame_replaced = method.replaced_on(self)
+
+    @replaceable("_update_send_frame")
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
         """Send any frame as is (headers escaped per version by the codec), by
         the engine's rules (:meth:`_write`). Every frame of the protocol

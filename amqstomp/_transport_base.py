@@ -13,7 +13,9 @@ TLS.
 stomp.py's override points are honoured without costing the default path:
 frames go through ``transmit`` / ``send`` and received bytes and frames
 through ``receive`` / ``process_frame`` only when a subclass (or a mock set
-on the instance) replaces them (:attr:`BaseTransport.hooked`).
+on the instance: :class:`amqstomp._replaceable.ReplaceableMethod`) replaces
+them (:attr:`BaseTransport.hooked`; ``receive``/``process_frame`` are looked
+at when a socket opens).
 """
 import logging
 import threading
@@ -30,6 +32,7 @@ from .exception import (
     FrameEncodeError,
     NotConnectedException,
 )
+from ._replaceable import ReplaceableMethod, replaceable
 from .listener import Publisher
 from .utils import clamp_wait, is_eol_default
 
@@ -41,8 +44,6 @@ HostAndPort = Tuple[str, int]
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
 _MASKED_HEADERS = ("passcode",)
-#: the methods whose replacement routes frames (or bytes) through the replacement
-_HOOKS = ("transmit", "send", "receive", "process_frame")
 
 
 def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -97,6 +98,20 @@ class _ProcessFrameSink:
         transport.process_frame(frame, raw)
 
 
+class _StompPyState:
+    """What only stomp.py's API keeps, in one object per transport."""
+
+    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "disconnect_receipt", "down_seq", "local")
+
+    def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
+        self.is_eol_fc = is_eol_fc
+        self.start_version = "1.2"  # the STOMP version start() opens a socket with
+        self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
+        self.disconnect_receipt: Optional[str] = None  # the last DISCONNECT's receipt
+        self.down_seq = 0  # set_connected(False) of this socket
+        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
+
+
 class BaseTransport(LinkOwner, Publisher):
     """stomp.py 9.0's ``BaseTransport`` (listeners, threads, frames out,
     receipts) over a :class:`~amqstomp._io.owner.LinkOwner`. Use
@@ -124,6 +139,7 @@ class BaseTransport(LinkOwner, Publisher):
 
     hooked = False
     _send_replaced = False
+    _compat: _StompPyState
 
     def __init__(self, auto_decode: bool = True, encoding: str = "utf-8",
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
@@ -133,34 +149,21 @@ class BaseTransport(LinkOwner, Publisher):
                            recv_bytes)
         self.auto_decode = auto_decode
         self.encoding = encoding
-        self.is_eol_fc = is_eol_fc
         self.auto_content_length = auto_content_length
         self.timeout = timeout
-        #: the STOMP version :meth:`start` opens a socket with (a connection sets its own)
-        self.start_version = "1.2"
-        self._receipt_marks: Dict[str, Any] = {}  # set_receipt()
-        self._disconnect_receipt: Optional[str] = None  # the last DISCONNECT's receipt
-        self._down_seq = 0  # set_connected(False) of this socket
-        self._write_opts = threading.local()  # write_timeout of a frame on its way through transmit()
+        # stomp.py's state, in one attribute: the instance's dict stays small enough for
+        # CPython to share its keys (attribute reads on the hot path stay specialised)
+        self._compat = _StompPyState(is_eol_fc)
         self._update_hooks()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name in _HOOKS:
-            self._update_hooks()
-
-    def __delattr__(self, name: str) -> None:
-        object.__delattr__(self, name)
-        if name in _HOOKS:
-            self._update_hooks()
-
     def _replaced(self, name: str) -> bool:
-        return name in self.__dict__ or getattr(type(self), name) is not getattr(BaseTransport, name)
+        method: ReplaceableMethod = vars(BaseTransport)[name]
+        return method.replaced_on(self)
 
     def _update_hooks(self) -> None:
-        sends = self._replaced("send")
-        object.__setattr__(self, "_send_replaced", sends)
-        object.__setattr__(self, "hooked", sends or self._replaced("transmit"))
+        """After ``transmit`` or ``send`` was replaced on this transport (or put back)."""
+        self._send_replaced = sends = self._replaced("send")
+        self.hooked = sends or self._replaced("transmit")
 
     # ------------------------------------------------------------ listeners
 
@@ -194,7 +197,8 @@ class BaseTransport(LinkOwner, Publisher):
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
                    body: Union[bytes, bytearray, memoryview, str, None] = b"",
                    write_timeout: Optional[float] = None, defer: bool = False,
-                   head: Optional[FrameHead] = None, link_seq: int = 0) -> "Optional[Future[Frame]]":
+                   head: Optional[FrameHead] = None, link_seq: int = 0,
+                   on_send: bool = True) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -228,6 +232,9 @@ class BaseTransport(LinkOwner, Publisher):
         ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
         that socket delivered (``Frame.link_seq``).
 
+        ``on_send`` (bool): False when the caller ran the listeners' ``on_send``
+        and the replacements already (:meth:`transmit` does).
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
@@ -246,12 +253,12 @@ class BaseTransport(LinkOwner, Publisher):
                                         % (cmd, link_seq, link.seq))
         if head is not None and head.command != cmd:
             raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
-        if self.hooked:
+        if self.hooked and on_send:
             return self._through_transmit(cmd, headers, body, head, write_timeout)
         auto_length = self.auto_content_length
         clean: Mapping[str, Any]
         payload: Any
-        on_send_fns = self.dispatch.on_send
+        on_send_fns = self.dispatch.on_send if on_send else ()
         if on_send_fns or (headers and type(headers) is not dict):
             copied: Dict[str, Any] = {}
             if head is not None:
@@ -267,7 +274,7 @@ class BaseTransport(LinkOwner, Publisher):
                         value = "true" if value else "false"
                     copied[key] = value
             frame = Frame(cmd, copied, b"" if body is None else body)  # type: ignore[arg-type]
-            self._on_send(frame)
+            self._on_send(frame, on_send_fns)
             cmd, clean, payload = frame.cmd, frame.headers, frame.body
         else:
             # the codec leaves None values out and writes bools as true/false itself
@@ -275,44 +282,40 @@ class BaseTransport(LinkOwner, Publisher):
             if "content-length" in clean and clean["content-length"] is None:
                 auto_length = False
             payload = b"" if body is None else body
-        data, future = self._encode(link, cmd, clean, payload, auto_length, head)
-        if defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
-            link.write_deferred(data, write_timeout)
-        else:
-            link.write(data, write_timeout)
-        return future
-
-    def _on_send(self, frame: Frame) -> None:
-        for on_send in self.dispatch.on_send:
-            try:
-                on_send(frame)
-            except Exception:
-                log.exception("listener on_send raised")
-
-    def _encode(self, link: Link, cmd: str, clean: Mapping[str, Any], payload: Any, auto_length: bool,
-                head: Optional[FrameHead]) -> "Tuple[bytes, Optional[Future[Frame]]]":
-        """The frame's bytes (the broker's limits checked: ActiveMQ's) and its
-        receipt future, registered before anything is written."""
         if payload.__class__ is not bytes and isinstance(payload, str):
             payload = payload.encode(self.encoding)
         proto = link.proto
+        # the broker's limits (ActiveMQ) are checked here, before anything is written
         data = proto.encode(cmd, clean, payload, auto_length, None if head is None else head.encoded(proto.version))
         future = None
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
             if cmd == "DISCONNECT":
-                self._disconnect_receipt = str(receipt)
+                self._compat.disconnect_receipt = str(receipt)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
                       len(payload))
-        return data, future
+        if self._send_replaced:
+            self.send(data)  # stomp.py's path: transmit() -> send(bytes)
+        elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+            link.write_deferred(data, write_timeout)
+        else:
+            link.write(data, write_timeout)
+        return future
+
+    def _on_send(self, frame: Frame, fns: Tuple[Callable[[Frame], Any], ...]) -> None:
+        for on_send in fns:
+            try:
+                on_send(frame)
+            except Exception:
+                log.exception("listener on_send raised")
 
     def _through_transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
         frame_headers = _merged(head, headers) if head is not None else dict(headers or {})
         frame = Frame(cmd, frame_headers, b"" if body is None else body)
-        opts = self._write_opts
+        opts = self._compat.local
         opts.write_timeout = write_timeout
         try:
             future: "Optional[Future[Frame]]" = self.transmit(frame)
@@ -320,6 +323,7 @@ class BaseTransport(LinkOwner, Publisher):
             opts.write_timeout = None
         return future if isinstance(future, Future) else self.receipt_future(str(frame.headers.get("receipt")))
 
+    @replaceable("_update_hooks")
     def transmit(self, frame: Frame) -> "Optional[Future[Frame]]":
         """stomp.py's ``transmit``: listeners' ``on_send(frame)``, then ``frame``
         encoded (STOMP version of the socket, the broker's limits checked) and
@@ -334,25 +338,14 @@ class BaseTransport(LinkOwner, Publisher):
             NotConnectedException: no socket is open.
             FrameEncodeError: the frame cannot be written in this STOMP version.
         """
-        self._on_send(frame)
-        link = self._link
-        if link is None or link.closed:
-            raise NotConnectedException("not connected (no open socket)")
-        future = None
-        if not frame.cmd:
-            data = HEARTBEAT
-        else:
-            headers = frame.headers if frame.headers is not None else {}
-            auto_length = self.auto_content_length and not (
-                "content-length" in headers and headers["content-length"] is None)
-            data, future = self._encode(link, frame.cmd, headers, b"" if frame.body is None else frame.body,
-                                        auto_length, None)
-        if self._send_replaced:
-            self.send(data)
-        else:
-            link.write(data, getattr(self._write_opts, "write_timeout", None))
-        return future
+        self._on_send(frame, self.dispatch.on_send)
+        if frame.cmd:
+            return self.send_frame(frame.cmd, frame.headers, frame.body,
+                                   getattr(self._compat.local, "write_timeout", None), on_send=False)
+        self.send(HEARTBEAT)
+        return None
 
+    @replaceable("_update_hooks")
     def send(self, encoded_frame: bytes) -> None:
         """stomp.py's ``send``: write encoded bytes on the open socket as they
         are (in order with every other write).
@@ -364,7 +357,7 @@ class BaseTransport(LinkOwner, Publisher):
         link = self._link
         if link is None or link.closed:
             raise NotConnectedException("not connected (no open socket)")
-        link.write(bytes(encoded_frame), getattr(self._write_opts, "write_timeout", None))
+        link.write(bytes(encoded_frame), getattr(self._compat.local, "write_timeout", None))
 
     def flush(self) -> None:
         """Write the frames waiting in the write buffer now (blocking while the
@@ -397,25 +390,41 @@ class BaseTransport(LinkOwner, Publisher):
         counts the connection as gone (:meth:`is_connected` False), and when it
         answers the last DISCONNECT frame sent, the socket is closed, as stomp.py
         does. (amqstomp's own ``disconnect()`` waits for its receipt instead.)"""
+        marks = self._compat.receipt_marks
         with self._lock:
             if value:
-                self._receipt_marks[receipt_id] = value
+                marks[receipt_id] = value
             else:
-                self._receipt_marks.pop(receipt_id, None)
+                marks.pop(receipt_id, None)
 
     def control_frame_seen(self, link: Link, frame: Frame) -> None:
         """Reader thread, a frame other than MESSAGE handled: a marked receipt (:meth:`set_receipt`)."""
-        if self._receipt_marks and frame.cmd == "RECEIPT":
+        state = self._compat
+        if state.receipt_marks and frame.cmd == "RECEIPT":
             receipt = frame.headers.get("receipt-id")
             with self._lock:
-                value = self._receipt_marks.pop(receipt, None) if receipt is not None else None
+                value = state.receipt_marks.pop(receipt, None) if receipt is not None else None
             if value == "DISCONNECT":
-                self._down_seq = link.seq
-                if receipt == self._disconnect_receipt:
-                    self._disconnect_receipt = None
+                state.down_seq = link.seq
+                if receipt == state.disconnect_receipt:
+                    state.disconnect_receipt = None
                     self.close(None, reason="the receipt of DISCONNECT came")
 
     # ------------------------------------------------------------ stomp.py's transport API
+
+    @property
+    def is_eol_fc(self) -> Callable[[bytes], bool]:
+        """stomp.py's heart-beat test given to the constructor (kept, not consulted)."""
+        return self._compat.is_eol_fc
+
+    @property
+    def start_version(self) -> str:
+        """The STOMP version :meth:`start` opens a socket with ("1.2"; a protocol sets its own)."""
+        return self._compat.start_version
+
+    @start_version.setter
+    def start_version(self, version: str) -> None:
+        self._compat.start_version = version
 
     @property
     def connected(self) -> bool:
@@ -444,14 +453,14 @@ class BaseTransport(LinkOwner, Publisher):
     def is_connected(self) -> bool:
         """True while a socket is open and the broker's CONNECTED has arrived
         (and :meth:`set_connected` did not say otherwise since)."""
-        return LinkOwner.is_connected(self) and self.link_seq != self._down_seq
+        return LinkOwner.is_connected(self) and self.link_seq != self._compat.down_seq
 
     def set_connected(self, connected: bool) -> None:
         """stomp.py's ``set_connected``: False makes :meth:`is_connected` False
         for the open socket (stomp.py's heart-beat listener calls it before
         ``disconnect_socket``); True undoes that (it cannot stand in for the
         broker's CONNECTED)."""
-        self._down_seq = 0 if connected else self.link_seq
+        self._compat.down_seq = 0 if connected else self.link_seq
 
     def override_threading(self, create_thread_fc: Callable[[Callable[[], None]], Any]) -> None:
         """Create the connection's threads with ``create_thread_fc(callback)``,
@@ -479,7 +488,7 @@ class BaseTransport(LinkOwner, Publisher):
         if self.connector is None:
             raise ConnectFailedException("this transport has no brokers to connect to (use amqstomp.transport."
                                          "Transport)")
-        self.open(self.start_version)
+        self.open(self._compat.start_version)
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """stomp.py's ``stop``: wait for the socket's threads to end while it is
@@ -510,6 +519,7 @@ class BaseTransport(LinkOwner, Publisher):
         """stomp.py's ``cleanup``: close the socket without waiting for its threads."""
         self.close(None, reason="cleanup()")
 
+    @replaceable("_update_hooks")
     def receive(self) -> bytes:
         """stomp.py's ``receive``: one ``recv`` of up to ``recv_bytes`` on the
         open socket (b"" at its end). The reader thread calls it for every read
@@ -526,6 +536,7 @@ class BaseTransport(LinkOwner, Publisher):
         data: bytes = getattr(channel, "raw", channel).recv(self.recv_bytes)
         return data
 
+    @replaceable("_update_hooks")
     def process_frame(self, f: Frame, frame_str: Optional[bytes]) -> None:
         """stomp.py's ``process_frame``: handle ``f`` as a frame received.
         With a socket open, as the reader does (receipts, flow control, the

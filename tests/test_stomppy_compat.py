@@ -8,6 +8,9 @@ under its own name; amqstomp is not installed as ``stomp`` in this module)
 runs the same script against the same broker and the two are compared.
 """
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -293,7 +296,9 @@ def test_transport_api_in_stomp_py_order(activemq):
     assert transport.is_connected()
     transport.set_receipt("r-disc", "DISCONNECT")
     transport.transmit(utils.Frame("DISCONNECT", {"receipt": "r-disc"}))
-    transport.stop(WAIT)  # the receipt closes the socket, as in stomp.py
+    started = time.monotonic()
+    transport.stop(WAIT)  # the receipt closes the socket, as in stomp.py (stop() would close it after WAIT)
+    assert time.monotonic() - started < WAIT / 3
     assert not transport.is_connected() and not transport.running
     assert _until(lambda: got.disconnects == 1)
     with pytest.raises(NotConnectedException):
@@ -587,3 +592,65 @@ def test_get_ssl_is_stomp_pys_dict(tmp_path):
     assert params["verify"] is False and params["ssl_context"] is conn.transport.get_ssl_context(("127.0.0.1", 2))
     assert "secret" not in repr(params) and params["password"] == "secret"
     assert conn.get_ssl(("127.0.0.1", 1)) is None
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def test_a_stomp_py_logging_setup_applies_without_install_as_stomp(activemq):
+    """``import amqstomp as stomp``: handlers and level set on stomp.py's logger get
+    amqstomp's records (their own names kept); propagate=False keeps them from the root."""
+    code = textwrap.dedent("""
+        import logging, sys
+        root = logging.getLogger()
+        root_records = []
+        class Keep(logging.Handler):
+            def emit(self, record):
+                root_records.append(record.name)
+        root.addHandler(Keep())
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        stomp_py = logging.getLogger("stomp.py")
+        stomp_py.addHandler(handler)
+        stomp_py.setLevel(logging.DEBUG)
+        stomp_py.propagate = False
+        import amqstomp as stomp
+        conn = stomp.Connection12([("127.0.0.1", PORT)])
+        conn.connect("admin", "admin", wait=True)
+        conn.disconnect()
+        print("ROOT", root_records)
+    """).replace("PORT", str(activemq.stomp_port))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "amqstomp.transport DEBUG sending STOMP" in proc.stdout
+    assert "'passcode': '********'" in proc.stdout  # never the passcode itself
+    assert "ROOT []" in proc.stdout
+
+
+def test_verbose_reaches_loggers_made_later():
+    import logging
+
+    import amqstomp.log as amqlog
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    late = logging.getLogger("amqstomp.made-later-%s" % uuid.uuid4().hex[:6])  # after every filter was attached
+    keep = Keep()
+    late.addHandler(keep)
+    late.setLevel(logging.DEBUG)
+    saved = amqlog.verbose
+    try:
+        error = OSError(104, "reset")
+        amqlog.verbose = True
+        late.warning("socket error: %s", error)
+        amqlog.verbose = False
+        late.warning("socket error: %s", error)
+        logging.getLogger("amqstomplike").warning("not ours: %s", error)
+    finally:
+        amqlog.verbose = saved
+        late.removeHandler(keep)
+    assert [bool(r.exc_info) for r in records] == [True, False]

@@ -17,7 +17,10 @@ from ..codec import Frame
 from ..exception import RequiredArgumentError
 from ..listener import ConnectionListener
 
-__all__ = ["ListenerDispatch"]
+__all__ = ["ListenerDispatch", "PROTOCOL_LISTENER"]
+
+#: the name stomp.py registers a connection's protocol object under (``stomp/protocol.py``)
+PROTOCOL_LISTENER = "protocol-listener"
 
 #: events whose callback takes an argument (the frame, the (host, port), the info)
 _WITH_ARG = frozenset(["connecting", "connected", "before_message", "message", "receipt", "error", "send",
@@ -46,9 +49,11 @@ class ListenerDispatch:
         self.ordered: Tuple[Any, ...] = ()
         #: their own ``on_send`` methods (run by ``send_frame``); none: no Frame is built
         self.on_send: Tuple[Callable[[Frame], Any], ...] = ()
-        #: per MESSAGE: their own ``on_before_message`` / ``on_message`` (None where not overridden)
+        #: per MESSAGE: their own ``on_before_message`` / ``on_message``, in listener order
         self.before_message: Tuple[Any, ...] = ()
         self.on_message: Tuple[Any, ...] = ()
+        #: listeners that have a MESSAGE (0: it is reported ``"no listener"``)
+        self.receivers = 0
         #: a listener has its own ``on_before_message``, which may change a MESSAGE's headers:
         #: ``Frame.original_headers`` is copied before it runs (else only when read)
         self.keeps_original = False
@@ -84,12 +89,17 @@ class ListenerDispatch:
             return dict(self._listeners)
 
     def _rebuild(self) -> None:
-        ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
+        items = sorted(self._listeners.items(), key=lambda kv: str(kv[0]))
+        ordered = tuple(listener for _, listener in items)
         self.ordered = ordered
-        self.on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
-        self.before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
-        self.on_message = tuple(_overridden(l, "on_message") for l in ordered)
-        self.keeps_original = any(fn is not None for fn in self.before_message)
+        self.on_send = _own(ordered, "on_send")
+        self.before_message = _own(ordered, "on_before_message")
+        self.on_message = _own(ordered, "on_message")
+        self.keeps_original = bool(self.before_message)
+        # a protocol object (stomp.py's "protocol-listener": the connection itself) has a
+        # MESSAGE only when it has its own callback for it (a subclass's on_message)
+        self.receivers = sum(1 for name, listener in items if name != PROTOCOL_LISTENER
+                             or _overridden(listener, "on_message") or _overridden(listener, "on_before_message"))
         self.wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
@@ -100,17 +110,15 @@ class ListenerDispatch:
             if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
                 arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
             if event == "message":
-                if not listeners:
+                if not self.receivers:
                     return "no listener"
                 failed = False
                 if self.keeps_original:
                     arg.original_headers  # the copy, before a listener changes the headers
                 for fn in self.before_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
+                    failed = not _call_fn(fn, arg) or failed
                 for fn in self.on_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
+                    failed = not _call_fn(fn, arg) or failed
                 return "error" if failed else None
             name = "on_" + event
             for listener in listeners:
@@ -197,15 +205,22 @@ class ListenerDispatch:
         link.events.put(STOP)
 
 
+def _own(listeners: Tuple[Any, ...], name: str) -> Tuple[Any, ...]:
+    """The listeners' own ``name`` methods, in order (no-ops left out)."""
+    return tuple(fn for fn in (_overridden(listener, name) for listener in listeners) if fn is not None)
+
+
 def _overridden(listener: Any, name: str) -> Any:
     """``listener.name`` as a bound method, or None when it is ConnectionListener's
-    no-op or another marked ``amqstomp_noop`` (a protocol's heart-beat callbacks)."""
+    no-op or another marked ``amqstomp_noop`` (a protocol's heart-beat callbacks).
+    (Told by the bound method's function: the listener's ``__dict__`` is not
+    looked at, which on CPython would slow every later attribute read of it.)"""
     fn = getattr(listener, name, None)
     if fn is None:
         return None
-    base = getattr(ConnectionListener, name, None)
-    own = getattr(type(listener), name, None)
-    if (own is base or getattr(own, "amqstomp_noop", False)) and base is not None and name not in vars(listener):
+    func = getattr(fn, "__func__", None)
+    if func is not None and getattr(fn, "__self__", None) is listener and (
+            func is getattr(ConnectionListener, name, None) or getattr(func, "amqstomp_noop", False)):
         return None
     return fn
 
