@@ -26,8 +26,9 @@ from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
-from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException
-from .exception import StompException
+from .exception import (
+    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
+)
 from .failover import Reconnector, SocketLedger
 from .subscription import SubscriptionManager
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
@@ -418,13 +419,15 @@ class StompSession:
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
-        send = None
-        if self._send_frame_replaced:
-            def send(cmd: str, headers: Mapping[str, Any], body: Any, write_timeout: Optional[float]) -> Any:
-                return self._send(cmd, headers, body,
-                                  lambda c, h, b: self.transport.send_frame(c, h, b, write_timeout))
         self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
-                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT, send=send)
+                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
+                                send=self._disconnect_send if self._send_frame_replaced else None)
+
+    def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
+                         write_timeout: Optional[float]) -> Any:
+        """DISCONNECT through a replaced :meth:`send_frame` (its original writes it
+        within ``write_timeout``)."""
+        return self._send(cmd, headers, body, lambda c, h, b: self.transport.send_frame(c, h, b, write_timeout))
 
     def _handshake_send(self) -> Optional[Callable[[str, Mapping[str, Any]], Any]]:
         """How CONNECT is written: through a replaced :meth:`send_frame`, else None (directly)."""
