@@ -305,6 +305,24 @@ def test_transport_api_in_stomp_py_order(activemq):
         transport.send(b"\n")
 
 
+def test_a_receipt_marked_disconnect_ends_the_connected_state(activemq):
+    """stomp.py's set_receipt(id, "DISCONNECT"): its RECEIPT makes the connection
+    not connected (the socket closes only for the DISCONNECT frame's own receipt)."""
+    conn = amqstomp.Connection12(_hosts(activemq))
+    conn.connect("admin", "admin", wait=True)
+    conn.set_receipt("r-mark", "DISCONNECT")
+    conn.set_receipt("r-forgotten", "DISCONNECT")
+    conn.set_receipt("r-forgotten", None)
+    conn.subscribe(_queue(), id="1", receipt="r-forgotten")
+    conn.wait_for_receipt("r-forgotten", WAIT)
+    assert conn.is_connected()
+    conn.subscribe(_queue(), id="2", receipt="r-mark")
+    conn.wait_for_receipt("r-mark", WAIT)
+    assert _until(lambda: not conn.is_connected())
+    assert conn.transport.running  # the socket is still open
+    conn.transport.disconnect_socket()
+
+
 def test_start_then_connect_sends_connect_on_the_started_socket(activemq):
     conn = amqstomp.Connection12(_hosts(activemq))
     conn.transport.start()
