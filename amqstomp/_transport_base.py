@@ -126,8 +126,11 @@ class BaseTransport(LinkOwner, Publisher):
             kept as :attr:`is_eol_fc`. amqstomp's parser tells heart-beats by the
             STOMP version itself (LF; CRLF too on 1.2: stomp.py's
             ``StompConnection12.is_eol``), so it is not consulted.
-        connector, heart_beat_receive_scale, recv_bytes, auto_content_length,
-        timeout: as :class:`~amqstomp.transport.Transport`'s (keyword-only).
+        connector: keyword-only, as :class:`~amqstomp.transport.Transport`'s.
+        heart_beat_receive_scale (float): keyword-only, as :class:`~amqstomp.transport.Transport`'s.
+        recv_bytes (int): keyword-only, as :class:`~amqstomp.transport.Transport`'s.
+        auto_content_length (bool): keyword-only, as :class:`~amqstomp.transport.Transport`'s.
+        timeout (float | None): keyword-only, as :class:`~amqstomp.transport.Transport`'s.
 
     Attributes:
         hooked (bool): ``transmit`` or ``send`` is replaced (by a subclass or on

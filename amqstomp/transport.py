@@ -231,7 +231,8 @@ class Transport(BaseTransport):
         empty; stomp.py then used it for none).
 
         Args:
-            key_file, cert_file (str): client certificate (PEM) and its key.
+            key_file (str | None): the client certificate's key (PEM).
+            cert_file (str | None): the client certificate (PEM).
             ca_certs (str): CA bundle to verify the broker with (system CAs when None).
             cert_validator: ``(cert, hostname) -> (ok, message)`` extra check
                 after the handshake; a false ``ok`` fails that connect attempt.

@@ -304,11 +304,11 @@ def test_x_queue_arguments_pass_through(stomp_broker):
 
 
 def test_jms_request_reply_over_a_temporary_queue_as_the_readme_writes_it(stomp_broker):
-    """README's "JMS-style API" request/reply, line for line (broker URL and login aside).
+    """The request/reply of docs/guides/jms.md's tour, line for line (broker URL and login aside).
     On RabbitMQ the temporary queue exists only as a reply-to: no SUBSCRIBE, the replies
     come on the connection's own subscription of that name."""
     factory = ConnectionFactory(stomp_broker.url + "?heartBeat=1000,1000&jms.prefetchPolicy.all=50")
-    requests = Queue(qname(stomp_broker))  # the README's Queue("requests"), a fresh one
+    requests = Queue(qname(stomp_broker))  # the tour's Queue("requests"), a fresh one
     got = []
     with factory.create_connection(stomp_broker.username, stomp_broker.password) as connection:
         connection.set_exception_listener(print)           # connection lost, async ERRORs

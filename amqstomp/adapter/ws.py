@@ -97,8 +97,12 @@ class WSTransport(Transport):
         header (dict | list[str] | None): extra HTTP headers for the upgrade
             request (a dict, or ``"Name: value"`` strings as websocket-client takes).
         binary_mode (bool): send binary WebSocket messages instead of text ones.
-        ssl_context, heart_beat_receive_scale, auto_content_length: keyword-only,
-            as for :class:`~amqstomp.transport.Transport`.
+        ssl_context (ssl.SSLContext | None): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
+        heart_beat_receive_scale (float): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
+        auto_content_length (bool): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
 
     Raises:
         WebSocketUnavailableError: the ``websockets`` package is not installed.
