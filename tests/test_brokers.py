@@ -173,6 +173,27 @@ def test_optimized_acks_with_the_brokers_prefetch_header(stomp_broker):
     producer.disconnect()
 
 
+def test_the_other_brokers_prefetch_header_is_only_a_header(stomp_broker):
+    """Only the header this broker reads sizes the local window (and is checked for 0): the other
+    broker's is passed through as an ordinary header (ActiveMQ ignores prefetch-count, RabbitMQ
+    activemq.prefetchSize), so messages flow at the broker's own prefetch."""
+    other = {"activemq": "prefetch-count", "rabbitmq": "activemq.prefetchSize"}[stomp_broker.name]
+    q = qname(stomp_broker)
+    producer = stomp12(stomp_broker)
+    for i in range(5):
+        producer.send(q, "m%d" % i)
+    producer.send(q, "last", receipt="last")
+    producer.wait_for_receipt("last", 20)
+    col = Collector()
+    conn = stomp12(stomp_broker, col)
+    try:
+        conn.subscribe(q, id="1", ack="auto", headers={other: "0"})
+        assert len(col.wait_messages(6, 20)) == 6
+    finally:
+        conn.disconnect()
+        producer.disconnect()
+
+
 def test_prefetch_zero_is_refused_naming_the_broker(stomp_broker):
     conn = stomp12(stomp_broker)
     try:
