@@ -24,6 +24,7 @@ class Frame:
     body: Union[bytes, str]
     delivery_count: int
     link_seq: int
+    original_headers: Dict[str, str]
     def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = ..., body: Union[bytes, str, None] = ...) -> None: ...
     def __eq__(self, other: object, /) -> bool: ...
 

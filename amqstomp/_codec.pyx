@@ -27,6 +27,7 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy
+import copy
 
 from ._codec_py import (
     CLIENT_COMMANDS,
@@ -147,19 +148,40 @@ cdef class Frame:
     """One STOMP frame: ``cmd`` (str), ``headers`` (dict[str, str]), ``body``
     (bytes as received; a connection with ``auto_decode`` makes it str),
     ``delivery_count`` (int, set by a connection's duplicate audit),
-    ``link_seq`` (int, the socket that delivered it; 0 when none). See :class:`amqstomp._codec_py.Frame`."""
+    ``link_seq`` (int, the socket that delivered it; 0 when none),
+    ``original_headers`` (the headers as the frame was made: copied by the
+    constructor, and for a parsed frame when first read). See :class:`amqstomp._frame_py.Frame`."""
     cdef public object cmd
     cdef public object headers
     cdef public object body
     cdef public int delivery_count
     cdef public long long link_seq
+    cdef object _original_headers
 
     def __init__(self, cmd, headers=None, body=b""):
         self.cmd = cmd
-        self.headers = headers if headers is not None else {}
+        if headers is None:
+            headers = {}
+        self.headers = headers
+        self._original_headers = headers.copy() if type(headers) is dict else copy.copy(headers)
         self.body = body
         self.delivery_count = 1
         self.link_seq = 0
+
+    @property
+    def original_headers(self):
+        """The headers as they were when the frame was made (stomp.py 9.0
+        ``Frame.original_headers``): a received frame's as they arrived, before
+        listeners' ``on_before_message`` changed ``headers``. Assignable."""
+        cdef object headers
+        if self._original_headers is None:
+            headers = self.headers
+            self._original_headers = headers.copy() if type(headers) is dict else copy.copy(headers)
+        return self._original_headers
+
+    @original_headers.setter
+    def original_headers(self, value):
+        self._original_headers = value
 
     def __eq__(self, other):
         if not (hasattr(other, "cmd") and hasattr(other, "headers") and hasattr(other, "body")):
@@ -188,6 +210,7 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
     f.body = body
     f.delivery_count = 1
     f.link_seq = 0
+    f._original_headers = None
     return f
 
 

@@ -11,6 +11,7 @@ Encoding", "Size Limits", "Heart-beating") and, for the limits, ActiveMQ's
 from types import MappingProxyType
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+from ._frame_py import Frame, parsed_frame
 from .exception import FrameEncodeError, StompProtocolError
 
 __all__ = ["Frame", "FrameParser", "encode_frame", "encode_headers", "FrameHead", "HEARTBEAT", "VERSIONS",
@@ -41,58 +42,6 @@ DEFAULT_MAX_BODY_LENGTH = 100 * 1024 * 1024  # bytes
 MAX_LIMIT = 1 << 40
 
 _IDLE, _COMMAND, _HEADERS, _BODY = 0, 1, 2, 3
-
-
-_MISSING = object()
-
-
-class Frame:
-    """One STOMP frame.
-
-    Attributes:
-        cmd (str): the command, e.g. ``"MESSAGE"``.
-        headers (dict[str, str]): header names to values, decoded and unescaped;
-            when a header repeats, the first value is kept (STOMP 1.2 spec,
-            "Repeated Header Entries").
-        body (bytes | str): the body as received (bytes); a connection with
-            ``auto_decode`` replaces it by its text before handing it over.
-        delivery_count (int): set by a connection's duplicate audit: how many
-            times it saw this MESSAGE's message-id (1 = first), at least 2 when
-            the broker marked it ``redelivered:true`` (like JMSXDeliveryCount).
-        link_seq (int): the number of the socket that delivered it (a
-            transport's ``link_seq``, counted from 1 per connection; 0 for a
-            frame that did not come from a socket). An ACK of a MESSAGE goes
-            only on the socket that delivered it: after a failover ActiveMQ
-            redelivers with the same ``message-id`` on the new socket.
-    """
-
-    __slots__ = ("cmd", "headers", "body", "delivery_count", "link_seq")
-
-    def __init__(self, cmd: str, headers: Optional[Dict[str, str]] = None,
-                 body: Union[bytes, str] = b"") -> None:
-        self.cmd = cmd
-        self.headers = headers if headers is not None else {}
-        self.body = body
-        self.delivery_count = 1
-        self.link_seq = 0
-
-    def __eq__(self, other: object) -> bool:
-        cmd = getattr(other, "cmd", _MISSING)
-        headers = getattr(other, "headers", _MISSING)
-        body = getattr(other, "body", _MISSING)
-        if cmd is _MISSING or headers is _MISSING or body is _MISSING:
-            return NotImplemented
-        return bool(self.cmd == cmd and self.headers == headers and self.body == body)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        body = self.body
-        long = body is not None and len(body) > 64
-        return "Frame(cmd=%r, headers=%r, body=%r%s)" % (
-            self.cmd, self.headers, body[:64] if long else body, "..." if long else "")
-
-    __str__ = __repr__
 
 
 def _unescape(raw: bytes, version: str, where: int) -> str:
@@ -352,7 +301,7 @@ class FrameParser:
                                          % self.max_body_length, pos)
                     body = bytes(buf[pos:nul])
                     pos = nul + 1
-                frame = Frame(self._cmd, self._headers, body)
+                frame = parsed_frame(self._cmd, self._headers, body)
                 frames.append(frame)
                 self._headers = {}
                 state = _IDLE

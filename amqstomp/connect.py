@@ -3,8 +3,8 @@
 :class:`StompConnection10`, :class:`StompConnection11` and
 :class:`StompConnection12` are :mod:`amqstomp.connection`'s. stomp.py's module
 star-imports ``stomp.protocol``, ``stomp.transport`` and ``stomp.utils``, so
-programs also find the protocol classes, listeners, constants and helpers
-here; they are amqstomp's (:mod:`amqstomp.protocol`, :mod:`amqstomp.listener`,
+programs also find the protocol and transport classes, listeners, constants
+and helpers here; they are amqstomp's (:mod:`amqstomp.protocol`, :mod:`amqstomp.listener`,
 :mod:`amqstomp.utils`, :mod:`amqstomp.constants`).
 """
 from typing import TYPE_CHECKING, Any, List
@@ -48,7 +48,7 @@ from .listener import (
     WaitingListener,
 )
 from .protocol import Protocol10, Protocol11, Protocol12
-from .transport import Transport
+from .transport import DEFAULT_SSL_VERSION, LINUX_KEEPALIVE_AVAIL, MAC_KEEPALIVE_AVAIL, BaseTransport, Transport
 from .utils import (
     ENC_NEWLINE,
     ENC_NULL,
@@ -84,6 +84,7 @@ __all__ = [
     "BaseConnection", "StompConnection10", "StompConnection11", "StompConnection12",
     "ConnectFailedException", "Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener",
     "StatsListener", "PrintingListener", "TestListener", "Protocol10", "Protocol11", "Protocol12", "Transport",
+    "BaseTransport", "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL", "MAC_KEEPALIVE_AVAIL",
     "ENC_NEWLINE", "ENC_NULL", "HEADER_LINE_RE", "HEARTBEAT_FRAME", "LINE_END_RE", "NULL", "PASSCODE_RE",
     "PREAMBLE_END_RE", "Frame", "PollableQueue", "calculate_heartbeats", "clean_headers", "clean_lines",
     "convert_frame", "decode", "default_create_thread", "encode", "get_errno", "get_uuid", "is_eol_default",

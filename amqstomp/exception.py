@@ -85,6 +85,14 @@ class ReceiptTimeout(StompException, TimeoutError):
     """No RECEIPT for a frame within the caller's timeout (STOMP 1.2 spec, "RECEIPT")."""
 
 
+class RequiredArgumentError(StompException, ValueError, AssertionError):
+    """A required argument is None (``send(destination=None)``,
+    ``set_listener(name, None)``, ``ack(None)``...). stomp.py 9.0 checks these
+    with ``assert`` (AssertionError, and nothing at all under ``python -O``);
+    amqstomp always checks, and the exception is both a ValueError and an
+    AssertionError, so ``except`` clauses written for either keep working."""
+
+
 class UnknownTransactionError(StompException, ValueError):
     """``commit()`` or ``abort()`` of a transaction this connection did not
     begin, or ended already (committed, aborted), or that began before the

@@ -3,31 +3,41 @@
 amqstomp logs through ``logging.getLogger("amqstomp.<module>")``; the package
 logger ``"amqstomp"`` has a :class:`logging.NullHandler` (a library does not
 print unless the application asks it to). stomp.py logs through one logger,
-``"stomp.py"``. Two ways to see amqstomp's records:
+``"stomp.py"``. How the two relate:
 
-* configure ``logging.getLogger("amqstomp")`` (level, handlers), or
-* keep configuring ``"stomp.py"``: :func:`route_to_stomp_py` (which
-  :func:`amqstomp.install_as_stomp` calls) makes ``"stomp.py"`` the parent of
-  ``"amqstomp"``, so its level applies to amqstomp's records when
-  ``"amqstomp"`` has none, and its handlers receive them (then the root's, as
-  for any record: nothing is handled twice). Records keep their own names
-  (``amqstomp.transport``...).
+* ``"stomp.py"`` is the parent of ``"amqstomp"`` from ``import amqstomp`` on
+  (:func:`route_to_stomp_py`; :func:`amqstomp.install_as_stomp` does it too),
+  so a logging set-up written for stomp.py keeps applying with
+  ``import amqstomp as stomp``: ``"stomp.py"``'s level applies to amqstomp's
+  records when ``"amqstomp"`` (or the module's logger) has none, its handlers
+  receive them, and ``propagate = False`` on it keeps them from the root's, as
+  it did for stomp.py's records. Nothing is handled twice, and with nothing
+  configured on ``"stomp.py"`` the records go to the root's handlers as any
+  library's do.
+* Configuring ``logging.getLogger("amqstomp")`` (level, handlers) works as
+  well and takes precedence (its level is nearer the record).
+* Records keep their own names (``amqstomp.transport``, ``amqstomp.connection``
+  ...), so ``"%(name)s"`` tells them apart from stomp.py's own (which are all
+  named ``"stomp.py"``). ``route_to_stomp_py(False)`` makes the root the parent
+  again.
 
 Passcodes are never logged and bodies never above DEBUG.
 
 Attributes:
     DEBUG, INFO (int): :data:`logging.DEBUG` and :data:`logging.INFO`.
-    verbose (bool): stomp.py's flag: when True, a record that reports an
-        exception among its arguments (a socket error, a failed connect) also
-        carries its traceback (``exc_info``), as stomp.py's do. Read at each
-        record by a filter that :func:`log_to_stdout`, :func:`route_to_stomp_py`
-        and :func:`attach_verbose_filter` put on amqstomp's loggers.
+    verbose (bool): stomp.py's flag: when True, a record of an amqstomp
+        logger that reports an exception among its arguments (a socket error,
+        a failed connect) also carries its traceback (``exc_info``), as
+        stomp.py's do. Read when each record is made, for every ``amqstomp.*``
+        logger whenever it was created (a log-record factory installed at
+        import, wrapping the one in place; :class:`VerboseFilter` is the same
+        rule as a filter).
     debug, info, warning, error, isEnabledFor, setLevel: those methods of the
         ``"amqstomp"`` logger (stomp.py: of ``"stomp.py"``).
 """
 import logging
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 __all__ = [
     "DEBUG", "INFO", "verbose", "log_to_stdout", "debug", "info", "warning", "error", "isEnabledFor",
@@ -79,6 +89,27 @@ class VerboseFilter(logging.Filter):
 
 
 _VERBOSE_FILTER = VerboseFilter()
+_previous_factory: Optional[Callable[..., logging.LogRecord]] = None
+
+
+def _verbose_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    """The log-record factory: the previous factory's record, with
+    :class:`VerboseFilter`'s rule applied to amqstomp's records."""
+    assert _previous_factory is not None
+    record = _previous_factory(*args, **kwargs)
+    if verbose and not record.exc_info and record.name.startswith(LOGGER_NAME) and \
+            (len(record.name) == len(LOGGER_NAME) or record.name[len(LOGGER_NAME)] == "."):
+        _VERBOSE_FILTER.filter(record)
+    return record
+
+
+def _install_record_factory() -> None:
+    """Wrap the process's log-record factory once (so :data:`verbose` reaches
+    loggers made later, such as ``amqstomp.jms.*``)."""
+    global _previous_factory
+    if _previous_factory is None:
+        _previous_factory = logging.getLogRecordFactory()
+        logging.setLogRecordFactory(_verbose_record)
 
 
 def attach_verbose_filter() -> int:
@@ -138,3 +169,7 @@ def log_to_stdout(verbose_logging: bool = True) -> None:
     _logger.setLevel(logging.DEBUG)
     verbose = verbose_logging
     attach_verbose_filter()
+
+
+_install_record_factory()
+route_to_stomp_py(True)

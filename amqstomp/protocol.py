@@ -1,29 +1,56 @@
 """The frames of the stomp.py API: what ``send``, ``subscribe``, ``ack`` ... write, per STOMP version.
 
 The counterpart of stomp.py's ``stomp.protocol`` (``Protocol10``, ``Protocol11``,
-``Protocol12``): mixins that :mod:`amqstomp.connection`'s ``StompConnection10/11/12``
-combine with :class:`~amqstomp.connection.BaseConnection` (the socket, listeners,
-failover and connect/disconnect). Every frame goes through the engine's
-rules (:class:`amqstomp._engine.client.Client`): a frame of a transaction on its
-BEGIN's socket, an ACK on the socket that delivered the message.
+``Protocol12``; this module answers to that name after
+:func:`amqstomp.install_as_stomp`, and holds the listener and constant names
+stomp.py's star-imports). Each is a stomp.py listener (``Protocol10`` a
+:class:`~amqstomp.listener.ConnectionListener`, ``Protocol11``/``12`` a
+:class:`~amqstomp.listener.HeartbeatListener`) and a
+:class:`~amqstomp._session.StompSession` (connect, ``send_frame``,
+disconnect, failover). ``Protocol12(transport)`` runs a session over a
+:class:`~amqstomp.transport.Transport` you made, as in stomp.py;
+:mod:`amqstomp.connection`'s ``StompConnection10/11/12`` combine them with
+the transport they make (:class:`~amqstomp.connection.BaseConnection`). Every
+frame goes through the engine's rules (:class:`amqstomp._engine.client.Client`):
+a frame of a transaction on its BEGIN's socket, an ACK on the socket that
+delivered the message.
+
+Heart-beats are the engine's (negotiated and run by the transport's link), so
+the heart-beat listener's callbacks do nothing on a protocol object; a
+subclass that defines a callback (``on_message``...) hears it, as the
+connection is registered on its transport as ``"protocol-listener"``.
 """
 import difflib
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, MutableMapping, Optional, Set, Tuple, Union, cast
+from typing import Any, Dict, Literal, Mapping, MutableMapping, Optional, Tuple, Union, cast
 
+from ._session import StompSession
+from .constants import (  # stomp.py's module star-imports stomp.listener (and its constants)
+    CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
+    CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH, HDR_CONTENT_TYPE,
+    HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE, HDR_RECEIPT,
+    HDR_SUBSCRIPTION, HDR_TRANSACTION,
+)
 from ._protocol.dialect import auto_content_length
-from .exception import BrokerError, ConfigurationError, TransactionRolledBackError, UnknownTransactionError
-from .subscription import SubscriptionManager
+from .exception import (
+    BrokerError, ConfigurationError, ConnectFailedException, RequiredArgumentError, TransactionRolledBackError,
+    UnknownTransactionError,
+)
+from .listener import (
+    ConnectionListener, HeartbeatListener, PrintingListener, Publisher, StatsListener, TestListener, WaitingListener,
+)
+from .transport import Transport
 from .uri import parse_destination
 from .utils import get_uuid, merge_headers
 
-if TYPE_CHECKING:  # annotations only
-    from ._engine.client import Client
-    from .failover import Reconnector, SocketLedger
-    from .transport import Transport
-
-__all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12"]
+__all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12",
+           "ConnectFailedException", "ConnectionListener", "HeartbeatListener", "PrintingListener", "Publisher",
+           "StatsListener", "TestListener", "WaitingListener",
+           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
+           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
+           "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID",
+           "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION", "HDR_TRANSACTION"]
 
 log = logging.getLogger("amqstomp.connection")
 
@@ -107,23 +134,10 @@ def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: An
     return destination, id, str(ack)
 
 
-class BaseProtocol:
+class BaseProtocol(StompSession):
     """The frames every STOMP version writes the same way (SEND, BEGIN, COMMIT,
-    ABORT, SUBSCRIBE's bookkeeping, ACK/NACK's checks). A mixin: the attributes
-    below are :class:`~amqstomp.connection.BaseConnection`'s."""
-
-    transport: "Transport"
-    subscriptions: SubscriptionManager
-    reconnector: "Optional[Reconnector]"
-    timeout: Optional[float]
-    encoding: str
-    auto_content_length: bool
-    _client: "Client"
-    _ledger: "SocketLedger"
-    _transactions: Set[str]
-
-    def _send(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
-        raise NotImplementedError  # BaseConnection's
+    ABORT, SUBSCRIBE's bookkeeping, ACK/NACK's checks), over the session's
+    transport (:class:`~amqstomp._session.StompSession`)."""
 
     def _check_transaction(self, transaction: Optional[str]) -> None:
         if transaction is not None and self._client.transaction_is_stale(transaction):
@@ -160,12 +174,12 @@ class BaseProtocol:
                 connection and lose it, so nothing is written.
         """
         if destination is None:
-            raise ValueError("'destination' is required")
+            raise RequiredArgumentError("'destination' is required")
         if isinstance(destination, str) and not destination.strip():
             raise ValueError("'destination' is empty (%r): ActiveMQ closes the connection on a SEND without one"
                              % (destination,))
         if body is None:
-            raise ValueError("'body' is required")
+            raise RequiredArgumentError("'body' is required")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["destination"] = destination
         if content_type:
@@ -183,7 +197,10 @@ class BaseProtocol:
         elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
             frame_headers["content-length"] = len(payload)  # not with a jms-* transformation (dialect.py)
         self._check_transaction(frame_headers.get("transaction"))
-        self._send("SEND", frame_headers, payload)
+        if self._send_frame_replaced:
+            self._send("SEND", frame_headers, payload)
+        else:
+            self._write("SEND", frame_headers, payload)
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:
@@ -225,7 +242,7 @@ class BaseProtocol:
                 ActiveMQ answered ERROR and only ``on_error`` heard of it.)
         """
         if transaction is None:
-            raise ValueError("'transaction' is required")
+            raise RequiredArgumentError("'transaction' is required")
         self._known_transaction(transaction, "COMMIT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
@@ -245,7 +262,7 @@ class BaseProtocol:
             UnknownTransactionError: (a ValueError) as :meth:`commit`.
         """
         if transaction is None:
-            raise ValueError("'transaction' is required")
+            raise RequiredArgumentError("'transaction' is required")
         self._known_transaction(transaction, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
@@ -257,9 +274,9 @@ class BaseProtocol:
         frame_headers = merge_headers([headers, keyword_headers])
         destination, id, ack = _subscribe_arguments(frame_headers, destination, id, ack)
         if destination is None:
-            raise ValueError("'destination' is required")
+            raise RequiredArgumentError("'destination' is required")
         if id is None and id_required:
-            raise ValueError("'id' is required")
+            raise RequiredArgumentError("'id' is required")
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
                 raise ValueError("%s need a subscription 'id'" % ", ".join(sorted(options)))
@@ -270,7 +287,7 @@ class BaseProtocol:
             for key, value in extra.items():
                 frame_headers.setdefault(key, value)
             frame_headers["ack"] = ack
-            self.transport.send_frame("SUBSCRIBE", frame_headers)
+            self._send("SUBSCRIBE", frame_headers, b"", self._write_plain)
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         wire = frame_headers
@@ -305,6 +322,19 @@ class BaseProtocol:
             frame_headers["transaction"] = transaction
         if receipt:
             frame_headers["receipt"] = receipt
+        if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
+            self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers))
+            return
+        if self.reconnector is not None:
+            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
+            return
+        self.subscriptions.check_ack(command, ack_headers)
+        self.transport.send_frame(command, frame_headers)
+
+    def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
+                     body: Any = None) -> None:
+        """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
+        on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
         if self.reconnector is not None:
             self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
             return
@@ -312,8 +342,16 @@ class BaseProtocol:
         self.transport.send_frame(command, frame_headers)
 
 
-class Protocol10(BaseProtocol):
-    """STOMP 1.0's SUBSCRIBE (``id`` optional), UNSUBSCRIBE and ACK (no NACK)."""
+class Protocol10(BaseProtocol, ConnectionListener):
+    """STOMP 1.0's SUBSCRIBE (``id`` optional), UNSUBSCRIBE and ACK (no NACK);
+    stomp.py's ``Protocol10(transport, auto_content_length)``: a session over
+    ``transport`` (registered on it as ``"protocol-listener"``)."""
+
+    version = "1.0"
+    _connect_command = "CONNECT"
+
+    def __init__(self, transport: Transport, auto_content_length: bool = True) -> None:
+        self._attach(transport, (0, 0), auto_content_length)
 
     def subscribe(self, destination: str, id: Optional[str] = None, ack: AckMode = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -327,7 +365,7 @@ class Protocol10(BaseProtocol):
         """UNSUBSCRIBE by ``id`` or by ``destination`` (after the ACK of what
         optimizeAcknowledge has not acked yet)."""
         if id is None and destination is None:
-            raise ValueError("'id' or 'destination' is required")
+            raise RequiredArgumentError("'id' or 'destination' is required")
         if id is not None:
             self.subscriptions.close(id)
             self._ledger.forget_subscription(id)
@@ -336,18 +374,40 @@ class Protocol10(BaseProtocol):
             frame_headers["id"] = id
         if destination is not None:
             frame_headers["destination"] = destination
-        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+        self._send("UNSUBSCRIBE", frame_headers, b"", self._write_plain)
 
     def ack(self, id: str, transaction: Optional[str] = None, receipt: Optional[str] = None) -> None:
         """ACK the message whose ``message-id`` is ``id`` (STOMP 1.0 "ACK")."""
         if id is None:
-            raise ValueError("'id' is required")
+            raise RequiredArgumentError("'id' is required")
         self._ack_frame("ACK", {"message-id": id}, transaction, receipt)
 
 
-class Protocol11(BaseProtocol):
+def _engine_heartbeats(self: Any, *args: Any, **kwargs: Any) -> None:
+    """Nothing: heart-beats are negotiated and run by the transport's link
+    (:meth:`amqstomp._io.link.Link.start_heartbeats`), not by this listener."""
+
+
+setattr(_engine_heartbeats, "amqstomp_noop", True)  # the dispatcher never calls it (like ConnectionListener's)
+
+
+class Protocol11(BaseProtocol, HeartbeatListener):
     """STOMP 1.1's SUBSCRIBE (``id`` required), UNSUBSCRIBE, ACK and NACK (by
-    ``message-id`` + ``subscription``)."""
+    ``message-id`` + ``subscription``); stomp.py's ``Protocol11(transport,
+    heartbeats, auto_content_length, heart_beat_receive_scale)``: a session over
+    ``transport`` asking for ``heartbeats`` ``(cx, cy)`` ms, with the receive
+    grace factor ``heart_beat_receive_scale``. A HeartbeatListener whose
+    callbacks do nothing: the transport's link runs heart-beats."""
+
+    version = "1.1"
+    # the engine runs heart-beats: HeartbeatListener's callbacks would start a second loop
+    on_connected = on_disconnected = on_disconnecting = on_message = _engine_heartbeats
+    on_receipt = on_error = on_heartbeat = on_send = _engine_heartbeats
+
+    def __init__(self, transport: Transport, heartbeats: Tuple[int, int] = (0, 0), auto_content_length: bool = True,
+                 heart_beat_receive_scale: float = 1.5) -> None:
+        transport.heart_beat_receive_scale = float(heart_beat_receive_scale)
+        self._attach(transport, heartbeats, auto_content_length)
 
     def subscribe(self, destination: str, id: Any, ack: AckMode = _ACK_DEFAULT,
                   headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -402,18 +462,18 @@ class Protocol11(BaseProtocol):
         """UNSUBSCRIBE the subscription ``id`` (after the ACK of what
         optimizeAcknowledge has not acked yet)."""
         if id is None:
-            raise ValueError("'id' is required")
+            raise RequiredArgumentError("'id' is required")
         self.subscriptions.close(id)
         self._ledger.forget_subscription(id)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["id"] = id
-        self.transport.send_frame("UNSUBSCRIBE", frame_headers)
+        self._send("UNSUBSCRIBE", frame_headers, b"", self._write_plain)
 
     def ack(self, id: str, subscription: Any, transaction: Optional[str] = None,
             receipt: Optional[str] = None) -> None:
         """ACK by ``message-id`` and ``subscription`` (STOMP 1.1 "ACK")."""
         if id is None or subscription is None:
-            raise ValueError("'id' and 'subscription' are required")
+            raise RequiredArgumentError("'id' and 'subscription' are required")
         self._ack_frame("ACK", {"message-id": id, "subscription": subscription}, transaction, receipt)
 
     def nack(self, id: str, subscription: Any, transaction: Optional[str] = None,
@@ -421,24 +481,27 @@ class Protocol11(BaseProtocol):
         """NACK by ``message-id`` and ``subscription`` (STOMP 1.1 "NACK"; on
         ActiveMQ the message goes to the DLQ)."""
         if id is None or subscription is None:
-            raise ValueError("'id' and 'subscription' are required")
+            raise RequiredArgumentError("'id' and 'subscription' are required")
         self._ack_frame("NACK", {"message-id": id, "subscription": subscription}, transaction, receipt,
                         keyword_headers)
 
 
 class Protocol12(Protocol11):
-    """STOMP 1.2's ACK and NACK (by the MESSAGE's ``ack`` header)."""
+    """STOMP 1.2's ACK and NACK (by the MESSAGE's ``ack`` header); CONNECT
+    always carries ``host``. Same constructor as :class:`Protocol11`."""
+
+    version = "1.2"
 
     def ack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
             receipt: Optional[str] = None) -> None:
         """ACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "ACK")."""
         if id is None:
-            raise ValueError("'id' is required")
+            raise RequiredArgumentError("'id' is required")
         self._ack_frame("ACK", {"id": id}, transaction, receipt)
 
     def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
              receipt: Optional[str] = None, **keyword_headers: Any) -> None:
         """NACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "NACK")."""
         if id is None:
-            raise ValueError("'id' is required")
+            raise RequiredArgumentError("'id' is required")
         self._ack_frame("NACK", {"id": id}, transaction, receipt, keyword_headers)

@@ -224,7 +224,7 @@ class SubscriptionManager:
         frame_headers["destination"] = name
         frame_headers["id"] = id
         frame_headers["ack"] = ack
-        prefetch = self._prefetch(name, frame_headers)
+        prefetch = self._prefetch(name, frame_headers, self.transport.dialect)
         if prefetch == 0:
             dialect = self.transport.dialect
             if dialect == ACTIVEMQ or (BROKERS[dialect].prefetch or "") in frame_headers:
@@ -252,8 +252,12 @@ class SubscriptionManager:
         self._subs[sub_id] = sub
         return frame_headers, sub
 
-    def _prefetch(self, destination: str, headers: Mapping[str, Any]) -> int:
-        for key in ("activemq.prefetchSize", "prefetch-count"):
+    def _prefetch(self, destination: str, headers: Mapping[str, Any], dialect: str) -> int:
+        """The local window's size: the prefetch header this broker reads (ActiveMQ's
+        ``activemq.prefetchSize``, RabbitMQ's ``prefetch-count``; either on a generic
+        broker), else the policy's default for the destination's kind."""
+        known = BROKERS[dialect].prefetch
+        for key in ((known,) if known else ("activemq.prefetchSize", "prefetch-count")):
             if key in headers:
                 try:
                     value = int(str(headers[key]).strip())

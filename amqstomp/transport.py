@@ -1,12 +1,15 @@
 """The socket engine: one STOMP connection's sockets, threads, receipts and listeners.
 
-A :class:`Transport` is a :class:`amqstomp._io.owner.LinkOwner` (at most one
-live socket at a time, a *link*, with its reader, dispatcher and timer
-threads, opening, closing, pausing) plus the frame-level API stomp.py users
-know: ``send_frame`` (listeners' ``on_send`` first), receipts by id, the
-listener registry, and stomp.py's connect attempts and back-off. Writes and their coalescing are the link's
-(:mod:`amqstomp._io.link`); connecting, with stomp.py's attempts and back-off,
-the connector's (:mod:`amqstomp._io.connector`); listener fan-out
+A :class:`Transport` is stomp.py's ``Transport`` (this module answers to
+``stomp.transport`` after :func:`amqstomp.install_as_stomp`): the brokers to
+connect to, with stomp.py's attempts and back-off, TLS per broker
+(``set_ssl``/``get_ssl``), over :class:`amqstomp._transport_base.BaseTransport`
+(the listener registry, ``send_frame`` / ``transmit`` / ``send``, receipts by
+id and the rest of stomp.py's transport API) and
+:class:`amqstomp._io.owner.LinkOwner` (at most one live socket at a time, a
+*link*, with its reader, dispatcher and timer threads). Writes and their
+coalescing are the link's (:mod:`amqstomp._io.link`); connecting the
+connector's (:mod:`amqstomp._io.connector`); listener fan-out
 :mod:`amqstomp._engine.dispatch`'s.
 
 The layer above hears from the transport through ONE typed interface,
@@ -18,65 +21,91 @@ outcome of each on the dispatcher, and a socket that ends without
 next link with :meth:`Transport.open`, ``only=`` one broker, and the listeners
 hear ``on_transport_interrupted`` instead of ``on_disconnected``).
 docs/architecture.md shows where this sits.
+
+Like stomp.py's module it holds stomp.py's :mod:`amqstomp.utils` names (and
+through them :mod:`amqstomp.constants`'), and ``DEFAULT_SSL_VERSION``,
+``LINUX_KEEPALIVE_AVAIL``, ``MAC_KEEPALIVE_AVAIL``.
 """
-import logging
 import socket
 import ssl
-import sys
-from collections import OrderedDict
-from concurrent.futures import Future
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ._io.channel import checked_hosts, order_hosts
+from ._io.channel import checked_hosts, order_hosts, tls_context
 from ._io.connector import Connector
-from ._io.link import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, wait_future
-from ._io.owner import DEFAULT_CLOSE_TIMEOUT, LinkOwner
+from ._io.link import DEFER_FLUSH_BYTES, DEFER_FLUSH_S
+from ._io.owner import DEFAULT_CLOSE_TIMEOUT
 from ._io.scheduler import Scheduler, TimerHandle
 from ._protocol.backoff import ReconnectPolicy
-from .codec import Frame, FrameHead
-from .exception import ConnectFailedException, FrameEncodeError, NotConnectedException
-from ._engine.dispatch import ListenerDispatch
-from .utils import clamp_wait
+from ._transport_base import DEFAULT_WAIT_TIMEOUT, BaseTransport
+from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
+    CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
+    CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, ENC_NEWLINE, ENC_NULL, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH,
+    HDR_CONTENT_TYPE, HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE,
+    HDR_RECEIPT, HDR_SUBSCRIPTION, HDR_TRANSACTION, HEADER_LINE_RE, HEARTBEAT_FRAME, LINE_END_RE, NULL,
+    PASSCODE_RE, PREAMBLE_END_RE, Frame, PollableQueue, calculate_heartbeats, clean_headers, clean_lines,
+    clamp_wait, convert_frame, decode, default_create_thread, encode, get_errno, get_uuid, is_eol_default,
+    is_localhost, join, length, merge_headers, pack, parse_frame, parse_headers,
+)
+from . import utils as _utils
 
-__all__ = ["Transport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_WAIT_TIMEOUT",
-           "DEFAULT_CLOSE_TIMEOUT", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES"]
-
-log = logging.getLogger("amqstomp.transport")
+__all__ = ["Transport", "BaseTransport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT",
+           "DEFAULT_WAIT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES",
+           "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL", "MAC_KEEPALIVE_AVAIL", "SslParams",
+           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
+           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "ENC_NEWLINE", "ENC_NULL",
+           "HDR_ACCEPT_VERSION", "HDR_ACK", "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION",
+           "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID", "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT",
+           "HDR_SUBSCRIPTION", "HDR_TRANSACTION", "HEADER_LINE_RE", "HEARTBEAT_FRAME", "LINE_END_RE",
+           "LOCALHOST_NAMES", "NULL", "PASSCODE_RE", "PREAMBLE_END_RE", "Frame", "PollableQueue",
+           "calculate_heartbeats", "clean_headers", "clean_lines", "convert_frame", "decode",
+           "default_create_thread", "encode", "get_errno", "get_uuid", "is_eol_default", "is_localhost", "join",
+           "length", "merge_headers", "pack", "parse_frame", "parse_headers"]
 
 HostAndPort = Tuple[str, int]
 
 #: Seconds allowed for one TCP (and TLS) connect when ``timeout`` is None.
 DEFAULT_CONNECT_TIMEOUT = 10.0
-#: Seconds a blocking wait (CONNECTED, a receipt) lasts when the caller gives no timeout.
-DEFAULT_WAIT_TIMEOUT = 30.0
+#: ``set_ssl``'s default ``ssl_version`` (stomp.py's: ``ssl.PROTOCOL_TLS_CLIENT``).
+DEFAULT_SSL_VERSION: Optional[int] = ssl.PROTOCOL_TLS_CLIENT
+#: Linux-style keep-alive tuning (``keepalive=("linux", idle, interval, count)``) is available.
+LINUX_KEEPALIVE_AVAIL = all(hasattr(socket, n) for n in ("SOL_TCP", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"))
+#: macOS-style keep-alive tuning (``keepalive=("mac", interval)``) is available (stomp.py's test: IPPROTO_TCP).
+MAC_KEEPALIVE_AVAIL = hasattr(socket, "IPPROTO_TCP")
 
-_QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
-_NO_HEADERS: Mapping[str, Any] = {}  # never written to
-_MASKED_HEADERS = ("passcode",)
+if TYPE_CHECKING:
+    #: :data:`amqstomp.utils.LOCALHOST_NAMES` (the same list, worked out on first use)
+    LOCALHOST_NAMES: List[str]
+else:
+    def __getattr__(name: str) -> Any:
+        """``LOCALHOST_NAMES``: :mod:`amqstomp.utils`'s, asked for when first used.
+
+        Raises:
+            AttributeError: ``name`` is not an attribute of this module.
+        """
+        if name == "LOCALHOST_NAMES":
+            return _utils.LOCALHOST_NAMES
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """A frame head's headers followed by the frame's own (a name in both keeps
-    the head's value: the receiver of the encoded frame keeps the first line,
-    STOMP 1.2 "Repeated Header Entries")."""
-    merged = dict(head.headers)
-    if headers:
-        for name, value in headers.items():
-            merged.setdefault(name, value)
-    return merged
+class SslParams(Dict[str, Any]):
+    """stomp.py's ``get_ssl`` answer: the ``set_ssl`` arguments (``key_file``,
+    ``cert_file``, ``ca_certs``, ``cert_validator``, ``verify``, ``ssl_version``,
+    ``password``) and ``ssl_context``, the ``ssl.SSLContext`` made of them. Its
+    repr masks the password."""
 
+    def __repr__(self) -> str:
+        return repr({k: ("********" if k == "password" and v is not None else v) for k, v in self.items()})
 
-def _clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
-    if any(name in headers for name in _MASKED_HEADERS):
-        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
-    return dict(headers)
+    __str__ = __repr__
 
 
 # --------------------------------------------------------------------------- transport
 
 
-class Transport(LinkOwner):
-    """One STOMP connection's socket, threads, heart-beats and receipts.
+class Transport(BaseTransport):
+    """One STOMP connection's socket, threads, heart-beats and receipts
+    (stomp.py 9.0 ``stomp.transport.Transport``; its positional parameters in
+    its order).
 
     Args:
         host_and_ports (list[tuple[str, int]] | None): brokers to try, in order;
@@ -103,6 +132,9 @@ class Transport(LinkOwner):
         auto_decode (bool): listeners get bodies as ``str`` (decoded with
             ``encoding``, undecodable bytes replaced) instead of ``bytes``.
         encoding (str): text encoding of bodies.
+        recv_bytes (int): bytes asked for per ``recv``.
+        is_eol_fc (callable): stomp.py's heart-beat test; kept, not consulted
+            (see :class:`amqstomp._transport_base.BaseTransport`).
         bind_host_port (tuple[str, int] | None): local address to bind before
             connecting.
         ssl_context (ssl.SSLContext | None): wrap every connection in TLS with
@@ -116,14 +148,10 @@ class Transport(LinkOwner):
             Heart-beats are written whenever nothing was written for half the
             send interval, because ActiveMQ checks reads on a fixed grid with
             no grace.
-        recv_bytes (int): bytes asked for per ``recv``.
         auto_content_length (bool): add ``content-length`` to frames with a body
             (STOMP 1.2 "Header content-length"; ActiveMQ then builds a
             BytesMessage, without it a TextMessage).
     """
-
-    #: the stomp.py listeners and how they are called
-    dispatch: ListenerDispatch
 
     def __init__(self,
                  host_and_ports: Optional[Sequence[HostAndPort]] = None,
@@ -139,11 +167,12 @@ class Transport(LinkOwner):
                  vhost: Optional[str] = None,
                  auto_decode: bool = True,
                  encoding: str = "utf-8",
+                 recv_bytes: int = 65536,
+                 is_eol_fc: Callable[[bytes], bool] = is_eol_default,
                  bind_host_port: Optional[HostAndPort] = None,
                  *,
                  ssl_context: Optional[ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5,
-                 recv_bytes: int = 65536,
                  auto_content_length: bool = True) -> None:
         hosts = checked_hosts(host_and_ports or [("localhost", 61613)])
         self.host_and_ports: List[HostAndPort] = order_hosts(hosts, prefer_localhost, try_loopback_connect)
@@ -158,43 +187,16 @@ class Transport(LinkOwner):
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not 0 < timeout < float("inf")):
             raise ValueError("timeout must be a finite number of seconds > 0 or None, got %r" % (timeout,))
-        self.timeout = clamp_wait(timeout)  # longer than the platform can wait: that long
+        clamped = clamp_wait(timeout)  # longer than the platform can wait: that long
         self.keepalive = keepalive
         self.vhost = vhost
-        self.auto_decode = auto_decode
-        self.encoding = encoding
         self.bind_host_port = bind_host_port
-        self.auto_content_length = auto_content_length
-        connector = Connector(self.host_and_ports, self.timeout if self.timeout is not None
-                              else DEFAULT_CONNECT_TIMEOUT, bind_host_port, keepalive, ssl_context)
-        LinkOwner.__init__(self, connector, ListenerDispatch(auto_decode, encoding),
-                           heart_beat_receive_scale, recv_bytes)
-        self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
-
-    # ------------------------------------------------------------ listeners
-
-    def set_listener(self, name: str, listener: Any) -> None:
-        """Register ``listener`` (a :class:`~amqstomp.listener.ConnectionListener`
-        or any object with some ``on_*`` methods) under ``name``; listeners are
-        called in the order of their names.
-
-        Raises:
-            ValueError: ``listener`` is None.
-        """
-        self.dispatch.set(name, listener)
-
-    def remove_listener(self, name: str) -> None:
-        """Unregister the listener called ``name`` (KeyError when there is none)."""
-        self.dispatch.remove(name)
-
-    def get_listener(self, name: str) -> Any:
-        """The listener registered as ``name``, or None."""
-        return self.dispatch.get(name)
-
-    @property
-    def listeners(self) -> Dict[str, Any]:
-        """A copy of the name -> listener map."""
-        return self.dispatch.as_dict()
+        connector = Connector(self.host_and_ports, clamped if clamped is not None else DEFAULT_CONNECT_TIMEOUT,
+                              bind_host_port, keepalive, ssl_context)
+        BaseTransport.__init__(self, auto_decode, encoding, is_eol_fc, connector=connector,
+                               heart_beat_receive_scale=heart_beat_receive_scale, recv_bytes=recv_bytes,
+                               auto_content_length=auto_content_length, timeout=clamped)
+        self._ssl_params: Dict[Optional[HostAndPort], SslParams] = {}
 
     # ------------------------------------------------------------ connecting
 
@@ -219,213 +221,50 @@ class Transport(LinkOwner):
         (:meth:`amqstomp._protocol.backoff.ReconnectPolicy.stomp_py`)."""
         return self.backoff.delay_ms(round_number) / 1000.0
 
+    # ------------------------------------------------------------ TLS
 
-
-    # ------------------------------------------------------------ writing
-
-    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
-                   body: Union[bytes, bytearray, memoryview, str, None] = b"",
-                   write_timeout: Optional[float] = None, defer: bool = False,
-                   head: Optional[FrameHead] = None, link_seq: int = 0) -> "Optional[Future[Frame]]":
-        """Encode and write one frame; thread-safe.
-
-        Header values: ``None`` leaves the header out (an explicit
-        ``content-length: None`` also turns off the automatic one, so ActiveMQ
-        makes a TextMessage); ``True``/``False`` become ``"true"``/``"false"``
-        (ActiveMQ reads ``persistent`` only as the exact string ``true``);
-        anything else goes through ``str()``. Listeners' ``on_send(frame)`` run
-        first, on the calling thread, and may change the frame.
-
-        A frame with a ``receipt`` header registers a receipt future before it
-        is written (see :meth:`expect_receipt`); a CONNECT/STOMP frame's
-        ``heart-beat`` header is remembered for the negotiation.
-
-        A write blocks while the broker does not read (ActiveMQ's producer flow
-        control stops reading a blocked producer's socket). With
-        ``write_timeout`` (seconds) a frame that could not start being written
-        in that time closes the connection instead (used by ``disconnect``).
-
-        With ``defer=True`` the frame may wait in the link's write buffer for
-        up to :data:`DEFER_FLUSH_S` seconds (see the module docstring): for
-        frames nobody waits on; a frame someone waits for (a receipt, a reply)
-        is sent without ``defer``, which writes the buffer first. Frames that
-        are still in the buffer when the socket is lost are lost with it, like
-        those in the socket's own buffers.
-
-        ``head`` (:class:`amqstomp.codec.FrameHead` of ``cmd``): headers the
-        frame starts with, before ``headers``, encoded once per STOMP version
-        for all the frames that share it (a producer's destination and
-        delivery mode); listeners' ``on_send`` see them merged.
-
-        ``link_seq`` (int): when not 0, the frame goes on socket number
-        ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
-        that socket delivered (``Frame.link_seq``), and after a failover the
-        broker redelivers it on the new socket under the same ``message-id``.
-
-        Returns:
-            Future | None: the receipt future when the frame asks for one.
-
-        Raises:
-            NotConnectedException: no socket is open, or socket ``link_seq`` is
-                not the open one any more.
-            ConnectionClosedException: the write failed, or waited past
-                ``write_timeout`` (the link is then closed).
-            FrameEncodeError: the frame cannot be written in this STOMP version.
-        """
-        link = self._link
-        if link is None or link.closed:
-            raise NotConnectedException("not connected (no open socket)")
-        if link_seq and link_seq != link.seq:
-            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
-                                        % (cmd, link_seq, link.seq))
-        if head is not None and head.command != cmd:
-            raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
-        auto_length = self.auto_content_length
-        clean: Mapping[str, Any]
-        payload: Any
-        on_send_fns = self.dispatch.on_send
-        if on_send_fns or (headers and type(headers) is not dict):
-            copied: Dict[str, Any] = {}
-            if head is not None:
-                headers = _merged(head, headers)
-                head = None
-            if headers:
-                for key, value in headers.items():
-                    if value is None:
-                        if key == "content-length":
-                            auto_length = False
-                        continue
-                    if value is True or value is False:
-                        value = "true" if value else "false"
-                    copied[key] = value
-            frame = Frame(cmd, copied, b"" if body is None else body)  # type: ignore[arg-type]
-            for on_send in on_send_fns:
-                try:
-                    on_send(frame)
-                except Exception:
-                    log.exception("listener on_send raised")
-            cmd, clean, payload = frame.cmd, frame.headers, frame.body
-        else:
-            # the codec leaves None values out and writes bools as true/false itself
-            clean = headers if headers else _NO_HEADERS
-            if "content-length" in clean and clean["content-length"] is None:
-                auto_length = False
-            payload = b"" if body is None else body
-        if payload.__class__ is not bytes and isinstance(payload, str):
-            payload = payload.encode(self.encoding)
-        proto = link.proto
-        # the broker's limits (ActiveMQ) are checked here, before anything is written
-        data = proto.encode(cmd, clean, payload, auto_length, None if head is None else head.encoded(proto.version))
-        size = len(data)
-        future = None
-        receipt = clean.get("receipt")
-        if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
-            future = self.expect_receipt(str(receipt))
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
-                      len(payload))
-        if defer and link.can_defer and size < DEFER_FLUSH_BYTES:
-            link.write_deferred(data, write_timeout)
-        else:
-            link.write(data, write_timeout)
-        return future
-
-    def flush(self) -> None:
-        """Write the frames waiting in the write buffer now (blocking while the
-        broker does not read). Nothing to do when there are none or no socket.
-
-        Raises:
-            ConnectionClosedException: the write failed (the link is then closed).
-        """
-        link = self._link
-        if link is not None and link.wbuf and not link.closed:
-            link.write(b"")
-
-    # ------------------------------------------------------------ receipts
-
-    def expect_receipt(self, receipt_id: str) -> "Future[Frame]":
-        """Register a future for the RECEIPT with ``receipt-id: receipt_id``.
-
-        Call before writing the frame (``send_frame`` does so by itself for a
-        frame with a ``receipt`` header). The future's result is the RECEIPT
-        frame; it fails with :class:`BrokerError` when an ERROR carries that
-        ``receipt-id``, with :class:`ConnectionClosedException` when the
-        connection ends first (STOMP 1.2 "RECEIPT", "ERROR"), and with
-        :class:`NotConnectedException` when no socket is open.
-        """
-        link = self._link
-        future: "Future[Frame]"
-        if link is None or link.closed:
-            future = Future()
-            future.set_exception(NotConnectedException("not connected (no open socket)"))
-            return future
-        future = link.expect_receipt(receipt_id)
-        with self._lock:
-            self._done_receipts[receipt_id] = future
-            while len(self._done_receipts) > 1024:
-                self._done_receipts.popitem(last=False)
-        return future
-
-    def receipt_future(self, receipt_id: str) -> "Optional[Future[Frame]]":
-        """The future registered for ``receipt_id`` (pending or among the
-        last 1024 registered), or None."""
-        with self._lock:
-            return self._done_receipts.get(receipt_id)
-
-    def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
-        """Block until the RECEIPT for ``receipt_id`` arrives.
+    def set_ssl(self, for_hosts: Sequence[HostAndPort] = (), key_file: Optional[str] = None,
+                cert_file: Optional[str] = None, ca_certs: Optional[str] = None,
+                cert_validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None,
+                ssl_version: Optional[int] = DEFAULT_SSL_VERSION, password: Any = None, verify: bool = True) -> None:
+        """stomp.py's TLS set-up: use TLS for ``for_hosts`` (every broker when
+        empty; stomp.py then used it for none).
 
         Args:
-            receipt_id (str): the ``receipt`` header value of a frame sent on
-                this transport.
-            timeout (float | None): seconds; ``self.timeout`` or
-                :data:`DEFAULT_WAIT_TIMEOUT` when None.
-
-        Returns:
-            Frame: the RECEIPT frame.
-
-        Raises:
-            ReceiptTimeout: nothing within ``timeout``.
-            BrokerError: the broker answered with an ERROR for that receipt.
-            ConnectionClosedException: the connection ended first.
-            KeyError: no frame with that receipt id was sent on this transport.
-        """
-        future = self.receipt_future(receipt_id)
-        if future is None:
-            raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
-        frame: Frame = self.wait_future(future, clamp_wait(timeout), "receipt %r" % (receipt_id,))
-        return frame
-
-    def _wait_s(self, timeout: Optional[float]) -> float:
-        if timeout is not None:
-            return timeout
-        return self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
-
-    def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
-        """``future.result()`` with a bounded wait (seconds; ``self.timeout`` or
-        :data:`DEFAULT_WAIT_TIMEOUT` when None): :class:`ReceiptTimeout` on expiry.
-        On the dispatcher thread it reads on meanwhile although flow control
-        paused reading (:meth:`amqstomp._io.link.Link.wait`)."""
-        link = self._link
-        if link is None:
-            return wait_future(future, self._wait_s(timeout), what)
-        return link.wait(future, self._wait_s(timeout), what)
-
-    def wait_connected(self, timeout: Optional[float] = None) -> Frame:
-        """Block until the broker's CONNECTED frame arrives.
-
-        Args:
-            timeout (float | None): seconds; ``self.timeout`` or
-                :data:`DEFAULT_WAIT_TIMEOUT` when None.
-
-        Returns:
-            Frame: the CONNECTED frame.
+            key_file (str | None): the client certificate's key (PEM).
+            cert_file (str | None): the client certificate (PEM).
+            ca_certs (str): CA bundle to verify the broker with (system CAs when None).
+            cert_validator: ``(cert, hostname) -> (ok, message)`` extra check
+                after the handshake; a false ``ok`` fails that connect attempt.
+            ssl_version (int): an ``ssl.PROTOCOL_*`` constant.
+            password: key password.
+            verify (bool): verify the broker's certificate and host name.
 
         Raises:
-            ConnectFailedException: an ERROR came instead, the connection
-                ended, or nothing came within ``timeout``.
+            OSError, ssl.SSLError: a file cannot be read or is not what it should be.
+
+        For full control pass an ``ssl.SSLContext`` as ``ssl_context=`` instead.
         """
-        link = self._link
-        if link is None:
-            raise ConnectFailedException("not connected (no open socket)")
-        return link.wait_connected(self._wait_s(timeout))
+        context = tls_context(ca_certs, cert_file, key_file, password, verify, ssl_version)
+        hosts = [(h, int(p)) for h, p in for_hosts] or None
+        self.set_ssl_context(context, hosts, cert_validator)
+        params = SslParams(key_file=key_file, cert_file=cert_file, ca_certs=ca_certs, cert_validator=cert_validator,
+                           verify=verify, ssl_version=ssl_version, password=password, ssl_context=context)
+        keys: List[Optional[HostAndPort]] = list(hosts) if hosts else [None]
+        for host_and_port in keys:
+            self._ssl_params[host_and_port] = params
+
+    def get_ssl(self, host_and_port: Optional[HostAndPort] = None) -> Optional[SslParams]:
+        """stomp.py's ``get_ssl``: the TLS settings for ``host_and_port`` (the
+        current broker when None) as :class:`SslParams`, or None when it is not
+        TLS. ``["ssl_context"]`` is the context (also for one given as
+        ``ssl_context=``, whose other entries are then absent)."""
+        host_and_port = host_and_port or self.current_host_and_port
+        context = self.get_ssl_context(host_and_port)
+        if context is None:
+            return None
+        params = self._ssl_params.get(host_and_port) if host_and_port else None
+        params = params or self._ssl_params.get(None)
+        if params is not None and params["ssl_context"] is context:
+            return params
+        return SslParams(ssl_context=context)

@@ -16,7 +16,7 @@ Invariants, checked per mode (:data:`MODES` says which apply):
 ``lost``
     every sequence number whose send was confirmed (receipt) is delivered at least once.
     Allowed only for ``stomp-auto`` (``ack:auto`` is at-most-once: the broker acks at dispatch,
-    what is in flight or buffered when the socket dies is gone; README).
+    what is in flight or buffered when the socket dies is gone; docs/guides/consumers.md).
 ``settled->redelivered``
     a message (message-id) whose settlement returned normally is never delivered again.
     Strict for the modes whose settlement call reports the broker applied it: stomp.py API
@@ -38,7 +38,7 @@ Invariants, checked per mode (:data:`MODES` says which apply):
     again in a new transaction, so each try is told apart by its ``chaos_attempt`` header.
 ``unflagged``
     a redelivery (a message-id this consumer saw before) carries ``redelivered: true`` or a
-    delivery count > 1 (README: "every one carrying redelivered: true").
+    delivery count > 1 (docs/guides/failover.md: "every one carrying redelivered: true").
 ``stalls``
     no consumer idle for ``stall_timeout_s`` while the broker holds messages for it (its queue
     size > 0 by the statistics plugin, or, if the broker cannot answer, confirmed sends it has

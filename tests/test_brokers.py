@@ -173,6 +173,27 @@ def test_optimized_acks_with_the_brokers_prefetch_header(stomp_broker):
     producer.disconnect()
 
 
+def test_the_other_brokers_prefetch_header_is_only_a_header(stomp_broker):
+    """Only the header this broker reads sizes the local window (and is checked for 0): the other
+    broker's is passed through as an ordinary header (ActiveMQ ignores prefetch-count, RabbitMQ
+    activemq.prefetchSize), so messages flow at the broker's own prefetch."""
+    other = {"activemq": "prefetch-count", "rabbitmq": "activemq.prefetchSize"}[stomp_broker.name]
+    q = qname(stomp_broker)
+    producer = stomp12(stomp_broker)
+    for i in range(5):
+        producer.send(q, "m%d" % i)
+    producer.send(q, "last", receipt="last")
+    producer.wait_for_receipt("last", 20)
+    col = Collector()
+    conn = stomp12(stomp_broker, col)
+    try:
+        conn.subscribe(q, id="1", ack="auto", headers={other: "0"})
+        assert len(col.wait_messages(6, 20)) == 6
+    finally:
+        conn.disconnect()
+        producer.disconnect()
+
+
 def test_prefetch_zero_is_refused_naming_the_broker(stomp_broker):
     conn = stomp12(stomp_broker)
     try:
@@ -304,11 +325,11 @@ def test_x_queue_arguments_pass_through(stomp_broker):
 
 
 def test_jms_request_reply_over_a_temporary_queue_as_the_readme_writes_it(stomp_broker):
-    """README's "JMS-style API" request/reply, line for line (broker URL and login aside).
+    """The request/reply of docs/guides/jms.md's tour, line for line (broker URL and login aside).
     On RabbitMQ the temporary queue exists only as a reply-to: no SUBSCRIBE, the replies
     come on the connection's own subscription of that name."""
     factory = ConnectionFactory(stomp_broker.url + "?heartBeat=1000,1000&jms.prefetchPolicy.all=50")
-    requests = Queue(qname(stomp_broker))  # the README's Queue("requests"), a fresh one
+    requests = Queue(qname(stomp_broker))  # the tour's Queue("requests"), a fresh one
     got = []
     with factory.create_connection(stomp_broker.username, stomp_broker.password) as connection:
         connection.set_exception_listener(print)           # connection lost, async ERRORs

@@ -184,7 +184,7 @@ def test_browser_sees_every_message_and_consumes_none(activemq):
 def test_browser_shows_at_most_the_brokers_max_browse_page_size(activemq):
     """ActiveMQ's browse pages in at most the destination policy's maxBrowsePageSize
     (400 by default) messages: a longer queue is browsed up to there, then
-    browser:end. Documented in the README."""
+    browser:end. Documented in docs/guides/jms.md ("Queue browsers")."""
     queue = Queue(qname("browse"))
     count = 600
     with ConnectionFactory(activemq.url).create_connection() as connection:

@@ -78,6 +78,8 @@ class Client:
         self.ledger = ledger
         self.reconnector = reconnector
         self.manager = manager
+        #: the socket (``transport.link_seq``) the last CONNECT of :meth:`handshake` went on; 0 before one
+        self.handshake_seq = 0
         transport.set_observer(self)
 
     # ------------------------------------------------------------ connecting
@@ -86,13 +88,19 @@ class Client:
                   wait_s: Optional[float], only: Optional[Tuple[str, int]] = None,
                   deadline: Optional[float] = None, silent: bool = False,
                   opened: Optional[Callable[[], None]] = None,
-                  failing: Optional[Callable[[], None]] = None) -> Optional[Frame]:
+                  failing: Optional[Callable[[], None]] = None,
+                  send: Optional[Callable[[str, Mapping[str, Any]], Any]] = None,
+                  reuse: bool = False) -> Optional[Frame]:
         """Open a socket and send CONNECT/STOMP (STOMP 1.2 "Connecting"), for
         every API and for every reconnect: ``transport.open(version, only,
         deadline)``, then ``opened()`` (if given), then ``command`` with
         ``headers_for(host)`` (the host connected to: the default ``host``
         header), then, unless ``wait_s`` is None, the wait for CONNECTED.
         ``failing()`` runs when the attempt failed, before the socket is closed.
+        ``send(command, headers)`` writes CONNECT (``transport.send_frame`` when
+        None: a facade routes it through its own ``send_frame``); ``reuse``: on
+        the socket open now (stomp.py's ``transport.start()`` opened it), no new one.
+        :attr:`handshake_seq` is then that socket's number.
 
         Returns:
             Frame | None: CONNECTED (None when not waited for).
@@ -104,11 +112,15 @@ class Client:
                 ``on_disconnected``, another attempt follows).
         """
         transport = self.transport
-        host, _ = transport.open(version, only=only, deadline=deadline)
+        if reuse and transport.current_host_and_port is not None:
+            host = transport.current_host_and_port[0]
+        else:
+            host, _ = transport.open(version, only=only, deadline=deadline)
         try:
             if opened is not None:
                 opened()
-            transport.send_frame(command, headers_for(host))
+            (send or transport.send_frame)(command, headers_for(host))
+            self.handshake_seq = transport.link_seq
             if wait_s is None:
                 return None
             return transport.wait_connected(wait_s)  # type: ignore[no-any-return]
@@ -351,7 +363,8 @@ class Client:
 
     def disconnect(self, manager: Any, wait_s: float, headers: Mapping[str, Any], announce: bool = False,
                    reason: str = "closed by the client", join_s: float = 10.0,
-                   disarm_s: Optional[float] = None) -> None:
+                   disarm_s: Optional[float] = None,
+                   send: Optional[Callable[[str, Mapping[str, Any], Any, Optional[float]], Any]] = None) -> None:
         """End the session (STOMP 1.2 "DISCONNECT"), for every API: stop the
         failover loop, forget open transactions (the broker rolls them back),
         then, while connected, write the ACKs ``manager`` still holds
@@ -359,8 +372,9 @@ class Client:
         ``receipt``) and wait for its RECEIPT -- all within ``wait_s`` seconds --
         and close the socket, waiting up to ``join_s`` s for its threads
         (``disarm_s`` s for a reconnect in progress; ``join_s`` when None).
-        ``announce``: the listeners hear ``on_disconnecting`` first. Never raises
-        for a connection that is gone already."""
+        ``announce``: the listeners hear ``on_disconnecting`` first. ``send(cmd,
+        headers, body, write_timeout)`` writes the DISCONNECT (``transport.send_frame``
+        when None). Never raises for a connection that is gone already."""
         transport = self.transport
         if self.reconnector is not None:
             self.reconnector.disarm(join_s if disarm_s is None else disarm_s)
@@ -372,7 +386,10 @@ class Client:
             if announce:
                 transport.notify("disconnecting")
             try:
-                future = transport.send_frame("DISCONNECT", headers, None, max(0.0, deadline - time.monotonic()))
+                future = (send or transport.send_frame)("DISCONNECT", headers, None,
+                                                        max(0.0, deadline - time.monotonic()))
+                if future is None and send is not None and headers.get("receipt") is not None:
+                    future = transport.receipt_future(str(headers["receipt"]))  # sent by the facade's send_frame
                 if future is not None:
                     transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
             except StompException as exc:  # gone already, or no receipt in time: close anyway

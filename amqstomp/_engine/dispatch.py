@@ -14,9 +14,18 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
+from ..exception import RequiredArgumentError
 from ..listener import ConnectionListener
 
-__all__ = ["ListenerDispatch"]
+__all__ = ["ListenerDispatch", "PROTOCOL_LISTENER"]
+
+#: the name stomp.py registers a connection's protocol object under (``stomp/protocol.py``)
+PROTOCOL_LISTENER = "protocol-listener"
+
+#: events whose callback takes an argument (the frame, the (host, port), the info)
+_WITH_ARG = frozenset(["connecting", "connected", "before_message", "message", "receipt", "error", "send",
+                       "receiver_loop_completed", "slow_consumer"])
+_DECODED = frozenset(["connected", "before_message", "message", "receipt", "error"])
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -40,9 +49,14 @@ class ListenerDispatch:
         self.ordered: Tuple[Any, ...] = ()
         #: their own ``on_send`` methods (run by ``send_frame``); none: no Frame is built
         self.on_send: Tuple[Callable[[Frame], Any], ...] = ()
-        #: per MESSAGE: their own ``on_before_message`` / ``on_message`` (None where not overridden)
+        #: per MESSAGE: their own ``on_before_message`` / ``on_message``, in listener order
         self.before_message: Tuple[Any, ...] = ()
         self.on_message: Tuple[Any, ...] = ()
+        #: listeners that have a MESSAGE (0: it is reported ``"no listener"``)
+        self.receivers = 0
+        #: a listener has its own ``on_before_message``, which may change a MESSAGE's headers:
+        #: ``Frame.original_headers`` is copied before it runs (else only when read)
+        self.keeps_original = False
         #: a listener has its own ``on_receipt``: RECEIPTs go to the dispatcher
         self.wants_receipts = False
 
@@ -50,10 +64,11 @@ class ListenerDispatch:
         """Register ``listener`` under ``name`` (replacing one of that name).
 
         Raises:
-            ValueError: ``listener`` is None.
+            RequiredArgumentError: (a ValueError and AssertionError, stomp.py's
+                ``assert``) ``listener`` is None.
         """
         if listener is None:
-            raise ValueError("listener must not be None")
+            raise RequiredArgumentError("listener must not be None")
         with self._lock:
             self._listeners[name] = listener
             self._rebuild()
@@ -74,11 +89,17 @@ class ListenerDispatch:
             return dict(self._listeners)
 
     def _rebuild(self) -> None:
-        ordered = tuple(listener for _, listener in sorted(self._listeners.items(), key=lambda kv: str(kv[0])))
+        items = sorted(self._listeners.items(), key=lambda kv: str(kv[0]))
+        ordered = tuple(listener for _, listener in items)
         self.ordered = ordered
-        self.on_send = tuple(fn for fn in (_overridden(l, "on_send") for l in ordered) if fn is not None)
-        self.before_message = tuple(_overridden(l, "on_before_message") for l in ordered)
-        self.on_message = tuple(_overridden(l, "on_message") for l in ordered)
+        self.on_send = _own(ordered, "on_send")
+        self.before_message = _own(ordered, "on_before_message")
+        self.on_message = _own(ordered, "on_message")
+        self.keeps_original = bool(self.before_message)
+        # a protocol object (stomp.py's "protocol-listener": the connection itself) has a
+        # MESSAGE only when it has its own callback for it (a subclass's on_message)
+        self.receivers = sum(1 for name, listener in items if name != PROTOCOL_LISTENER
+                             or _overridden(listener, "on_message") or _overridden(listener, "on_before_message"))
         self.wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
@@ -90,15 +111,15 @@ class ListenerDispatch:
             if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
                 arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
             if event == "message":
-                if not listeners:
+                if not self.receivers:
                     return "no listener"
                 failed = False
+                if self.keeps_original:
+                    arg.original_headers  # the copy, before a listener changes the headers
                 for fn in self.before_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
+                    failed = not _call_fn(fn, arg) or failed
                 for fn in self.on_message:
-                    if fn is not None:
-                        failed = not _call_fn(fn, arg) or failed
+                    failed = not _call_fn(fn, arg) or failed
                 return "error" if failed else None
             name = "on_" + event
             for listener in listeners:
@@ -106,10 +127,8 @@ class ListenerDispatch:
                     _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
                 else:
                     _call(listener, name, arg)
-        elif event == "connecting":
-            for listener in listeners:
-                _call(listener, "on_connecting", arg)
-        elif event == "slow_consumer" or event == "protocol_error":
+        elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
+                or event == "protocol_error":
             name = "on_" + event
             for listener in listeners:
                 _call(listener, name, arg)
@@ -122,6 +141,19 @@ class ListenerDispatch:
                 _call0(listener, name)
         return None
 
+    def call(self, event: str, arg: Any = None) -> None:
+        """Call ``on_<event>`` of every listener on this thread, in name order,
+        with stomp.py's arguments (``BaseTransport.notify`` without a socket):
+        none for heartbeat and disconnected-like events, ``arg`` otherwise. A
+        listener that raises is logged and the others still run."""
+        if event in _WITH_ARG:
+            if event in _DECODED and self.auto_decode and isinstance(getattr(arg, "body", None), (bytes, bytearray)):
+                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+            for listener in self.ordered:
+                _call(listener, "on_" + event, arg)
+        else:
+            for listener in self.ordered:
+                _call0(listener, "on_" + event)
 
     # ------------------------------------------------------------ the dispatcher thread
 
@@ -178,13 +210,22 @@ class ListenerDispatch:
         link.events.put(STOP)
 
 
+def _own(listeners: Tuple[Any, ...], name: str) -> Tuple[Any, ...]:
+    """The listeners' own ``name`` methods, in order (no-ops left out)."""
+    return tuple(fn for fn in (_overridden(listener, name) for listener in listeners) if fn is not None)
+
+
 def _overridden(listener: Any, name: str) -> Any:
-    """``listener.name`` as a bound method, or None when it is ConnectionListener's no-op."""
+    """``listener.name`` as a bound method, or None when it is ConnectionListener's
+    no-op or another marked ``amqstomp_noop`` (a protocol's heart-beat callbacks).
+    (Told by the bound method's function: the listener's ``__dict__`` is not
+    looked at, which on CPython would slow every later attribute read of it.)"""
     fn = getattr(listener, name, None)
     if fn is None:
         return None
-    base = getattr(ConnectionListener, name, None)
-    if base is not None and getattr(type(listener), name, None) is base and name not in vars(listener):
+    func = getattr(fn, "__func__", None)
+    if func is not None and getattr(fn, "__self__", None) is listener and (
+            func is getattr(ConnectionListener, name, None) or getattr(func, "amqstomp_noop", False)):
         return None
     return fn
 

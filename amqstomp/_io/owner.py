@@ -20,16 +20,19 @@ import logging
 import ssl
 import threading
 import time
+from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..codec import Frame
-from ..exception import NotConnectedException, StompException
+from ..exception import ConnectFailedException, NotConnectedException, StompException
 from .connector import Connector
-from .link import Link
+from .link import Link, wait_future
 from .observer import ListenersOnly, TransportObserver
 from .scheduler import TimerHandle
+from ..utils import clamp_wait
 
-__all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT"]
+__all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -37,6 +40,8 @@ HostAndPort = Tuple[str, int]
 
 #: Seconds ``close()`` waits for the link's threads to end.
 DEFAULT_CLOSE_TIMEOUT = 10.0
+#: Seconds a blocking wait (CONNECTED, a receipt) lasts when the caller gives no timeout.
+DEFAULT_WAIT_TIMEOUT = 30.0
 
 
 class LinkOwner:
@@ -66,6 +71,11 @@ class LinkOwner:
         self.observer: TransportObserver = ListenersOnly(self)
         #: the user's broker dialect (``broker`` option; None: CONNECTED's ``server`` names it)
         self.broker: Optional[str] = None
+        #: ``fc(callback) -> started thread`` making the link threads (None: amqstomp's own)
+        self.create_thread_fc: Optional[Callable[[Callable[[], None]], Any]] = None
+        #: the default of blocking waits (seconds; None: :data:`DEFAULT_WAIT_TIMEOUT`)
+        self.timeout: Optional[float] = None
+        self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
 
     def open_socket(self, only: Optional[HostAndPort] = None,
                     deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
@@ -225,19 +235,45 @@ class LinkOwner:
         if old is not None:
             self._join(old, DEFAULT_CLOSE_TIMEOUT)
         channel, host_and_port = self.open_socket(only, deadline)
-        link = Link(channel, host_and_port, version, next(self._link_seq), self.heart_beat_receive_scale,
-                    self.broker)
+        link = Link(self.wrap_channel(channel), host_and_port, version, next(self._link_seq),
+                    self.heart_beat_receive_scale, self.broker)
         with self._lock:
             self._link = link
         link.post("connecting", host_and_port)  # always the link's first event
-        link.scheduler.start()
-        link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
-                                           name="amqstomp-dispatch-%d" % link.seq, daemon=True)
-        link.reader = threading.Thread(target=self._read_loop, args=(link,),
-                                       name="amqstomp-reader-%d" % link.seq, daemon=True)
-        link.dispatcher.start()
-        link.reader.start()
+        factory = self.create_thread_fc
+        if factory is None:
+            link.scheduler.start()
+            link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
+                                               name="amqstomp-dispatch-%d" % link.seq, daemon=True)
+            link.reader = threading.Thread(target=self._read_loop, args=(link,),
+                                           name="amqstomp-reader-%d" % link.seq, daemon=True)
+            link.dispatcher.start()
+            link.reader.start()
+        else:  # override_threading: the caller's factory makes (and starts) each thread
+            link.scheduler.start(factory)
+            self._factory_thread(factory, link, "dispatcher", self._dispatch_loop)
+            self._factory_thread(factory, link, "reader", self._read_loop)
         return host_and_port
+
+    @staticmethod
+    def _factory_thread(factory: Callable[[Callable[[], None]], Any], link: Link, role: str,
+                        loop: Callable[[Link], None]) -> None:
+        """A link thread made by ``factory(callback)`` (stomp.py's
+        ``override_threading`` contract: it returns the started thread). The
+        link's ``role`` is whichever comes first: the thread the callback runs on
+        (a receipt wait tells the dispatcher by it) or the factory's result."""
+        def run() -> None:
+            if getattr(link, role) is None:
+                setattr(link, role, threading.current_thread())
+            loop(link)
+
+        thread = factory(run)
+        if getattr(link, role) is None:
+            setattr(link, role, thread)
+        try:
+            thread.name = "amqstomp-%s-%d" % ("dispatch" if role == "dispatcher" else role, link.seq)
+        except (AttributeError, TypeError):  # a thread-like object without a settable name
+            pass
 
     def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client",
               silent: bool = False) -> None:
@@ -267,9 +303,12 @@ class LinkOwner:
         deadline = time.monotonic() + timeout
         me = threading.current_thread()
         for thread in link.threads():
-            if thread is me or not thread.is_alive():
+            if thread is me or not getattr(thread, "is_alive", lambda: False)():
+                continue  # (a factory's thread-like object without is_alive is not waited for)
+            try:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            except RuntimeError:  # a thread that cannot be joined (a dummy thread of a factory)
                 continue
-            thread.join(max(0.0, deadline - time.monotonic()))
             if thread.is_alive():
                 log.warning("thread %s still running %.1f s after close (a listener callback busy?)",
                             thread.name, timeout)
@@ -328,22 +367,112 @@ class LinkOwner:
             raise NotConnectedException("not connected (no open socket)")
         return link.scheduler.call_later(delay_s, fn, *args)
 
-    def notify(self, event: str, arg: Any = None) -> None:
-        """Queue listener callback ``on_<event>`` on the dispatcher (after
-        everything already queued). ``event`` is one of connecting, connected,
-        message, receipt, error, heartbeat, heartbeat_timeout, disconnecting,
-        receiver_loop_completed, disconnected, transport_interrupted,
-        transport_resumed."""
+    # ------------------------------------------------------------ receipts
+
+    def expect_receipt(self, receipt_id: str) -> "Future[Frame]":
+        """Register a future for the RECEIPT with ``receipt-id: receipt_id``.
+
+        Call before writing the frame (``send_frame`` does so by itself for a
+        frame with a ``receipt`` header). The future's result is the RECEIPT
+        frame; it fails with :class:`BrokerError` when an ERROR carries that
+        ``receipt-id``, with :class:`ConnectionClosedException` when the
+        connection ends first (STOMP 1.2 "RECEIPT", "ERROR"), and with
+        :class:`NotConnectedException` when no socket is open.
+        """
         link = self._link
-        if link is not None:
-            link.post(event, arg)
+        future: "Future[Frame]"
+        if link is None or link.closed:
+            future = Future()
+            future.set_exception(NotConnectedException("not connected (no open socket)"))
+            return future
+        future = link.expect_receipt(receipt_id)
+        with self._lock:
+            self._done_receipts[receipt_id] = future
+            while len(self._done_receipts) > 1024:
+                self._done_receipts.popitem(last=False)
+        return future
+
+    def receipt_future(self, receipt_id: str) -> "Optional[Future[Frame]]":
+        """The future registered for ``receipt_id`` (pending or among the
+        last 1024 registered), or None."""
+        with self._lock:
+            return self._done_receipts.get(receipt_id)
+
+    def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
+        """Block until the RECEIPT for ``receipt_id`` arrives.
+
+        Args:
+            receipt_id (str): the ``receipt`` header value of a frame sent on
+                this transport.
+            timeout (float | None): seconds; ``self.timeout`` or
+                :data:`DEFAULT_WAIT_TIMEOUT` when None.
+
+        Returns:
+            Frame: the RECEIPT frame.
+
+        Raises:
+            ReceiptTimeout: nothing within ``timeout``.
+            BrokerError: the broker answered with an ERROR for that receipt.
+            ConnectionClosedException: the connection ended first.
+            KeyError: no frame with that receipt id was sent on this transport.
+        """
+        future = self.receipt_future(receipt_id)
+        if future is None:
+            raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
+        frame: Frame = self.wait_future(future, clamp_wait(timeout), "receipt %r" % (receipt_id,))
+        return frame
+
+    def _wait_s(self, timeout: Optional[float]) -> float:
+        if timeout is not None:
+            return timeout
+        return self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+
+    def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
+        """``future.result()`` with a bounded wait (seconds; ``self.timeout`` or
+        :data:`DEFAULT_WAIT_TIMEOUT` when None): :class:`ReceiptTimeout` on expiry.
+        On the dispatcher thread it reads on meanwhile although flow control
+        paused reading (:meth:`amqstomp._io.link.Link.wait`)."""
+        link = self._link
+        if link is None:
+            return wait_future(future, self._wait_s(timeout), what)
+        return link.wait(future, self._wait_s(timeout), what)
+
+    def wait_connected(self, timeout: Optional[float] = None) -> Frame:
+        """Block until the broker's CONNECTED frame arrives.
+
+        Args:
+            timeout (float | None): seconds; ``self.timeout`` or
+                :data:`DEFAULT_WAIT_TIMEOUT` when None.
+
+        Returns:
+            Frame: the CONNECTED frame.
+
+        Raises:
+            ConnectFailedException: an ERROR came instead, the connection
+                ended, or nothing came within ``timeout``.
+        """
+        link = self._link
+        if link is None:
+            raise ConnectFailedException("not connected (no open socket)")
+        return link.wait_connected(self._wait_s(timeout))
+
+    def wrap_channel(self, channel: Any) -> Any:
+        """The channel a new link reads and writes (a subclass may wrap it); ``channel`` here."""
+        return channel
+
+    def frame_sink(self) -> Any:
+        """Who the reader hands frames to (:class:`amqstomp._io.link.FrameSink`): this owner here."""
+        return self
+
+    def control_frame_seen(self, link: Link, frame: Frame) -> None:
+        """Reader thread: a frame other than MESSAGE was handled (nothing to do here)."""
 
     def _read_loop(self, link: Link) -> None:
         """Reader thread: :meth:`Link.read_loop`, then the end of the link: the
         observer decides what the listeners hear last."""
         reason, error = "the reader ended", None
         try:
-            reason, error = link.read_loop(self.recv_bytes, self)
+            reason, error = link.read_loop(self.recv_bytes, self.frame_sink())
         finally:
             last: Optional[str] = "disconnected"
             if not link.by_client:
@@ -368,6 +497,7 @@ class LinkOwner:
             # the dispatcher resolves connect_future once on_connected has run, so
             # connect(wait=True) returns with the listeners already told
             link.post("connected", frame)
+        self.control_frame_seen(link, frame)
 
     def _dispatch_loop(self, link: Link) -> None:
         self.dispatch.run(link, self)

@@ -62,11 +62,24 @@ class Scheduler:
         """The scheduler's thread (None before :meth:`start`)."""
         return self._thread
 
-    def start(self) -> "Scheduler":
-        """Start the thread; returns self."""
+    def start(self, create_thread: Optional[Callable[[Callable[[], None]], Any]] = None) -> "Scheduler":
+        """Start the thread; returns self.
+
+        Args:
+            create_thread: ``fc(callback) -> started thread`` (stomp.py's
+                ``override_threading`` contract) to make it with; None: a daemon
+                ``threading.Thread`` named :attr:`name`.
+        """
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
+            if create_thread is None:
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+            else:
+                self._thread = create_thread(self._run)
+                try:
+                    self._thread.name = self.name
+                except (AttributeError, TypeError):  # a thread-like object without a settable name
+                    pass
         return self
 
     def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> TimerHandle:

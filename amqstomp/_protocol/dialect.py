@@ -211,13 +211,19 @@ def reject_headers(dialect: str, ack_headers: Mapping[str, str]) -> Dict[str, st
     return headers
 
 
-def connect_host(version: str, vhost: Optional[str]) -> Optional[str]:
+def connect_host(version: str, vhost: Optional[str], like_stomp_py: bool = False) -> Optional[str]:
     """CONNECT's ``host`` header for the highest STOMP ``version`` asked for:
     the user's ``vhost``, else :data:`DEFAULT_VHOST` on 1.1/1.2 (where the spec
-    requires the header); None (no header) on 1.0 without a vhost."""
+    requires the header); None (no header) on 1.0 without a vhost.
+    ``like_stomp_py`` (the stomp.py API): without a vhost, a header only on 1.2,
+    as stomp.py sends one (its value there is the broker's host name, which
+    RabbitMQ refuses as a virtual host: ``/`` instead); brokers take a CONNECT
+    without ``host`` as their default virtual host."""
     if vhost:
         return vhost
-    return None if version == "1.0" else DEFAULT_VHOST
+    if version == "1.0" or (like_stomp_py and version == "1.1"):
+        return None
+    return DEFAULT_VHOST
 
 
 def is_text(headers: Mapping[str, Any]) -> Optional[bool]:

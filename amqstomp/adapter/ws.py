@@ -97,8 +97,12 @@ class WSTransport(Transport):
         header (dict | list[str] | None): extra HTTP headers for the upgrade
             request (a dict, or ``"Name: value"`` strings as websocket-client takes).
         binary_mode (bool): send binary WebSocket messages instead of text ones.
-        ssl_context, heart_beat_receive_scale, auto_content_length: keyword-only,
-            as for :class:`~amqstomp.transport.Transport`.
+        ssl_context (ssl.SSLContext | None): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
+        heart_beat_receive_scale (float): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
+        auto_content_length (bool): keyword-only, as for
+            :class:`~amqstomp.transport.Transport`.
 
     Raises:
         WebSocketUnavailableError: the ``websockets`` package is not installed.
@@ -123,13 +127,13 @@ class WSTransport(Transport):
                            reconnect_sleep_increase=reconnect_sleep_increase,
                            reconnect_sleep_jitter=reconnect_sleep_jitter, reconnect_sleep_max=reconnect_sleep_max,
                            reconnect_attempts_max=int(reconnect_attempts_max), timeout=timeout, keepalive=keepalive,
-                           vhost=vhost, auto_decode=auto_decode, encoding=encoding, bind_host_port=bind_host_port,
+                           vhost=vhost, auto_decode=auto_decode, encoding=encoding, is_eol_fc=is_eol_fc,
+                           bind_host_port=bind_host_port,
                            ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
                            recv_bytes=recv_bytes, auto_content_length=auto_content_length)
         self.ws_path = upgrade.default_path
         self.header = header
         self.binary_mode = upgrade.binary
-        self.is_eol_fc = is_eol_fc
         for pair in self.host_and_ports:  # 127.0.0.1 tried first for a URL naming this machine: same path, TLS
             alias = next((hp for hp in upgrade.paths if hp[1] == pair[1] and hp != pair), None)
             if pair not in upgrade.paths and alias is not None and pair[0] == "127.0.0.1":
@@ -154,8 +158,8 @@ class WSStompConnection(StompConnection12):
     connection over WebSocket. Arguments as stomp.py's, in its order (see
     :class:`amqstomp.connection.StompConnection11` and :class:`WSTransport`;
     ``ws`` is accepted and unused, as in stomp.py 9.0), plus keyword-only
-    ``ssl_context``, ``recv_bytes``, ``auto_reconnect`` and ``auto_resubscribe``
-    (see :class:`amqstomp.connection.BaseConnection`).
+    ``ssl_context``, ``recv_bytes``, ``auto_reconnect``, ``auto_resubscribe`` and
+    ``broker`` (see :class:`amqstomp.connection.BaseConnection`).
 
     Example (RabbitMQ's web-STOMP plugin)::
 
@@ -177,22 +181,17 @@ class WSStompConnection(StompConnection12):
                  encoding: str = "utf-8", auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,
                  bind_host_port: Optional[HostAndPort] = None, ws: Any = None, ws_path: Optional[str] = None,
                  header: Any = None, binary_mode: bool = False, *, ssl_context: Optional[ssl.SSLContext] = None,
-                 recv_bytes: int = 65536, auto_reconnect: bool = False, auto_resubscribe: bool = True) -> None:
+                 recv_bytes: int = 65536, auto_reconnect: bool = False, auto_resubscribe: bool = True,
+                 broker: Optional[str] = None) -> None:
         transport = WSTransport(host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
                                 reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max,
                                 int(reconnect_attempts_max), timeout, keepalive, vhost, auto_decode, encoding,
                                 recv_bytes, is_eol_default, bind_host_port, ws_path, header, binary_mode,
                                 ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
                                 auto_content_length=auto_content_length)
-        self._setup(host_and_ports=transport.host_and_ports, prefer_localhost=prefer_localhost,
-                    try_loopback_connect=try_loopback_connect, reconnect_sleep_initial=reconnect_sleep_initial,
-                    reconnect_sleep_increase=reconnect_sleep_increase, reconnect_sleep_jitter=reconnect_sleep_jitter,
-                    reconnect_sleep_max=reconnect_sleep_max, reconnect_attempts_max=reconnect_attempts_max,
-                    timeout=timeout, heartbeats=heartbeats, keepalive=keepalive, vhost=vhost,
-                    auto_decode=auto_decode, encoding=encoding, auto_content_length=auto_content_length,
-                    heart_beat_receive_scale=heart_beat_receive_scale, bind_host_port=bind_host_port,
-                    ssl_context=ssl_context, recv_bytes=recv_bytes, auto_reconnect=auto_reconnect,
-                    auto_resubscribe=auto_resubscribe, transport=transport)
+        BaseConnection.__init__(self, transport)
+        self._attach(transport, heartbeats, auto_content_length, auto_reconnect, auto_resubscribe,
+                     reconnect_attempts_max is _ATTEMPTS, broker)
         del ws  # accepted and unused, as in stomp.py 9.0
 
 

@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     """stomp.py's options (its docopt usage), plus amqstomp's ``URI``, ``--timeout``, ``--debug``."""
     p = argparse.ArgumentParser(
         prog="amqstomp", description="STOMP command-line client: stomp.py's (python -m stomp), on amqstomp.",
-        epilog="amqstomp demo | broker | options: amqstomp's own tools (amqstomp demo --help); see docs/cli.md")
+        epilog="amqstomp demo | broker | options: amqstomp's own tools (amqstomp demo --help); "
+               "the documentation's 'Command line' page has the rest")
     p.add_argument("uri", nargs="?", metavar="URI",
                    help="where to connect, as an ActiveMQ URI (stomp://host:port, stomp+ssl://..., "
                         "failover:(stomp://a:61613,stomp://b:61613)); the same as -H URI")

@@ -1,0 +1,446 @@
+"""The life of a stomp.py-API STOMP session over its transport: :class:`StompSession`.
+
+The base of :mod:`amqstomp.protocol`'s ``Protocol10/11/12`` (so of every
+``StompConnection10/11/12``): it attaches to a
+:class:`~amqstomp.transport.Transport` (the subscriptions' flow control, the
+socket ledger, the engine's :class:`~amqstomp._engine.client.Client`, the
+failover loop), connects and reconnects, writes frames (``send_frame``) and
+disconnects. The frames of ``send``, ``subscribe``, ``ack``... are
+:mod:`amqstomp.protocol`'s; the socket, threads and receipts the transport's.
+
+stomp.py writes every frame through ``send_frame``, so a subclass (or a mock
+set on the instance) that replaces it sees them all: here the frames of the
+protocol methods, CONNECT and DISCONNECT go through a replaced ``send_frame``
+(and its ``super().send_frame`` does what the method would have done); while
+it is not replaced they take the direct path (:meth:`StompSession._send`).
+"""
+import functools
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
+
+from ._engine.client import Client
+from ._engine.dispatch import PROTOCOL_LISTENER
+from ._protocol.backoff import ReconnectPolicy
+from ._protocol.dialect import check_broker, connect_host
+from ._protocol.frames import connect_headers
+from ._replaceable import ReplaceableMethod, replaceable
+from .codec import Frame
+from .exception import (
+    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
+)
+from .failover import Reconnector, SocketLedger
+from .subscription import SubscriptionManager
+from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
+from .utils import clamp_wait, get_uuid, merge_headers
+
+__all__ = ["StompSession", "DEFAULT_DISCONNECT_TIMEOUT", "DEFAULT_FAILOVER_HEARTBEATS"]
+
+HostAndPort = Tuple[str, int]
+
+log = logging.getLogger("amqstomp.connection")
+
+#: Seconds ``disconnect()`` waits for the DISCONNECT receipt when the
+#: connection has no ``timeout``.
+DEFAULT_DISCONNECT_TIMEOUT = 10.0
+#: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
+#: broker that goes silent with the socket still open is only noticed by them.
+DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
+_TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
+#: a frame's own write, as a protocol method would do it: ``write(cmd, headers, body) -> receipt future``
+Write = Callable[[str, Mapping[str, Any], Any], Any]
+
+
+class StompSession:
+    """A STOMP session over a :class:`~amqstomp.transport.Transport`, as the
+    stomp.py API runs it (see the module docstring).
+
+    Reconnecting (keyword-only ``auto_reconnect=True``; off by default, as in
+    stomp.py, whose ``reconnect_sleep_*`` / ``reconnect_attempts_max`` only
+    govern the attempts inside ``connect``): after ``connect`` succeeded, a lost
+    socket (EOF, reset, a heart-beat timeout) is replaced by an
+    :class:`amqstomp.failover.Reconnector` with stomp.py's back-off
+    (``reconnect_sleep_initial`` s, each pause ``reconnect_sleep_increase``
+    longer, up to ``reconnect_sleep_max`` s, plus ``reconnect_sleep_jitter``)
+    for up to ``reconnect_attempts_max`` rounds over the hosts (-1: forever;
+    stomp.py's default of 3 is shorter than a broker fail-over: pass -1 or
+    more, a connection giving up because of the default says so once in a
+    WARNING).
+    Listeners get ``on_transport_interrupted()`` instead of
+    ``on_disconnected()``, then ``on_connecting``/``on_connected`` and
+    ``on_transport_resumed()``; ``on_disconnected()`` only when the attempts
+    run out. The same CONNECT is sent again; with ``auto_resubscribe`` (the
+    default) every subscription is sent again with its id and headers, each
+    waiting for its RECEIPT (one the broker refuses is reported through
+    ``on_error`` once and dropped). While down, ``send``/``subscribe``/``begin``
+    wait for the new socket up to ``timeout`` seconds (30 when None), then
+    raise NotConnectedException. A frame written before the loss is not
+    written again (a SEND whose receipt you wait for fails with
+    ConnectionClosedException: send it again: at-least-once). Messages the
+    lost socket delivered that are still queued for the listeners are dropped
+    (client acks: the broker redelivers them); ``ack``/``nack`` for a message of
+    the lost socket are not sent and raise AcknowledgeInterruptedError (a
+    ConnectionClosedException; the broker redelivers it, ``redelivered: true``):
+    an ACK goes only on the socket that delivered the message. On STOMP 1.0/1.1
+    an ACK names a ``message-id``, which the lost copy and the redelivered one
+    share: it names the copy handed to the listeners last. ``commit`` of a
+    transaction begun before the loss raises TransactionRolledBackError.
+
+    Attributes:
+        transport (Transport): the wire layer.
+        version (str): the STOMP version this class asks for.
+        heartbeats (tuple[int, int]): the ``(cx, cy)`` asked for, in ms.
+        reconnector (Reconnector | None): the failover loop with ``auto_reconnect``.
+    """
+
+    version = "1.1"
+    _connect_command = "STOMP"
+    #: ``send_frame`` is replaced (by a subclass or on the instance): frames go through it
+    _send_frame_replaced = False
+
+    def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
+                auto_reconnect: bool = False, auto_resubscribe: bool = True,
+                attempts_defaulted: bool = False, broker: Optional[str] = None) -> None:
+        """Run this session over ``transport``: flow control, the socket ledger,
+        the engine's Client and (``auto_reconnect``) the failover loop with the
+        transport's back-off; registered on it as ``"protocol-listener"``, as
+        stomp.py's protocol is. ``broker``: the user's broker dialect
+        (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED)."""
+        self.transport = transport
+        transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
+        self._update_send_frame()  # an instance attribute: read per frame
+        # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
+        self._attempts_defaulted = attempts_defaulted
+        self._attempts_warned = False
+        if heartbeats is None:
+            heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
+        hb = tuple(int(x) for x in heartbeats)
+        if len(hb) != 2 or min(hb) < 0:
+            raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
+        self.heartbeats: Tuple[int, int] = (hb[0], hb[1])
+        self.timeout = transport.timeout  # clamped to what the platform can wait
+        self.vhost = transport.vhost
+        self.encoding = transport.encoding
+        self.auto_decode = transport.auto_decode
+        self.auto_content_length = auto_content_length
+        self.subscriptions = SubscriptionManager(transport, track_acks=True)
+        self._connect_lock = threading.Lock()
+        self.auto_resubscribe = bool(auto_resubscribe)
+        self._connect_args: Optional[Tuple[Any, ...]] = None
+        self._ledger = SocketLedger(transport)  # what came / began on which socket (auto_reconnect)
+        # transactions begun (BEGIN written) on the current connection and not yet ended
+        self._transactions: Set[str] = set()
+        self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
+        #: the failover loop (``auto_reconnect=True``), else None
+        self.reconnector: Optional[Reconnector] = None
+        if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
+            raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
+                                     % (auto_reconnect, auto_resubscribe))
+        if auto_reconnect:
+            policy = ReconnectPolicy.stomp_py(transport.reconnect_sleep_initial, transport.reconnect_sleep_increase,
+                                              transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,
+                                              transport.reconnect_attempts_max)
+            self.reconnector = Reconnector(transport, transport.host_and_ports, policy,
+                                           self._reestablish, self._gave_up)
+        #: which socket each frame goes on (the rules every API shares)
+        self._client = Client(transport, self._ledger, self.reconnector, self.subscriptions)
+        transport.start_version = self.version
+        transport.set_listener(PROTOCOL_LISTENER, self)
+
+    @property
+    def auto_reconnect(self) -> bool:
+        """True when a lost connection reconnects by itself (see ``auto_reconnect``)."""
+        return self.reconnector is not None
+
+    # ---------------------------------------------------------------- frames
+
+    def _update_send_frame(self) -> None:
+        """After ``send_frame`` was replaced on this instance (or put back)."""
+        method: ReplaceableMethod = vars(StompSession)["send_frame"]
+        self._send_frame_replaced = method.replaced_on(self)
+
+    @replaceable("_update_send_frame")
+    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
+        """Send any frame as is (headers escaped per version by the codec), by
+        the engine's rules (:meth:`_write`). Every frame of the protocol
+        methods (``send``, ``subscribe``, ``ack``, ``begin``..., CONNECT and
+        DISCONNECT) comes through here when a subclass or a mock replaces this
+        method (stomp.py's ``Protocol1x.send_frame``); this implementation,
+        called as ``super().send_frame(cmd, headers, body)``, then does what
+        that method would have done (an ACK on the socket that delivered its
+        message...), with the headers and body it is given.
+
+        Returns:
+            Future | None: the receipt future when the frame asks for one.
+
+        Raises:
+            NotConnectedException: no socket is open (with ``auto_reconnect``:
+                none again within the connection's ``timeout``).
+        """
+        local = self._sending
+        write: Optional[Write] = getattr(local, "write", None)
+        local.write = None  # used once: a frame the replacement sends itself takes the plain way
+        future = (write or self._write)(cmd, headers or {}, body)
+        if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
+            self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
+        return future
+
+    def _send(self, cmd: str, headers: Mapping[str, Any], body: Any = b"", write: Optional[Write] = None) -> Any:
+        """A protocol method's frame: through a replaced :meth:`send_frame`
+        (which calls ``write`` when it calls the original), else straight to
+        ``write`` (:meth:`_write` when None)."""
+        if self._send_frame_replaced:
+            local = self._sending
+            local.write = write or self._write
+            try:
+                return self.send_frame(cmd, dict(headers), body)
+            finally:
+                local.write = None
+        return (write or self._write)(cmd, headers, body)
+
+    def _write_plain(self, cmd: str, headers: Mapping[str, Any], body: Any = b"") -> Any:
+        """A frame on the open socket as it is (no failover wait)."""
+        return self.transport.send_frame(cmd, headers, body)
+
+    def _began(self, transaction: str, began: bool) -> None:
+        raise NotImplementedError  # BaseProtocol's
+
+    def _write(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
+        """Write a frame by the engine's rules (:meth:`amqstomp._engine.client.Client.write`):
+        with ``auto_reconnect`` a frame that finds the connection down waits
+        (bounded by ``timeout``) for the new socket and goes there, a frame whose
+        write failed half-way is written again (at-least-once), and a frame of a
+        transaction goes on its BEGIN's socket or raises TransactionRolledBackError."""
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        deadline = time.monotonic() + wait_s
+
+        def wait_up(cmd: str, cause: Optional[BaseException]) -> None:
+            rc = self.reconnector
+            assert rc is not None  # the engine waits only with failover
+            if not rc.armed and cause is not None:
+                raise cause
+            left = deadline - time.monotonic()
+            if left <= 0 or not rc.wait_connected(left):
+                if rc.gave_up is not None:
+                    raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from cause
+                if not rc.armed:
+                    raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
+                raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
+
+        return self._client.write(cmd, headers or {}, body, wait_up)
+
+    def _reestablish(self, host_and_port: HostAndPort) -> None:
+        """Failover thread: one attempt to replace the lost socket (Reconnector's
+        ``establish``): socket, the same CONNECT, CONNECTED, then every
+        subscription again (``auto_resubscribe``), each gated on its RECEIPT."""
+        transport = self.transport
+        if self._connect_args is None:  # pragma: no cover - armed only after connect()
+            raise ConnectFailedException("never connected")
+        username, passcode, headers, keyword_headers, command = self._connect_args
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        self._client.handshake(self.version, command,
+                               functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
+                               wait_s, only=host_and_port, silent=True, send=self._handshake_send())
+        transport.notify("transport_resumed")
+        if not self.auto_resubscribe:
+            self.subscriptions.reset()
+            return
+        # each gated on its RECEIPT; one refused is reported once (on_error), never retried
+        self._client.replay(self.subscriptions, wait_s, "amqstomp-resubscribe")
+
+    def _gave_up(self, exc: BaseException) -> None:
+        """Failover thread: the reconnect attempts ran out."""
+        if self._attempts_defaulted and not self._attempts_warned:
+            self._attempts_warned = True  # once per connection
+            log.warning("reconnecting gave up after reconnect_attempts_max=3 passes over %s, stomp.py's default "
+                        "(made for the attempts of connect()): a broker fail-over such as a master/slave "
+                        "takeover takes about a second or more, longer than 3 short back-offs; pass "
+                        "reconnect_attempts_max=-1 (retry until disconnect(); sends wait at most `timeout`) or a "
+                        "larger number. (%s)", self.transport.host_and_ports, exc)
+        self.subscriptions.reset()
+        self._ledger.clear_transactions()
+        for listener in self.transport.listeners.values():
+            fn = getattr(listener, "on_disconnected", None)
+            if fn is None:
+                continue
+            try:
+                fn()
+            except BaseException:
+                log.exception("listener %r raised in on_disconnected", listener)
+
+    def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
+        """Wait for the RECEIPT of a frame sent with ``receipt=receipt_id``.
+
+        Args:
+            timeout (float | None): seconds; the connection's ``timeout`` or
+                30 s when None.
+
+        Returns:
+            Frame: the RECEIPT frame.
+
+        Raises:
+            ReceiptTimeout: nothing within ``timeout``.
+            BrokerError: the broker answered that frame with ERROR.
+            ConnectionClosedException: the connection ended first.
+            KeyError: no frame with that receipt was sent.
+        """
+        return self.transport.wait_for_receipt(str(receipt_id), timeout)
+
+    def _connect_headers(self, username: Optional[str], passcode: Optional[str],
+                         headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any],
+                         host: Optional[str] = None) -> Dict[str, Any]:
+        """CONNECT's headers; ``host`` is the vhost, a ``host`` header given, else
+        none on STOMP 1.0/1.1 (as stomp.py) and ``/`` on 1.2
+        (:func:`amqstomp._protocol.dialect.connect_host`: RabbitMQ's default
+        virtual host, where stomp.py sends the broker's host name, which
+        RabbitMQ refuses as a virtual host; ActiveMQ ignores it)."""
+        frame_headers = connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,
+                                        extra=merge_headers([headers, keyword_headers]))
+        if "host" not in frame_headers:
+            default = connect_host(self.version, None, like_stomp_py=True)
+            if default is not None:
+                frame_headers["host"] = default
+        return frame_headers
+
+    def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
+                headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
+                timeout: Optional[float] = None, **keyword_headers: Any) -> None:
+        """Open the socket and send CONNECT (1.0) or STOMP (1.1/1.2; CONNECT
+        with ``with_connect_command``), STOMP 1.2 "Connecting".
+
+        Sends ``accept-version`` (this class's version), ``host`` (the vhost;
+        else ``/`` on 1.2, where stomp.py sends the broker's host name, which
+        RabbitMQ refuses as a virtual host; none on 1.0/1.1), ``heart-beat`` (when
+        ``heartbeats`` is not (0, 0)), ``login``/``passcode``, plus ``headers``
+        and keyword headers.
+
+        Args:
+            wait (bool): block until CONNECTED.
+            timeout (float | None): seconds for ``wait``; the connection's
+                ``timeout`` or 30 s when None. With ``wait`` it also ends the
+                socket attempts (``reconnect_attempts_max=-1`` included) once
+                passed (the connection's ``timeout`` when None; no limit when both
+                are None, as in stomp.py).
+
+        With ``auto_reconnect`` and ``wait``, a socket lost before CONNECTED
+        (a reset, the broker closing it) is tried again with the reconnect
+        back-off until ``timeout`` (or the attempts) run out, as a reconnect is;
+        a broker's ERROR answer is not.
+
+        Raises:
+            ConnectRefusedError: (a ConnectFailedException) with ``wait``, the
+                broker answered ERROR (its reason in the message and ``frame``).
+            ConnectFailedException: no socket could be opened; or, with
+                ``wait``, the broker closed the connection or said nothing
+                within ``timeout`` (the socket is then closed).
+        """
+        rc = self.reconnector
+        if rc is not None and rc.reconnecting:  # the failover loop is at it already
+            if not rc.wait_connected(timeout if timeout is not None else self.timeout):
+                raise ConnectFailedException("not reconnected: %s" % (rc.gave_up or rc.last_error,))
+            return
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 <= timeout < float("inf")):
+            raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
+        timeout = clamp_wait(timeout)
+        if rc is None or not wait:
+            self._connect_once(username, passcode, wait, headers, with_connect_command, timeout, keyword_headers)
+            return
+        wait_s = timeout if timeout is not None else self.timeout
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        attempt = 0
+        while True:
+            now = time.monotonic()
+            left = None if deadline is None else max(0.0, deadline - now)
+            # listeners hear on_disconnected for the last attempt only (stomp.py's connect makes one)
+            last = rc.policy.gives_up(attempt + 1, False) or (
+                deadline is not None and now + rc.policy.delay_ms(attempt + 1) / 1000.0 >= deadline)
+            try:
+                self._connect_once(username, passcode, wait, headers, with_connect_command, left, keyword_headers,
+                                   silent=not last)
+                return
+            except ConnectRefusedError:
+                raise
+            except ConnectFailedException as exc:
+                attempt += 1
+                delay_s = rc.policy.delay_ms(attempt) / 1000.0
+                if rc.policy.gives_up(attempt, False) or (
+                        deadline is not None and time.monotonic() + delay_s >= deadline):
+                    raise
+                log.info("connect attempt %d failed (%s); trying again in %.3g s", attempt, exc, delay_s)
+                time.sleep(delay_s)
+
+    def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
+                      headers: Optional[Mapping[str, Any]], with_connect_command: bool,
+                      timeout: Optional[float], keyword_headers: Dict[str, Any], silent: bool = False) -> None:
+        """One :meth:`connect`: a socket, CONNECT, and (``wait``) CONNECTED.
+        ``silent``: a failed attempt closes its socket without
+        ``on_disconnected`` (another attempt follows)."""
+        rc = self.reconnector
+        transport = self.transport
+        with self._connect_lock:  # concurrent callers: one socket, one CONNECT
+            opened = not transport.is_open()
+            # a socket opened by transport.start() (stomp.py's order) has had no CONNECT yet
+            started = not opened and self._client.handshake_seq != transport.link_seq
+            if opened or started:
+                self.subscriptions.reset()
+                self._ledger.clear_transactions()
+                self._transactions.clear()
+                wait_s = timeout if timeout is not None else self.timeout
+                command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
+                self._client.handshake(  # CONNECTED is waited for below, outside the lock
+                    self.version, command,
+                    functools.partial(self._connect_headers, username, passcode, headers, keyword_headers), None,
+                    deadline=time.monotonic() + wait_s if wait and wait_s is not None else None, silent=silent,
+                    send=self._handshake_send(), reuse=started)
+                self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
+                if rc is not None:
+                    rc.arm()
+        if not (opened or started):
+            if wait and not self.transport.is_connected():
+                self.transport.wait_connected(timeout)
+            return
+        try:
+            if wait:
+                self.transport.wait_connected(timeout)
+        except StompException as exc:
+            if rc is not None:
+                rc.disarm()
+            self.transport.close(reason="connect failed: %s" % exc, silent=silent)
+            if isinstance(exc, ConnectFailedException):
+                raise
+            raise ConnectFailedException(str(exc)) from exc
+
+    def disconnect(self, receipt: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
+                   **keyword_headers: Any) -> None:
+        """Send DISCONNECT with a receipt, wait for it (bounded: the
+        connection's ``timeout`` or 10 s), close the socket and wait for the
+        connection's threads (STOMP 1.2 "DISCONNECT"). Listeners get
+        ``on_disconnecting`` first and ``on_disconnected`` last. Does nothing
+        but clean up when not connected; never raises for a connection that
+        is already gone.
+
+        Args:
+            receipt (str | None): receipt id to use (a fresh one when None).
+        """
+        self._transactions.clear()
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["receipt"] = receipt or get_uuid()
+        wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
+        self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
+                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
+                                send=self._disconnect_send if self._send_frame_replaced else None)
+
+    def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
+                         write_timeout: Optional[float]) -> Any:
+        """DISCONNECT through a replaced :meth:`send_frame` (its original writes it
+        within ``write_timeout``)."""
+        return self._send(cmd, headers, body, lambda c, h, b: self.transport.send_frame(c, h, b, write_timeout))
+
+    def _handshake_send(self) -> Optional[Callable[[str, Mapping[str, Any]], Any]]:
+        """How CONNECT is written: through a replaced :meth:`send_frame`, else None (directly)."""
+        if not self._send_frame_replaced:
+            return None
+        return lambda cmd, headers: self._send(cmd, headers, b"", self._write_plain)
+
