@@ -100,8 +100,8 @@ def rabbitmq_eval(expr: str, timeout: float = EVAL_TIMEOUT_S) -> str:
 
 class RabbitMQPlugins:
     """The base of the RabbitMQ test helpers: the node's plugins, used by reference (see the
-    module docstring). A subclass's ``start`` calls :meth:`_use` for each plugin it needs and
-    its ``stop`` calls :meth:`_release`.
+    module docstring). :meth:`start` runs the subclass's ``_start``, which calls :meth:`_use`
+    for each plugin it needs; :meth:`stop` calls :meth:`_release`. A context manager.
 
     Attributes:
         host (str): ``127.0.0.1``; every listener turned on here binds to it.
@@ -115,7 +115,7 @@ class RabbitMQPlugins:
     def __init__(self) -> None:
         #: (plugin, fd of its users file), in the order taken
         self._uses: List[Tuple[str, int]] = []
-        #: the plugins this object turned on
+        #: the plugins this object turned on (``rabbitmq_stomp``, ``rabbitmq_web_stomp``)
         self.enabled_plugins: List[str] = []
 
     # ------------------------------------------------------------ is RabbitMQ there
