@@ -110,7 +110,7 @@ class Stream:
         self.consumer_conn.start()
         self.producer_session = self.producer_conn.create_session()
         self.producer = self.producer_session.create_producer(amqstomp.Queue(self.queue))
-        self.consumer_link = self.consumer_conn._consumer_link
+        self.consumer_link = self.consumer_conn._state.consumer_link
         self.lock = threading.Lock()
         self.sent: List[str] = []
         # (monotonic time, body, message id, socket number of the consumer link)

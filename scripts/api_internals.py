@@ -18,7 +18,8 @@ without a broker (connections before ``connect``, listeners, destinations, messa
 factory), an instance is made (amqstomp imported from the checkout, pure-Python modules) and
 its ``vars()`` are checked too.
 
-``--check`` exits 1 when any such name is left (for CI once the internals are renamed).
+``--check`` exits 1 when any such name is left, except the ones :data:`DEFERRED` names with
+their reason (listed, marked, not counted); ``bash scripts/docs.sh`` runs it before the build.
 Needs the docs extra (griffe, PyYAML): run it with .venv-docs/bin/python.
 """
 import argparse
@@ -39,6 +40,13 @@ from docs_hooks import expand_members  # noqa: E402  (the same expansion the sit
 #: the modules whose exported classes are the public API checked here
 API_MODULES = ("amqstomp", "amqstomp.listener", "amqstomp.exception", "amqstomp.jms")
 ALL = None  # a page block without a member list: every public-looking name is documented
+
+#: Names left for later, each with why: "class path.name" -> reason (the name is listed,
+#: marked, and not counted by --check, for that class and its subclasses). Empty: the
+#: stomp.py-API connections' reconnector, subscriptions, encoding, timeout, auto_decode,
+#: auto_resubscribe and vhost, deferred while that API was reworked, went with the rework
+#: (they live on amqstomp._session.StompSession now).
+DEFERRED: Dict[str, str] = {}
 
 _BLOCK = re.compile(r"^::: *(?P<path>[\w.]+) *\n(?P<options>(?:[ \t]+.*\n|[ \t]*\n)*)", re.M)
 
@@ -174,6 +182,17 @@ def runtime_internals(package: Any, found: Dict[str, List[Tuple[str, str, str]]]
             found.setdefault(path, []).append((name, "instance attribute (set outside __init__)", path))
 
 
+def deferred(package: Any, path: str, name: str) -> Optional[str]:
+    """Why ``name`` of class ``path`` is left for later (:data:`DEFERRED`), or None."""
+    cls = public_classes(package).get(path)
+    lineage = [path] + ([base.path for base in cls.mro()] if cls is not None else [])
+    for where in lineage:
+        why = DEFERRED.get("%s.%s" % (where, name))
+        if why is not None:
+            return why
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when any undocumented public name is left")
@@ -184,13 +203,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     total = sum(len(v) for v in found.values())
     print("Public-looking names of public classes that the API reference does not document")
     print("(help() lists methods, properties and class attributes; dir() also instance attributes):\n")
+    left = 0
     for path, names in found.items():
         print("%s  (%d)" % (path, len(names)))
         for name, kind, owner in names:
             inherited = "" if owner == path else "  [from %s]" % owner
-            print("    %-28s %s%s" % (name, kind, inherited))
-    print("\n%d names in %d classes" % (total, len(found)))
-    return 1 if args.check and total else 0
+            why = deferred(package, path, name)
+            left += why is None
+            print("    %-28s %s%s%s" % (name, kind, inherited, "" if why is None else "\n        deferred: " + why))
+    print("\n%d names in %d classes; %d not deferred" % (total, len(found), left))
+    if args.check and left:
+        print("api_internals: %d undocumented public name(s): rename with a leading underscore (or move them to "
+              "an internal object), or document them in docs/reference/" % left, file=sys.stderr)
+    return 1 if args.check and left else 0
 
 
 if __name__ == "__main__":

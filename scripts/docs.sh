@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The documentation site (mkdocs.yml, pages in docs/, API reference from the docstrings).
 #
-#   bash scripts/docs.sh            build site/ with `mkdocs build --strict`: any warning fails
+#   bash scripts/docs.sh            check that public classes carry no undocumented public names
+#                                   (scripts/api_internals.py --check: any fails, bar the deferred
+#                                   ones it lists with their reason), then build site/ with
+#                                   `mkdocs build --strict`: any warning fails
 #   bash scripts/docs.sh serve      the same site, live, on http://127.0.0.1:8000
-#   bash scripts/docs.sh internals  the public names of public classes that the API reference
-#                                   does not document (scripts/api_internals.py)
+#   bash scripts/docs.sh internals  list those names (scripts/api_internals.py), deferred ones too
 #
 # Uses (and creates when missing) the virtual environment .venv-docs (AMQSTOMP_DOCS_VENV to
 # choose another), with the `docs` extra of pyproject.toml and amqstomp itself installed as the
@@ -22,7 +24,7 @@ mode=build
 case "${1:-}" in
   "") ;;
   serve|internals) mode=$1 ;;
-  -h|--help) sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "docs.sh: unknown argument '$1' (build, serve or internals)" >&2; exit 2 ;;
 esac
 
@@ -39,6 +41,12 @@ fi
 
 case "$mode" in
   build)
+    echo "docs: scripts/api_internals.py --check (no internals in help() of the API classes)"
+    if ! out=$("$VENV/bin/python" scripts/api_internals.py --check 2>&1); then
+      printf '%s\n' "$out" >&2
+      exit 1
+    fi
+    echo "docs: $(printf '%s\n' "$out" | tail -n 1)"
     echo "docs: mkdocs build --strict (warnings are errors) -> site/"
     "$VENV/bin/python" -m mkdocs build --strict --site-dir site
     echo "docs: built site/index.html ($(find site -name '*.html' | wc -l) pages)"

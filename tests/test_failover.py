@@ -518,7 +518,7 @@ def test_a_sync_send_the_broker_closes_the_socket_on_is_not_resent_forever(activ
     broker = activemq_factory(scheduler=True)
     url = "failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=10" % broker.stomp_port
     with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
-        link = conn.producer_link()
+        link = conn._state.producer_link()
         started = time.monotonic()
         # ActiveMQ drops the socket on a cron entry it cannot parse (the JMS API refuses to send
         # one; the raw link does not)
@@ -707,7 +707,7 @@ def test_jms_commit_of_messages_from_a_lost_socket_raises_and_they_come_again(ac
         connection.start()
         first = [consumer.receive(5).text for _ in range(2)]
         assert first == ["t0", "t1"]
-        link = connection.consumer_link
+        link = connection._state.consumer_link
         seq = link.transport.link_seq
         assert proxy.cut() >= 1
         assert wait_until(lambda: link.transport.is_connected() and link.transport.link_seq != seq, 15)

@@ -183,13 +183,13 @@ class Stream:
         self.producer = psession.create_producer(amqstomp.Queue(self.queue))
         self.producer_session = psession
         # internal: which socket a MESSAGE came on (the link's socket numbers)
-        self.consumer_link = self.consumer_conn._consumer_link
+        self.consumer_link = self.consumer_conn._state.consumer_link
         self.threads = [threading.Thread(target=self._produce, name="test-producer", daemon=True),
                         threading.Thread(target=self._consume, name="test-consumer", daemon=True)]
 
     @property
     def producer_link(self) -> Any:
-        return self.producer_conn._producer_link
+        return self.producer_conn._state._producer_link
 
     def start(self) -> None:
         for thread in self.threads:

@@ -77,7 +77,7 @@ def _failover_consumer(activemq, tcp_proxy_factory, fed: int, transacted: bool =
 def _cut_and_wait_for_copies(proxy, connection, consumer, copies: int) -> None:
     """Cut the socket, wait for the new one and for ``copies`` redelivered
     messages to sit in the consumer's buffer."""
-    transport = connection.consumer_link.transport
+    transport = connection._state.consumer_link.transport
     seq = transport.link_seq
     assert proxy.cut() >= 1
     assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
@@ -90,7 +90,7 @@ def test_jms_commit_after_the_redelivered_copy_arrived_raises_rolled_back(active
     with _failover_consumer(activemq, tcp_proxy_factory, 3, transacted=True) as (proxy, queue, conn, session,
                                                                                  consumer):
         first = consumer.receive(5)
-        assert first.text == "t0" and first.link_seq == conn.consumer_link.transport.link_seq
+        assert first.text == "t0" and first.link_seq == conn._state.consumer_link.transport.link_seq
         _cut_and_wait_for_copies(proxy, conn, consumer, 3)
         with pytest.raises(TransactionRolledBackError, match="lost since"):
             session.commit()
@@ -132,7 +132,7 @@ def test_jms_sync_acknowledge_waits_for_the_receipt(activemq):
         conn.start()
         message = consumer.receive(5)
         sent = []
-        transport = conn.consumer_link.transport
+        transport = conn._state.consumer_link.transport
         original = transport.send_frame
 
         def spy(cmd, headers=None, *args, **kwargs):
@@ -176,7 +176,7 @@ def test_jms_commit_whose_receipt_was_lost_is_in_doubt_not_rolled_back(activemq,
     with _failover_consumer(activemq, tcp_proxy_factory, 1, transacted=True) as (proxy, queue, conn, session,
                                                                                  consumer):
         assert consumer.receive(5).text == "t0"
-        _drop_commit_receipt_then(conn.consumer_link.transport, proxy.cut)
+        _drop_commit_receipt_then(conn._state.consumer_link.transport, proxy.cut)
         with pytest.raises(TransactionInDoubtError, match="may or may not"):
             session.commit()
         assert consumer.receive(2) is None  # the broker committed it: never redelivered, not locally either
@@ -409,7 +409,7 @@ def test_jms_producer_transaction_sends_after_a_loss_raise_not_broker_errors(act
         session = conn.create_session(transacted=True)
         producer = session.create_producer(queue)
         producer.send(TextMessage("lost-1"))
-        transport = conn.producer_link().transport
+        transport = conn._state.producer_link().transport
         seq = transport.link_seq
         assert proxy.cut() >= 1
         assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
@@ -440,7 +440,7 @@ def test_jms_sync_ack_whose_receipt_was_lost_is_in_doubt(activemq, tcp_proxy_fac
         consumer = session.create_consumer(queue)
         conn.start()
         message = consumer.receive(5)
-        transport = conn.consumer_link.transport
+        transport = conn._state.consumer_link.transport
         dropped = _drop_commit_receipt_then(transport, proxy.cut, prefix="ack-")
         with pytest.raises(AcknowledgeInDoubtError, match="may or may not"):
             message.acknowledge()

@@ -450,7 +450,7 @@ def test_jms_a_refused_consumer_leaves_nothing_registered_or_replayed(activemq):
         with factory.create_connection("admin", "admin") as connection:
             connection.set_exception_listener(reported.append)
             spy = SendSpy()
-            link = connection.consumer_link
+            link = connection._state.consumer_link
             link.transport.set_listener("spy", spy)
             connection.start()
             session = connection.create_session()
@@ -660,7 +660,7 @@ def test_jms_create_consumer_on_a_stalled_broker_honours_the_timeout(activemq):
                             make()
                         elapsed = time.monotonic() - started
                         assert bound * 0.9 <= elapsed < bound + 2, elapsed
-                    assert len(connection.consumer_link.manager) == 0
+                    assert len(connection._state.consumer_link.manager) == 0
                 finally:
                     proxy.unstall()
                 consumer = session.create_consumer(queue)  # the connection carries on

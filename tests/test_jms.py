@@ -10,6 +10,7 @@ import pytest
 from conftest import wait_until
 
 from amqstomp.exception import ConnectFailedException, ConnectionClosedException
+from amqstomp.flow import RedeliveryPolicy
 from amqstomp.jms import (
     AT_MOST_ONCE,
     AUTO_ACKNOWLEDGE,
@@ -84,12 +85,60 @@ def test_request_reply_over_a_temporary_queue(activemq):
             assert reply.correlation_id == "corr-%d" % i
             assert reply.destination == reply_queue
         # the requests went through the producer socket, yet the replier saw our temporary queue
-        assert client._producer_link is not None
+        assert client._state._producer_link is not None
         # nobody else can consume from it
         with server.create_session() as other:
             with pytest.raises(InvalidDestinationError):
                 other.create_consumer(reply_queue)
     assert stats(activemq, requests.name)["size"] == 0
+
+
+@pytest.mark.timeout(60)
+def test_a_temporary_queue_belongs_to_its_connection_until_deleted(activemq):
+    factory = ConnectionFactory(activemq.url)
+    with factory.create_connection() as owner, factory.create_connection() as other:
+        session = owner.create_session()
+        temp = session.create_temporary_queue()
+        assert not temp.remote and not temp.deleted
+        consumer = session.create_consumer(temp)
+        with pytest.raises(IllegalStateError, match="still has a consumer"):
+            temp.delete()  # its connection refuses while a consumer of its own consumes from it
+        assert not temp.deleted
+        session.create_producer(temp).send("to myself")
+        owner.start()
+        assert consumer.receive(10).text == "to myself"
+        # another connection neither consumes from it nor sends to it by the local name
+        other_session = other.create_session()
+        with pytest.raises(InvalidDestinationError, match="another connection"):
+            other_session.create_consumer(temp)
+        with pytest.raises(InvalidDestinationError, match="another connection"):
+            other_session.create_producer(temp).send("x")
+        consumer.close()
+        temp.delete()
+        assert temp.deleted
+        with pytest.raises(InvalidDestinationError, match="was deleted"):
+            session.create_consumer(temp)
+        with pytest.raises(InvalidDestinationError, match="was deleted"):
+            session.create_producer(temp).send("x")
+
+
+@pytest.mark.timeout(60)
+def test_the_connections_redelivery_policy_can_be_replaced(activemq):
+    queue = Queue(qname("redeliver"))
+    url = activemq.url + "?jms.redeliveryPolicy.maximumRedeliveries=3&jms.redeliveryPolicy.initialRedeliveryDelay=0"
+    with ConnectionFactory(url).create_connection() as conn:
+        assert conn.redelivery_policy.maximum_redeliveries == 3  # made from the URI's options
+        with pytest.raises(TypeError, match="RedeliveryPolicy"):
+            conn.redelivery_policy = 0
+        conn.redelivery_policy = RedeliveryPolicy(maximum_redeliveries=0, initial_redelivery_delay_ms=0)
+        session = conn.create_session(acknowledge_mode=CLIENT_ACKNOWLEDGE)
+        session.create_producer(queue).send("once")
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert consumer.receive(10).text == "once"
+        session.recover()  # the new policy: no redelivery, the message is poisoned (NACK)
+        assert consumer.receive(1) is None
+    assert wait_until(lambda: stats(activemq, queue.name)["size"] == 0, 10)
 
 
 # --------------------------------------------------------------------------- transactions
@@ -139,7 +188,7 @@ def test_a_transacted_session_with_a_consumer_commits_sends_and_acks_together(ac
         for _ in range(3):
             message = consumer.receive(5)
             producer.send(TextMessage(message.text.replace("in", "out")))
-        assert tx.send_link is conn.consumer_link  # one socket, one STOMP transaction
+        assert tx._transaction.send_link() is conn._state.consumer_link  # one socket, one STOMP transaction
         tx.rollback()  # neither the sends nor the acks happened
         assert stats(activemq, sink.name)["enqueueCount"] == 0
         got = [consumer.receive(5) for _ in range(3)]
@@ -431,7 +480,7 @@ def test_every_stomp_version(activemq, version):
     factory = ConnectionFactory(activemq.url + "?stompVersion=" + version, initial_redelivery_delay_ms=0,
                                 maximum_redeliveries=0)
     with factory.create_connection() as conn:
-        assert conn.consumer_link.version == version
+        assert conn._state.consumer_link.version == version
         tx = conn.create_session(transacted=True)
         producer = tx.create_producer(queue)
         for i in range(4):
@@ -585,7 +634,7 @@ def test_slow_listener_keeps_the_connection_and_other_sessions_alive(activemq):
     errors = []
     with factory.create_connection() as conn:
         conn.set_exception_listener(errors.append)
-        assert conn.consumer_link.transport.heartbeats == (1000, 1000)
+        assert conn._state.consumer_link.transport.heartbeats == (1000, 1000)
         producer = conn.create_session().create_producer(None)
         started = threading.Event()
         finished = threading.Event()
@@ -607,7 +656,7 @@ def test_slow_listener_keeps_the_connection_and_other_sessions_alive(activemq):
             time.sleep(1)
         assert len(fast_times) == 8  # delivered while the slow listener slept
         assert finished.wait(10)
-        assert conn.consumer_link.transport.is_connected()
+        assert conn._state.consumer_link.transport.is_connected()
         assert errors == []
         assert wait_until(lambda: stats(activemq, slow_queue.name)["dequeueCount"] == 1, 5)
 
@@ -619,7 +668,7 @@ def test_thread_count_per_connection_and_session(activemq):
     try:
         assert threading.active_count() == before + 3  # consumer socket: reader, dispatcher, timer
         names = sorted(t.name for t in conn.threads())
-        assert names == sorted("amqstomp-jms%d-consumer-%s" % (conn.number, k)
+        assert names == sorted("amqstomp-jms%d-consumer-%s" % (conn._state.number, k)
                                for k in ("reader", "dispatch", "timer"))
         tx = conn.create_session(transacted=True)
         assert threading.active_count() == before + 4  # + the session's dispatch thread
@@ -776,7 +825,7 @@ def test_producer_flow_control_callbacks_against_a_full_broker(activemq_factory,
         assert len(sent) == total
         assert not_full.is_set()
         assert any(not e.full for e in events)
-        assert conn.consumer_link.transport.is_connected()
+        assert conn._state.consumer_link.transport.is_connected()
     assert wait_until(lambda: stats(broker, queue.name)["size"] == 0, 15)  # the broker counts the last ACKs late under load
 
 
@@ -805,6 +854,6 @@ def test_send_fail_if_no_space_raises_and_the_connection_stays_usable(activemq_f
         # the connection is usable: drain, then send again
         assert _drain(broker, queue, sent) == sent
         producer.send(TextMessage("room again"))
-        assert conn.consumer_link.transport.is_connected()
-        assert conn.producer_link().transport.is_connected()
+        assert conn._state.consumer_link.transport.is_connected()
+        assert conn._state.producer_link().transport.is_connected()
     assert _drain(broker, queue, 1) == 1

@@ -238,13 +238,13 @@ def test_browser_times_out_instead_of_hanging(activemq):
         send_texts(session, queue, ["a", "b"])
         # a browse whose end marker never comes: swallow it on its way in (patched before
         # the SUBSCRIBE, or the marker may already be in)
-        original = session._enqueue
+        original = session._state.enqueue
 
         def drop_end(target, frame):
             if frame.headers.get("browser") != "end":
                 original(target, frame)
 
-        session._enqueue = drop_end
+        session._state.enqueue = drop_end
         browser = session.create_browser(queue, timeout=0.5)
         started = time.monotonic()
         got = []
@@ -253,7 +253,7 @@ def test_browser_times_out_instead_of_hanging(activemq):
                 got.append(message.text)
         assert got == ["a", "b"]
         assert 0.4 < time.monotonic() - started < 5
-        session._enqueue = original
+        session._state.enqueue = original
         assert [m.text for m in browser] == ["a", "b"]  # the next browse works
         browser.close()
 
@@ -360,7 +360,7 @@ def test_map_message_parses_what_java_producers_send():
             b"  <entry>\n    <string>when</string>\n    <sql-timestamp>2026-01-01 00:00:00.0</sql-timestamp>\n"
             b"  </entry>\n  <entry>\n    <string>big</string>\n    <double>1.0E20</double>\n  </entry>\n"
             b"  <entry>\n    <string>nan</string>\n    <float>NaN</float>\n  </entry>\n</map>")
-    message = MapMessage._from_xml(body)
+    message = MapMessage.from_xml(body)
     assert message.get_bytes("raw") == b"\x00\x01\xfe\xff"
     assert message.get_string("when") == "2026-01-01 00:00:00.0"
     assert message.get_double("big") == 1e20
@@ -368,11 +368,11 @@ def test_map_message_parses_what_java_producers_send():
     with pytest.raises(MessageFormatError, match="'raw'"):
         message.get_string("raw")
     with pytest.raises(MessageFormatError, match="DOCTYPE"):
-        MapMessage._from_xml(b'<!DOCTYPE map [<!ENTITY x "y">]><map/>')
+        MapMessage.from_xml(b'<!DOCTYPE map [<!ENTITY x "y">]><map/>')
     with pytest.raises(MessageFormatError, match="not XML"):
-        MapMessage._from_xml(b"<map><entry>")
+        MapMessage.from_xml(b"<map><entry>")
     with pytest.raises(MessageFormatError, match="bad <int>"):
-        MapMessage._from_xml(b"<map><entry><string>k</string><int>x</int></entry></map>")
+        MapMessage.from_xml(b"<map><entry><string>k</string><int>x</int></entry></map>")
 
 
 # --------------------------------------------------------------------------- scheduled delivery
@@ -682,7 +682,7 @@ def test_a_browse_interrupted_by_a_failover_raises_and_the_next_browse_is_whole(
             assert len(seen) == len(set(seen)), "duplicates within one browse"
             assert seen == texts[:len(seen)] and 50 <= len(seen) < count
             # the browse was not replayed on the new socket
-            assert not any(c._browser for c in connection._consumers.values())
+            assert not any(c._browser for c in connection._state.consumers().values())
             again = [m.text for m in browser]
             assert again == texts
         assert queue_statistics(activemq, queue.name)["size"] == count  # browsing consumed nothing
@@ -708,7 +708,7 @@ def test_a_browse_started_while_the_socket_is_down_browses_once_it_is_back(activ
         errors = []
         connection.set_exception_listener(errors.append)
         session = connection.create_session()
-        consumer_link = connection.consumer_link
+        consumer_link = connection._state.consumer_link
         proxy.refuse(True, mode="closed")
         assert proxy.cut() >= 1
         assert wait_until(lambda: not consumer_link.transport.is_connected(), 10)

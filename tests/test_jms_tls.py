@@ -68,8 +68,8 @@ def _round_trip(factory):
         conn.start()
         message = consumer.receive(10)
         assert message is not None and message.text == "über TLS"
-        assert conn.consumer_link.transport.tls
-        assert conn.producer_link().transport.tls
+        assert conn._state.consumer_link.transport.tls
+        assert conn._state.producer_link().transport.tls
 
 
 def test_tls_verifies_the_broker(certs, tls_brokers):

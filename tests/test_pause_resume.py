@@ -122,7 +122,7 @@ def test_no_lost_wakeup_jms_at_most_once(activemq):
         for i in range(count):
             producer.send(TextMessage(str(i)), delivery_mode=NON_PERSISTENT)
         hook = ReaderDelayLock(delay=0.5)  # the session's receive() is slower than a listener
-        conn._consumer_link.manager._pause_lock = hook
+        conn._state.consumer_link.manager._pause_lock = hook
         consumer = conn.create_session(False, AT_MOST_ONCE).create_consumer(queue)
         conn.start()
         assert hook.entered.wait(10)  # the reader is at its pause point: drain now
@@ -134,7 +134,7 @@ def test_no_lost_wakeup_jms_at_most_once(activemq):
                 got.append(int(message.text))
         assert hook.delayed >= 1
         assert len(got) == count, "%d of %d received; reading paused: %s" % (
-            len(got), count, conn._consumer_link.transport.reading_paused)
+            len(got), count, conn._state.consumer_link.transport.reading_paused)
         assert got == list(range(count))
 
 

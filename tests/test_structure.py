@@ -25,10 +25,10 @@ STILL_LONG: Dict[str, int] = {}
 TYPING_ONLY = {
     # the JMS session state names the classes that share it
     ("amqstomp.jms._state", "amqstomp.jms._transaction"), ("amqstomp.jms._state", "amqstomp.jms.browser"),
-    ("amqstomp.jms._state", "amqstomp.jms.connection"), ("amqstomp.jms._state", "amqstomp.jms.consumer"),
+    ("amqstomp.jms._state", "amqstomp.jms._connection_state"), ("amqstomp.jms._state", "amqstomp.jms.consumer"),
     ("amqstomp.jms._state", "amqstomp.jms.producer"), ("amqstomp.jms._state", "amqstomp.jms.session"),
-    ("amqstomp.jms.session", "amqstomp.jms.connection"),  # Session.connection
-    ("amqstomp.jms.link", "amqstomp.jms.connection"),  # Link.connection
+    ("amqstomp.jms._connection_state", "amqstomp.jms.connection"),  # ConnectionState.factory
+    ("amqstomp.jms.link", "amqstomp.jms._connection_state"),  # Link.connection
     ("amqstomp.jms._producer_flow", "amqstomp.jms.link"),  # the window and tracker name the link they serve
 }
 

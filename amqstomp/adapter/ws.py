@@ -192,7 +192,7 @@ class WSStompConnection(StompConnection12):
         BaseConnection.__init__(self, transport)
         self._attach(transport, heartbeats, auto_content_length, auto_reconnect, auto_resubscribe,
                      reconnect_attempts_max is _ATTEMPTS, broker)
-        self.ws = ws
+        del ws  # accepted and unused, as in stomp.py 9.0
 
 
 #: stomp.py's name in ``stomp``: ``stomp.WSConnection``

@@ -15,7 +15,7 @@ from .destination import Destination
 from .exceptions import MessageFormatError
 
 __all__ = ["Message", "TextMessage", "BytesMessage", "MapMessage", "RESERVED_HEADERS", "PropertyValue", "MapValue",
-           "check_property"]
+           "bind_acknowledge", "check_property", "stomp_body"]
 
 #: Header names a property cannot have: amqstomp sets them itself (or they change
 #: the frame's meaning on the broker).
@@ -146,7 +146,7 @@ class Message:
 
     # ------------------------------------------------------------ body
 
-    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+    def _stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         """The SEND body (bytes) of this message and the headers that frame it
         (``content-length``: None leaves it out), for a broker of ``dialect``
         (:mod:`amqstomp._protocol.dialect`).
@@ -161,10 +161,11 @@ class Message:
 
     # ------------------------------------------------------------ acknowledge
 
-    def set_acknowledge_callback(self, callback: Optional[Callable[[], None]]) -> None:
-        """What :meth:`acknowledge` calls (the consumer sets it on the messages it
-        hands over; None: nothing)."""
+    def _set_acknowledge(self, callback: Optional[Callable[[], None]]) -> None:
         self._acknowledge = callback
+
+    def _send_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+        return self._stomp_body(dialect)  # the class's own
 
     def acknowledge(self) -> None:
         """CLIENT_ACKNOWLEDGE: ack every message the session consumed so far (one
@@ -202,7 +203,7 @@ class TextMessage(Message):
     def clear_body(self) -> None:
         self.text = ""
 
-    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+    def _stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         text = self.text
         if not isinstance(text, str):
             raise MessageFormatError("TextMessage.text must be str, got %s" % type(text).__name__)
@@ -245,7 +246,7 @@ class BytesMessage(Message):
     def clear_body(self) -> None:
         self.data = b""
 
-    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+    def _stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         data = self.data
         if data.__class__ is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -519,7 +520,7 @@ class MapMessage(Message):
         self._body_missing = False
 
     # -- wire form (XStream's rendering of a java.util.HashMap)
-    def stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
+    def _stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         if dialect != ACTIVEMQ:
             raise MessageFormatError("a MapMessage travels as ActiveMQ Classic's jms-map-xml transformation; the "
                                      "broker is %s, which has none (send its entries as text, e.g. JSON)"
@@ -537,10 +538,19 @@ class MapMessage(Message):
         """
         return cls(decode_map(body))
 
-    _from_xml = from_xml  # its name before it was public
-
     def __repr__(self) -> str:
         return "<MapMessage id=%s destination=%s %d entries>" % (self.message_id, self.destination, len(self._map))
+
+
+#: ``bind_acknowledge(message, callback)``: what ``message.acknowledge()`` calls (the
+#: consumer sets it on each message it hands over; None: nothing).
+bind_acknowledge = Message._set_acknowledge
+
+#: ``stomp_body(message, dialect) -> (body, headers)``: the SEND body (bytes) of ``message``
+#: and the headers that frame it (``content-length``: None leaves it out), for a broker of
+#: ``dialect`` (:mod:`amqstomp._protocol.dialect`); MessageFormatError for a body that cannot
+#: travel to this broker.
+stomp_body = Message._send_body
 
 
 def check_property(name: str, value: Any) -> None:

@@ -23,10 +23,11 @@ from ..codec import Frame
 from .exceptions import IllegalStateError
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: these modules import this one
+    from ._connection_state import ConnectionState
+    from ._producer_flow import ProducerWindow
     from ._transaction import Transaction
     from .browser import QueueBrowser
-    from .connection import Connection
-    from .consumer import MessageConsumer
+    from .consumer import ConsumerCore
     from .producer import MessageProducer
     from .session import Session
 
@@ -92,7 +93,7 @@ class SessionState:
     transaction. Lists and flags are guarded by ``cond``.
 
     Attributes:
-        connection (Connection): the owning connection.
+        connection (ConnectionState): what the owning connection shares.
         session (Session): the session itself (set by it once made).
         transaction (Transaction): the session's transaction bookkeeping (set by
             the session).
@@ -100,16 +101,18 @@ class SessionState:
         acknowledge_mode (int), transacted (bool).
         cond (threading.Condition): the session's lock; notified on every change
             a waiter may look for (a message, a close, a listener finished).
-        consumers, producers, browsers: the open members.
-        deferred_close (list[MessageConsumer]): consumers closed in an open
+        consumers (list[ConsumerCore]), producers, browsers: the open members.
+        windows (list[ProducerWindow]): the open producers' windows (their
+            asynchronous sends awaiting receipts).
+        deferred_close (list[ConsumerCore]): consumers closed in an open
             transaction whose UNSUBSCRIBE waits for its end.
         closing, closed (bool): ``close()`` started / finished.
-        running (MessageConsumer | None): whose listener runs now.
+        running (ConsumerCore | None): whose listener runs now.
         recover_current (bool): ``recover()`` called from the running listener.
         thread (threading.Thread | None): the session's dispatch thread.
     """
 
-    def __init__(self, connection: "Connection", number: int, acknowledge_mode: int, transacted: bool) -> None:
+    def __init__(self, connection: "ConnectionState", number: int, acknowledge_mode: int, transacted: bool) -> None:
         self.connection = connection
         self.number = number
         self.acknowledge_mode = acknowledge_mode
@@ -117,27 +120,34 @@ class SessionState:
         self.session: "Session"
         self.transaction: "Transaction"
         self.cond = threading.Condition(threading.Lock())
-        self.consumers: List["MessageConsumer"] = []
+        self.consumers: List["ConsumerCore"] = []
         self.producers: List["MessageProducer"] = []
+        self.windows: List["ProducerWindow"] = []
         self.browsers: List["QueueBrowser"] = []
-        self.deferred_close: List["MessageConsumer"] = []
+        self.deferred_close: List["ConsumerCore"] = []
         self.closing = False
         self.closed = False
-        self.running: Optional["MessageConsumer"] = None
+        self.running: Optional["ConsumerCore"] = None
         self.recover_current = False
         self.thread: Optional[threading.Thread] = None
         self._seq = itertools.count()
 
-    def next_seq(self) -> int:
-        """The arrival number of the next MESSAGE of this session (int, from 0)."""
-        return next(self._seq)
+    def enqueue(self, consumer: "ConsumerCore", frame: Frame) -> None:
+        """Reader thread: a MESSAGE for ``consumer`` (one of this session's), to
+        be handed over by the dispatch thread or ``receive()``."""
+        ledger = consumer.ledger
+        with self.cond:
+            if ledger.closed:
+                return
+            ledger.buffer.append(Delivery(frame, next(self._seq)))
+            self.cond.notify_all()
 
-    def all_consumers(self) -> List["MessageConsumer"]:
+    def all_consumers(self) -> List["ConsumerCore"]:
         """The open consumers and those whose close waits for the transaction
         (call with ``cond`` held)."""
         return list(self.consumers) + list(self.deferred_close)
 
-    def take_delivered(self) -> List[Tuple["MessageConsumer", List[Delivery]]]:
+    def take_delivered(self) -> List[Tuple["ConsumerCore", List[Delivery]]]:
         """Each open consumer's delivered messages (for those that had some),
         taken out of their ledgers (see :meth:`ConsumerLedger.take_delivered`)."""
         with self.cond:
@@ -150,7 +160,7 @@ class SessionState:
 
     def check_open(self, error: Optional[BaseException] = None) -> None:
         """Raises ``error`` (default: IllegalStateError) when the session is
-        closed or closing, and what :meth:`Connection.check_open` raises."""
+        closed or closing, and what :meth:`ConnectionState.check_open` raises."""
         if self.closed or self.closing:
             raise error or IllegalStateError("%r is closed" % (self.session,))
         self.connection.check_open()
@@ -164,7 +174,7 @@ class SessionState:
         with self.cond:
             self.cond.notify_all()
 
-    def wait_idle(self, consumer: Optional["MessageConsumer"] = None) -> bool:
+    def wait_idle(self, consumer: Optional["ConsumerCore"] = None) -> bool:
         """Wait until no listener (of ``consumer``, or any) runs on the session
         thread; at most ``close_timeout_ms`` (False then: two listeners closing
         each other's sessions would otherwise wait for each other forever)."""

@@ -56,7 +56,7 @@ class Subscriber:
     Args:
         state (SessionState): the consumer's session.
         consumer: the consumer (what the connection routes this subscription's
-            MESSAGEs to; see :meth:`Connection.register_consumer`).
+            MESSAGEs to; see :meth:`ConnectionState.register_consumer`).
         ledger (ConsumerLedger): the consumer's (its ``closed`` flag).
         destination (Destination), selector (str | None), no_local (bool),
         durable_name (str | None), browser (bool), transformation (str | None):
@@ -138,7 +138,7 @@ class Subscriber:
         ``jms.closeTimeout``) when None.
 
         Over failover the registration comes first, so a reconnect that starts
-        after it replays the subscription (``Connection.on_link_resumed``); the
+        after it replays the subscription (``ConnectionState.on_link_resumed``); the
         SUBSCRIBE itself waits for a socket that is up and not being replayed
         (``wait_s`` seconds; -1: the same bound as the RECEIPT, in all; None: as
         long as the failover lasts -- the URI's ``timeout``, the connection's
@@ -314,7 +314,7 @@ class Subscriber:
         headers = message_ack_headers(self.link, frame.headers)
         if transaction is not None:
             headers["transaction"] = transaction
-        self.link.acknowledge("ACK", headers, frame.link_seq, self.connection.ack_receipt_timeout_s())
+        self.link.acknowledge("ACK", headers, frame.link_seq, self.connection.ack_receipt_timeout_s)
 
     def current_sub(self) -> Optional[Subscription]:
         """This consumer's subscription; after a failover replayed it, the new one."""

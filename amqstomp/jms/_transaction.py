@@ -104,12 +104,11 @@ class Transaction:
         of the producers' asynchronous sends; False when some did not come."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self.state.cond:
-            producers = list(self.state.producers)
+            windows = list(self.state.windows)
         link = self.send_tx[0] if self.send_tx is not None else self.state.connection.consumer_link
         ok = True
-        for producer in producers:
-            if producer.window is not None:
-                ok = producer.window.drain(link, deadline) and ok
+        for window in windows:
+            ok = window.drain(link, deadline) and ok
         return ok
 
     def commit(self) -> None:

@@ -34,7 +34,7 @@ from .._protocol.dialect import refusal
 from ..exception import ConfigurationError
 from ._state import Delivery, SessionState
 from .constants import AT_MOST_ONCE
-from .consumer import MessageConsumer
+from .consumer import ConsumerCore
 from .destination import Queue
 from .exceptions import BrowseInterruptedError, BrowseTimeoutError, IllegalStateError
 from .message import Message, message_from_frame
@@ -45,7 +45,8 @@ log = logging.getLogger("amqstomp.jms.browser")
 
 
 class QueueBrowser:
-    """Made by :meth:`Session.create_browser`. Iterate over it (or call
+    """Made by :meth:`Session.create_browser` (which waits for the first browse's
+    RECEIPT: see there for what it raises). Iterate over it (or call
     :meth:`get_enumeration`) for the messages on the queue, oldest first; use it
     as a context manager or call :meth:`close`.
 
@@ -71,9 +72,18 @@ class QueueBrowser:
         self.selector = selector
         self.timeout = float(timeout)
         self._lock = threading.Lock()
-        self._consumer: Optional[MessageConsumer] = None
+        self._consumer: Optional[ConsumerCore] = None
         self._fresh = False  # the current subscription has not been iterated yet
         self._closed = False
+        with state.cond:
+            state.browsers.append(self)
+        try:
+            self._subscribe()  # the first browse
+        except BaseException:
+            with state.cond:
+                if self in state.browsers:
+                    state.browsers.remove(self)
+            raise
 
     def __repr__(self) -> str:
         return "<jms.QueueBrowser on %s%s>" % (self.queue, " closed" if self._closed else "")
@@ -82,7 +92,7 @@ class QueueBrowser:
     def closed(self) -> bool:
         return self._closed
 
-    def subscribe(self) -> None:
+    def _subscribe(self) -> None:
         """SUBSCRIBE a new browse (waits for the broker's RECEIPT, at most
         ``timeout`` seconds); the next iteration yields its messages.
 
@@ -91,14 +101,13 @@ class QueueBrowser:
             ReceiptTimeout: no RECEIPT within ``timeout``.
             BrowseInterruptedError: its socket was lost before the RECEIPT.
         """
-        consumer = MessageConsumer(self._state, self.queue, self.selector, False, browser=True,
-                                   mode=AT_MOST_ONCE)
+        consumer = ConsumerCore(self._state, self.queue, self.selector, False, browser=True, mode=AT_MOST_ONCE)
         consumer.subscriber.subscribe(timeout_s=self.timeout)  # the browse's RECEIPT: within the browser's timeout
         with self._lock:
             self._consumer = consumer
             self._fresh = True
 
-    def _stop(self, consumer: MessageConsumer) -> None:
+    def _stop(self, consumer: ConsumerCore) -> None:
         with self._lock:
             if self._consumer is consumer:
                 self._consumer = None
@@ -128,13 +137,13 @@ class QueueBrowser:
         if consumer is None or not fresh:
             if consumer is not None:
                 self._stop(consumer)  # an earlier browse left unfinished
-            self.subscribe()
+            self._subscribe()
             with self._lock:
                 consumer, self._fresh = self._consumer, False
         assert consumer is not None
         return self._browse(consumer)
 
-    def _browse(self, consumer: MessageConsumer) -> Iterator[Message]:
+    def _browse(self, consumer: ConsumerCore) -> Iterator[Message]:
         try:
             while True:
                 delivery = self._next(consumer)
@@ -146,7 +155,7 @@ class QueueBrowser:
             self._stop(consumer)
 
     @staticmethod
-    def _interrupted(consumer: MessageConsumer) -> bool:
+    def _interrupted(consumer: ConsumerCore) -> bool:
         """True when a failover replaced the socket ``consumer``'s browse was on."""
         subscriber = consumer.subscriber
         link = subscriber.link
@@ -156,7 +165,7 @@ class QueueBrowser:
         return (subscriber.browse_lost or transport.link_seq != subscriber.browse_seq
                 or not transport.is_connected())
 
-    def _next(self, consumer: MessageConsumer) -> Delivery:
+    def _next(self, consumer: ConsumerCore) -> Delivery:
         state = self._state
         connection = state.connection
         ledger = consumer.ledger

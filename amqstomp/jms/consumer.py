@@ -1,6 +1,11 @@
 """``MessageConsumer``: one STOMP subscription on the connection's consumer
 socket, with its local buffer and its local redelivery.
 
+:class:`MessageConsumer` is the API; :class:`ConsumerCore` does the work and is
+what the session, its transaction, the connection's routing and browsers hold
+(with its :class:`~amqstomp.jms._state.ConsumerLedger` and its
+:class:`~amqstomp.jms._subscriber.Subscriber`).
+
 The reader thread counts each MESSAGE in the subscription's prefetch window
 (:class:`amqstomp.subscription.SubscriptionManager`) and appends it to the
 consumer's buffer; the session's thread (listener) or the caller of
@@ -29,24 +34,23 @@ from .constants import (
 )
 from .destination import Destination
 from .exceptions import IllegalStateError
+from ._messages import bind_acknowledge
 from .message import Message, message_from_frame
 
-__all__ = ["MessageConsumer", "MessageListener", "acknowledge_delivered"]
+__all__ = ["ConsumerCore", "MessageConsumer", "MessageListener", "acknowledge_delivered"]
 
 log = logging.getLogger("amqstomp.jms.consumer")
 
 MessageListener = Callable[[Message], Any]
 
 
-class MessageConsumer:
-    """Made by :meth:`Session.create_consumer`.
+class ConsumerCore:
+    """What a :class:`MessageConsumer` is to its session (see the module docstring);
+    the browsers' consumers too.
 
     Attributes:
-        destination (Destination): where it consumes from.
-        selector (str | None): the JMS selector, or None.
-        no_local (bool): messages sent by this connection are skipped.
-        durable_name (str | None): the durable subscription's name
-            (``activemq.subscriptionName``), or None.
+        destination (Destination), selector (str | None), no_local (bool),
+        durable_name (str | None): as :class:`MessageConsumer` has them.
         ledger (ConsumerLedger): its messages on their way to the application
             (shared with the session, under the session's condition).
         subscriber (Subscriber): its STOMP subscription.
@@ -71,50 +75,16 @@ class MessageConsumer:
         return "<jms.MessageConsumer %s on %s%s>" % (self.subscriber.sub_id, self.destination,
                                                       " closed" if self.ledger.closed else "")
 
-    @property
-    def subscription_id(self) -> str:
-        return self.subscriber.sub_id
-
-    @property
-    def _buffer(self) -> Deque[Delivery]:  # tests look at it
-        return self.ledger.buffer
-
-    @property
-    def _sub(self) -> Optional[Subscription]:  # tests look at it
-        return self.subscriber.sub
-
-    # ------------------------------------------------------------ application API
+    # ------------------------------------------------------------ application API (MessageConsumer's)
 
     def set_message_listener(self, listener: Optional[MessageListener]) -> None:
-        """Deliver messages to ``listener(message)`` on the session's thread (None:
-        stop; messages then wait for ``receive()``).
-
-        What a listener that raises gets: AUTO_ACKNOWLEDGE / DUPS_OK /
-        INDIVIDUAL_ACKNOWLEDGE -- the message again (local redelivery after the
-        redelivery delay; poisoned after ``maximum_redeliveries``);
-        CLIENT_ACKNOWLEDGE -- the next message (the failed one stays unacked until
-        ``acknowledge()`` or ``recover()``); transacted -- the session rolls back;
-        AT_MOST_ONCE -- the next message (the failed one is gone).
-        """
         self._check_open()
         state = self._state
         with state.cond:
             self.ledger.listener = listener
             state.cond.notify_all()
 
-    @property
-    def message_listener(self) -> Optional[MessageListener]:
-        return self.ledger.listener
-
     def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
-        """The next message: wait up to ``timeout`` seconds (None: until one comes
-        or the consumer is closed). Returns None on timeout or close.
-
-        Raises:
-            IllegalStateError: the consumer has a message listener, or is closed.
-            ConnectionClosedException: the connection broke.
-            ValueError: ``timeout`` is not a number of seconds >= 0 (or None).
-        """
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or not timeout >= 0 or timeout != timeout):
             raise ValueError("timeout must be a number of seconds >= 0 or None, got %r" % (timeout,))
@@ -147,7 +117,7 @@ class MessageConsumer:
                 connection.check_open()
                 now = time.monotonic()
                 wait: Optional[float] = None
-                if connection.is_started and ledger.buffer:
+                if connection.started and ledger.buffer:
                     if ledger.paused_until <= now:
                         return ledger.buffer.popleft()
                     wait = ledger.paused_until - now
@@ -158,18 +128,7 @@ class MessageConsumer:
                     wait = left if wait is None else min(wait, left)
                 state.cond.wait(wait)
 
-    def receive_no_wait(self) -> Optional[Message]:
-        """A message that is here already, or None."""
-        return self.receive(0)
-
     def close(self) -> None:
-        """Stop delivery and UNSUBSCRIBE (waiting for the broker's receipt, bounded
-        by ``close_timeout_ms``): what AUTO_ACKNOWLEDGE consumed is acked first;
-        prefetched but unconsumed messages, and consumed ones not acknowledged
-        (CLIENT/INDIVIDUAL), go back to the queue for other consumers. In a
-        transacted session with an open transaction that holds messages of this
-        consumer, the UNSUBSCRIBE waits for commit / rollback (rolled-back ones then
-        go back to the queue, not to this consumer)."""
         state = self._state
         ledger = self.ledger
         with state.cond:
@@ -188,12 +147,6 @@ class MessageConsumer:
         if not deferred:
             self.subscriber.unsubscribe()
 
-    def __enter__(self) -> "MessageConsumer":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
     @property
     def closed(self) -> bool:
         return self.ledger.closed
@@ -208,7 +161,7 @@ class MessageConsumer:
     def deliver(self, frame: Any) -> None:
         """Reader thread: a MESSAGE of this consumer's subscription (the
         connection routes it here); the session buffers it for dispatch."""
-        self._state.session.enqueue(self, frame)
+        self._state.enqueue(self, frame)
 
     def _skip_if_unwanted(self, delivery: Delivery) -> bool:
         """no_local messages of this connection's producer socket, and expired
@@ -243,9 +196,9 @@ class MessageConsumer:
                 self.ledger.delivered.append(delivery)
         message = message_from_frame(delivery.frame, self._connection.lookup_temporary, delivery.delivery_count)
         if mode == CLIENT_ACKNOWLEDGE:
-            message.set_acknowledge_callback(self._state.session.acknowledge)
+            bind_acknowledge(message, self._state.session.acknowledge)
         elif mode == INDIVIDUAL_ACKNOWLEDGE:
-            message.set_acknowledge_callback(lambda: self._ack_individual(delivery, check=True))
+            bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
         return message
 
     def _consumed(self, delivery: Delivery) -> None:
@@ -429,6 +382,105 @@ class MessageConsumer:
         with state.cond:
             self.subscriber.browse_lost = True
             state.cond.notify_all()
+
+
+class MessageConsumer:
+    """Made by :meth:`Session.create_consumer` (and
+    :meth:`Session.create_durable_subscriber`); see the module docstring."""
+
+    def __init__(self, core: ConsumerCore) -> None:
+        self._core = core
+
+    def __repr__(self) -> str:
+        return repr(self._core)
+
+    @property
+    def destination(self) -> Destination:
+        """Where it consumes from."""
+        return self._core.destination
+
+    @property
+    def selector(self) -> Optional[str]:
+        """The JMS message selector, or None."""
+        return self._core.selector
+
+    @property
+    def no_local(self) -> bool:
+        """Messages sent by this connection are skipped."""
+        return self._core.no_local
+
+    @property
+    def durable_name(self) -> Optional[str]:
+        """The durable subscription's name (``activemq.subscriptionName``), or None."""
+        return self._core.durable_name
+
+    @property
+    def subscription_id(self) -> str:
+        """The STOMP subscription's ``id`` (``C.S.N``: connection, session, a number)."""
+        return self._core.subscriber.sub_id
+
+    @property
+    def _buffer(self) -> Deque[Delivery]:  # tests look at it
+        return self._core.ledger.buffer
+
+    @property
+    def _sub(self) -> Optional[Subscription]:  # tests look at it
+        return self._core.subscriber.sub
+
+    def set_message_listener(self, listener: Optional[MessageListener]) -> None:
+        """Deliver messages to ``listener(message)`` on the session's thread (None:
+        stop; messages then wait for ``receive()``).
+
+        What a listener that raises gets: AUTO_ACKNOWLEDGE / DUPS_OK /
+        INDIVIDUAL_ACKNOWLEDGE -- the message again (local redelivery after the
+        redelivery delay; poisoned after ``maximum_redeliveries``);
+        CLIENT_ACKNOWLEDGE -- the next message (the failed one stays unacked until
+        ``acknowledge()`` or ``recover()``); transacted -- the session rolls back;
+        AT_MOST_ONCE -- the next message (the failed one is gone).
+
+        Raises:
+            IllegalStateError: the consumer, its session or connection is closed.
+        """
+        self._core.set_message_listener(listener)
+
+    @property
+    def message_listener(self) -> Optional[MessageListener]:
+        return self._core.ledger.listener
+
+    def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
+        """The next message: wait up to ``timeout`` seconds (None: until one comes
+        or the consumer is closed). Returns None on timeout or close.
+
+        Raises:
+            IllegalStateError: the consumer has a message listener, or is closed.
+            ConnectionClosedException: the connection broke.
+            ValueError: ``timeout`` is not a number of seconds >= 0 (or None).
+        """
+        return self._core.receive(timeout)
+
+    def receive_no_wait(self) -> Optional[Message]:
+        """A message that is here already, or None."""
+        return self._core.receive(0)
+
+    def close(self) -> None:
+        """Stop delivery and UNSUBSCRIBE (waiting for the broker's receipt, bounded
+        by ``close_timeout_ms``): what AUTO_ACKNOWLEDGE consumed is acked first;
+        prefetched but unconsumed messages, and consumed ones not acknowledged
+        (CLIENT/INDIVIDUAL), go back to the queue for other consumers. In a
+        transacted session with an open transaction that holds messages of this
+        consumer, the UNSUBSCRIBE waits for commit / rollback (rolled-back ones then
+        go back to the queue, not to this consumer)."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.ledger.closed
+
+    def __enter__(self) -> "MessageConsumer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def acknowledge_delivered(state: SessionState) -> None:

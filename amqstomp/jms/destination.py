@@ -37,26 +37,26 @@ class Destination:
         options (str): the ``consumer.*`` options after ``?`` ("" when none).
     """
 
-    prefix = "/queue/"
+    _prefix = "/queue/"
     #: the ActiveMQ destination URL scheme of this kind (``queue://``)
-    scheme = "queue://"
+    _scheme = "queue://"
     is_topic = False
     is_temporary = False
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidDestinationError("a destination name must be a non-empty str, got %r" % (name,))
-        if name.startswith(self.prefix):
-            name = name[len(self.prefix):]
-        elif name.startswith(self.scheme):
-            name = name[len(self.scheme):]
+        if name.startswith(self._prefix):
+            name = name[len(self._prefix):]
+        elif name.startswith(self._scheme):
+            name = name[len(self._scheme):]
         elif "://" in name.partition("?")[0]:
             raise InvalidDestinationError("%r: %s takes a %s URL (or %s..., or the bare name)"
-                                          % (name, type(self).__name__, self.scheme, self.prefix))
+                                          % (name, type(self).__name__, self._scheme, self._prefix))
         elif name.startswith("/"):
             raise InvalidDestinationError(
                 "%r: give %s the bare name (or %s...), not another kind of STOMP destination"
-                % (name, type(self).__name__, self.prefix))
+                % (name, type(self).__name__, self._prefix))
         base, _, options = name.partition("?")
         if not base:
             raise InvalidDestinationError("empty destination name in %r" % (name,))
@@ -66,7 +66,7 @@ class Destination:
     @property
     def stomp_name(self) -> str:
         """The STOMP ``destination`` header value (no options)."""
-        return self.prefix + self.name
+        return self._prefix + self.name
 
     @property
     def subscribe_name(self) -> str:
@@ -89,14 +89,14 @@ class Destination:
 class Queue(Destination):
     """A queue: ``Queue("orders")`` is STOMP ``/queue/orders``."""
 
-    prefix = "/queue/"
+    _prefix = "/queue/"
 
 
 class Topic(Destination):
     """A topic: ``Topic("prices")`` is STOMP ``/topic/prices``."""
 
-    prefix = "/topic/"
-    scheme = "topic://"
+    _prefix = "/topic/"
+    _scheme = "topic://"
     is_topic = True
 
 
@@ -105,7 +105,7 @@ class StompDestination(Destination):
     (RabbitMQ's ``/exchange/amq.topic/key``, ``/amq/queue/q``; on ActiveMQ the
     broker refuses it, naming the kinds it has)."""
 
-    prefix = ""
+    _prefix = ""
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name.startswith("/") or len(name) < 2:
@@ -116,37 +116,45 @@ class StompDestination(Destination):
 
 
 class TemporaryDestination(Destination):
-    """A temporary destination. One made by this process (``owner`` set) is
-    named ``/temp-queue/<name>`` on the socket that made it (the broker maps the
-    name to a destination of that connection); one received from elsewhere is
-    ``/remote-temp-queue/<broker name>`` and can be sent to from any socket."""
+    """A temporary destination. One made by a connection of this process
+    (``session.create_temporary_queue()``) is named ``/temp-queue/<name>`` on the
+    socket that made it (the broker maps the name to a destination of that
+    connection); one received from elsewhere is ``/remote-temp-queue/<broker name>``
+    and can be sent to from any socket.
 
-    remote_prefix = "/remote-temp-queue/"
+    Attributes:
+        remote (bool): received from elsewhere (a ``reply-to`` naming another
+            connection's temporary destination): send to it from any socket; only
+            the connection that made it consumes from it.
+        deleted (bool): :meth:`delete` was called.
+    """
+
+    _remote_prefix = "/remote-temp-queue/"
     is_temporary = True
 
     def __init__(self, name: str, owner: Optional[Any] = None, remote: bool = False) -> None:
         if remote:
-            if not name.startswith(self.remote_prefix):
-                name = self.remote_prefix + name
-            self.name = name[len(self.remote_prefix):]
+            if not name.startswith(self._remote_prefix):
+                name = self._remote_prefix + name
+            self.name = name[len(self._remote_prefix):]
             self.options = ""
         else:
             super().__init__(name)
         self.remote = remote
-        self.owner = owner  # the jms.Connection that made it, or None
+        self._owner = owner  # what the jms.Connection that made it shares (its ConnectionState), or None
         self.deleted = False
 
     @property
     def stomp_name(self) -> str:
-        return (self.remote_prefix if self.remote else self.prefix) + self.name
+        return (self._remote_prefix if self.remote else self._prefix) + self.name
 
     def delete(self) -> None:
         """Stop using this temporary destination: consumers can no longer be made
         on it and producers refuse to send to it. STOMP has no command to delete
         it on the broker; ActiveMQ deletes it when the connection that made it
         closes."""
-        if self.owner is not None:
-            self.owner.delete_temporary(self)
+        if self._owner is not None:
+            self._owner.delete_temporary(self)
         self.deleted = True
 
 
@@ -154,17 +162,17 @@ class TemporaryQueue(TemporaryDestination):
     """A queue that lives as long as the connection that made it
     (``session.create_temporary_queue()``); the usual ``reply_to`` of a request."""
 
-    prefix = "/temp-queue/"
-    scheme = "temp-queue://"
-    remote_prefix = "/remote-temp-queue/"
+    _prefix = "/temp-queue/"
+    _scheme = "temp-queue://"
+    _remote_prefix = "/remote-temp-queue/"
 
 
 class TemporaryTopic(TemporaryDestination):
     """A topic that lives as long as the connection that made it."""
 
-    prefix = "/temp-topic/"
-    scheme = "temp-topic://"
-    remote_prefix = "/remote-temp-topic/"
+    _prefix = "/temp-topic/"
+    _scheme = "temp-topic://"
+    _remote_prefix = "/remote-temp-topic/"
     is_topic = True
 
 
@@ -173,7 +181,7 @@ class ReplyQueue(TemporaryQueue):
     names it (``/reply-queue/amq.gen-...``): send the reply there, from any
     socket."""
 
-    remote_prefix = "/reply-queue/"
+    _remote_prefix = "/reply-queue/"
 
     def __init__(self, name: str) -> None:
         super().__init__(name, remote=True)

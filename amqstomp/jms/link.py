@@ -57,7 +57,7 @@ from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, U
 from .exceptions import ResourceAllocationError, is_resource_allocation_error
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .connection import Connection
+    from ._connection_state import ConnectionState
 
 __all__ = ["Link", "SendTracker", "ProducerWindow", "UsageEvent", "ASYNC_RECEIPT_PREFIX", "message_ack_headers"]
 
@@ -124,7 +124,8 @@ class Link:
     """One socket of a JMS connection (see the module docstring).
 
     Args:
-        connection: the owning :class:`amqstomp.jms.Connection`.
+        connection (ConnectionState): what the owning :class:`amqstomp.jms.Connection`
+            shares (it hears of the link's events).
         role (str): ``"consumer"`` or ``"producer"`` (thread names, messages).
         endpoint (Endpoint): the broker (the first one of a failover URI).
         options (dict): the connection's resolved options.
@@ -136,7 +137,7 @@ class Link:
             lost socket breaks the connection.
     """
 
-    def __init__(self, connection: "Connection", role: str, endpoint: Endpoint, options: Mapping[str, Any],
+    def __init__(self, connection: "ConnectionState", role: str, endpoint: Endpoint, options: Mapping[str, Any],
                  client_id: Optional[str], route: Optional[Callable[[Frame], None]],
                  endpoints: Optional[List[Endpoint]] = None, policy: Optional[ReconnectPolicy] = None) -> None:
         self.connection = connection

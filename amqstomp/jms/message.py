@@ -42,6 +42,7 @@ from ._messages import (
     PropertyValue,
     TextMessage,
     check_property,
+    stomp_body,
 )
 from ._scheduling import SCHEDULING_PROPERTIES, check_scheduled_property
 from .constants import DEFAULT_PRIORITY, NON_PERSISTENT, PERSISTENT
@@ -125,9 +126,9 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
     if message.__class__ is BytesMessage and message.data.__class__ is bytes:
         body = message.data
-        headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage.stomp_body inlined: hot path
+        headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage's body inlined: hot path
     else:
-        body, headers = message.stomp_body(dialect)
+        body, headers = stomp_body(message, dialect)
     properties = message.properties
     if properties:
         for name, value in properties.items():

@@ -57,6 +57,9 @@ class MessageProducer:
         options = self._connection.options
         size = int(options.get("producer_window_size") or 0)
         self._window: Optional[ProducerWindow] = ProducerWindow(size) if size > 0 else None
+        if self._window is not None:  # a commit waits for its receipts
+            with state.cond:
+                state.windows.append(self._window)
         # the connection's options, read once (send() is the hot path)
         self._always_sync = bool(options.get("always_sync_send"))
         self._use_async = bool(options.get("use_async_send"))
@@ -99,7 +102,7 @@ class MessageProducer:
             raise IllegalStateError("%r is closed" % (self,))
         state = self._state
         connection = self._connection
-        if state.closed or state.closing or connection.is_closed or connection.failure is not None:
+        if state.closed or state.closing or connection.closed or connection.failure is not None:
             state.check_open()  # raises, naming what is closed
         if not isinstance(message, Message):
             if isinstance(message, str):
@@ -123,12 +126,12 @@ class MessageProducer:
         if isinstance(dest, TemporaryDestination) or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
             for named in (dest, reply_to):
                 if isinstance(named, TemporaryDestination) and not named.remote:
-                    if named.owner is not connection:
+                    if named.deleted:
+                        raise InvalidDestinationError("%s was deleted" % (named,))
+                    if not connection.is_own_temporary(named):
                         raise InvalidDestinationError(
                             "%s is a temporary destination of another connection; send to the reply_to of the "
                             "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
-                    if named.deleted:
-                        raise InvalidDestinationError("%s was deleted" % (named,))
             own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
             if connection.is_own_temporary(dest) and BROKERS[link.dialect].temp_reply_only:
                 raise refusal("sending to a temporary queue (%s)" % (dest,), link.dialect, link.server,
@@ -185,12 +188,8 @@ class MessageProducer:
         with state.cond:
             if self in state.producers:
                 state.producers.remove(self)
-
-    @property
-    def window(self) -> Optional[ProducerWindow]:
-        """The producer window (bytes of asynchronous sends awaiting their
-        receipts), or None when ``producer_window_size`` is 0."""
-        return self._window
+            if window is not None and window in state.windows:
+                state.windows.remove(window)
 
     @property
     def closed(self) -> bool:

@@ -40,7 +40,6 @@ import time
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from .._protocol.dialect import BROKERS, refusal
-from ..codec import Frame
 from ..exception import BrokerError, StompException
 from ..utils import clamp_wait
 from ._state import Delivery, SessionState
@@ -48,15 +47,14 @@ from ._transaction import Transaction
 from .browser import QueueBrowser
 from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE
 from .constants import SESSION_TRANSACTED
-from .consumer import MessageConsumer, acknowledge_delivered
+from .consumer import ConsumerCore, MessageConsumer, acknowledge_delivered
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError
-from .link import Link
 from .message import MAP_SUBSCRIBE_TRANSFORMATION, BytesMessage, MapMessage, Message, TextMessage
 from .producer import MessageProducer
 
-if TYPE_CHECKING:  # pragma: no cover - annotations only: connection imports this module
-    from .connection import Connection
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from ._connection_state import ConnectionState
 
 __all__ = ["Session", "as_destination"]
 
@@ -67,30 +65,27 @@ class Session:
     """Made by :meth:`Connection.create_session`; see the module docstring.
 
     Attributes:
-        connection: the owning :class:`Connection`.
         acknowledge_mode (int): one of the constants (SESSION_TRANSACTED when transacted).
         transacted (bool): made with ``transacted=True``.
-        number (int): its number in the connection (thread names, ids).
-        state (SessionState): what the session shares with its consumers,
-            producers and browsers (its lock, members, flags, dispatch thread).
     """
 
-    def __init__(self, connection: "Connection", acknowledge_mode: int, number: int) -> None:
-        self.connection = connection
+    def __init__(self, connection: "ConnectionState", acknowledge_mode: int, number: int) -> None:
+        self._connection = connection
         self.acknowledge_mode = acknowledge_mode
         self.transacted = acknowledge_mode == SESSION_TRANSACTED
-        self.number = number
-        state = self.state = SessionState(connection, number, acknowledge_mode, self.transacted)
+        # what the session shares with its consumers, producers, browsers and transaction
+        state = self._state = SessionState(connection, number, acknowledge_mode, self.transacted)
         state.session = self
         self._transaction = state.transaction = Transaction(state)
         state.thread = threading.Thread(
             target=self._run, name="amqstomp-jms%d-session-%d" % (connection.number, number), daemon=True)
         state.thread.start()
+        connection.add_session(state)
 
     def __repr__(self) -> str:
-        return "<jms.Session %d.%d %s%s>" % (self.connection.number, self.number,
+        return "<jms.Session %d.%d %s%s>" % (self._connection.number, self._state.number,
                                               ACKNOWLEDGE_MODES.get(self.acknowledge_mode, "?"),
-                                              " closed" if self.state.closed else "")
+                                              " closed" if self._state.closed else "")
 
     # ------------------------------------------------------------ factories
 
@@ -105,17 +100,17 @@ class Session:
         connection's consumer socket closes). Only this connection can consume from
         it; send its ``reply_to`` to others."""
         self._check_open()
-        temp = self.connection.create_temporary(topic=False)
+        temp = self._connection.create_temporary(topic=False)
         assert isinstance(temp, TemporaryQueue)
         return temp
 
     def create_temporary_topic(self) -> TemporaryTopic:
         """A topic that lives as long as the connection (ConfigurationError: a broker without, RabbitMQ)."""
         self._check_open()
-        link = self.connection.consumer_link
+        link = self._connection.consumer_link
         if not BROKERS[link.dialect].temp_topics:
             raise refusal("a temporary topic", link.dialect, link.server, "ActiveMQ Classic")
-        temp = self.connection.create_temporary(topic=True)
+        temp = self._connection.create_temporary(topic=True)
         assert isinstance(temp, TemporaryTopic)
         return temp
 
@@ -141,8 +136,8 @@ class Session:
         """
         self._check_open()
         dest = as_destination(destination) if destination is not None else None
-        producer = MessageProducer(self.state, dest)
-        state = self.state
+        producer = MessageProducer(self._state, dest)
+        state = self._state
         with state.cond:
             state.producers.append(producer)
         return producer
@@ -181,16 +176,16 @@ class Session:
         self._check_open()
         dest = as_destination(destination)
         if dest.is_temporary:
-            if not self.connection.is_own_temporary(dest):
-                raise InvalidDestinationError("%s is a temporary destination of another connection: only the "
-                                              "connection that made it can consume from it" % (dest,))
             if getattr(dest, "deleted", False):
                 raise InvalidDestinationError("%s was deleted" % (dest,))
+            if not self._connection.is_own_temporary(dest):
+                raise InvalidDestinationError("%s is a temporary destination of another connection: only the "
+                                              "connection that made it can consume from it" % (dest,))
         # RabbitMQ: the broker's own subscription (ack:auto) of the connection gets the replies
-        reply_only = dest.is_temporary and BROKERS[self.connection.consumer_link.dialect].temp_reply_only
+        reply_only = dest.is_temporary and BROKERS[self._connection.consumer_link.dialect].temp_reply_only
         mode = AT_MOST_ONCE if reply_only else None
-        consumer = MessageConsumer(self.state, dest, selector, bool(no_local),
-                                   transformation=self._map_transformation(map_messages), mode=mode)
+        consumer = ConsumerCore(self._state, dest, selector, bool(no_local),
+                                transformation=self._map_transformation(map_messages), mode=mode)
         return self._open_consumer(consumer, timeout_s)
 
     def _map_transformation(self, map_messages: bool) -> Optional[str]:
@@ -198,17 +193,17 @@ class Session:
             raise TypeError("map_messages must be True or False, got %r" % (map_messages,))
         if not map_messages:
             return None
-        link = self.connection.consumer_link
+        link = self._connection.consumer_link
         if not link.is_activemq:
             raise refusal("map_messages (ActiveMQ's transformation header)", link.dialect, link.server)
         return MAP_SUBSCRIBE_TRANSFORMATION
 
-    def _open_consumer(self, consumer: MessageConsumer, timeout_s: Optional[float] = None) -> MessageConsumer:
+    def _open_consumer(self, consumer: ConsumerCore, timeout_s: Optional[float] = None) -> MessageConsumer:
         if timeout_s is not None:
             if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s >= 0:
                 raise ValueError("timeout_s must be a number of seconds >= 0 or None, got %r" % (timeout_s,))
             timeout_s = clamp_wait(timeout_s)
-        state = self.state
+        state = self._state
         with state.cond:
             state.consumers.append(consumer)
         try:
@@ -219,7 +214,7 @@ class Session:
                 if consumer in state.consumers:
                     state.consumers.remove(consumer)
             raise
-        return consumer
+        return MessageConsumer(consumer)
 
     # ------------------------------------------------------------ durable subscriptions, browsers
 
@@ -262,8 +257,8 @@ class Session:
         if self._durable_consumer(name) is not None:
             raise IllegalStateError("durable subscription %r is open on this connection already; close its "
                                     "consumer first" % (name,))
-        consumer = MessageConsumer(self.state, dest, selector, bool(no_local), durable_name=name,
-                                   transformation=self._map_transformation(map_messages))
+        consumer = ConsumerCore(self._state, dest, selector, bool(no_local), durable_name=name,
+                                transformation=self._map_transformation(map_messages))
         return self._open_consumer(consumer, timeout_s)
 
     def unsubscribe(self, name: str) -> None:
@@ -290,7 +285,7 @@ class Session:
                 "durable subscription %r is in use by %r%s; close it before unsubscribe()" % (
                     name, open_consumer,
                     " (its close waits for the transaction's commit or rollback)" if pending else ""))
-        connection = self.connection
+        connection = self._connection
         headers = {"id": "unsubscribe-%d" % connection.next_id(), "activemq.subscriptionName": name}
         try:
             connection.consumer_link.request("UNSUBSCRIBE", headers, connection.close_timeout_s,
@@ -308,19 +303,18 @@ class Session:
     def _check_durable_name(self, name: Any, what: str) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("%s: the durable subscription name must be a non-empty str, got %r" % (what, name))
-        link = self.connection.consumer_link
+        link = self._connection.consumer_link
         if not link.is_activemq:
             raise refusal("durable subscriptions (activemq.subscriptionName)", link.dialect, link.server)
-        if not self.connection.client_id:
+        if not self._connection.client_id:
             raise IllegalStateError("%s needs a client id: durable subscriptions belong to one (set "
                                     "jms.clientID in the URI or client_id= on the ConnectionFactory)" % (what,))
 
-    def _durable_consumer(self, name: str) -> Optional[MessageConsumer]:
+    def _durable_consumer(self, name: str) -> Optional[ConsumerCore]:
         """The consumer of this connection (any session) that holds durable
         subscription ``name`` on the broker, also one whose UNSUBSCRIBE waits for
         the end of a transaction."""
-        for session in self.connection.sessions():
-            state = session.state
+        for state in self._connection.sessions():
             with state.cond:
                 for consumer in state.all_consumers():
                     if consumer.durable_name == name:
@@ -352,35 +346,9 @@ class Session:
         dest = as_destination(queue)
         if not isinstance(dest, Queue):
             raise InvalidDestinationError("a queue browser needs a Queue, got %r" % (dest,))
-        state = self.state
-        browser = QueueBrowser(state, dest, selector, timeout)
-        with state.cond:
-            state.browsers.append(browser)
-        try:
-            browser.subscribe()
-        except BaseException:
-            with state.cond:
-                if browser in state.browsers:
-                    state.browsers.remove(browser)
-            raise
-        return browser
+        return QueueBrowser(self._state, dest, selector, timeout)  # subscribed: its first browse
 
     # ------------------------------------------------------------ transactions
-
-    @property
-    def send_link(self) -> Link:
-        """The socket this session's producers send on (for a transacted session,
-        the one its next transactional SEND goes on, see :meth:`transacted_send`)."""
-        return self._transaction.send_link()
-
-    def transaction_id(self) -> str:
-        """The open transaction's id on the consumer socket (BEGIN is sent on first use)."""
-        return self._transaction.transaction_id()
-
-    def transacted_send(self, needs_consumer_socket: bool = False) -> Tuple[Link, str]:
-        """Where a transactional SEND goes: ``(link, transaction id)``; see
-        :meth:`Transaction.transacted_send <amqstomp.jms._transaction.Transaction.transacted_send>`."""
-        return self._transaction.transacted_send(needs_consumer_socket)
 
     def commit(self) -> None:
         """Commit the transaction: the broker delivers its SENDs and drops the
@@ -447,7 +415,7 @@ class Session:
         self._check_open()
         if self.transacted:
             raise IllegalStateError("recover() is not for a transacted session; use rollback()")
-        state = self.state
+        state = self._state
         if state.on_session_thread() and state.running is not None and \
                 self.acknowledge_mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
             state.recover_current = True
@@ -474,18 +442,18 @@ class Session:
         self._check_open(IllegalStateError("the session of this message is closed"))
         if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
             return
-        acknowledge_delivered(self.state)
+        acknowledge_delivered(self._state)
 
     # ------------------------------------------------------------ life
 
     def _check_open(self, error: Optional[BaseException] = None) -> None:
-        self.state.check_open(error)
+        self._state.check_open(error)
 
     def close(self) -> None:
         """Roll back an open transaction, close the consumers (their prefetched
         messages go back to the broker) and producers, and end the session's
         thread (after the listener running now, unless called from it)."""
-        state = self.state
+        state = self._state
         with state.cond:
             if state.closing or state.closed:
                 return
@@ -493,7 +461,7 @@ class Session:
             state.cond.notify_all()
         if not state.on_session_thread():
             state.wait_idle()
-        if self.transacted and self.connection.consumer_link.transport.is_connected():
+        if self.transacted and self._connection.consumer_link.transport.is_connected():
             with self._transaction.lock:
                 try:
                     self._transaction.rollback_locked()
@@ -519,7 +487,7 @@ class Session:
             thread.join(10.0)
             if thread.is_alive():  # pragma: no cover - a listener that never returns
                 log.warning("%s still running 10 s after close (a listener busy?)", thread.name)
-        self.connection.remove_session(self)
+        self._connection.remove_session(self._state)
 
     def __enter__(self) -> "Session":
         return self
@@ -529,31 +497,17 @@ class Session:
 
     @property
     def closed(self) -> bool:
-        return self.state.closed
+        return self._state.closed
 
     # ------------------------------------------------------------ dispatch thread
 
-    def enqueue(self, consumer: MessageConsumer, frame: Frame) -> None:
-        """Reader thread: a MESSAGE for ``consumer`` (one of this session's), to
-        be handed over by the dispatch thread or ``receive()``."""
-        self._enqueue(consumer, frame)  # through _enqueue: tests intercept it there
-
-    def _enqueue(self, consumer: MessageConsumer, frame: Frame) -> None:
-        state = self.state
-        ledger = consumer.ledger
-        with state.cond:
-            if ledger.closed:
-                return
-            ledger.buffer.append(Delivery(frame, state.next_seq()))
-            state.cond.notify_all()
-
-    def _next_for_listener(self) -> Tuple[Optional[Tuple[MessageConsumer, Delivery]], Optional[float]]:
-        connection = self.connection
-        state = self.state
-        if not connection.is_started or connection.failure is not None or state.closing:
+    def _next_for_listener(self) -> Tuple[Optional[Tuple[ConsumerCore, Delivery]], Optional[float]]:
+        connection = self._connection
+        state = self._state
+        if not connection.started or connection.failure is not None or state.closing:
             return None, None
         now = time.monotonic()
-        best: Optional[MessageConsumer] = None
+        best: Optional[ConsumerCore] = None
         best_seq = 0
         wait: Optional[float] = None
         for consumer in state.consumers:
@@ -572,7 +526,7 @@ class Session:
         return None, wait
 
     def _run(self) -> None:
-        state = self.state
+        state = self._state
         cond = state.cond
         while True:
             with cond:

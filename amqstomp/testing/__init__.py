@@ -21,7 +21,9 @@ STOMP-over-WebSocket plugin, for the tests of :class:`amqstomp.WSConnection`
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_startup`` (is a port free, has our
 broker started, why not), ``_config`` (activemq.xml, java command line),
-``statistics``, ``broker``, ``master_slave``, ``rabbitmq``, ``web_stomp``; the proxy stands apart:
+``statistics``, ``broker``, ``master_slave``, ``_rabbitmq`` (the machine's
+RabbitMQ node and its plugins, used by reference), ``rabbitmq``, ``web_stomp``;
+the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
 pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
 thread), ``proxy`` (:class:`TcpProxy`); ``pytest_plugin`` uses ``broker`` and

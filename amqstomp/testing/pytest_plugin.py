@@ -12,8 +12,7 @@
 ``rabbitmq_web_stomp``
     session-scoped :class:`~amqstomp.testing.web_stomp.RabbitMQWebStomp`: RabbitMQ's
     STOMP-over-WebSocket plugin on loopback ports (``ws://`` and ``wss://``),
-    enabled for the session and disabled after it (Debian's ActiveMQ has no
-    ``ws://`` transport).
+    used for the session (Debian's ActiveMQ has no ``ws://`` transport).
 ``tcp_proxy_factory``
     function-scoped factory: ``tcp_proxy_factory((host, port), **options)``
     starts a :class:`~amqstomp.testing.proxy.TcpProxy` in front of that
@@ -30,8 +29,12 @@
 
 When ActiveMQ is not installed the fixtures fail with an install hint; with
 ``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead. When RabbitMQ
-is absent (or not running) ``rabbitmq`` skips, saying why, unless
-``AMQSTOMP_REQUIRE_RABBITMQ=1`` (set by ``.ci/run``): then it fails.
+is absent (or not running) ``rabbitmq``, ``stomp_broker``'s RabbitMQ runs and
+``rabbitmq_web_stomp`` skip, saying why, unless ``AMQSTOMP_REQUIRE_RABBITMQ=1``
+(set by ``.ci/run``; ``AMQSTOMP_SKIP_BROKER=1`` wins): then they fail. The
+RabbitMQ plugins are used by reference (:mod:`amqstomp.testing._rabbitmq`): a
+plugin these fixtures turned on is turned off by its last user, in any order
+and across test processes.
 
 The module is registered through the ``pytest11`` entry point ``amqstomp``.
 Without the package installed, load it with ``-p amqstomp.testing.pytest_plugin``
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, NoReturn, Optional, Tuple, TypeVar
 
 import pytest
 
@@ -97,10 +100,27 @@ def pytest_configure(config: Any) -> None:
                                        "other brokers of the stomp_broker fixture is skipped with the reason")
 
 
-def _rabbitmq_missing(exc: BaseException) -> None:
+def _rabbitmq_missing(exc: BaseException) -> NoReturn:
+    """RabbitMQ is not there: fail with ``AMQSTOMP_REQUIRE_RABBITMQ=1`` (unless
+    ``AMQSTOMP_SKIP_BROKER=1``), else skip, saying why."""
     if os.environ.get(REQUIRE_RABBITMQ_ENV, "") not in ("", "0") and os.environ.get(SKIP_ENV, "") in ("", "0"):
         pytest.fail("RabbitMQ is required here (%s is set): %s" % (REQUIRE_RABBITMQ_ENV, exc), pytrace=False)
     pytest.skip("RabbitMQ not available: %s" % (exc,))
+
+
+_Helper = TypeVar("_Helper", RabbitMQStomp, RabbitMQWebStomp)
+
+
+def _use_rabbitmq(helper: _Helper) -> Iterator[_Helper]:
+    """A RabbitMQ fixture's body: ``helper`` started (or :func:`_rabbitmq_missing`), then stopped."""
+    try:
+        helper.start()
+    except BrokerNotAvailable as exc:
+        _rabbitmq_missing(exc)
+    try:
+        yield helper
+    finally:
+        helper.stop()
 
 
 def _require_broker() -> None:
@@ -158,15 +178,9 @@ def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
 @pytest.fixture(scope="session")
 def rabbitmq_web_stomp() -> Iterator[RabbitMQWebStomp]:
     """RabbitMQ's web-STOMP endpoint (ws:// and, with openssl, wss://) for the
-    session; fails with the reason when RabbitMQ is not there (skips with
-    AMQSTOMP_SKIP_BROKER=1)."""
-    why = RabbitMQWebStomp.available()
-    if why is not None:
-        if os.environ.get(SKIP_ENV, "") not in ("", "0"):
-            pytest.skip(f"{why} ({SKIP_ENV} is set)")
-        pytest.fail(why, pytrace=False)
-    with RabbitMQWebStomp(tls=shutil.which("openssl") is not None) as endpoint:
-        yield endpoint
+    session; skips (fails with ``AMQSTOMP_REQUIRE_RABBITMQ=1``) when RabbitMQ is
+    absent or not running."""
+    yield from _use_rabbitmq(RabbitMQWebStomp(tls=shutil.which("openssl") is not None))
 
 
 @pytest.fixture
@@ -194,15 +208,7 @@ def rabbitmq() -> Iterator[RabbitMQStomp]:
     """The machine's RabbitMQ, its STOMP plugin on a free 127.0.0.1 port (guest/guest,
     virtual host ``/``), for the whole session; skips (fails with
     ``AMQSTOMP_REQUIRE_RABBITMQ=1``) when RabbitMQ is absent or not running."""
-    broker = RabbitMQStomp()
-    try:
-        broker.start()
-    except BrokerNotAvailable as exc:
-        _rabbitmq_missing(exc)
-    try:
-        yield broker
-    finally:
-        broker.stop()
+    yield from _use_rabbitmq(RabbitMQStomp())
 
 
 @pytest.fixture(scope="session", params=BROKER_NAMES)
