@@ -131,6 +131,9 @@ class StompSession:
         self._ledger = SocketLedger(transport)  # what came / began on which socket (auto_reconnect)
         # transactions begun (BEGIN written) on the current connection and not yet ended
         self._transactions: Set[str] = set()
+        # subscription ids of SUBSCRIBE frames sent through send_frame (not subscribe()) on the
+        # current connection and not yet unsubscribed: unsubscribe() knows them
+        self._raw_subscriptions: Set[str] = set()
         self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector: Optional[Reconnector] = None
@@ -169,7 +172,10 @@ class StompSession:
         method (stomp.py's ``Protocol1x.send_frame``); this implementation,
         called as ``super().send_frame(cmd, headers, body)``, then does what
         that method would have done (an ACK on the socket that delivered its
-        message...), with the headers and body it is given.
+        message...), with the headers and body it is given. A BEGIN, COMMIT or
+        ABORT, and a SUBSCRIBE or UNSUBSCRIBE with an ``id``, sent here are
+        noted: ``commit``/``abort``/``send(transaction=...)``/``unsubscribe``
+        know them (they refuse what this connection never began or subscribed).
 
         Returns:
             Future | None: the receipt future when the frame asks for one.
@@ -184,6 +190,10 @@ class StompSession:
         future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
+        elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
+            self._raw_subscriptions.add(str(headers["id"]))  # not subscribe()'s: unsubscribe() knows it
+        elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:
+            self._raw_subscriptions.discard(str(headers["id"]))
         return future
 
     def _send(self, cmd: str, headers: Mapping[str, Any], body: Any = b"", write: Optional[Write] = None) -> Any:
@@ -243,6 +253,7 @@ class StompSession:
                                functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
                                wait_s, only=host_and_port, silent=True, send=self._handshake_send())
         transport.notify("transport_resumed")
+        self._raw_subscriptions.clear()  # not replayed: gone with the lost socket
         if not self.auto_resubscribe:
             self.subscriptions.reset()
             return
@@ -387,6 +398,7 @@ class StompSession:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
                 self._transactions.clear()
+                self._raw_subscriptions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
                 command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
                 self._client.handshake(  # CONNECTED is waited for below, outside the lock
@@ -425,6 +437,7 @@ class StompSession:
             receipt (str | None): receipt id to use (a fresh one when None).
         """
         self._transactions.clear()
+        self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
