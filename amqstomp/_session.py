@@ -69,10 +69,10 @@ class StompSession:
     WARNING).
     Listeners get ``on_transport_interrupted()`` instead of
     ``on_disconnected()``, then ``on_connecting``/``on_connected`` and
-    ``on_transport_resumed()``; ``on_disconnected()`` only when the attempts
-    run out. The same CONNECT is sent again; with ``auto_resubscribe`` (the
-    default) every subscription is sent again with its id and headers, each
-    waiting for its RECEIPT (one the broker refuses is reported through
+    ``on_transport_resumed()``; ``on_disconnected()`` (once) only when the
+    attempts run out or ``disconnect()`` ends them. The same CONNECT is sent
+    again; with ``auto_resubscribe`` (the default) every subscription is sent
+    again with its id and headers, each waiting for its RECEIPT (one the broker refuses is reported through
     ``on_error`` once and dropped). While down, ``send``/``subscribe``/``begin``
     wait for the new socket up to ``timeout`` seconds (30 when None), then
     raise NotConnectedException. A frame written before the loss is not
@@ -145,7 +145,9 @@ class StompSession:
                                               transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,
                                               transport.reconnect_attempts_max)
             self.reconnector = Reconnector(transport, transport.host_and_ports, policy,
-                                           self._reestablish, self._gave_up)
+                                           self._reestablish, self._gave_up,
+                                           name="amqstomp-failover-%d" % transport.number,
+                                           on_stopped=self._tell_disconnected)
         #: which socket each frame goes on (the rules every API shares)
         self._client = Client(transport, self._ledger, self.reconnector, self.subscriptions)
         transport.start_version = self.version
@@ -271,6 +273,12 @@ class StompSession:
                         "larger number. (%s)", self.transport.host_and_ports, exc)
         self.subscriptions.reset()
         self._ledger.clear_transactions()
+        self._tell_disconnected()
+
+    def _tell_disconnected(self) -> None:
+        """Failover thread: the listeners heard ``on_transport_interrupted`` and
+        the connection ends without a new socket (the attempts ran out, or
+        ``disconnect()`` stopped them): ``on_disconnected``, their last callback."""
         for listener in self.transport.listeners.values():
             fn = getattr(listener, "on_disconnected", None)
             if fn is None:
@@ -295,6 +303,8 @@ class StompSession:
             BrokerError: the broker answered that frame with ERROR.
             ConnectionClosedException: the connection ended first.
             KeyError: no frame with that receipt was sent.
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
+                is not a number of seconds (:func:`amqstomp.utils.clamp_wait`).
         """
         return self.transport.wait_for_receipt(str(receipt_id), timeout)
 
@@ -345,16 +355,15 @@ class StompSession:
             ConnectFailedException: no socket could be opened; or, with
                 ``wait``, the broker closed the connection or said nothing
                 within ``timeout`` (the socket is then closed).
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
+                is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
+        timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
             if not rc.wait_connected(timeout if timeout is not None else self.timeout):
                 raise ConnectFailedException("not reconnected: %s" % (rc.gave_up or rc.last_error,))
             return
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not 0 <= timeout < float("inf")):
-            raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
-        timeout = clamp_wait(timeout)
         if rc is None or not wait:
             self._connect_once(username, passcode, wait, headers, with_connect_command, timeout, keyword_headers)
             return

@@ -117,6 +117,14 @@ class UnknownSubscriptionError(StompException, ValueError):
     would never hear of it. Nothing is sent."""
 
 
+class InvalidTimeoutError(StompException, ValueError, TypeError):
+    """A timeout (seconds) that is not one: not a real number (``"abc"``,
+    ``True``), NaN, or where it must be, negative or infinite. Raised by every
+    public wait before it waits (:func:`amqstomp.utils.clamp_wait`), naming the
+    argument. Both a ValueError and a TypeError, so ``except`` clauses written
+    for either catch it."""
+
+
 class InvalidDestinationError(StompException, ValueError):
     """A SEND or SUBSCRIBE destination that no broker takes: empty, or a
     destination prefix (``/queue/``, ``/topic/``, ``/temp-queue/``...) with no

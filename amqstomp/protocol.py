@@ -319,6 +319,7 @@ class BaseProtocol(StompSession):
         if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
             wire = dict(frame_headers)
             wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
+            self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
         try:
             future = self._send("SUBSCRIBE", wire)
         except BaseException:

@@ -7,8 +7,8 @@ with the same frame sent as is through ``send_frame``):
   only ``on_error``, long after the call returned;
 * a destination prefix with no name (``/queue/``): ActiveMQ closes the connection
   without an ERROR frame;
-* a timeout that is not a number: a clear TypeError/ValueError naming it, not a
-  comparison failing deep inside.
+* a timeout that is not a number: InvalidTimeoutError (a TypeError and a
+  ValueError) naming it, not a comparison failing deep inside.
 """
 import uuid
 from typing import List
@@ -21,6 +21,7 @@ from amqstomp.exception import (
     BrokerError,
     DuplicateTransactionError,
     InvalidDestinationError,
+    InvalidTimeoutError,
     UnknownSubscriptionError,
     UnknownTransactionError,
 )
@@ -223,3 +224,44 @@ def test_activemq_closes_the_connection_on_a_prefix_without_a_name(connect):
         conn.wait_for_receipt("r-empty", 10)
     assert col.wait_for(lambda c: "disconnected" in c.events)
     assert col.errors == [] and "closed by the broker" in conn.transport.close_reason
+
+
+# --------------------------------------------------------------------------- timeouts
+
+
+def test_a_timeout_that_is_not_a_number_is_named(connect):
+    conn, col = connect()
+    conn.send(queue_name(), "x", receipt="r-1")
+    listener = stomp.listener.TestListener(receipt="r-1", verbose=False)
+    waits = [
+        ("wait_for_receipt", lambda t: conn.wait_for_receipt("r-1", timeout=t)),
+        ("transport.wait_for_receipt", lambda t: conn.transport.wait_for_receipt("r-1", t)),
+        ("transport.wait_for_connection", lambda t: conn.transport.wait_for_connection(t)),
+        ("transport.stop", lambda t: conn.transport.stop(t)),
+        ("connect", lambda t: conn.connect("admin", "admin", wait=True, timeout=t)),
+        ("wait_on_receipt", lambda t: listener.wait_on_receipt(t)),
+        ("wait_on_disconnected", lambda t: listener.wait_on_disconnected(t)),
+        ("wait_for_message", lambda t: listener.wait_for_message(t)),
+        ("wait_for_heartbeat", lambda t: listener.wait_for_heartbeat(t)),
+    ]
+    for what, wait in waits:
+        for bad in ("abc", b"1", [1], True):
+            with pytest.raises(InvalidTimeoutError, match=r"^timeout must be a number of seconds or None, not ") as info:
+                wait(bad)
+            assert repr(bad) in str(info.value), what
+            assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+        with pytest.raises(InvalidTimeoutError, match="timeout must be a .*number of seconds"):
+            wait(float("nan"))
+    with pytest.raises(ValueError, match="finite"):  # connect's own rule: finite and >= 0
+        conn.connect("admin", "admin", wait=True, timeout=-1)
+    assert conn.wait_for_receipt("r-1", timeout=10).headers["receipt-id"] == "r-1"
+    assert conn.wait_for_receipt("r-1", timeout=-1)  # answered already; a negative wait is no wait
+    still_usable(conn, col)
+
+
+def test_a_timeout_of_another_real_type_is_taken(connect):
+    from fractions import Fraction
+
+    conn, col = connect()
+    conn.send(queue_name(), "x", receipt="r-2")
+    assert conn.wait_for_receipt("r-2", timeout=Fraction(10)).headers["receipt-id"] == "r-2"
