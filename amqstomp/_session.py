@@ -69,10 +69,10 @@ class StompSession:
     WARNING).
     Listeners get ``on_transport_interrupted()`` instead of
     ``on_disconnected()``, then ``on_connecting``/``on_connected`` and
-    ``on_transport_resumed()``; ``on_disconnected()`` only when the attempts
-    run out. The same CONNECT is sent again; with ``auto_resubscribe`` (the
-    default) every subscription is sent again with its id and headers, each
-    waiting for its RECEIPT (one the broker refuses is reported through
+    ``on_transport_resumed()``; ``on_disconnected()`` (once) only when the
+    attempts run out or ``disconnect()`` ends them. The same CONNECT is sent
+    again; with ``auto_resubscribe`` (the default) every subscription is sent
+    again with its id and headers, each waiting for its RECEIPT (one the broker refuses is reported through
     ``on_error`` once and dropped). While down, ``send``/``subscribe``/``begin``
     wait for the new socket up to ``timeout`` seconds (30 when None), then
     raise NotConnectedException. A frame written before the loss is not
@@ -131,6 +131,9 @@ class StompSession:
         self._ledger = SocketLedger(transport)  # what came / began on which socket (auto_reconnect)
         # transactions begun (BEGIN written) on the current connection and not yet ended
         self._transactions: Set[str] = set()
+        # subscription ids of SUBSCRIBE frames sent through send_frame (not subscribe()) on the
+        # current connection and not yet unsubscribed: unsubscribe() knows them
+        self._raw_subscriptions: Set[str] = set()
         self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector: Optional[Reconnector] = None
@@ -142,7 +145,9 @@ class StompSession:
                                               transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,
                                               transport.reconnect_attempts_max)
             self.reconnector = Reconnector(transport, transport.host_and_ports, policy,
-                                           self._reestablish, self._gave_up)
+                                           self._reestablish, self._gave_up,
+                                           name="amqstomp-failover-%d" % transport.number,
+                                           on_stopped=self._tell_disconnected)
         #: which socket each frame goes on (the rules every API shares)
         self._client = Client(transport, self._ledger, self.reconnector, self.subscriptions)
         transport.start_version = self.version
@@ -169,7 +174,10 @@ class StompSession:
         method (stomp.py's ``Protocol1x.send_frame``); this implementation,
         called as ``super().send_frame(cmd, headers, body)``, then does what
         that method would have done (an ACK on the socket that delivered its
-        message...), with the headers and body it is given.
+        message...), with the headers and body it is given. A BEGIN, COMMIT or
+        ABORT, and a SUBSCRIBE or UNSUBSCRIBE with an ``id``, sent here are
+        noted: ``commit``/``abort``/``send(transaction=...)``/``unsubscribe``
+        know them (they refuse what this connection never began or subscribed).
 
         Returns:
             Future | None: the receipt future when the frame asks for one.
@@ -184,6 +192,10 @@ class StompSession:
         future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
+        elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
+            self._raw_subscriptions.add(str(headers["id"]))  # not subscribe()'s: unsubscribe() knows it
+        elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:
+            self._raw_subscriptions.discard(str(headers["id"]))
         return future
 
     def _send(self, cmd: str, headers: Mapping[str, Any], body: Any = b"", write: Optional[Write] = None) -> Any:
@@ -243,6 +255,7 @@ class StompSession:
                                functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
                                wait_s, only=host_and_port, silent=True, send=self._handshake_send())
         transport.notify("transport_resumed")
+        self._raw_subscriptions.clear()  # not replayed: gone with the lost socket
         if not self.auto_resubscribe:
             self.subscriptions.reset()
             return
@@ -260,6 +273,12 @@ class StompSession:
                         "larger number. (%s)", self.transport.host_and_ports, exc)
         self.subscriptions.reset()
         self._ledger.clear_transactions()
+        self._tell_disconnected()
+
+    def _tell_disconnected(self) -> None:
+        """Failover thread: the listeners heard ``on_transport_interrupted`` and
+        the connection ends without a new socket (the attempts ran out, or
+        ``disconnect()`` stopped them): ``on_disconnected``, their last callback."""
         for listener in self.transport.listeners.values():
             fn = getattr(listener, "on_disconnected", None)
             if fn is None:
@@ -284,6 +303,8 @@ class StompSession:
             BrokerError: the broker answered that frame with ERROR.
             ConnectionClosedException: the connection ended first.
             KeyError: no frame with that receipt was sent.
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
+                is not a number of seconds (:func:`amqstomp.utils.clamp_wait`).
         """
         return self.transport.wait_for_receipt(str(receipt_id), timeout)
 
@@ -334,16 +355,15 @@ class StompSession:
             ConnectFailedException: no socket could be opened; or, with
                 ``wait``, the broker closed the connection or said nothing
                 within ``timeout`` (the socket is then closed).
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
+                is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
+        timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
             if not rc.wait_connected(timeout if timeout is not None else self.timeout):
                 raise ConnectFailedException("not reconnected: %s" % (rc.gave_up or rc.last_error,))
             return
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not 0 <= timeout < float("inf")):
-            raise ValueError("timeout must be a finite number of seconds >= 0 or None, got %r" % (timeout,))
-        timeout = clamp_wait(timeout)
         if rc is None or not wait:
             self._connect_once(username, passcode, wait, headers, with_connect_command, timeout, keyword_headers)
             return
@@ -387,6 +407,7 @@ class StompSession:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
                 self._transactions.clear()
+                self._raw_subscriptions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
                 command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
                 self._client.handshake(  # CONNECTED is waited for below, outside the lock
@@ -425,6 +446,7 @@ class StompSession:
             receipt (str | None): receipt id to use (a fresh one when None).
         """
         self._transactions.clear()
+        self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT

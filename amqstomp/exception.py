@@ -96,8 +96,41 @@ class RequiredArgumentError(StompException, ValueError, AssertionError):
 class UnknownTransactionError(StompException, ValueError):
     """``commit()`` or ``abort()`` of a transaction this connection did not
     begin, or ended already (committed, aborted), or that began before the
-    connection was opened again: ActiveMQ would answer ERROR ("Invalid
-    transaction id") and the caller would never hear of it. Nothing is sent."""
+    connection was opened again; or ``send()``, ``ack()`` or ``nack()`` in such
+    a transaction: ActiveMQ would answer ERROR ("Invalid transaction id") and
+    the caller would never hear of it. Nothing is sent."""
+
+
+class DuplicateTransactionError(StompException, ValueError):
+    """``begin()`` of a transaction id this connection has begun already and
+    not ended (committed, aborted): ActiveMQ would answer ERROR ("The
+    transaction was already started") and the caller would never hear of it.
+    Nothing is sent."""
+
+
+class UnknownSubscriptionError(StompException, ValueError):
+    """``unsubscribe(id)`` of a subscription id this connection has not
+    subscribed (with ``subscribe()`` or a SUBSCRIBE frame through
+    ``send_frame``), or unsubscribed already, or whose SUBSCRIBE the broker
+    refused, or that was made before the connection was opened again:
+    ActiveMQ would answer ERROR ("No subscription matched.") and the caller
+    would never hear of it. Nothing is sent."""
+
+
+class InvalidTimeoutError(StompException, ValueError, TypeError):
+    """A timeout (seconds) that is not one: not a real number (``"abc"``,
+    ``True``), NaN, or where it must be, negative or infinite. Raised by every
+    public wait before it waits (:func:`amqstomp.utils.clamp_wait`), naming the
+    argument. Both a ValueError and a TypeError, so ``except`` clauses written
+    for either catch it."""
+
+
+class InvalidDestinationError(StompException, ValueError):
+    """A SEND or SUBSCRIBE destination that no broker takes: empty, or a
+    destination prefix (``/queue/``, ``/topic/``, ``/temp-queue/``...) with no
+    name after it. ActiveMQ 5.17 closes the connection on most of them without
+    an ERROR frame (the caller would only see "connection closed by the
+    broker"); RabbitMQ answers ERROR "Invalid destination". Nothing is sent."""
 
 
 class UnknownMessageError(StompException, ValueError):

@@ -34,6 +34,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import ack_identity
+from .utils import clamp_wait
 
 __all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
 
@@ -61,6 +62,10 @@ class Reconnector:
             reached after a loss (on the failover thread); ``exc`` is a
             :class:`~amqstomp.exception.ConnectFailedException`.
         name (str): thread name and log prefix.
+        on_stopped: ``on_stopped()`` when :meth:`disarm` ended a reconnect in
+            progress after a loss, before a new socket was connected (on the
+            failover thread): nobody else tells the application that the
+            connection it heard interrupted has ended.
 
     Thread: ``amqstomp-failover`` runs only between a loss and the end of the
     reconnect (success, give-up or :meth:`disarm`).
@@ -69,7 +74,7 @@ class Reconnector:
     def __init__(self, transport: Any, endpoints: Sequence[HostAndPort], policy: ReconnectPolicy,
                  establish: Callable[[HostAndPort], None],
                  on_gave_up: Optional[Callable[[BaseException], None]] = None,
-                 name: str = "amqstomp-failover") -> None:
+                 name: str = "amqstomp-failover", on_stopped: Optional[Callable[[], None]] = None) -> None:
         if not endpoints:
             raise ConfigurationError("failover needs at least one broker")
         self.transport = transport
@@ -78,6 +83,7 @@ class Reconnector:
         self.name = name
         self._establish = establish
         self._on_gave_up = on_gave_up
+        self._on_stopped = on_stopped
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._stop.set()  # disarmed until arm()
@@ -112,8 +118,10 @@ class Reconnector:
     def wait_connected(self, timeout_s: Optional[float]) -> bool:
         """Block until the transport is connected again (True), the reconnector
         gives up or is disarmed, or ``timeout_s`` seconds pass (False; None =
-        no limit while armed)."""
-        deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
+        no limit while armed). InvalidTimeoutError: ``timeout_s`` is not a
+        number (:func:`amqstomp.utils.clamp_wait`)."""
+        timeout_s = clamp_wait(timeout_s, "timeout_s")
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             if self.transport.is_connected() and not self._reconnecting:
                 return True
@@ -204,33 +212,36 @@ class Reconnector:
         try:
             self._loop()
         except ConnectFailedException as exc:
-            if self.armed:
-                self.gave_up = exc
-                with self._lock:
-                    self._stop.set()
-                self._up.set()
-                if self._on_gave_up is not None:
-                    try:
-                        self._on_gave_up(exc)
-                    except Exception:
-                        log.exception("%s: on_gave_up failed", self.name)
+            self._ended(exc)
         except Exception as exc:  # a bug: never end silently, and never leave senders waiting
             log.exception("%s: failover loop failed", self.name)
-            if self.armed:
-                self.gave_up = ConnectFailedException("failover loop failed: %r" % (exc,))
-                with self._lock:
-                    self._stop.set()
-                self._up.set()
-                if self._on_gave_up is not None:
-                    try:
-                        self._on_gave_up(self.gave_up)
-                    except Exception:
-                        log.exception("%s: on_gave_up failed", self.name)
+            self._ended(ConnectFailedException("failover loop failed: %r" % (exc,)))
         finally:
             with self._lock:
                 if self._thread is threading.current_thread():
                     self._thread = None
                     self._reconnecting = False
+
+    def _ended(self, exc: ConnectFailedException) -> None:
+        """Failover thread: the loop after a loss ended without a new socket:
+        the policy gave up (``on_gave_up(exc)``), or :meth:`disarm` stopped it
+        (``on_stopped()``)."""
+        if not self.armed:
+            callback: Optional[Callable[[], None]] = self._on_stopped
+            what = "on_stopped"
+        else:
+            self.gave_up = exc
+            with self._lock:
+                self._stop.set()
+            self._up.set()
+            gave_up = self._on_gave_up
+            callback = None if gave_up is None else (lambda: gave_up(exc))
+            what = "on_gave_up"
+        if callback is not None:
+            try:
+                callback()
+            except Exception:
+                log.exception("%s: %s failed", self.name, what)
 
     def _loop(self, deadline: Optional[float] = None) -> HostAndPort:
         """Try the brokers until one is connected; raises ConnectFailedException

@@ -23,7 +23,7 @@ from .constants import (  # stomp.py's listener module star-imports stomp.consta
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
 from .exception import NotConnectedException
-from .utils import Frame, calculate_heartbeats, clamp_wait, default_create_thread
+from .utils import Frame, calculate_heartbeats, clamp_wait, clean_headers, default_create_thread
 
 __all__ = ["Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener", "StatsListener",
            "PrintingListener", "TestListener",
@@ -312,6 +312,10 @@ class WaitingListener(ConnectionListener):
         Returns:
             bool: True when the receipt arrived; False on timeout or when the
             connection ended first.
+
+        Raises:
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout`` is
+                not a number of seconds.
         """
         timeout = clamp_wait(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -334,9 +338,14 @@ class WaitingListener(ConnectionListener):
 
         Returns:
             bool: True when disconnected, False on timeout.
+
+        Raises:
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout`` is
+                not a number of seconds.
         """
+        timeout = clamp_wait(timeout)
         with self.disconnect_condition:
-            return self.disconnect_condition.wait_for(lambda: self.disconnected, clamp_wait(timeout))
+            return self.disconnect_condition.wait_for(lambda: self.disconnected, timeout)
 
 
 class StatsListener(ConnectionListener):
@@ -392,17 +401,14 @@ class StatsListener(ConnectionListener):
                     self.heartbeat_count, self.errors))
 
 
-def _masked(headers: Any) -> Any:
-    if isinstance(headers, dict) and "passcode" in headers:
-        headers = dict(headers)
-        headers["passcode"] = "********"
-    return headers
-
-
 class PrintingListener(ConnectionListener):
-    """Prints every callback (to stdout, or to the ``amqstomp.listener`` log
-    at INFO when ``print_to_log``). Passcodes are masked; bodies are printed
-    to stdout only, never logged above DEBUG.
+    """Prints every callback stomp.py 9.0's ``PrintingListener`` prints, in its
+    words (``on_message {headers} body``, ``on_send CMD {headers} body`` with the
+    passcode masked by :func:`amqstomp.utils.clean_headers`...): with ``print()``,
+    or, with ``print_to_log``, to the ``amqstomp.listener`` log at INFO. The log
+    lines leave the body out (it follows at DEBUG): amqstomp never logs bodies
+    above DEBUG, where stomp.py logs them at INFO. Like stomp.py's, it prints
+    nothing for ``on_disconnecting`` and ``on_receiver_loop_completed``.
 
     Args:
         print_to_log (bool): log instead of print.
@@ -411,22 +417,22 @@ class PrintingListener(ConnectionListener):
     def __init__(self, print_to_log: bool = False) -> None:
         self.print_to_log = print_to_log
 
-    def _out(self, text: str, body: Any = None) -> None:
+    def _out(self, text: str, *body: Any) -> None:
+        """``text``, then the body when one is given (stomp.py's ``"%s %s"``)."""
         if self.print_to_log:
             log.info("%s", text)
-            if body is not None and log.isEnabledFor(logging.DEBUG):
-                log.debug("  body: %r", body)
+            if body and log.isEnabledFor(logging.DEBUG):
+                log.debug("  body: %r", body[0])
+        elif body:
+            print("%s %s" % (text, body[0]))
         else:
-            print(text if body is None else "%s %s" % (text, body))
+            print(text)
 
     def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
         self._out("on_connecting %s %s" % tuple(host_and_port))
 
     def on_connected(self, frame: Any) -> None:
         self._out("on_connected %s" % (frame.headers,), frame.body)
-
-    def on_disconnecting(self) -> None:
-        self._out("on_disconnecting")
 
     def on_disconnected(self) -> None:
         self._out("on_disconnected")
@@ -447,20 +453,21 @@ class PrintingListener(ConnectionListener):
         self._out("on_error %s" % (frame.headers,), frame.body)
 
     def on_send(self, frame: Any) -> None:
-        self._out("on_send %s %s" % (frame.cmd, _masked(frame.headers)), frame.body)
+        self._out("on_send %s %s" % (frame.cmd, clean_headers(frame.headers)), frame.body)
 
     def on_heartbeat(self) -> None:
         self._out("on_heartbeat")
 
 
 class TestListener(StatsListener, WaitingListener, PrintingListener):
-    """Stats + waiting + printing, and it keeps the messages: handy in tests.
+    """Stats + waiting + printing, and it keeps the messages: handy in tests
+    (stomp.py 9.0's ``TestListener``: it prints every callback as
+    :class:`PrintingListener` does).
 
     Args:
         receipt (str | None): receipt id for :meth:`wait_on_receipt`.
-        print_to_log (bool): see :class:`PrintingListener`; prints nothing
-            unless ``verbose`` is set.
-        verbose (bool): print/log every callback.
+        print_to_log (bool): see :class:`PrintingListener`.
+        verbose (bool): amqstomp's: False prints (and logs) nothing.
 
     Attributes:
         message_list (list[tuple[dict, Any]]): (headers, body) of each MESSAGE.
@@ -473,7 +480,7 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, receipt: Optional[str] = None, print_to_log: bool = False, verbose: bool = False) -> None:
+    def __init__(self, receipt: Optional[str] = None, print_to_log: bool = False, verbose: bool = True) -> None:
         StatsListener.__init__(self)
         WaitingListener.__init__(self, receipt)
         PrintingListener.__init__(self, print_to_log)
@@ -507,9 +514,9 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
             seen = self.heartbeat_count
             self._heartbeat_seen = min(self._heartbeat_seen, seen - 1) if value and seen else seen
 
-    def _out(self, text: str, body: Any = None) -> None:
+    def _out(self, text: str, *body: Any) -> None:
         if self.verbose:
-            PrintingListener._out(self, text, body)
+            PrintingListener._out(self, text, *body)
 
     def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
         StatsListener.on_connecting(self, host_and_port)
@@ -549,11 +556,15 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
 
     def on_heartbeat(self) -> None:
         StatsListener.on_heartbeat(self)
+        PrintingListener.on_heartbeat(self)
         with self.heartbeat_condition:
             self.heartbeat_condition.notify_all()
 
     def wait_for_message(self, timeout: Optional[float] = None) -> bool:
-        """Wait for a message not yet waited for; False on timeout."""
+        """Wait for a message not yet waited for, at most ``timeout`` seconds
+        (None: no limit); False on timeout. InvalidTimeoutError: ``timeout``
+        is not a number of seconds."""
+        timeout = clamp_wait(timeout)
         with self.message_condition:
             ok = self.message_condition.wait_for(lambda: len(self.message_list) > self._message_seen, timeout)
             if ok:
@@ -565,7 +576,10 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
         return self.message_list[-1]
 
     def wait_for_heartbeat(self, timeout: Optional[float] = None) -> bool:
-        """Wait for a heart-beat not yet waited for; False on timeout."""
+        """Wait for a heart-beat not yet waited for, at most ``timeout`` seconds
+        (None: no limit); False on timeout. InvalidTimeoutError: ``timeout``
+        is not a number of seconds."""
+        timeout = clamp_wait(timeout)
         with self.heartbeat_condition:
             ok = self.heartbeat_condition.wait_for(lambda: self.heartbeat_count > self._heartbeat_seen, timeout)
             if ok:

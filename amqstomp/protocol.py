@@ -34,14 +34,14 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
 )
 from ._protocol.dialect import auto_content_length
 from .exception import (
-    BrokerError, ConfigurationError, ConnectFailedException, RequiredArgumentError, TransactionRolledBackError,
-    UnknownTransactionError,
+    BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError, RequiredArgumentError,
+    TransactionRolledBackError, UnknownSubscriptionError, UnknownTransactionError,
 )
 from .listener import (
     ConnectionListener, HeartbeatListener, PrintingListener, Publisher, StatsListener, TestListener, WaitingListener,
 )
 from .transport import Transport
-from .uri import parse_destination
+from .uri import check_destination, parse_destination
 from .utils import get_uuid, merge_headers
 
 __all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12",
@@ -139,8 +139,19 @@ class BaseProtocol(StompSession):
     ABORT, SUBSCRIBE's bookkeeping, ACK/NACK's checks), over the session's
     transport (:class:`~amqstomp._session.StompSession`)."""
 
-    def _check_transaction(self, transaction: Optional[str]) -> None:
-        if transaction is not None and self._client.transaction_is_stale(transaction):
+    def _check_transaction(self, transaction: Optional[str], command: str = "") -> None:
+        """A frame in ``transaction`` (``command``: SEND, ACK, NACK; "" for
+        COMMIT, known already): UnknownTransactionError unless this connection
+        began it and has not ended it; TransactionRolledBackError when it began
+        on a socket lost since."""
+        if transaction is None:
+            return
+        if command and transaction not in self._transactions:
+            raise UnknownTransactionError(
+                "%s in transaction %r, which this connection did not begin or ended already (or began before "
+                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
+                % (command, transaction))
+        if self._client.transaction_is_stale(transaction):
             raise TransactionRolledBackError(
                 "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
 
@@ -164,8 +175,13 @@ class BaseProtocol(StompSession):
         by the caller is set to the body's real size.
 
         Raises:
-            ValueError: destination or body is None, or the destination is
-                empty (ActiveMQ closes the connection on an empty one).
+            ValueError: destination or body is None.
+            InvalidDestinationError: (a ValueError) the destination is empty,
+                or a prefix with no name (``/queue/``): ActiveMQ closes the
+                connection on those (:func:`amqstomp.uri.check_destination`).
+            UnknownTransactionError: (a ValueError) a ``transaction`` header
+                naming a transaction this connection did not begin (or ended);
+                nothing is sent (ActiveMQ's ERROR would reach only ``on_error``).
             TypeError: body is neither str nor bytes-like.
             NotConnectedException: not connected.
             FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
@@ -175,9 +191,7 @@ class BaseProtocol(StompSession):
         """
         if destination is None:
             raise RequiredArgumentError("'destination' is required")
-        if isinstance(destination, str) and not destination.strip():
-            raise ValueError("'destination' is empty (%r): ActiveMQ closes the connection on a SEND without one"
-                             % (destination,))
+        check_destination(destination, "SEND")
         if body is None:
             raise RequiredArgumentError("'body' is required")
         frame_headers = merge_headers([headers, keyword_headers])
@@ -196,7 +210,7 @@ class BaseProtocol(StompSession):
                 frame_headers["content-length"] = len(payload)
         elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
             frame_headers["content-length"] = len(payload)  # not with a jms-* transformation (dialect.py)
-        self._check_transaction(frame_headers.get("transaction"))
+        self._check_transaction(frame_headers.get("transaction"), "SEND")
         if self._send_frame_replaced:
             self._send("SEND", frame_headers, payload)
         else:
@@ -204,9 +218,20 @@ class BaseProtocol(StompSession):
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:
-        """BEGIN a transaction; returns its id (a fresh UUID when None)."""
+        """BEGIN a transaction; returns its id (a fresh UUID when None).
+
+        Raises:
+            DuplicateTransactionError: (a ValueError) this connection began
+                ``transaction`` already and has not ended it; nothing is sent.
+                (stomp.py sent the BEGIN, ActiveMQ answered ERROR "The
+                transaction was already started" and only ``on_error`` heard of it.)
+        """
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
+        if transaction in self._transactions and not self._client.transaction_is_stale(transaction):
+            raise DuplicateTransactionError(
+                "BEGIN of transaction %r, which this connection began already and has not ended: ActiveMQ would "
+                "answer ERROR 'The transaction was already started'; nothing sent" % (transaction,))
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)  # the engine records the socket it went on
         self._began(transaction, True)
@@ -294,6 +319,7 @@ class BaseProtocol(StompSession):
         if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
             wire = dict(frame_headers)
             wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
+            self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
         try:
             future = self._send("SUBSCRIBE", wire)
         except BaseException:
@@ -301,6 +327,28 @@ class BaseProtocol(StompSession):
             raise
         if future is not None:
             future.add_done_callback(functools.partial(self._subscribe_answered, sub))
+
+    def _unsubscribing(self, id: Any) -> None:
+        """Before UNSUBSCRIBE of ``id``: the ACK of what optimizeAcknowledge has
+        not acked yet, and the subscription forgotten.
+
+        Raises:
+            UnknownSubscriptionError: neither :meth:`subscribe` nor a SUBSCRIBE
+                frame through :meth:`send_frame` made a subscription ``id`` on
+                this connection that is still open (unsubscribed already,
+                refused by the broker, made before the connection was opened
+                again, or gone with a lost socket and not replayed): ActiveMQ
+                would answer ERROR "No subscription matched.".
+        """
+        key = str(id)
+        if self.subscriptions.get(key) is None and key not in self._raw_subscriptions:
+            raise UnknownSubscriptionError(
+                "UNSUBSCRIBE of subscription %r, which this connection has not subscribed or unsubscribed "
+                "already (or subscribed before it connected again): ActiveMQ would answer ERROR 'No "
+                "subscription matched.'; nothing sent" % (key,))
+        self._raw_subscriptions.discard(key)
+        self.subscriptions.close(id)
+        self._ledger.forget_subscription(id)
 
     def _subscribe_answered(self, sub: Any, future: Any) -> None:
         """Reader thread (or the caller, when answered already): the broker's
@@ -318,7 +366,7 @@ class BaseProtocol(StompSession):
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
         frame_headers = merge_headers([ack_headers, keyword_headers])
         if transaction:
-            self._check_transaction(transaction)
+            self._check_transaction(transaction, command)
             frame_headers["transaction"] = transaction
         if receipt:
             frame_headers["receipt"] = receipt
@@ -363,12 +411,13 @@ class Protocol10(BaseProtocol, ConnectionListener):
     def unsubscribe(self, destination: Optional[str] = None, id: Optional[str] = None,
                     headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """UNSUBSCRIBE by ``id`` or by ``destination`` (after the ACK of what
-        optimizeAcknowledge has not acked yet)."""
+        optimizeAcknowledge has not acked yet). An ``id`` this connection has
+        no subscription for raises UnknownSubscriptionError (nothing sent); a
+        ``destination`` alone is not checked."""
         if id is None and destination is None:
             raise RequiredArgumentError("'id' or 'destination' is required")
         if id is not None:
-            self.subscriptions.close(id)
-            self._ledger.forget_subscription(id)
+            self._unsubscribing(id)
         frame_headers = merge_headers([headers, keyword_headers])
         if id is not None:
             frame_headers["id"] = id
@@ -460,11 +509,16 @@ class Protocol11(BaseProtocol, HeartbeatListener):
 
     def unsubscribe(self, id: Any, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """UNSUBSCRIBE the subscription ``id`` (after the ACK of what
-        optimizeAcknowledge has not acked yet)."""
+        optimizeAcknowledge has not acked yet).
+
+        Raises:
+            UnknownSubscriptionError: (a ValueError) no subscription ``id`` on
+                this connection (see :meth:`BaseProtocol._unsubscribing`);
+                nothing is sent.
+        """
         if id is None:
             raise RequiredArgumentError("'id' is required")
-        self.subscriptions.close(id)
-        self._ledger.forget_subscription(id)
+        self._unsubscribing(id)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["id"] = id
         self._send("UNSUBSCRIBE", frame_headers, b"", self._write_plain)

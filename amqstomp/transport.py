@@ -37,6 +37,7 @@ from ._io.owner import DEFAULT_CLOSE_TIMEOUT
 from ._io.scheduler import Scheduler, TimerHandle
 from ._protocol.backoff import ReconnectPolicy
 from ._transport_base import DEFAULT_WAIT_TIMEOUT, BaseTransport
+from .exception import InvalidTimeoutError
 from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
     CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
     CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, ENC_NEWLINE, ENC_NULL, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH,
@@ -184,10 +185,9 @@ class Transport(BaseTransport):
         #: the delays between connect rounds (stomp.py's formula)
         self.backoff = ReconnectPolicy.stomp_py(reconnect_sleep_initial, reconnect_sleep_increase,
                                                 reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max)
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not 0 < timeout < float("inf")):
-            raise ValueError("timeout must be a finite number of seconds > 0 or None, got %r" % (timeout,))
-        clamped = clamp_wait(timeout)  # longer than the platform can wait: that long
+        clamped = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
+        if clamped == 0:
+            raise InvalidTimeoutError("timeout must be a finite number of seconds > 0 or None, got %r" % (timeout,))
         self.keepalive = keepalive
         self.vhost = vhost
         self.bind_host_port = bind_host_port

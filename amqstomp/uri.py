@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tu
 from urllib.parse import unquote
 
 from ._protocol.dialect import BROKERS
-from .exception import ConfigurationError
+from .exception import ConfigurationError, InvalidDestinationError
 
 __all__ = [
     "Option",
@@ -33,6 +33,8 @@ __all__ = [
     "Endpoint",
     "BrokerURI",
     "parse_uri",
+    "DESTINATION_PREFIXES",
+    "check_destination",
     "parse_destination",
     "destination_kind",
     "options_table_markdown",
@@ -471,17 +473,56 @@ def parse_uri(uri: str) -> BrokerURI:
     return BrokerURI([endpoint], False, options, {})
 
 
+#: The destination prefixes of ActiveMQ's STOMP (``/queue/``, ``/topic/``, temporary and
+#: remote temporary ones) and RabbitMQ's (``/exchange/``, ``/amq/queue/``, ``/reply-queue/``):
+#: none may stand without a name (:func:`check_destination`).
+DESTINATION_PREFIXES = ("/queue/", "/topic/", "/temp-queue/", "/temp-topic/", "/remote-temp-queue/",
+                        "/remote-temp-topic/", "/exchange/", "/amq/queue/", "/reply-queue/")
+
+
+def check_destination(destination: Any, command: str = "SEND") -> None:
+    """Refuse a ``destination`` that no broker takes, before ``command`` (SEND,
+    SUBSCRIBE) is written: empty (or blank), or a prefix of
+    :data:`DESTINATION_PREFIXES` with no name after it (or a blank one), alone
+    or as a member of an ActiveMQ composite destination (``/queue/a,/queue/``).
+    ActiveMQ 5.17 closes the connection on them without an ERROR frame (an
+    empty ``/temp-queue/`` or ``/temp-topic/`` name it takes, as a temporary
+    destination named ""), RabbitMQ 3.10 answers ERROR "Invalid destination"
+    to every one: refused on every broker. A ``destination`` that is not a
+    ``str`` is left to the codec.
+
+    Raises:
+        InvalidDestinationError: (a ValueError) naming the destination and why.
+    """
+    if not isinstance(destination, str):
+        return
+    if not destination.strip():
+        raise InvalidDestinationError("%s destination is empty (%r): ActiveMQ closes the connection on it"
+                                      % (command, destination))
+    for member in destination.split(",") if "," in destination else (destination,):
+        member = member.strip()
+        for prefix in DESTINATION_PREFIXES:
+            if member.startswith(prefix) and not member[len(prefix):].strip():
+                raise InvalidDestinationError(
+                    "%s destination %r has no name after %s: ActiveMQ closes the connection on it (RabbitMQ "
+                    "answers 'Invalid destination')" % (command, destination, prefix))
+
+
 def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:
     """Split ``/queue/a?consumer.prefetchSize=10`` into ``("/queue/a",
     {"activemq.prefetchSize": "10"})``: each ``consumer.*`` option becomes its
     SUBSCRIBE header (``consumer.selector`` the standard ``selector`` header);
     an ``x-*`` option (RabbitMQ's queue arguments: ``x-max-length``,
-    ``x-queue-type``...) is passed through as the header of that name.
+    ``x-queue-type``...) is passed through as the header of that name. The
+    name is checked first (:func:`check_destination`).
 
     Raises:
+        InvalidDestinationError: (a ValueError) the name is empty, or a prefix
+            alone (``/queue/``).
         ConfigurationError: an unknown option or a bad value.
     """
     name, sep, query = destination.partition("?")
+    check_destination(name, "SUBSCRIBE")
     if not sep:
         return destination, {}
     headers: Dict[str, str] = {}

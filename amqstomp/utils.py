@@ -9,6 +9,8 @@ results and exception types, and the ``HDR_*``/``CMD_*`` constants of
 (stomp.py's parser is lenient) are read the lenient way.
 """
 import copy
+import math
+import numbers
 import os
 import queue
 import re
@@ -47,7 +49,7 @@ from .constants import (
     HDR_SUBSCRIPTION,
     HDR_TRANSACTION,
 )
-from .exception import StompProtocolError
+from .exception import InvalidTimeoutError, StompProtocolError
 
 __all__ = [
     "Frame", "get_uuid", "merge_headers", "MAX_WAIT_S", "clamp_wait",
@@ -132,10 +134,33 @@ def _scan_local_names() -> List[str]:
     return names
 
 
-def clamp_wait(seconds: Optional[float]) -> Optional[float]:
-    """``seconds``, or :data:`MAX_WAIT_S` when it is longer (infinity too); None stays None."""
-    if seconds is None or seconds <= MAX_WAIT_S:
-        return seconds
+def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = False) -> Optional[float]:
+    """A wait given by a caller, checked: ``seconds`` (a negative one as 0, as
+    ``threading.Event.wait`` takes it), or :data:`MAX_WAIT_S` when it is longer
+    (infinity too); None stays None. Every public wait with a timeout goes
+    through here.
+
+    Args:
+        name (str): the argument's name, for the error.
+        strict (bool): refuse a negative or infinite wait too (``connect``'s).
+
+    Raises:
+        InvalidTimeoutError: (a ValueError and a TypeError) ``seconds`` is not
+            a real number (a bool neither), or NaN (or, ``strict``, negative or
+            infinite); the message names ``name``.
+    """
+    if seconds is None:
+        return None
+    if seconds.__class__ is not float and seconds.__class__ is not int:
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise InvalidTimeoutError("%s must be a number of seconds or None, not %r (%s)"
+                                      % (name, seconds, type(seconds).__name__))
+        seconds = float(seconds)
+    if seconds != seconds or (strict and not 0 <= seconds < math.inf):
+        raise InvalidTimeoutError("%s must be a %snumber of seconds%s or None, got %r"
+                                  % (name, "finite " if strict else "", " >= 0" if strict else "", seconds))
+    if seconds <= MAX_WAIT_S:
+        return seconds if seconds >= 0 else 0.0
     return MAX_WAIT_S
 
 

@@ -260,6 +260,17 @@ def test_a_closed_port_is_one_line(tmp_path):
                                     "(no broker listens there)" % port
 
 
+def test_a_refused_login_on_rabbitmq_says_the_whole_reason(rabbitmq, tmp_path):
+    """RabbitMQ's ERROR says ``message:Bad CONNECT`` and the reason in its body:
+    the one line has both."""
+    host, port = rabbitmq.host_and_ports[0]
+    proc = _run(["-H", host, "-P", str(port), "-U", "guest", "-W", "wrong", "-S", "1.2"], tmp_path)
+    assert proc.returncode == 1
+    assert _one_error_line(proc) == ("amqstomp: %s:%d refused the login of user 'guest': "
+                                     "Bad CONNECT: Access refused for user 'guest'" % (host, port))
+    assert "wrong" not in proc.stderr and proc.stdout == ""
+
+
 def test_a_refused_login_says_the_brokers_reason(activemq_factory, tmp_path):
     broker = activemq_factory(users={"admin": "s3cret"}, statistics=False)
     proc = _run(["-P", str(broker.stomp_port), "-U", "admin", "-W", "wrong"], tmp_path)
@@ -267,6 +278,7 @@ def test_a_refused_login_says_the_brokers_reason(activemq_factory, tmp_path):
     assert _one_error_line(proc) == ("amqstomp: localhost:%d refused the login of user 'admin': "
                                      "User name [admin] or password is invalid." % broker.stomp_port)
     assert "wrong" not in proc.stderr
+    assert proc.stdout == ""  # the one line is all (no ERROR frame, no "lost connection")
     (tmp_path / "c.txt").write_text("sendrec /queue/cli.login ok\n")
     good = _run(["-P", str(broker.stomp_port), "-U", "admin", "-W", "s3cret", "-F", "c.txt"], tmp_path)
     assert good.returncode == 0 and good.stderr == "", good.stderr

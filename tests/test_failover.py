@@ -130,7 +130,8 @@ def test_twenty_cuts_reconnect_resubscribe_and_lose_nothing_with_stable_threads(
         assert rec.count("disconnected") == 0
         assert conn.reconnector.failovers == 20
         assert abs(threading.active_count() - threads_after_first) <= 1  # the failover thread may be ending
-        assert wait_until(lambda: not [t for t in threading.enumerate() if t.name == "amqstomp-failover"], 5)
+        assert wait_until(lambda: not [t for t in threading.enumerate()
+                                       if t.name.startswith("amqstomp-failover")], 5)
     finally:
         conn.disconnect()
         producer.disconnect()
@@ -316,6 +317,54 @@ def test_reconnect_attempts_run_out_and_listeners_hear_disconnected(proxy):
         conn.send(queue_name(), "x")
     conn.disconnect()
     assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_disconnect_while_reconnecting_ends_with_one_on_disconnected(proxy):
+    conn, rec = failover_conn(proxy)
+    proxy.refuse(True)  # every attempt is reset: the reconnect goes on until disconnect()
+    proxy.cut()
+    assert wait_until(lambda: rec.count("interrupted") == 1, 10), rec.events
+    assert wait_until(lambda: proxy.refused >= 2, 10)  # attempts refused meanwhile
+    conn.disconnect()
+    assert wait_until(lambda: rec.count("disconnected") == 1, 10), rec.events
+    time.sleep(0.5)
+    assert rec.count("disconnected") == 1 and rec.events[-1] == "disconnected", rec.events
+    assert rec.count("resumed") == 0 and not conn.is_connected()
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_disconnect_from_a_listener_while_reconnecting_ends_with_one_on_disconnected(proxy):
+    class Closer(Recorder):
+        def on_transport_interrupted(self):
+            super().on_transport_interrupted()
+            conn.disconnect()  # on the dispatcher thread: the failover thread is not waited for
+
+    conn, rec = failover_conn(proxy, listener=Closer())
+    proxy.refuse(True)
+    proxy.cut()
+    assert wait_until(lambda: rec.count("disconnected") == 1, 10), rec.events
+    time.sleep(0.5)
+    assert rec.count("disconnected") == 1 and rec.events[-1] == "disconnected", rec.events
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
+def test_the_receipts_of_replayed_subscriptions_reach_no_listener(proxy):
+    q = queue_name()
+    conn, rec = failover_conn(proxy)
+    try:
+        conn.subscribe(q, id="s1", ack="auto")
+        conn.subscribe(queue_name(), id="s2", ack="auto", receipt="r-mine")
+        conn.wait_for_receipt("r-mine", 10)
+        proxy.cut()
+        assert wait_until(lambda: rec.count("resumed") == 1, 15), rec.events
+        conn.send(q, "after", receipt="r-after")  # written after the replay's RECEIPTs came
+        conn.wait_for_receipt("r-after", 10)
+        assert [m.body for m in rec.wait_messages(1)] == ["after"]  # s1 was replayed
+        assert wait_until(lambda: len(rec.receipts) == 2, 10)
+        time.sleep(0.2)
+        assert [r.headers["receipt-id"] for r in rec.receipts] == ["r-mine", "r-after"]
+    finally:
+        conn.disconnect()
 
 
 def test_auto_reconnect_defaults_to_heart_beats(proxy):

@@ -150,6 +150,31 @@ def test_listener_calls_match_stomp_py(activemq):
     assert runs["amqstomp"].sent == runs["stomp.py"].sent
 
 
+def test_listeners_hear_the_receipts_the_application_asked_for_as_in_stomp_py(activemq):
+    """stomp.py calls on_receipt for the receipts the application asked for (and
+    DISCONNECT's, which it asks for itself); amqstomp asks for a receipt on every
+    SUBSCRIBE that has none (to tell a refused one): no listener hears that one,
+    with or without a replaced send_frame."""
+    heard = {}
+    for name, base in (("stomp.py", stomp.Connection12), ("amqstomp", amqstomp.Connection12),
+                       ("amqstomp, send_frame replaced", _spy(amqstomp.Connection12))):
+        dest = _queue()
+        got = Collector()
+        conn = base(_hosts(activemq))
+        conn.seen = []
+        conn.set_listener("t", got)
+        conn.connect("admin", "admin", wait=True)
+        conn.subscribe(dest, id="s1", ack="auto")
+        conn.subscribe(_queue(), id="s2", ack="auto", receipt="r-mine")
+        conn.send(dest, "one", receipt="r-send")
+        assert _until(lambda: got.messages and "r-send" in got.receipts), name
+        conn.disconnect(receipt="r-disc")
+        heard[name] = got.receipts
+    assert heard["stomp.py"] == ["r-mine", "r-send", "r-disc"]
+    assert heard["amqstomp"] == heard["stomp.py"]
+    assert heard["amqstomp, send_frame replaced"] == heard["stomp.py"]
+
+
 # --------------------------------------------------------------------------- send_frame
 
 
@@ -468,12 +493,13 @@ def test_override_threading_makes_the_connections_threads(activemq):
     conn.set_listener("l", L())
     conn.connect("admin", "admin", wait=True)
     assert len(made) == 3  # reader, dispatcher, timer
-    assert {t.name for t in made} == {"amqstomp-reader-1", "amqstomp-dispatch-1", "amqstomp-timer-1"}
+    tag = "%d.1" % conn.transport.number  # the connection's number in the process, its first socket
+    assert {t.name for t in made} == {"amqstomp-reader-" + tag, "amqstomp-dispatch-" + tag, "amqstomp-timer-" + tag}
     assert all(t in made for t in conn.transport.threads())
     conn.subscribe(dest, id="1")
     conn.send(dest, "x")
     assert _until(lambda: ran_on)
-    assert getattr(ran_on[0], "made_by_factory", False) and ran_on[0].name == "amqstomp-dispatch-1"
+    assert getattr(ran_on[0], "made_by_factory", False) and ran_on[0].name == "amqstomp-dispatch-" + tag
     time.sleep(1.2)  # a heart-beat went out from the factory's timer thread
     assert conn.is_connected()
     conn.disconnect()

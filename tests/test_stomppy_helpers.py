@@ -392,6 +392,62 @@ def test_test_listener_has_stomp_py_attributes():
     assert ours.get_latest_message() == ({"message-id": "2"}, "b")
 
 
+def _every_callback(listener, frame_class):
+    """The same calls on a listener of either library, with frames of that library."""
+    def frame(cmd, headers, body):
+        return frame_class(cmd, headers, body)
+
+    listener.on_connecting(("127.0.0.1", 61613))
+    listener.on_send(frame("STOMP", {"accept-version": "1.2", "login": "admin", "passcode": "s3cret"}, ""))
+    listener.on_connected(frame("CONNECTED", {"version": "1.2", "server": "ActiveMQ/5.17.2"}, ""))
+    listener.on_send(frame("SEND", {"destination": "/queue/a"}, "hello"))
+    message = frame("MESSAGE", {"destination": "/queue/a", "message-id": "m-1", "subscription": "1"}, "hello")
+    listener.on_before_message(message)
+    listener.on_message(message)
+    listener.on_message(frame("MESSAGE", {"message-id": "m-2"}, b"bytes \x00"))
+    listener.on_receipt(frame("RECEIPT", {"receipt-id": "r-1"}, ""))
+    listener.on_error(frame("ERROR", {"message": "Unexpected ACK"}, "details"))
+    listener.on_heartbeat()
+    listener.on_heartbeat_timeout()
+    listener.on_disconnecting()
+    listener.on_receiver_loop_completed(None)
+    listener.on_disconnected()
+
+
+@pytest.mark.parametrize("name", ["PrintingListener", "TestListener"])
+def test_printing_and_test_listeners_print_what_stomp_py_prints(capsys, name):
+    """stomp.py's PrintingListener (and TestListener, one) prints every callback
+    with print() unless print_to_log: the same lines, line for line."""
+    import amqstomp.listener as ours_module
+
+    printed = {}
+    for label, module, frame_class in (("stomp.py", real_listener, real.Frame),
+                                       ("amqstomp", ours_module, amqstomp.codec.Frame)):
+        _every_callback(getattr(module, name)(print_to_log=False), frame_class)
+        printed[label] = capsys.readouterr().out
+    assert printed["stomp.py"].count("\n") == 12  # a line per callback stomp.py prints
+    assert printed["amqstomp"] == printed["stomp.py"]
+    assert "s3cret" not in printed["amqstomp"] and "'passcode': '********'" in printed["amqstomp"]
+
+
+@pytest.mark.parametrize("name", ["PrintingListener", "TestListener"])
+def test_printing_to_the_log_prints_nothing_and_logs_no_body_at_info(capsys, caplog, name):
+    import amqstomp.listener as ours_module
+
+    with caplog.at_level(logging.INFO, logger="amqstomp.listener"):
+        _every_callback(getattr(ours_module, name)(print_to_log=True), amqstomp.codec.Frame)
+    assert capsys.readouterr().out == ""
+    lines = [r.getMessage() for r in caplog.records if r.name == "amqstomp.listener"]
+    assert "on_message {'destination': '/queue/a', 'message-id': 'm-1', 'subscription': '1'}" in lines
+    assert "on_disconnected" in lines and len(lines) >= 12
+    assert not [line for line in lines if "hello" in line or "s3cret" in line]
+
+
+def test_a_test_listener_with_verbose_false_prints_nothing(capsys):
+    _every_callback(TestListener(verbose=False), amqstomp.codec.Frame)
+    assert capsys.readouterr().out == ""
+
+
 def test_publisher_does_nothing():
     publisher = Publisher()
     publisher.set_listener("a", object())

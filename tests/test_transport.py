@@ -168,6 +168,29 @@ def test_three_threads_per_connection_and_back_to_baseline(activemq):
     assert threading.active_count() == before
 
 
+@pytest.mark.timeout(30)
+def test_thread_names_are_unique_in_the_process(activemq):
+    """Each connection's threads are named by its number in the process and the
+    socket's within it (``amqstomp-reader-<connection>.<socket>``): two
+    connections, and two sockets of one connection, never share a name."""
+    first, _ = connect(activemq.host_and_ports)
+    second, _ = connect(activemq.host_and_ports)
+    try:
+        names = [t.name for t in first.transport.threads() + second.transport.threads()]
+        assert len(names) == 6 and len(set(names)) == 6, names
+        assert first.transport.number != second.transport.number
+        for conn in (first, second):
+            assert sorted(t.name for t in conn.transport.threads()) == [
+                "amqstomp-%s-%d.1" % (role, conn.transport.number) for role in ("dispatch", "reader", "timer")]
+        first.disconnect()
+        first.connect("admin", "admin", wait=True, timeout=10)
+        assert sorted(t.name for t in first.transport.threads())[0] == "amqstomp-dispatch-%d.2" % (
+            first.transport.number)
+    finally:
+        first.disconnect()
+        second.disconnect()
+
+
 @pytest.mark.timeout(120)
 def test_thread_count_after_20_cycles(activemq):
     before = baseline_count()

@@ -421,6 +421,7 @@ class Client:
                 continue
             sub_headers = dict(sub.headers)
             sub_headers["receipt"] = "%s-%s-%d" % (receipt_prefix, sub.id, transport.link_seq)
+            transport.own_receipt(sub_headers["receipt"])  # the listeners hear no on_receipt for it
             future = transport.send_frame("SUBSCRIBE", sub_headers)
             assert future is not None  # it has a receipt header
             try:

@@ -82,7 +82,7 @@ class Link:
     :class:`~amqstomp._protocol.state.ProtocolState`)."""
 
     def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float,
-                 broker: Optional[str] = None) -> None:
+                 broker: Optional[str] = None, name: str = "") -> None:
         self.channel = channel
         self.host_and_port = host_and_port
         self.proto = ProtocolState(version, grace, time.monotonic() * 1000.0, broker)
@@ -106,7 +106,9 @@ class Link:
         self.close_error: Optional[BaseException] = None
         self.connect_future: "Future[Frame]" = Future()
         self.events: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        self.scheduler = Scheduler("amqstomp-timer-%d" % seq)
+        #: what its threads are called after: ``<connection>.<socket>`` (``amqstomp-timer-3.1``)
+        self.name = name or str(seq)
+        self.scheduler = Scheduler("amqstomp-timer-%s" % self.name)
         self.reader: Optional[threading.Thread] = None
         self.dispatcher: Optional[threading.Thread] = None
         # reading paused by flow control: `paused`, `pause_suspended` and `draining` change

@@ -43,6 +43,9 @@ DEFAULT_CLOSE_TIMEOUT = 10.0
 #: Seconds a blocking wait (CONNECTED, a receipt) lasts when the caller gives no timeout.
 DEFAULT_WAIT_TIMEOUT = 30.0
 
+# the numbers of the link owners (connections) of this process, for thread names
+_NUMBERS = itertools.count(1)
+
 
 class LinkOwner:
     """The open socket (a link) of one connection, its threads, and the observer
@@ -67,6 +70,8 @@ class LinkOwner:
         self._lock = threading.RLock()
         self._link: Optional[Link] = None
         self._link_seq = itertools.count(1)
+        #: this connection's number in the process: its threads are named ``amqstomp-<role>-<number>.<socket>``
+        self.number = next(_NUMBERS)
         #: who hears MESSAGEs, their outcome and lost sockets (:meth:`set_observer`)
         self.observer: TransportObserver = ListenersOnly(self)
         #: the user's broker dialect (``broker`` option; None: CONNECTED's ``server`` names it)
@@ -76,6 +81,8 @@ class LinkOwner:
         #: the default of blocking waits (seconds; None: :data:`DEFAULT_WAIT_TIMEOUT`)
         self.timeout: Optional[float] = None
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
+        # receipts amqstomp asked for itself (own_receipt): their RECEIPTs reach no listener
+        self._own_receipts: "OrderedDict[str, None]" = OrderedDict()
 
     def open_socket(self, only: Optional[HostAndPort] = None,
                     deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
@@ -235,8 +242,9 @@ class LinkOwner:
         if old is not None:
             self._join(old, DEFAULT_CLOSE_TIMEOUT)
         channel, host_and_port = self.open_socket(only, deadline)
-        link = Link(self.wrap_channel(channel), host_and_port, version, next(self._link_seq),
-                    self.heart_beat_receive_scale, self.broker)
+        seq = next(self._link_seq)
+        link = Link(self.wrap_channel(channel), host_and_port, version, seq, self.heart_beat_receive_scale,
+                    self.broker, "%d.%d" % (self.number, seq))
         with self._lock:
             self._link = link
         link.post("connecting", host_and_port)  # always the link's first event
@@ -244,9 +252,9 @@ class LinkOwner:
         if factory is None:
             link.scheduler.start()
             link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
-                                               name="amqstomp-dispatch-%d" % link.seq, daemon=True)
+                                               name="amqstomp-dispatch-%s" % link.name, daemon=True)
             link.reader = threading.Thread(target=self._read_loop, args=(link,),
-                                           name="amqstomp-reader-%d" % link.seq, daemon=True)
+                                           name="amqstomp-reader-%s" % link.name, daemon=True)
             link.dispatcher.start()
             link.reader.start()
         else:  # override_threading: the caller's factory makes (and starts) each thread
@@ -271,7 +279,7 @@ class LinkOwner:
         if getattr(link, role) is None:
             setattr(link, role, thread)
         try:
-            thread.name = "amqstomp-%s-%d" % ("dispatch" if role == "dispatcher" else role, link.seq)
+            thread.name = "amqstomp-%s-%s" % ("dispatch" if role == "dispatcher" else role, link.name)
         except (AttributeError, TypeError):  # a thread-like object without a settable name
             pass
 
@@ -392,6 +400,31 @@ class LinkOwner:
                 self._done_receipts.popitem(last=False)
         return future
 
+    def own_receipt(self, receipt_id: str) -> None:
+        """Mark ``receipt_id`` as one amqstomp asks for itself (a SUBSCRIBE's,
+        a replayed SUBSCRIBE's), before the frame asking for it is written:
+        its RECEIPT resolves the receipt future but reaches no listener's
+        ``on_receipt`` (stomp.py calls ``on_receipt`` only for receipts the
+        application asked for, and for DISCONNECT's). An ERROR answering it
+        still reaches ``on_error``. The last 1024 marks are kept."""
+        with self._lock:
+            own = self._own_receipts
+            own[receipt_id] = None
+            while len(own) > 1024:
+                own.popitem(last=False)
+
+    def _listeners_hear(self, frame: Frame) -> bool:
+        """Reader thread: whether the listeners hear RECEIPT ``frame``: not one
+        of :meth:`own_receipt` (forgotten now), nor when none has an ``on_receipt``."""
+        own = self._own_receipts
+        if own:
+            receipt_id = str(frame.headers.get("receipt-id"))
+            with self._lock:
+                if receipt_id in own:
+                    del own[receipt_id]
+                    return False
+        return bool(self.dispatch.wants_receipts)
+
     def receipt_future(self, receipt_id: str) -> "Optional[Future[Frame]]":
         """The future registered for ``receipt_id`` (pending or among the
         last 1024 registered), or None."""
@@ -415,16 +448,20 @@ class LinkOwner:
             BrokerError: the broker answered with an ERROR for that receipt.
             ConnectionClosedException: the connection ended first.
             KeyError: no frame with that receipt id was sent on this transport.
+            InvalidTimeoutError: ``timeout`` is not a number of seconds.
         """
+        clamp_wait(timeout)  # a bad timeout is named before anything else
         future = self.receipt_future(receipt_id)
         if future is None:
             raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))
-        frame: Frame = self.wait_future(future, clamp_wait(timeout), "receipt %r" % (receipt_id,))
+        frame: Frame = self.wait_future(future, timeout, "receipt %r" % (receipt_id,))
         return frame
 
     def _wait_s(self, timeout: Optional[float]) -> float:
+        """A caller's wait, checked (:func:`amqstomp.utils.clamp_wait`:
+        InvalidTimeoutError), or the default (seconds)."""
         if timeout is not None:
-            return timeout
+            return clamp_wait(timeout)  # type: ignore[return-value]
         return self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
 
     def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
@@ -492,7 +529,8 @@ class LinkOwner:
             return
         if log.isEnabledFor(logging.DEBUG):
             log.debug("received %s %r", frame.cmd, frame.headers)
-        if link.on_control_frame(frame, self.dispatch.wants_receipts):
+        post = self._listeners_hear(frame) if frame.cmd == "RECEIPT" else False
+        if link.on_control_frame(frame, post):
             link.start_heartbeats()
             # the dispatcher resolves connect_future once on_connected has run, so
             # connect(wait=True) returns with the listeners already told

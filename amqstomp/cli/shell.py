@@ -40,7 +40,7 @@ import threading
 import time
 from cmd import Cmd
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import amqstomp
 from .. import colours, utils
@@ -110,7 +110,6 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         self._busy = True  # a command (or the constructor) runs: async output prints no prompt
         self._connected_shown = threading.Event()
         self._gone = threading.Event()
-        self._internal_receipts: Set[str] = set()
         self._receipts_shown: Dict[str, threading.Event] = {}  # sendrec's, printed by on_receipt
         self._history_file = _default_history() if history_file is None else history_file
         self._readline: Any = None  # the readline module, in an interactive session
@@ -201,8 +200,9 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         self._connected_shown.set()
 
     def on_disconnected(self) -> None:
-        """Prints "lost connection" unless the shell is quitting."""
-        if not self._quit:
+        """Prints "lost connection" unless the shell is quitting or never
+        connected (a failed connect is the one line ``main`` prints on stderr)."""
+        if not self._quit and self._connected_shown.is_set():
             self._error("lost connection")
         self._gone.set()
 
@@ -241,12 +241,15 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         """Prints the ERROR frame."""
         self._print_frame("ERROR", frame)
 
+    def on_connect_refused(self, frame: Any) -> None:
+        """The broker refused the login: printed as an ERROR after a reconnect; at
+        the first connect the exception's one line on stderr says it all."""
+        if self._connected_shown.is_set():
+            self._print_frame("ERROR", frame)
+
     def on_receipt(self, frame: Any) -> None:
-        """Prints the RECEIPT frame (not those the shell asked for itself)."""
+        """Prints the RECEIPT frame (those the shell asks for itself reach no listener)."""
         receipt = frame.headers.get("receipt-id")
-        if receipt in self._internal_receipts:
-            self._internal_receipts.discard(receipt)
-            return
         self._print_frame("RECEIPT", frame)
         shown = self._receipts_shown.pop(receipt, None)
         if shown is not None:
@@ -342,7 +345,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         self._subscription_id += 1
         self._sysout("Subscribing to '%s' with acknowledge set to '%s', id set to '%s'" % (name, ack_mode, sid))
         receipt = "amqstomp-cli-subscribe-%s" % utils.get_uuid()
-        self._internal_receipts.add(receipt)
+        self.conn.transport.own_receipt(receipt)  # amqstomp's own: no on_receipt for it
         self.conn.subscribe(destination=name, ack=ack_mode, id=sid, receipt=receipt)
         self._subscriptions[name] = SubscriptionInfo(sid, ack_mode)
         try:

@@ -171,12 +171,9 @@ def connect_failure(exc: ConnectFailedException, target: Target, username: Optio
     """One line saying why connecting to ``target`` failed (no traceback)."""
     where = target.describe()
     if isinstance(exc, ConnectRefusedError):
-        frame = exc.frame
-        reason = ""
-        if frame is not None:
-            reason = frame.headers.get("message") or str(frame.body or "").strip()
+        # the broker's whole reason: its ``message`` header and its body (RabbitMQ: "Bad CONNECT" + why)
         who = " of user %r" % username if username else ""
-        return "%s refused the login%s: %s" % (where, who, reason or exc)
+        return "%s refused the login%s: %s" % (where, who, exc.reason or exc)
     cause = exc.__cause__
     if isinstance(cause, socket.gaierror):
         hosts = ", ".join(sorted({h for h, _ in target.host_and_ports}))
