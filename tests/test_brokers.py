@@ -19,6 +19,7 @@ import amqstomp
 from amqstomp.exception import (
     BrokerError,
     ConfigurationError,
+    ConnectFailedException,
     ConnectionClosedException,
     ConnectRefusedError,
     StompException,
@@ -574,15 +575,33 @@ def _within(seconds, call):
     return caught.value
 
 
+#: ActiveMQ 5.17 closes the socket of a refused CONNECT before writing its ERROR now and then
+#: (5 in 1,000 over raw sockets): the client cannot give a reason it never got
+BROKER_LAPSE = "before CONNECTED: connection closed by the broker without an ERROR frame"
+
+
+def _refused(call, attempts=5):
+    """The exception of ``call()``, each attempt within REASON_WITHIN_S; an attempt the broker
+    ended without its ERROR (BROKER_LAPSE, said so in the exception) is tried again, a few times."""
+    for _ in range(attempts):
+        exc = _within(REASON_WITHIN_S, call)
+        if not (isinstance(exc, ConnectFailedException) and BROKER_LAPSE in str(exc)):
+            return exc
+    return exc
+
+
 def test_a_wrong_password_says_the_brokers_reason_at_once(stomp_broker, request):
     host_and_ports, url, login, reason = _login_target(stomp_broker, request)
-    conn = amqstomp.Connection12(host_and_ports)
-    try:
-        exc = _within(REASON_WITHIN_S, lambda: conn.connect(login, "wrong", wait=True, timeout=15))
-    finally:
-        conn.disconnect()
+
+    def connect():
+        conn = amqstomp.Connection12(host_and_ports)
+        try:
+            conn.connect(login, "wrong", wait=True, timeout=15)
+        finally:
+            conn.disconnect()
+    exc = _refused(connect)
     assert isinstance(exc, ConnectRefusedError) and reason in str(exc), exc
-    exc = _within(REASON_WITHIN_S, lambda: ConnectionFactory(url).create_connection(login, "wrong"))
+    exc = _refused(lambda: ConnectionFactory(url).create_connection(login, "wrong"))
     assert isinstance(exc, ConnectRefusedError) and reason in str(exc), exc
     # failover: a refused login ends the start-up attempts (it used to retry forever, and with
     # timeout_s the exception lost the reason)

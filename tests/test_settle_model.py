@@ -293,6 +293,9 @@ class FakeTransport:
     def connected_link_seq(self) -> int:
         return self.link_seq if self.open else 0
 
+    def own_receipt(self, receipt_id: str) -> None:
+        """The library's own receipts reach no listener; the model has none."""
+
     def send_frame(self, cmd: str, headers: Optional[Dict[str, Any]] = None, body: Any = None,
                    write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
                    link_seq: int = 0) -> None:

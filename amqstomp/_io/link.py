@@ -507,6 +507,9 @@ class Link:
         for future in receipts:
             fail(future, closed)
         if not self.connect_future.done():
+            if not was_connected and not self.by_client and error is None and self.proto.last_error is None:
+                # ActiveMQ 5.17 closes a refused login's socket before its ERROR now and then
+                reason += " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
             failed = ConnectFailedException("connection closed %s CONNECTED: %s"
                                             % ("right after" if was_connected else "before", reason))
             failed.__cause__ = error
