@@ -77,15 +77,7 @@ if TYPE_CHECKING:
     #: :data:`amqstomp.utils.LOCALHOST_NAMES` (the same list, worked out on first use)
     LOCALHOST_NAMES: List[str]
 else:
-    def __getattr__(name: str) -> Any:
-        """``LOCALHOST_NAMES``: :mod:`amqstomp.utils`'s, asked for when first used.
-
-        Raises:
-            AttributeError: ``name`` is not an attribute of this module.
-        """
-        if name == "LOCALHOST_NAMES":
-            return _utils.LOCALHOST_NAMES
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    __getattr__ = _utils.lazy_localhost_names(__name__)
 
 
 class SslParams(Dict[str, Any]):

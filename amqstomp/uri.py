@@ -177,8 +177,9 @@ CONNECTION_OPTIONS = _table(
            "blocks; 0 = no window (async sends carry no receipt; ActiveMQ then stops reading "
            "the socket when its memory is full)"),
     Option("jms.sendTimeout", "send_timeout_ms", _MS, 30000,
-           "ms a send (or commit) waits for its RECEIPT or for room in the producer window, then "
-           "raises ReceiptTimeout; also the bound of creating a consumer (its SUBSCRIBE's RECEIPT; "
+           "ms a send waits for its RECEIPT or for room in the producer window, then raises "
+           "ReceiptTimeout; a whole commit() (its sends' receipts, COMMIT's, the rollback of a "
+           "commit that failed) and rollback() take at most this long; also the bound of creating a consumer (its SUBSCRIBE's RECEIPT; "
            "there 0 = closeTimeout); 0 = as long as the connection lives. ActiveMQ's default is 0; "
            "amqstomp bounds every blocking call by default (a broker that takes a SEND and never "
            "answers, with heart-beats off, would block forever)"),
@@ -187,7 +188,8 @@ CONNECTION_OPTIONS = _table(
            "false: it waits for the ACK's RECEIPT (up to sendTimeout, else closeTimeout), so a "
            "normal return means the broker applied it"),
     Option("jms.closeTimeout", "close_timeout_ms", _MS, 15000,
-           "ms close() waits for the broker's answers (UNSUBSCRIBE, DISCONNECT receipts)"),
+           "ms a whole close() of a connection, session or consumer may wait for the broker's "
+           "answers, all of them together (ABORT, UNSUBSCRIBE, DISCONNECT receipts, async sends)"),
     Option("amqstomp.usageFullAfter", "usage_full_after_ms", _MS, 1000,
            "a RECEIPT later than this many ms calls on_usage_full (ActiveMQ holds a blocked "
            "producer's receipts back while its memory is full)"),

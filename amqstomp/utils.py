@@ -95,16 +95,22 @@ if TYPE_CHECKING:
     #: qualified name and address). Worked out on first use (the lookups may
     #: ask DNS), then a plain list that may be changed.
     LOCALHOST_NAMES: List[str]
-else:
-    def __getattr__(name: str) -> Any:
-        """``LOCALHOST_NAMES``, worked out when first asked for (PEP 562).
 
-        Raises:
-            AttributeError: ``name`` is not an attribute of this module.
-        """
+
+def lazy_localhost_names(module: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) for ``module`` (this one, ``stomp.connect``,
+    ``stomp.transport``) that answers ``LOCALHOST_NAMES``, worked out when first asked for.
+
+    The function returned raises AttributeError for any other name."""
+    def module_getattr(name: str) -> Any:
         if name == "LOCALHOST_NAMES":
             return _localhost_names()
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        raise AttributeError("module %r has no attribute %r" % (module, name))
+    return module_getattr
+
+
+if not TYPE_CHECKING:
+    __getattr__ = lazy_localhost_names(__name__)
 
 
 def _localhost_names() -> List[str]:

@@ -297,9 +297,8 @@ class Link:
         self.proto.data_written(time.monotonic() * 1000.0)
 
     def write_failed(self, exc: OSError) -> ConnectionClosedException:
-        """A write failed: close the link; the exception to raise. The reader gets
-        :data:`WRITE_FAILED_READ_S` to read the ERROR a broker sends before it
-        closes (oversize frame, refused login): the exception gives its reason."""
+        """A write failed: close the link; the exception to raise. The reader gets :data:`WRITE_FAILED_READ_S`
+        to read the ERROR a broker sends before it closes (oversize frame, refused login): its reason."""
         reader = self.reader
         if reader is not None and reader is not threading.current_thread() and reader.is_alive():
             self.read_done.wait(WRITE_FAILED_READ_S)
@@ -485,10 +484,9 @@ class Link:
         return window is None or window < _CLOSED_WINDOW
 
     def close(self, reason: str, error: Optional[BaseException] = None) -> bool:
-        """End the link: fail every awaited receipt and the CONNECTED wait with
-        ConnectionClosedException / ConnectFailedException, end a pause, stop the
-        timer, shut the socket down (the reader then ends). False when it was
-        closed already."""
+        """End the link: fail every awaited receipt and the CONNECTED wait (ConnectionClosedException /
+        ConnectFailedException), end a pause, stop the timer, shut the socket down (the reader
+        then ends). False when it was closed already."""
         with self.state_lock:
             if self.closed:
                 return False
@@ -508,7 +506,6 @@ class Link:
             fail(future, closed)
         if not self.connect_future.done():
             if not was_connected and not self.by_client and error is None and self.proto.last_error is None:
-                # ActiveMQ 5.17 closes a refused login's socket before its ERROR now and then
                 reason += " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
             failed = ConnectFailedException("connection closed %s CONNECTED: %s"
                                             % ("right after" if was_connected else "before", reason))

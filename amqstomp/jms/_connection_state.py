@@ -12,11 +12,13 @@ public class.
 
 Licensed under the Apache License, Version 2.0.
 """
+import contextlib
 import itertools
 import logging
 import threading
+import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
@@ -52,7 +54,9 @@ class ConnectionState:
         options (dict): the connection's resolved options (username/password included).
         number (int): the connection's number in this process (thread names, ids).
         reconnect_policy (ReconnectPolicy | None): the failover URI's, or None.
-        close_timeout_s (float): ``jms.closeTimeout`` in seconds.
+        close_timeout_s (float): ``jms.closeTimeout`` in seconds: what a whole close
+            (of the connection, a session, a consumer) may wait, all its steps together
+            (:meth:`within`, :meth:`wait_s`).
         request_timeout_s (float): seconds a call waits for the broker's answer when it
             names no timeout of its own (the SUBSCRIBE's RECEIPT): ``jms.sendTimeout``,
             else (0) ``jms.closeTimeout``.
@@ -101,9 +105,43 @@ class ConnectionState:
             use_exponential_back_off=options["use_exponential_back_off"],
             back_off_multiplier=options["back_off_multiplier"],
             maximum_redelivery_delay_ms=options["maximum_redelivery_delay_ms"])
+        self._deadline = threading.local()  # the deadline of the call under way on each thread
         self._producer_link: Optional[Link] = None
         self.consumer_link = Link(self, "consumer", self.endpoint, options, options.get("client_id"),
                                   self.route, self.endpoints, self.reconnect_policy)
+
+    @contextlib.contextmanager
+    def within(self, seconds: Optional[float]) -> Iterator[None]:
+        """Every wait of the call under way on this thread (a close, a commit) shares
+        one deadline, ``seconds`` from now (None: none of its own), read by
+        :meth:`wait_s`; a call inside another keeps the outer, earlier deadline (a
+        session's close inside the connection's). ActiveMQ's closeTimeout and
+        sendTimeout bound the whole call, not each of its frames."""
+        mine = seconds is not None and getattr(self._deadline, "at", None) is None
+        if seconds is not None and mine:
+            self._deadline.at = time.monotonic() + seconds
+        try:
+            yield
+        finally:
+            if mine:
+                self._deadline.at = None
+
+    def wait_s(self, seconds: Optional[float]) -> Optional[float]:
+        """Seconds one wait may take: ``seconds`` (None: no bound of its own), cut to
+        what is left of the deadline of the call under way on this thread
+        (:meth:`within`; 0 once it passed)."""
+        at: Optional[float] = getattr(self._deadline, "at", None)
+        if at is None:
+            return seconds
+        left = max(0.0, at - time.monotonic())
+        return left if seconds is None else min(seconds, left)
+
+    def close_wait_s(self) -> float:
+        """Seconds one wait of a close may take: ``jms.closeTimeout``, cut to what is
+        left of the close under way (:meth:`wait_s`)."""
+        seconds = self.wait_s(self.close_timeout_s)
+        assert seconds is not None
+        return seconds
 
     def open(self) -> None:
         """Connect the consumer socket (CONNECT, CONNECTED; see :meth:`Link.open`)."""

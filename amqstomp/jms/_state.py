@@ -178,7 +178,7 @@ class SessionState:
         """Wait until no listener (of ``consumer``, or any) runs on the session
         thread; at most ``close_timeout_ms`` (False then: two listeners closing
         each other's sessions would otherwise wait for each other forever)."""
-        close_timeout_s = self.connection.close_timeout_s
+        close_timeout_s = self.connection.close_wait_s()
         deadline = time.monotonic() + close_timeout_s
         with self.cond:
             while self.running is not None and (consumer is None or self.running is consumer):

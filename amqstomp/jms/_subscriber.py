@@ -284,9 +284,9 @@ class Subscriber:
             return  # browses are not replayed: the broker has no such subscription on this socket
         # closing it also resumes reading if its full buffer was what paused it (and no
         # other subscription's is full): the manager owns pause and resume
-        manager.close(self.sub_id, write_timeout=connection.close_timeout_s)
+        manager.close(self.sub_id, write_timeout=connection.close_wait_s())
         try:
-            self.link.request("UNSUBSCRIBE", {"id": self.sub_id}, connection.close_timeout_s, "UNSUBSCRIBE")
+            self.link.request("UNSUBSCRIBE", {"id": self.sub_id}, connection.close_wait_s(), "UNSUBSCRIBE")
         except StompException as exc:
             log.debug("%r: UNSUBSCRIBE: %s", self, exc)
 

@@ -119,7 +119,14 @@ class Transaction:
             TransactionRolledBackError: the commit failed and was rolled back.
             TransactionInDoubtError: the COMMIT was written and its RECEIPT did
                 not come.
+
+        With ``jms.sendTimeout``, all of it (the sends' receipts, COMMIT's, and the
+        rollback of a commit that failed) within that time.
         """
+        with self.state.connection.within(self.send_timeout_s()):
+            self._commit()
+
+    def _commit(self) -> None:
         state = self.state
         link = state.connection.consumer_link
         with self.lock:
@@ -129,7 +136,7 @@ class Transaction:
                 self.rollback_after_failed_commit()
                 raise TransactionRolledBackError("commit failed: messages of this transaction came on a connection "
                                                  "lost since (failover) and will be redelivered; rolled back")
-            if not self.drain_sends(self.send_timeout_s()):
+            if not self.drain_sends(self.left_s()):
                 self.rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
             acks: List[Frame] = []
@@ -143,7 +150,7 @@ class Transaction:
             send_tx = self.send_tx
             if send_tx is not None:
                 try:
-                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self.send_timeout_s(), "COMMIT")
+                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self.left_s(), "COMMIT")
                 except TransactionInDoubtError:
                     self.send_tx = None
                     self.rollback_after_failed_commit()  # the consumer side (if any) did not commit
@@ -168,7 +175,7 @@ class Transaction:
                             pass  # its socket is gone too: the broker rolled it back
                         raise TransactionRolledBackError("messages of this transaction came on a connection lost "
                                                          "since (failover) and will be redelivered")
-                    link.request("COMMIT", {"transaction": tx}, self.send_timeout_s(), "COMMIT")
+                    link.request("COMMIT", {"transaction": tx}, self.left_s(), "COMMIT")
             except TransactionInDoubtError:
                 # the broker has the outcome: if it committed, these messages are settled; if not, it
                 # redelivers them (their socket is gone). Redelivering them here too would be wrong.
@@ -199,8 +206,9 @@ class Transaction:
 
     def rollback(self) -> None:
         """The session's ``rollback()`` (see :meth:`Session.rollback`), once it
-        checked that the session is open and transacted."""
-        with self.lock:
+        checked that the session is open and transacted; all of it within
+        ``jms.sendTimeout`` (else ``jms.closeTimeout``)."""
+        with self.state.connection.within(self.state.connection.request_timeout_s), self.lock:
             self.rollback_locked()
 
     def lost(self) -> None:
@@ -248,17 +256,17 @@ class Transaction:
         connection = state.connection
         send_tx = self.send_tx
         if send_tx is not None:
-            self.drain_sends(connection.close_timeout_s)
+            self.drain_sends(connection.close_wait_s())
             self.send_tx = None
             try:
-                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, connection.close_timeout_s, "ABORT")
+                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, connection.close_wait_s(), "ABORT")
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
         tx, self.tx = self.tx, None
         if tx is not None:
-            self.drain_sends(connection.close_timeout_s)
+            self.drain_sends(connection.close_wait_s())
             try:
-                connection.consumer_link.request("ABORT", {"transaction": tx}, connection.close_timeout_s, "ABORT")
+                connection.consumer_link.request("ABORT", {"transaction": tx}, connection.close_wait_s(), "ABORT")
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
         try:
@@ -318,6 +326,11 @@ class Transaction:
             closing, self.state.deferred_close = self.state.deferred_close, []
         for consumer in closing:
             consumer.subscriber.unsubscribe()
+
+    def left_s(self) -> Optional[float]:
+        """Seconds the commit under way may still wait (what is left of ``jms.sendTimeout``;
+        None: no bound)."""
+        return self.state.connection.wait_s(self.send_timeout_s())
 
     def send_timeout_s(self) -> Optional[float]:
         """``jms.sendTimeout`` in seconds (None: 0, no bound)."""

@@ -283,7 +283,8 @@ class Connection:
 
     def close(self) -> None:
         """Close every session (rolling back open transactions), then both sockets
-        (DISCONNECT, bounded by ``close_timeout_ms``); every thread of the
+        (DISCONNECT); all of it within ``close_timeout_ms`` (``jms.closeTimeout``,
+        ActiveMQConnection.close()), whatever the broker does; every thread of the
         connection ends. Temporary destinations go with the consumer socket.
         Safe to call more than once, and from a listener."""
         state = self._state
@@ -292,13 +293,14 @@ class Connection:
                 return
             state.closed = True
         state.started = False
-        for session in state.sessions():
-            try:
-                session.session.close()
-            except StompException as exc:
-                log.debug("closing %r: %s", session.session, exc)
-        for link in reversed(state.links()):  # the producer socket first
-            link.close(state.close_timeout_s)
+        with state.within(state.close_timeout_s):  # one closeTimeout for all of it
+            for session in state.sessions():
+                try:
+                    session.session.close()
+                except StompException as exc:
+                    log.debug("closing %r: %s", session.session, exc)
+            for link in reversed(state.links()):  # the producer socket first
+                link.close(state.close_wait_s())
 
     def __enter__(self) -> "Connection":
         return self

@@ -129,6 +129,12 @@ class ConsumerCore:
                 state.cond.wait(wait)
 
     def close(self) -> None:
+        """Close the consumer (UNSUBSCRIBE; in a transaction, once it ends); all
+        of it within ``close_timeout_ms`` (``jms.closeTimeout``)."""
+        with self._connection.within(self._connection.close_timeout_s):
+            self._close()
+
+    def _close(self) -> None:
         state = self._state
         ledger = self.ledger
         with state.cond:

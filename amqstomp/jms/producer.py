@@ -181,7 +181,7 @@ class MessageProducer:
         self._closed = True
         window = self._window
         if window is not None and window.chunks:
-            deadline = time.monotonic() + self._connection.close_timeout_s
+            deadline = time.monotonic() + self._connection.close_wait_s()
             if not window.drain(self._link, deadline):
                 log.warning("%r closed with %d receipt(s) not come", self, window.chunks)
         state = self._state

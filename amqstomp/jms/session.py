@@ -288,7 +288,7 @@ class Session:
         connection = self._connection
         headers = {"id": "unsubscribe-%d" % connection.next_id(), "activemq.subscriptionName": name}
         try:
-            connection.consumer_link.request("UNSUBSCRIBE", headers, connection.close_timeout_s,
+            connection.consumer_link.request("UNSUBSCRIBE", headers, connection.close_wait_s(),
                                              "UNSUBSCRIBE of durable subscription %r" % (name,))
         except BrokerError as exc:
             text = "%s %s" % (exc.frame.headers.get("message", "") if exc.frame is not None else "", exc)
@@ -452,7 +452,12 @@ class Session:
     def close(self) -> None:
         """Roll back an open transaction, close the consumers (their prefetched
         messages go back to the broker) and producers, and end the session's
-        thread (after the listener running now, unless called from it)."""
+        thread (after the listener running now, unless called from it); all of
+        it within ``close_timeout_ms`` (``jms.closeTimeout``), whatever the broker does."""
+        with self._connection.within(self._connection.close_timeout_s):
+            self._close()
+
+    def _close(self) -> None:
         state = self._state
         with state.cond:
             if state.closing or state.closed:
@@ -484,7 +489,7 @@ class Session:
             state.cond.notify_all()
         thread = state.thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(10.0)
+            thread.join(min(10.0, max(0.5, self._connection.close_wait_s())))
             if thread.is_alive():  # pragma: no cover - a listener that never returns
                 log.warning("%s still running 10 s after close (a listener busy?)", thread.name)
         self._connection.remove_session(self._state)

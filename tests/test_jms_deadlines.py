@@ -1,0 +1,125 @@
+"""JMS calls that wait for the broker are bounded as a whole, and say honestly
+what happened: Connection.close() / Session.close() take at most
+``jms.closeTimeout`` however many frames they wait for, and a transacted
+commit() at most ``jms.sendTimeout``: TransactionInDoubtError when the COMMIT
+was written and its RECEIPT did not come, TransactionRolledBackError when
+it was never written. The broker is stalled by a TcpProxy (sockets open,
+nothing forwarded), so every RECEIPT waited for is late."""
+import time
+import uuid
+
+import pytest
+from conftest import wait_until
+
+from amqstomp.exception import TransactionInDoubtError
+from amqstomp.jms import ConnectionFactory, Queue, TextMessage, TransactionRolledBackError
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.broker
+
+#: what a bounded call may take beyond its bound (thread wake-ups, a loaded machine)
+SLACK_S = 1.5
+
+
+def _queue(prefix):
+    return Queue("deadline.%s.%s" % (prefix, uuid.uuid4().hex[:8]))
+
+
+@pytest.mark.timeout(120)
+def test_close_under_a_stalled_broker_takes_one_close_timeout_in_all(activemq, tcp_proxy_factory):
+    """Seven frames wait for a RECEIPT in this close (ABORT, three UNSUBSCRIBEs,
+    two DISCONNECTs, a producer's async sends): each used to wait closeTimeout."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.closeTimeout=2000" % proxy.address
+    connection = ConnectionFactory(url).create_connection()
+    plain = connection.create_session()
+    plain.create_consumer(_queue("a"))
+    plain.create_consumer(_queue("b"))
+    transacted = connection.create_session(True)
+    queue = _queue("c")
+    transacted.create_consumer(queue)
+    transacted.create_producer(queue).send(TextMessage("open transaction"))
+    connection.start()
+    proxy.stall()
+    start = time.monotonic()
+    connection.close()
+    took = time.monotonic() - start
+    assert took < 2.0 + SLACK_S, "close took %.1f s with jms.closeTimeout=2000" % took
+
+
+@pytest.mark.timeout(120)
+def test_session_close_under_a_stalled_broker_takes_one_close_timeout(activemq, tcp_proxy_factory):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.closeTimeout=2000" % proxy.address
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session(True)
+        for name in "abc":
+            session.create_consumer(_queue(name))
+        session.create_producer(_queue("d")).send(TextMessage("open transaction"))
+        proxy.stall()
+        start = time.monotonic()
+        session.close()
+        took = time.monotonic() - start
+        assert took < 2.0 + SLACK_S, "session close took %.1f s with jms.closeTimeout=2000" % took
+        proxy.unstall()
+
+
+@pytest.mark.timeout(120)
+def test_a_commit_whose_receipt_is_late_is_in_doubt_within_the_send_timeout(activemq, tcp_proxy_factory):
+    """The COMMIT was written: the broker commits it once the stall ends, so the
+    message consumed in it is gone (not rolled back, as it used to be reported)."""
+    queue = _queue("doubt")
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        feeder.create_session().create_producer(queue).send(TextMessage("once"))
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.sendTimeout=1000&jms.closeTimeout=2000" % proxy.address
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session(True)
+        consumer = session.create_consumer(queue)
+        connection.start()
+        got = consumer.receive(10)
+        assert got is not None and got.text == "once"
+        proxy.stall()
+        start = time.monotonic()
+        with pytest.raises(TransactionInDoubtError):
+            session.commit()
+        took = time.monotonic() - start
+        assert took < 1.0 + SLACK_S, "commit took %.1f s with jms.sendTimeout=1000" % took
+        proxy.unstall()
+        assert wait_until(lambda: queue_statistics(activemq, queue.name)["size"] == 0, 10), \
+            "the broker did not commit the COMMIT reported in doubt"
+        assert consumer.receive(0.5) is None  # not redelivered locally either
+
+
+@pytest.mark.timeout(120)
+def test_a_commit_whose_sends_are_unconfirmed_rolls_back_within_the_send_timeout(activemq, tcp_proxy_factory):
+    """No COMMIT was written: the transaction is rolled back, for real (its SEND
+    never reaches the queue once the stall ends), and within sendTimeout."""
+    queue = _queue("rolled")
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.sendTimeout=1000&jms.closeTimeout=2000" % proxy.address
+    with ConnectionFactory(url).create_connection() as connection:
+        session = connection.create_session(True)
+        session.create_consumer(_queue("other"))  # the transaction goes on the consumer socket
+        producer = session.create_producer(queue)
+        connection.start()
+        proxy.stall()
+        producer.send(TextMessage("never"))  # transacted sends are asynchronous
+        start = time.monotonic()
+        with pytest.raises(TransactionRolledBackError):
+            session.commit()
+        took = time.monotonic() - start
+        assert took < 1.0 + SLACK_S, "commit took %.1f s with jms.sendTimeout=1000" % took
+        proxy.unstall()
+        session.create_producer(queue).send(TextMessage("marker"))
+        session.commit()
+    with ConnectionFactory(activemq.url).create_connection() as check:
+        consumer = check.create_session().create_consumer(queue)
+        check.start()
+        texts = []
+        for _ in range(3):
+            message = consumer.receive(2)
+            if message is None:
+                break
+            texts.append(message.text)
+        assert texts == ["marker"], texts
