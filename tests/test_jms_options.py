@@ -265,3 +265,19 @@ def test_producer_window_chunks_receipts_and_blocks_until_one_comes():
     assert window.acquire(5000, link, None, False) == 5000
     with pytest.raises(ReceiptTimeout):
         window.acquire(1, link, time.monotonic() + 0.1, False)
+
+
+def test_a_text_message_takes_str_or_none_and_refuses_other_types_by_name():
+    assert TextMessage(None).text == "" and TextMessage().text == ""  # JMS allows a null text
+    headers, body = send_headers(TextMessage(None), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
+    assert body == b""
+
+    class Name(str):
+        pass
+
+    assert TextMessage(Name("n")).text == "n"
+    for bad, kind in ((b"bytes", "bytes"), (bytearray(b"x"), "bytearray"), (5, "int"), (["a"], "list")):
+        with pytest.raises(TypeError, match=r"\btext\b.*\b%s\b" % kind):
+            TextMessage(bad)
+    with pytest.raises(TypeError, match="BytesMessage"):  # what to use instead
+        TextMessage(b"bytes")
