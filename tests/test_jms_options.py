@@ -281,3 +281,19 @@ def test_a_text_message_takes_str_or_none_and_refuses_other_types_by_name():
             TextMessage(bad)
     with pytest.raises(TypeError, match="BytesMessage"):  # what to use instead
         TextMessage(b"bytes")
+
+
+def test_the_jms_invalid_destination_error_is_the_stomp_py_apis_too():
+    import amqstomp.exception
+    from amqstomp.jms.exceptions import InvalidDestinationError
+    from amqstomp.uri import check_destination
+
+    assert issubclass(InvalidDestinationError, amqstomp.exception.InvalidDestinationError)
+    assert issubclass(InvalidDestinationError, ValueError)
+    caught = []
+    for fail in (lambda: Queue(""), lambda: check_destination("/queue/")):
+        try:
+            fail()
+        except amqstomp.exception.InvalidDestinationError as exc:  # one clause catches both APIs' errors
+            caught.append(type(exc))
+    assert caught == [InvalidDestinationError, amqstomp.exception.InvalidDestinationError]
