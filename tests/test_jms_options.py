@@ -297,3 +297,13 @@ def test_the_jms_invalid_destination_error_is_the_stomp_py_apis_too():
         except amqstomp.exception.InvalidDestinationError as exc:  # one clause catches both APIs' errors
             caught.append(type(exc))
     assert caught == [InvalidDestinationError, amqstomp.exception.InvalidDestinationError]
+
+
+def test_an_unknown_option_points_at_the_options_command_which_lists_every_keyword():
+    from amqstomp.jms.options import KNOWN_KEYWORDS
+    from amqstomp.uri import options_table_markdown
+    with pytest.raises(ConfigurationError, match="`amqstomp options` lists them all") as info:
+        ConnectionFactory("stomp://localhost:61613", ca_cert="x")
+    assert "README" not in str(info.value) and "ca_certs" in str(info.value)  # the hint
+    table = options_table_markdown()
+    assert [name for name in KNOWN_KEYWORDS if "`%s`" % name not in table] == []
