@@ -30,6 +30,7 @@ __all__ = [
     "TRANSPORT_OPTIONS",
     "FAILOVER_OPTIONS",
     "CONSUMER_OPTIONS",
+    "KEYWORD_ONLY_OPTIONS",
     "Endpoint",
     "BrokerURI",
     "parse_uri",
@@ -237,6 +238,15 @@ FAILOVER_OPTIONS = _table(
     Option("priorityBackup", "priority_backup", _bool, False,
            "try the first member first on every pass (no switch back to it while connected to another)"),
 )
+
+#: Keywords of the JMS API's ``ConnectionFactory`` that have no URI form (TLS), with their meaning.
+KEYWORD_ONLY_OPTIONS = {
+    "ssl_context": "an ssl.SSLContext for stomp+ssl:// (certificate verification is the context's)",
+    "ca_certs": "CA bundle (PEM file) to verify the broker with; default: the system's CAs",
+    "cert_file": "client certificate (PEM) for brokers that ask for one",
+    "key_file": "the client certificate's private key (PEM); default: cert_file",
+    "key_password": "password of key_file",
+}
 
 #: ``consumer.*`` destination options -> SUBSCRIBE header (ActiveMQ ConsumerInfo properties).
 CONSUMER_OPTIONS = _table(
@@ -566,6 +576,10 @@ def options_table_markdown() -> str:
             default = "" if opt.default is None else "`%s`" % (opt.default,)
             lines.append("| `%s` | `%s` | %s | %s |" % (opt.uri_name, opt.keyword, default, opt.meaning))
         lines.append("")
+    lines += ["## Keywords without a URI form (`ConnectionFactory(url, ssl_context=...)`)", "",
+              "| Python keyword | meaning |", "|---|---|"]
+    lines += ["| `%s` | %s |" % item for item in KEYWORD_ONLY_OPTIONS.items()]
+    lines.append("")
     return "\n".join(lines)
 
 

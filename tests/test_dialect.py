@@ -12,7 +12,7 @@ from amqstomp import ConnectionListener
 from amqstomp._engine.dispatch import ListenerDispatch
 from amqstomp._protocol import dialect
 from amqstomp._protocol.dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ
-from amqstomp._protocol.state import CONNECTED, ERROR, ProtocolState
+from amqstomp._protocol.state import CONNECTED, ERROR, UNSUBSCRIBED_ERROR, UNSUBSCRIBED_KEPT, ProtocolState
 from amqstomp.codec import Frame
 from amqstomp.exception import BrokerError, ConfigurationError, ConnectRefusedError, FrameEncodeError, broker_reason
 from amqstomp.jms import BytesMessage, ConnectionFactory, Queue, TemporaryQueue, TextMessage, Topic
@@ -86,6 +86,55 @@ def test_an_error_without_receipt_id_answers_the_one_receipt_awaited_on_rabbitmq
     state.expect_receipt("r3", "token-3")
     assert state.handle(RABBIT_UNKNOWN) == (ERROR, None)
     assert set(state.receipts) == {"r2", "r3"}
+
+
+def _gone(tag, message="Subscription not found", **headers):
+    """RabbitMQ 3.10's ERROR for a delivery whose subscription the client just cancelled."""
+    headers.update({"message": message, "content-type": "text/plain", "version": "1.0,1.1,1.2"})
+    return Frame("ERROR", headers, ("There is no current subscription with tag '%s'." % tag).encode())
+
+
+def test_rabbitmqs_late_error_for_a_subscription_the_client_unsubscribed_is_no_error():
+    """After the client's own UNSUBSCRIBE of id 1, RabbitMQ's 'Subscription not found'
+    naming T_1 is UNSUBSCRIBED_ERROR: it answers no receipt (the DISCONNECT's stays
+    awaited) and is not the connection's last ERROR. Every other ERROR stays an ERROR."""
+    state = _connected("RabbitMQ/3.10.8")
+    state.encode("SUBSCRIBE", {"id": "1", "destination": "/queue/a", "ack": "auto"}, b"")
+    state.encode("SUBSCRIBE", {"id": "2", "destination": "/queue/b", "ack": "auto"}, b"")
+    assert state.handle(_gone("T_1")) == (ERROR, None)  # still subscribed: the broker lost it, an error
+    state.encode("UNSUBSCRIBE", {"id": "1"}, b"")
+    state.encode("DISCONNECT", {"receipt": "bye"}, b"")
+    state.expect_receipt("bye", "token-bye")
+    before = state.last_error
+    for body in (_gone("T_1"), Frame("ERROR", dict(_gone("T_1").headers), "There is no current "
+                                     "subscription with tag 'T_1'.\n")):  # bytes or str, a trailing EOL
+        assert state.handle(body) == (UNSUBSCRIBED_ERROR, None)
+    assert state.last_error is before and state.receipts == {"bye": "token-bye"}
+    # not one of the client's unsubscribed ids, another message, a receipt named: ERRORs as before
+    assert state.handle(_gone("T_2")) == (ERROR, "token-bye")
+    state.expect_receipt("bye", "token-bye")
+    for frame in (_gone("T_1", message="No subscription found"), _gone("T_1", **{"receipt-id": "bye"}),
+                  Frame("ERROR", {"message": "Subscription not found"},
+                        b'Message with id "T_1@@session-x@@3" has no subscription')):
+        assert state.handle(frame)[0] == ERROR, frame
+        state.expect_receipt("bye", "token-bye")
+    # a SUBSCRIBE taking id 1 again: an ERROR naming it is about the new subscription
+    state.encode("SUBSCRIBE", {"id": "1", "destination": "/queue/a", "ack": "auto"}, b"")
+    assert "1" not in state.unsubscribed and state.handle(_gone("T_1"))[0] == ERROR
+
+
+def test_only_rabbitmq_errors_after_unsubscribe_are_recognised_and_the_ids_kept_are_bounded():
+    for server in ("ActiveMQ/5.17.2", "ActiveMQ-Artemis/2.31.2", None):
+        state = _connected(server)
+        state.encode("UNSUBSCRIBE", {"id": "1"}, b"")
+        assert state.handle(_gone("T_1")) == (ERROR, None), server
+    assert dialect.unsubscribed_error(RABBITMQ, _gone("T_a b'c").headers, _gone("T_a b'c").body, {"a b'c"}) == "a b'c"
+    state = _connected("RabbitMQ/3.10.8")
+    for i in range(UNSUBSCRIBED_KEPT + 10):
+        state.encode("UNSUBSCRIBE", {"id": str(i)}, b"")
+    assert len(state.unsubscribed) == UNSUBSCRIBED_KEPT and "0" not in state.unsubscribed
+    assert state.handle(_gone("T_%d" % (UNSUBSCRIBED_KEPT + 9)))[0] == UNSUBSCRIBED_ERROR
+    assert state.handle(_gone("T_0"))[0] == ERROR  # forgotten: the oldest go first
 
 
 def test_activemq_names_the_receipt_an_error_answers_so_none_is_guessed():

@@ -762,6 +762,27 @@ def test_closed_objects_refuse_work(activemq):
     conn.close()  # twice is fine
 
 
+@pytest.mark.timeout(30)
+def test_create_session_checks_the_types_of_its_arguments(activemq):
+    with ConnectionFactory(activemq.url).create_connection() as conn:
+        with pytest.raises(TypeError, match=r"transacted must be a bool.*got str 'yes'"):
+            conn.create_session("yes")
+        with pytest.raises(TypeError, match=r"transacted must be a bool.*got int 1"):
+            conn.create_session(1)
+        with pytest.raises(TypeError, match=r"transacted must be a bool.*NoneType"):
+            conn.create_session(None)
+        for mode, kind in (("auto", "str"), (True, "bool"), (1.0, "float"), (None, "NoneType")):
+            with pytest.raises(TypeError, match=r"acknowledge_mode must be an int.*got %s" % kind):
+                conn.create_session(False, mode)
+        with pytest.raises(TypeError, match="acknowledge_mode"):  # even where transacted ignores it
+            conn.create_session(True, "auto")
+        with pytest.raises(ValueError, match="acknowledge_mode must be one of"):  # the value, as before
+            conn.create_session(False, 99)
+        assert conn.create_session(False, CLIENT_ACKNOWLEDGE).acknowledge_mode == CLIENT_ACKNOWLEDGE
+        assert conn.create_session(True).transacted and conn.create_session().acknowledge_mode == AUTO_ACKNOWLEDGE
+        assert conn.create_session(acknowledge_mode=AT_MOST_ONCE).acknowledge_mode == AT_MOST_ONCE
+
+
 # --------------------------------------------------------------------------- producer flow control
 
 

@@ -265,3 +265,45 @@ def test_producer_window_chunks_receipts_and_blocks_until_one_comes():
     assert window.acquire(5000, link, None, False) == 5000
     with pytest.raises(ReceiptTimeout):
         window.acquire(1, link, time.monotonic() + 0.1, False)
+
+
+def test_a_text_message_takes_str_or_none_and_refuses_other_types_by_name():
+    assert TextMessage(None).text == "" and TextMessage().text == ""  # JMS allows a null text
+    headers, body = send_headers(TextMessage(None), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
+    assert body == b""
+
+    class Name(str):
+        pass
+
+    assert TextMessage(Name("n")).text == "n"
+    for bad, kind in ((b"bytes", "bytes"), (bytearray(b"x"), "bytearray"), (5, "int"), (["a"], "list")):
+        with pytest.raises(TypeError, match=r"\btext\b.*\b%s\b" % kind):
+            TextMessage(bad)
+    with pytest.raises(TypeError, match="BytesMessage"):  # what to use instead
+        TextMessage(b"bytes")
+
+
+def test_the_jms_invalid_destination_error_is_the_stomp_py_apis_too():
+    import amqstomp.exception
+    from amqstomp.jms.exceptions import InvalidDestinationError
+    from amqstomp.uri import check_destination
+
+    assert issubclass(InvalidDestinationError, amqstomp.exception.InvalidDestinationError)
+    assert issubclass(InvalidDestinationError, ValueError)
+    caught = []
+    for fail in (lambda: Queue(""), lambda: check_destination("/queue/")):
+        try:
+            fail()
+        except amqstomp.exception.InvalidDestinationError as exc:  # one clause catches both APIs' errors
+            caught.append(type(exc))
+    assert caught == [InvalidDestinationError, amqstomp.exception.InvalidDestinationError]
+
+
+def test_an_unknown_option_points_at_the_options_command_which_lists_every_keyword():
+    from amqstomp.jms.options import KNOWN_KEYWORDS
+    from amqstomp.uri import options_table_markdown
+    with pytest.raises(ConfigurationError, match="`amqstomp options` lists them all") as info:
+        ConnectionFactory("stomp://localhost:61613", ca_cert="x")
+    assert "README" not in str(info.value) and "ca_certs" in str(info.value)  # the hint
+    table = options_table_markdown()
+    assert [name for name in KNOWN_KEYWORDS if "`%s`" % name not in table] == []

@@ -1,19 +1,17 @@
 """One socket and everything that lives and dies with it: the link.
 
-A :class:`Link` holds the socket's channel, its :class:`~amqstomp._protocol.state.ProtocolState`,
-its timer thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue
-for the dispatcher, and does the socket-level work that needs no STOMP
-decision: writing under the write lock, heart-beat ticks (asking the protocol state when one is due and when
-the peer is overdue), watching a paused socket, and closing. Its reader and
-dispatcher threads are started and run by :class:`amqstomp._io.owner.LinkOwner`.
+A :class:`Link` holds the socket's channel, its :class:`~amqstomp._protocol.state.ProtocolState`, its timer
+thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue for the dispatcher, and does the
+socket-level work that needs no STOMP decision: writing under the write lock, heart-beat ticks (asking the
+protocol state when one is due and when the peer is overdue), watching a paused socket, and closing. Its
+reader and dispatcher threads are started and run by :class:`amqstomp._io.owner.LinkOwner`.
 
-Writes: a frame is written under the write lock, in the order the callers got
-the lock. A frame sent with ``defer=True`` (asynchronous SENDs nobody waits
-for) may instead wait in the write buffer, for at most :data:`DEFER_FLUSH_S`
-(the timer thread flushes it), until :data:`DEFER_FLUSH_BYTES` have gathered,
-or until a frame sent without ``defer`` (it goes out behind them, in one
-``send``): many small frames then cost one system call instead of one each.
-Order is kept; heart-beats flush the buffer instead. TLS links never defer.
+Writes: a frame is written under the write lock, in the order the callers got the lock. A frame sent with
+``defer=True`` (asynchronous SENDs nobody waits for) may instead wait in the write buffer, for at most
+:data:`DEFER_FLUSH_S` (the timer thread flushes it), until :data:`DEFER_FLUSH_BYTES` have gathered, or
+until a frame sent without ``defer`` (it goes out behind them, in one ``send``): many small frames then
+cost one system call instead of one each. Order is kept; heart-beats flush the buffer instead. TLS links
+never defer.
 """
 import logging
 import queue
@@ -25,7 +23,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
-from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, ProtocolState
+from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 from ..codec import HEARTBEAT, Frame
 from ..exception import (
     BrokerError,
@@ -47,8 +45,7 @@ log = logging.getLogger("amqstomp.transport")
 
 HostAndPort = Tuple[str, int]
 
-#: Longest time (seconds) a frame sent with ``defer=True`` waits in the link's
-#: write buffer before the timer thread writes it.
+#: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
 #: A write buffer holding this many bytes is written at once (by the sender).
 DEFER_FLUSH_BYTES = 65536
@@ -56,12 +53,12 @@ DEFER_FLUSH_BYTES = 65536
 #: before it closed the socket (its ERROR: the reason the exception gives).
 WRITE_FAILED_READ_S = 0.5
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
-# A receive deadline that passed with no byte read and none waiting is checked once
-# more after this long (seconds) before the peer is declared dead: a reader whose
-# recv() returned while another thread held the GIL has its bytes, not the socket.
+# A receive deadline that passed with no byte read and none waiting is checked once more after this
+# long (seconds) before the peer is declared dead: a reader whose recv() returned while another
+# thread held the GIL has its bytes, not the socket.
 _HB_CONFIRM_S = 0.1
-# While reading is paused the peer is not blamed for silence when this side's
-# advertised receive window is below this many bytes: we hold it back.
+# While reading is paused the peer is not blamed for silence when this side's advertised receive
+# window is below this many bytes: we hold it back.
 _CLOSED_WINDOW = 4096
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 #: the last item of a link's event queue: its dispatcher ends there
@@ -76,10 +73,8 @@ class FrameSink(Protocol):
 
 
 class Link:
-    """Everything that lives and dies with one socket.
-
-    ``broker``: the user's broker dialect (None: CONNECTED's ``server`` names it;
-    :class:`~amqstomp._protocol.state.ProtocolState`)."""
+    """Everything that lives and dies with one socket. ``broker``: the user's broker dialect (None:
+    CONNECTED's ``server`` names it; :class:`~amqstomp._protocol.state.ProtocolState`)."""
 
     def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float,
                  broker: Optional[str] = None, name: str = "") -> None:
@@ -91,9 +86,8 @@ class Link:
         #: set when the reader has read to the end of the socket (and closed the link)
         self.read_done = threading.Event()
         self.write_lock = threading.Lock()
-        # deferred frames not yet written (under write_lock), and their size in bytes: a
-        # list joined once per write (a growing bytearray copies each frame ~9 times);
-        # TLS and WebSocket links never defer
+        # deferred frames not yet written (under write_lock), and their size in bytes: a list joined
+        # once per write (a growing bytearray copies each frame ~9 times); TLS and WebSocket never defer
         self.wbuf: List[bytes] = []
         self.wbuf_bytes = 0
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0
@@ -111,9 +105,9 @@ class Link:
         self.scheduler = Scheduler("amqstomp-timer-%s" % self.name)
         self.reader: Optional[threading.Thread] = None
         self.dispatcher: Optional[threading.Thread] = None
-        # reading paused by flow control: `paused`, `pause_suspended` and `draining` change
-        # under pause_lock, which also sets `resume` from them (:meth:`apply_pause`), so
-        # the last pause_reading()/resume_reading() always wins and none is lost
+        # reading paused by flow control: `paused`, `pause_suspended` and `draining` change under
+        # pause_lock, which also sets `resume` from them (:meth:`apply_pause`), so the last
+        # pause_reading()/resume_reading() always wins and none is lost
         self.pause_lock = threading.Lock()
         self.paused = False  # pause_reading() asked the reader to stop
         self.pause_suspended = 0  # receipt waits on the dispatcher in progress (they must read)
@@ -207,7 +201,8 @@ class Link:
         the CONNECTED wait with :class:`ConnectRefusedError` and reaches the
         listeners as ``connect_refused`` (their ``on_connect_refused``, whose
         default is ``on_error``), every other one as ``error``. Both carry the
-        broker's reason; the frame is the broker's, as it came."""
+        broker's reason; the frame is the broker's, as it came. A late answer to this side's own
+        UNSUBSCRIBE (RabbitMQ's, :data:`UNSUBSCRIBED_ERROR`) is logged at DEBUG, no error."""
         with self.state_lock:  # receipts change under it (expect_receipt, close)
             event, future = self.proto.handle(frame)
         if event == RECEIPT:
@@ -227,6 +222,8 @@ class Link:
                 self.post("error", frame)
         elif event == CONNECTED:
             return True
+        elif event == UNSUBSCRIBED_ERROR:
+            log.debug("broker ERROR after this client's UNSUBSCRIBE (not an error): %s", broker_reason(frame))
         else:
             log.warning("ignoring unexpected %s frame from the broker", frame.cmd)
         return False

@@ -26,20 +26,25 @@ from the user (``broker=`` keyword, ``amqstomp.broker`` URI option:
   come before its COMMIT (RabbitMQ holds them until then:
   :attr:`Dialect.tx_receipts_at_commit`);
 * text or bytes (:func:`is_text`): a ``text/*`` ``content-type`` means text on
-  every broker; without one, ActiveMQ's rule (no ``content-length``: text).
+  every broker; without one, ActiveMQ's rule (no ``content-length``: text);
+* the ERRORs a clean close provokes (:func:`unsubscribed_error`): RabbitMQ 3.10
+  answers a delivery that was on its way when the client's own UNSUBSCRIBE
+  removed the subscription with ``ERROR message:Subscription not found`` (body
+  ``There is no current subscription with tag 'T_<id>'.``): noise, not an error.
 
 Sources: activemq-stomp ``ProtocolConverter`` / ``LegacyFrameTranslator`` /
 ``JmsFrameTranslator`` (5.17), RabbitMQ's STOMP plugin documentation and 3.10.8
 as measured, ActiveMQ Artemis' STOMP documentation.
 """
-from typing import Any, Dict, Mapping, Optional, Tuple
+import re
+from typing import Any, Collection, Dict, Mapping, Optional, Tuple
 
 from ..exception import ConfigurationError
 
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "AUTO", "BROKERS", "Dialect", "dialect_of",
            "is_activemq_classic", "check_broker", "describe", "refusal", "prefetch_header", "reject_headers",
            "DEFAULT_VHOST", "connect_host", "TEXT_CONTENT_TYPE", "is_text", "JMS_TRANSFORMATIONS",
-           "auto_content_length", "ACTIVEMQ_ONLY"]
+           "auto_content_length", "ACTIVEMQ_ONLY", "unsubscribed_error"]
 
 #: Broker dialects (CONNECTED's ``server`` header): ActiveMQ Classic (``ActiveMQ/5.17.2``).
 ACTIVEMQ = "activemq"
@@ -87,16 +92,20 @@ class Dialect:
         tx_receipts_at_commit (bool): the broker holds the frames of a
             transaction, their RECEIPTs too, until COMMIT (RabbitMQ): a client
             must not wait for them before it commits.
+        late_unsubscribe_errors (bool): a delivery racing the client's
+            UNSUBSCRIBE comes back as an ERROR naming that subscription
+            (RabbitMQ: :func:`unsubscribed_error`).
     """
 
     __slots__ = ("name", "title", "prefetch", "prefetch_zero", "classic", "error_receipts", "temp_reply_only",
                  "temp_topics", "selectors", "nack_requeues", "text_length_ok",
-                 "tx_receipts_at_commit")
+                 "tx_receipts_at_commit", "late_unsubscribe_errors")
 
     def __init__(self, name: str, title: str, prefetch: Optional[str] = None, prefetch_zero: Optional[str] = None,
                  classic: bool = False, error_receipts: bool = True, temp_reply_only: bool = False,
                  temp_topics: bool = True, selectors: bool = True, nack_requeues: bool = False,
-                 text_length_ok: bool = False, tx_receipts_at_commit: bool = False) -> None:
+                 text_length_ok: bool = False, tx_receipts_at_commit: bool = False,
+                 late_unsubscribe_errors: bool = False) -> None:
         self.name = name
         self.title = title
         self.prefetch = prefetch
@@ -109,6 +118,7 @@ class Dialect:
         self.nack_requeues = nack_requeues
         self.text_length_ok = text_length_ok
         self.tx_receipts_at_commit = tx_receipts_at_commit
+        self.late_unsubscribe_errors = late_unsubscribe_errors
 
     def __repr__(self) -> str:
         return "<Dialect %s>" % self.name
@@ -124,7 +134,8 @@ BROKERS: Dict[str, Dialect] = {
     RABBITMQ: Dialect(RABBITMQ, "RabbitMQ", prefetch="prefetch-count",
                       prefetch_zero="RabbitMQ reads prefetch-count:0 as no limit at all; give a prefetch of 1 or more",
                       error_receipts=False, temp_reply_only=True, temp_topics=False, selectors=False,
-                      nack_requeues=True, text_length_ok=True, tx_receipts_at_commit=True),
+                      nack_requeues=True, text_length_ok=True, tx_receipts_at_commit=True,
+                      late_unsubscribe_errors=True),
     GENERIC: Dialect(GENERIC, "this STOMP broker", error_receipts=False),
 }
 
@@ -242,3 +253,35 @@ def auto_content_length(cmd: str, headers: Mapping[str, Any]) -> bool:
     (:data:`JMS_TRANSFORMATIONS`): the automatic ``content-length`` would make
     the broker ignore it and deliver a BytesMessage."""
     return cmd != "SEND" or headers.get("transformation") not in JMS_TRANSFORMATIONS
+
+
+#: RabbitMQ 3.10's ERROR for a delivery whose subscription is gone (rabbit_stomp_processor's
+#: send_delivery): ``message`` header and body; ``T_<id>`` is the consumer tag of SUBSCRIBE ``id``.
+_GONE_MESSAGE = "Subscription not found"
+_GONE_BODY = re.compile(r"There is no current subscription with tag 'T_(.*)'\.\s*\Z", re.DOTALL)
+
+
+def unsubscribed_error(dialect: str, headers: Mapping[str, Any], body: Any,
+                       unsubscribed: Collection[str]) -> Optional[str]:
+    """The subscription id when an ERROR (``headers``, ``body``) is only the
+    broker's late answer to the client's own UNSUBSCRIBE of one of the ids in
+    ``unsubscribed``, else None (a real ERROR).
+
+    RabbitMQ 3.10 cancels the consumer while deliveries to it are still on their
+    way inside the broker; each one that finds the subscription gone comes back
+    as ``ERROR message:Subscription not found`` with the body
+    ``There is no current subscription with tag 'T_<id>'.`` and answers no
+    frame of the client's. Measured on 3.10.8 with 200 messages queued: 6 in 50
+    unsubscribe + disconnect, 8 in 50 JMS ``close()``; with 1,000, most of them. Only that
+    message, that body and an id the client unsubscribed count; an ERROR
+    naming the receipt it answers never does."""
+    if not BROKERS.get(dialect, BROKERS[GENERIC]).late_unsubscribe_errors or not unsubscribed:
+        return None
+    if headers.get("message") != _GONE_MESSAGE or "receipt-id" in headers:
+        return None
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        body = bytes(body).decode("utf-8", errors="replace")
+    match = _GONE_BODY.match(str(body or ""))
+    if match is None or match.group(1) not in unsubscribed:
+        return None
+    return match.group(1)

@@ -24,21 +24,27 @@ What it owns (STOMP 1.2 sections in brackets):
 * heart-beats ("Heart-beating"): negotiation, when the next one must be
   written, when the peer is overdue (:meth:`ProtocolState.next_deadline`).
 
+* the ids this side UNSUBSCRIBEd (:attr:`ProtocolState.unsubscribed`, until
+  a SUBSCRIBE takes the id again): an ERROR that is only the broker's late
+  answer to one of them (RabbitMQ's, after a clean close:
+  :func:`~amqstomp._protocol.dialect.unsubscribed_error`) is no error.
+
 Events returned by :meth:`ProtocolState.handle` for a received frame other
 than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 :data:`CONNECTED`, :data:`RECEIPT`, :data:`ERROR`, :data:`CONNECT_REFUSED`
-(an ERROR that answers CONNECT) and :data:`UNEXPECTED`.
+(an ERROR that answers CONNECT), :data:`UNSUBSCRIBED_ERROR` and :data:`UNEXPECTED`.
 """
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
 from ..exception import FrameEncodeError
-from .dialect import ACTIVEMQ, BROKERS, GENERIC, dialect_of
+from .dialect import ACTIVEMQ, BROKERS, GENERIC, dialect_of, unsubscribed_error
 from .dialect import auto_content_length as _auto_content_length
 from .heartbeat import DUE_SLACK, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
 from .limits import ACTIVEMQ_LIMITS, LIMITS_SAFE_BYTES, NO_CHECK_BYTES, check_limits
 
-__all__ = ["ProtocolState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED"]
+__all__ = ["ProtocolState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED", "UNSUBSCRIBED_ERROR",
+           "UNSUBSCRIBED_KEPT"]
 
 #: :meth:`ProtocolState.handle` event: CONNECTED arrived; version, heart-beats and limits are set.
 CONNECTED = 1
@@ -50,6 +56,13 @@ ERROR = 3
 CONNECT_REFUSED = 4
 #: a frame a broker does not send to clients (logged and ignored by the driver).
 UNEXPECTED = 5
+#: an ERROR that is only the broker's late answer to this side's own UNSUBSCRIBE
+#: (:func:`~amqstomp._protocol.dialect.unsubscribed_error`): logged at DEBUG by the
+#: driver, not an error; it answers no receipt (the token is None).
+UNSUBSCRIBED_ERROR = 6
+
+#: How many UNSUBSCRIBEd ids :attr:`ProtocolState.unsubscribed` keeps (the oldest go first).
+UNSUBSCRIBED_KEPT = 256
 
 
 class ProtocolState:
@@ -72,7 +85,8 @@ class ProtocolState:
 
     __slots__ = ("parser", "version", "grace", "connected", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
-                 "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id")
+                 "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
+                 "unsubscribed")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -100,6 +114,9 @@ class ProtocolState:
         self.last_read_ms = float(now_ms)
         self.last_write_ms = float(now_ms)
         self.receipts: Dict[str, Any] = {}
+        #: the subscription ids this side UNSUBSCRIBEd and has not SUBSCRIBEd again,
+        #: oldest first (at most :data:`UNSUBSCRIBED_KEPT`; a dict used as an ordered set)
+        self.unsubscribed: Dict[str, None] = {}
 
     # ------------------------------------------------------------ receiving
 
@@ -137,6 +154,8 @@ class ProtocolState:
         if cmd == "RECEIPT":
             return RECEIPT, self.pop_receipt(frame.headers.get("receipt-id"))
         if cmd == "ERROR":
+            if self.unsubscribed and unsubscribed_error(self.dialect, frame.headers, frame.body, self.unsubscribed):
+                return UNSUBSCRIBED_ERROR, None  # neither the connection's last ERROR nor any receipt's answer
             self.last_error = frame
             receipt_id = frame.headers.get("receipt-id")
             if receipt_id is None and len(self.receipts) == 1 and not BROKERS[self.dialect].error_receipts:
@@ -174,6 +193,7 @@ class ProtocolState:
 
         A SEND whose ``transformation`` ActiveMQ reads from the body gets no
         automatic ``content-length`` (:func:`~amqstomp._protocol.dialect.auto_content_length`).
+        An UNSUBSCRIBE's ``id`` joins :attr:`unsubscribed`; a SUBSCRIBE's leaves it.
 
         Raises:
             FrameEncodeError: the frame cannot be written in this version (also:
@@ -189,6 +209,8 @@ class ProtocolState:
                 raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else ActiveMQ "
                                        "ignores the transformation and makes a BytesMessage), so its body cannot "
                                        "hold a NUL byte" % (headers.get("transformation"),))
+        elif cmd == "UNSUBSCRIBE" or (cmd == "SUBSCRIBE" and self.unsubscribed):
+            self._note_subscription(cmd, headers.get("id"))
         if head is None:
             data = encode_frame(cmd, headers, body, self.version, auto_content_length)
         else:
@@ -196,6 +218,17 @@ class ProtocolState:
         if len(data) > self.check_above:
             check_limits(self.limits, cmd, data, len(body), self.server)
         return data
+
+    def _note_subscription(self, cmd: str, sub_id: Any) -> None:
+        if sub_id is None:
+            return
+        sub_id = str(sub_id)
+        unsubscribed = self.unsubscribed
+        unsubscribed.pop(sub_id, None)
+        if cmd == "UNSUBSCRIBE":
+            unsubscribed[sub_id] = None
+            if len(unsubscribed) > UNSUBSCRIBED_KEPT:
+                del unsubscribed[next(iter(unsubscribed))]
 
     def data_written(self, now_ms: float) -> None:
         """Bytes went out at ``now_ms`` (they count as this side's heart-beat)."""

@@ -183,18 +183,34 @@ class Message:
         return "<%s id=%s destination=%s>" % (type(self).__name__, self.message_id, self.destination)
 
 
+def _checked_text(text: Any) -> str:
+    """TextMessage's ``text`` other than a plain ``str``: None is ``""``, a
+    ``str`` subclass is kept; anything else is refused."""
+    if text is None:
+        return ""
+    if isinstance(text, str):
+        return text
+    hint = "; send bytes as a BytesMessage" if isinstance(text, (bytes, bytearray, memoryview)) else ""
+    raise TypeError("TextMessage: text must be str or None, got %s%s" % (type(text).__name__, hint))
+
+
 class TextMessage(Message):
     """A message whose body is text (``str``); ActiveMQ's TextMessage.
 
     Args:
-        text (str): the body.
+        text (str | None): the body; None is the empty text (JMS allows a
+            null text).
+
+    Raises:
+        TypeError: ``text`` is neither a ``str`` nor None (bytes go in a
+            :class:`BytesMessage`).
     """
 
-    def __init__(self, text: str = "") -> None:
+    def __init__(self, text: Optional[str] = "") -> None:
         # Message.__init__ inlined: a new message per send is on producers' hot path
         self.properties: Dict[str, PropertyValue] = {}
         self.headers: Dict[str, str] = {}
-        self.text = text
+        self.text = text if text.__class__ is str else _checked_text(text)
 
     @property
     def body(self) -> str:

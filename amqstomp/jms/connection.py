@@ -49,7 +49,7 @@ from ._connection_state import ConnectionState, ExceptionListener, UsageListener
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .exceptions import IllegalStateError
 from .options import ResolvedOptions, resolve
-from .session import Session
+from .session import Session, check_session_arguments
 
 __all__ = ["ConnectionFactory", "Connection"]
 
@@ -247,6 +247,7 @@ class Connection:
             IllegalStateError: the connection is closed.
             ValueError: an unknown acknowledge mode.
         """
+        check_session_arguments(transacted, acknowledge_mode)
         if transacted:
             acknowledge_mode = SESSION_TRANSACTED
         elif acknowledge_mode not in ACKNOWLEDGE_MODES or acknowledge_mode == SESSION_TRANSACTED:

@@ -13,6 +13,7 @@ from ..exception import (
     TransactionInDoubtError,
     TransactionRolledBackError,
 )
+from ..exception import InvalidDestinationError as _InvalidDestinationError
 
 __all__ = [
     "JMSError",
@@ -59,10 +60,13 @@ class MessageFormatError(JMSError, ValueError):
     amqstomp sets itself, a body of the wrong type."""
 
 
-class InvalidDestinationError(JMSError, ValueError):
+class InvalidDestinationError(JMSError, _InvalidDestinationError):
     """A destination that cannot be used here: no destination for a producer
     without one, a temporary queue of another connection to consume from, a
-    deleted temporary queue."""
+    deleted temporary queue. Also a
+    :class:`amqstomp.exception.InvalidDestinationError` (the stomp.py-style
+    API's, for a destination no broker takes) and a ``ValueError``, so
+    ``except amqstomp.exception.InvalidDestinationError`` catches both."""
 
 
 class BrowseTimeoutError(JMSError, TimeoutError):

@@ -13,7 +13,8 @@ import ssl
 from typing import Any, Dict, Iterable, Mapping
 
 from ..exception import ConfigurationError
-from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option, parse_uri
+from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
+from ..uri import parse_uri
 from ..utils import MAX_WAIT_S
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
@@ -32,14 +33,8 @@ JMS_OPTIONS = {name: option for name, option in CONNECTION_OPTIONS.items()
                                      "release_after_rollback", "send_acks_async")}
 
 
-#: Keywords that have no URI form.
-EXTRA_KEYWORDS = {
-    "ssl_context": "an ssl.SSLContext for stomp+ssl:// (certificate verification is the context's)",
-    "ca_certs": "CA bundle (PEM file) to verify the broker with; default: the system's CAs",
-    "cert_file": "client certificate (PEM) for brokers that ask for one",
-    "key_file": "the client certificate's private key (PEM); default: cert_file",
-    "key_password": "password of key_file",
-}
+#: Keywords that have no URI form (:data:`amqstomp.uri.KEYWORD_ONLY_OPTIONS`, in ``amqstomp options``' table).
+EXTRA_KEYWORDS = KEYWORD_ONLY_OPTIONS
 
 _BY_KEYWORD: Dict[str, Option] = {}
 for _table_ in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS, FAILOVER_OPTIONS):
@@ -68,7 +63,8 @@ def defaults() -> Dict[str, Any]:
     for table in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS):
         for option in table.values():
             out.setdefault(option.keyword, option.default)
-    # the JMS API batches AUTO_ACKNOWLEDGE acks unless told otherwise (README "JMS-style API")
+    # the JMS API batches AUTO_ACKNOWLEDGE acks unless told otherwise (docs/guides/jms.md; the table
+    # `amqstomp options` prints, which lists them all, gives the stomp.py-style default, False)
     out["optimize_acknowledge"] = True
     for name in EXTRA_KEYWORDS:
         out[name] = None
@@ -94,8 +90,7 @@ def _check_keyword(name: str, value: Any) -> Any:
     if name not in KNOWN_KEYWORDS:
         close = difflib.get_close_matches(name, list(KNOWN_KEYWORDS), n=3, cutoff=0.6)
         hint = "; did you mean %s?" % " or ".join(close) if close else ""
-        raise ConfigurationError("unknown option %r%s (docs/options.md and the README's JMS section "
-                                 "list them all)" % (name, hint))
+        raise ConfigurationError("unknown option %r%s (`amqstomp options` lists them all)" % (name, hint))
     if value is None:
         return value
     option = _BY_KEYWORD.get(name)

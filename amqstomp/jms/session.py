@@ -61,6 +61,24 @@ __all__ = ["Session", "as_destination"]
 log = logging.getLogger("amqstomp.jms.session")
 
 
+def check_session_arguments(transacted: Any, acknowledge_mode: Any) -> None:
+    """The types of ``Connection.create_session``'s arguments: ``transacted`` a
+    ``bool``, ``acknowledge_mode`` an ``int`` (one of the acknowledge modes, a
+    bool is not one), checked even when ``transacted`` makes the mode unused.
+    (``create_session`` checks the mode's value: ValueError.)
+
+    Raises:
+        TypeError: naming the argument and the type it got.
+    """
+    if transacted is not True and transacted is not False:
+        raise TypeError("create_session: transacted must be a bool (True or False), got %s %r"
+                        % (type(transacted).__name__, transacted))
+    if not isinstance(acknowledge_mode, int) or isinstance(acknowledge_mode, bool):
+        raise TypeError("create_session: acknowledge_mode must be an int (AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, "
+                        "DUPS_OK_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE or AT_MOST_ONCE), got %s %r"
+                        % (type(acknowledge_mode).__name__, acknowledge_mode))
+
+
 class Session:
     """Made by :meth:`Connection.create_session`; see the module docstring.
 
