@@ -245,6 +245,7 @@ class Connection:
 
         Raises:
             IllegalStateError: the connection is closed.
+            TypeError: ``transacted`` is not a bool, or ``acknowledge_mode`` not an int.
             ValueError: an unknown acknowledge mode.
         """
         check_session_arguments(transacted, acknowledge_mode)

@@ -135,7 +135,7 @@ class Session:
     def create_message(self) -> Message:
         return Message()
 
-    def create_text_message(self, text: str = "") -> TextMessage:
+    def create_text_message(self, text: Optional[str] = "") -> TextMessage:
         return TextMessage(text)
 
     def create_bytes_message(self, data: bytes = b"") -> BytesMessage:
