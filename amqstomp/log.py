@@ -37,12 +37,13 @@ Attributes:
 """
 import logging
 import sys
+import traceback
 from typing import Any, Callable, Optional
 
 __all__ = [
     "DEBUG", "INFO", "verbose", "log_to_stdout", "debug", "info", "warning", "error", "isEnabledFor",
     "setLevel", "LOGGER_NAME", "STOMP_PY_LOGGER_NAME", "route_to_stomp_py", "attach_verbose_filter",
-    "VerboseFilter",
+    "VerboseFilter", "report_callback_error",
 ]
 
 DEBUG = logging.DEBUG
@@ -65,6 +66,29 @@ warning = _logger.warning
 error = _logger.error
 isEnabledFor = _logger.isEnabledFor
 setLevel = _logger.setLevel
+
+
+def _has_handler(logger: logging.Logger) -> bool:
+    """Whether a record of ``logger`` reaches a handler that is not a NullHandler."""
+    current: Optional[logging.Logger] = logger
+    while current is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in current.handlers):
+            return True
+        current = current.parent if current.propagate else None
+    return False
+
+
+def report_callback_error(logger: logging.Logger, message: str, *args: Any) -> None:
+    """Report the exception being handled, raised by the application's own code
+    on one of amqstomp's threads (a listener's ``on_message``...): logged at
+    ERROR with its traceback, and, when logging is not configured (only
+    NullHandlers on ``logger``'s way), also written to ``sys.stderr`` as Python
+    writes an exception that ends a thread (:func:`threading.excepthook`) and as
+    stomp.py's listener errors appear through logging's last resort: never
+    invisible. Call it from an ``except`` block."""
+    logger.exception(message, *args)
+    if not _has_handler(logger):
+        sys.stderr.write("amqstomp: " + (message % args if args else message) + "\n" + traceback.format_exc())
 
 
 def _first_exception(args: Any) -> Optional[BaseException]:

@@ -500,14 +500,15 @@ def check_destination(destination: Any, command: str = "SEND") -> None:
     ActiveMQ 5.17 closes the connection on them without an ERROR frame (an
     empty ``/temp-queue/`` or ``/temp-topic/`` name it takes, as a temporary
     destination named ""), RabbitMQ 3.10 answers ERROR "Invalid destination"
-    to every one: refused on every broker. A ``destination`` that is not a
-    ``str`` is left to the codec.
+    to every one: refused on every broker.
 
     Raises:
         InvalidDestinationError: (a ValueError) naming the destination and why.
+        TypeError: ``destination`` is not a ``str`` (bytes included).
     """
     if not isinstance(destination, str):
-        return
+        raise TypeError("%s destination must be a str, got %s %r" % (command, type(destination).__name__,
+                                                                     destination))
     if not destination.strip():
         raise InvalidDestinationError("%s destination is empty (%r): ActiveMQ closes the connection on it"
                                       % (command, destination))
@@ -531,8 +532,10 @@ def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:
     Raises:
         InvalidDestinationError: (a ValueError) the name is empty, or a prefix
             alone (``/queue/``).
+        TypeError: ``destination`` is not a ``str``.
         ConfigurationError: an unknown option or a bad value.
     """
+    check_destination(destination, "SUBSCRIBE")
     name, sep, query = destination.partition("?")
     check_destination(name, "SUBSCRIBE")
     if not sep:

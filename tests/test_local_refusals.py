@@ -216,6 +216,40 @@ def test_a_prefix_without_a_name_is_refused_on_10_without_an_id(connect):
     still_usable(conn, col)
 
 
+@pytest.mark.parametrize("destination", [123, b"/queue/x", 3.5])
+def test_a_destination_that_is_not_a_str_is_refused_by_type(connect, destination):
+    """subscribe(123) used to end in AttributeError ('partition'), send(123) went out as '123'."""
+    conn, col = connect()
+    spy = SendSpy()
+    conn.set_listener("spy", spy)
+    with pytest.raises(TypeError, match="SEND destination must be a str, got %s" % type(destination).__name__):
+        conn.send(destination, "x")
+    with pytest.raises(TypeError, match="SUBSCRIBE destination must be a str"):
+        conn.subscribe(destination, id="s")
+    assert spy.sent == []
+    still_usable(conn, col)
+
+
+def test_jms_refuses_a_blank_destination_name_before_sending(activemq):
+    """ActiveMQ dropped the producer socket on a SEND to '/queue/ ', and the connection was broken."""
+    from amqstomp.exception import InvalidDestinationError as StompInvalidDestination
+    from amqstomp.jms import ConnectionFactory, Queue, TextMessage
+
+    with ConnectionFactory(activemq.url).create_connection() as connection:
+        session = connection.create_session()
+        for blank in (" ", "/queue/ ", "queue://  ", "/topic/ "):
+            with pytest.raises(StompInvalidDestination, match="empty or blank"):
+                session.create_producer(blank)
+            with pytest.raises(StompInvalidDestination):
+                session.create_consumer(blank)
+        with pytest.raises(StompInvalidDestination, match=r"Queue\(' '\)"):
+            Queue(" ")
+        producer = session.create_producer(None)
+        with pytest.raises(StompInvalidDestination):
+            producer.send(" ", TextMessage("x"))
+        session.create_producer(Queue(queue_name())).send(TextMessage("still usable"))
+
+
 def test_activemq_closes_the_connection_on_a_prefix_without_a_name(connect):
     """Why the local check: the same SEND written as is loses the connection, no ERROR frame."""
     conn, col = connect()

@@ -671,6 +671,54 @@ def test_a_stomp_py_logging_setup_applies_without_install_as_stomp(activemq):
     assert "ROOT []" in proc.stdout
 
 
+LISTENER_RAISES = textwrap.dedent("""
+    import logging, sys, time
+    if sys.argv[1] == "configured":
+        logging.basicConfig(stream=sys.stdout, level=logging.ERROR, format="LOGGED %(name)s %(message)s")
+    import amqstomp as stomp
+    from amqstomp.jms import ConnectionFactory, Queue, TextMessage
+    class Boom(stomp.ConnectionListener):
+        def on_message(self, frame):
+            raise RuntimeError("boom in on_message")
+    conn = stomp.Connection12([("127.0.0.1", PORT)])
+    conn.set_listener("boom", Boom())
+    conn.connect("admin", "admin", wait=True)
+    conn.subscribe(QUEUE + ".a", id="1")
+    conn.send(QUEUE + ".a", "x", receipt="r")
+    conn.wait_for_receipt("r", 10)
+    time.sleep(0.5)
+    conn.disconnect()
+    def jms_listener(message):
+        raise RuntimeError("boom in a JMS listener")
+    with ConnectionFactory("stomp://127.0.0.1:PORT?jms.redeliveryPolicy.maximumRedeliveries=0").create_connection() as c:
+        session = c.create_session()
+        session.create_consumer(Queue(QUEUE + ".b")).set_message_listener(jms_listener)
+        c.start()
+        session.create_producer(Queue(QUEUE + ".b")).send(TextMessage("x"))
+        time.sleep(1.0)
+""")
+
+
+@pytest.mark.parametrize("logging_set_up", ["unconfigured", "configured"])
+def test_a_listener_that_raises_is_never_invisible(activemq, logging_set_up):
+    """stomp.py's listener errors reach stderr through logging's last resort; amqstomp's
+    NullHandler would hide them: with logging not configured they are written to stderr
+    (as an exception that ends a thread is), with it configured they go to its handlers only."""
+    code = LISTENER_RAISES.replace("PORT", str(activemq.stomp_port)).replace(
+        "QUEUE", repr("/queue/raises." + uuid.uuid4().hex[:8]))
+    proc = subprocess.run([sys.executable, "-c", code, logging_set_up], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for what in ("boom in on_message", "boom in a JMS listener"):
+        if logging_set_up == "unconfigured":
+            assert "RuntimeError: %s" % what in proc.stderr, proc.stderr
+            assert "Traceback" in proc.stderr
+        else:
+            assert "RuntimeError: %s" % what in proc.stdout, proc.stdout  # the traceback, by the handler
+            assert what not in proc.stderr, proc.stderr
+    if logging_set_up == "configured":
+        assert "LOGGED amqstomp.transport listener" in proc.stdout
+
+
 def test_verbose_reaches_loggers_made_later():
     import logging
 

@@ -16,6 +16,7 @@ from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..exception import RequiredArgumentError
 from ..listener import ConnectionListener
+from ..log import report_callback_error
 
 __all__ = ["ListenerDispatch", "PROTOCOL_LISTENER"]
 
@@ -236,7 +237,7 @@ def _call_fn(fn: Any, arg: Any) -> bool:
         fn(arg)
         return True
     except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener method %r raised", fn)
+        report_callback_error(log, "listener method %r raised", fn)
         return False
 
 
@@ -249,7 +250,7 @@ def _call(listener: Any, name: str, arg: Any) -> bool:
         fn(arg)
         return True
     except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener %r raised in %s", listener, name)
+        report_callback_error(log, "listener %r raised in %s", listener, name)
         return False
 
 
@@ -260,4 +261,4 @@ def _call0(listener: Any, name: str) -> None:
     try:
         fn()
     except BaseException:  # SystemExit too: it would end the dispatcher thread silently
-        log.exception("listener %r raised in %s", listener, name)
+        report_callback_error(log, "listener %r raised in %s", listener, name)

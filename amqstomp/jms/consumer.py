@@ -20,6 +20,7 @@ import time
 from typing import Any, Callable, Deque, List, Optional
 
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
+from ..log import report_callback_error
 from ..subscription import Subscription
 from ..utils import clamp_wait
 from ._state import ConsumerLedger, Delivery, SessionState
@@ -233,8 +234,8 @@ class ConsumerCore:
         try:
             listener(message)
         except BaseException as exc:  # SystemExit too: it must not end the session thread
-            log.error("%r: listener raised %r on message %s", self, exc, delivery.frame.headers.get("message-id"),
-                      exc_info=True)
+            report_callback_error(log, "%r: listener raised %r on message %s", self, exc,
+                                  delivery.frame.headers.get("message-id"))
             self._listener_failed(delivery)
             return
         if state.recover_current:

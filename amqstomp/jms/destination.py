@@ -46,6 +46,7 @@ class Destination:
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidDestinationError("a destination name must be a non-empty str, got %r" % (name,))
+        given = name
         if name.startswith(self._prefix):
             name = name[len(self._prefix):]
         elif name.startswith(self._scheme):
@@ -58,8 +59,9 @@ class Destination:
                 "%r: give %s the bare name (or %s...), not another kind of STOMP destination"
                 % (name, type(self).__name__, self._prefix))
         base, _, options = name.partition("?")
-        if not base:
-            raise InvalidDestinationError("empty destination name in %r" % (name,))
+        if not base.strip():  # ActiveMQ closes the connection on a blank name
+            raise InvalidDestinationError("%s(%r): the destination name is empty or blank"
+                                          % (type(self).__name__, given))
         self.name = base
         self.options = options
 
