@@ -1,0 +1,39 @@
+"""The front pages' first example runs as written (the README's "Use" and the docs' index):
+pasted into a file and run against a real ActiveMQ, it prints the message it sent and leaves
+nothing on the queue. A snippet that printed nothing (it ended before delivery) was a defect."""
+import os
+import re
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.broker
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _first_python_block(path, after):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.index(after) if after else 0
+    found = re.search(r"```python\n(.*?)```", text[start:], re.S)
+    assert found, "no python example in %s" % path
+    return found.group(1)
+
+
+@pytest.mark.parametrize("path, after", [("README.md", "## Use"), ("docs/index.md", "")])
+def test_the_front_page_example_prints_its_message(activemq, path, after):
+    code = _first_python_block(path, after)
+    assert '("127.0.0.1", 61613)' in code and '"/queue/orders"' in code, code
+    queue = "/queue/orders." + uuid.uuid4().hex[:8]
+    code = code.replace('("127.0.0.1", 61613)', '("127.0.0.1", %d)' % activemq.stomp_port)
+    code = code.replace('"/queue/orders"', repr(queue))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^\S+ hello$", proc.stdout, re.M), (proc.stdout, proc.stderr)
+    stats = queue_statistics(activemq, queue[len("/queue/"):])
+    assert stats["size"] == 0, stats  # acknowledged before DISCONNECT
