@@ -115,7 +115,10 @@ class StompSession:
         self._attempts_warned = False
         if heartbeats is None:
             heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
-        hb = tuple(int(x) for x in heartbeats)
+        try:
+            hb = tuple(int(x) for x in heartbeats)
+        except (TypeError, ValueError, OverflowError):  # NaN, inf, "a", None
+            hb = ()
         if len(hb) != 2 or min(hb) < 0:
             raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
         self.heartbeats: Tuple[int, int] = (hb[0], hb[1])

@@ -283,6 +283,19 @@ def test_a_text_message_takes_str_or_none_and_refuses_other_types_by_name():
         TextMessage(b"bytes")
 
 
+def test_a_bytes_message_takes_bytes_like_data_and_refuses_the_rest_by_name():
+    import array
+
+    from amqstomp.jms import BytesMessage
+
+    assert BytesMessage().data == b"" and BytesMessage(bytearray(b"ab")).data == b"ab"
+    assert BytesMessage(memoryview(b"cd")).data == b"cd" and BytesMessage(array.array("B", [1, 2])).data == b"\x01\x02"
+    for bad, kind in (("text", "str"), (3, "int"), ([1, 2], "list"), (None, "NoneType")):
+        # bytes(3) would have been three NUL bytes; bytes("x") a TypeError without a name
+        with pytest.raises(TypeError, match=r"BytesMessage: data must be bytes-like, got %s" % kind):
+            BytesMessage(bad)
+
+
 def test_the_jms_invalid_destination_error_is_the_stomp_py_apis_too():
     import amqstomp.exception
     from amqstomp.jms.exceptions import InvalidDestinationError

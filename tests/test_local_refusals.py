@@ -293,6 +293,13 @@ def test_a_timeout_that_is_not_a_number_is_named(connect):
     still_usable(conn, col)
 
 
+@pytest.mark.parametrize("heartbeats", [(float("nan"), 0), ("a", 0), (0, float("inf")), 5, (1, 2, 3), (-1, 0)])
+def test_bad_heartbeats_are_named(heartbeats):
+    """(nan, 0) used to end in "cannot convert float NaN to integer"."""
+    with pytest.raises(ValueError, match=r"^heartbeats must be a pair of non-negative ints \(ms\), got "):
+        stomp.Connection12([("127.0.0.1", 61613)], heartbeats=heartbeats)
+
+
 def test_a_timeout_of_another_real_type_is_taken(connect):
     from fractions import Fraction
 

@@ -249,7 +249,14 @@ class BytesMessage(Message):
         # Message.__init__ inlined: a new message per send is on producers' hot path
         self.properties: Dict[str, PropertyValue] = {}
         self.headers: Dict[str, str] = {}
-        self.data = data if data.__class__ is bytes else bytes(data)
+        if data.__class__ is bytes:
+            self.data = data
+        else:
+            try:
+                self.data = bytes(memoryview(data))  # bytearray, memoryview, array...: not an int or a str
+            except TypeError:
+                raise TypeError("BytesMessage: data must be bytes-like, got %s; send text as a TextMessage"
+                                % type(data).__name__) from None
 
     @property
     def body(self) -> bytes:

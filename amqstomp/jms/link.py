@@ -349,10 +349,12 @@ class Link:
         limit = None if policy_ms < 0 else time.monotonic() + policy_ms / 1000.0
         if deadline is not None:
             limit = deadline if limit is None else min(limit, deadline)
+        by_call = deadline is not None and (policy_ms < 0 or deadline < time.monotonic() + policy_ms / 1000.0)
         if not rc.wait_connected(None if limit is None else max(0.0, limit - time.monotonic())):
             if rc.gave_up is not None:
                 raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, rc.gave_up))
-            raise NotConnectedException("%s not sent: no broker reconnected in time (failover timeout)" % what)
+            raise NotConnectedException("%s not sent: no broker reconnected in time (%s)" % (
+                what, "the call's own timeout, e.g. jms.sendTimeout" if by_call else "the failover URI's timeout"))
 
     def _write(self, cmd: str, headers: Mapping[str, Any], body: Any, deadline: Optional[float] = None,
                defer: bool = False, head: Optional[FrameHead] = None) -> "Optional[Future[Frame]]":
