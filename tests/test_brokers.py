@@ -44,7 +44,7 @@ from amqstomp.testing import ActiveMQBroker, RabbitMQStomp
 
 pytestmark = pytest.mark.timeout(120)
 
-PREFIX = "amqstomp-bt-"
+PREFIX = "amqstomp-bt-%s-" % uuid.uuid4().hex[:6]  # this session's: another session's clean-up must not delete them
 #: what the broker-reason tests allow between the refused call and its exception (s)
 REASON_WITHIN_S = 1.0
 _USED = set()
@@ -62,8 +62,21 @@ def qname(broker, kind="queue"):
     return "/%s/%s%s" % (kind, PREFIX, uuid.uuid4().hex[:12])
 
 
+#: the connections stomp12() made in the running test: disconnected when it ends, also when it
+#: failed half-way (their threads would fail the thread checks of the tests after it)
+_MADE = []
+
+
+@pytest.fixture(autouse=True)
+def _disconnect_what_the_test_made():
+    yield
+    while _MADE:
+        _MADE.pop().disconnect()
+
+
 def stomp12(target, listener=None, **kwargs):
     conn = amqstomp.Connection12(target.host_and_ports, **kwargs)
+    _MADE.append(conn)
     if listener is not None:
         conn.set_listener("rec", listener)
     conn.connect(target.username, target.password, wait=True, timeout=15)
