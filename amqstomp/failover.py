@@ -194,7 +194,9 @@ class Reconnector:
         the engine's Client passes the call on)."""
         with self._lock:
             if self._stop.is_set():
-                return "disconnected"
+                # an attempt's socket, lost while disarm() stops the loop: the loop's end tells
+                # the listeners (on_stopped), once; else the socket the application closes
+                return None if self._reconnecting else "disconnected"
             self.last_error = error or ConnectFailedException(reason)
             if self._reconnecting:
                 return None  # an attempt's socket: the running loop sees it is not connected and goes on

@@ -522,6 +522,54 @@ def test_listener_can_wait_for_a_receipt_inside_a_callback(open_conn):
     assert wait_until(lambda: results == ["RECEIPT"], 10)
 
 
+@pytest.mark.parametrize("where", ["listener", "another thread"])
+def test_no_on_message_after_disconnect_returned(activemq, where):
+    """Messages the socket delivered and the dispatcher had not handed over yet reach no
+    listener once disconnect() was called (stomp.py's listeners run on its reader, which ends
+    with the socket). They were handed over for some runs and dropped for others, or partly."""
+    producer = stomp.Connection12(activemq.host_and_ports)
+    producer.connect("admin", "admin", wait=True)
+    try:
+        for run in range(5):
+            q = queue_name()
+            for i in range(20):
+                producer.send(q, "m%d" % i)
+            producer.send(q, "last", receipt="r")
+            producer.wait_for_receipt("r", 10)
+            conn = stomp.Connection12(activemq.host_and_ports)
+            seen = []
+            first = threading.Event()
+
+            class Listener(stomp.ConnectionListener):
+                def on_message(self, frame):
+                    seen.append(frame.body)
+                    if where == "listener" and len(seen) == 1:
+                        conn.disconnect()
+                    else:
+                        first.set()
+                        time.sleep(0.02)  # the rest waits on the dispatcher's queue
+
+                def on_disconnected(self):
+                    seen.append("disconnected")
+
+            conn.set_listener("l", Listener())
+            conn.connect("admin", "admin", wait=True)
+            conn.subscribe(q, id="1", ack="client-individual")
+            if where == "listener":
+                assert wait_until(lambda: "disconnected" in seen, 10), seen
+                time.sleep(0.3)
+                assert seen == ["m0", "disconnected"], seen
+            else:
+                assert first.wait(10)
+                conn.disconnect()
+                returned = len(seen)
+                time.sleep(0.3)
+                assert seen[returned:] in ([], ["disconnected"]) and seen[-1] == "disconnected", seen
+                assert len(seen) < 22, "every message was handed over after disconnect()"
+    finally:
+        producer.disconnect()
+
+
 def test_reconnect_from_on_disconnected(stall_proxy):
     """The stomp.py pattern: reconnect from inside on_disconnected."""
     conn = stomp.Connection12(stall_proxy.host_and_ports)

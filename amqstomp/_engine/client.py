@@ -80,6 +80,9 @@ class Client:
         self.manager = manager
         #: the socket (``transport.link_seq``) the last CONNECT of :meth:`handshake` went on; 0 before one
         self.handshake_seq = 0
+        #: the socket open when the application last called :meth:`disconnect`: what it
+        #: delivered and the dispatcher has not handed over yet reaches no listener
+        self.disconnected_seq = 0
         transport.set_observer(self)
 
     # ------------------------------------------------------------ connecting
@@ -333,12 +336,16 @@ class Client:
 
     def should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread: whether a queued MESSAGE still goes to the
-        application: not when its subscription was closed meanwhile
+        application: not after :meth:`disconnect` (as with stomp.py, whose
+        listeners run on the reader), not when its subscription was closed meanwhile
         (:meth:`amqstomp.subscription.SubscriptionManager.should_dispatch`), and,
         with failover, not when it came on a lost socket in a subscription the
         application acknowledges (it could not be acknowledged: the broker
         redelivers it), so a failover does not wait for the old socket's buffer
         to be dispatched; the others are noted in the ledger with their socket."""
+        seq = frame.link_seq
+        if seq and seq <= self.disconnected_seq:  # disconnect() was called: no on_message after it
+            return False
         subscriptions = self.manager
         if subscriptions is None:
             return True
@@ -349,7 +356,6 @@ class Client:
         sub = subscriptions.get(frame.headers.get("subscription"))
         if sub is None or sub.ack == "auto":
             return True
-        seq = frame.link_seq
         if seq and not self.transport.link_alive(seq):
             subscriptions.drop(frame)
             log.debug("dropping message %s of lost socket %d: the broker redelivers it",
@@ -376,6 +382,7 @@ class Client:
         headers, body, write_timeout)`` writes the DISCONNECT (``transport.send_frame``
         when None). Never raises for a connection that is gone already."""
         transport = self.transport
+        self.disconnected_seq = max(self.disconnected_seq, transport.link_seq)
         if self.reconnector is not None:
             self.reconnector.disarm(join_s if disarm_s is None else disarm_s)
         self.ledger.clear_transactions()
