@@ -185,7 +185,7 @@ SUITE=$WORK/suite  # tests/ + what they read from the repository root; no amqsto
 mkdir -p "$SUITE"
 cp -R tests bench "$SUITE/"
 [ -d docs ] && cp -R docs "$SUITE/"
-cp pyproject.toml "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths
+cp pyproject.toml README.md "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths; README: its example runs
 find "$SUITE" -name __pycache__ -prune -exec rm -rf {} +
 cat >"$SUITE/_amqstomp_installed.py" <<'EOF'
 """pytest plugin written by scripts/test.sh: the run fails unless amqstomp comes from this
