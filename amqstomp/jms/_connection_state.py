@@ -115,8 +115,10 @@ class ConnectionState:
         """Every wait of the call under way on this thread (a close, a commit) shares
         one deadline, ``seconds`` from now (None: none of its own), read by
         :meth:`wait_s`; a call inside another keeps the outer, earlier deadline (a
-        session's close inside the connection's). ActiveMQ's closeTimeout and
-        sendTimeout bound the whole call, not each of its frames."""
+        session's close inside the connection's). Here ``jms.closeTimeout`` and
+        ``jms.sendTimeout`` bound a whole call, not each of its frames (ActiveMQ's
+        Java client closes with one ShutdownInfo, waited for closeTimeout; a STOMP
+        close needs an ABORT, UNSUBSCRIBEs and DISCONNECTs)."""
         mine = seconds is not None and getattr(self._deadline, "at", None) is None
         if seconds is not None and mine:
             self._deadline.at = time.monotonic() + seconds
