@@ -254,9 +254,14 @@ class StompSession:
             raise ConnectFailedException("never connected")
         username, passcode, headers, keyword_headers, command = self._connect_args
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
+        rc = self.reconnector
+        assert rc is not None
+        rc.check_armed()  # no socket, no on_connecting, once disconnect() was called
         self._client.handshake(self.version, command,
                                functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
-                               wait_s, only=host_and_port, silent=True, send=self._handshake_send())
+                               wait_s, only=host_and_port, silent=True, send=self._handshake_send(),
+                               opened=rc.check_armed)  # no CONNECT once disconnect() was called
+        rc.check_armed()  # nor on_transport_resumed
         transport.notify("transport_resumed")
         self._raw_subscriptions.clear()  # not replayed: gone with the lost socket
         if not self.auto_resubscribe:

@@ -248,6 +248,25 @@ class TransactionInDoubtError(StompException):
     there only when the broker is known not to have it)."""
 
 
+class TransactionPartlyCommittedError(TransactionInDoubtError):
+    """``commit()`` of a JMS session whose transaction went on two sockets: its
+    SENDs were committed on the producer socket (it began with a send, before
+    the session had a consumer), and the COMMIT of its acknowledgements on the
+    consumer socket failed (``acks_in_doubt`` False: never written, the broker
+    redelivers the consumed messages) or got no receipt (``acks_in_doubt``
+    True). Do not send again: the sends are delivered. A
+    :class:`TransactionInDoubtError` (the transaction as a whole is neither
+    committed nor rolled back), never a :class:`TransactionRolledBackError`.
+
+    Attributes:
+        acks_in_doubt (bool): whether the acknowledgements' COMMIT was written.
+    """
+
+    def __init__(self, message: str, acks_in_doubt: bool = False) -> None:
+        super().__init__(message)
+        self.acks_in_doubt = acks_in_doubt
+
+
 class AcknowledgeInterruptedError(ConnectionClosedException):
     """An ACK or NACK was not sent: the message came on a socket that was lost
     since (failover). It is never written on another socket (the broker answers

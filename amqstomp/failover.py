@@ -167,6 +167,17 @@ class Reconnector:
             if self.transport.is_open():
                 self.ever_connected = True  # the facade connected by itself
 
+    def check_armed(self) -> None:
+        """Failover thread, inside an attempt (after its socket opened, before the
+        listeners hear it resumed): go on only while armed.
+
+        Raises:
+            ConnectFailedException: :meth:`disarm` was called (``disconnect()``,
+                also from a listener): the attempt ends and the loop with it.
+        """
+        if self._stop.is_set():
+            raise ConnectFailedException("failover stopped (the connection is being closed)")
+
     def disarm(self, join_timeout_s: float = 10.0) -> None:
         """Stop taking over losses and end a reconnect in progress (bounded wait
         for the failover thread). Call before closing the transport on purpose."""

@@ -348,6 +348,27 @@ def test_disconnect_from_a_listener_while_reconnecting_ends_with_one_on_disconne
     assert wait_until(lambda: not amq_threads(), 10), amq_threads()
 
 
+def test_disconnect_from_a_listener_stops_a_reconnect_that_would_succeed(proxy):
+    """The broker is reachable: the failover thread's attempt would succeed; disconnect()
+    from on_transport_interrupted must end it (it used to connect and resume after
+    disconnect() had returned: on_connected, on_transport_resumed, then on_disconnected)."""
+    class Closer(Recorder):
+        def on_transport_interrupted(self):
+            super().on_transport_interrupted()
+            conn.disconnect()
+            self.events.append("returned")
+
+    conn, rec = failover_conn(proxy, listener=Closer())
+    proxy.cut()
+    assert wait_until(lambda: rec.count("disconnected") == 1, 10), rec.events
+    time.sleep(1.0)  # an attempt that went on would have connected by now
+    after = rec.events[rec.events.index("returned"):]
+    assert "connected" not in after and "resumed" not in after, rec.events
+    assert rec.count("disconnected") == 1 and rec.events[-1] == "disconnected", rec.events
+    assert not conn.is_connected()
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
+
+
 def test_the_receipts_of_replayed_subscriptions_reach_no_listener(proxy):
     q = queue_name()
     conn, rec = failover_conn(proxy)

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from conftest import wait_until
 
-from amqstomp.exception import TransactionInDoubtError
+from amqstomp.exception import TransactionInDoubtError, TransactionPartlyCommittedError
 from amqstomp.jms import ConnectionFactory, Queue, TextMessage, TransactionRolledBackError
 from amqstomp.testing import queue_statistics
 
@@ -124,3 +124,70 @@ def test_a_commit_whose_sends_are_unconfirmed_rolls_back_within_the_send_timeout
                 break
             texts.append(message.text)
         assert texts == ["marker"], texts
+
+
+@pytest.mark.timeout(120)
+def test_a_commit_whose_sends_committed_and_acks_did_not_says_partly_committed(activemq, tcp_proxy_factory):
+    """A transaction that began with a send (no consumer yet) commits its SENDs on the
+    producer socket, then its ACKs on the consumer socket. The consumer socket is cut just
+    before the ACK: the sends are delivered, the consumed message comes again. It used to
+    raise TransactionRolledBackError, which an application retries: duplicate sends."""
+    seed_queue, out_queue = _queue("seed"), _queue("out")
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        feeder.create_session().create_producer(seed_queue).send(TextMessage("seed"))
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.sendTimeout=5000&jms.closeTimeout=2000" % proxy.address
+    connection = ConnectionFactory(url).create_connection()
+    try:
+        session = connection.create_session(True)
+        session.create_producer(out_queue).send(TextMessage("in-tx"))  # the transaction is on the producer socket
+        consumer = session.create_consumer(seed_queue)
+        connection.start()
+        got = consumer.receive(10)
+        assert got is not None and got.text == "seed"
+        link = connection._state.consumer_link  # white box: the consumer socket dies as the ACK goes out
+        acknowledge = link.acknowledge
+
+        def cut_then_acknowledge(*args, **kwargs):
+            proxy.cut()
+            return acknowledge(*args, **kwargs)
+
+        link.acknowledge = cut_then_acknowledge
+        with pytest.raises(TransactionPartlyCommittedError) as info:
+            session.commit()
+        assert not isinstance(info.value, TransactionRolledBackError)
+        assert isinstance(info.value, TransactionInDoubtError) and info.value.acks_in_doubt is False
+        assert "sends were committed" in str(info.value)
+    finally:
+        connection.close()
+    with ConnectionFactory(activemq.url).create_connection() as check:
+        session = check.create_session()
+        out, seed = session.create_consumer(out_queue), session.create_consumer(seed_queue)
+        check.start()
+        got_out, got_seed = out.receive(10), seed.receive(10)
+        assert got_out is not None and got_out.text == "in-tx"  # committed: do not send it again
+        assert got_seed is not None and got_seed.text == "seed"  # not acknowledged: it comes again
+
+
+@pytest.mark.timeout(120)
+def test_a_commit_on_a_broken_connection_is_rolled_back(activemq, tcp_proxy_factory):
+    """No failover: the socket is lost before commit(); the broker rolled the transaction
+    back with its connection. It raised ConnectionClosedException (not a rollback)."""
+    queue = _queue("broken")
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    connection = ConnectionFactory("stomp://%s:%d" % proxy.address).create_connection()
+    try:
+        session = connection.create_session(True)
+        session.create_consumer(_queue("other"))
+        session.create_producer(queue).send(TextMessage("lost with its connection"))
+        proxy.cut()
+        assert wait_until(lambda: connection._state.failure is not None, 10)
+        with pytest.raises(TransactionRolledBackError, match="connection is broken"):
+            session.commit()
+    finally:
+        connection.close()
+    try:
+        size = queue_statistics(activemq, queue.name)["size"]
+    except LookupError:  # the SEND was never committed: no queue
+        size = 0
+    assert size == 0

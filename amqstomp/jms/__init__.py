@@ -47,6 +47,7 @@ from .exceptions import (
     MessageFormatError,
     ResourceAllocationError,
     TransactionInDoubtError,
+    TransactionPartlyCommittedError,
     TransactionRolledBackError,
 )
 from .link import UsageEvent
@@ -92,6 +93,7 @@ __all__ = [
     "IllegalStateError",
     "TransactionRolledBackError",
     "TransactionInDoubtError",
+    "TransactionPartlyCommittedError",
     "AcknowledgeInterruptedError",
     "AcknowledgeInDoubtError",
     "MessageFormatError",

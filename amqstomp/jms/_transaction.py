@@ -19,7 +19,8 @@ import time
 from typing import List, Optional, Tuple
 
 from ..codec import Frame
-from ..exception import AcknowledgeInterruptedError, StompException, TransactionInDoubtError
+from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
+                         TransactionPartlyCommittedError)
 from ._state import SessionState
 from .exceptions import TransactionRolledBackError
 from .link import Link, message_ack_headers
@@ -119,6 +120,8 @@ class Transaction:
             TransactionRolledBackError: the commit failed and was rolled back.
             TransactionInDoubtError: the COMMIT was written and its RECEIPT did
                 not come.
+            TransactionPartlyCommittedError: (a TransactionInDoubtError) the sends
+                were committed on the producer socket, the acknowledgements not.
 
         With ``jms.sendTimeout``, all of it (the sends' receipts, COMMIT's, and the
         rollback of a commit that failed) within that time.
@@ -176,12 +179,17 @@ class Transaction:
                         raise TransactionRolledBackError("messages of this transaction came on a connection lost "
                                                          "since (failover) and will be redelivered")
                     link.request("COMMIT", {"transaction": tx}, self.left_s(), "COMMIT")
-            except TransactionInDoubtError:
+            except TransactionInDoubtError as exc:
                 # the broker has the outcome: if it committed, these messages are settled; if not, it
                 # redelivers them (their socket is gone). Redelivering them here too would be wrong.
                 self.tx = None
                 self.forget_delivered()
                 self.finish_deferred_closes()
+                if send_tx is not None:
+                    raise TransactionPartlyCommittedError(
+                        "the transaction's sends were committed; the COMMIT of its acknowledgements got no receipt "
+                        "(the consumed messages come again unless the broker committed it): %s" % exc,
+                        acks_in_doubt=True) from exc
                 raise
             except StompException as exc:
                 self.tx = None
@@ -193,9 +201,9 @@ class Transaction:
                 self.rollback_local()
                 self.finish_deferred_closes()
                 if send_tx is not None:
-                    raise TransactionRolledBackError(
+                    raise TransactionPartlyCommittedError(
                         "the transaction's sends were committed, but its acknowledgements were rolled back (the "
-                        "consumed messages come again): %s" % exc) from exc
+                        "consumed messages come again; do not send again): %s" % exc) from exc
                 raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
             self.tx = None
             with state.cond:

@@ -11,6 +11,7 @@ from ..exception import (
     BrokerError,
     StompException,
     TransactionInDoubtError,
+    TransactionPartlyCommittedError,
     TransactionRolledBackError,
 )
 from ..exception import InvalidDestinationError as _InvalidDestinationError
@@ -21,6 +22,7 @@ __all__ = [
     "IllegalStateError",
     "TransactionRolledBackError",
     "TransactionInDoubtError",
+    "TransactionPartlyCommittedError",
     "AcknowledgeInterruptedError",
     "AcknowledgeInDoubtError",
     "MessageFormatError",

@@ -245,6 +245,7 @@ class Link:
         resumed = self.reconnector.ever_connected
         self._connect(host_and_port)
         if resumed:
+            self.reconnector.check_armed()  # close() was called meanwhile: not resumed
             self.transport.notify("transport_resumed")
             self.connection.on_link_resumed(self)
 

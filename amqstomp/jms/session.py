@@ -49,7 +49,7 @@ from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, AUTO_ACKNOWLEDGE, CLIENT
 from .constants import SESSION_TRANSACTED
 from .consumer import ConsumerCore, MessageConsumer, acknowledge_delivered
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, as_destination
-from .exceptions import IllegalStateError, InvalidDestinationError
+from .exceptions import IllegalStateError, InvalidDestinationError, TransactionRolledBackError
 from .message import MAP_SUBSCRIBE_TRANSFORMATION, BytesMessage, MapMessage, Message, TextMessage
 from .producer import MessageProducer
 
@@ -391,7 +391,17 @@ class Session:
                 RECEIPT: the broker may or may not have committed. Nothing is
                 redelivered locally; if the broker did not commit, it redelivers
                 the consumed messages.
+            TransactionPartlyCommittedError: (a TransactionInDoubtError) the
+                sends went on the producer socket and were committed, the
+                acknowledgements were not (see the exception).
         """
+        state = self._state
+        if not state.closed and not state.closing and self.transacted and self._connection.failure is not None:
+            # the connection broke (no failover, or it gave up) before COMMIT was written: the broker
+            # rolled the transaction back with its connection
+            self._transaction.lost()
+            raise TransactionRolledBackError("commit failed, transaction rolled back: the connection is broken: %s"
+                                             % (self._connection.failure,))
         self._check_open()
         if not self.transacted:
             raise IllegalStateError("commit() needs a transacted session")
