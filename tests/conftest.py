@@ -35,6 +35,7 @@ import select  # noqa: E402
 import socket  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+import uuid  # noqa: E402
 from typing import Any, Callable, List, Optional, Tuple  # noqa: E402
 
 import pytest  # noqa: E402
@@ -264,3 +265,34 @@ def stall_proxy(activemq):
         yield proxy
     finally:
         proxy.close()
+
+
+@pytest.fixture
+def stomp_connect(activemq):
+    """``stomp_connect(conn_class=amqstomp.Connection12, **kwargs)`` -> (connection,
+    :class:`Collector`), connected to the session broker as admin; every connection
+    made is disconnected at teardown."""
+    import amqstomp
+
+    made = []
+
+    def factory(conn_class=None, **kwargs):
+        conn = (conn_class or amqstomp.Connection12)(activemq.host_and_ports, **kwargs)
+        col = Collector()
+        conn.set_listener("collector", col)
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        made.append(conn)
+        return conn, col
+
+    yield factory
+    for conn in made:
+        conn.disconnect()
+
+
+def assert_still_usable(conn: Any, col: "Collector", destination: str) -> None:
+    """The connection is open, a send to ``destination`` still gets its RECEIPT, no ERROR came."""
+    assert conn.is_connected()
+    receipt = "ok-" + uuid.uuid4().hex[:8]
+    conn.send(destination, "after", receipt=receipt)
+    conn.wait_for_receipt(receipt, 10)
+    assert not col.errors, [e.headers.get("message") for e in col.errors]

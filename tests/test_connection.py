@@ -29,22 +29,10 @@ def queue_name() -> str:
 
 
 @pytest.fixture
-def open_conn(activemq):
+def open_conn(stomp_connect):
     """``open_conn(version="1.2", **kwargs)`` -> (connection, Collector), connected;
     every connection made is disconnected at teardown."""
-    made = []
-
-    def factory(version="1.2", **kwargs):
-        conn = VERSIONS[version](activemq.host_and_ports, **kwargs)
-        col = Collector()
-        conn.set_listener("collector", col)
-        conn.connect("admin", "admin", wait=True, timeout=15)
-        made.append(conn)
-        return conn, col
-
-    yield factory
-    for conn in made:
-        conn.disconnect()
+    return lambda version="1.2", **kwargs: stomp_connect(VERSIONS[version], **kwargs)
 
 
 def ack_args(version, frame):

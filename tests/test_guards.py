@@ -10,7 +10,7 @@ import uuid
 from typing import List
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, assert_still_usable, wait_until
 
 import amqstomp as stomp
 from amqstomp.exception import FrameLimitError, UnknownMessageError
@@ -114,29 +114,13 @@ def fake_broker():
 
 
 @pytest.fixture
-def conn12(activemq):
-    made = []
-
-    def factory(**kwargs):
-        conn = stomp.Connection12(activemq.host_and_ports, **kwargs)
-        col = Collector()
-        conn.set_listener("collector", col)
-        conn.connect("admin", "admin", wait=True, timeout=15)
-        made.append(conn)
-        return conn, col
-
-    yield factory
-    for conn in made:
-        conn.disconnect()
+def conn12(stomp_connect):
+    return stomp_connect
 
 
 def still_usable(conn, col) -> None:
     """The connection is open and a send still gets its RECEIPT."""
-    assert conn.is_connected()
-    receipt = "ok-" + uuid.uuid4().hex[:8]
-    conn.send(queue_name(), "after", receipt=receipt)
-    conn.wait_for_receipt(receipt, 10)
-    assert not col.errors, [e.headers.get("message") for e in col.errors]
+    assert_still_usable(conn, col, queue_name())
 
 
 # --------------------------------------------------------------------------- 1. broker limits

@@ -14,7 +14,7 @@ import uuid
 from typing import List
 
 import pytest
-from conftest import Collector
+from conftest import assert_still_usable
 
 import amqstomp as stomp
 from amqstomp.exception import (
@@ -47,29 +47,13 @@ class SendSpy:
 
 
 @pytest.fixture
-def connect(activemq):
-    made = []
-
-    def factory(conn_class=stomp.Connection12, **kwargs):
-        conn = conn_class(activemq.host_and_ports, **kwargs)
-        col = Collector()
-        conn.set_listener("collector", col)
-        conn.connect("admin", "admin", wait=True, timeout=15)
-        made.append(conn)
-        return conn, col
-
-    yield factory
-    for conn in made:
-        conn.disconnect()
+def connect(stomp_connect):
+    return stomp_connect
 
 
 def still_usable(conn, col) -> None:
     """The connection is open, a send still gets its RECEIPT, no ERROR came."""
-    assert conn.is_connected()
-    receipt = "ok-" + uuid.uuid4().hex[:8]
-    conn.send(queue_name(), "after", receipt=receipt)
-    conn.wait_for_receipt(receipt, 10)
-    assert not col.errors, [e.headers.get("message") for e in col.errors]
+    assert_still_usable(conn, col, queue_name())
 
 
 # --------------------------------------------------------------------------- transactions
