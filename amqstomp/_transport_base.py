@@ -201,7 +201,7 @@ class BaseTransport(LinkOwner, Publisher):
                    body: Union[bytes, bytearray, memoryview, str, None] = b"",
                    write_timeout: Optional[float] = None, defer: bool = False,
                    head: Optional[FrameHead] = None, link_seq: int = 0,
-                   on_send: bool = True) -> "Optional[Future[Frame]]":
+                   on_send: bool = True, nowait: bool = False) -> "Optional[Future[Frame]]":
         """Encode and write one frame; thread-safe.
 
         Header values: ``None`` leaves the header out (an explicit
@@ -237,6 +237,11 @@ class BaseTransport(LinkOwner, Publisher):
 
         ``on_send`` (bool): False when the caller ran the listeners' ``on_send``
         and the replacements already (:meth:`transmit` does).
+
+        ``nowait`` (bool): the calling thread must never block (the timer's
+        batched ACKs): the frame is queued to be written before any later frame,
+        now if the socket takes it, else by the timer without blocking
+        (:meth:`amqstomp._io.link.Link.write_nowait`); no receipt may be asked for.
 
         Returns:
             Future | None: the receipt future when the frame asks for one.
@@ -301,6 +306,8 @@ class BaseTransport(LinkOwner, Publisher):
                       len(payload))
         if self._send_replaced:
             self.send(data)  # stomp.py's path: transmit() -> send(bytes)
+        elif nowait:
+            link.write_nowait(data)
         elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
             link.write_deferred(data, write_timeout)
         else:

@@ -545,7 +545,11 @@ class SubscriptionManager:
             sub.timer = None
 
     def _on_timer(self, sub: Subscription) -> None:
-        """Timer thread: a batch deadline passed."""
+        """Timer thread: a batch deadline passed. The ACK it decides is queued
+        without blocking (this thread also runs the heart-beat receive check and
+        must never wait on a socket write), still under ``sub.lock``, so that no
+        later ACK of the subscription is written before it (a cumulative ACK
+        after a newer one would name a message the broker no longer holds)."""
         with sub.lock:
             sub.timer = None
             if sub.closed:
@@ -555,17 +559,18 @@ class SubscriptionManager:
             deadline = sub.window.next_deadline_ms()
             if deadline is not None:
                 self._arm(sub, deadline, now)
-        if token is not None:
-            self._send_ack(sub, token)
+            if token is not None:
+                self._send_ack(sub, token, nowait=True)
 
     def _send_ack(self, sub: Subscription, message_headers: Mapping[str, str],
-                  write_timeout: Optional[float] = None, link_seq: int = 0) -> None:
+                  write_timeout: Optional[float] = None, link_seq: int = 0, nowait: bool = False) -> None:
         """The ACK the window decided, on socket ``link_seq`` (the one that
-        delivered the messages it names; 0: the open one) or not at all."""
+        delivered the messages it names; 0: the open one) or not at all;
+        ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
         version = self.transport.version or "1.2"
         headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
         try:
-            self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq)
+            self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq, nowait=nowait)
         except StompException as exc:
             # the connection is gone: its un-acked messages go back to the queue (redelivered);
             # an ACK for them is never sent on another connection

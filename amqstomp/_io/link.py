@@ -15,13 +15,15 @@ never defer.
 """
 import logging
 import queue
+import select
 import socket
 import sys
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
-from typing import Any, List, Optional, Protocol, Tuple
+from typing import Any, Deque, List, Optional, Protocol, Tuple
 
 from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 from ..codec import HEARTBEAT, Frame
@@ -63,6 +65,23 @@ _CLOSED_WINDOW = 4096
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 #: the last item of a link's event queue: its dispatcher ends there
 STOP = object()
+_POLL = getattr(select, "poll", None)
+
+
+def _writable(sock: Any) -> bool:
+    """True when the socket takes more bytes now (poll's POLLOUT: for TCP at least
+    a third of its send buffer is free, room for a few small frames)."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return False
+        if _POLL is not None:
+            poller = _POLL()
+            poller.register(fd, select.POLLOUT)
+            return bool(poller.poll(0))
+        return bool(select.select([], [fd], [], 0)[1])  # pragma: no cover - no poll()
+    except (OSError, ValueError):
+        return False
 
 
 class FrameSink(Protocol):
@@ -94,6 +113,14 @@ class Link:
         if getattr(channel, "message_framed", False):  # WebSocket: one write, one message, one frame
             self.can_defer = False
         self.flush_scheduled = False  # a timer flush of wbuf is pending
+        # frames a thread that must never block queued (write_nowait: the timer's batched ACKs), in
+        # the order they were queued; every writer writes them first, under the write lock
+        self.nowait: Deque[bytes] = deque()
+        self.nowait_scheduled = False  # a timer flush of `nowait` is pending
+        self.message_framed = bool(getattr(channel, "message_framed", False))
+        # True while the reader is in channel.recv() (or about to be): bytes waiting in the socket
+        # count as the peer's liveness only then (peer_alive); a reader stuck elsewhere cannot read them
+        self.in_recv = True
         self.state_lock = threading.Lock()
         self.closed = False
         self.close_reason = ""
@@ -268,6 +295,8 @@ class Link:
         """Write the deferred frames, then ``data``, under the write lock."""
         self.lock_for_write(write_timeout)
         try:
+            if self.nowait:
+                self.take_nowait()
             wbuf = self.wbuf
             if wbuf:
                 big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
@@ -325,6 +354,8 @@ class Link:
         else:
             self.lock_for_write(write_timeout)
         try:
+            if self.nowait:
+                self.take_nowait()
             wbuf = self.wbuf
             wbuf.append(data)
             size = self.wbuf_bytes + len(data)
@@ -353,9 +384,74 @@ class Link:
                 self.write_lock.release()
         self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.flush_tick, tries + 1)
 
+    def write_nowait(self, data: bytes) -> None:
+        """Write ``data`` without ever blocking the calling thread (the timer's
+        batched ACKs: that thread also runs the heart-beat receive check).
+
+        ``data`` joins the frames queued this way, in the order they were queued;
+        every later writer writes them before its own frame, under the write lock,
+        so nothing queued after ``data`` overtakes it. When the write lock is free
+        and the socket takes bytes, they are written now, as far as they fit
+        without blocking; otherwise the timer tries again shortly (backing off to
+        50 ms) until they are written or the link closes (they are then lost with
+        the socket, like the bytes in its buffers: the broker redelivers what they
+        acknowledged).
+
+        Raises:
+            ConnectionClosedException: the link is closed.
+        """
+        if self.closed:
+            raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+        self.nowait.append(data)
+        if not self.nowait_scheduled:
+            self.nowait_tick()
+
+    def take_nowait(self) -> None:
+        """Under the write lock: move the queued ``write_nowait`` frames to the write
+        buffer (a message-framed channel, WebSocket, writes each as its own message now)."""
+        queued = self.nowait
+        if self.message_framed:
+            while queued:
+                self._sendall(queued.popleft())
+            return
+        wbuf = self.wbuf
+        while queued:
+            data = queued.popleft()
+            wbuf.append(data)
+            self.wbuf_bytes += len(data)
+
+    def nowait_tick(self, tries: int = 0) -> None:
+        """Timer thread (or :meth:`write_nowait`'s caller): write the queued
+        ``write_nowait`` frames without blocking; look again later when a writer
+        holds the lock or the socket does not take them."""
+        self.nowait_scheduled = False
+        if self.closed or not self.nowait:
+            return
+        if self.write_lock.acquire(blocking=False):
+            try:
+                if self.closed:
+                    return
+                if self.can_defer:  # a plain socket: a non-blocking partial write, the rest kept
+                    self.take_nowait()
+                    if not self.flush_some():
+                        return
+                elif _writable(self.channel.sock):  # TLS, WebSocket: a few small frames fit once writable
+                    self.take_nowait()
+                    if self.wbuf:
+                        self._sendall(self.take_buffer())
+                    return
+            except ConnectionClosedException:
+                return
+            finally:
+                self.write_lock.release()
+        self.nowait_scheduled = True
+        self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.nowait_tick, tries + 1)
+
     def flush_some(self) -> bool:
         """Under the write lock: write what fits of the buffer without blocking.
         True when some is left (the broker is not reading fast enough)."""
+        if self.nowait and self.can_defer:
+            self.take_nowait()
         wbuf = self.wbuf
         if not wbuf or self.closed:
             return False
@@ -462,8 +558,11 @@ class Link:
         """Timer thread, the receive deadline passed with nothing read: is there a
         sign of the peer the reader has not taken? Looks, reads nothing.
 
-        Reading: bytes waiting in the socket (or in TLS's buffer) are the peer's;
-        the reader is behind (C code holding the GIL, a long frame handler).
+        Reading: bytes waiting in the socket (or in TLS's buffer) are the peer's
+        while the reader is in ``recv()`` (it is behind: C code holding the GIL);
+        a reader held outside ``recv()`` past the deadline (and the confirming
+        look :data:`_HB_CONFIRM_S` later) cannot take them: they are no sign, and
+        the link is closed, which also ends whatever held the reader.
 
         Paused (no new byte since the last look, :meth:`paused_look`): when this
         side's receive window is closed, TCP stops the peer -- our doing, not held
@@ -474,7 +573,9 @@ class Link:
         channel = self.channel
         gone, waiting = look_at_socket(channel.sock)
         if not paused:
-            return gone or waiting != 0 or channel.pending() > 0
+            # what waits unread is the peer's sign only while the reader can take it: a reader
+            # held elsewhere for a whole receive timeout (a write that cannot finish) cannot
+            return gone or (self.in_recv and (waiting != 0 or channel.pending() > 0))
         if waiting == 0:
             return False
         window = receive_window(channel.sock)
@@ -547,7 +648,9 @@ class Link:
                         sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
                     except OSError:
                         quickack = None
+                self.in_recv = True
                 data = channel.recv(size)
+                self.in_recv = False
                 if not data:
                     break
                 frames = receive(data, monotonic() * 1000.0)

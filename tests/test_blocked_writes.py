@@ -1,0 +1,218 @@
+"""A peer that stops reading must not stop liveness: with the application's own
+SEND blocked in a socket write (the proxy between client and broker stopped
+reading and forwarding, both ways), the heart-beat receive check still fires and
+the connection fails over to the next broker -- for both APIs and every ack mode.
+
+The thread that decides liveness (the link's timer) never waits on a socket
+write: the batched ACKs it sends are queued and written without blocking
+(``Link.write_nowait``). Before that, the optimized-ACK timer took the write
+lock held by the blocked ``send()`` and the heart-beat check never ran again.
+
+Bound asserted (issue 20): the heart-beat timeout within 2 x interval x 1.5 +
+0.5 s of the stall, and connected to the second broker within 1 s more.
+"""
+import threading
+import time
+import uuid
+
+import pytest
+from conftest import Collector, fill_queue, wait_until
+
+import amqstomp
+import amqstomp.jms
+import amqstomp as stomp
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(120)]
+
+HB_MS = 1000
+NOTICE_S = 2 * HB_MS / 1000.0 * 1.5 + 0.5  # the issue's bound for the heart-beat timeout
+FAILOVER_S = 1.0  # on the next broker within this much more
+BODY = b"p" * 16384  # 16 KiB: a few sends fill the socket buffers
+
+
+def queue_name(tag: str) -> str:
+    return "/queue/amqstomp-bw-%s-%s" % (tag, uuid.uuid4().hex[:10])
+
+
+def topic_name() -> str:
+    """Where the producer sends: a topic nobody subscribes to, so the broker keeps
+    nothing of it (a queue would fill the shared broker's memory for later tests)."""
+    return "/topic/amqstomp-bw-out-%s" % uuid.uuid4().hex[:10]
+
+
+class Recorder(Collector):
+    def __init__(self) -> None:
+        super().__init__()
+        self.times = {}
+
+    def on_transport_interrupted(self):
+        self.times.setdefault("interrupted", time.monotonic())
+        self._record("interrupted")
+
+    def on_transport_resumed(self):
+        self.times.setdefault("resumed", time.monotonic())
+        self._record("resumed")
+
+
+class Producer(threading.Thread):
+    """Sends 16 KiB messages on the consumer's own connection until stopped;
+    errors during the failover are counted, not raised."""
+
+    def __init__(self, send) -> None:
+        super().__init__(name="test-producer", daemon=True)
+        self.send = send
+        self.stop = threading.Event()
+        self.sent = 0
+        self.errors = 0
+
+    def run(self) -> None:
+        for _ in range(1000000):
+            if self.stop.is_set():
+                return
+            try:
+                self.send()
+                self.sent += 1
+            except Exception:
+                self.errors += 1
+                time.sleep(0.01)
+
+
+def _stall_and_measure(proxy, rec, got, blocked):
+    """Stall the proxy once the consumer is busy and the producer blocked; returns
+    (seconds to the heart-beat timeout, seconds from it to the resumed connection)."""
+    assert wait_until(lambda: len(got) >= 20, 30), len(got)
+    proxy.refuse(True, mode="closed")  # the stalled broker's address answers no more
+    proxy.stall()
+    stalled_at = time.monotonic()
+    # the producer's send is now blocked in a socket write that cannot finish
+    assert wait_until(lambda: rec.times.get("interrupted") is not None, NOTICE_S + 5), rec.events[-8:]
+    noticed = rec.times["interrupted"] - stalled_at
+    assert wait_until(lambda: rec.times.get("resumed") is not None, 15), rec.events[-8:]
+    resumed = rec.times["resumed"] - rec.times["interrupted"]
+    assert blocked(), "the producer sent nothing: the scenario did not happen"
+    return noticed, resumed
+
+
+# ------------------------------------------------------------------ stomp.py API
+
+STOMPPY_MODES = [("client", True), ("client", False), ("client-individual", False), ("auto", False)]
+
+
+@pytest.mark.parametrize("ack,optimize", STOMPPY_MODES, ids=["client-optimized", "client", "individual", "auto"])
+def test_stomppy_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_producer_blocked(
+        activemq, tcp_proxy_factory, ack, optimize):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    q_in, q_out = queue_name("in"), topic_name()
+    fill_queue(activemq, q_in, 600)
+    direct = activemq.host_and_ports[0]
+    conn = stomp.Connection12([proxy.address, direct], auto_reconnect=True, heartbeats=(HB_MS, HB_MS),
+                              reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=10)
+    rec = Recorder()
+    got = []
+
+    class Slow(stomp.ConnectionListener):
+        def on_message(self, frame):
+            if ack != "auto":  # auto: a quick listener; a full buffer would hold the silence back
+                time.sleep(0.02)
+            got.append(frame.headers["message-id"])
+            if ack != "auto" and not optimize:
+                try:
+                    conn.ack(frame.headers["ack"])
+                except Exception:
+                    pass  # a message of the lost socket: the broker redelivers it
+
+    conn.set_listener("rec", rec)
+    conn.set_listener("slow", Slow())
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    assert conn.transport.current_host_and_port == proxy.address
+    kwargs = {"optimize_acknowledge": True} if optimize else {}
+    conn.subscribe(q_in, id="s1", ack=ack, prefetch_size=100, **kwargs)
+    producer = Producer(lambda: conn.send(q_out, BODY))
+    producer.start()
+    try:
+        noticed, resumed = _stall_and_measure(proxy, rec, got, lambda: producer.sent > 0)
+        assert noticed <= NOTICE_S, "heart-beat timeout after %.2f s (bound %.2f s)" % (noticed, NOTICE_S)
+        assert resumed <= FAILOVER_S, "on the next broker %.2f s after the loss" % resumed
+        assert conn.transport.current_host_and_port == tuple(direct)
+        # the consumer carries on from the second broker (ack:auto lost what the stalled
+        # socket held: the broker acknowledged it at dispatch; fresh messages come)
+        count = len(got)
+        fill_queue(activemq, q_in, 20)
+        assert wait_until(lambda: len(got) >= count + 20, 30), (count, len(got))
+    finally:
+        producer.stop.set()
+        t0 = time.monotonic()
+        conn.disconnect(timeout=5)
+        took = time.monotonic() - t0
+        producer.join(15)
+        proxy.unstall()
+    assert took < 10, "disconnect() took %.1f s" % took
+    assert not producer.is_alive()
+
+
+# ------------------------------------------------------------------ JMS API
+
+JMS_MODES = [amqstomp.AUTO_ACKNOWLEDGE, amqstomp.DUPS_OK_ACKNOWLEDGE, amqstomp.CLIENT_ACKNOWLEDGE,
+             amqstomp.INDIVIDUAL_ACKNOWLEDGE]
+
+
+class JmsEvents:
+    def __init__(self) -> None:
+        self.times = {}
+        self.events = []
+
+    def on_transport_interrupted(self):
+        self.times.setdefault("interrupted", time.monotonic())
+        self.events.append("interrupted")
+
+    def on_transport_resumed(self):
+        self.times.setdefault("resumed", time.monotonic())
+        self.events.append("resumed")
+
+
+@pytest.mark.parametrize("mode", JMS_MODES, ids=["auto", "dups-ok", "client", "individual"])
+def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_producer_blocked(
+        activemq, tcp_proxy_factory, mode):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    q_in, q_out = queue_name("in").split("/")[-1], topic_name().split("/")[-1]
+    fill_queue(activemq, "/queue/" + q_in, 600)
+    url = ("failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false&initialReconnectDelay=10"
+           "&maxReconnectDelay=100" % (proxy.address + tuple(activemq.host_and_ports[0])))
+    factory = amqstomp.ConnectionFactory(url, heartbeats=(HB_MS, HB_MS))
+    events = JmsEvents()
+    got = []
+    with factory.create_connection(timeout_s=15) as conn:
+        conn.set_transport_listener(events)
+        session = conn.create_session(acknowledge_mode=mode)
+        consumer = session.create_consumer(amqstomp.Queue(q_in + "?consumer.prefetchSize=100"))
+
+        def on_message(message):
+            time.sleep(0.02)
+            got.append(message.message_id)
+            if mode in (amqstomp.CLIENT_ACKNOWLEDGE, amqstomp.INDIVIDUAL_ACKNOWLEDGE):
+                try:
+                    message.acknowledge()
+                except Exception:
+                    pass  # a message of the lost socket: the broker redelivers it
+
+        consumer.set_message_listener(on_message)
+        conn.start()
+        psession = conn.create_session()
+        sender = psession.create_producer(amqstomp.Topic(q_out))
+        producer = Producer(lambda: sender.send(BODY, delivery_mode=amqstomp.jms.NON_PERSISTENT))
+        producer.start()
+        try:
+            noticed, resumed = _stall_and_measure(proxy, events, got, lambda: producer.sent > 0)
+            assert noticed <= NOTICE_S, "heart-beat timeout after %.2f s (bound %.2f s)" % (noticed, NOTICE_S)
+            assert resumed <= FAILOVER_S, "on the next broker %.2f s after the loss" % resumed
+            count = len(got)
+            assert wait_until(lambda: len(got) >= count + 20, 30), (count, len(got))
+        finally:
+            producer.stop.set()
+            t0 = time.monotonic()
+            conn.close()
+            took = time.monotonic() - t0
+            producer.join(15)
+            proxy.unstall()
+    assert took < 10, "close() took %.1f s" % took
+    assert not producer.is_alive()
