@@ -30,7 +30,14 @@ import logging
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..exception import ConfigurationError, FrameEncodeError, WebSocketHandshakeError, WebSocketUnavailableError
+from .._protocol.limits import MAX_RECEIVED_FRAME_BYTES
+from ..exception import (
+    ConfigurationError,
+    FrameEncodeError,
+    WebSocketHandshakeError,
+    WebSocketProtocolError,
+    WebSocketUnavailableError,
+)
 
 __all__ = ["WebSocketChannel", "WebSocketUpgrade", "WebSocketTarget", "parse_ws_url", "require_websockets",
            "INSTALL_HINT"]
@@ -176,7 +183,8 @@ class WebSocketUpgrade:
 
     def _handshake(self, channel: Any, url: str, timeout_s: float) -> "WebSocketChannel":
         ws = self._ws
-        proto = ws.client.ClientProtocol(ws.uri.parse_uri(url), max_size=None)
+        # one message holds one STOMP frame: bounded by the largest the codec takes (RFC 6455 10.4)
+        proto = ws.client.ClientProtocol(ws.uri.parse_uri(url), max_size=MAX_RECEIVED_FRAME_BYTES)
         request = proto.connect()
         for name, value in self.headers:
             request.headers[name] = value
@@ -266,6 +274,14 @@ class WebSocketChannel:
     write lock, as the other channels; pongs and the close echo the reader
     must send wait for a writer in progress rather than block the reader.
 
+    What it takes in: messages of at most the protocol's ``max_size`` bytes
+    (:data:`~amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
+    STOMP frame the codec takes, set by :class:`WebSocketUpgrade`: a frame
+    declaring more is refused by its header, never buffered, section 10.4). A
+    message over it, or any other break of the protocol, fails the connection
+    (close code 1009, 1002): :meth:`recv` returns the payload before it, then
+    raises :class:`~amqstomp.exception.WebSocketProtocolError`.
+
     Attributes:
         message_framed (bool): True: each write is one WebSocket message, so
             the link writes one STOMP frame per call (ActiveMQ parses one frame
@@ -320,7 +336,9 @@ class WebSocketChannel:
         the end (the broker's Close frame or EOF).
 
         Raises:
-            ConnectionError: the broker broke the WebSocket protocol.
+            WebSocketProtocolError: the broker broke the WebSocket protocol (RFC
+                6455): a message over the limit (1009), anything else (1002);
+                the connection is failed.
             OSError: the socket failed.
         """
         while True:
@@ -351,7 +369,22 @@ class WebSocketChannel:
                 self._ended = True
             if failure is not None and not isinstance(failure, EOFError):
                 self._ended = True
-                self._error = ConnectionError("WebSocket protocol error from %s: %s" % (self.url, failure))
+                self._error = self._parser_error(failure)
+
+    def _parser_error(self, failure: BaseException) -> WebSocketProtocolError:
+        """The error for what the protocol's parser refused (it sent the Close already)."""
+        sent = self._proto.close_sent
+        code = int(sent.code) if sent is not None else None
+        if isinstance(failure, self._ws.exceptions.PayloadTooBig):
+            limit = self._proto.max_message_size
+            return WebSocketProtocolError(
+                "WebSocket message from %s is over the client's limit of %s bytes (MAX_RECEIVED_FRAME_BYTES: the "
+                "largest STOMP frame it takes, its body limit + a header budget): the client failed the "
+                "connection with close code %s, message too big (RFC 6455 section 7.4.1; %s)"
+                % (self.url, limit, code, failure), code, limit, self.url)
+        return WebSocketProtocolError("WebSocket protocol error from %s: %s: the client failed the connection with "
+                                      "close code %s (RFC 6455 section 7.1.7)" % (self.url, failure, code),
+                                      code, url=self.url)
 
     def pending(self) -> int:
         """Payload bytes read but not yet returned by :meth:`recv`, plus what
