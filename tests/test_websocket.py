@@ -457,18 +457,31 @@ def test_one_stomp_frame_per_message_and_no_coalescing(channel_pair):
 
 
 def test_pings_are_answered_and_a_close_ends_the_stream(channel_pair):
+    """The reader (recv) never writes: the pong waits for a writer or flush_owed (the link's
+    timer thread, told through call_when_owed); of pongs still waiting only the newest goes (RFC 6455
+    5.5.3); the broker's Close ends the stream and is answered (5.5.1)."""
     ws, channel, peer = channel_pair
     Frame, Op = ws.frames.Frame, ws.frames.Opcode
-    peer.send(Frame(Op.TEXT, b"MESSAGE\n\n\x00"), Frame(Op.PING, b"p1"), Frame(Op.TEXT, b"\n"))
+    told = []
+    channel.call_when_owed(lambda: told.append(1))
+    peer.send(Frame(Op.TEXT, b"MESSAGE\n\n\x00"), Frame(Op.PING, b"p1"), Frame(Op.PING, b"p2"),
+              Frame(Op.TEXT, b"\n"))
     data = b""
     while len(data) < len(b"MESSAGE\n\n\x00\n"):
         data += channel.recv(65536)
-    assert data == b"MESSAGE\n\n\x00\n"  # the payloads, in order; the ping is no STOMP byte
+    assert data == b"MESSAGE\n\n\x00\n"  # the payloads, in order; the pings are no STOMP bytes
+    assert told == [1]
+    peer.sock.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        peer.sock.recv(1)  # recv wrote nothing
+    assert channel.flush_owed() is False  # all written
     pong = peer.frames(1)[0]
-    assert pong.opcode is Op.PONG and bytes(pong.data) == b"p1"
+    assert pong.opcode is Op.PONG and bytes(pong.data) == b"p2"
     peer.send(Frame(Op.CLOSE, ws.frames.Close(1001, "going away").serialize()))
     assert channel.recv(65536) == b""
     assert (channel.close_code, channel.close_reason) == (1001, "going away")
+    assert told == [1, 1]
+    assert channel.flush_owed() is False
     echo = peer.frames(1)[0]
     assert echo.opcode is Op.CLOSE  # RFC 6455 5.5.1: the close is answered
 
@@ -479,6 +492,7 @@ def test_a_protocol_error_from_the_broker_is_a_lost_connection(channel_pair):
     with pytest.raises(WebSocketProtocolError, match="WebSocket protocol error.*close code 1002") as caught:
         channel.recv(65536)
     assert caught.value.close_code == 1002
+    channel.flush_owed()
     close = peer.frames(1)[0]
     assert close.opcode is ws.frames.Opcode.CLOSE and ws.frames.Close.parse(close.data).code == 1002
 
@@ -623,3 +637,50 @@ def test_a_huge_websocket_frame_fails_the_connection_at_the_stomp_limit():
     finally:
         conn.disconnect()
         server.stop()
+
+
+@pytest.mark.timeout(90)
+def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
+    """A peer that completes CONNECT (heart-beats 1000,1000), then sends pings (125-byte
+    payloads, until the client stops taking them or 25 MB went) and never reads again: the
+    client's reader keeps reading -- the MESSAGE sent after the pings arrives; it never
+    writes a pong itself --, disconnect() (timeout=5) returns in time although nothing is
+    read, and no thread of the client is left."""
+    ping = b"\x89\x7d" + b"p" * 125  # FIN, ping, 125 bytes: the most a control frame holds
+    message = b"MESSAGE\nsubscription:1\nmessage-id:after\ndestination:/queue/a\n\nlast\x00"
+    sent = {"pings": 0, "message": False}
+
+    def script(peer):
+        while not any(f.data.startswith(b"SUBSCRIBE") for f in peer.frames(1)):
+            pass  # from here on it reads nothing
+        peer.sock.settimeout(1.0)  # a send that waits this long: the client stopped reading
+        deadline = time.monotonic() + 10
+        try:
+            while sent["pings"] < 200_000 and time.monotonic() < deadline:
+                peer.sock.sendall(ping * 1000)
+                sent["pings"] += 1000
+            peer.sock.sendall(bytes([0x81, len(message)]) + message)  # FIN, text, < 126 bytes
+            sent["message"] = True
+        except socket.timeout:
+            pass
+        server.stopped.wait(40)  # silent, reading nothing, until the test ends
+
+    server = FakeWebSocketServer(script, heart_beat=(1000, 1000), rcvbuf=4096)
+    before = set(threading.enumerate())
+    conn, listener = _fake_ws_conn(server, heartbeats=(1000, 1000))
+    took = None
+    try:
+        conn.subscribe("/queue/a", id="1")
+        got = listener.wait_messages(1, timeout=20)
+        print("pings sent: %d, message sent: %s" % (sent["pings"], sent["message"]))
+        assert [m.headers["message-id"] for m in got] == ["after"]  # the reader kept reading
+        started = time.monotonic()
+        conn.disconnect()  # the connection's timeout: 5 s for the DISCONNECT receipt
+        took = time.monotonic() - started
+        print("disconnect took %.2f s" % took)
+    finally:
+        if took is None:
+            threading.Thread(target=conn.disconnect, daemon=True).start()  # never hang the test run
+        server.stop()
+    assert took < 5 + 2
+    assert wait_until(lambda: not [t for t in _client_threads() if t not in before], 5), _client_threads()

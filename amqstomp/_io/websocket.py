@@ -28,7 +28,7 @@ and binary messages as one stream.
 """
 import logging
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._protocol.limits import MAX_RECEIVED_FRAME_BYTES
 from ..exception import (
@@ -49,6 +49,7 @@ HostAndPort = Tuple[str, int]
 #: how to get the WebSocket library
 INSTALL_HINT = "pip install 'amqstomp[ws]'"
 _SNIPPET = 120  # bytes of an answer that is not HTTP shown in the error
+_PONG = 0x0A  # RFC 6455 section 5.2's opcode of a Pong frame
 
 
 def require_websockets() -> Any:
@@ -271,8 +272,14 @@ def _handshake_error(ws: Any, url: str, failure: BaseException, first: bytes) ->
 class WebSocketChannel:
     """A channel whose bytes travel in WebSocket messages (RFC 6455), over a
     plain or TLS channel. Reads on the reader thread, writes under the link's
-    write lock, as the other channels; pongs and the close echo the reader
-    must send wait for a writer in progress rather than block the reader.
+    write lock, as the other channels.
+
+    The reader never writes: the control frames the protocol answers with (a
+    pong per ping, section 5.5.2, of which only the newest waits, 5.5.3; the
+    Close echo, 5.5.1; the Close that fails the connection, 7.1.7) wait for
+    the next writer, or for :meth:`flush_owed` on the link's timer thread,
+    never blocking (:meth:`call_when_owed`). A pong that cannot go out in
+    time is late; the reader goes on reading.
 
     What it takes in: messages of at most the protocol's ``max_size`` bytes
     (:data:`~amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
@@ -302,12 +309,15 @@ class WebSocketChannel:
         self._data_ops = (frames.Opcode.TEXT, frames.Opcode.BINARY, frames.Opcode.CONT)
         self._close_op = frames.Opcode.CLOSE
         self._open = self._ws.protocol.State.OPEN
-        self._lock = threading.Lock()  # the protocol object (reader and writers)
-        self._wlock = threading.Lock()  # writes to the inner channel: whole WebSocket frames
+        self._lock = threading.Lock()  # the protocol object and the owed frames; held for no I/O
+        self._wlock = threading.Lock()  # writes to the inner channel: whole WebSocket frames, in order
         self._send_message = protocol.send_binary if binary else protocol.send_text
         self._text = not binary
         self._chunks: List[bytes] = []  # payload received, not yet returned by recv
-        self._control: List[bytes] = []  # pongs / close echo waiting for the write lock
+        self._owed: List[bytes] = []  # control frames (encoded) the reader's protocol answered with, unwritten
+        self._rest: Optional[memoryview] = None  # the unwritten end of a frame a non-blocking write began
+        self._woken = False  # the call_when_owed callback was called; not all owed frames written since
+        self._on_owed: Optional[Callable[[], None]] = None
         self._ended = False  # the broker's Close frame, EOF or a protocol error came
         self._error: Optional[BaseException] = None
         self.close_code: Optional[int] = None
@@ -315,25 +325,9 @@ class WebSocketChannel:
 
     # ------------------------------------------------------------ reading
 
-    def take(self, events: Any) -> None:
-        """Reader side: keep the payload of ``events`` (frames), note a Close."""
-        chunks = self._chunks
-        for frame in events:
-            opcode = frame.opcode
-            if opcode in self._data_ops:
-                if frame.data:
-                    chunks.append(frame.data)
-            elif opcode is self._close_op:
-                self._ended = True
-                close = self._proto.close_rcvd
-                if close is not None:
-                    self.close_code, self.close_reason = int(close.code), close.reason
-                log.info("%s: the broker closed the WebSocket (code %s%s)", self.url, self.close_code,
-                         (", " + self.close_reason) if self.close_reason else "")
-
     def recv(self, size: int) -> bytes:
         """The next STOMP bytes (payload of one or more messages); ``b""`` at
-        the end (the broker's Close frame or EOF).
+        the end (the broker's Close frame or EOF). Reader thread; never writes.
 
         Raises:
             WebSocketProtocolError: the broker broke the WebSocket protocol (RFC
@@ -359,17 +353,31 @@ class WebSocketChannel:
                 else:
                     proto.receive_eof()
                 events = proto.events_received()
-                out = proto.data_to_send()
                 failure = proto.parser_exc
-            if out:
-                self._queue_control(out)
-            if events:
-                self.take(events)
+            self.take(events)
+            if failure is not None and self._error is None and not isinstance(failure, EOFError):
+                self._broken(self._parser_error(failure))
             if not data:
                 self._ended = True
-            if failure is not None and not isinstance(failure, EOFError):
+
+    def take(self, events: Iterable[Any]) -> None:
+        """Reader side: keep the payload of ``events`` (frames) for :meth:`recv`,
+        note a Close, and queue what the protocol answers (:meth:`call_when_owed`)."""
+        chunks = self._chunks
+        for frame in events:
+            opcode = frame.opcode
+            if opcode in self._data_ops:
+                data = frame.data
+                if data:
+                    chunks.append(data)
+            elif opcode is self._close_op:
                 self._ended = True
-                self._error = self._parser_error(failure)
+                close = self._proto.close_rcvd
+                if close is not None:
+                    self.close_code, self.close_reason = int(close.code), close.reason
+                log.info("%s: the broker closed the WebSocket (code %s%s)", self.url, self.close_code,
+                         (", " + self.close_reason) if self.close_reason else "")
+        self._answer()
 
     def _parser_error(self, failure: BaseException) -> WebSocketProtocolError:
         """The error for what the protocol's parser refused (it sent the Close already)."""
@@ -385,6 +393,19 @@ class WebSocketChannel:
         return WebSocketProtocolError("WebSocket protocol error from %s: %s: the client failed the connection with "
                                       "close code %s (RFC 6455 section 7.1.7)" % (self.url, failure, code),
                                       code, url=self.url)
+
+    def _broken(self, error: WebSocketProtocolError) -> None:
+        """Reader side: the connection failed with ``error`` (after the payload
+        taken so far; the protocol sent its Close frame)."""
+        self._ended = True
+        self._error = error  # the link's reader logs it
+
+    def _answer(self) -> None:
+        """Reader side: queue what the protocol answers."""
+        with self._lock:
+            wake = self._owe(self._proto.data_to_send())
+        if wake:
+            self._wake()
 
     def pending(self) -> int:
         """Payload bytes read but not yet returned by :meth:`recv`, plus what
@@ -416,59 +437,116 @@ class WebSocketChannel:
         return out[0] if len(out) == 1 else b"".join(out)
 
     def sendall(self, data: bytes) -> None:
-        """Write ``data`` as one WebSocket message (blocking)."""
+        """Write ``data`` as one WebSocket message, after the control frames
+        owed (blocking; a writer under the link's write lock)."""
         frame = self._frame(data)
         with self._wlock:
+            if self._rest is not None or self._owed:
+                self._write_owed()
             self.inner.sendall(frame)
-            if self._control:
-                self._flush_control()
 
     def try_send(self, data: bytes) -> bool:
-        """Write ``data`` (a heart-beat) as one message unless a write is in
-        progress or the socket buffer is full; False then."""
+        """Write ``data`` (a heart-beat) as one message without blocking, after
+        the control frames owed; False (``data`` not sent) when a write is in
+        progress or those do not fit. What of the message does not fit is
+        written by the next writer or :meth:`flush_owed`."""
         if not self._wlock.acquire(blocking=False):
             return False
         try:
-            if self._control:
-                self._flush_control()
-            return bool(self.inner.try_send(self._frame(data)))
+            if (self._rest is not None or self._owed) and self._send_owed_some():
+                return False
+            view = memoryview(self._frame(data))
+            rest = view[self.inner.send_some(view):]
+            if not len(rest):
+                return True
+            self._rest = rest  # begun, or taken by OpenSSL: it must go out whole
+            with self._lock:
+                wake, self._woken = not self._woken, True
+        finally:
+            self._wlock.release()
+        if wake:
+            self._wake()
+        return True
+
+    def flush_owed(self) -> bool:
+        """Write what fits of the control frames owed, never blocking (the
+        link's timer thread, under its write lock). True when some are left:
+        call again later (a writer may also write them first)."""
+        if not self._wlock.acquire(blocking=False):
+            return True
+        try:
+            return self._send_owed_some()
         finally:
             self._wlock.release()
 
-    def _queue_control(self, out: Sequence[bytes]) -> None:
-        """Reader thread: control frames the protocol answers with (pong, the
-        Close echo); written now unless a writer holds the lock, which then
-        writes them after its message."""
-        with self._lock:
-            self._control.extend(data for data in out if data)  # b"": half-close, the link closes anyway
-        if self._control and self._wlock.acquire(blocking=False):
-            try:
-                self._flush_control()
-            except OSError:
-                pass  # the reader meets the failure on its next read
-            finally:
-                self._wlock.release()
-
-    def _flush_control(self) -> None:
-        with self._lock:
-            out, self._control = self._control, []
+    def _owe(self, out: Sequence[bytes]) -> bool:
+        """Under ``_lock``: queue the encoded control frames ``out``; a pong
+        replaces one still waiting (RFC 6455 section 5.5.3). True when
+        :meth:`call_when_owed`'s callback is due."""
+        owed = self._owed
         for data in out:
+            if not data:
+                continue  # b"": half-close the TCP connection; the link closes it anyway
+            if data[0] & 0x0F == _PONG:  # the opcode: the low 4 bits of the first byte (section 5.2)
+                owed[:] = [d for d in owed if d[0] & 0x0F != _PONG]
+            owed.append(data)
+        if owed and not self._woken:
+            self._woken = True
+            return True
+        return False
+
+    def call_when_owed(self, callback: Optional[Callable[[], None]]) -> None:
+        """Have ``callback()`` called (reader or timer thread, no lock held)
+        when control frames start waiting to be written: it arranges a
+        :meth:`flush_owed` (the link: its timer's ``flush_tick``)."""
+        self._on_owed = callback
+
+    def _wake(self) -> None:
+        callback = self._on_owed
+        if callback is not None:
+            callback()
+
+    def _send_owed_some(self) -> bool:
+        """Under ``_wlock``: write what fits of the owed frames without
+        blocking; True when some are left."""
+        while True:
+            view = self._rest
+            if view is None:
+                with self._lock:
+                    if not self._owed:
+                        self._woken = False
+                        return False
+                    view = memoryview(self._owed.pop(0))
+            rest = view[self.inner.send_some(view):]
+            if len(rest):
+                self._rest = rest
+                return True
+            self._rest = None
+
+    def _write_owed(self) -> None:
+        """Under ``_wlock``: write the owed frames, blocking (a writer)."""
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            self.inner.sendall(rest)
+        with self._lock:
+            owed, self._owed = self._owed, []
+            self._woken = False
+        for data in owed:
             self.inner.sendall(data)
 
     # ------------------------------------------------------------ closing
 
     def shutdown(self) -> None:
-        """Send a Close frame (1000) when no write is in progress, then shut
-        the socket down (the reader then ends)."""
+        """Send a Close frame (1000) and what else is owed when no write is in
+        progress and it fits without blocking, then shut the socket down (the
+        reader then ends)."""
         if self._wlock.acquire(blocking=False):
             try:
                 with self._lock:
-                    out: List[bytes] = []
                     if self._proto.state is self._open:
                         self._proto.send_close(1000)
-                        out = [d for d in self._proto.data_to_send() if d]
-                if out:
-                    self.inner.try_send(b"".join(out))
+                    self._owe(self._proto.data_to_send())
+                self._send_owed_some()
             except Exception:  # best effort: the socket goes anyway
                 pass
             finally:
