@@ -54,10 +54,11 @@ class StompProtocolError(StompException):
 class WebSocketProtocolError(StompProtocolError):
     """The broker's WebSocket frames broke RFC 6455, so the client failed the
     WebSocket connection (section 7.1.7) with ``close_code`` in its Close frame
-    and closed the socket: 1002 a protocol error (section 5), 1009 a message
-    over the largest STOMP frame this client takes (sections 7.4.1, 10.4; the
-    limit is :data:`amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`).
-    Listeners get it in ``on_protocol_error``, then ``on_disconnected``.
+    and closed the socket: 1002 a protocol error (section 5), 1007 a text
+    message that is not UTF-8 (section 8.1), 1009 a message over the largest
+    STOMP frame this client takes (sections 7.4.1, 10.4; the limit is
+    :data:`amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`). Listeners get
+    it in ``on_protocol_error``, then ``on_disconnected``.
 
     Attributes:
         close_code (int | None): the close code sent (RFC 6455 section 7.4.1).

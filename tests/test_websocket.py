@@ -684,3 +684,69 @@ def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
         server.stop()
     assert took < 5 + 2
     assert wait_until(lambda: not [t for t in _client_threads() if t not in before], 5), _client_threads()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("split", [False, True], ids=["one-frame", "across-continuations"])
+def test_a_text_message_that_is_not_utf8_fails_the_connection(split):
+    """RFC 6455 8.1: a text message that is not UTF-8 fails the WebSocket connection (close
+    code 1007). The message before it -- valid UTF-8 with a character split between two
+    fragments -- arrives; the bad one (in one frame, or its bad sequence split across
+    fragments) is not handed on; the listener hears why and on_disconnected; the client's
+    Close carries 1007."""
+    heard = {}
+
+    def script(peer):
+        Frame, Op = peer.ws.frames.Frame, peer.ws.frames.Opcode
+        time.sleep(0.3)  # after connect() returned
+        good = "MESSAGE\nsubscription:1\nmessage-id:good\ndestination:/queue/a\n\nd\u00e9j\u00e0\x00".encode()
+        cut = good.index(b"\xc3") + 1  # between the two bytes of the first "é"
+        bad = b"MESSAGE\nsubscription:1\nmessage-id:bad\ndestination:/queue/a\n\n\xc3(\x00"
+        if split:
+            cut_bad = bad.index(b"\xc3") + 1
+            bad_frames = [Frame(Op.TEXT, bad[:cut_bad], fin=False), Frame(Op.CONT, bad[cut_bad:])]
+        else:
+            bad_frames = [Frame(Op.TEXT, bad)]
+        peer.send(Frame(Op.TEXT, good[:cut], fin=False), Frame(Op.CONT, good[cut:]), *bad_frames)
+        deadline = time.monotonic() + 10
+        while "close" not in heard and time.monotonic() < deadline:
+            heard.update(("close", f) for f in peer.frames(1, timeout=10) if f.opcode is Op.CLOSE)
+
+    server = FakeWebSocketServer(script)
+    conn, listener = _fake_ws_conn(server)
+    try:
+        conn.subscribe("/queue/a", id="1")
+        assert listener.wait_event("disconnected", timeout=10)
+        assert [m.headers["message-id"] for m in listener.messages] == ["good"]
+        assert listener.messages[0].body == "d\u00e9j\u00e0".encode()
+        reason = conn.transport.close_reason
+        assert "1007" in reason and "UTF-8" in reason, reason
+        error = listener.protocol_errors[0]  # on_protocol_error, then on_disconnected
+        assert isinstance(error, WebSocketProtocolError) and error.close_code == 1007
+    finally:
+        conn.disconnect()
+        server.stop()
+    assert "close" in heard, server.error
+    assert server.ws.frames.Close.parse(heard["close"].data).code == 1007
+
+
+@pytest.mark.timeout(60)
+def test_binary_mode_takes_text_messages_as_bytes():
+    """binary_mode=True (the bodies are bytes): text messages are not checked, since
+    RabbitMQ's web-STOMP sends every frame in a text message by default, binary bodies
+    included (test_binary_mode_carries_any_bytes)."""
+    def script(peer):
+        Frame, Op = peer.ws.frames.Frame, peer.ws.frames.Opcode
+        time.sleep(0.3)  # after connect() returned
+        peer.send(Frame(Op.TEXT, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\n\xc3(\x00"))
+        server.stopped.wait(10)
+
+    server = FakeWebSocketServer(script)
+    conn, listener = _fake_ws_conn(server, binary_mode=True)
+    try:
+        conn.subscribe("/queue/a", id="1")
+        assert [m.body for m in listener.wait_messages(1)] == [b"\xc3("]
+        assert conn.is_connected() and not listener.protocol_errors
+    finally:
+        conn.disconnect()
+        server.stop()

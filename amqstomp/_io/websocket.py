@@ -26,6 +26,7 @@ the link writes one frame per message (:attr:`WebSocketChannel.message_framed`
 turns its write coalescing off) and text is the default; RabbitMQ reads text
 and binary messages as one stream.
 """
+import codecs
 import logging
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -49,6 +50,7 @@ HostAndPort = Tuple[str, int]
 #: how to get the WebSocket library
 INSTALL_HINT = "pip install 'amqstomp[ws]'"
 _SNIPPET = 120  # bytes of an answer that is not HTTP shown in the error
+_UTF8_STEP = 1 << 20  # bytes of a text payload decoded at a time (the str made is thrown away)
 _PONG = 0x0A  # RFC 6455 section 5.2's opcode of a Pong frame
 
 
@@ -145,7 +147,8 @@ class WebSocketUpgrade:
         paths (dict[(str, int), str]): resource per broker (from URLs).
         header (dict | list[str] | None): extra HTTP headers of the handshake.
         binary (bool): send binary messages (stomp.py's ``binary_mode``)
-            instead of text ones.
+            instead of text ones, and take the broker's text messages without
+            checking that they are UTF-8 (see :class:`WebSocketChannel`).
 
     Raises:
         WebSocketUnavailableError: the ``websockets`` package is not installed.
@@ -284,10 +287,14 @@ class WebSocketChannel:
     What it takes in: messages of at most the protocol's ``max_size`` bytes
     (:data:`~amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
     STOMP frame the codec takes, set by :class:`WebSocketUpgrade`: a frame
-    declaring more is refused by its header, never buffered, section 10.4). A
-    message over it, or any other break of the protocol, fails the connection
-    (close code 1009, 1002): :meth:`recv` returns the payload before it, then
-    raises :class:`~amqstomp.exception.WebSocketProtocolError`.
+    declaring more is refused by its header, never buffered, section 10.4),
+    and text messages in UTF-8 (section 8.1; checked incrementally across
+    continuation frames, an ASCII payload costs one ``bytes.isascii``). A
+    message that breaks either, or any other rule, fails the connection
+    (close code 1009, 1007, 1002): :meth:`recv` returns the payload before
+    it, then raises :class:`~amqstomp.exception.WebSocketProtocolError`.
+    With ``binary`` text messages are taken unchecked: RabbitMQ's web-STOMP
+    (default ``web_stomp.ws_frame = text``) sends any body in text messages.
 
     Attributes:
         message_framed (bool): True: each write is one WebSocket message, so
@@ -306,6 +313,7 @@ class WebSocketChannel:
         self._proto = protocol
         self._ws = require_websockets()
         frames = self._ws.frames
+        self._text_op, self._cont_op = frames.Opcode.TEXT, frames.Opcode.CONT
         self._data_ops = (frames.Opcode.TEXT, frames.Opcode.BINARY, frames.Opcode.CONT)
         self._close_op = frames.Opcode.CLOSE
         self._open = self._ws.protocol.State.OPEN
@@ -318,6 +326,9 @@ class WebSocketChannel:
         self._rest: Optional[memoryview] = None  # the unwritten end of a frame a non-blocking write began
         self._woken = False  # the call_when_owed callback was called; not all owed frames written since
         self._on_owed: Optional[Callable[[], None]] = None
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()  # the text message being received
+        self._in_text = False  # a text message is being received in continuation frames
+        self._utf8_open = False  # ... and its bytes so far end inside a character
         self._ended = False  # the broker's Close frame, EOF or a protocol error came
         self._error: Optional[BaseException] = None
         self.close_code: Optional[int] = None
@@ -331,8 +342,8 @@ class WebSocketChannel:
 
         Raises:
             WebSocketProtocolError: the broker broke the WebSocket protocol (RFC
-                6455): a message over the limit (1009), anything else (1002);
-                the connection is failed.
+                6455): a message over the limit (1009), a text message that is
+                not UTF-8 (1007), anything else (1002); the connection is failed.
             OSError: the socket failed.
         """
         while True:
@@ -362,12 +373,19 @@ class WebSocketChannel:
 
     def take(self, events: Iterable[Any]) -> None:
         """Reader side: keep the payload of ``events`` (frames) for :meth:`recv`,
-        note a Close, and queue what the protocol answers (:meth:`call_when_owed`)."""
+        note a Close, fail the connection on a text message that is not UTF-8
+        (1007), and queue what the protocol answers (:meth:`call_when_owed`)."""
         chunks = self._chunks
         for frame in events:
             opcode = frame.opcode
             if opcode in self._data_ops:
                 data = frame.data
+                if self._text and (opcode is self._text_op or (opcode is self._cont_op and self._in_text)):
+                    error = self._check_utf8(data, frame.fin)
+                    if error is not None:
+                        self._broken(error, 1007, "invalid UTF-8")  # RFC 6455 7.4.1: invalid frame payload data
+                        return  # nothing after the failure is taken (RFC 6455 7.1.7)
+                    self._in_text = not frame.fin
                 if data:
                     chunks.append(data)
             elif opcode is self._close_op:
@@ -378,6 +396,25 @@ class WebSocketChannel:
                 log.info("%s: the broker closed the WebSocket (code %s%s)", self.url, self.close_code,
                          (", " + self.close_reason) if self.close_reason else "")
         self._answer()
+
+    def _check_utf8(self, data: bytes, final: bool) -> Optional[WebSocketProtocolError]:
+        """Reader side: the error when ``data``, the next part of a text message
+        (``final``: its end), makes it invalid UTF-8 (RFC 6455 section 8.1); None
+        when it is valid so far. Large payloads are decoded 1 MiB at a time."""
+        if not self._utf8_open and data.isascii():
+            return None
+        decoder = self._utf8
+        view, size = memoryview(data), len(data)
+        try:
+            for start in range(0, size or 1, _UTF8_STEP):
+                decoder.decode(view[start:start + _UTF8_STEP], final and start + _UTF8_STEP >= size)
+        except UnicodeDecodeError as exc:
+            decoder.reset()
+            return WebSocketProtocolError("WebSocket text message from %s is not UTF-8 (%s): the client failed the "
+                                          "connection with close code 1007, invalid frame payload data (RFC 6455 "
+                                          "section 8.1)" % (self.url, exc.reason), 1007, url=self.url)
+        self._utf8_open = not final and bool(decoder.getstate()[0])
+        return None
 
     def _parser_error(self, failure: BaseException) -> WebSocketProtocolError:
         """The error for what the protocol's parser refused (it sent the Close already)."""
@@ -394,15 +431,20 @@ class WebSocketChannel:
                                       "close code %s (RFC 6455 section 7.1.7)" % (self.url, failure, code),
                                       code, url=self.url)
 
-    def _broken(self, error: WebSocketProtocolError) -> None:
+    def _broken(self, error: WebSocketProtocolError, code: int = 0, reason: str = "") -> None:
         """Reader side: the connection failed with ``error`` (after the payload
-        taken so far; the protocol sent its Close frame)."""
+        taken so far); with ``code``, fail the protocol with it."""
         self._ended = True
         self._error = error  # the link's reader logs it
+        if code:
+            self._answer(code, reason)
 
-    def _answer(self) -> None:
-        """Reader side: queue what the protocol answers."""
+    def _answer(self, fail_code: int = 0, reason: str = "") -> None:
+        """Reader side: queue what the protocol answers, after failing it with
+        ``fail_code`` (a Close frame, RFC 6455 section 7.1.7)."""
         with self._lock:
+            if fail_code and self._proto.state is self._open:
+                self._proto.fail(fail_code, reason)
             wake = self._owe(self._proto.data_to_send())
         if wake:
             self._wake()
