@@ -51,6 +51,29 @@ class StompProtocolError(StompException):
         super().__init__(message)
 
 
+class WebSocketProtocolError(StompProtocolError):
+    """The broker's WebSocket frames broke RFC 6455, so the client failed the
+    WebSocket connection (section 7.1.7) with ``close_code`` in its Close frame
+    and closed the socket: 1002 a protocol error (section 5), 1007 a text
+    message that is not UTF-8 (section 8.1), 1009 a message over the largest
+    STOMP frame this client takes (sections 7.4.1, 10.4; the limit is
+    :data:`amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`). Listeners get
+    it in ``on_protocol_error``, then ``on_disconnected``.
+
+    Attributes:
+        close_code (int | None): the close code sent (RFC 6455 section 7.4.1).
+        limit (int | None): for 1009, the limit in bytes.
+        url (str): the WebSocket URL.
+    """
+
+    def __init__(self, message: str, close_code: Optional[int] = None, limit: Optional[int] = None,
+                 url: str = "") -> None:
+        self.close_code = close_code
+        self.limit = limit
+        self.url = url
+        super().__init__(message)
+
+
 class FrameEncodeError(StompException, ValueError):
     """The application asked to encode a frame that cannot be written in the
     chosen STOMP version: a header name or value holding a character the

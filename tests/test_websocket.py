@@ -24,8 +24,10 @@ from amqstomp.exception import (
     ConnectFailedException,
     FrameEncodeError,
     WebSocketHandshakeError,
+    WebSocketProtocolError,
     WebSocketUnavailableError,
 )
+from amqstomp._protocol.limits import MAX_RECEIVED_FRAME_BYTES
 from amqstomp.testing import ActiveMQBroker, BrokerNotAvailable
 from conftest import Collector, wait_until
 
@@ -396,11 +398,12 @@ def test_activemq_config_gets_the_ws_connector(tmp_path):
 
 
 class _Peer:
-    """The server end of a socketpair, parsed by websockets' own server protocol."""
+    """The server end of a socketpair (or of an upgraded connection: ``proto``, the
+    server protocol that did the upgrade), parsed by websockets' own server protocol."""
 
-    def __init__(self, ws, sock):
+    def __init__(self, ws, sock, proto=None):
         self.ws, self.sock = ws, sock
-        self.proto = ws.server.ServerProtocol(max_size=None, state=ws.protocol.State.OPEN)
+        self.proto = proto or ws.server.ServerProtocol(max_size=None, state=ws.protocol.State.OPEN)
 
     def frames(self, want, timeout=5.0):
         self.sock.settimeout(timeout)
@@ -454,18 +457,31 @@ def test_one_stomp_frame_per_message_and_no_coalescing(channel_pair):
 
 
 def test_pings_are_answered_and_a_close_ends_the_stream(channel_pair):
+    """The reader (recv) never writes: the pong waits for a writer or flush_owed (the link's
+    timer thread, told through call_when_owed); of pongs still waiting only the newest goes (RFC 6455
+    5.5.3); the broker's Close ends the stream and is answered (5.5.1)."""
     ws, channel, peer = channel_pair
     Frame, Op = ws.frames.Frame, ws.frames.Opcode
-    peer.send(Frame(Op.TEXT, b"MESSAGE\n\n\x00"), Frame(Op.PING, b"p1"), Frame(Op.TEXT, b"\n"))
+    told = []
+    channel.call_when_owed(lambda: told.append(1))
+    peer.send(Frame(Op.TEXT, b"MESSAGE\n\n\x00"), Frame(Op.PING, b"p1"), Frame(Op.PING, b"p2"),
+              Frame(Op.TEXT, b"\n"))
     data = b""
     while len(data) < len(b"MESSAGE\n\n\x00\n"):
         data += channel.recv(65536)
-    assert data == b"MESSAGE\n\n\x00\n"  # the payloads, in order; the ping is no STOMP byte
+    assert data == b"MESSAGE\n\n\x00\n"  # the payloads, in order; the pings are no STOMP bytes
+    assert told == [1]
+    peer.sock.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        peer.sock.recv(1)  # recv wrote nothing
+    assert channel.flush_owed() is False  # all written
     pong = peer.frames(1)[0]
-    assert pong.opcode is Op.PONG and bytes(pong.data) == b"p1"
+    assert pong.opcode is Op.PONG and bytes(pong.data) == b"p2"
     peer.send(Frame(Op.CLOSE, ws.frames.Close(1001, "going away").serialize()))
     assert channel.recv(65536) == b""
     assert (channel.close_code, channel.close_reason) == (1001, "going away")
+    assert told == [1, 1]
+    assert channel.flush_owed() is False
     echo = peer.frames(1)[0]
     assert echo.opcode is Op.CLOSE  # RFC 6455 5.5.1: the close is answered
 
@@ -473,8 +489,12 @@ def test_pings_are_answered_and_a_close_ends_the_stream(channel_pair):
 def test_a_protocol_error_from_the_broker_is_a_lost_connection(channel_pair):
     ws, channel, peer = channel_pair
     peer.sock.sendall(b"\x81\x85abcd")  # a masked frame from a server: RFC 6455 5.1 forbids it
-    with pytest.raises(ConnectionError, match="WebSocket protocol error"):
+    with pytest.raises(WebSocketProtocolError, match="WebSocket protocol error.*close code 1002") as caught:
         channel.recv(65536)
+    assert caught.value.close_code == 1002
+    channel.flush_owed()
+    close = peer.frames(1)[0]
+    assert close.opcode is ws.frames.Opcode.CLOSE and ws.frames.Close.parse(close.data).code == 1002
 
 
 def test_urls_give_each_broker_its_path_and_tls():
@@ -489,3 +509,244 @@ def test_urls_give_each_broker_its_path_and_tls():
         assert urls[0] == "wss://127.0.0.1:61619/stomp"
     assert "wss://%s:61619/stomp" % host in urls
     assert "ws://127.0.0.2:15674/ws?x=1" in urls and "ws://127.0.0.3:80/default" in urls
+
+
+# --------------------------------------------------------------------------- hostile WebSocket peers
+
+WS_CONNECTED = b"CONNECTED\nversion:1.2\nserver:FakeBroker/1\nheart-beat:%d,%d\n\n\x00"
+
+
+class FakeWebSocketServer:
+    """A one-connection WebSocket 'broker' on 127.0.0.1 for hostile-peer tests: a thread
+    with a plain socket that does the HTTP upgrade (websockets' own ``ServerProtocol``),
+    answers the STOMP CONNECT with CONNECTED (``heart_beat`` = its header's (cx, cy)), then
+    runs ``script(peer)`` (a :class:`_Peer`; ``peer.sock`` for raw bytes). Everything is
+    bounded: the socket times out after ``lifetime`` s, and the connection is closed when the
+    script returns or :meth:`stop` is called. ``rcvbuf`` (bytes) shrinks the server's
+    receive buffer (a peer that stops reading fills it sooner)."""
+
+    def __init__(self, script, heart_beat=(0, 0), lifetime=30.0, rcvbuf=None):
+        from amqstomp._io.websocket import require_websockets
+
+        self.ws = require_websockets()
+        import websockets.server  # noqa: F401  (the peer)
+
+        self.server = socket.socket()
+        if rcvbuf:
+            self.server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # inherited by accept()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(1)
+        self.port = self.server.getsockname()[1]
+        self.url = "ws://127.0.0.1:%d/ws" % self.port
+        self.script, self.heart_beat, self.lifetime = script, heart_beat, lifetime
+        self.stopped = threading.Event()
+        self.error = None  # what ended the script, if not its return
+        self.thread = threading.Thread(target=self._run, name="fake-ws-server", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        ws = self.ws
+        self.server.settimeout(self.lifetime)
+        try:
+            sock, _ = self.server.accept()
+        except OSError as exc:
+            self.error = exc
+            return
+        sock.settimeout(self.lifetime)
+        try:
+            proto = ws.server.ServerProtocol(max_size=None)
+            while proto.state is ws.protocol.State.CONNECTING:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                proto.receive_data(data)
+                for request in proto.events_received():
+                    proto.send_response(proto.accept(request))
+                sock.sendall(b"".join(proto.data_to_send()))
+            peer = _Peer(ws, sock, proto)
+            while not any(f.data.startswith((b"CONNECT", b"STOMP")) for f in peer.frames(1, self.lifetime)):
+                pass
+            peer.send(ws.frames.Frame(ws.frames.Opcode.TEXT, WS_CONNECTED % self.heart_beat))
+            self.script(peer)
+        except (OSError, AssertionError) as exc:
+            self.error = exc
+        finally:
+            sock.close()
+            self.server.close()
+
+    def stop(self):
+        self.stopped.set()
+        self.server.close()
+        self.thread.join(self.lifetime + 1)
+
+
+def _rss_bytes():
+    """This process's resident set size, in bytes (Linux: /proc/self/statm)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _client_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("amqstomp-")]
+
+
+def _fake_ws_conn(server, **options):
+    conn = amqstomp.WSConnection([server.url], timeout=5, auto_decode=False, **options)
+    listener = Listener()
+    conn.set_listener("", listener)
+    conn.connect(wait=True)
+    return conn, listener
+
+
+@pytest.mark.timeout(90)
+def test_a_huge_websocket_frame_fails_the_connection_at_the_stomp_limit():
+    """A peer that declares a 1 TiB binary frame and streams into it: the client refuses the
+    frame by its header (RFC 6455 7.4.1 close code 1009, the limit named) instead of
+    buffering it whole; the process does not grow by more than the limit."""
+    limit = MAX_RECEIVED_FRAME_BYTES
+    cap, chunk = 320 << 20, b"\0" * (1 << 20)
+    streamed = [0]
+
+    def script(peer):
+        time.sleep(0.3)  # after connect() returned
+        peer.sock.sendall(b"\x82\x7f" + (1 << 40).to_bytes(8, "big"))  # FIN, binary, 64-bit length
+        deadline = time.monotonic() + 20
+        while streamed[0] < cap and time.monotonic() < deadline and not server.stopped.is_set():
+            peer.sock.sendall(chunk)
+            streamed[0] += len(chunk)
+
+    server = FakeWebSocketServer(script)
+    conn, listener = _fake_ws_conn(server)
+    try:
+        before = peak = _rss_bytes()
+        deadline = time.monotonic() + 40
+        while "disconnected" not in listener.events and time.monotonic() < deadline:
+            peak = max(peak, _rss_bytes())
+            time.sleep(0.01)
+        peak = max(peak, _rss_bytes())
+        growth = peak - before
+        print("streamed %d MiB, RSS grew %.1f MB, reason: %s"
+              % (streamed[0] >> 20, growth / 1e6, conn.transport.close_reason))
+        assert "disconnected" in listener.events
+        assert growth < limit + (32 << 20), growth
+        assert streamed[0] < cap  # the client closed the connection, the peer did not stop
+        reason = conn.transport.close_reason
+        assert "1009" in reason and str(limit) in reason, reason
+        error = listener.protocol_errors[0]  # on_protocol_error, then on_disconnected
+        assert isinstance(error, WebSocketProtocolError) and (error.close_code, error.limit) == (1009, limit)
+    finally:
+        conn.disconnect()
+        server.stop()
+
+
+@pytest.mark.timeout(90)
+def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
+    """A peer that completes CONNECT (heart-beats 1000,1000), then sends pings (125-byte
+    payloads, until the client stops taking them or 25 MB went) and never reads again: the
+    client's reader keeps reading -- the MESSAGE sent after the pings arrives; it never
+    writes a pong itself --, disconnect() (timeout=5) returns in time although nothing is
+    read, and no thread of the client is left."""
+    ping = b"\x89\x7d" + b"p" * 125  # FIN, ping, 125 bytes: the most a control frame holds
+    message = b"MESSAGE\nsubscription:1\nmessage-id:after\ndestination:/queue/a\n\nlast\x00"
+    sent = {"pings": 0, "message": False}
+
+    def script(peer):
+        while not any(f.data.startswith(b"SUBSCRIBE") for f in peer.frames(1)):
+            pass  # from here on it reads nothing
+        peer.sock.settimeout(1.0)  # a send that waits this long: the client stopped reading
+        deadline = time.monotonic() + 10
+        try:
+            while sent["pings"] < 200_000 and time.monotonic() < deadline:
+                peer.sock.sendall(ping * 1000)
+                sent["pings"] += 1000
+            peer.sock.sendall(bytes([0x81, len(message)]) + message)  # FIN, text, < 126 bytes
+            sent["message"] = True
+        except socket.timeout:
+            pass
+        server.stopped.wait(40)  # silent, reading nothing, until the test ends
+
+    server = FakeWebSocketServer(script, heart_beat=(1000, 1000), rcvbuf=4096)
+    before = set(threading.enumerate())
+    conn, listener = _fake_ws_conn(server, heartbeats=(1000, 1000))
+    took = None
+    try:
+        conn.subscribe("/queue/a", id="1")
+        got = listener.wait_messages(1, timeout=20)
+        print("pings sent: %d, message sent: %s" % (sent["pings"], sent["message"]))
+        assert [m.headers["message-id"] for m in got] == ["after"]  # the reader kept reading
+        started = time.monotonic()
+        conn.disconnect()  # the connection's timeout: 5 s for the DISCONNECT receipt
+        took = time.monotonic() - started
+        print("disconnect took %.2f s" % took)
+    finally:
+        if took is None:
+            threading.Thread(target=conn.disconnect, daemon=True).start()  # never hang the test run
+        server.stop()
+    assert took < 5 + 2
+    assert wait_until(lambda: not [t for t in _client_threads() if t not in before], 5), _client_threads()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("split", [False, True], ids=["one-frame", "across-continuations"])
+def test_a_text_message_that_is_not_utf8_fails_the_connection(split):
+    """RFC 6455 8.1: a text message that is not UTF-8 fails the WebSocket connection (close
+    code 1007). The message before it -- valid UTF-8 with a character split between two
+    fragments -- arrives; the bad one (in one frame, or its bad sequence split across
+    fragments) is not handed on; the listener hears why and on_disconnected; the client's
+    Close carries 1007."""
+    heard = {}
+
+    def script(peer):
+        Frame, Op = peer.ws.frames.Frame, peer.ws.frames.Opcode
+        time.sleep(0.3)  # after connect() returned
+        good = "MESSAGE\nsubscription:1\nmessage-id:good\ndestination:/queue/a\n\nd\u00e9j\u00e0\x00".encode()
+        cut = good.index(b"\xc3") + 1  # between the two bytes of the first "é"
+        bad = b"MESSAGE\nsubscription:1\nmessage-id:bad\ndestination:/queue/a\n\n\xc3(\x00"
+        if split:
+            cut_bad = bad.index(b"\xc3") + 1
+            bad_frames = [Frame(Op.TEXT, bad[:cut_bad], fin=False), Frame(Op.CONT, bad[cut_bad:])]
+        else:
+            bad_frames = [Frame(Op.TEXT, bad)]
+        peer.send(Frame(Op.TEXT, good[:cut], fin=False), Frame(Op.CONT, good[cut:]), *bad_frames)
+        deadline = time.monotonic() + 10
+        while "close" not in heard and time.monotonic() < deadline:
+            heard.update(("close", f) for f in peer.frames(1, timeout=10) if f.opcode is Op.CLOSE)
+
+    server = FakeWebSocketServer(script)
+    conn, listener = _fake_ws_conn(server)
+    try:
+        conn.subscribe("/queue/a", id="1")
+        assert listener.wait_event("disconnected", timeout=10)
+        assert [m.headers["message-id"] for m in listener.messages] == ["good"]
+        assert listener.messages[0].body == "d\u00e9j\u00e0".encode()
+        reason = conn.transport.close_reason
+        assert "1007" in reason and "UTF-8" in reason, reason
+        error = listener.protocol_errors[0]  # on_protocol_error, then on_disconnected
+        assert isinstance(error, WebSocketProtocolError) and error.close_code == 1007
+    finally:
+        conn.disconnect()
+        server.stop()
+    assert "close" in heard, server.error
+    assert server.ws.frames.Close.parse(heard["close"].data).code == 1007
+
+
+@pytest.mark.timeout(60)
+def test_binary_mode_takes_text_messages_as_bytes():
+    """binary_mode=True (the bodies are bytes): text messages are not checked, since
+    RabbitMQ's web-STOMP sends every frame in a text message by default, binary bodies
+    included (test_binary_mode_carries_any_bytes)."""
+    def script(peer):
+        Frame, Op = peer.ws.frames.Frame, peer.ws.frames.Opcode
+        time.sleep(0.3)  # after connect() returned
+        peer.send(Frame(Op.TEXT, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\n\xc3(\x00"))
+        server.stopped.wait(10)
+
+    server = FakeWebSocketServer(script)
+    conn, listener = _fake_ws_conn(server, binary_mode=True)
+    try:
+        conn.subscribe("/queue/a", id="1")
+        assert [m.body for m in listener.wait_messages(1)] == [b"\xc3("]
+        assert conn.is_connected() and not listener.protocol_errors
+    finally:
+        conn.disconnect()
+        server.stop()

@@ -221,6 +221,21 @@ class TLSChannel:
             else:
                 self._wait(self._wsel, events)
 
+    def send_some(self, data: Union[bytes, bytearray, memoryview]) -> int:
+        """Write without blocking; returns the bytes written. 0: nothing fits
+        now, or OpenSSL took the bytes and asks to be called again with the same
+        ones (SSL_write's retry rule): the caller keeps ``data`` and writes it
+        first, with this or :meth:`sendall`. A beat :meth:`try_send` left
+        unfinished goes first (0 while it does not fit)."""
+        pending = self._unsent
+        if pending is not None:
+            sent, _ = self._send_some(pending)
+            rest = pending[sent:]
+            self._unsent = rest if len(rest) else None
+            if self._unsent is not None:
+                return 0
+        return self._send_some(memoryview(data))[0]
+
     def try_send(self, data: bytes) -> bool:
         try:
             self._wsel.modify(self.sock, selectors.EVENT_WRITE)

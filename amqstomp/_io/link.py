@@ -130,6 +130,9 @@ class Link:
         #: what its threads are called after: ``<connection>.<socket>`` (``amqstomp-timer-3.1``)
         self.name = name or str(seq)
         self.scheduler = Scheduler("amqstomp-timer-%s" % self.name)
+        self.flush_owed = getattr(channel, "flush_owed", None)  # a WebSocket's pongs: flush_some writes them
+        if self.flush_owed is not None:  # when its reader, which never writes, has some
+            channel.call_when_owed(lambda: self.scheduler.call_later(0.0, self.flush_tick))
         self.reader: Optional[threading.Thread] = None
         self.dispatcher: Optional[threading.Thread] = None
         # reading paused by flow control: `paused`, `pause_suspended` and `draining` change under
@@ -448,24 +451,24 @@ class Link:
         self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.nowait_tick, tries + 1)
 
     def flush_some(self) -> bool:
-        """Under the write lock: write what fits of the buffer without blocking.
-        True when some is left (the broker is not reading fast enough)."""
+        """Under the write lock: write what fits, never blocking, of what the channel owes (``flush_owed``)
+        and of the buffer (the ``write_nowait`` frames joined to it first, on a plain socket). True when some is
+        left (the broker is not reading fast enough)."""
         if self.nowait and self.can_defer:
             self.take_nowait()
         wbuf = self.wbuf
-        if not wbuf or self.closed:
-            return False
-        joined = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
         try:
+            left = self.flush_owed is not None and not self.closed and bool(self.flush_owed())
+            if left or not wbuf or self.closed:
+                return left
+            joined = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
             sent = self.channel.send_some(joined)
         except OSError as exc:
             self.write_failed(exc)
             return False
         if sent:
             self.proto.data_written(time.monotonic() * 1000.0)
-        wbuf.clear()
-        if sent < len(joined):
-            wbuf.append(joined[sent:])
+        wbuf[:] = [joined[sent:]] if sent < len(joined) else []
         self.wbuf_bytes = len(joined) - sent
         return bool(wbuf)
 

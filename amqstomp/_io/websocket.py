@@ -26,11 +26,19 @@ the link writes one frame per message (:attr:`WebSocketChannel.message_framed`
 turns its write coalescing off) and text is the default; RabbitMQ reads text
 and binary messages as one stream.
 """
+import codecs
 import logging
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..exception import ConfigurationError, FrameEncodeError, WebSocketHandshakeError, WebSocketUnavailableError
+from .._protocol.limits import MAX_RECEIVED_FRAME_BYTES
+from ..exception import (
+    ConfigurationError,
+    FrameEncodeError,
+    WebSocketHandshakeError,
+    WebSocketProtocolError,
+    WebSocketUnavailableError,
+)
 
 __all__ = ["WebSocketChannel", "WebSocketUpgrade", "WebSocketTarget", "parse_ws_url", "require_websockets",
            "INSTALL_HINT"]
@@ -42,6 +50,8 @@ HostAndPort = Tuple[str, int]
 #: how to get the WebSocket library
 INSTALL_HINT = "pip install 'amqstomp[ws]'"
 _SNIPPET = 120  # bytes of an answer that is not HTTP shown in the error
+_UTF8_STEP = 1 << 20  # bytes of a text payload decoded at a time (the str made is thrown away)
+_PONG = 0x0A  # RFC 6455 section 5.2's opcode of a Pong frame
 
 
 def require_websockets() -> Any:
@@ -137,7 +147,8 @@ class WebSocketUpgrade:
         paths (dict[(str, int), str]): resource per broker (from URLs).
         header (dict | list[str] | None): extra HTTP headers of the handshake.
         binary (bool): send binary messages (stomp.py's ``binary_mode``)
-            instead of text ones.
+            instead of text ones, and take the broker's text messages without
+            checking that they are UTF-8 (see :class:`WebSocketChannel`).
 
     Raises:
         WebSocketUnavailableError: the ``websockets`` package is not installed.
@@ -176,7 +187,8 @@ class WebSocketUpgrade:
 
     def _handshake(self, channel: Any, url: str, timeout_s: float) -> "WebSocketChannel":
         ws = self._ws
-        proto = ws.client.ClientProtocol(ws.uri.parse_uri(url), max_size=None)
+        # one message holds one STOMP frame: bounded by the largest the codec takes (RFC 6455 10.4)
+        proto = ws.client.ClientProtocol(ws.uri.parse_uri(url), max_size=MAX_RECEIVED_FRAME_BYTES)
         request = proto.connect()
         for name, value in self.headers:
             request.headers[name] = value
@@ -263,8 +275,26 @@ def _handshake_error(ws: Any, url: str, failure: BaseException, first: bytes) ->
 class WebSocketChannel:
     """A channel whose bytes travel in WebSocket messages (RFC 6455), over a
     plain or TLS channel. Reads on the reader thread, writes under the link's
-    write lock, as the other channels; pongs and the close echo the reader
-    must send wait for a writer in progress rather than block the reader.
+    write lock, as the other channels.
+
+    The reader never writes: the control frames the protocol answers with (a
+    pong per ping, section 5.5.2, of which only the newest waits, 5.5.3; the
+    Close echo, 5.5.1; the Close that fails the connection, 7.1.7) wait for
+    the next writer, or for :meth:`flush_owed` on the link's timer thread,
+    never blocking (:meth:`call_when_owed`). A pong that cannot go out in
+    time is late; the reader goes on reading.
+
+    What it takes in: messages of at most the protocol's ``max_size`` bytes
+    (:data:`~amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
+    STOMP frame the codec takes, set by :class:`WebSocketUpgrade`: a frame
+    declaring more is refused by its header, never buffered, section 10.4),
+    and text messages in UTF-8 (section 8.1; checked incrementally across
+    continuation frames, an ASCII payload costs one ``bytes.isascii``). A
+    message that breaks either, or any other rule, fails the connection
+    (close code 1009, 1007, 1002): :meth:`recv` returns the payload before
+    it, then raises :class:`~amqstomp.exception.WebSocketProtocolError`.
+    With ``binary`` text messages are taken unchecked: RabbitMQ's web-STOMP
+    (default ``web_stomp.ws_frame = text``) sends any body in text messages.
 
     Attributes:
         message_framed (bool): True: each write is one WebSocket message, so
@@ -283,15 +313,22 @@ class WebSocketChannel:
         self._proto = protocol
         self._ws = require_websockets()
         frames = self._ws.frames
+        self._text_op, self._cont_op = frames.Opcode.TEXT, frames.Opcode.CONT
         self._data_ops = (frames.Opcode.TEXT, frames.Opcode.BINARY, frames.Opcode.CONT)
         self._close_op = frames.Opcode.CLOSE
         self._open = self._ws.protocol.State.OPEN
-        self._lock = threading.Lock()  # the protocol object (reader and writers)
-        self._wlock = threading.Lock()  # writes to the inner channel: whole WebSocket frames
+        self._lock = threading.Lock()  # the protocol object and the owed frames; held for no I/O
+        self._wlock = threading.Lock()  # writes to the inner channel: whole WebSocket frames, in order
         self._send_message = protocol.send_binary if binary else protocol.send_text
         self._text = not binary
         self._chunks: List[bytes] = []  # payload received, not yet returned by recv
-        self._control: List[bytes] = []  # pongs / close echo waiting for the write lock
+        self._owed: List[bytes] = []  # control frames (encoded) the reader's protocol answered with, unwritten
+        self._rest: Optional[memoryview] = None  # the unwritten end of a frame a non-blocking write began
+        self._woken = False  # the call_when_owed callback was called; not all owed frames written since
+        self._on_owed: Optional[Callable[[], None]] = None
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()  # the text message being received
+        self._in_text = False  # a text message is being received in continuation frames
+        self._utf8_open = False  # ... and its bytes so far end inside a character
         self._ended = False  # the broker's Close frame, EOF or a protocol error came
         self._error: Optional[BaseException] = None
         self.close_code: Optional[int] = None
@@ -299,28 +336,14 @@ class WebSocketChannel:
 
     # ------------------------------------------------------------ reading
 
-    def take(self, events: Any) -> None:
-        """Reader side: keep the payload of ``events`` (frames), note a Close."""
-        chunks = self._chunks
-        for frame in events:
-            opcode = frame.opcode
-            if opcode in self._data_ops:
-                if frame.data:
-                    chunks.append(frame.data)
-            elif opcode is self._close_op:
-                self._ended = True
-                close = self._proto.close_rcvd
-                if close is not None:
-                    self.close_code, self.close_reason = int(close.code), close.reason
-                log.info("%s: the broker closed the WebSocket (code %s%s)", self.url, self.close_code,
-                         (", " + self.close_reason) if self.close_reason else "")
-
     def recv(self, size: int) -> bytes:
         """The next STOMP bytes (payload of one or more messages); ``b""`` at
-        the end (the broker's Close frame or EOF).
+        the end (the broker's Close frame or EOF). Reader thread; never writes.
 
         Raises:
-            ConnectionError: the broker broke the WebSocket protocol.
+            WebSocketProtocolError: the broker broke the WebSocket protocol (RFC
+                6455): a message over the limit (1009), a text message that is
+                not UTF-8 (1007), anything else (1002); the connection is failed.
             OSError: the socket failed.
         """
         while True:
@@ -341,17 +364,90 @@ class WebSocketChannel:
                 else:
                     proto.receive_eof()
                 events = proto.events_received()
-                out = proto.data_to_send()
                 failure = proto.parser_exc
-            if out:
-                self._queue_control(out)
-            if events:
-                self.take(events)
+            self.take(events)
+            if failure is not None and self._error is None and not isinstance(failure, EOFError):
+                self._broken(self._parser_error(failure))
             if not data:
                 self._ended = True
-            if failure is not None and not isinstance(failure, EOFError):
+
+    def take(self, events: Iterable[Any]) -> None:
+        """Reader side: keep the payload of ``events`` (frames) for :meth:`recv`,
+        note a Close, fail the connection on a text message that is not UTF-8
+        (1007), and queue what the protocol answers (:meth:`call_when_owed`)."""
+        chunks = self._chunks
+        for frame in events:
+            opcode = frame.opcode
+            if opcode in self._data_ops:
+                data = frame.data
+                if self._text and (opcode is self._text_op or (opcode is self._cont_op and self._in_text)):
+                    error = self._check_utf8(data, frame.fin)
+                    if error is not None:
+                        self._broken(error, 1007, "invalid UTF-8")  # RFC 6455 7.4.1: invalid frame payload data
+                        return  # nothing after the failure is taken (RFC 6455 7.1.7)
+                    self._in_text = not frame.fin
+                if data:
+                    chunks.append(data)
+            elif opcode is self._close_op:
                 self._ended = True
-                self._error = ConnectionError("WebSocket protocol error from %s: %s" % (self.url, failure))
+                close = self._proto.close_rcvd
+                if close is not None:
+                    self.close_code, self.close_reason = int(close.code), close.reason
+                log.info("%s: the broker closed the WebSocket (code %s%s)", self.url, self.close_code,
+                         (", " + self.close_reason) if self.close_reason else "")
+        self._answer()
+
+    def _check_utf8(self, data: bytes, final: bool) -> Optional[WebSocketProtocolError]:
+        """Reader side: the error when ``data``, the next part of a text message
+        (``final``: its end), makes it invalid UTF-8 (RFC 6455 section 8.1); None
+        when it is valid so far. Large payloads are decoded 1 MiB at a time."""
+        if not self._utf8_open and data.isascii():
+            return None
+        decoder = self._utf8
+        view, size = memoryview(data), len(data)
+        try:
+            for start in range(0, size or 1, _UTF8_STEP):
+                decoder.decode(view[start:start + _UTF8_STEP], final and start + _UTF8_STEP >= size)
+        except UnicodeDecodeError as exc:
+            decoder.reset()
+            return WebSocketProtocolError("WebSocket text message from %s is not UTF-8 (%s): the client failed the "
+                                          "connection with close code 1007, invalid frame payload data (RFC 6455 "
+                                          "section 8.1)" % (self.url, exc.reason), 1007, url=self.url)
+        self._utf8_open = not final and bool(decoder.getstate()[0])
+        return None
+
+    def _parser_error(self, failure: BaseException) -> WebSocketProtocolError:
+        """The error for what the protocol's parser refused (it sent the Close already)."""
+        sent = self._proto.close_sent
+        code = int(sent.code) if sent is not None else None
+        if isinstance(failure, self._ws.exceptions.PayloadTooBig):
+            limit = self._proto.max_message_size
+            return WebSocketProtocolError(
+                "WebSocket message from %s is over the client's limit of %s bytes (MAX_RECEIVED_FRAME_BYTES: the "
+                "largest STOMP frame it takes, its body limit + a header budget): the client failed the "
+                "connection with close code %s, message too big (RFC 6455 section 7.4.1; %s)"
+                % (self.url, limit, code, failure), code, limit, self.url)
+        return WebSocketProtocolError("WebSocket protocol error from %s: %s: the client failed the connection with "
+                                      "close code %s (RFC 6455 section 7.1.7)" % (self.url, failure, code),
+                                      code, url=self.url)
+
+    def _broken(self, error: WebSocketProtocolError, code: int = 0, reason: str = "") -> None:
+        """Reader side: the connection failed with ``error`` (after the payload
+        taken so far); with ``code``, fail the protocol with it."""
+        self._ended = True
+        self._error = error  # the link's reader logs it
+        if code:
+            self._answer(code, reason)
+
+    def _answer(self, fail_code: int = 0, reason: str = "") -> None:
+        """Reader side: queue what the protocol answers, after failing it with
+        ``fail_code`` (a Close frame, RFC 6455 section 7.1.7)."""
+        with self._lock:
+            if fail_code and self._proto.state is self._open:
+                self._proto.fail(fail_code, reason)
+            wake = self._owe(self._proto.data_to_send())
+        if wake:
+            self._wake()
 
     def pending(self) -> int:
         """Payload bytes read but not yet returned by :meth:`recv`, plus what
@@ -383,59 +479,116 @@ class WebSocketChannel:
         return out[0] if len(out) == 1 else b"".join(out)
 
     def sendall(self, data: bytes) -> None:
-        """Write ``data`` as one WebSocket message (blocking)."""
+        """Write ``data`` as one WebSocket message, after the control frames
+        owed (blocking; a writer under the link's write lock)."""
         frame = self._frame(data)
         with self._wlock:
+            if self._rest is not None or self._owed:
+                self._write_owed()
             self.inner.sendall(frame)
-            if self._control:
-                self._flush_control()
 
     def try_send(self, data: bytes) -> bool:
-        """Write ``data`` (a heart-beat) as one message unless a write is in
-        progress or the socket buffer is full; False then."""
+        """Write ``data`` (a heart-beat) as one message without blocking, after
+        the control frames owed; False (``data`` not sent) when a write is in
+        progress or those do not fit. What of the message does not fit is
+        written by the next writer or :meth:`flush_owed`."""
         if not self._wlock.acquire(blocking=False):
             return False
         try:
-            if self._control:
-                self._flush_control()
-            return bool(self.inner.try_send(self._frame(data)))
+            if (self._rest is not None or self._owed) and self._send_owed_some():
+                return False
+            view = memoryview(self._frame(data))
+            rest = view[self.inner.send_some(view):]
+            if not len(rest):
+                return True
+            self._rest = rest  # begun, or taken by OpenSSL: it must go out whole
+            with self._lock:
+                wake, self._woken = not self._woken, True
+        finally:
+            self._wlock.release()
+        if wake:
+            self._wake()
+        return True
+
+    def flush_owed(self) -> bool:
+        """Write what fits of the control frames owed, never blocking (the
+        link's timer thread, under its write lock). True when some are left:
+        call again later (a writer may also write them first)."""
+        if not self._wlock.acquire(blocking=False):
+            return True
+        try:
+            return self._send_owed_some()
         finally:
             self._wlock.release()
 
-    def _queue_control(self, out: Sequence[bytes]) -> None:
-        """Reader thread: control frames the protocol answers with (pong, the
-        Close echo); written now unless a writer holds the lock, which then
-        writes them after its message."""
-        with self._lock:
-            self._control.extend(data for data in out if data)  # b"": half-close, the link closes anyway
-        if self._control and self._wlock.acquire(blocking=False):
-            try:
-                self._flush_control()
-            except OSError:
-                pass  # the reader meets the failure on its next read
-            finally:
-                self._wlock.release()
-
-    def _flush_control(self) -> None:
-        with self._lock:
-            out, self._control = self._control, []
+    def _owe(self, out: Sequence[bytes]) -> bool:
+        """Under ``_lock``: queue the encoded control frames ``out``; a pong
+        replaces one still waiting (RFC 6455 section 5.5.3). True when
+        :meth:`call_when_owed`'s callback is due."""
+        owed = self._owed
         for data in out:
+            if not data:
+                continue  # b"": half-close the TCP connection; the link closes it anyway
+            if data[0] & 0x0F == _PONG:  # the opcode: the low 4 bits of the first byte (section 5.2)
+                owed[:] = [d for d in owed if d[0] & 0x0F != _PONG]
+            owed.append(data)
+        if owed and not self._woken:
+            self._woken = True
+            return True
+        return False
+
+    def call_when_owed(self, callback: Optional[Callable[[], None]]) -> None:
+        """Have ``callback()`` called (reader or timer thread, no lock held)
+        when control frames start waiting to be written: it arranges a
+        :meth:`flush_owed` (the link: its timer's ``flush_tick``)."""
+        self._on_owed = callback
+
+    def _wake(self) -> None:
+        callback = self._on_owed
+        if callback is not None:
+            callback()
+
+    def _send_owed_some(self) -> bool:
+        """Under ``_wlock``: write what fits of the owed frames without
+        blocking; True when some are left."""
+        while True:
+            view = self._rest
+            if view is None:
+                with self._lock:
+                    if not self._owed:
+                        self._woken = False
+                        return False
+                    view = memoryview(self._owed.pop(0))
+            rest = view[self.inner.send_some(view):]
+            if len(rest):
+                self._rest = rest
+                return True
+            self._rest = None
+
+    def _write_owed(self) -> None:
+        """Under ``_wlock``: write the owed frames, blocking (a writer)."""
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            self.inner.sendall(rest)
+        with self._lock:
+            owed, self._owed = self._owed, []
+            self._woken = False
+        for data in owed:
             self.inner.sendall(data)
 
     # ------------------------------------------------------------ closing
 
     def shutdown(self) -> None:
-        """Send a Close frame (1000) when no write is in progress, then shut
-        the socket down (the reader then ends)."""
+        """Send a Close frame (1000) and what else is owed when no write is in
+        progress and it fits without blocking, then shut the socket down (the
+        reader then ends)."""
         if self._wlock.acquire(blocking=False):
             try:
                 with self._lock:
-                    out: List[bytes] = []
                     if self._proto.state is self._open:
                         self._proto.send_close(1000)
-                        out = [d for d in self._proto.data_to_send() if d]
-                if out:
-                    self.inner.try_send(b"".join(out))
+                    self._owe(self._proto.data_to_send())
+                self._send_owed_some()
             except Exception:  # best effort: the socket goes anyway
                 pass
             finally:

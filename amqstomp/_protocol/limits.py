@@ -1,14 +1,23 @@
-"""The frame limits a broker enforces, checked before a frame is written, no I/O.
+"""The frame limits: what a broker enforces, checked before a frame is written,
+and the largest frame this client takes; no I/O.
 
 :data:`ACTIVEMQ_LIMITS` are ActiveMQ Classic's (activemq-stomp
 ``StompWireFormat``, 5.x); :func:`check_limits` raises
 :class:`~amqstomp.exception.FrameLimitError` naming the limit and the header.
+:data:`MAX_RECEIVED_FRAME_BYTES` follows from the codec's parser limits.
 """
 from typing import Optional, Tuple
 
+from ..codec import (
+    DEFAULT_MAX_BODY_LENGTH,
+    DEFAULT_MAX_COMMAND_LENGTH,
+    DEFAULT_MAX_HEADER_LINE_LENGTH,
+    DEFAULT_MAX_HEADERS,
+)
 from ..exception import FrameLimitError
 
-__all__ = ["ACTIVEMQ_LIMITS", "LIMITS_SAFE_BYTES", "NO_CHECK_BYTES", "check_limits"]
+__all__ = ["ACTIVEMQ_LIMITS", "LIMITS_SAFE_BYTES", "NO_CHECK_BYTES", "MAX_RECEIVED_FRAME_BYTES",
+           "RECEIVED_HEADER_BUDGET_BYTES", "check_limits"]
 
 #: ActiveMQ Classic's STOMP frame limits (activemq-stomp ``StompWireFormat``,
 #: 5.x): bytes of one encoded header line (``MAX_HEADER_LENGTH``), headers per
@@ -24,6 +33,19 @@ ACTIVEMQ_LIMITS = (10240, 1000, 100 * 1024 * 1024)
 LIMITS_SAFE_BYTES = 3000
 #: "No limits known": a size no frame reaches (a small int keeps the comparison cheap).
 NO_CHECK_BYTES = 2 ** 30 - 1
+
+#: Bytes of a received frame outside its body that the parser
+#: (:class:`amqstomp.codec.FrameParser`, default limits) lets through: the
+#: command line and ``DEFAULT_MAX_HEADERS`` header lines of
+#: ``DEFAULT_MAX_HEADER_LINE_LENGTH`` bytes, each with its CR LF, the blank
+#: line and the NUL (STOMP 1.2 "Augmented BNF", "Size Limits").
+RECEIVED_HEADER_BUDGET_BYTES = (DEFAULT_MAX_COMMAND_LENGTH + 2
+                                + DEFAULT_MAX_HEADERS * (DEFAULT_MAX_HEADER_LINE_LENGTH + 2) + 2 + 1)
+#: The largest frame this client takes, in bytes: the parser's body limit
+#: (``DEFAULT_MAX_BODY_LENGTH``, 100 MiB) + :data:`RECEIVED_HEADER_BUDGET_BYTES`
+#: (115100629 bytes). A transport that carries STOMP in messages bounds one
+#: message by it (:class:`amqstomp._io.websocket.WebSocketChannel`).
+MAX_RECEIVED_FRAME_BYTES = DEFAULT_MAX_BODY_LENGTH + RECEIVED_HEADER_BUDGET_BYTES
 
 
 def check_limits(limits: Optional[Tuple[int, int, int]], cmd: str, data: bytes, body_length: int,

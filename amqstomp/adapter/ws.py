@@ -96,7 +96,11 @@ class WSTransport(Transport):
             ``(host, port)`` brokers (``"/"`` when None).
         header (dict | list[str] | None): extra HTTP headers for the upgrade
             request (a dict, or ``"Name: value"`` strings as websocket-client takes).
-        binary_mode (bool): send binary WebSocket messages instead of text ones.
+        binary_mode (bool): send binary WebSocket messages instead of text ones,
+            for bodies that are not UTF-8; the broker's text messages are then
+            taken as bytes, unchecked (RabbitMQ's web-STOMP sends any body in
+            text messages). Without it a text message that is not UTF-8 fails
+            the connection (RFC 6455 section 8.1, close code 1007).
         ssl_context (ssl.SSLContext | None): keyword-only, as for
             :class:`~amqstomp.transport.Transport`.
         heart_beat_receive_scale (float): keyword-only, as for
