@@ -191,3 +191,33 @@ def test_a_broker_listed_twice_goes_last_with_every_copy():
     p = ReconnectPolicy(randomize=False)
     assert p.order(["a", "b", "a", "c"], failed="a") == ["b", "c", "a", "a"]
 
+
+def test_after_a_loss_the_loop_tries_the_other_broker_first():
+    import threading
+    from amqstomp.failover import Reconnector
+    transport = _StubTransport()
+    calls = []
+    done = threading.Event()
+
+    def establish(host_and_port):
+        calls.append(host_and_port)
+        transport.connected = True
+        transport.last_host_and_port = host_and_port
+        done.set()
+
+    primary, backup = ("p", 1), ("b", 2)
+    rc = Reconnector(transport, [primary, backup], ReconnectPolicy(randomize=False), establish)
+    assert rc.connect(timeout_s=5) == primary  # the first connection: as listed
+    assert calls == [primary]
+    done.clear()
+    transport.connected = False  # the primary's socket is lost
+    assert rc.on_link_lost(1, "connection reset", None) == "transport_interrupted"
+    assert done.wait(5) and rc.wait_connected(5)
+    assert calls == [primary, backup]
+    assert rc.lost_endpoint == primary
+    done.clear()
+    transport.connected = False  # now the backup's
+    assert rc.on_link_lost(2, "connection reset", None) == "transport_interrupted"
+    assert done.wait(5) and rc.wait_connected(5)
+    assert calls == [primary, backup, primary]
+    rc.disarm()

@@ -77,11 +77,16 @@ class Connector:
         return self.upgrade(channel, host_and_port, self.timeout_s)
 
     def connect(self, attempts_max: int, backoff_s: Callable[[int], float], only: Optional[HostAndPort] = None,
-                deadline: Optional[float] = None) -> Tuple[Channel, HostAndPort]:
+                deadline: Optional[float] = None,
+                order: Optional[Callable[[List[HostAndPort]], List[HostAndPort]]] = None) -> Tuple[Channel, HostAndPort]:
         """Connect to the first reachable broker, in rounds over :attr:`host_and_ports`
-        with ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
+        in the order ``order(host_and_ports)`` gives each round (as listed when
+        None; :meth:`amqstomp._protocol.backoff.ReconnectPolicy.order`), with
+        ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
         each broker tried counts one; ``attempts_max`` -1 for no limit, bounded
         by ``deadline``, a ``time.monotonic()``); or make one attempt to ``only``.
+        Each attempt has its own :attr:`timeout_s`; one that fails or times out
+        ends that attempt, not the round.
 
         Returns:
             (channel, (host, port)).
@@ -103,7 +108,7 @@ class Connector:
         last_error: Optional[BaseException] = None
         final_round = False  # the deadline falls within the next pause: one last round at it
         while True:
-            for host_and_port in self.host_and_ports:
+            for host_and_port in (order or list)(self.host_and_ports):
                 if attempts_max != -1 and attempts >= attempts_max:
                     break
                 attempts += 1
