@@ -8,6 +8,9 @@ client's connect timeout, and its live sockets are cut. ActiveMQ's
 FailoverTransport tries the URI that just failed last (``getConnectList``), so
 the client is on B at once instead of after a connect timeout on P (10 s for
 the stomp.py API's ``timeout=10``, 30 s for JMS's ``connectionTimeout``).
+
+Also: on the first connection (no broker lost yet, the order as listed) each
+silent broker costs its own connect timeout and the pass goes on to the next.
 Every wait is bounded.
 """
 import threading
@@ -154,4 +157,41 @@ def test_jms_is_on_the_backup_within_1_s_when_the_lost_primary_drops_syns(
         assert timeline.got(before + after)  # nothing lost
         assert len(timeline.interrupted) == sockets and len(timeline.resumed) == sockets
         assert conn.failure is None
+
+
+# --------------------------------------------------------------------------- the first connection
+
+
+def test_stomp_py_api_first_connect_gives_each_silent_broker_its_own_timeout_and_goes_on(
+        activemq_persistent, tcp_proxy_factory):
+    silent = [tcp_proxy_factory(activemq_persistent.host_and_ports[0]) for _ in range(2)]
+    for proxy in silent:
+        proxy.refuse(True, mode="drop")
+    backup = tuple(activemq_persistent.host_and_ports[0])
+    for auto_reconnect in (False, True):
+        conn = amqstomp.Connection12([p.address for p in silent] + [backup], timeout=1, reconnect_attempts_max=3,
+                                     auto_reconnect=auto_reconnect)
+        started = time.monotonic()
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        took = time.monotonic() - started
+        try:
+            assert conn.transport.current_host_and_port == backup
+            assert 1.9 <= took < 10, took  # 1 s per silent broker, then the backup
+        finally:
+            conn.disconnect()
+
+
+def test_jms_first_connect_gives_each_silent_broker_its_own_timeout_and_goes_on(
+        activemq_persistent, tcp_proxy_factory):
+    silent = [tcp_proxy_factory(activemq_persistent.host_and_ports[0]) for _ in range(2)]
+    for proxy in silent:
+        proxy.refuse(True, mode="drop")
+    backup = tuple(activemq_persistent.host_and_ports[0])
+    members = ",".join("stomp://%s:%d" % address for address in [p.address for p in silent] + [backup])
+    url = "failover:(%s)?randomize=false&startupMaxReconnectAttempts=1&nested.connectionTimeout=1000" % members
+    started = time.monotonic()
+    with amqstomp.ConnectionFactory(url).create_connection("admin", "admin") as conn:
+        took = time.monotonic() - started
+        assert conn._state.consumer_link.transport.current_host_and_port == backup
+        assert 1.9 <= took < 10, took  # 1 s per silent broker, then the backup, in one pass
 
