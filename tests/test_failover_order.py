@@ -21,6 +21,7 @@ import pytest
 from conftest import wait_until
 
 import amqstomp
+from amqstomp.exception import ConnectFailedException
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -195,3 +196,13 @@ def test_jms_first_connect_gives_each_silent_broker_its_own_timeout_and_goes_on(
         assert conn._state.consumer_link.transport.current_host_and_port == backup
         assert 1.9 <= took < 10, took  # 1 s per silent broker, then the backup, in one pass
 
+
+def test_jms_create_connection_timeout_cuts_the_connect_to_a_silent_broker(tcp_proxy_factory):
+    silent = tcp_proxy_factory(("127.0.0.1", 1))
+    silent.refuse(True, mode="drop")
+    url = "failover:(stomp://%s:%d)" % silent.address  # connectionTimeout: 30 s by default
+    started = time.monotonic()
+    with pytest.raises(ConnectFailedException):
+        amqstomp.ConnectionFactory(url).create_connection("admin", "admin", timeout_s=2)
+    took = time.monotonic() - started
+    assert 1.9 <= took < 10, took  # the 2 s asked for, not the 30 s connect timeout
