@@ -53,7 +53,8 @@ class Reconnector:
         transport: the :class:`~amqstomp.transport.Transport` to watch; its
             link-lost hook is set here.
         endpoints (list[tuple[str, int]]): the brokers, in URI order.
-        policy (ReconnectPolicy): back-off, attempt limits, order.
+        policy (ReconnectPolicy): back-off, attempt limits, order (after a
+            loss, the broker lost is tried last: :meth:`ReconnectPolicy.order`).
         establish: ``establish((host, port))`` makes one attempt: open the
             transport to that broker, CONNECT, wait for CONNECTED, replay state.
             It raises (any :class:`~amqstomp.exception.StompException` or
@@ -93,6 +94,10 @@ class Reconnector:
         self.ever_connected = False
         #: times a lost socket was replaced
         self.failovers = 0
+        #: (host, port) whose connection was lost last (None before any loss): tried last on
+        #: every pass of the reconnect (:meth:`ReconnectPolicy.order`, FailoverTransport's
+        #: ``failedConnectTransportURI``)
+        self.lost_endpoint: Optional[HostAndPort] = None
         #: monotonic time of the last loss and of the reconnect after it (None until then)
         self.lost_at: Optional[float] = None
         self.resumed_at: Optional[float] = None
@@ -149,6 +154,7 @@ class Reconnector:
         self.arm()
         with self._lock:
             self._reconnecting = True  # an attempt's lost socket is this loop's business
+            self.lost_endpoint = None  # a first connection: the brokers as listed
         try:
             return self._loop(None if timeout_s is None else time.monotonic() + timeout_s)
         except BaseException:
@@ -214,8 +220,10 @@ class Reconnector:
             self._reconnecting = True
             self._up.clear()
             self.lost_at = time.monotonic()
-            log.warning("%s: connection to %s lost (%s); failing over", self.name,
-                        _where(self.transport.last_host_and_port), reason)
+            lost = self.transport.last_host_and_port
+            self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
+            log.warning("%s: connection to %s lost (%s); failing over (that broker is tried last)", self.name,
+                        _where(lost), reason)
             thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread = thread
         thread.start()
@@ -265,7 +273,7 @@ class Reconnector:
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
         while True:
-            for host_and_port in self.policy.order(self.endpoints):
+            for host_and_port in self.policy.order(self.endpoints, failed=self.lost_endpoint):
                 if self._stop.is_set():
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
                 try:

@@ -195,7 +195,8 @@ class Transport(BaseTransport):
     def open_socket(self, only: Optional[HostAndPort] = None,
                     deadline: Optional[float] = None) -> Tuple[Any, HostAndPort]:
         """Connect to the first reachable of :attr:`host_and_ports`, with
-        stomp.py's attempts and back-off; or make one attempt to ``only``
+        stomp.py's attempts, back-off and order (as listed: :attr:`backoff`'s
+        ``order``); or make one attempt to ``only``
         (:meth:`amqstomp._io.connector.Connector.connect`).
 
         Returns:
@@ -204,7 +205,8 @@ class Transport(BaseTransport):
         Raises:
             ConnectFailedException: every attempt failed.
         """
-        return self.connector.connect(self.reconnect_attempts_max, self.backoff_delay, only, deadline)
+        return self.connector.connect(self.reconnect_attempts_max, self.backoff_delay, only, deadline,
+                                      self.backoff.order)
 
     def backoff_delay(self, round_number: int) -> float:
         """Seconds to sleep before connect round ``round_number + 1`` (1-based):

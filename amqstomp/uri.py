@@ -233,10 +233,12 @@ FAILOVER_OPTIONS = _table(
            "attempts after a connection was lost; -1 = forever"),
     Option("startupMaxReconnectAttempts", "startup_max_reconnect_attempts", _MS_OR_OFF, -1,
            "attempts before the first connection; -1 = forever"),
-    Option("randomize", "randomize", _bool, True, "pick members in random order"),
+    Option("randomize", "randomize", _bool, True,
+           "pick members in random order; after a loss the member lost is tried last either way"),
     Option("timeout", "timeout_ms", _MS_OR_OFF, -1, "ms a send waits while disconnected; -1 = forever"),
     Option("priorityBackup", "priority_backup", _bool, False,
-           "try the first member first on every pass (no switch back to it while connected to another)"),
+           "try the first member first on every pass, unless it is the one just lost (no switch back "
+           "to it while connected to another)"),
 )
 
 #: Keywords of the JMS API's ``ConnectionFactory`` that have no URI form (TLS), with their meaning.

@@ -84,6 +84,7 @@ class _StubTransport:
         self.connected = False
         self.link_seq = 0
         self.current_host_and_port = None
+        self.last_host_and_port = None
         self.closed = 0
 
     def is_connected(self):
@@ -139,3 +140,84 @@ def test_huge_back_off_never_overflows():
         ReconnectPolicy(back_off_multiplier=float("inf"))
     with pytest.raises(ConfigurationError):
         ReconnectPolicy(max_reconnect_delay_ms=10 ** 20)
+
+
+# --------------------------------------------------------------------------- the order after a loss
+# ActiveMQ's FailoverTransport.getConnectList(): the URI whose transport failed is taken out, the
+# rest shuffled (randomize), and the failed one appended: it is tried last.
+
+
+def test_the_broker_just_lost_is_tried_last():
+    p = ReconnectPolicy(randomize=False)
+    assert p.order(["a", "b", "c"], failed="a") == ["b", "c", "a"]
+    assert p.order(["a", "b", "c"], failed="b") == ["a", "c", "b"]
+    assert p.order(["a", "b", "c"], failed="c") == ["a", "b", "c"]
+    assert p.order([("p", 1), ("b", 2)], failed=("p", 1)) == [("b", 2), ("p", 1)]
+
+
+def test_without_a_loss_or_with_an_unknown_broker_the_order_is_as_listed():
+    p = ReconnectPolicy(randomize=False)
+    assert p.order(["a", "b", "c"]) == ["a", "b", "c"]
+    assert p.order(["a", "b", "c"], failed=None) == ["a", "b", "c"]
+    assert p.order(["a", "b", "c"], failed="x") == ["a", "b", "c"]
+    assert p.order(["a"], failed="a") == ["a"]
+    assert p.order([], failed="a") == []
+
+
+def test_the_broker_just_lost_goes_last_after_the_shuffle():
+    p = ReconnectPolicy(randomize=True)
+    rng = random.Random(11)
+    orders = {tuple(p.order(["a", "b", "c", "d"], rng, failed="b")) for _ in range(60)}
+    assert all(order[-1] == "b" and sorted(order) == ["a", "b", "c", "d"] for order in orders)
+    assert len({order[:-1] for order in orders}) > 1  # the others are still shuffled
+
+
+def test_priority_backup_keeps_the_primary_first_unless_it_is_the_broker_just_lost():
+    listed = ["a", "b", "c", "d"]
+    p = ReconnectPolicy(randomize=False, priority_backup=True)
+    assert p.order(listed, failed="c") == ["a", "b", "d", "c"]
+    assert p.order(listed, failed="a") == ["b", "c", "d", "a"]  # the primary just lost: last, as any
+    shuffled = ReconnectPolicy(randomize=True, priority_backup=True)
+    rng = random.Random(5)
+    orders = {tuple(shuffled.order(listed, rng, failed="c")) for _ in range(60)}
+    assert all(order[0] == "a" and order[-1] == "c" for order in orders)
+    assert len(orders) > 1
+    orders = {tuple(shuffled.order(listed, rng, failed="a")) for _ in range(60)}
+    assert all(order[-1] == "a" and sorted(order) == listed for order in orders)
+    assert len(orders) > 1
+
+
+def test_a_broker_listed_twice_goes_last_with_every_copy():
+    p = ReconnectPolicy(randomize=False)
+    assert p.order(["a", "b", "a", "c"], failed="a") == ["b", "c", "a", "a"]
+
+
+def test_after_a_loss_the_loop_tries_the_other_broker_first():
+    import threading
+    from amqstomp.failover import Reconnector
+    transport = _StubTransport()
+    calls = []
+    done = threading.Event()
+
+    def establish(host_and_port):
+        calls.append(host_and_port)
+        transport.connected = True
+        transport.last_host_and_port = host_and_port
+        done.set()
+
+    primary, backup = ("p", 1), ("b", 2)
+    rc = Reconnector(transport, [primary, backup], ReconnectPolicy(randomize=False), establish)
+    assert rc.connect(timeout_s=5) == primary  # the first connection: as listed
+    assert calls == [primary]
+    done.clear()
+    transport.connected = False  # the primary's socket is lost
+    assert rc.on_link_lost(1, "connection reset", None) == "transport_interrupted"
+    assert done.wait(5) and rc.wait_connected(5)
+    assert calls == [primary, backup]
+    assert rc.lost_endpoint == primary
+    done.clear()
+    transport.connected = False  # now the backup's
+    assert rc.on_link_lost(2, "connection reset", None) == "transport_interrupted"
+    assert done.wait(5) and rc.wait_connected(5)
+    assert calls == [primary, backup, primary]
+    rc.disarm()

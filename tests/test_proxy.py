@@ -313,6 +313,31 @@ def test_refuse_closed_mode_gives_connection_refused_then_same_port_again(tcp_pr
 
 
 @pytest.mark.timeout(20)
+def test_refuse_drop_mode_is_a_black_hole_until_refuse_false(tcp_proxy_factory, echo):
+    proxy = tcp_proxy_factory(echo.address)
+    port = proxy.address[1]
+    fds0 = open_fds()
+    with dial(proxy) as live:  # a live connection survives refusal
+        live.sendall(b"a")
+        assert recv_exactly(live, 1) == b"a"
+        proxy.refuse(True, mode="drop")
+        assert proxy.refusing
+        started = time.monotonic()
+        with pytest.raises(socket.timeout):  # no answer at all: not refused, not reset
+            socket.create_connection(proxy.address, timeout=0.5)
+        assert time.monotonic() - started >= 0.45
+        live.sendall(b"b")
+        assert recv_exactly(live, 1) == b"b"
+        proxy.refuse(False)
+    assert proxy.address[1] == port and not proxy.refusing
+    with dial(proxy) as sock:
+        sock.sendall(b"ok")
+        assert recv_exactly(sock, 2) == b"ok"
+    assert proxy.wait_for_connections(0, 5, exact=True)
+    assert wait_until(lambda: open_fds() == fds0, 5), (open_fds(), fds0)  # the black hole's sockets are closed
+
+
+@pytest.mark.timeout(20)
 def test_retarget_moves_new_connections_only(tcp_proxy_factory, echo):
     other = EchoServer(prefix=b"B:")
     try:

@@ -64,24 +64,33 @@ class Connector:
         entry = entry or self._tls_default
         return entry[0] if entry else None
 
-    def connect_one(self, host_and_port: HostAndPort) -> Channel:
-        """One connect attempt to ``host_and_port``.
+    def connect_one(self, host_and_port: HostAndPort, timeout_s: Optional[float] = None) -> Channel:
+        """One connect attempt to ``host_and_port``, within ``timeout_s`` seconds
+        for the TCP connect, and as much again for TLS and for the WebSocket
+        upgrade (:attr:`timeout_s` when None).
 
         Raises:
             OSError, ssl.SSLError, ConnectFailedException: it failed.
         """
-        channel = connect(host_and_port, self.timeout_s, self.bind_host_port, self.keepalive,
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        channel = connect(host_and_port, timeout_s, self.bind_host_port, self.keepalive,
                           self._tls_hosts.get(host_and_port) or self._tls_default)
         if self.upgrade is None:
             return channel
-        return self.upgrade(channel, host_and_port, self.timeout_s)
+        return self.upgrade(channel, host_and_port, timeout_s)
 
     def connect(self, attempts_max: int, backoff_s: Callable[[int], float], only: Optional[HostAndPort] = None,
-                deadline: Optional[float] = None) -> Tuple[Channel, HostAndPort]:
+                deadline: Optional[float] = None,
+                order: Optional[Callable[[List[HostAndPort]], List[HostAndPort]]] = None) -> Tuple[Channel, HostAndPort]:
         """Connect to the first reachable broker, in rounds over :attr:`host_and_ports`
-        with ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
+        in the order ``order(host_and_ports)`` gives each round (as listed when
+        None; :meth:`amqstomp._protocol.backoff.ReconnectPolicy.order`), with
+        ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
         each broker tried counts one; ``attempts_max`` -1 for no limit, bounded
-        by ``deadline``, a ``time.monotonic()``); or make one attempt to ``only``.
+        by ``deadline``, a ``time.monotonic()``); or make one attempt to ``only``,
+        its timeout cut to end by ``deadline``. Each attempt of a round has its
+        own :attr:`timeout_s`; one that fails or times out ends that attempt, not
+        the round.
 
         Returns:
             (channel, (host, port)).
@@ -92,8 +101,9 @@ class Connector:
         """
         if only is not None:
             target = (str(only[0]), int(only[1]))
+            timeout_s = None if deadline is None else max(0.001, min(self.timeout_s, deadline - time.monotonic()))
             try:
-                channel = self.connect_one(target)
+                channel = self.connect_one(target, timeout_s)
             except (OSError, ssl.SSLError, ConnectFailedException) as exc:
                 raise ConnectFailedException("could not connect to %s:%s: %s" % (target[0], target[1], exc)) from exc
             log.info("connected to %s:%s%s", target[0], target[1], " (TLS)" if channel.tls else "")
@@ -103,7 +113,7 @@ class Connector:
         last_error: Optional[BaseException] = None
         final_round = False  # the deadline falls within the next pause: one last round at it
         while True:
-            for host_and_port in self.host_and_ports:
+            for host_and_port in (order or list)(self.host_and_ports):
                 if attempts_max != -1 and attempts >= attempts_max:
                     break
                 attempts += 1

@@ -8,6 +8,10 @@ up to ``jitter`` of it at random, in two sets of defaults:
 * stomp.py's ``reconnect_sleep_*`` keywords (the stomp.py-style connections):
   :meth:`ReconnectPolicy.stomp_py` (``multiplier = 1 + reconnect_sleep_increase``).
 
+The order of the brokers on each pass is :meth:`ReconnectPolicy.order` for
+both APIs and every transport: the one lost last goes last (FailoverTransport's
+``getConnectList()``).
+
 Delays are in ms; the caller sleeps (this module reads no clock).
 """
 import logging
@@ -45,9 +49,11 @@ class ReconnectPolicy:
         max_reconnect_attempts (int): attempts after a connection was lost; -1 = forever.
         startup_max_reconnect_attempts (int): attempts before the first connection
             ever succeeded; -1 = forever.
-        randomize (bool): try the brokers in random order (True).
-        priority_backup (bool): always try the first broker of the list first
-            (no switch back to it while connected to another).
+        randomize (bool): try the brokers in random order (True); the broker
+            lost last is tried last whatever the order (:meth:`order`).
+        priority_backup (bool): try the first broker of the list first, unless
+            it is the one lost last (no switch back to it while connected to
+            another).
         timeout_ms (int): how long a send waits while disconnected; -1 = forever.
         jitter (float): up to this fraction is added to each delay at random
             (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
@@ -152,19 +158,36 @@ class ReconnectPolicy:
             limit = self.startup_max_reconnect_attempts
         return limit != -1 and attempts >= limit
 
-    def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None) -> List[T]:
-        """The order to try ``endpoints`` in: as listed, or shuffled with
-        ``randomize``; with ``priority_backup`` the first one listed (the primary)
-        is always tried first."""
+    def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None,
+              failed: Optional[T] = None) -> List[T]:
+        """The order to try ``endpoints`` in on one pass (ActiveMQ's
+        ``FailoverTransport.getConnectList()``): as listed, or shuffled with
+        ``randomize``; with ``priority_backup`` the first one listed (the
+        primary) first; ``failed``, the endpoint whose connection was lost last,
+        goes last (after the shuffle, and after the primary too when it is the
+        one lost), so a broker that just went silent costs no connect timeout
+        before the others are tried.
+
+        Args:
+            endpoints (Sequence[T]): the brokers, in URI order (any comparable
+                items: ``(host, port)`` tuples).
+            rng (random.Random | None): the shuffle's source (``random`` when None).
+            failed (T | None): the endpoint lost last, None before any loss; one
+                not listed changes nothing; one listed twice goes last twice.
+
+        Returns:
+            list[T]: a new list holding every endpoint once per listing.
+        """
         out = list(endpoints)
-        if self.priority_backup and len(out) > 1:
-            rest = out[1:]
-            if self.randomize:
-                (rng or random).shuffle(rest)
-            return out[:1] + rest
+        lost = [e for e in out if failed is not None and e == failed]
+        if lost:
+            out = [e for e in out if e != failed]
+        head: List[T] = []
+        if self.priority_backup and out and out[0] == endpoints[0]:
+            head, out = out[:1], out[1:]
         if self.randomize and len(out) > 1:
             (rng or random).shuffle(out)
-        return out
+        return head + out + lost
 
     @staticmethod
     def log_level(attempts: int, gave_up: bool) -> Optional[int]:

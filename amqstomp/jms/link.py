@@ -269,7 +269,7 @@ class Link:
 
         wait_s = self.connect_timeout_s
         deadline = self.reconnector.attempt_deadline if self.reconnector is not None else None
-        if deadline is not None:  # create_connection(timeout_s): no attempt outlives it
+        if deadline is not None:  # create_connection(timeout_s): no attempt outlives it (TCP connect: handshake)
             wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
 
         def failing() -> None:
@@ -277,8 +277,8 @@ class Link:
                 self.closing = True  # a failed attempt ends the link for good
 
         self.connected_frame = self.client.handshake(version, "CONNECT", headers_for, wait_s, only=only,
-                                                     silent=self.reconnector is not None, opened=name_threads,
-                                                     failing=failing)
+                                                     deadline=deadline, silent=self.reconnector is not None,
+                                                     opened=name_threads, failing=failing)
         self.dialect = self.transport.dialect
         self.is_activemq = self.dialect == ACTIVEMQ
         log.debug("%s link connected to %s:%s (%s, STOMP %s)", self.role, self.endpoint.host,

@@ -8,9 +8,10 @@ these; this module imports none of them.  Only the standard library is used.
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import struct
-from typing import Any, Callable, Tuple
+from typing import Any, Callable, List, Tuple
 
 __all__ = [
     "CHUNK",
@@ -19,6 +20,7 @@ __all__ = [
     "ProxyError",
     "arm_quickack",
     "bind_loopback",
+    "black_hole",
     "log",
     "quiet",
     "reset_close",
@@ -34,6 +36,12 @@ CHUNK = 65536
 COMMAND_TIMEOUT = 5.0
 #: The only address the proxy listens on.
 LISTEN_HOST = "127.0.0.1"
+
+#: Seconds a connection filling a black hole's accept queue may take to complete;
+#: one that takes longer found the queue full (the kernel dropped its SYN).
+BLACK_HOLE_PROBE = 0.5
+#: Most connections :func:`black_hole` makes before it gives up filling the queue.
+_BLACK_HOLE_FILL = 8
 
 _LINGER_RST = struct.pack("ii", 1, 0)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
@@ -92,3 +100,41 @@ def bind_loopback(port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def black_hole(port: int) -> List[socket.socket]:
+    """Make ``LISTEN_HOST:port`` drop new SYNs, as a partitioned host does: a
+    socket listening there with a backlog of 0 that is never accepted from, plus
+    client connections that fill its accept queue. Linux drops a SYN for a
+    listener whose accept queue is full (``ListenOverflows``), so a client's
+    ``connect()`` hangs until its own timeout; nothing is refused or reset.
+
+    Returns:
+        list[socket.socket]: the listener first, then the filling connections;
+        closing them all ends the black hole.
+
+    Raises:
+        OSError: the port cannot be bound, or the queue was not full after
+            ``_BLACK_HOLE_FILL`` connections (each may take
+            :data:`BLACK_HOLE_PROBE` s); the sockets are then closed.
+    """
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    socks = [listener]
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((LISTEN_HOST, port))
+        listener.listen(0)
+        for _ in range(_BLACK_HOLE_FILL):
+            filler = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(filler)
+            filler.setblocking(False)
+            filler.connect_ex((LISTEN_HOST, port))
+            _, writable, _ = select.select([], [filler], [], BLACK_HOLE_PROBE)  # writable: connected
+            if not writable:
+                return socks  # its SYN was dropped: the queue is full
+        raise OSError("black hole on %s:%d: the accept queue was not full after %d connections"
+                      % (LISTEN_HOST, port, _BLACK_HOLE_FILL))
+    except BaseException:
+        for sock in socks:
+            quiet(sock.close)
+        raise

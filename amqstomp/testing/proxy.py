@@ -19,8 +19,9 @@ break the path between a client and the broker in the ways networks break:
     make new connections fail (existing ones are left alone): mode ``"reset"``
     accepts and resets them at once (the client's ``connect()`` succeeds, its
     first read fails); mode ``"closed"`` closes the listening socket so
-    ``connect()`` itself gets ``ECONNREFUSED``, and ``refuse(False)`` binds the
-    same port again.
+    ``connect()`` itself gets ``ECONNREFUSED``; mode ``"drop"`` makes the port
+    a black hole that drops SYNs (a partitioned host: ``connect()`` hangs until
+    the client's own timeout); ``refuse(False)`` binds the same port again.
 ``retarget((host, port))``
     send connections accepted from now on to another address (a failover pair).
 
@@ -73,6 +74,7 @@ from ._proxy_sockets import (  # CHUNK, COMMAND_TIMEOUT: still proxy.CHUNK, prox
     LISTEN_HOST,
     ProxyError,
     bind_loopback,
+    black_hole,
     log,
     quiet,
     reset_close,
@@ -86,7 +88,7 @@ _TICK = 0.1
 #: Most connections accepted per wake-up of the loop (the rest wait a pass).
 _ACCEPT_BURST = 64
 
-_REFUSE_MODES = ("reset", "closed")
+_REFUSE_MODES = ("reset", "closed", "drop")
 
 
 class TcpProxy:
@@ -136,6 +138,7 @@ class TcpProxy:
         self._refusing: Optional[str] = None
 
         self._listener: Optional[socket.socket] = None
+        self._black_hole: List[socket.socket] = []  # refuse(mode="drop"): a full accept queue on the port
         self._selector: Optional[selectors.BaseSelector] = None
         self._channel = CommandChannel()
         self._thread: Optional[threading.Thread] = None
@@ -360,13 +363,19 @@ class TcpProxy:
 
         Modes: ``"reset"`` -- accept, then reset at once (the client's connect
         succeeds, its first read fails); ``"closed"`` -- close the listening
-        socket (the client's connect gets ``ECONNREFUSED``); ``refuse(False)``
-        listens on the same port again.  Live connections are not touched.
+        socket (the client's connect gets ``ECONNREFUSED``); ``"drop"`` -- close
+        it and leave a black hole on the port that drops SYNs
+        (:func:`~amqstomp.testing._proxy_sockets.black_hole`, Linux): the
+        client's connect gets no answer and ends at its own timeout, as with a
+        partitioned host. ``refuse(False)`` listens on the same port again.  A
+        ``"reset"`` after ``"closed"`` or ``"drop"`` keeps the port as it is.
+        Live connections are not touched.
 
         Raises:
             ValueError: unknown ``mode``.
-            OSError: ``refuse(False)`` after ``"closed"`` cannot bind the port
-                again (another socket took it meanwhile).
+            OSError: ``refuse(False)`` after ``"closed"`` or ``"drop"`` cannot bind
+                the port again (another socket took it meanwhile), or ``"drop"``
+                could not make the black hole (about 0.5 s; the port is then closed).
             ProxyError: the proxy thread did not do it within ``COMMAND_TIMEOUT``.
         """
         if mode not in _REFUSE_MODES:
@@ -376,12 +385,21 @@ class TcpProxy:
             selector = self._selector
             assert selector is not None
             if refusing:
-                if self._refusing != "closed" and mode == "closed" and self._listener is not None:
+                if mode != "reset" and self._listener is not None:
                     selector.unregister(self._listener)
                     self._listener.close()
                     self._listener = None
-                self._refusing = mode if self._refusing != "closed" else "closed"
+                if mode == "closed":
+                    self._close_black_hole()
+                elif mode == "drop" and not self._black_hole:
+                    self._refusing = "closed"  # until the black hole is there
+                    self._black_hole = black_hole(self._listen_port)
+                if self._listener is not None:
+                    self._refusing = mode
+                else:
+                    self._refusing = "drop" if self._black_hole else "closed"
             else:
+                self._close_black_hole()
                 if self._listener is None:
                     self._listener = bind_loopback(self._listen_port)
                     selector.register(self._listener, selectors.EVENT_READ)
@@ -406,6 +424,11 @@ class TcpProxy:
         log.info("proxy :%d: new connections go to %s:%d", self._listen_port, *self._target)
 
     # ------------------------------------------------------------ thread side
+
+    def _close_black_hole(self) -> None:
+        for sock in self._black_hole:
+            quiet(sock.close)
+        self._black_hole = []
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on the proxy thread and return its result; re-raises
@@ -474,6 +497,7 @@ class TcpProxy:
         self._channel.fail_pending()
         if self._listener is not None:
             quiet(self._listener.close)
+        self._close_black_hole()
         self._channel.close()
         self._listener = None
         if self._selector is not None:
