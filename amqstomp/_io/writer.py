@@ -1,0 +1,281 @@
+"""The write half of a link (:class:`LinkWriter`, which :class:`amqstomp._io.link.Link` extends):
+the write lock, the write buffer of deferred frames, the frames queued by threads that must never
+block, and the non-blocking flushes the timer thread runs.
+
+Writes: a frame is written under the write lock, in the order the callers got the lock. A frame sent with
+``defer=True`` (asynchronous SENDs nobody waits for) may instead wait in the write buffer, for at most
+:data:`DEFER_FLUSH_S` (the timer thread flushes it), until :data:`DEFER_FLUSH_BYTES` have gathered, or
+until a frame sent without ``defer`` (it goes out behind them, in one ``send``): many small frames then
+cost one system call instead of one each. Order is kept; heart-beats flush the buffer instead. TLS links
+never defer.
+
+A thread that must never wait on a socket (the timer: it also runs the heart-beat receive check) writes
+with :meth:`LinkWriter.write_nowait`: its frame is queued, written by the next writer before that
+writer's own frame, or by the timer once the lock is free and the socket takes bytes.
+"""
+import select
+import socket
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from typing import Any, Callable, Deque, List, Optional
+
+from ..exception import ConnectionClosedException
+from .scheduler import Scheduler
+
+__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "WRITE_FAILED_READ_S"]
+
+#: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
+DEFER_FLUSH_S = 0.001
+#: A write buffer holding this many bytes is written at once (by the sender).
+DEFER_FLUSH_BYTES = 65536
+#: Seconds a failed write waits for the reader to read what the broker sent
+#: before it closed the socket (its ERROR: the reason the exception gives).
+WRITE_FAILED_READ_S = 0.5
+_MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+_POLL = getattr(select, "poll", None)
+
+
+def _writable(sock: Any) -> bool:
+    """True when the socket takes more bytes now (poll's POLLOUT: for TCP at least
+    a third of its send buffer is free, room for a few small frames)."""
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return False
+        if _POLL is not None:
+            poller = _POLL()
+            poller.register(fd, select.POLLOUT)
+            return bool(poller.poll(0))
+        return bool(select.select([], [fd], [], 0)[1])  # pragma: no cover - no poll()
+    except (OSError, ValueError):
+        return False
+
+
+class LinkWriter:
+    """The write half of a :class:`amqstomp._io.link.Link` (its state is set up by
+    :meth:`init_writer`; the link supplies the attributes declared below)."""
+
+    channel: Any
+    proto: Any
+    scheduler: Scheduler
+    closed: bool
+    close_reason: str
+    reader: Optional[threading.Thread]
+    read_done: threading.Event
+    flush_owed: Optional[Callable[[], Any]]
+    connect_future: "Future[Any]"
+
+    def close(self, reason: str, error: Optional[BaseException] = None) -> bool:  # pragma: no cover - Link's
+        raise NotImplementedError
+
+    def init_writer(self, channel: Any) -> None:
+        """The write state of a new link on ``channel``."""
+        self.write_lock = threading.Lock()
+        # deferred frames not yet written (under write_lock), and their size in bytes: a list joined
+        # once per write (a growing bytearray copies each frame ~9 times); TLS and WebSocket never defer
+        self.wbuf: List[bytes] = []
+        self.wbuf_bytes = 0
+        self.message_framed = bool(getattr(channel, "message_framed", False))
+        # WebSocket: one write, one message, one frame
+        self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0 and not self.message_framed
+        self.flush_scheduled = False  # a timer flush of wbuf is pending
+        # frames a thread that must never block queued (write_nowait: the timer's batched ACKs), in
+        # the order they were queued; every writer writes them first, under the write lock
+        self.nowait: Deque[bytes] = deque()
+        self.nowait_scheduled = False  # a timer flush of `nowait` is pending
+
+    def take_buffer(self) -> bytes:
+        """Under the write lock: the deferred frames as one bytes, the buffer emptied."""
+        joined = b"".join(self.wbuf)
+        self.wbuf.clear()
+        self.wbuf_bytes = 0
+        return joined
+
+    def lock_for_write(self, write_timeout: Optional[float]) -> None:
+        """Take the write lock, waiting at most ``write_timeout`` s (None: for
+        ever); a wait that times out closes the link (the broker stopped reading).
+
+        Raises:
+            ConnectionClosedException: the wait timed out, or the link is closed.
+        """
+        lock = self.write_lock
+        if not lock.acquire(timeout=-1 if write_timeout is None else max(0.0, write_timeout)):
+            reason = "a write was blocked for %.3g s (the broker stopped reading)" % (write_timeout or 0.0)
+            self.close(reason)
+            raise ConnectionClosedException("connection closed: %s" % reason)
+        if self.closed:
+            lock.release()
+            raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+
+    def write(self, data: bytes, write_timeout: Optional[float] = None) -> None:
+        """Write the deferred frames, then ``data``, under the write lock."""
+        self.lock_for_write(write_timeout)
+        try:
+            if self.nowait:
+                self.take_nowait()
+            wbuf = self.wbuf
+            if wbuf:
+                big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
+                if data and not big:
+                    wbuf.append(data)  # one system call for all
+                self._sendall(self.take_buffer())
+                if big:
+                    self._sendall(data)
+            elif data:
+                self._sendall(data)
+        finally:
+            self.write_lock.release()
+
+    def _sendall(self, data: bytes) -> None:
+        """Under the write lock: write ``data`` whole; a failed write closes the link.
+
+        Raises:
+            ConnectionClosedException: the write failed.
+        """
+        try:
+            self.channel.sendall(data)
+        except OSError as exc:
+            raise self.write_failed(exc) from exc
+        self.proto.data_written(time.monotonic() * 1000.0)
+
+    def write_failed(self, exc: OSError) -> ConnectionClosedException:
+        """A write failed: close the link; the exception to raise. The reader gets :data:`WRITE_FAILED_READ_S`
+        to read the ERROR a broker sends before it closes (oversize frame, refused login): its reason."""
+        reader = self.reader
+        if reader is not None and reader is not threading.current_thread() and reader.is_alive():
+            self.read_done.wait(WRITE_FAILED_READ_S)
+        reason = "write failed: %s" % exc
+        self.close(reason, exc)
+        if self.close_reason != reason:  # the reader's, with the broker's reason: that first
+            reason = "%s (then a write failed: %s)" % (self.close_reason, exc)
+        closed = ConnectionClosedException("connection closed: %s" % reason)
+        closed.__cause__ = exc
+        return closed
+
+    def write_deferred(self, data: bytes, write_timeout: Optional[float]) -> None:
+        """Add ``data`` to the write buffer; write the buffer when it is full, else
+        make sure a timer flush is coming."""
+        if write_timeout is None and not self.closed:
+            self.write_lock.acquire()
+            if self.closed:
+                self.write_lock.release()
+                raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+        else:
+            self.lock_for_write(write_timeout)
+        try:
+            if self.nowait:
+                self.take_nowait()
+            wbuf = self.wbuf
+            wbuf.append(data)
+            size = self.wbuf_bytes + len(data)
+            if size >= DEFER_FLUSH_BYTES:
+                self._sendall(self.take_buffer())
+            else:
+                self.wbuf_bytes = size
+                if not self.flush_scheduled:
+                    self.flush_scheduled = True
+                    self.scheduler.call_later(DEFER_FLUSH_S, self.flush_tick)
+        finally:
+            self.write_lock.release()
+
+    def flush_tick(self, tries: int = 0) -> None:
+        """Timer thread: write the deferred frames without ever blocking (the timer
+        also sends heart-beats). When a writer holds the lock or the broker is not
+        reading, look again later (backing off to 50 ms)."""
+        if self.closed:
+            return
+        if self.write_lock.acquire(blocking=False):
+            try:
+                if not self.flush_some():
+                    self.flush_scheduled = False
+                    return
+            finally:
+                self.write_lock.release()
+        self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.flush_tick, tries + 1)
+
+    def write_nowait(self, data: bytes) -> None:
+        """Write ``data`` without ever blocking the calling thread (the timer's
+        batched ACKs: that thread also runs the heart-beat receive check).
+
+        ``data`` joins the frames queued this way, in the order they were queued;
+        every later writer writes them before its own frame, under the write lock,
+        so nothing queued after ``data`` overtakes it. When the write lock is free
+        and the socket takes bytes, they are written now, as far as they fit
+        without blocking; otherwise the timer tries again shortly (backing off to
+        50 ms) until they are written or the link closes (they are then lost with
+        the socket, like the bytes in its buffers: the broker redelivers what they
+        acknowledged).
+
+        Raises:
+            ConnectionClosedException: the link is closed.
+        """
+        if self.closed:
+            raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+        self.nowait.append(data)
+        if not self.nowait_scheduled:
+            self.nowait_tick()
+
+    def take_nowait(self) -> None:
+        """Under the write lock: move the queued ``write_nowait`` frames to the write
+        buffer (a message-framed channel, WebSocket, writes each as its own message now)."""
+        queued = self.nowait
+        if self.message_framed:
+            while queued:
+                self._sendall(queued.popleft())
+            return
+        wbuf = self.wbuf
+        while queued:
+            data = queued.popleft()
+            wbuf.append(data)
+            self.wbuf_bytes += len(data)
+
+    def nowait_tick(self, tries: int = 0) -> None:
+        """Timer thread (or :meth:`write_nowait`'s caller): write the queued
+        ``write_nowait`` frames without blocking; look again later when a writer
+        holds the lock or the socket does not take them."""
+        self.nowait_scheduled = False
+        if self.closed or not self.nowait:
+            return
+        if self.write_lock.acquire(blocking=False):
+            try:
+                if self.closed:
+                    return
+                if self.can_defer:  # a plain socket: a non-blocking partial write, the rest kept
+                    self.take_nowait()
+                    if not self.flush_some():
+                        return
+                elif _writable(self.channel.sock):  # TLS, WebSocket: a few small frames fit once writable
+                    self.take_nowait()
+                    if self.wbuf:
+                        self._sendall(self.take_buffer())
+                    return
+            except ConnectionClosedException:
+                return
+            finally:
+                self.write_lock.release()
+        self.nowait_scheduled = True
+        self.scheduler.call_later(min(0.05, DEFER_FLUSH_S * (2 ** min(tries, 6))), self.nowait_tick, tries + 1)
+
+    def flush_some(self) -> bool:
+        """Under the write lock: write what fits, never blocking, of what the channel owes (``flush_owed``)
+        and of the buffer (the ``write_nowait`` frames joined to it first, on a plain socket). True when some is
+        left (the broker is not reading fast enough)."""
+        if self.nowait and self.can_defer:
+            self.take_nowait()
+        wbuf = self.wbuf
+        try:
+            left = self.flush_owed is not None and not self.closed and bool(self.flush_owed())
+            if left or not wbuf or self.closed:
+                return left
+            joined = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
+            sent = self.channel.send_some(joined)
+        except OSError as exc:
+            self.write_failed(exc)
+            return False
+        if sent:
+            self.proto.data_written(time.monotonic() * 1000.0)
+        wbuf[:] = [joined[sent:]] if sent < len(joined) else []
+        self.wbuf_bytes = len(joined) - sent
+        return bool(wbuf)
