@@ -33,6 +33,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tup
 
 from .exception import ConfigurationError, NotConnectedException, StompException, UnknownMessageError
 from .flow import (
+    ACK_AUTO,
     ACK_MODES,
     DEFAULT_ACK_BATCH_CAP,
     DEFAULT_MAX_BUFFERED_BYTES,
@@ -61,6 +62,11 @@ NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
 #: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
 _UNACKED_MAX = 1 << 17
+#: MESSAGEs of subscriptions not made with ``subscribe()`` (a STOMP 1.0 SUBSCRIBE without an id, one
+#: written with ``send_frame``, an id this connection does not know) that may wait for the listeners
+#: before reading pauses (messages; ActiveMQ's default queue prefetch); their bytes are bounded by
+#: :data:`amqstomp.flow.DEFAULT_MAX_BUFFERED_BYTES` like any subscription's.
+UNREGISTERED_MAX_BUFFERED = 1000
 
 
 class Subscription:
@@ -147,6 +153,17 @@ class SubscriptionManager:
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
         self._paused: Set[Subscription] = set()
         self._pause_lock = threading.Lock()
+        self._unregistered = self._unregistered_sub()
+
+    def _unregistered_sub(self) -> Subscription:
+        """The one window that bounds the MESSAGEs of every subscription not made
+        here (see :data:`UNREGISTERED_MAX_BUFFERED`): counted as delivered and
+        consumed like a registered ``ack:auto`` one, so reading pauses when they
+        fill the buffer and resumes when the listeners drained half of it. No ACK
+        is ever decided for them (their application or the broker acknowledges)."""
+        window = SubscriptionWindow(UNREGISTERED_MAX_BUFFERED, ACK_AUTO, auto_ack=False,
+                                    max_buffered=UNREGISTERED_MAX_BUFFERED)
+        return Subscription("", "", "auto", {}, window, self.redelivery_policy)
 
     # ------------------------------------------------------------------ setup
 
@@ -302,6 +319,8 @@ class SubscriptionManager:
             self._retire(sub)
         self._subs.clear()
         self._owner.clear()
+        self._retire(self._unregistered)
+        self._unregistered = self._unregistered_sub()
         self._unacked.clear()
         self._unacked_complete = self._track_acks
 
@@ -313,6 +332,8 @@ class SubscriptionManager:
         ever sent for them on the new socket. Returns the new subscriptions, in
         the order they were made, for the facade to SUBSCRIBE again."""
         fresh: List[Subscription] = []
+        self._retire(self._unregistered)  # what the lost socket delivered for it is dropped or passed on
+        self._unregistered = self._unregistered_sub()
         for sub_id, old in list(self._subs.items()):
             self._retire(old)
             self._forget_unacked(old)
@@ -406,38 +427,39 @@ class SubscriptionManager:
             if count > 1:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
-        if sub is None and self._unacked_complete:
-            self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
-        if sub is not None:
-            size = len(frame.body)
-            with sub.lock:
-                window = sub.window
-                if window.on_delivered(_now_ms(), size) and not sub.closed:
-                    self._pause(sub)  # true while the buffer is full (the rest of one recv's frames)
-                seq = window.delivered
-                slow = window.slow_consumer
-                turned_slow = slow and not sub.slow
-                sub.slow = slow
-            if sub.app_acked and self._unacked_complete:
-                identity = ack_identity(self.transport.version, headers)
-                unacked = self._unacked
-                unacked[identity] = sub
-                if sub.ack == "client":
-                    sub.unacked.append(identity)
-                if len(unacked) > _UNACKED_MAX:  # an application that never acks: stop checking
-                    self._unacked_complete = False
-                    unacked.clear()
-            owner = self._owner
-            owner[id(frame)] = (sub, size, seq)
-            if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
-                for key, entry in list(owner.items()):
-                    if entry[0].closed:
-                        owner.pop(key, None)
-            if turned_slow:
-                self.transport.notify("slow_consumer", {
-                    "subscription": sub.id, "destination": sub.destination,
-                    "pending": window.pending, "pending_bytes": window.pending_bytes,
-                    "prefetch": window.prefetch})
+        if sub is None:
+            if self._unacked_complete:
+                self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
+            sub = self._unregistered  # bounded all the same
+        size = len(frame.body)
+        with sub.lock:
+            window = sub.window
+            if window.on_delivered(_now_ms(), size) and not sub.closed:
+                self._pause(sub)  # true while the buffer is full (the rest of one recv's frames)
+            seq = window.delivered
+            slow = window.slow_consumer
+            turned_slow = slow and not sub.slow
+            sub.slow = slow
+        if sub.app_acked and self._unacked_complete:
+            identity = ack_identity(self.transport.version, headers)
+            unacked = self._unacked
+            unacked[identity] = sub
+            if sub.ack == "client":
+                sub.unacked.append(identity)
+            if len(unacked) > _UNACKED_MAX:  # an application that never acks: stop checking
+                self._unacked_complete = False
+                unacked.clear()
+        owner = self._owner
+        owner[id(frame)] = (sub, size, seq)
+        if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
+            for key, entry in list(owner.items()):
+                if entry[0].closed:
+                    owner.pop(key, None)
+        if turned_slow:
+            self.transport.notify("slow_consumer", {
+                "subscription": sub.id, "destination": sub.destination,
+                "pending": window.pending, "pending_bytes": window.pending_bytes,
+                "prefetch": window.prefetch})
         self.deliver(frame)
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
@@ -454,8 +476,13 @@ class SubscriptionManager:
 
     def drop(self, frame: Any) -> None:
         """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
-        socket was lost: the broker redelivers it); forget it."""
-        self._owner_of(frame, pop=True)
+        socket was lost: the broker redelivers it; no consumer wants it); forget it.
+        One of a subscription not made here leaves the buffer bound's count."""
+        entry = self._owner_of(frame, pop=False)
+        if entry is not None and entry[0] is self._unregistered:
+            self.on_consumed(frame)
+        else:
+            self._owner_of(frame, pop=True)
 
     def on_consumed(self, frame: Any) -> None:
         """Dispatcher thread (or a JMS session's): the application had ``frame``."""

@@ -194,3 +194,55 @@ def test_send_frame_refuses_a_body_that_is_not_bytes_or_str(activemq):
         assert conn.is_connected()  # nothing was written
     finally:
         conn.disconnect()
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+@pytest.mark.parametrize("how", ["unknown-id", "send_frame-subscribe"])
+def test_messages_of_a_subscription_subscribe_did_not_make_are_bounded_too(how):
+    """MESSAGEs of a subscription not registered by subscribe() (a SUBSCRIBE written with
+    send_frame, an id the connection never used) count against a buffer bound: reading
+    pauses, the client does not grow with the broker's backlog (issue 20, item 5: +141 MB
+    for 300,000 frames before)."""
+    body = b"b" * 8192
+    stop = threading.Event()
+    pushed = [0]
+
+    def script(sock):
+        deadline = time.monotonic() + 6.0
+        for i in range(30000):
+            if stop.is_set() or time.monotonic() > deadline:
+                return
+            sock.sendall(b"MESSAGE\nsubscription:nobody\nmessage-id:m%d\ndestination:/queue/x\n"
+                         b"content-length:%d\n\n%s\x00" % (i, len(body), body))
+            pushed[0] += 1
+
+    peer = FakePeer(script, lifetime=15.0)
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)])
+    seen = []
+
+    class Slow(amqstomp.ConnectionListener):
+        def on_message(self, frame):
+            seen.append(1)
+            time.sleep(0.002)
+
+    conn.set_listener("slow", Slow())
+    before = _rss_bytes()
+    conn.connect(wait=True, timeout=10)
+    if how == "send_frame-subscribe":
+        conn.send_frame("SUBSCRIBE", {"destination": "/queue/x", "id": "nobody", "ack": "auto"})
+    try:
+        time.sleep(4.0)
+        grown = _rss_bytes() - before
+        assert pushed[0] > 1500, "the fake broker pushed only %d frames" % pushed[0]
+        # 1000 messages of 8 KiB may wait for the listeners, plus the socket buffers
+        assert grown < 60 * 1024 * 1024, "grew %.1f MB with %d frames pushed, %d seen" % (
+            grown / 1e6, pushed[0], len(seen))
+        assert pushed[0] < 29000, "the client read everything the fake broker sent: no back-pressure"
+    finally:
+        stop.set()
+        conn.disconnect(timeout=5)
+        peer.stop()

@@ -227,6 +227,9 @@ class ConnectionState:
         consumer = self._consumers.get(frame.headers.get("subscription", ""))
         if consumer is None:
             log.debug("dropping a MESSAGE for closed subscription %r", frame.headers.get("subscription"))
+            manager = self.consumer_link.manager
+            if manager is not None:
+                manager.drop(frame)  # out of the buffer bound's count
             return
         consumer.deliver(frame)
 
