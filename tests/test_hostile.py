@@ -19,7 +19,8 @@ class FakePeer:
     """A one-connection STOMP 'broker' on 127.0.0.1: answers CONNECT with CONNECTED, then runs
     ``script(sock)``; closes after ``lifetime`` seconds at most."""
 
-    def __init__(self, script, lifetime=20.0):
+    def __init__(self, script, lifetime=20.0, connected=CONNECTED):
+        self.connected = connected
         self.server = socket.socket()
         self.server.bind(("127.0.0.1", 0))
         self.server.listen(1)
@@ -43,7 +44,7 @@ class FakePeer:
                 if not chunk:
                     return
                 data += chunk
-            sock.sendall(CONNECTED)
+            sock.sendall(self.connected)
             self.script(sock)
         except OSError:
             pass
@@ -245,4 +246,44 @@ def test_messages_of_a_subscription_subscribe_did_not_make_are_bounded_too(how):
     finally:
         stop.set()
         conn.disconnect(timeout=5)
+        peer.stop()
+
+
+@pytest.mark.parametrize("value", ["-5,-5", "abc", "1000"])
+def test_a_malformed_broker_heart_beat_keeps_the_clients_own_and_says_so(value, caplog):
+    """CONNECTED ``heart-beat:-5,-5`` or ``abc`` turned heart-beats off silently (0,0): a broker that
+    then fell silent was never noticed. Now the client keeps what it asked for, with a WARNING."""
+    peer = FakePeer(lambda sock: time.sleep(8.0), lifetime=12.0,
+                    connected=b"CONNECTED\nversion:1.2\nserver:FakeBroker/1\nheart-beat:%s\n\n\x00" % value.encode())
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], heartbeats=(1000, 1000))
+    events = Events()
+    conn.set_listener("e", events)
+    try:
+        with caplog.at_level("WARNING", logger="amqstomp"):
+            conn.connect(wait=True, timeout=10)
+        assert conn.transport.heartbeats == (1000, 1000)
+        assert any("heart-beat" in r.getMessage() and value in r.getMessage() for r in caplog.records), \
+            [r.getMessage() for r in caplog.records]
+        started = time.monotonic()
+        assert events.disconnected.wait(2 * 1.0 * 1.5 + 1.5), "the silent broker was not noticed"
+        assert time.monotonic() - started <= 2 * 1.0 * 1.5 + 1.0
+    finally:
+        conn.disconnect(timeout=2)
+        peer.stop()
+
+
+def test_a_message_before_connected_is_a_protocol_error_not_a_delivery():
+    frame = b"MESSAGE\nsubscription:s\nmessage-id:early\ndestination:/queue/x\n\nearly\x00"
+    peer = FakePeer(lambda sock: time.sleep(3.0), lifetime=10.0, connected=frame + CONNECTED)
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)])
+    events = Events()
+    conn.set_listener("e", events)
+    try:
+        with pytest.raises(amqstomp.exception.ConnectFailedException, match="MESSAGE frame before CONNECTED"):
+            conn.connect(wait=True, timeout=5)
+        assert events.disconnected.wait(5)
+        assert not events.messages
+        assert events.protocol_errors and "before CONNECTED" in str(events.protocol_errors[0])
+    finally:
+        conn.disconnect(timeout=2)
         peer.stop()

@@ -8,7 +8,7 @@ heart-beat and when the peer is overdue.
 import logging
 from typing import Optional, Tuple
 
-__all__ = ["parse_heartbeat", "negotiate", "SEND_FRACTION", "PEER_GRID_FACTOR", "DUE_SLACK",
+__all__ = ["parse_heartbeat", "broker_heartbeat", "negotiate", "SEND_FRACTION", "PEER_GRID_FACTOR", "DUE_SLACK",
            "send_period_ms", "receive_timeout_ms"]
 
 log = logging.getLogger("amqstomp.protocol")
@@ -46,6 +46,29 @@ def parse_heartbeat(value: Optional[str]) -> Tuple[int, int]:
     except ValueError:
         log.warning("ignoring malformed heart-beat header %r", value)
         return 0, 0
+
+
+def broker_heartbeat(value: Optional[str], client: Tuple[int, int]) -> Tuple[int, int]:
+    """The (sx, sy) ms of CONNECTED's ``heart-beat`` header for :func:`negotiate`;
+    (0, 0) when absent (a broker without heart-beats, STOMP 1.0). A value that is
+    not two non-negative integers (``-5,-5``, ``abc``) says nothing the client
+    can rely on: logged at WARNING, naming the header, and the client keeps what
+    it asked for -- it sends every cx ms and checks for the broker every cy ms
+    (``client`` = (cx, cy)), so a broker that fell silent is still noticed.
+    """
+    if value is None:
+        return 0, 0
+    try:
+        x, y = str(value).replace(" ", "").split(",")
+        sx, sy = int(x), int(y)
+        if sx >= 0 and sy >= 0:
+            return sx, sy
+    except ValueError:
+        pass
+    log.warning("the broker's CONNECTED frame has a malformed heart-beat header %r (STOMP 1.2 \"Heart-beating\": "
+                "two non-negative integers): keeping this client's own heart-beats, sending every %d ms and "
+                "checking for the broker every %d ms", value, client[0], client[1])
+    return client[1], client[0]
 
 
 def negotiate(client: Tuple[int, int], server: Tuple[int, int]) -> Tuple[int, int]:

@@ -37,10 +37,10 @@ than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
-from ..exception import FrameEncodeError
+from ..exception import FrameEncodeError, StompProtocolError
 from .dialect import ACTIVEMQ, BROKERS, GENERIC, dialect_of, unsubscribed_error
 from .dialect import auto_content_length as _auto_content_length
-from .heartbeat import DUE_SLACK, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
+from .heartbeat import DUE_SLACK, broker_heartbeat, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
 from .limits import ACTIVEMQ_LIMITS, LIMITS_SAFE_BYTES, NO_CHECK_BYTES, check_limits
 
 __all__ = ["ProtocolState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED", "UNSUBSCRIBED_ERROR",
@@ -130,7 +130,10 @@ class ProtocolState:
                 frames completed before the fault).
         """
         self.last_read_ms = now_ms
-        return self.parser.feed(data)
+        frames = self.parser.feed(data)
+        if frames and not self.connected:
+            _before_connected(frames)
+        return frames
 
     @property
     def buffered(self) -> int:
@@ -173,7 +176,8 @@ class ProtocolState:
         self.connected_frame = frame
         self.server = frame.headers.get("server")
         self.dialect = dialect_of(self.server, self.broker)
-        self.send_ms, self.recv_ms = negotiate(self.client_heartbeat, parse_heartbeat(frame.headers.get("heart-beat")))
+        self.send_ms, self.recv_ms = negotiate(
+            self.client_heartbeat, broker_heartbeat(frame.headers.get("heart-beat"), self.client_heartbeat))
         self.recv_timeout_ms = receive_timeout_ms(self.recv_ms, self.grace)
         if self.dialect == ACTIVEMQ:  # Classic's StompWireFormat limits (Artemis has its own)
             self.limits = ACTIVEMQ_LIMITS
@@ -282,3 +286,22 @@ class ProtocolState:
         if self.recv_ms:
             due.append(self.last_read_ms + self.recv_timeout_ms)
         return min(due) if due else None
+
+
+def _before_connected(frames: List[Frame]) -> None:
+    """Frames received before CONNECTED was handled: a MESSAGE ahead of the
+    CONNECTED frame is a protocol error (STOMP 1.2 "Connecting": the server's
+    first frame answers CONNECT), never a delivery.
+
+    Raises:
+        StompProtocolError: with ``.frames`` the frames before the MESSAGE.
+    """
+    for index, frame in enumerate(frames):
+        cmd = frame.cmd
+        if cmd == "CONNECTED":
+            return
+        if cmd == "MESSAGE":
+            error = StompProtocolError("a MESSAGE frame before CONNECTED (destination %r)"
+                                       % (frame.headers.get("destination"),))
+            error.frames = frames[:index]
+            raise error
