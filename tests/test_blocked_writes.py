@@ -216,3 +216,45 @@ def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_produ
             proxy.unstall()
     assert took < 10, "close() took %.1f s" % took
     assert not producer.is_alive()
+
+
+# ------------------------------------------------------------------ a write with a timeout is bounded itself
+
+
+@pytest.mark.parametrize("size", [4 << 20, 64 << 20])
+def test_a_write_with_a_timeout_that_cannot_finish_closes_the_link_in_time(size):
+    """``write_timeout`` bounds the write, not only the wait for the write lock: a DISCONNECT
+    (or a close's ACK) written to a socket whose peer stopped reading returns within it and
+    closes the link (the frame is cut: nothing else may follow on that socket)."""
+    import socket
+
+    from amqstomp._io.channel import PlainChannel
+    from amqstomp._io.link import Link
+    from amqstomp.exception import ConnectionClosedException
+
+    ours, theirs = socket.socketpair()
+    link = Link(PlainChannel(ours), ("127.0.0.1", 1), "1.2", 1, 1.5)
+    outcome = []
+
+    def write():
+        try:
+            link.write(b"x" * size, write_timeout=1.0)
+            outcome.append("returned")
+        except ConnectionClosedException as exc:
+            outcome.append(exc)
+
+    started = time.monotonic()
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    writer.join(10)
+    took = time.monotonic() - started
+    try:
+        assert not writer.is_alive(), "the write was still blocked after 10 s"
+        assert isinstance(outcome[0], ConnectionClosedException), outcome
+        assert "could not finish" in str(outcome[0])
+        assert took < 2.5, took
+        assert link.closed
+    finally:
+        link.scheduler.stop()
+        ours.close()
+        theirs.close()

@@ -12,6 +12,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from ..exception import ConfigurationError, ConnectFailedException
@@ -76,6 +77,24 @@ def look_at_socket(sock: socket.socket) -> Tuple[bool, int]:
         return True, 0
 
 
+def _wait_writable(sock: socket.socket, deadline: float, unwritten: int) -> None:
+    """Wait until ``sock`` takes bytes or ``deadline`` (``time.monotonic()`` s) passes.
+
+    Raises:
+        TimeoutError: the deadline passed (``unwritten`` bytes are named).
+    """
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("a write could not finish in time: %d bytes unwritten (the peer stopped reading)"
+                           % unwritten)
+    if _POLL is not None:
+        poller = _POLL()
+        poller.register(sock.fileno(), select.POLLOUT)
+        poller.poll(left * 1000.0)
+    else:  # pragma: no cover - no poll()
+        select.select([], [sock], [], left)
+
+
 def receive_window(sock: socket.socket) -> Optional[int]:
     """The receive window this side advertised last, in bytes (Linux >= 6.2's
     ``tcpi_rcv_wnd``), or None when the kernel does not tell."""
@@ -110,8 +129,29 @@ class PlainChannel:
         """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""
         return 0
 
-    def sendall(self, data: bytes) -> None:
-        self.sock.sendall(data)
+    def sendall(self, data: bytes, deadline: Optional[float] = None) -> None:
+        """Write ``data`` whole, blocking; with ``deadline`` (``time.monotonic()``
+        seconds) at most until then.
+
+        Raises:
+            OSError: the write failed; TimeoutError (an OSError) when the deadline
+                passed with bytes unwritten (the stream is then cut mid-frame:
+                the caller closes the link).
+        """
+        if deadline is None:
+            self.sock.sendall(data)
+            return
+        view = memoryview(data)
+        sock = self.sock
+        while len(view):
+            try:
+                sent = sock.send(view, _MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            if sent:
+                view = view[sent:]
+                continue
+            _wait_writable(sock, deadline, len(view))
 
     def send_some(self, data: Union[bytes, bytearray, memoryview]) -> int:
         """Write what fits without blocking; returns the bytes written (0: the
@@ -206,20 +246,30 @@ class TLSChannel:
             except ssl.SSLWantReadError:
                 return 0, selectors.EVENT_READ
 
-    def sendall(self, data: bytes) -> None:
+    def sendall(self, data: bytes, deadline: Optional[float] = None) -> None:
+        """Write ``data`` whole (as :meth:`PlainChannel.sendall`, ``deadline`` included)."""
         pending = self._unsent
         if pending is not None:
             self._unsent = None
-            self._sendall_view(pending)
-        self._sendall_view(memoryview(data))
+            self._sendall_view(pending, deadline)
+        self._sendall_view(memoryview(data), deadline)
 
-    def _sendall_view(self, view: memoryview) -> None:
+    def _sendall_view(self, view: memoryview, deadline: Optional[float] = None) -> None:
         while len(view):
             sent, events = self._send_some(view)
             if sent:
                 view = view[sent:]
-            else:
+            elif deadline is None:
                 self._wait(self._wsel, events)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("a write could not finish in time: %d bytes unwritten" % len(view))
+                try:
+                    self._wsel.modify(self.sock, events)
+                except (KeyError, ValueError):
+                    self._wsel.register(self.sock, events)
+                self._wsel.select(min(left, self._POLL_S))
 
     def send_some(self, data: Union[bytes, bytearray, memoryview]) -> int:
         """Write without blocking; returns the bytes written. 0: nothing fits

@@ -478,14 +478,15 @@ class WebSocketChannel:
             out = self._proto.data_to_send()
         return out[0] if len(out) == 1 else b"".join(out)
 
-    def sendall(self, data: bytes) -> None:
+    def sendall(self, data: bytes, deadline: Optional[float] = None) -> None:
         """Write ``data`` as one WebSocket message, after the control frames
-        owed (blocking; a writer under the link's write lock)."""
+        owed (blocking, until ``deadline`` at most: the inner channel's
+        ``sendall``; a writer under the link's write lock)."""
         frame = self._frame(data)
         with self._wlock:
             if self._rest is not None or self._owed:
-                self._write_owed()
-            self.inner.sendall(frame)
+                self._write_owed(deadline)
+            self.inner.sendall(frame, deadline)
 
     def try_send(self, data: bytes) -> bool:
         """Write ``data`` (a heart-beat) as one message without blocking, after
@@ -565,16 +566,16 @@ class WebSocketChannel:
                 return True
             self._rest = None
 
-    def _write_owed(self) -> None:
-        """Under ``_wlock``: write the owed frames, blocking (a writer)."""
+    def _write_owed(self, deadline: Optional[float] = None) -> None:
+        """Under ``_wlock``: write the owed frames, blocking (a writer; until ``deadline`` at most)."""
         rest, self._rest = self._rest, None
         if rest is not None:
-            self.inner.sendall(rest)
+            self.inner.sendall(rest, deadline)
         with self._lock:
             owed, self._owed = self._owed, []
             self._woken = False
         for data in owed:
-            self.inner.sendall(data)
+            self.inner.sendall(data, deadline)
 
     # ------------------------------------------------------------ closing
 

@@ -110,9 +110,17 @@ class LinkWriter:
             raise ConnectionClosedException("connection closed: %s" % self.close_reason)
 
     def write(self, data: bytes, write_timeout: Optional[float] = None) -> None:
-        """Write the deferred frames, then ``data``, under the write lock."""
+        """Write the deferred frames, then ``data``, under the write lock. With
+        ``write_timeout`` (s) both the wait for the lock and the write itself are
+        bounded by it (each): a write that cannot finish in time closes the link.
+
+        Raises:
+            ConnectionClosedException: the link is closed, the write failed or
+                did not finish within ``write_timeout``.
+        """
         self.lock_for_write(write_timeout)
         try:
+            deadline = None if write_timeout is None else time.monotonic() + max(0.0, write_timeout)
             if self.nowait:
                 self.take_nowait()
             wbuf = self.wbuf
@@ -120,22 +128,26 @@ class LinkWriter:
                 big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
                 if data and not big:
                     wbuf.append(data)  # one system call for all
-                self._sendall(self.take_buffer())
+                self._sendall(self.take_buffer(), deadline)
                 if big:
-                    self._sendall(data)
+                    self._sendall(data, deadline)
             elif data:
-                self._sendall(data)
+                self._sendall(data, deadline)
         finally:
             self.write_lock.release()
 
-    def _sendall(self, data: bytes) -> None:
-        """Under the write lock: write ``data`` whole; a failed write closes the link.
+    def _sendall(self, data: bytes, deadline: Optional[float] = None) -> None:
+        """Under the write lock: write ``data`` whole (until ``deadline``,
+        ``time.monotonic()`` s, at most); a failed or late write closes the link.
 
         Raises:
-            ConnectionClosedException: the write failed.
+            ConnectionClosedException: the write failed or did not finish in time.
         """
         try:
-            self.channel.sendall(data)
+            if deadline is None:
+                self.channel.sendall(data)
+            else:
+                self.channel.sendall(data, deadline)
         except OSError as exc:
             raise self.write_failed(exc) from exc
         self.proto.data_written(time.monotonic() * 1000.0)
