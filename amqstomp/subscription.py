@@ -62,10 +62,8 @@ NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
 #: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
 _UNACKED_MAX = 1 << 17
-#: MESSAGEs of subscriptions not made with ``subscribe()`` (a STOMP 1.0 SUBSCRIBE without an id, one
-#: written with ``send_frame``, an id this connection does not know) that may wait for the listeners
-#: before reading pauses (messages; ActiveMQ's default queue prefetch); their bytes are bounded by
-#: :data:`amqstomp.flow.DEFAULT_MAX_BUFFERED_BYTES` like any subscription's.
+#: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
+#: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
 
 
@@ -156,11 +154,9 @@ class SubscriptionManager:
         self._unregistered = self._unregistered_sub()
 
     def _unregistered_sub(self) -> Subscription:
-        """The one window that bounds the MESSAGEs of every subscription not made
-        here (see :data:`UNREGISTERED_MAX_BUFFERED`): counted as delivered and
-        consumed like a registered ``ack:auto`` one, so reading pauses when they
-        fill the buffer and resumes when the listeners drained half of it. No ACK
-        is ever decided for them (their application or the broker acknowledges)."""
+        """The one window bounding the MESSAGEs of every subscription not made here
+        (:data:`UNREGISTERED_MAX_BUFFERED`, 64 MiB): an ``ack:auto`` window that
+        pauses reading when full; no ACK is decided for them."""
         window = SubscriptionWindow(UNREGISTERED_MAX_BUFFERED, ACK_AUTO, auto_ack=False,
                                     max_buffered=UNREGISTERED_MAX_BUFFERED)
         return Subscription("", "", "auto", {}, window, self.redelivery_policy)
