@@ -31,8 +31,8 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import amqstomp.exception as _exc
 
@@ -46,7 +46,7 @@ HELD_END = {kind: kind + "_end" for kind in HELD_FAULTS}
 HELD_ACTIONS = frozenset(HELD_FAULTS) | frozenset(HELD_END.values())
 
 #: a send of the flood that failed this way was cut short by the failover: the flood ends
-FLOOD_RELEASED: Tuple[type, ...] = (_exc.ConnectionClosedException, _exc.NotConnectedException,
+FLOOD_RELEASED: Tuple[Type[BaseException], ...] = (_exc.ConnectionClosedException, _exc.NotConnectedException,
                                     _exc.ReceiptTimeout)
 
 

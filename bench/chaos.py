@@ -54,7 +54,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     ap.add_argument("--stall-timeout", type=float, default=10.0,
                     help="a stall (a violation): a consumer idle this many seconds while the broker holds messages "
                          "for it")
-    ap.add_argument("--faults", default="all", help="comma-separated faults, 'all' or 'none' (%s)" % ", ".join(ALL_FAULTS))
+    ap.add_argument("--faults", default="all",
+                    help="comma-separated faults, 'all' or 'none' (%s)" % ", ".join(ALL_FAULTS))
     ap.add_argument("--held-share", type=float, default=0.5,
                     help="share of the modes that get a held fault (unread, drop) per round (0..1)")
     ap.add_argument("--drain-timeout", type=float, default=90.0)
