@@ -3,8 +3,11 @@
 One run: for every *mode* (a way of settling messages, below) a producer and a consumer talk to
 ActiveMQ through their own :class:`~amqstomp.testing.proxy.TcpProxy`, with failover on (stomp.py
 API: ``auto_reconnect=True``; JMS API: ``failover:`` URIs), while a schedule made from one seed
-cuts, stalls, half-closes and refuses the proxies, runs busy-loop processes that compete for the
-CPU, and (with a shared-store master/slave pair) kills the master with SIGKILL. Every message
+cuts, stalls, half-closes and refuses the proxies, holds the endpoint a consumer uses broken for
+longer than the stall timeout (*held faults*, bench/_chaos_faults.py: the peer stops reading
+while the consumer's own send() is blocked; the endpoint drops SYNs), runs busy-loop processes
+that compete for the CPU, and (with a shared-store master/slave pair) kills the master with
+SIGKILL. Every message
 carries a unique sequence number (property/header ``chaos_seq``). A :class:`Ledger` per mode
 records each delivery the application saw (message id, ``redelivered`` flag, delivery count) and
 each settlement the API reported as done; at the end the producers stop, the chaos heals, the
@@ -85,6 +88,9 @@ from amqstomp.testing import master_slave
 from amqstomp.testing.broker import ActiveMQBroker, queue_statistics, start_broker
 from amqstomp.testing.proxy import TcpProxy
 
+from bench._chaos_faults import (ALL_FAULTS, HELD_ACTIONS, HELD_FAULTS, HeldFaults, free_of_held, held_intervals,
+                                 held_window, plan_held)
+
 log = logging.getLogger("amqstomp.testing.chaos")
 
 Address = Tuple[str, int]
@@ -161,6 +167,9 @@ JMS_ACK_UNSETTLED: Tuple[type, ...] = ACK_INTERRUPTED + (_exc.ReceiptTimeout,) +
 # ------------------------------------------------------------------------------------------ config
 
 
+DEFAULT_WEIGHTS: Dict[str, float] = {"cut": 4, "stall": 2, "half_close": 2, "refuse": 1}
+
+
 @dataclass
 class ChaosConfig:
     """What one run does. ``seed`` decides everything random."""
@@ -174,12 +183,21 @@ class ChaosConfig:
     chaos_gap_s: float = 1.5  # mean gap between proxy events
     stall_s: Tuple[float, float] = (0.3, 4.0)
     refuse_s: Tuple[float, float] = (0.2, 1.5)
-    weights: Dict[str, float] = field(default_factory=lambda: {"cut": 4, "stall": 2, "half_close": 2, "refuse": 1})
+    #: the classic proxy faults and how often each is picked (bench/_chaos_faults.parse_faults)
+    weights: Dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    #: held faults (bench/_chaos_faults.py): "unread" (the peer stops reading while the consumer's
+    #: send() is blocked), "drop" (the consumer's endpoint drops SYNs); each mode's consumer gets a
+    #: second endpoint for them
+    held_faults: Tuple[str, ...] = HELD_FAULTS
+    held_share: float = 0.5  # share of the modes that get a held fault per round
+    held_s: Optional[Tuple[float, float]] = None  # a held fault's length; None: stall_timeout_s + 1..3 s
     hogs: int = 1  # busy-loop processes at once while a hog window is on (0: none)
     hog_on_s: Tuple[float, float] = (2.0, 8.0)
     hog_off_s: Tuple[float, float] = (1.0, 5.0)
     kills: int = 0  # master kills (needs a MasterSlavePair)
     heartbeat_ms: int = 1000
+    #: a stall (a violation): a consumer that got nothing for this long while the broker holds
+    #: messages for it (its queue's size by the statistics plugin: produced, not yet settled)
     stall_timeout_s: float = 10.0
     drain_timeout_s: float = 60.0
     quiet_s: float = 1.5  # drained = everything seen and nothing delivered for this long
@@ -187,14 +205,20 @@ class ChaosConfig:
     persistent: bool = True
     leak_timeout_s: float = 15.0
     #: tests of the checker only: "skip-ack" makes the ack-calling consumers record a settlement
-    #: without acknowledging anything (a broken client the invariants must catch)
+    #: without acknowledging anything; "no-heartbeats" connects the consumers without heart-beats,
+    #: so a stalled endpoint is never noticed (broken clients the invariants must catch)
     sabotage: str = ""
+
+    @property
+    def faults(self) -> List[str]:
+        return [f for f in ALL_FAULTS if self.weights.get(f) or f in self.held_faults]
 
     def replay_command(self) -> str:
         return ("python bench/chaos.py --runs 1 --seconds %g --seed %d --modes %s --hogs %d --kills %d --rate %g "
-                "--gap %g --prefetch %s%s" % (self.seconds, self.seed, ",".join(self.modes), self.hogs, self.kills,
-                                              self.rate, self.chaos_gap_s, ",".join(map(str, self.prefetch_choices)),
-                                              "" if self.persistent else " --non-persistent"))
+                "--gap %g --prefetch %s --faults %s --held-share %g --stall-timeout %g%s"
+                % (self.seconds, self.seed, ",".join(self.modes), self.hogs, self.kills, self.rate, self.chaos_gap_s,
+                   ",".join(map(str, self.prefetch_choices)), ",".join(self.faults) or "none", self.held_share,
+                   self.stall_timeout_s, "" if self.persistent else " --non-persistent"))
 
 
 # ------------------------------------------------------------------------------------------ ledger
@@ -352,6 +376,9 @@ class ModeResult:
     unflagged: int = 0
     stalls: int = 0
     stall_max_s: float = 0.0
+    held: int = 0  # held faults applied to its consumer (bench/_chaos_faults.py)
+    failover_max_s: Optional[float] = None  # the longest from a held fault to the consumer resumed
+    held_unresumed: int = 0  # held faults the consumer was not connected again within
     left: int = 0
     dlq: int = 0
     errors: int = 0
@@ -362,6 +389,14 @@ class ModeResult:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def failover_text(self) -> str:
+        """``fo-max``: the longest held fault to resumed (s); ``-`` none; ``never`` not within the fault."""
+        if not self.held:
+            return "-"
+        if self.held_unresumed:
+            return "never"
+        return "%.1f" % self.failover_max_s if self.failover_max_s is not None else "-"
 
 
 def evaluate(spec: ModeSpec, ledger: Ledger, left: int = 0, left_settled: int = 0, dlq: int = 0,
@@ -482,7 +517,8 @@ class RunReport:
         return out + ["[global] %s" % v for v in self.global_violations]
 
     COLUMNS = ("mode", "sent", "deliv", "uniq", "redeliv", "dupsend", "settled", "set->redel", "rolledbk",
-               "rb-gone", "indoubt", "rbsend", "lost", "unflag", "stalls", "left", "dlq", "errors", "verdict")
+               "rb-gone", "indoubt", "rbsend", "lost", "unflag", "stalls", "held", "fo-max", "left", "dlq", "errors",
+               "verdict")
 
     def table(self) -> str:
         rows = []
@@ -490,7 +526,7 @@ class RunReport:
             rows.append((name, m.sent, m.deliveries, m.unique, m.redeliveries, m.dup_copies, m.settled,
                          m.settled_redelivered, m.rolled_back, m.rolled_back_gone, m.in_doubt,
                          m.rolled_back_sends_delivered, m.lost, m.unflagged,
-                         m.stalls, m.left, m.dlq, m.errors, "ok" if m.ok else "FAIL"))
+                         m.stalls, m.held, m.failover_text(), m.left, m.dlq, m.errors, "ok" if m.ok else "FAIL"))
         return format_table(rows, self.COLUMNS)
 
     def text(self, verbose: bool = False) -> str:
@@ -746,6 +782,10 @@ class _Client:
         except Exception as exc:
             self.ledger.error("closing the %s" % type(self).__name__.lower(), exc)
 
+    def transport_event(self, name: str) -> None:
+        """``on_transport_interrupted`` / ``_resumed`` of this client's connection."""
+        self.ledger.event(name)
+
     def _thread(self, target: Callable[[], None], role: str) -> None:
         t = threading.Thread(target=self._guard(target), name="chaos-%s-%s" % (self.spec.name, role), daemon=True)
         self.threads.append(t)
@@ -767,9 +807,15 @@ class _Client:
             if t.is_alive():
                 self.ledger.error("thread %s did not stop within %.0f s" % (t.name, timeout))
 
+    @property
+    def heartbeat_ms(self) -> int:
+        if self.run.config.sabotage == "no-heartbeats" and isinstance(self, Consumer):
+            return 0
+        return self.run.config.heartbeat_ms
+
     def jms_url(self, prefetch: Optional[int] = None, extra: str = "") -> str:
         members = ",".join("stomp://%s:%d" % a for a in self.addresses)
-        hb = self.run.config.heartbeat_ms
+        hb = self.heartbeat_ms
         url = ("failover:(%s)?randomize=false&initialReconnectDelay=10&maxReconnectDelay=200"
                "&nested.heartBeat=%d,%d&jms.redeliveryPolicy.maximumRedeliveries=-1"
                "&jms.redeliveryPolicy.initialRedeliveryDelay=100&jms.redeliveryPolicy.redeliveryDelay=100"
@@ -779,7 +825,7 @@ class _Client:
         return url + extra
 
     def stomp_connection(self, listener: Any) -> Any:
-        hb = self.run.config.heartbeat_ms
+        hb = self.heartbeat_ms
         conn = amqstomp.Connection12(self.addresses, auto_reconnect=True, heartbeats=(hb, hb),
                                      reconnect_sleep_initial=0.02, reconnect_sleep_increase=0.5,
                                      reconnect_sleep_jitter=0.1, reconnect_sleep_max=0.3,
@@ -811,10 +857,10 @@ class _StompEvents(amqstomp.ConnectionListener):
             self.client.ledger.error("on_disconnected (failover gave up)")
 
     def on_transport_interrupted(self) -> None:
-        self.client.ledger.event("interrupted")
+        self.client.transport_event("interrupted")
 
     def on_transport_resumed(self) -> None:
-        self.client.ledger.event("resumed")
+        self.client.transport_event("resumed")
 
 
 class _JmsEvents:
@@ -826,10 +872,10 @@ class _JmsEvents:
             self.client.ledger.error("exception listener", exc)
 
     def on_transport_interrupted(self) -> None:
-        self.client.ledger.event("interrupted")
+        self.client.transport_event("interrupted")
 
     def on_transport_resumed(self) -> None:
-        self.client.ledger.event("resumed")
+        self.client.transport_event("resumed")
 
 
 class Producer(_Client):
@@ -979,6 +1025,7 @@ class Consumer(_Client):
         self.settle_pending: List[Any] = []  # frames/messages consumed, not settled yet (app view)
         self.work: "_queue.Queue[Any]" = _queue.Queue()
         self.rng_lock = threading.Lock()
+        self.flood_topic = "%s.flood" % self.queue_name
         if self.spec.api == "stomp":
             self._open_stomp()
         else:
@@ -987,6 +1034,23 @@ class Consumer(_Client):
     def describe(self) -> str:
         return "%s prefetch=%d batch<=%d delay_p=%.2f" % (self.spec.name, self.prefetch, self.batch_max,
                                                          self.delay_probability)
+
+    # ---- held faults (bench/_chaos_faults.py)
+    def transport_event(self, name: str) -> None:
+        super().transport_event(name)
+        self.run.held.consumer_event(self.spec.name, name)
+
+    def start_thread(self, target: Callable[[], None], role: str) -> None:
+        self._thread(target, role)
+
+    def flood_send(self, body: bytes) -> None:
+        """One message on this consumer's own connection to a topic nobody subscribes to (the
+        ``unread`` fault's producer): written without a receipt, non-persistent."""
+        if self.spec.api == "stomp":
+            self.conn.send("/topic/" + self.flood_topic, body)
+        else:
+            from amqstomp.jms import NON_PERSISTENT
+            self.flood_producer.send(body, delivery_mode=NON_PERSISTENT)
 
     def _maybe_delay(self) -> None:
         with self.rng_lock:
@@ -1080,15 +1144,18 @@ class Consumer(_Client):
                                   ConnectionFactory, Queue)
         settle = self.spec.settle
         extra = "&jms.sendAcksAsync=false" if settle in ("CLIENT", "INDIVIDUAL") else ""
+        # the unread fault's flood (its only producer) shares the consumer's socket: the socket of
+        # its ACKs and heart-beats is then the one blocked in a write
+        shared = "&amqstomp.separateProducerSocket=false" if "unread" in self.run.config.held_faults else ""
         try:
-            factory = ConnectionFactory(self.jms_url(self.prefetch, extra))
+            factory = ConnectionFactory(self.jms_url(self.prefetch, extra + shared))
         except _exc.ConfigurationError:
             if not extra:
                 raise
             # a library without jms.sendAcksAsync: its acknowledge() is asynchronous; the strict
             # check stays (what an application of that version was told: acknowledge() returned)
             self.run.note("%s: the library has no jms.sendAcksAsync; acknowledge() is asynchronous" % self.spec.name)
-            factory = ConnectionFactory(self.jms_url(self.prefetch))
+            factory = ConnectionFactory(self.jms_url(self.prefetch, shared))
         self.conn = factory.create_connection(timeout_s=30)
         self.events = _JmsEvents(self)
         self.conn.set_exception_listener(self.events)
@@ -1102,6 +1169,9 @@ class Consumer(_Client):
             self.consumer.set_message_listener(self._jms_listener)
         # a second, idle consumer (own session) after it: every failover replays both subscriptions
         self.idle_consumer = self.conn.create_session().create_consumer(Queue(self.queue_name + ".idle"))
+        if "unread" in self.run.config.held_faults:  # the flood's producer: its own session, same connection
+            from amqstomp.jms import Topic
+            self.flood_producer = self.conn.create_session().create_producer(Topic(self.flood_topic))
         self.conn.start()
 
     def _jms_record(self, message: Any) -> str:
@@ -1199,7 +1269,8 @@ SPIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile tim
 class Event:
     at: float
     order: int
-    action: str = field(compare=False)  # cut | stall | unstall | half_close | refuse | unrefuse | hog | kill
+    #: cut | stall | unstall | half_close | refuse | unrefuse | hog | kill | unread | unread_end | drop | drop_end
+    action: str = field(compare=False)
     targets: Tuple[str, ...] = field(compare=False, default=())  # mode names
     arg: Any = field(compare=False, default=None)
 
@@ -1209,16 +1280,28 @@ class Event:
         return "t=%.2f %s%s%s" % (self.at, self.action, arg, (" [" + tgt + "]") if tgt else "")
 
 
+def _kill_zones(config: ChaosConfig) -> List[Tuple[float, float]]:
+    """Where a master kill may fall (its slot +-20 %) and the takeover after it (8 s)."""
+    slot = config.seconds / (config.kills + 1)
+    return [(slot * (i + 1) - 0.2 * slot, slot * (i + 1) + 0.2 * slot + 8.0) for i in range(config.kills)]
+
+
 def make_schedule(config: ChaosConfig, modes: Sequence[str]) -> List[Event]:
-    """Every chaos event of a run, from its seed alone."""
+    """Every chaos event of a run, from its seed alone. Held faults (bench/_chaos_faults.py) are
+    planned first; the other proxy events leave a mode alone while (and 1 s around) it has one."""
     rng = random.Random("schedule:%d" % config.seed)
     events: List[Event] = []
     order = itertools.count()
-    actions = list(config.weights)
+    held = plan_held(config.seed, modes, config.seconds, config.held_faults, config.held_share,
+                     held_window(config.stall_timeout_s, config.held_s), _kill_zones(config))
+    for at, action, targets, arg in held:
+        events.append(Event(at, next(order), action, targets, arg))
+    held_at = held_intervals(held)
+    actions = [a for a in config.weights if config.weights[a] > 0]
     weights = [config.weights[a] for a in actions]
     busy_until: Dict[str, float] = {m: 0.0 for m in modes}  # a stall/refuse in progress on that proxy
     t = rng.uniform(0.5, 1.5)
-    while t < config.seconds:
+    while t < config.seconds and actions:
         action = rng.choices(actions, weights)[0]
         if rng.random() < 0.3 or len(modes) == 1:
             targets = tuple(modes)
@@ -1229,14 +1312,17 @@ def make_schedule(config: ChaosConfig, modes: Sequence[str]) -> List[Event]:
             if targets:
                 lo, hi = config.stall_s if action == "stall" else config.refuse_s
                 dur = rng.uniform(lo, hi)
+                targets = tuple(m for m in targets if free_of_held(held_at, m, t, t + dur))
+            if targets:
                 events.append(Event(t, next(order), action, targets, dur))
                 events.append(Event(t + dur, next(order), "unstall" if action == "stall" else "unrefuse", targets))
                 for m in targets:
                     busy_until[m] = t + dur
-        elif action == "half_close":
-            events.append(Event(t, next(order), action, targets, rng.choice(("to_client", "to_broker", "both"))))
         else:
-            events.append(Event(t, next(order), action, targets))
+            arg = rng.choice(("to_client", "to_broker", "both")) if action == "half_close" else None
+            targets = tuple(m for m in targets if free_of_held(held_at, m, t, t))
+            if targets:
+                events.append(Event(t, next(order), action, targets, arg))
         t += rng.expovariate(1.0 / max(0.05, config.chaos_gap_s))
     if config.hogs > 0:
         t = rng.uniform(*config.hog_off_s)
@@ -1265,13 +1351,20 @@ class ChaosRun:
             raise ValueError("unknown mode(s) %s; known: %s" % (unknown, ", ".join(MODES)))
         if config.kills and not brokers.can_kill:
             raise ValueError("kills need a MasterSlavePair")
+        faults = set(config.weights) | set(config.held_faults)
+        if not faults <= set(ALL_FAULTS) or set(config.held_faults) - set(HELD_FAULTS):
+            raise ValueError("unknown fault(s) %s; classic (weights): %s, held: %s" % (
+                sorted(faults - set(ALL_FAULTS)), ", ".join(DEFAULT_WEIGHTS), ", ".join(HELD_FAULTS)))
         self.config = config
         self.brokers = brokers
         self.out = out
         self.run_id = "%d-%s" % (config.seed, uuid.uuid4().hex[:6])
         self.report = RunReport(config)
         self.ledgers: Dict[str, Ledger] = {}
-        self.proxies: Dict[str, List[TcpProxy]] = {}
+        self.proxies: Dict[str, List[TcpProxy]] = {}  # every proxy of a mode (what the classic faults hit)
+        #: mode -> role ("consumer", "producer") -> the proxies it connects through, in failover order
+        self.endpoints: Dict[str, Dict[str, List[TcpProxy]]] = {}
+        self.held = HeldFaults(lambda: self._t0, self.note)
         self.consumers: Dict[str, Consumer] = {}
         self.producers: Dict[str, Producer] = {}
         self.queue_names: Dict[str, str] = {}
@@ -1322,6 +1415,10 @@ class ChaosRun:
             self._reap_hogs()
 
     def _apply(self, ev: Event) -> None:
+        if ev.action in HELD_ACTIONS:
+            for mode in ev.targets:
+                self.held.apply(ev.action, mode, ev.arg, self.consumers[mode], self.endpoints[mode]["consumer"])
+            return
         proxies = self._all_proxies(ev.targets)
         if ev.action == "cut":
             for p in proxies:
@@ -1355,6 +1452,7 @@ class ChaosRun:
         self.hogs = [h for h in self.hogs if h.poll() is None]
 
     def _heal(self) -> None:
+        self.held.end_all()
         for p in self._all_proxies(list(self.proxies)):
             for call in (p.unstall, lambda: p.refuse(False)):
                 try:
@@ -1550,6 +1648,22 @@ class ChaosRun:
         self.report.elapsed_s = time.monotonic() - started
         return self.report
 
+    def _make_endpoints(self, mode: str) -> None:
+        """The producer and the consumer of ``mode`` each get a proxy per broker address; with held
+        faults on, the consumer gets a second one per address after those (its endpoint to fail
+        over to when the one it uses is held broken)."""
+        addresses = self.brokers.addresses
+        roles: Dict[str, List[TcpProxy]] = {"consumer": [], "producer": []}
+        self.endpoints[mode] = roles
+        self.proxies[mode] = []
+        copies = {"consumer": 2 if self.config.held_faults else 1, "producer": 1}
+        for role, n in copies.items():
+            for _ in range(n):
+                for a in addresses:
+                    p = make_proxy(a)
+                    self.proxies[mode].append(p)  # closed by run() even when the next one fails
+                    roles[role].append(p)
+
     def _run(self, cfg: ChaosConfig) -> None:
         schedule = make_schedule(cfg, list(cfg.modes))
         self.report.schedule = [e.describe() for e in schedule]
@@ -1560,9 +1674,9 @@ class ChaosRun:
             for mode in cfg.modes:
                 self.ledgers[mode] = Ledger(mode)
                 self.queue_names[mode] = "chaos.%s.%s" % (self.run_id, mode)
-                self.proxies[mode] = [make_proxy(a) for a in self.brokers.addresses]
+                self._make_endpoints(mode)
             for mode in cfg.modes:  # consumers first, then producers
-                addresses = [p.address for p in self.proxies[mode]]
+                addresses = [p.address for p in self.endpoints[mode]["consumer"]]
                 rng = random.Random("consumer:%d:%s" % (cfg.seed, mode))
                 c = Consumer(self, MODES[mode], self.ledgers[mode], self.queue_names[mode], addresses, rng)
                 clients.append(c)
@@ -1570,7 +1684,7 @@ class ChaosRun:
                 self.consumers[mode] = c
                 self.out("chaos: consumer " + c.describe())
             for mode in cfg.modes:
-                addresses = [p.address for p in self.proxies[mode]]
+                addresses = [p.address for p in self.endpoints[mode]["producer"]]
                 rng = random.Random("producer:%d:%s" % (cfg.seed, mode))
                 p = Producer(self, MODES[mode], self.ledgers[mode], self.queue_names[mode], addresses, rng)
                 clients.append(p)
@@ -1617,8 +1731,10 @@ class ChaosRun:
             ledger = self.ledgers[mode]
             with ledger.lock:
                 left_settled = sum(1 for mid in left[mode] if mid in ledger.settled)
-            self.report.modes[mode] = evaluate(MODES[mode], ledger, len(left[mode]), left_settled, dlq[mode],
-                                               sizes[mode])
+            result = evaluate(MODES[mode], ledger, len(left[mode]), left_settled, dlq[mode], sizes[mode])
+            result.held, result.failover_max_s, result.held_unresumed, held = self.held.summary(mode)
+            result.info["held faults"] = held
+            self.report.modes[mode] = result
 
 
 def run_chaos(config: ChaosConfig, brokers: Any, out: Callable[[str], None] = lambda s: None) -> RunReport:

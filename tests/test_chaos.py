@@ -24,8 +24,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from bench._chaos import (ALL_MODES, MODES, ChaosConfig, ErrorCapture, Ledger, MasterSlavePair,  # noqa: E402
-                          SingleBroker, evaluate, make_schedule, run_chaos, socket_fds)
+from bench._chaos import (ALL_MODES, DEFAULT_WEIGHTS, MODES, ChaosConfig, ErrorCapture, Ledger,  # noqa: E402
+                          MasterSlavePair, SingleBroker, evaluate, make_schedule, run_chaos, socket_fds)
+from bench._chaos_faults import HELD_FAULTS, parse_faults  # noqa: E402
 
 SEED = int(os.environ.get("AMQSTOMP_CHAOS_SEED") or random.SystemRandom().randrange(1, 2 ** 31))
 SECONDS = float(os.environ.get("AMQSTOMP_CHAOS_SECONDS") or 0)
@@ -192,6 +193,35 @@ def test_the_schedule_is_a_function_of_the_seed():
     kinds = {d.split()[1] for d in a}
     assert {"cut", "stall", "unstall", "hog", "kill"} <= kinds, kinds
     assert sum(d.split()[1] == "kill" for d in a) == 2
+    assert not kinds & set(HELD_FAULTS), "a held fault where a master kill may fall"
+
+
+@pytest.mark.timeout(10)
+def test_held_faults_are_in_every_short_schedule_and_alone_on_their_mode():
+    """The short CI run (20 s, stall timeout 10 s) has both held faults on half the modes, each
+    longer than the stall timeout, with no other proxy event on that mode meanwhile (1 s around)."""
+    for seed in range(1, 40):
+        config = ChaosConfig(seed=seed, seconds=20, stall_timeout_s=10)
+        events = make_schedule(config, ALL_MODES)
+        held = [e for e in events if e.action in HELD_FAULTS]
+        assert sorted(e.action for e in held) == ["drop"] * 3 + ["unread"] * 3, seed
+        for h in held:
+            (mode,) = h.targets
+            assert 11.0 <= h.arg <= 13.0 and h.at + h.arg < config.seconds
+            ends = [e for e in events if e.action == h.action + "_end" and e.targets == (mode,)]
+            assert len(ends) == 1 and abs(ends[0].at - (h.at + h.arg)) < 1e-6
+            others = [e for e in events if mode in e.targets and e is not h and e is not ends[0]
+                      and e.action != "hog" and h.at - 1.0 < e.at < h.at + h.arg + 1.0]
+            assert not others, (seed, h.describe(), [e.describe() for e in others])
+    # only the held faults; all the modes
+    weights, held_faults = parse_faults("unread,drop", DEFAULT_WEIGHTS)
+    config = ChaosConfig(seed=7, seconds=40, weights=weights, held_faults=held_faults, held_share=1.0, hogs=0)
+    kinds = [e.action for e in make_schedule(config, ALL_MODES)]
+    assert set(kinds) == {"unread", "unread_end", "drop", "drop_end"}
+    assert kinds.count("unread") + kinds.count("drop") == 2 * len(ALL_MODES)  # two rounds
+    assert parse_faults("all", DEFAULT_WEIGHTS) == (DEFAULT_WEIGHTS, HELD_FAULTS)
+    with pytest.raises(ValueError):
+        parse_faults("cut,nope", DEFAULT_WEIGHTS)
 
 
 # --------------------------------------------------------------------------- against a real broker
@@ -225,12 +255,30 @@ def test_a_deliberately_broken_client_trips_the_invariants(activemq):
 
 
 @pytest.mark.broker
+@pytest.mark.timeout(60)
+def test_a_consumer_that_never_notices_a_stalled_endpoint_is_a_stall(activemq):
+    """Consumers without heart-beats: the ``unread`` held fault (their endpoint stops reading
+    while their own send() is blocked) goes unnoticed, the producers go on filling the queue:
+    the stall check must flag it, and the consumer never resumed during the fault."""
+    config = ChaosConfig(seed=SEED, modes=["stomp-optimized", "jms-auto"], seconds=6, rate=20, hogs=0,
+                         weights={}, held_faults=("unread",), held_share=1.0, held_s=(2.5, 3.0),
+                         stall_timeout_s=1.5, drain_timeout_s=5, sabotage="no-heartbeats")
+    report = _run(config, SingleBroker(activemq))
+    for mode in config.modes:
+        result = report.modes[mode]
+        assert result.held == 1 and result.held_unresumed == 1, (mode, result.info)
+        assert result.stalls >= 1 and any("stall" in v for v in result.violations), (mode, result.violations)
+
+
+@pytest.mark.broker
 @pytest.mark.timeout(170)  # typically ~30 s; the bound leaves room for a stalled drain (40 s) and closes
 def test_chaos_every_mode_through_cuts_stalls_half_closes_and_a_busy_cpu(activemq):
+    """Also the held faults (unread, drop) on the consumers of half the modes, 11-13 s each."""
     config = ChaosConfig(seed=SEED, modes=ALL_MODES, seconds=SECONDS or 20, rate=15, hogs=2,
                          chaos_gap_s=1.0, stall_timeout_s=10, drain_timeout_s=40)
     report = _run(config, SingleBroker(activemq))
     assert report.ok, "seed %d:\n%s" % (SEED, report.text())
+    assert sum(m.held for m in report.modes.values()) == 6, report.text(verbose=True)
 
 
 @pytest.mark.broker
