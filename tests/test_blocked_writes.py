@@ -176,8 +176,10 @@ def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_produ
     proxy = tcp_proxy_factory(activemq.host_and_ports[0])
     q_in, q_out = queue_name("in").split("/")[-1], topic_name().split("/")[-1]
     fill_queue(activemq, "/queue/" + q_in, 600)
+    # one socket for sends and consumption: the blocked producer holds the socket the ACKs use
     url = ("failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false&initialReconnectDelay=10"
-           "&maxReconnectDelay=100" % (proxy.address + tuple(activemq.host_and_ports[0])))
+           "&maxReconnectDelay=100&amqstomp.separateProducerSocket=false"
+           % (proxy.address + tuple(activemq.host_and_ports[0])))
     factory = amqstomp.ConnectionFactory(url, heartbeats=(HB_MS, HB_MS))
     events = JmsEvents()
     got = []
