@@ -12,6 +12,8 @@ import importlib
 import json
 import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,6 +22,7 @@ import pytest
 
 import amqstomp
 import amqstomp.utils
+from stomppy_reference import REFERENCE_VERSION, installed_version, no_reference
 from stomppy_surface import check, compare, counts, signature_problem
 
 pytestmark = pytest.mark.timeout(120)
@@ -87,7 +90,7 @@ def real_surface(tmp_path_factory):
     proc = subprocess.run([sys.executable, os.path.join(HERE, "stomppy_surface.py")],
                           cwd=str(tmp_path_factory.mktemp("probe")), capture_output=True, text=True, timeout=90)
     if proc.returncode != 0 and "No module named 'stomp'" in proc.stderr:
-        pytest.skip("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
+        no_reference("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
     assert proc.returncode == 0, proc.stderr
     surface = json.loads(proc.stdout)
     assert "parse_frame" in surface["stomp.utils"], "the probe did not read stomp.py"
@@ -309,3 +312,45 @@ def test_a_stomp_py_program_runs_its_imports_unchanged():
     """)
     assert proc.returncode == 0, proc.stderr
     assert "OK amqstomp" in proc.stdout
+
+
+# --------------------------------------------------------------------------- the differential tests' guard
+
+DIFFERENTIAL = ["tests/test_stomppy_compat.py", "tests/test_stomppy_helpers.py"]
+
+
+def _collect(tmp_path, env=None, before=""):
+    """``pytest --collect-only`` of the differential test modules, in a process of its own
+    (``before``: Python run first in it); returns (exit status, output)."""
+    code = "import sys, pytest\n%s\nsys.exit(pytest.main(%r))" % (
+        before, ["-p", "no:cacheprovider", "--collect-only", "-q", "-rs"] + DIFFERENTIAL)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_real_stomp_py_in_a_path_named_amqstomp_is_the_reference(tmp_path):
+    """scripts/test.sh installs the real stomp.py in a venv under ``amqstomp-test.*``: the
+    differential tests run there (the guard goes by module identity, not by path)."""
+    real = subprocess.run([sys.executable, "-c", "import stomp, os; print(os.path.dirname(stomp.__file__))"],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    if real.returncode != 0:
+        pytest.skip("stomp.py is not installed")
+    site = tmp_path / "amqstomp-test.x1y2z3" / "site-packages"
+    site.mkdir(parents=True)
+    shutil.copytree(real.stdout.strip(), str(site / "stomp"), ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), ROOT, os.path.join(ROOT, "tests")])
+    status, out = _collect(tmp_path, env, "import stomp; assert 'amqstomp-test.' in stomp.__file__, stomp.__file__")
+    assert status == 0 and "skipped" not in out.lower(), out
+    assert re.search(r"\b(\d{2,}) tests? collected", out), out
+
+
+def test_differential_tests_that_would_skip_fail_the_run_when_stomp_py_9_is_installed(tmp_path):
+    """``install_as_stomp()`` in effect before collection: no reference in that process. With
+    stomp.py 9.0 installed the run fails (collection error) instead of skipping them."""
+    if installed_version() != REFERENCE_VERSION:
+        pytest.skip("stomp.py %s is not installed" % REFERENCE_VERSION)
+    status, out = _collect(tmp_path, before="import amqstomp; amqstomp.install_as_stomp()")
+    assert status not in (0, 5), out
+    assert "stomp.py 9.0.0 is installed but the differential tests would be skipped" in out, out
+    assert "install_as_stomp() ran" in out, out
