@@ -40,19 +40,19 @@ from .exception import (
 from .listener import (
     ConnectionListener, HeartbeatListener, PrintingListener, Publisher, StatsListener, TestListener, WaitingListener,
 )
+from .listener import *  # noqa: F401,F403 -- stomp.py's module star-imports stomp.listener (modules too)
+from . import listener as _listener
 from .transport import Transport
 from .uri import check_destination, parse_destination
 from .utils import get_uuid, merge_headers
 
-__all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12",
-           "ConnectFailedException", "ConnectionListener", "HeartbeatListener", "PrintingListener", "Publisher",
-           "StatsListener", "TestListener", "WaitingListener",
-           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
-           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
-           "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID",
-           "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION", "HDR_TRANSACTION"]
+#: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
+#: no more (amqstomp's own, ``BaseProtocol``, ``RESERVED_KEYWORDS``..., are imported by name):
+#: its classes, and stomp.listener's star import (constants, listeners, the modules it imports).
+__all__ = ["Protocol10", "Protocol11", "Protocol12", "ConnectFailedException"]
+__all__ += _listener.__all__
 
-log = logging.getLogger("amqstomp.connection")
+_log = logging.getLogger("amqstomp.connection")
 
 
 #: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
@@ -359,7 +359,7 @@ class BaseProtocol(StompSession):
         current = self.subscriptions.get(sub.id)
         if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
             self.subscriptions.discard(current.id)
-            log.warning("subscription %s to %s refused by the broker; unregistered: %s",
+            _log.warning("subscription %s to %s refused by the broker; unregistered: %s",
                         current.id, current.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],

@@ -8,8 +8,10 @@ without an underscore that such a class has -- a method, property or class attri
 ``help()`` lists beside the API, or an attribute set in ``__init__``, which ``dir()`` shows --
 is an internal that wears a public name: rename it with a leading underscore, or document it.
 
-Public classes: those exported by ``__all__`` of the API modules below (the stomp.py-compatible
-API and the JMS-style API, with their exceptions and listeners). The classes and members are
+Public classes: those of the API modules below (the stomp.py-compatible API and the JMS-style
+API, with their exceptions and listeners) exported by their ``__all__`` or defined there with a
+public name (``__all__`` of a stomp.py module is stomp.py's star-import set, which leaves
+amqstomp's own classes out: ``amqstomp.exception.UnknownTransactionError``...). The classes and members are
 read from the source with griffe (as the site is built), the pages' member lists with
 ``scripts/docs_hooks.expand_members`` (``- __all__`` expanded).
 
@@ -98,11 +100,12 @@ def documented(package: Any) -> Dict[str, Optional[Set[str]]]:
 
 
 def public_classes(package: Any) -> Dict[str, Any]:
-    """Canonical path -> class, for every class exported by the API modules."""
+    """Canonical path -> class, for every class the API modules export or define publicly."""
     classes: Dict[str, Any] = {}
     for module_path in API_MODULES:
         module = package if module_path == "amqstomp" else package[module_path[len("amqstomp."):]]
-        names = module.exports or [n for n in module.members if not n.startswith("_")]
+        names = list(module.exports or []) + [n for n, member in module.members.items()
+                                              if not n.startswith("_") and not member.is_alias]
         for name in names:
             try:
                 obj = _resolve(module[name])

@@ -23,7 +23,7 @@ import pytest
 import amqstomp
 import amqstomp.utils
 from stomppy_reference import REFERENCE_VERSION, installed_version, no_reference
-from stomppy_surface import check, compare, counts, signature_problem
+from stomppy_surface import check, compare, compare_star, counts, signature_problem
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -193,6 +193,83 @@ def test_signature_rule(real, mine, problem):
         assert found is None
     else:
         assert found is not None and problem in found, found
+
+
+# --------------------------------------------------------------------------- star imports
+
+#: names of stomp.py 9.0's star imports that amqstomp's leave out, by module, with the reason
+STAR_PENDING = {
+    "stomp.adapter.multicast": {
+        "*": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+    },
+    "stomp.adapter": {
+        "multicast": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+    },
+    "stomp.adapter.ws": {
+        "websocket": "stomp.py's WebSocket library (websocket-client); amqstomp's is websockets' sans-I/O "
+                     "layer, imported only when a WebSocket connection is made (the 'ws' extra)",
+    },
+    "stomp.__main__": {
+        "MulticastConnection": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+        "docopt": "stomp.py's command line parser (the docopt package); amqstomp's client uses argparse",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def real_star(tmp_path_factory):
+    """What ``from stomp.X import *`` gives with the real stomp.py 9.0 (a subprocess)."""
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "stomppy_surface.py"), "--star"],
+                          cwd=str(tmp_path_factory.mktemp("probe")), capture_output=True, text=True, timeout=90)
+    if proc.returncode != 0 and "No module named 'stomp'" in proc.stderr:
+        no_reference("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
+    assert proc.returncode == 0, proc.stderr
+    star = json.loads(proc.stdout)
+    assert "re" in star["stomp.utils"] and "parse_frame" in star["stomp.utils"], "the probe did not read stomp.py"
+    return star
+
+
+def test_star_imports_give_stomp_pys_names(real_star, installed):
+    """stomp.py's modules have no ``__all__``: ``from stomp.utils import *`` also hands out
+    what they imported (``re``, ``os``, ``socket``, ``threading``...). Every ``stomp.*``
+    module amqstomp provides gives the same set of names, the modules and standard-library
+    objects among them the same objects; nothing more (a name more could shadow the
+    importer's own: ``Queue``), nothing less (``NameError`` in code written for stomp.py)."""
+    problems = compare_star(real_star)
+    unexpected = ["%s: %s: %s" % (module, name, why) for module, found in sorted(problems.items())
+                  for name, why in sorted(found.items()) if name not in STAR_PENDING.get(module, {})]
+    assert not unexpected, "star imports that differ from stomp.py 9.0's:\n" + "\n".join(unexpected)
+    stale = ["%s: %s" % (module, name) for module, names in sorted(STAR_PENDING.items()) for name in names
+             if name not in problems.get(module, {})]
+    assert not stale, "STAR_PENDING names that are no problem any more:\n" + "\n".join(stale)
+
+
+def test_a_star_import_name_left_out_is_reported(real_star, installed, monkeypatch):
+    monkeypatch.setattr(amqstomp.utils, "__all__", [n for n in amqstomp.utils.__all__ if n != "re"])
+    assert compare_star(real_star)["stomp.utils"]["re"] == "missing from the star import"
+    monkeypatch.setattr(amqstomp.utils, "__all__", amqstomp.utils.__all__ + ["clamp_wait"])
+    assert compare_star(real_star)["stomp.utils"]["clamp_wait"] == "not in stomp.py's star import"
+
+
+def test_stomp_py_helpers_star_importing_stomp_utils_run(installed):
+    """A stomp.py user's test helper, as such helpers are written: it star-imports stomp.utils
+    and uses what stomp.py's module imported."""
+    namespace = {}
+    exec(textwrap.dedent("""
+        from stomp.utils import *
+
+        def frame_bytes(cmd, headers, body):
+            return b"".join(convert_frame(Frame(cmd, headers, body)))
+
+        def header_names(data):
+            return re.findall(r"^([a-z-]+):", data.decode(), re.M)
+
+        ids = [str(uuid.uuid4()) for _ in range(2)]
+        names = header_names(frame_bytes("SEND", {"destination": "/queue/a", "receipt": ids[0]}, "x"))
+        assert names == ["destination", "receipt"], names
+        assert isinstance(threading.current_thread(), threading.Thread) and os.getpid() > 0
+        assert socket.AF_INET and copy.copy([1]) == [1] and queue.Queue().empty()
+    """), namespace)
 
 
 # --------------------------------------------------------------------------- install_as_stomp
