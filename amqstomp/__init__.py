@@ -26,21 +26,25 @@ from .connection import (
     StompConnection11,
     StompConnection12,
 )
-from .listener import ConnectionListener, PrintingListener, StatsListener, TestListener, WaitingListener
-from . import adapter, colours, connect, constants, log  # stomp.py's other modules (stomp.connect, stomp.log...)
+from .listener import ConnectionListener, PrintingListener, StatsListener, WaitingListener
+from . import adapter, connect, constants, log, protocol, transport  # stomp.py's other modules
 from .adapter.ws import WSConnection, WSStompConnection  # STOMP over WebSocket (the 'ws' extra)
-from ._compat import install_as_stomp, tuple_version
+from ._compat import tuple_version
+# amqstomp's own names, outside __all__ (not in stomp.py's star import): ``X as X`` re-exports them
+from . import colours as colours
+from ._compat import install_as_stomp as install_as_stomp
+from .listener import TestListener as TestListener
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time __getattr__ loads them
     from .jms import (
-        AUTO_ACKNOWLEDGE,
-        CLIENT_ACKNOWLEDGE,
-        DUPS_OK_ACKNOWLEDGE,
-        INDIVIDUAL_ACKNOWLEDGE,
-        SESSION_TRANSACTED,
-        ConnectionFactory,
-        Queue,
-        Topic,
+        AUTO_ACKNOWLEDGE as AUTO_ACKNOWLEDGE,
+        CLIENT_ACKNOWLEDGE as CLIENT_ACKNOWLEDGE,
+        DUPS_OK_ACKNOWLEDGE as DUPS_OK_ACKNOWLEDGE,
+        INDIVIDUAL_ACKNOWLEDGE as INDIVIDUAL_ACKNOWLEDGE,
+        SESSION_TRANSACTED as SESSION_TRANSACTED,
+        ConnectionFactory as ConnectionFactory,
+        Queue as Queue,
+        Topic as Topic,
     )
 
 #: The JMS-style API's entry points and constants, also importable from here;
@@ -75,6 +79,12 @@ def __dir__() -> List[str]:
 
 __version__ = "0.1.0"
 
+#: What ``from amqstomp import *`` (``from stomp import *``) gives: stomp.py 9.0's names, no
+#: more (its package has no ``__all__``: the connection classes, listeners and the modules it
+#: imported). amqstomp's own (``install_as_stomp``, ``TestListener``, ``colours``,
+#: ``__version__``, and the JMS-style API's ``ConnectionFactory``, ``Queue``, ``Topic`` and
+#: acknowledge modes) are imported by name: a star import never shadows a name of the
+#: importer's (``Queue`` after ``from queue import Queue``) nor loads the JMS API.
 __all__ = [
     "Connection",
     "Connection10",
@@ -89,24 +99,14 @@ __all__ = [
     "StatsListener",
     "WaitingListener",
     "PrintingListener",
-    "TestListener",
-    "install_as_stomp",
     "tuple_version",
     "adapter",
-    "colours",
     "connect",
     "constants",
     "exception",
     "listener",
     "log",
+    "protocol",
+    "transport",
     "utils",
-    "__version__",
-    "ConnectionFactory",
-    "Queue",
-    "Topic",
-    "AUTO_ACKNOWLEDGE",
-    "CLIENT_ACKNOWLEDGE",
-    "DUPS_OK_ACKNOWLEDGE",
-    "INDIVIDUAL_ACKNOWLEDGE",
-    "SESSION_TRANSACTED",
 ]

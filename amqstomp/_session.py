@@ -87,14 +87,32 @@ class StompSession:
     share: it names the copy handed to the listeners last. ``commit`` of a
     transaction begun before the loss raises TransactionRolledBackError.
 
-    Attributes:
-        transport (Transport): the wire layer.
-        version (str): the STOMP version this class asks for.
-        heartbeats (tuple[int, int]): the ``(cx, cy)`` asked for, in ms.
-        reconnector (Reconnector | None): the failover loop with ``auto_reconnect``.
+    Attributes: declared below, each with its comment (the API reference shows them).
     """
 
+    #: the STOMP version this class asks for
     version = "1.1"
+    # what _attach sets on each connection (declared here for readers, type checkers and the reference)
+    #: the wire layer (stomp.py's ``conn.transport``)
+    transport: Transport
+    #: ``(cx, cy)``: the heart-beats asked for, in ms (STOMP 1.2 "Heart-beating")
+    heartbeats: Tuple[int, int]
+    #: a non-empty SEND body gets a ``content-length`` header (see :meth:`BaseProtocol.send`)
+    auto_content_length: bool
+    #: bodies reach the listeners as ``str`` (decoded with :attr:`encoding`), else as ``bytes``
+    auto_decode: bool
+    #: the encoding of ``str`` bodies sent and of bodies decoded for the listeners
+    encoding: str
+    #: seconds: the bound of the TCP connect and the default of blocking waits (None: amqstomp's defaults)
+    timeout: Optional[float]
+    #: the CONNECT ``host`` header (None: ``/`` on STOMP 1.2, none on 1.0/1.1)
+    vhost: Optional[str]
+    #: with ``auto_reconnect``, subscribe again (same ids and headers) on the new socket
+    auto_resubscribe: bool
+    #: the failover loop with ``auto_reconnect``, else None
+    reconnector: Optional[Reconnector]
+    #: this connection's subscriptions: ids, flow-control windows, messages not acknowledged yet
+    subscriptions: SubscriptionManager
     _connect_command = "STOMP"
     #: ``send_frame`` is replaced (by a subclass or on the instance): frames go through it
     _send_frame_replaced = False
@@ -121,7 +139,7 @@ class StompSession:
             hb = ()
         if len(hb) != 2 or min(hb) < 0:
             raise ValueError("heartbeats must be a pair of non-negative ints (ms), got %r" % (heartbeats,))
-        self.heartbeats: Tuple[int, int] = (hb[0], hb[1])
+        self.heartbeats = (hb[0], hb[1])
         self.timeout = transport.timeout  # clamped to what the platform can wait
         self.vhost = transport.vhost
         self.encoding = transport.encoding
@@ -139,7 +157,7 @@ class StompSession:
         self._raw_subscriptions: Set[str] = set()
         self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
         #: the failover loop (``auto_reconnect=True``), else None
-        self.reconnector: Optional[Reconnector] = None
+        self.reconnector = None
         if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
             raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
                                      % (auto_reconnect, auto_resubscribe))

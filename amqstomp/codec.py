@@ -3,12 +3,17 @@ built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python twin
 :mod:`amqstomp._codec_py`. Both export the same names (type checkers see the
 twin's, which are the reference).
 
+A compiled module that is there but does not import (a truncated ``.so``...)
+is replaced by the twin with a RuntimeWarning naming the import error
+(:mod:`amqstomp._compiled`); ``AMQSTOMP_NO_EXTENSIONS=1`` chooses the twin quietly.
+
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
 """
 import os
 from typing import TYPE_CHECKING
 
+from ._compiled import twin_instead
 from ._codec_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
@@ -23,7 +28,8 @@ else:
         from ._codec import *  # noqa: F401,F403
 
         IMPLEMENTATION = "cython"
-    except ImportError:  # not built (no compiler, or a source checkout)
+    except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
         from ._codec_py import *  # noqa: F401,F403
 
         IMPLEMENTATION = "python"
+        twin_instead("amqstomp._codec", _error)

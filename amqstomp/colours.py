@@ -7,7 +7,7 @@ Attributes:
 """
 import platform
 
-__all__ = ["GREEN", "RED", "NO_COLOUR", "BOLD"]
+__all__ = ["GREEN", "RED", "NO_COLOUR", "BOLD", "platform"]  # stomp.py's star import gives platform too
 
 if platform.system().lower() == "windows":
     GREEN = RED = NO_COLOUR = BOLD = ""

@@ -5,9 +5,14 @@ Every exception amqstomp raises derives from :class:`StompException`, so
 shared with stomp.py (``StompException``, ``ConnectionClosedException``,
 ``NotConnectedException``, ``ConnectFailedException``,
 ``InterruptedException``) keep stomp.py's meaning, so code written against
-stomp.py keeps catching what it caught before.
+stomp.py keeps catching what it caught before. ``from amqstomp.exception import *``
+(``stomp.exception``) gives those five, as stomp.py's does; amqstomp's own
+exceptions are imported by name.
 """
 from typing import Any, List, Optional
+
+__all__ = ["StompException", "ConnectionClosedException", "NotConnectedException", "ConnectFailedException",
+           "InterruptedException"]
 
 
 class StompException(Exception):

@@ -4,12 +4,17 @@ is built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python
 (compiled as it is, with the C types of ``amqstomp/_flow.pxd``), so they export
 the same names; type checkers see that source.
 
+A compiled module that is there but does not import (a truncated ``.so``...)
+is replaced by the twin with a RuntimeWarning naming the import error
+(:mod:`amqstomp._compiled`); ``AMQSTOMP_NO_EXTENSIONS=1`` chooses the twin quietly.
+
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
 """
 import os
 from typing import TYPE_CHECKING
 
+from ._compiled import twin_instead
 from ._flow_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
@@ -24,7 +29,8 @@ else:
         from ._flow import *  # noqa: F401,F403
 
         IMPLEMENTATION = "cython"
-    except ImportError:  # not built
+    except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
         from ._flow_py import *  # noqa: F401,F403
 
         IMPLEMENTATION = "python"
+        twin_instead("amqstomp._flow", _error)

@@ -12,9 +12,13 @@ Frames handed over are :class:`amqstomp.codec.Frame` objects (``cmd``,
 ``str``, else ``bytes``.
 """
 import logging
+import sys
 import threading
 import time
+from time import monotonic
 from typing import Any, Dict, List, Optional, Tuple
+
+from . import exception, log, utils
 
 from .constants import (  # stomp.py's listener module star-imports stomp.constants
     CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
@@ -31,9 +35,11 @@ __all__ = ["Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListe
            "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
            "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST",
            "HDR_ID", "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION",
-           "HDR_TRANSACTION"]
+           "HDR_TRANSACTION",
+           # stomp.py's module has no __all__: its star import also gives what it imports
+           "exception", "log", "monotonic", "sys", "threading", "time", "utils"]
 
-log = logging.getLogger("amqstomp.listener")
+_log = logging.getLogger("amqstomp.listener")
 
 
 class Publisher:
@@ -188,7 +194,7 @@ class HeartbeatListener(ConnectionListener):
         if value is None:
             return
         self.heartbeats = calculate_heartbeats(value.replace(" ", "").split(","), self.heartbeats)
-        log.debug("heart-beats negotiated: send %d ms, receive %d ms", *self.heartbeats)
+        _log.debug("heart-beats negotiated: send %d ms, receive %d ms", *self.heartbeats)
         if self.heartbeats == (0, 0):
             return
         self.send_sleep = self.heartbeats[0] / 1000.0
@@ -252,13 +258,13 @@ class HeartbeatListener(ConnectionListener):
                 try:
                     self.transport.transmit(Frame(None, {}, None))  # type: ignore[arg-type]
                 except NotConnectedException:
-                    log.debug("heart-beat not sent: not connected")
+                    _log.debug("heart-beat not sent: not connected")
                 except Exception as exc:  # the loop must go on; the receive check decides
-                    log.debug("heart-beat not sent: %s", exc)
+                    _log.debug("heart-beat not sent: %s", exc)
                 self.next_outbound_heartbeat = now + self.send_sleep
             if self.receive_sleep and self.received_heartbeat is not None \
                     and now - self.received_heartbeat > self.receive_sleep:
-                log.warning("heart-beat timeout: nothing received for %.3f s (limit %.3f s)",
+                _log.warning("heart-beat timeout: nothing received for %.3f s (limit %.3f s)",
                             now - self.received_heartbeat, self.receive_sleep)
                 self.received_heartbeat = now  # one report per silence
                 self.transport.set_connected(False)
@@ -269,7 +275,7 @@ class HeartbeatListener(ConnectionListener):
                     if callback is not None:
                         callback()
         self.heartbeat_thread = None
-        log.debug("heart-beat loop ended")
+        _log.debug("heart-beat loop ended")
 
 
 class WaitingListener(ConnectionListener):
@@ -372,15 +378,15 @@ class StatsListener(ConnectionListener):
 
     def on_connecting(self, host_and_port: Tuple[str, int]) -> None:
         self.connections += 1
-        log.info("connecting to %s:%s (connection #%d)", host_and_port[0], host_and_port[1], self.connections)
+        _log.info("connecting to %s:%s (connection #%d)", host_and_port[0], host_and_port[1], self.connections)
 
     def on_disconnected(self) -> None:
         self.disconnects += 1
-        log.info("disconnected (#%d)", self.disconnects)
+        _log.info("disconnected (#%d)", self.disconnects)
 
     def on_error(self, frame: Any) -> None:
         self.errors += 1
-        log.info("broker error: %s", frame.headers.get("message", ""))
+        _log.info("broker error: %s", frame.headers.get("message", ""))
 
     def on_message(self, frame: Any) -> None:
         self.messages += 1
@@ -420,9 +426,9 @@ class PrintingListener(ConnectionListener):
     def _out(self, text: str, *body: Any) -> None:
         """``text``, then the body when one is given (stomp.py's ``"%s %s"``)."""
         if self.print_to_log:
-            log.info("%s", text)
-            if body and log.isEnabledFor(logging.DEBUG):
-                log.debug("  body: %r", body[0])
+            _log.info("%s", text)
+            if body and _log.isEnabledFor(logging.DEBUG):
+                _log.debug("  body: %r", body[0])
         elif body:
             print("%s %s" % (text, body[0]))
         else:

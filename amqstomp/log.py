@@ -40,10 +40,12 @@ import sys
 import traceback
 from typing import Any, Callable, Optional
 
+#: What ``from amqstomp.log import *`` (``stomp.log``) gives: stomp.py 9.0's names (with the
+#: ``logging`` module its module imports), no more; amqstomp's own (``route_to_stomp_py``,
+#: ``VerboseFilter``, ``LOGGER_NAME``...) are imported by name.
 __all__ = [
     "DEBUG", "INFO", "verbose", "log_to_stdout", "debug", "info", "warning", "error", "isEnabledFor",
-    "setLevel", "LOGGER_NAME", "STOMP_PY_LOGGER_NAME", "route_to_stomp_py", "attach_verbose_filter",
-    "VerboseFilter", "report_callback_error",
+    "setLevel", "logging",
 ]
 
 DEBUG = logging.DEBUG

@@ -23,7 +23,7 @@ connection is registered on its transport as ``"protocol-listener"``.
 import difflib
 import functools
 import logging
-from typing import Any, Dict, Literal, Mapping, MutableMapping, Optional, Tuple, Union, cast
+from typing import Any, Dict, Literal, Mapping, MutableMapping, NoReturn, Optional, Tuple, Union, cast
 
 from ._session import StompSession
 from .constants import (  # stomp.py's module star-imports stomp.listener (and its constants)
@@ -34,25 +34,26 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
 )
 from ._protocol.dialect import auto_content_length
 from .exception import (
-    BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError, RequiredArgumentError,
-    TransactionRolledBackError, UnknownSubscriptionError, UnknownTransactionError,
+    AcknowledgeInterruptedError, BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError,
+    NotConnectedException, RequiredArgumentError, TransactionRolledBackError, UnknownMessageError,
+    UnknownSubscriptionError, UnknownTransactionError,
 )
 from .listener import (
     ConnectionListener, HeartbeatListener, PrintingListener, Publisher, StatsListener, TestListener, WaitingListener,
 )
+from .listener import *  # noqa: F401,F403 -- stomp.py's module star-imports stomp.listener (modules too)
+from . import listener as _listener
 from .transport import Transport
 from .uri import check_destination, parse_destination
 from .utils import get_uuid, merge_headers
 
-__all__ = ["RESERVED_KEYWORDS", "pop_reserved", "AckMode", "BaseProtocol", "Protocol10", "Protocol11", "Protocol12",
-           "ConnectFailedException", "ConnectionListener", "HeartbeatListener", "PrintingListener", "Publisher",
-           "StatsListener", "TestListener", "WaitingListener",
-           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
-           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
-           "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID",
-           "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION", "HDR_TRANSACTION"]
+#: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
+#: no more (amqstomp's own, ``BaseProtocol``, ``RESERVED_KEYWORDS``..., are imported by name):
+#: its classes, and stomp.listener's star import (constants, listeners, the modules it imports).
+__all__ = ["Protocol10", "Protocol11", "Protocol12", "ConnectFailedException"]
+__all__ += _listener.__all__
 
-log = logging.getLogger("amqstomp.connection")
+_log = logging.getLogger("amqstomp.connection")
 
 
 #: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
@@ -134,26 +135,47 @@ def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: An
     return destination, id, str(ack)
 
 
+#: what the local checks of a frame-writing call raise; on a closed connection NotConnectedException goes first
+_LOCAL_REFUSALS = (UnknownTransactionError, DuplicateTransactionError, UnknownSubscriptionError, UnknownMessageError,
+                   TransactionRolledBackError, AcknowledgeInterruptedError)
+
+
 class BaseProtocol(StompSession):
     """The frames every STOMP version writes the same way (SEND, BEGIN, COMMIT,
     ABORT, SUBSCRIBE's bookkeeping, ACK/NACK's checks), over the session's
-    transport (:class:`~amqstomp._session.StompSession`)."""
+    transport (:class:`~amqstomp._session.StompSession`). On a closed connection
+    (before ``connect``, after ``disconnect()``, a lost socket not being replaced)
+    every call raises NotConnectedException, as stomp.py's, before any local
+    check of a transaction, subscription or message: applications catch it to
+    reconnect and retry."""
+
+    def _refuse(self, error: BaseException) -> NoReturn:
+        """Raise ``error``, a local check's refusal, or NotConnectedException (from
+        it) when closed: no open socket, none being replaced (``auto_reconnect``).
+        Only on the way out of a refused call, never on a frame's way."""
+        transport = self.transport
+        is_open = getattr(transport, "is_open", None)  # amqstomp's; a replaced transport has stomp.py's API
+        opened = is_open() if is_open is not None else transport.is_connected()
+        rc = self.reconnector
+        if not opened and (rc is None or not rc.armed):
+            raise NotConnectedException("not connected (no open socket): %s" % (error,)) from error
+        raise error
 
     def _check_transaction(self, transaction: Optional[str], command: str = "") -> None:
         """A frame in ``transaction`` (``command``: SEND, ACK, NACK; "" for
         COMMIT, known already): UnknownTransactionError unless this connection
         began it and has not ended it; TransactionRolledBackError when it began
-        on a socket lost since."""
+        on a socket lost since (NotConnectedException first, when closed)."""
         if transaction is None:
             return
         if command and transaction not in self._transactions:
-            raise UnknownTransactionError(
+            self._refuse(UnknownTransactionError(
                 "%s in transaction %r, which this connection did not begin or ended already (or began before "
                 "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
-                % (command, transaction))
+                % (command, transaction)))
         if self._client.transaction_is_stale(transaction):
-            raise TransactionRolledBackError(
-                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,))
+            self._refuse(TransactionRolledBackError(
+                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,)))
 
     def send(self, destination: str, body: Any, content_type: Optional[str] = None,
              headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -183,7 +205,8 @@ class BaseProtocol(StompSession):
                 naming a transaction this connection did not begin (or ended);
                 nothing is sent (ActiveMQ's ERROR would reach only ``on_error``).
             TypeError: body is neither str nor bytes-like.
-            NotConnectedException: not connected.
+            NotConnectedException: not connected (also instead of
+                UnknownTransactionError on a closed connection).
             FrameLimitError: (a ValueError) on ActiveMQ, the frame breaks one of
                 the broker's limits (a header line over 10240 bytes encoded, more
                 than 1000 headers, a frame over 100 MiB): ActiveMQ would close the
@@ -225,13 +248,14 @@ class BaseProtocol(StompSession):
                 ``transaction`` already and has not ended it; nothing is sent.
                 (stomp.py sent the BEGIN, ActiveMQ answered ERROR "The
                 transaction was already started" and only ``on_error`` heard of it.)
+            NotConnectedException: not connected.
         """
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
         if transaction in self._transactions and not self._client.transaction_is_stale(transaction):
-            raise DuplicateTransactionError(
+            self._refuse(DuplicateTransactionError(
                 "BEGIN of transaction %r, which this connection began already and has not ended: ActiveMQ would "
-                "answer ERROR 'The transaction was already started'; nothing sent" % (transaction,))
+                "answer ERROR 'The transaction was already started'; nothing sent" % (transaction,)))
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)  # the engine records the socket it went on
         self._began(transaction, True)
@@ -246,12 +270,13 @@ class BaseProtocol(StompSession):
 
     def _known_transaction(self, transaction: str, command: str) -> None:
         """Raise UnknownTransactionError unless this connection began ``transaction``
-        and has not ended it; else count it ended (the COMMIT/ABORT goes next)."""
+        and has not ended it (NotConnectedException instead on a closed
+        connection); else count it ended (the COMMIT/ABORT goes next)."""
         if transaction not in self._transactions:
-            raise UnknownTransactionError(
+            self._refuse(UnknownTransactionError(
                 "%s of transaction %r, which this connection did not begin or ended already (or began before "
                 "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
-                % (command, transaction))
+                % (command, transaction)))
         self._transactions.discard(transaction)
 
     def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
@@ -265,6 +290,7 @@ class BaseProtocol(StompSession):
                 begin ``transaction`` (with :meth:`begin` or a BEGIN frame), or
                 ended it already; nothing is sent. (stomp.py sent the COMMIT,
                 ActiveMQ answered ERROR and only ``on_error`` heard of it.)
+            NotConnectedException: not connected (before either of those).
         """
         if transaction is None:
             raise RequiredArgumentError("'transaction' is required")
@@ -273,7 +299,7 @@ class BaseProtocol(StompSession):
         frame_headers["transaction"] = transaction
         try:
             self._check_transaction(transaction)
-        except TransactionRolledBackError:
+        except (TransactionRolledBackError, NotConnectedException):
             self._ledger.ended(transaction)
             raise
         self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
@@ -285,6 +311,7 @@ class BaseProtocol(StompSession):
 
         Raises:
             UnknownTransactionError: (a ValueError) as :meth:`commit`.
+            NotConnectedException: not connected (before that).
         """
         if transaction is None:
             raise RequiredArgumentError("'transaction' is required")
@@ -339,13 +366,14 @@ class BaseProtocol(StompSession):
                 refused by the broker, made before the connection was opened
                 again, or gone with a lost socket and not replayed): ActiveMQ
                 would answer ERROR "No subscription matched.".
+            NotConnectedException: instead, on a closed connection.
         """
         key = str(id)
         if self.subscriptions.get(key) is None and key not in self._raw_subscriptions:
-            raise UnknownSubscriptionError(
+            self._refuse(UnknownSubscriptionError(
                 "UNSUBSCRIBE of subscription %r, which this connection has not subscribed or unsubscribed "
                 "already (or subscribed before it connected again): ActiveMQ would answer ERROR 'No "
-                "subscription matched.'; nothing sent" % (key,))
+                "subscription matched.'; nothing sent" % (key,)))
         self._raw_subscriptions.discard(key)
         self.subscriptions.close(id)
         self._ledger.forget_subscription(id)
@@ -359,11 +387,15 @@ class BaseProtocol(StompSession):
         current = self.subscriptions.get(sub.id)
         if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
             self.subscriptions.discard(current.id)
-            log.warning("subscription %s to %s refused by the broker; unregistered: %s",
+            _log.warning("subscription %s to %s refused by the broker; unregistered: %s",
                         current.id, current.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
+        """ACK/NACK ``ack_headers``' message. Raises UnknownTransactionError,
+        UnknownMessageError (a message this connection does not hold),
+        AcknowledgeInterruptedError (one of a lost socket), or, on a closed
+        connection, NotConnectedException instead of any of them."""
         frame_headers = merge_headers([ack_headers, keyword_headers])
         if transaction:
             self._check_transaction(transaction, command)
@@ -373,20 +405,26 @@ class BaseProtocol(StompSession):
         if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
             self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers))
             return
-        if self.reconnector is not None:
-            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
-            return
-        self.subscriptions.check_ack(command, ack_headers)
+        try:  # (no cost on the way of an ACK that is written)
+            if self.reconnector is not None:
+                self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
+                return
+            self.subscriptions.check_ack(command, ack_headers)
+        except _LOCAL_REFUSALS as exc:
+            self._refuse(exc)
         self.transport.send_frame(command, frame_headers)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
                      body: Any = None) -> None:
         """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
         on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
-        if self.reconnector is not None:
-            self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
-            return
-        self.subscriptions.check_ack(command, ack_headers)
+        try:
+            if self.reconnector is not None:
+                self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
+                return
+            self.subscriptions.check_ack(command, ack_headers)
+        except _LOCAL_REFUSALS as exc:
+            self._refuse(exc)
         self.transport.send_frame(command, frame_headers)
 
 

@@ -24,19 +24,40 @@ docs/architecture.md shows where this sits.
 
 Like stomp.py's module it holds stomp.py's :mod:`amqstomp.utils` names (and
 through them :mod:`amqstomp.constants`'), and ``DEFAULT_SSL_VERSION``,
-``LINUX_KEEPALIVE_AVAIL``, ``MAC_KEEPALIVE_AVAIL``.
+``LINUX_KEEPALIVE_AVAIL``, ``MAC_KEEPALIVE_AVAIL``; ``from amqstomp.transport
+import *`` (``stomp.transport``) gives what stomp.py's gives, the modules and
+socket constants it imported included (its module has no ``__all__``).
 """
+import copy
+import errno
+import math
+import os
+import queue
+import random
+import re
+import selectors
 import socket
 import ssl
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from io import BytesIO
+from ssl import SSLError
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import amqstomp as stomp  # stomp.py's module has the package as `stomp` (its `import stomp.listener`)
+from . import exception, log
 from ._io.channel import checked_hosts, order_hosts, tls_context
 from ._io.connector import Connector
-from ._io.link import DEFER_FLUSH_BYTES, DEFER_FLUSH_S
-from ._io.owner import DEFAULT_CLOSE_TIMEOUT
-from ._io.scheduler import Scheduler, TimerHandle
+# amqstomp's names here, imported by name (``X as X``: re-exported, outside __all__)
+from ._io.link import DEFER_FLUSH_BYTES as DEFER_FLUSH_BYTES, DEFER_FLUSH_S as DEFER_FLUSH_S
+from ._io.owner import DEFAULT_CLOSE_TIMEOUT as DEFAULT_CLOSE_TIMEOUT
+from ._io.scheduler import Scheduler as Scheduler, TimerHandle as TimerHandle
 from ._protocol.backoff import ReconnectPolicy
-from ._transport_base import DEFAULT_WAIT_TIMEOUT, BaseTransport
+from ._transport_base import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT, BaseTransport
 from .exception import InvalidTimeoutError
 from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
     CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
@@ -49,18 +70,27 @@ from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp
 )
 from . import utils as _utils
 
-__all__ = ["Transport", "BaseTransport", "Scheduler", "TimerHandle", "DEFAULT_CONNECT_TIMEOUT",
-           "DEFAULT_WAIT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES",
-           "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL", "MAC_KEEPALIVE_AVAIL", "SslParams",
-           "CMD_ABORT", "CMD_ACK", "CMD_BEGIN", "CMD_COMMIT", "CMD_CONNECT", "CMD_DISCONNECT", "CMD_NACK",
-           "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "ENC_NEWLINE", "ENC_NULL",
-           "HDR_ACCEPT_VERSION", "HDR_ACK", "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION",
-           "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID", "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT",
-           "HDR_SUBSCRIPTION", "HDR_TRANSACTION", "HEADER_LINE_RE", "HEARTBEAT_FRAME", "LINE_END_RE",
-           "LOCALHOST_NAMES", "NULL", "PASSCODE_RE", "PREAMBLE_END_RE", "Frame", "PollableQueue",
-           "calculate_heartbeats", "clean_headers", "clean_lines", "convert_frame", "decode",
-           "default_create_thread", "encode", "get_errno", "get_uuid", "is_eol_default", "is_localhost", "join",
-           "length", "merge_headers", "pack", "parse_frame", "parse_headers"]
+#: Linux-style keep-alive tuning (``keepalive=("linux", idle, interval, count)``) is available.
+LINUX_KEEPALIVE_AVAIL = all(hasattr(socket, n) for n in ("SOL_TCP", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"))
+#: macOS-style keep-alive tuning (``keepalive=("mac", interval)``) is available (stomp.py's test: IPPROTO_TCP).
+MAC_KEEPALIVE_AVAIL = hasattr(socket, "IPPROTO_TCP")
+
+#: What ``from amqstomp.transport import *`` (``stomp.transport``) gives: stomp.py 9.0's names,
+#: no more (amqstomp's own, ``Scheduler``, ``SslParams``, the ``DEFAULT_*`` timeouts..., are
+#: imported by name): its classes and constants, stomp.utils' star import, and what its module
+#: imports (the socket keep-alive constants only where the platform has them, as there).
+__all__ = ["Transport", "BaseTransport", "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL", "MAC_KEEPALIVE_AVAIL",
+           "BytesIO", "SSLError", "deque", "errno", "exception", "log", "math", "monotonic", "random",
+           "selectors", "ssl", "stomp", "sys", "time"]
+__all__ += _utils.__all__
+if LINUX_KEEPALIVE_AVAIL:
+    from socket import SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL
+
+    __all__ += ["SOL_SOCKET", "SO_KEEPALIVE", "SOL_TCP", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"]
+if MAC_KEEPALIVE_AVAIL:
+    from socket import IPPROTO_TCP
+
+    __all__ += ["IPPROTO_TCP"]
 
 HostAndPort = Tuple[str, int]
 
@@ -68,11 +98,6 @@ HostAndPort = Tuple[str, int]
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: ``set_ssl``'s default ``ssl_version`` (stomp.py's: ``ssl.PROTOCOL_TLS_CLIENT``).
 DEFAULT_SSL_VERSION: Optional[int] = ssl.PROTOCOL_TLS_CLIENT
-#: Linux-style keep-alive tuning (``keepalive=("linux", idle, interval, count)``) is available.
-LINUX_KEEPALIVE_AVAIL = all(hasattr(socket, n) for n in ("SOL_TCP", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"))
-#: macOS-style keep-alive tuning (``keepalive=("mac", interval)``) is available (stomp.py's test: IPPROTO_TCP).
-MAC_KEEPALIVE_AVAIL = hasattr(socket, "IPPROTO_TCP")
-
 if TYPE_CHECKING:
     #: :data:`amqstomp.utils.LOCALHOST_NAMES` (the same list, worked out on first use)
     LOCALHOST_NAMES: List[str]

@@ -51,8 +51,12 @@ from .constants import (
 )
 from .exception import InvalidTimeoutError, StompProtocolError
 
+#: What ``from amqstomp.utils import *`` (``stomp.utils``) gives: stomp.py 9.0's names, no
+#: more (amqstomp's :data:`MAX_WAIT_S` and :func:`clamp_wait` are imported by name). stomp.py's
+#: module has no ``__all__``, so its star import also hands out the modules it imported and
+#: the constants it star-imported; code written for it uses them (``re``, ``uuid``...).
 __all__ = [
-    "Frame", "get_uuid", "merge_headers", "MAX_WAIT_S", "clamp_wait",
+    "Frame", "get_uuid", "merge_headers",
     "LOCALHOST_NAMES", "NULL", "ENC_NEWLINE", "ENC_NULL", "HEADER_LINE_RE", "PREAMBLE_END_RE", "LINE_END_RE",
     "PASSCODE_RE", "HEARTBEAT_FRAME", "decode", "encode", "pack", "join", "is_eol_default",
     "default_create_thread", "is_localhost", "parse_headers", "parse_frame", "clean_headers", "clean_lines",
@@ -62,6 +66,8 @@ __all__ = [
     "CMD_SEND", "CMD_STOMP", "CMD_SUBSCRIBE", "CMD_UNSUBSCRIBE", "HDR_ACCEPT_VERSION", "HDR_ACK",
     "HDR_CONTENT_LENGTH", "HDR_CONTENT_TYPE", "HDR_DESTINATION", "HDR_HEARTBEAT", "HDR_HOST", "HDR_ID",
     "HDR_LOGIN", "HDR_MESSAGE_ID", "HDR_PASSCODE", "HDR_RECEIPT", "HDR_SUBSCRIPTION", "HDR_TRANSACTION",
+    # and the modules it imports
+    "copy", "os", "queue", "re", "socket", "threading", "uuid",
 ]
 
 #: The longest wait, in seconds, that amqstomp hands to the platform (threading

@@ -8,8 +8,10 @@ without an underscore that such a class has -- a method, property or class attri
 ``help()`` lists beside the API, or an attribute set in ``__init__``, which ``dir()`` shows --
 is an internal that wears a public name: rename it with a leading underscore, or document it.
 
-Public classes: those exported by ``__all__`` of the API modules below (the stomp.py-compatible
-API and the JMS-style API, with their exceptions and listeners). The classes and members are
+Public classes: those of the API modules below (the stomp.py-compatible API and the JMS-style
+API, with their exceptions and listeners) exported by their ``__all__`` or defined there with a
+public name (``__all__`` of a stomp.py module is stomp.py's star-import set, which leaves
+amqstomp's own classes out: ``amqstomp.exception.UnknownTransactionError``...). The classes and members are
 read from the source with griffe (as the site is built), the pages' member lists with
 ``scripts/docs_hooks.expand_members`` (``- __all__`` expanded).
 
@@ -17,6 +19,13 @@ Attributes set outside ``__init__`` are invisible to griffe: for the classes tha
 without a broker (connections before ``connect``, listeners, destinations, messages, the
 factory), an instance is made (amqstomp imported from the checkout, pure-Python modules) and
 its ``vars()`` are checked too.
+
+The other way round, a name a page block lists must be there to be shown: a member of the
+class the block documents (its own, or one it inherits when the block has
+``inherited_members: true``), or of the module. mkdocstrings skips a listed name it does not
+find without a warning, even with ``--strict``, so a method listed under the wrong class
+(``connect`` under ``BaseConnection``, which does not have it) vanished from the reference while
+this script counted it documented. Such names are listed as "listed but not there".
 
 ``--check`` exits 1 when any such name is left, except the ones :data:`DEFERRED` names with
 their reason (listed, marked, not counted); ``bash scripts/docs.sh`` runs it before the build.
@@ -51,10 +60,10 @@ DEFERRED: Dict[str, str] = {}
 _BLOCK = re.compile(r"^::: *(?P<path>[\w.]+) *\n(?P<options>(?:[ \t]+.*\n|[ \t]*\n)*)", re.M)
 
 
-def page_blocks() -> List[Tuple[str, Dict[str, Any]]]:
-    """Every ``::: path`` block of the API pages with its options."""
+def page_blocks(pages: Optional[List[str]] = None) -> List[Tuple[str, Dict[str, Any]]]:
+    """Every ``::: path`` block of the API pages (``pages``: docs/reference/*.md) with its options."""
     blocks = []
-    for page in sorted(glob.glob(os.path.join(ROOT, "docs", "reference", "*.md"))):
+    for page in pages if pages is not None else sorted(glob.glob(os.path.join(ROOT, "docs", "reference", "*.md"))):
         with open(page, encoding="utf-8") as fh:
             text = expand_members(fh.read())
         for match in _BLOCK.finditer(text + "\n"):
@@ -74,17 +83,22 @@ def _resolve(obj: Any) -> Any:
     return obj.final_target if obj.is_alias else obj
 
 
-def documented(package: Any) -> Dict[str, Optional[Set[str]]]:
+def documented(package: Any, pages: Optional[List[str]] = None) -> Dict[str, Optional[Set[str]]]:
     """Canonical class path -> the member names the pages document (ALL: every public one)."""
     out: Dict[str, Optional[Set[str]]] = {}
-    for path, options in page_blocks():
+    for path, options in page_blocks(pages):
         obj = _resolve(package[path[len("amqstomp."):]] if path != "amqstomp" else package)
         members = options.get("members")
         if obj.is_class:
             names = set(members) if isinstance(members, list) else (set() if members is False else ALL)
+            if names:  # what the block shows: a name it lists that is not there is not documented
+                shown = obj.all_members if options.get("inherited_members", False) else obj.members
+                names = {name for name in names if name in shown}
             out[obj.path] = names
         elif obj.is_module and isinstance(members, list):
             for name in members:  # a class listed in a module block shows every public member
+                if name not in obj.members:
+                    continue  # not shown (listed_but_absent reports it)
                 member = _resolve(obj[name])
                 if member.is_class:
                     out.setdefault(member.path, ALL)
@@ -97,12 +111,33 @@ def documented(package: Any) -> Dict[str, Optional[Set[str]]]:
     return out
 
 
+def listed_but_absent(package: Any, pages: Optional[List[str]] = None) -> List[Tuple[str, str]]:
+    """(block path, name) of every name a page block's ``members:`` list names that the
+    documented object does not have, so mkdocstrings silently shows nothing for it."""
+    out: List[Tuple[str, str]] = []
+    for path, options in page_blocks(pages):
+        members = options.get("members")
+        if not isinstance(members, list):
+            continue
+        obj = _resolve(package[path[len("amqstomp."):]] if path != "amqstomp" else package)
+        inherited = bool(options.get("inherited_members", False))
+        for name in members:
+            if obj.is_class:
+                there = name in obj.members or (inherited and name in obj.all_members)
+            else:
+                there = name in obj.members
+            if not there:
+                out.append((path, str(name)))
+    return out
+
+
 def public_classes(package: Any) -> Dict[str, Any]:
-    """Canonical path -> class, for every class exported by the API modules."""
+    """Canonical path -> class, for every class the API modules export or define publicly."""
     classes: Dict[str, Any] = {}
     for module_path in API_MODULES:
         module = package if module_path == "amqstomp" else package[module_path[len("amqstomp."):]]
-        names = module.exports or [n for n in module.members if not n.startswith("_")]
+        names = list(module.exports or []) + [n for n, member in module.members.items()
+                                              if not n.startswith("_") and not member.is_alias]
         for name in names:
             try:
                 obj = _resolve(module[name])
@@ -124,6 +159,16 @@ def kind_of(member: Any) -> str:
     return member.kind.value
 
 
+def _shown(docs: Dict[str, Optional[Set[str]]], where: Any, name: str) -> bool:
+    """Whether the page block of class ``where`` shows ``name``: listed there (and there,
+    see :func:`documented`), or, for a block without a list, one of the class's own members
+    (mkdocstrings' ``inherited_members`` is off unless a block turns it on)."""
+    if where.path not in docs:
+        return False
+    names = docs[where.path]
+    return name in where.members if names is ALL else name in (names or ())
+
+
 def internals(package: Any) -> Dict[str, List[Tuple[str, str, str]]]:
     """Class path -> [(name, kind, where defined)] of undocumented public-looking names. A name
     counts as documented when the page block of the class, or of a class it inherits from,
@@ -131,15 +176,14 @@ def internals(package: Any) -> Dict[str, List[Tuple[str, str, str]]]:
     docs = documented(package)
     out: Dict[str, List[Tuple[str, str, str]]] = {}
     for path, cls in sorted(public_classes(package).items()):
-        lineage = [path] + [base.path for base in cls.mro()]
+        lineage = [cls] + list(cls.mro())
         found = []
         for name, member in sorted(cls.all_members.items()):
             if name.startswith("_"):
                 continue
             target = member.final_target if member.is_alias else member  # inherited: an alias
             owner = target.parent.path if target.parent is not None else path
-            if not any(where in docs and (docs[where] is ALL or name in (docs[where] or ()))
-                       for where in lineage):
+            if not any(_shown(docs, where, name) for where in lineage):
                 found.append((name, kind_of(member), owner))
         if found:
             out[path] = found
@@ -173,11 +217,11 @@ def runtime_internals(package: Any, found: Dict[str, List[Tuple[str, str, str]]]
         if cls is None:
             continue
         known = set(cls.all_members) | {name for name, _, _ in found.get(path, [])}
-        lineage = [path] + [base.path for base in cls.mro()]
+        lineage = [cls] + list(cls.mro())
         for name in sorted(vars(obj)):
             if name.startswith("_") or name in known:
                 continue
-            if any(where in docs and (docs[where] is ALL or name in (docs[where] or ())) for where in lineage):
+            if any(_shown(docs, where, name) for where in lineage):
                 continue
             found.setdefault(path, []).append((name, "instance attribute (set outside __init__)", path))
 
@@ -212,10 +256,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             left += why is None
             print("    %-28s %s%s%s" % (name, kind, inherited, "" if why is None else "\n        deferred: " + why))
     print("\n%d names in %d classes; %d not deferred" % (total, len(found), left))
+    absent = listed_but_absent(package)
+    print("\nListed on the API pages but not there (mkdocstrings shows nothing for them): %d" % len(absent))
+    for path, name in absent:
+        print("    %s: %s" % (path, name))
     if args.check and left:
         print("api_internals: %d undocumented public name(s): rename with a leading underscore (or move them to "
               "an internal object), or document them in docs/reference/" % left, file=sys.stderr)
-    return 1 if args.check and left else 0
+    if args.check and absent:
+        print("api_internals: %d name(s) listed in docs/reference/ under a block whose object does not have "
+              "them: list each under the class (or module) that defines it, or set inherited_members"
+              % len(absent), file=sys.stderr)
+    return 1 if args.check and (left or absent) else 0
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The documentation site (mkdocs.yml, pages in docs/, API reference from the docstrings).
 #
-#   bash scripts/docs.sh            check that public classes carry no undocumented public names
-#                                   (scripts/api_internals.py --check: any fails, bar the deferred
-#                                   ones it lists with their reason), then build site/ with
-#                                   `mkdocs build --strict`: any warning fails
+#   bash scripts/docs.sh            check that public classes carry no undocumented public names and
+#                                   that the pages list no name where it is not (scripts/api_internals.py
+#                                   --check: any fails, bar the deferred ones it lists with their reason;
+#                                   mkdocstrings skips those silently), then `mkdocs build --strict`
 #   bash scripts/docs.sh serve      the same site, live, on http://127.0.0.1:8000
 #   bash scripts/docs.sh internals  list those names (scripts/api_internals.py), deferred ones too
 #
@@ -41,7 +41,7 @@ fi
 
 case "$mode" in
   build)
-    echo "docs: scripts/api_internals.py --check (no internals in help() of the API classes)"
+    echo "docs: scripts/api_internals.py --check (no internals in help() of the API classes, no name listed where it is not)"
     if ! out=$("$VENV/bin/python" scripts/api_internals.py --check 2>&1); then
       printf '%s\n' "$out" >&2
       exit 1

@@ -1,7 +1,9 @@
 """MkDocs hooks of the documentation site (mkdocs.yml ``hooks:``).
 
 1. ``- __all__`` in the ``members:`` list of a ``::: module`` block of an API page stands for
-   that module's ``__all__`` (read from the checkout), so a module's reference lists exactly
+   that module's ``__all__`` (read from the checkout) without the modules and names it imports
+   from outside amqstomp (``re``, ``socket``...: stomp.py's star imports hand them out, so
+   amqstomp's do too, but they are not amqstomp's API), so a module's reference lists exactly
    its public names and never drifts from the code. ``expand_members`` is also what
    ``scripts/api_internals.py`` reads the pages with.
 2. The docstrings use Sphinx roles (``:class:`Frame```, ``:meth:`~Session.commit```), which
@@ -17,7 +19,7 @@ import glob
 import ast
 import os
 import re
-from typing import Any, List
+from typing import Any, List, Set
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
@@ -28,10 +30,25 @@ _DIRECTIVE = re.compile(r"^::: *(?P<path>[\w.]+) *$")
 _ALL_ITEM = re.compile(r"^(?P<indent> +)- __all__ *$")
 
 
-def module_exports(path: str) -> List[str]:
+def foreign_imports(tree: ast.Module) -> Set[str]:
+    """The names a module's top level binds by importing from outside amqstomp
+    (``import re``, ``from time import monotonic``; not ``from .x import y``)."""
+    names: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names
+                         if a.name.split(".")[0] != "amqstomp")
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] != "amqstomp":
+            names.update(a.asname or a.name for a in node.names)
+    return names
+
+
+def module_exports(path: str, api_only: bool = False) -> List[str]:
     """``__all__`` of the module ``path`` as the checkout's source defines it (read with
     ``ast``, not imported: ``amqstomp.testing.pytest_plugin`` needs pytest, the compiled modules
-    a build): a literal list or tuple, or ``from .other import __all__``.
+    a build): a literal list or tuple, or ``from .other import __all__``. ``api_only``: without
+    the names it imports from outside amqstomp (:func:`foreign_imports`).
 
     Raises:
         ValueError: no such module, or it has no ``__all__`` of that shape.
@@ -47,10 +64,12 @@ def module_exports(path: str) -> List[str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
-                return [str(name) for name in ast.literal_eval(node.value)]
+                names = [str(name) for name in ast.literal_eval(node.value)]
+                foreign = foreign_imports(tree) if api_only else set()
+                return [name for name in names if name not in foreign]
         elif isinstance(node, ast.ImportFrom) and any(alias.name == "__all__" for alias in node.names):
             parent = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
-            return module_exports(".".join(parent + ([node.module] if node.module else [])))
+            return module_exports(".".join(parent + ([node.module] if node.module else [])), api_only)
     raise ValueError("%s has no __all__: list its members on the page" % path)
 
 
@@ -67,7 +86,7 @@ def expand_members(markdown: str) -> str:
             current = None
         item = _ALL_ITEM.match(line)
         if item and current:
-            out.extend('%s- "%s"' % (item.group("indent"), name) for name in module_exports(current))
+            out.extend('%s- "%s"' % (item.group("indent"), name) for name in module_exports(current, api_only=True))
         else:
             out.append(line)
     return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")

@@ -113,7 +113,7 @@ with zipfile.ZipFile(wheel) as zf:
     wnames = zf.namelist()
     meta = zf.read(next(n for n in wnames if n.endswith(".dist-info/WHEEL"))).decode()
 problems = []
-for need in ("setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_codec_parse.pxi",
+for need in ("LICENSE", "setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_codec_parse.pxi",
              "amqstomp/_codec_encode.pxi", "amqstomp/_flow.pxd",
              "amqstomp/_codec_py.py", "amqstomp/_flow_py.py", "tests/conftest.py"):
     if need not in snames:
@@ -126,6 +126,14 @@ pkg = [n for n in snames if n.startswith("amqstomp/")]
 missing = sorted(set(pkg) - set(wnames))
 if missing:
     problems.append("wheel lacks %s" % missing)
+# the license text (pyproject's license-files): in the wheel's .dist-info/licenses/, named in METADATA
+dist_info = next(n for n in wnames if n.endswith(".dist-info/WHEEL")).rsplit("/", 1)[0]
+with zipfile.ZipFile(wheel) as zf:
+    metadata = zf.read(dist_info + "/METADATA").decode()
+    licensed = dist_info + "/licenses/LICENSE" in wnames and \
+        b"Apache License" in zf.read(dist_info + "/licenses/LICENSE")[:200]
+if not licensed or "License-File: LICENSE" not in metadata:
+    problems.append("wheel lacks the license text (%s/licenses/LICENSE, License-File in METADATA)" % dist_info)
 typing = [n for n in pkg if n.endswith(".pyi") or n.endswith("/py.typed")]
 so = [n for n in wnames if n.endswith(".so")]
 c_files = [n for n in wnames if n.endswith(".c")]
@@ -185,7 +193,7 @@ SUITE=$WORK/suite  # tests/ + what they read from the repository root; no amqsto
 mkdir -p "$SUITE"
 cp -R tests bench "$SUITE/"
 [ -d docs ] && cp -R docs "$SUITE/"
-cp pyproject.toml README.md "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths; README: its example runs
+cp pyproject.toml README.md LICENSE "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths; README: its example runs; LICENSE: tests/test_packaging.py
 find "$SUITE" -name __pycache__ -prune -exec rm -rf {} +
 cat >"$SUITE/_amqstomp_installed.py" <<'EOF'
 """pytest plugin written by scripts/test.sh: the run fails unless amqstomp comes from this

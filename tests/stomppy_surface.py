@@ -2,7 +2,8 @@
 
 ``python tests/stomppy_surface.py`` imports the real stomp.py (it must be
 importable, and amqstomp must not stand in for it in that process) and prints
-:func:`describe` of :data:`MODULES` as JSON. :func:`compare` runs in a process
+:func:`describe` of :data:`MODULES` as JSON (with ``--star``, :func:`star_exports`:
+what ``from module import *`` gives, compared by :func:`compare_star`). :func:`compare` runs in a process
 where :func:`amqstomp.install_as_stomp` is in effect and returns the problems,
 keyed so that a ``PENDING`` list can name them:
 
@@ -130,6 +131,79 @@ def describe(module_names: List[str] = MODULES) -> Dict[str, Any]:
             entries[name] = entry
         surface[module_name] = entries
     return surface
+
+
+def _star_entry(value: Any) -> Optional[str]:
+    """How a star-imported object is compared: ``"module re"`` (a module: the same
+    module object, stomp.py's own ones as amqstomp's), ``"object io:BytesIO"`` (the
+    standard library's object, the same one), or None (stomp.py's own object: its
+    presence is what counts here, its kind and signature are :func:`compare`'s)."""
+    if inspect.ismodule(value):
+        return "module " + value.__name__
+    home = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    if isinstance(home, str) and not home.startswith("stomp") and isinstance(qualname, str) \
+            and home in sys.modules and getattr(sys.modules[home], qualname, None) is value:
+        return "object %s:%s" % (home, qualname)
+    return None
+
+
+def star_exports(module_names: List[str] = MODULES) -> Dict[str, Optional[Dict[str, Optional[str]]]]:
+    """``{module: {name: entry}}``: the names ``from module import *`` binds (the
+    module's ``__all__``, else every name without a leading underscore, imported
+    modules and objects included), each with :func:`_star_entry`; None for a
+    module that cannot be imported."""
+    out: Dict[str, Optional[Dict[str, Optional[str]]]] = {}
+    for module_name in module_names:
+        try:
+            importlib.import_module(module_name)
+        except ImportError:
+            out[module_name] = None
+            continue
+        namespace: Dict[str, Any] = {}
+        exec("from %s import *" % module_name, namespace)
+        out[module_name] = {name: _star_entry(value) for name, value in namespace.items() if name != "__builtins__"}
+    return out
+
+
+def compare_star(real: Dict[str, Optional[Dict[str, Optional[str]]]],
+                 importer: Callable[[str], Any] = importlib.import_module) -> Dict[str, Dict[str, str]]:
+    """``{module: {name: problem}}``: how ``from module import *`` of the modules
+    ``importer`` gives now (amqstomp's, after ``install_as_stomp()``) differs from
+    ``real`` (:func:`star_exports` of the real stomp.py): a name missing, a name more,
+    or a module or standard-library object that is not the same one."""
+    problems: Dict[str, Dict[str, str]] = {}
+    mine = star_exports([name for name, names in real.items() if names is not None])
+    for module_name, names in real.items():
+        if names is None:
+            continue
+        found: Dict[str, str] = {}
+        problems[module_name] = found
+        have = mine.get(module_name)
+        if have is None:
+            found["*"] = "module not importable"
+            continue
+        namespace: Dict[str, Any] = {}
+        exec("from %s import *" % module_name, namespace)
+        for name in sorted(set(names) - set(have)):
+            found[name] = "missing from the star import"
+        for name in sorted(set(have) - set(names)):
+            found[name] = "not in stomp.py's star import"
+        for name in sorted(set(names) & set(have)):
+            entry = names[name]
+            if entry is None:
+                continue
+            kind, _, ref = entry.partition(" ")
+            if kind == "module":
+                try:
+                    expected = importer(ref)
+                except ImportError:
+                    expected = None
+            else:
+                expected = _counterpart(ref, importer)
+            if expected is None or namespace[name] is not expected:
+                found[name] = "not %s (stomp.py's)" % ref
+    return problems
 
 
 # --------------------------------------------------------------------------- comparison
@@ -322,4 +396,4 @@ def counts(surface: Dict[str, Any], problems: Dict[str, Dict[str, str]]) -> Dict
 
 
 if __name__ == "__main__":
-    json.dump(describe(), sys.stdout, indent=1, sort_keys=True)
+    json.dump(star_exports() if sys.argv[1:] == ["--star"] else describe(), sys.stdout, indent=1, sort_keys=True)

@@ -441,6 +441,29 @@ def test_rendered_config_carries_the_options(tmp_path):
         ActiveMQBroker(ssl={"keystroe": "x"})
 
 
+class _CustomXMLBroker(ActiveMQBroker):
+    """The documented way to change the broker XML: override render_config()."""
+
+    def render_config(self) -> str:
+        text = super().render_config()
+        # a queue that exists from the start, seen in the broker's statistics below
+        return text.replace("<transportConnectors>", "<destinations><queue physicalName=\"from.subclass\"/>"
+                            "</destinations>\n    <transportConnectors>", 1) + "<!-- subclass-marker -->\n"
+
+
+@pytest.mark.timeout(120)
+def test_a_subclass_render_config_is_what_the_broker_runs_with(tmp_path):
+    broker = _CustomXMLBroker(base_dir=str(tmp_path / "b"))
+    try:
+        broker.start()
+        with open(broker.config_path, encoding="utf-8") as f:
+            written = f.read()
+        assert written.endswith("<!-- subclass-marker -->\n") and "from.subclass" in written
+        assert queue_statistics(broker, "from.subclass")["size"] == 0  # the broker read it: the queue is there
+    finally:
+        broker.stop()
+
+
 @pytest.mark.timeout(30)
 def test_missing_activemq_is_reported_clearly(monkeypatch, tmp_path):
     missing = str(tmp_path / "no-activemq")

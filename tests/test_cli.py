@@ -174,7 +174,9 @@ def test_help_of_every_command_has_stomp_pys_layout(stomp_py, tmp_path, activemq
 @pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
 def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, tmp_path, version):
     """``-F``: commands whose output does not wait on the broker (stomp.py's
-    client exits right after the last one, before anything else could arrive)."""
+    client exits right after the last one, before anything else could arrive).
+    The output is a pipe: stomp.py writes its colour codes there too, amqstomp
+    only to a terminal (they are taken out of stomp.py's before comparing)."""
     outputs, statuses = {}, {}
     for name, argv in (("stomp.py", STOMP_PY), ("amqstomp", AMQSTOMP)):
         work = tmp_path / name.replace(".", "_")
@@ -186,11 +188,14 @@ def test_a_command_file_prints_what_stomp_pys_client_prints(activemq, stomp_py, 
         proc = subprocess.run(argv + ["-P", str(activemq.stomp_port), "-S", version, "-F", "commands.txt"],
                               cwd=str(work),
                               env=cli_env(str(work)), capture_output=True, text=True, timeout=90)
-        outputs[name] = [line for line in normalise(proc.stdout, {queue: "QUEUE"}) if line]
+        stdout = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout) if name == "stomp.py" else proc.stdout
+        stdout = re.sub(r"(?m)^[0-9][0-9.]* \[Protocol version", "<version> [Protocol version", stdout)
+        outputs[name] = [line for line in normalise(stdout, {queue: "QUEUE"}) if line]
         statuses[name] = proc.returncode
         assert "Traceback" not in proc.stderr, proc.stderr
     assert outputs["amqstomp"] == outputs["stomp.py"], _diff(outputs["stomp.py"], outputs["amqstomp"])
-    assert "\x1b[1m<version> [Protocol version %s]\x1b[0m" % version in outputs["amqstomp"]
+    assert "<version> [Protocol version %s]" % version in outputs["amqstomp"]
+    assert not any("\x1b" in line for line in outputs["amqstomp"])
     assert statuses == {"stomp.py": 0, "amqstomp": 1}  # amqstomp: a command of the file failed
 
 
@@ -297,6 +302,68 @@ def test_a_bad_target_is_a_usage_error(tmp_path, args, message):
     proc = _run(args, tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert message in proc.stderr
+
+
+@pytest.mark.parametrize("how", ["positional", "-H"])
+def test_host_colon_port_is_a_usage_error_whose_suggestions_work(activemq, tmp_path, how):
+    """``amqstomp 127.0.0.1:61613`` (or ``-H 127.0.0.1:61613``, which stomp.py's client would
+    look up as a host name): a usage error naming two forms that work; each then connects."""
+    where = "127.0.0.1:%d" % activemq.stomp_port
+    proc = _run([where] if how == "positional" else ["-H", where], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "-H 127.0.0.1 -P %d" % activemq.stomp_port in proc.stderr, proc.stderr
+    assert "stomp://%s" % where in proc.stderr, proc.stderr
+    assert "-H %s" % where not in proc.stderr, proc.stderr  # the suggestion that did not work
+    (tmp_path / "c.txt").write_text("version\n")
+    for args in (["-H", "127.0.0.1", "-P", str(activemq.stomp_port)], ["stomp://" + where]):
+        good = _run(args + ["-F", "c.txt"], tmp_path)
+        assert good.returncode == 0 and "[Protocol version 1.1]" in good.stdout, (args, good.stdout, good.stderr)
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]", "fe80::1%eth0"])
+def test_ipv6_addresses_are_no_host_and_port(host):
+    from amqstomp.cli.client import host_and_port_typed
+
+    assert host_and_port_typed(host) is None
+    assert host_and_port_typed("[::1]:61613") == ("::1", "61613")
+    assert host_and_port_typed("broker.example:61614") == ("broker.example", "61614")
+
+
+def test_colour_codes_go_to_a_terminal_only(activemq, tmp_path):
+    """Bold, red and green are for people at a terminal: output to a pipe or a file (``-F``
+    in a script, ``| tee``) has none."""
+    (tmp_path / "c.txt").write_text("version\nhelp send\nnosuchcommand\ncommit\n")
+    proc = _run(["-P", str(activemq.stomp_port), "-F", "c.txt"], tmp_path)
+    assert "[Protocol version 1.1]" in proc.stdout and "Usage:" in proc.stdout, proc.stdout
+    assert "Unknown command: nosuchcommand" in proc.stdout and "Not currently in a transaction" in proc.stdout
+    assert "\x1b" not in proc.stdout + proc.stderr, repr(proc.stdout)
+    text = session(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), cli_env(str(tmp_path)),
+                   [("version", r"\[Protocol version 1\.1\]"), ("quit", None)])
+    assert "\x1b[1m" in text  # at a terminal they stay (stomp.py's look)
+
+
+def test_every_option_and_tool_has_help_text():
+    """``--help`` of the client and of each tool explains every option (``broker --persistent``,
+    ``demo --destination``), and each tool says what it does (``amqstomp options --help``)."""
+    import argparse
+
+    from amqstomp.cli import client, tools
+
+    parsers = {"amqstomp": client.build_parser()}
+    tool_parser = tools.build_parser()
+    parsers["amqstomp <tool>"] = tool_parser
+    for action in tool_parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            parsers.update(("amqstomp " + name, sub) for name, sub in action.choices.items())
+    assert {"amqstomp demo", "amqstomp broker", "amqstomp options"} <= set(parsers)
+    missing = []
+    for name, parser in parsers.items():
+        if not (parser.description or "").strip():
+            missing.append("%s: no description" % name)
+        for action in parser._actions:
+            if not (action.help or "").strip() and action.help is not argparse.SUPPRESS:
+                missing.append("%s %s: no help" % (name, "/".join(action.option_strings) or action.dest))
+    assert not missing, missing
 
 
 @pytest.mark.timeout(60)

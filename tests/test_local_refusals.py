@@ -22,6 +22,7 @@ from amqstomp.exception import (
     DuplicateTransactionError,
     InvalidDestinationError,
     InvalidTimeoutError,
+    NotConnectedException,
     UnknownSubscriptionError,
     UnknownTransactionError,
 )
@@ -115,6 +116,72 @@ def test_send_ack_nack_in_a_transaction_never_begun_raise_and_send_nothing(conne
     conn.send_frame("SEND", {"destination": q, "transaction": "nosuch", "receipt": "r-tx"}, "x")
     with pytest.raises(BrokerError, match="Invalid transaction id"):
         conn.wait_for_receipt("r-tx", 10)
+
+
+# --------------------------------------------------------------------------- a closed connection
+
+
+def _closed_calls(conn, version, tx, message):
+    """(what, call) of every frame-writing call whose local check would refuse it after
+    ``disconnect()``: a transaction that is gone, a message no longer held."""
+    if version == "1.2":
+        ack = lambda **kw: conn.ack(message.headers["ack"], **kw)  # noqa: E731
+        nack = lambda **kw: conn.nack(message.headers["ack"], **kw)  # noqa: E731
+    elif version == "1.1":
+        ack = lambda **kw: conn.ack(message.headers["message-id"], message.headers["subscription"], **kw)  # noqa
+        nack = lambda **kw: conn.nack(message.headers["message-id"], message.headers["subscription"], **kw)  # noqa
+    else:
+        ack = lambda **kw: conn.ack(message.headers["message-id"], **kw)  # noqa: E731
+        nack = None
+    calls = [
+        ("send(transaction=tx)", lambda: conn.send("/queue/x", "late", transaction=tx)),
+        ("commit(tx)", lambda: conn.commit(tx)),
+        ("abort(tx)", lambda: conn.abort(tx)),
+        ("ack()", lambda: ack()),
+        ("ack(transaction=tx)", lambda: ack(transaction=tx)),
+        ("begin(tx)", lambda: conn.begin(tx)),
+        ("unsubscribe(id)", lambda: conn.unsubscribe(id="s") if version == "1.0" else conn.unsubscribe("s")),
+        ("send()", lambda: conn.send("/queue/x", "late")),
+    ]
+    if nack is not None:
+        calls += [("nack()", lambda: nack()), ("nack(transaction=tx)", lambda: nack(transaction=tx))]
+    return calls
+
+
+@pytest.mark.parametrize("conn_class", [stomp.Connection10, stomp.Connection11, stomp.Connection12])
+@pytest.mark.parametrize("auto_reconnect", [False, True])
+def test_after_disconnect_every_call_raises_not_connected_first(connect, conn_class, auto_reconnect):
+    """stomp.py raises NotConnectedException for every frame after ``disconnect()``, and
+    applications catch it to reconnect and retry: the local checks (a transaction or a
+    message this connection no longer has) come after it, never instead of it."""
+    conn, col = connect(conn_class, auto_reconnect=auto_reconnect)
+    q = queue_name()
+    conn.subscribe(q, id="s", ack="client", receipt="r-s")
+    conn.wait_for_receipt("r-s", 10)
+    tx = conn.begin()
+    conn.send(q, "held")
+    message = col.wait_messages(1)[0]
+    conn.disconnect()
+    assert not conn.is_connected()
+    for what, call in _closed_calls(conn, conn_class.version, tx, message):
+        with pytest.raises(NotConnectedException):
+            call()
+        try:
+            call()
+        except NotConnectedException as exc:
+            assert "not connected" in str(exc), (what, exc)
+
+
+def test_before_connect_the_calls_raise_not_connected_as_stomp_py_does(activemq):
+    conn = stomp.Connection12(activemq.host_and_ports)
+    for what, call in (("send(transaction=tx)", lambda: conn.send("/queue/x", "x", transaction="tx")),
+                       ("commit", lambda: conn.commit("tx")), ("abort", lambda: conn.abort("tx")),
+                       ("ack", lambda: conn.ack("m1")), ("nack", lambda: conn.nack("m1", transaction="tx")),
+                       ("unsubscribe", lambda: conn.unsubscribe("s"))):
+        with pytest.raises(NotConnectedException):
+            call()
+    with pytest.raises(ValueError):  # a required argument is checked first, as stomp.py's assert does
+        conn.commit(None)
 
 
 # --------------------------------------------------------------------------- unsubscribe

@@ -12,6 +12,8 @@ import importlib
 import json
 import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,7 +22,8 @@ import pytest
 
 import amqstomp
 import amqstomp.utils
-from stomppy_surface import check, compare, counts, signature_problem
+from stomppy_reference import REFERENCE_VERSION, installed_version, no_reference
+from stomppy_surface import check, compare, compare_star, counts, signature_problem
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -87,7 +90,7 @@ def real_surface(tmp_path_factory):
     proc = subprocess.run([sys.executable, os.path.join(HERE, "stomppy_surface.py")],
                           cwd=str(tmp_path_factory.mktemp("probe")), capture_output=True, text=True, timeout=90)
     if proc.returncode != 0 and "No module named 'stomp'" in proc.stderr:
-        pytest.skip("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
+        no_reference("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
     assert proc.returncode == 0, proc.stderr
     surface = json.loads(proc.stdout)
     assert "parse_frame" in surface["stomp.utils"], "the probe did not read stomp.py"
@@ -190,6 +193,83 @@ def test_signature_rule(real, mine, problem):
         assert found is None
     else:
         assert found is not None and problem in found, found
+
+
+# --------------------------------------------------------------------------- star imports
+
+#: names of stomp.py 9.0's star imports that amqstomp's leave out, by module, with the reason
+STAR_PENDING = {
+    "stomp.adapter.multicast": {
+        "*": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+    },
+    "stomp.adapter": {
+        "multicast": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+    },
+    "stomp.adapter.ws": {
+        "websocket": "stomp.py's WebSocket library (websocket-client); amqstomp's is websockets' sans-I/O "
+                     "layer, imported only when a WebSocket connection is made (the 'ws' extra)",
+    },
+    "stomp.__main__": {
+        "MulticastConnection": "stomp.py's UDP multicast adapter: not provided (see PENDING)",
+        "docopt": "stomp.py's command line parser (the docopt package); amqstomp's client uses argparse",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def real_star(tmp_path_factory):
+    """What ``from stomp.X import *`` gives with the real stomp.py 9.0 (a subprocess)."""
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "stomppy_surface.py"), "--star"],
+                          cwd=str(tmp_path_factory.mktemp("probe")), capture_output=True, text=True, timeout=90)
+    if proc.returncode != 0 and "No module named 'stomp'" in proc.stderr:
+        no_reference("stomp.py is not installed (pip install 'stomp.py==9.0.0', the test extra)")
+    assert proc.returncode == 0, proc.stderr
+    star = json.loads(proc.stdout)
+    assert "re" in star["stomp.utils"] and "parse_frame" in star["stomp.utils"], "the probe did not read stomp.py"
+    return star
+
+
+def test_star_imports_give_stomp_pys_names(real_star, installed):
+    """stomp.py's modules have no ``__all__``: ``from stomp.utils import *`` also hands out
+    what they imported (``re``, ``os``, ``socket``, ``threading``...). Every ``stomp.*``
+    module amqstomp provides gives the same set of names, the modules and standard-library
+    objects among them the same objects; nothing more (a name more could shadow the
+    importer's own: ``Queue``), nothing less (``NameError`` in code written for stomp.py)."""
+    problems = compare_star(real_star)
+    unexpected = ["%s: %s: %s" % (module, name, why) for module, found in sorted(problems.items())
+                  for name, why in sorted(found.items()) if name not in STAR_PENDING.get(module, {})]
+    assert not unexpected, "star imports that differ from stomp.py 9.0's:\n" + "\n".join(unexpected)
+    stale = ["%s: %s" % (module, name) for module, names in sorted(STAR_PENDING.items()) for name in names
+             if name not in problems.get(module, {})]
+    assert not stale, "STAR_PENDING names that are no problem any more:\n" + "\n".join(stale)
+
+
+def test_a_star_import_name_left_out_is_reported(real_star, installed, monkeypatch):
+    monkeypatch.setattr(amqstomp.utils, "__all__", [n for n in amqstomp.utils.__all__ if n != "re"])
+    assert compare_star(real_star)["stomp.utils"]["re"] == "missing from the star import"
+    monkeypatch.setattr(amqstomp.utils, "__all__", amqstomp.utils.__all__ + ["clamp_wait"])
+    assert compare_star(real_star)["stomp.utils"]["clamp_wait"] == "not in stomp.py's star import"
+
+
+def test_stomp_py_helpers_star_importing_stomp_utils_run(installed):
+    """A stomp.py user's test helper, as such helpers are written: it star-imports stomp.utils
+    and uses what stomp.py's module imported."""
+    namespace = {}
+    exec(textwrap.dedent("""
+        from stomp.utils import *
+
+        def frame_bytes(cmd, headers, body):
+            return b"".join(convert_frame(Frame(cmd, headers, body)))
+
+        def header_names(data):
+            return re.findall(r"^([a-z-]+):", data.decode(), re.M)
+
+        ids = [str(uuid.uuid4()) for _ in range(2)]
+        names = header_names(frame_bytes("SEND", {"destination": "/queue/a", "receipt": ids[0]}, "x"))
+        assert names == ["destination", "receipt"], names
+        assert isinstance(threading.current_thread(), threading.Thread) and os.getpid() > 0
+        assert socket.AF_INET and copy.copy([1]) == [1] and queue.Queue().empty()
+    """), namespace)
 
 
 # --------------------------------------------------------------------------- install_as_stomp
@@ -309,3 +389,45 @@ def test_a_stomp_py_program_runs_its_imports_unchanged():
     """)
     assert proc.returncode == 0, proc.stderr
     assert "OK amqstomp" in proc.stdout
+
+
+# --------------------------------------------------------------------------- the differential tests' guard
+
+DIFFERENTIAL = ["tests/test_stomppy_compat.py", "tests/test_stomppy_helpers.py"]
+
+
+def _collect(tmp_path, env=None, before=""):
+    """``pytest --collect-only`` of the differential test modules, in a process of its own
+    (``before``: Python run first in it); returns (exit status, output)."""
+    code = "import sys, pytest\n%s\nsys.exit(pytest.main(%r))" % (
+        before, ["-p", "no:cacheprovider", "--collect-only", "-q", "-rs"] + DIFFERENTIAL)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=100)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_real_stomp_py_in_a_path_named_amqstomp_is_the_reference(tmp_path):
+    """scripts/test.sh installs the real stomp.py in a venv under ``amqstomp-test.*``: the
+    differential tests run there (the guard goes by module identity, not by path)."""
+    real = subprocess.run([sys.executable, "-c", "import stomp, os; print(os.path.dirname(stomp.__file__))"],
+                          cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    if real.returncode != 0:
+        pytest.skip("stomp.py is not installed")
+    site = tmp_path / "amqstomp-test.x1y2z3" / "site-packages"
+    site.mkdir(parents=True)
+    shutil.copytree(real.stdout.strip(), str(site / "stomp"), ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), ROOT, os.path.join(ROOT, "tests")])
+    status, out = _collect(tmp_path, env, "import stomp; assert 'amqstomp-test.' in stomp.__file__, stomp.__file__")
+    assert status == 0 and "skipped" not in out.lower(), out
+    assert re.search(r"\b(\d{2,}) tests? collected", out), out
+
+
+def test_differential_tests_that_would_skip_fail_the_run_when_stomp_py_9_is_installed(tmp_path):
+    """``install_as_stomp()`` in effect before collection: no reference in that process. With
+    stomp.py 9.0 installed the run fails (collection error) instead of skipping them."""
+    if installed_version() != REFERENCE_VERSION:
+        pytest.skip("stomp.py %s is not installed" % REFERENCE_VERSION)
+    status, out = _collect(tmp_path, before="import amqstomp; amqstomp.install_as_stomp()")
+    assert status not in (0, 5), out
+    assert "stomp.py 9.0.0 is installed but the differential tests would be skipped" in out, out
+    assert "install_as_stomp() ran" in out, out

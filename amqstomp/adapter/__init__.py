@@ -8,6 +8,8 @@ provide (``import stomp.adapter.multicast`` after
 
 from typing import List
 
+import amqstomp as stomp  # stomp.py's package binds `stomp` (its `import stomp.adapter.ws`)
 from . import ws
 
-__all__: List[str] = ["ws"]
+#: what ``from stomp.adapter import *`` gives (stomp.py's also gives its ``multicast``, not provided)
+__all__: List[str] = ["ws", "stomp"]

@@ -20,30 +20,66 @@ Brokers: ActiveMQ 5.x's ``ws://`` transport connector (``activemq-http``: Jetty,
 any path) reads text messages only, one frame each; RabbitMQ's
 ``rabbitmq_web_stomp`` plugin (port 15674, path ``/ws``) reads text and binary.
 """
+import errno
 import inspect
+import math
+import random
 import ssl
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+import sys
+import time
+from ssl import SSLError
+from time import monotonic
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from .. import transport as _transport_module
+from .. import log
+from .. import utils as _utils
 from .._io.channel import tls_context
 from .._io.websocket import WebSocketUpgrade, parse_ws_url
 from ..connection import BaseConnection, StompConnection12
 from ..exception import *  # noqa: F401,F403 -- stomp.py's ws module star-imports stomp.exception
 from ..exception import ConfigurationError
 from ..protocol import Protocol12
-from ..transport import Transport
-from ..utils import *  # noqa: F401,F403 -- and stomp.utils
-from ..utils import is_eol_default
+from ..transport import DEFAULT_SSL_VERSION, LINUX_KEEPALIVE_AVAIL, MAC_KEEPALIVE_AVAIL, BaseTransport, Transport
+from ..utils import (  # and stomp.utils (its star import: constants, helpers, modules)
+    CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
+    CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, ENC_NEWLINE, ENC_NULL, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH,
+    HDR_CONTENT_TYPE, HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE,
+    HDR_RECEIPT, HDR_SUBSCRIPTION, HDR_TRANSACTION, HEADER_LINE_RE, HEARTBEAT_FRAME, LINE_END_RE, NULL,
+    PASSCODE_RE, PREAMBLE_END_RE, Frame, PollableQueue, calculate_heartbeats, clean_headers, clean_lines,
+    convert_frame, copy, decode, default_create_thread, encode, get_errno, get_uuid, is_eol_default, is_localhost,
+    join, length, merge_headers, os, pack, parse_frame, parse_headers, queue, re, socket, threading, uuid,
+)
 
-__all__ = ["WSTransport", "WSStompConnection", "WSConnection"]
+if LINUX_KEEPALIVE_AVAIL:
+    from socket import SO_KEEPALIVE, SOL_SOCKET, SOL_TCP, TCP_KEEPCNT, TCP_KEEPIDLE, TCP_KEEPINTVL
+if MAC_KEEPALIVE_AVAIL:
+    from socket import IPPROTO_TCP
+
+#: What ``from amqstomp.adapter.ws import *`` (``stomp.adapter.ws``) gives: stomp.py 9.0's
+#: names (its classes, what it imports from stomp.transport, stomp.connect, stomp.protocol,
+#: the star imports of stomp.utils and stomp.exception, and the modules and socket constants
+#: it imports), but its WebSocket library ``websocket`` (websocket-client): amqstomp's is
+#: websockets' sans-I/O layer, imported when a connection is made. ``WSConnection`` (amqstomp's
+#: name of :class:`WSStompConnection`) is imported by name.
+__all__ = ["WSTransport", "WSStompConnection", "BaseTransport", "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL",
+           "MAC_KEEPALIVE_AVAIL", "BaseConnection", "StompConnection12", "Protocol12", "log", "errno", "math",
+           "random", "sys", "time", "monotonic", "ssl", "SSLError"]
+__all__ += _utils.__all__
+__all__ += ["StompException", "ConnectionClosedException", "NotConnectedException", "ConnectFailedException",
+            "InterruptedException"]
+if LINUX_KEEPALIVE_AVAIL:
+    __all__ += ["SOL_SOCKET", "SO_KEEPALIVE", "SOL_TCP", "TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"]
+if MAC_KEEPALIVE_AVAIL:
+    __all__ += ["IPPROTO_TCP"]
+
+if TYPE_CHECKING:
+    #: :data:`amqstomp.utils.LOCALHOST_NAMES` (the same list, worked out on first use)
+    LOCALHOST_NAMES: List[str]
+else:
+    __getattr__ = _utils.lazy_localhost_names(__name__)
 
 HostAndPort = Tuple[str, int]
 Target = Union[HostAndPort, str]
-
-# stomp.py's ws module re-exports these names of stomp.transport: the same objects, where they exist
-for _name in ("BaseTransport", "DEFAULT_SSL_VERSION", "LINUX_KEEPALIVE_AVAIL", "MAC_KEEPALIVE_AVAIL"):
-    if hasattr(_transport_module, _name):
-        globals()[_name] = getattr(_transport_module, _name)
 
 #: StompConnection12's default ``reconnect_attempts_max`` (stomp.py's 3, told apart from a 3 given)
 _ATTEMPTS = inspect.signature(StompConnection12.__init__).parameters["reconnect_attempts_max"].default

@@ -1,5 +1,5 @@
-"""The shell's ``help <command>`` texts, in stomp.py's layout: a green
-``Usage:`` section with the command line, ``Required Parameters:`` and
+"""The shell's ``help <command>`` texts, in stomp.py's layout: a green (at a
+terminal) ``Usage:`` section with the command line, ``Required Parameters:`` and
 ``Optional Parameters:`` when there are any, then ``Description:``; each
 entry on its own tab-indented line. The words are amqstomp's.
 """
@@ -16,17 +16,21 @@ class HelpTopics:
 
     #: prints one message (the shell's own writer)
     _sysout: Callable[..., None]
+    #: ``(codes, text)``: text in those colours at a terminal, plain elsewhere (the shell's)
+    _paint: Callable[[str, str], str]
 
     def help(self, usage: str, description: str, required: Sequence[str] = (),
              optional: Sequence[str] = ()) -> None:
         """Print one command's help: ``usage``, the ``required`` and
         ``optional`` parameters (one string each), then ``description``."""
-        heading = colours.BOLD + colours.GREEN + "%s:" + colours.NO_COLOUR
-        text = heading % "Usage" + "\n\t" + usage + "\n\n"
+        def heading(title: str) -> str:
+            return self._paint(colours.BOLD + colours.GREEN, title + ":")
+
+        text = heading("Usage") + "\n\t" + usage + "\n\n"
         for title, entries in (("Required Parameters", required), ("Optional Parameters", optional)):
             if entries:
-                text += heading % title + "".join("\n\t" + entry for entry in entries) + "\n\n"
-        text += heading % "Description" + "\n\t" + description + "\n        "
+                text += heading(title) + "".join("\n\t" + entry for entry in entries) + "\n\n"
+        text += heading("Description") + "\n\t" + description + "\n        "
         self._sysout(text)
 
     def help_help(self) -> None:

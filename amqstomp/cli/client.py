@@ -12,19 +12,45 @@ being printed as lines of their own).
 
 Exit status: 0; 1 when the connect failed (one line on stderr), a ``-F``
 command failed or ``-L`` lost its connection, or the heart-beats are
-malformed (stomp.py's message); 2 for a usage error, a bad URI or option.
+malformed (stomp.py's message); 2 for a usage error, a bad URI or option, or
+a target written ``host:port`` (the error names ``-H host -P port`` and
+``stomp://host:port``, the forms that work).
 """
 import argparse
 import logging
+import re
 import sys
-from typing import Optional, Sequence, TextIO
+from typing import Optional, Sequence, TextIO, Tuple
 
 import amqstomp
 from ..exception import ConfigurationError, ConnectFailedException
 from .shell import CONNECT_TIMEOUT_S, StompCLI, heartbeat_pattern
 from .target import connect_failure, is_uri, parse_target
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "host_and_port_typed"]
+
+_HOST_PORT = re.compile(r"\[(?P<v6>[^\]]+)\]:(?P<port6>[0-9]+)|(?P<host>[^:\[\]]+):(?P<port>[0-9]+)")
+
+
+def host_and_port_typed(text: str) -> Optional[Tuple[str, str]]:
+    """``(host, port)`` when ``text``, a target that is not a URI, is written
+    ``host:port`` (or ``[IPv6]:port``): a form stomp.py's ``-H`` does not take
+    (it looks the whole text up as a host name). None for anything else, IPv6
+    addresses (``::1``, ``fe80::1%eth0``) included."""
+    found = _HOST_PORT.fullmatch(text)
+    if found is None:
+        return None
+    if found.group("v6") is not None:
+        return found.group("v6"), found.group("port6")
+    return found.group("host"), found.group("port")
+
+
+def _host_and_port_error(parser: argparse.ArgumentParser, text: str) -> None:
+    """A usage error for ``text`` when it is ``host:port``: the two forms that work."""
+    typed = host_and_port_typed(text)
+    if typed is not None:
+        parser.error("%r is a host and a port: write -H %s -P %s, or the URI stomp://%s"
+                     % (text, typed[0], typed[1], text))
 
 
 def _port(text: str) -> int:
@@ -95,6 +121,9 @@ def main(argv: Optional[Sequence[str]] = None, stdin: TextIO = sys.stdin, stdout
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.uri and args.host:
         parser.error("give the target once: -H %s or %s" % (args.host, args.uri))
+    for given in (args.uri, args.host):
+        if given and not is_uri(given):
+            _host_and_port_error(parser, given)
     if args.uri and not is_uri(args.uri):
         parser.error("%r is not a URI (stomp://host:port, failover:(...)): for a host name use -H %s; "
                      "amqstomp's tools go first (amqstomp demo|broker|options ...)" % (args.uri, args.uri))

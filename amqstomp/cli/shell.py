@@ -25,6 +25,8 @@ What differs from stomp.py, on purpose:
 * output arriving while a command runs does not print a prompt of its own,
   and output arriving at the prompt prints the prompt again with the line
   typed so far;
+* colours (bold red errors, green help headings) only at a terminal: output to
+  a pipe or a file has no escape codes (stomp.py wrote them everywhere);
 * a received file (a MESSAGE with a ``filename`` header, from ``sendfile``) is
   saved under that name's last path component in the current directory, never
   elsewhere (stomp.py wrote to the path the sender chose);
@@ -66,6 +68,14 @@ def _default_history() -> str:
     return os.environ.get(HISTORY_ENV, os.path.join(os.path.expanduser("~"), ".amqstomp_history"))
 
 
+def _is_tty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a pipe, a file, a closed or odd stream)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 class SubscriptionInfo:
     """A subscription the shell made: its ``id`` and ``ack`` mode (stomp.py's)."""
 
@@ -103,6 +113,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
                  history_file: Optional[str] = None) -> None:
         Cmd.__init__(self, "tab", stdin, stdout)
         ConnectionListener.__init__(self)
+        self._tty = _is_tty(stdout)  # colours only then: never escape codes in a pipe or a file
         self.prompt = prompt
         self.verbose = verbose
         self._write_lock = threading.RLock()
@@ -159,13 +170,18 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
             self.stdout.write(text)
             self.stdout.flush()
 
+    def _paint(self, codes: str, text: str) -> str:
+        """``text`` in the colour/weight ``codes`` (:mod:`amqstomp.colours`) when the
+        output is a terminal; as it is in a pipe or a file."""
+        return codes + text + colours.NO_COLOUR if self._tty else text
+
     def _sysout(self, msg: Any, end: str = "\n") -> None:
         if not self._quit:
             self._write(str(msg) + end)
 
     def _error(self, msg: Any, end: str = "\n") -> None:
         self.failures += 1
-        self._write(colours.BOLD + colours.RED + str(msg) + colours.NO_COLOUR + end)
+        self._write(self._paint(colours.BOLD + colours.RED, str(msg)) + end)
 
     def _typed_so_far(self) -> str:
         return str(self._readline.get_line_buffer()) if self._readline is not None else ""
@@ -434,8 +450,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
                        **self._transaction())
 
     def do_version(self, args: str) -> None:
-        self._sysout("%s%s [Protocol version %s]%s" % (colours.BOLD, amqstomp.__version__, self.conn.version,
-                                                      colours.NO_COLOUR))
+        self._sysout(self._paint(colours.BOLD, "%s [Protocol version %s]" % (amqstomp.__version__, self.conn.version)))
     do_ver = do_version
 
     def check_ack_nack(self, acknackfunc: Callable[..., Any], args: Sequence[str]) -> Optional[Callable[..., Any]]:

@@ -103,26 +103,36 @@ def build_parser() -> argparse.ArgumentParser:
         prog="amqstomp", description="amqstomp's tools (without one of these words first, amqstomp is "
                                      "stomp.py's interactive client: amqstomp --help)")
     parser.add_argument("-v", "--verbose", dest="verbose_first", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="producer -> local ActiveMQ -> consumer (client acks)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="TOOL",
+                                help="demo, broker or options (amqstomp TOOL --help: its options)")
+    d = sub.add_parser("demo", help="producer -> local ActiveMQ -> consumer (client acks)",
+                       description="Start a local ActiveMQ, send messages to a queue and consume them with "
+                                   "client acknowledgements, showing the rate; the broker is stopped at the end.")
     d.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     d.add_argument("--messages", type=_int_from(1), default=100_000, help="how many, >= 1 (default 100000)")
     d.add_argument("--body-size", type=_int_from(0, MAX_DEMO_BODY, " bytes (ActiveMQ's frame limit)"),
                    default=256, help="bytes per body, 0 to %d (default 256)" % MAX_DEMO_BODY)
     d.add_argument("--prefetch", type=_int_from(1), default=1000,
                    help="consumer prefetch size, >= 1 (default 1000)")
-    d.add_argument("--destination", type=_queue, default="/queue/amqstomp.demo")
+    d.add_argument("--destination", type=_queue, default="/queue/amqstomp.demo",
+                   help="the queue, /queue/<name> (default /queue/amqstomp.demo)")
     d.add_argument("--persistent", action="store_true", help="broker with a KahaDB store")
     d.add_argument("--timeout", type=_seconds, default=300.0, help="seconds before giving up (default 300)")
     d.set_defaults(func=demo)
-    b = sub.add_parser("broker", help="run a local ActiveMQ until Ctrl-C")
+    b = sub.add_parser("broker", help="run a local ActiveMQ until Ctrl-C",
+                       description="Run a local ActiveMQ on 127.0.0.1 (STOMP only) and print its URL; Ctrl-C or "
+                                   "SIGTERM stops it and removes its directory.")
     b.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     b.add_argument("--port", type=_int_from(1, 65535), default=None, help="STOMP port (default: a free one)")
-    b.add_argument("--persistent", action="store_true")
+    b.add_argument("--persistent", action="store_true",
+                   help="keep persistent messages in a KahaDB store (default: in memory only)")
     b.add_argument("--scheduler", action="store_true",
                    help="turn ActiveMQ's scheduler on (AMQ_SCHEDULED_* delayed delivery)")
     b.set_defaults(func=_broker)
-    o = sub.add_parser("options", help="print the URI option / Python keyword table (docs/options.md)")
+    o = sub.add_parser("options", help="print the URI option / Python keyword table (docs/options.md)",
+                       description="Print, as Markdown, every URI option amqstomp reads (connection options "
+                                   "jms.* and amqstomp.*, transport, failover and destination options) with its "
+                                   "Python keyword, default and meaning: the table of docs/options.md.")
     o.set_defaults(func=_options)
     return parser
 

@@ -242,15 +242,16 @@ def render_activemq_xml(b: BrokerSettings, base_dir: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_broker_dir(b: BrokerSettings, base_dir: str) -> None:
+def write_broker_dir(b: BrokerSettings, base_dir: str, activemq_xml: Optional[str] = None) -> None:
     """Create ``conf/``, ``data/``, ``lib/`` and ``tmp/`` in ``base_dir`` and
-    write ``conf/activemq.xml`` and the log4j (1 and 2) configurations; with
+    write ``conf/activemq.xml`` (``activemq_xml``, or :func:`render_activemq_xml`
+    of ``b`` when None) and the log4j (1 and 2) configurations; with
     ``b.transformations``, link XStream and friends into ``lib/``.
     Raises :class:`OSError` when the directory cannot be written."""
     for sub in ("conf", "data", "lib", "tmp"):
         os.makedirs(os.path.join(base_dir, sub), exist_ok=True)
     files = (
-        ("activemq.xml", render_activemq_xml(b, base_dir)),
+        ("activemq.xml", render_activemq_xml(b, base_dir) if activemq_xml is None else activemq_xml),
         ("log4j.properties", _LOG4J_PROPERTIES),
         ("log4j2.properties", _LOG4J2_PROPERTIES),
     )

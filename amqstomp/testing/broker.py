@@ -345,7 +345,14 @@ class ActiveMQBroker:
 
     # ---------------------------------------------------------------- config
     def render_config(self) -> str:
-        """The ``activemq.xml`` this broker runs with (needs :attr:`base_dir`)."""
+        """The ``activemq.xml`` this broker runs with (needs :attr:`base_dir`):
+        :meth:`start` writes what this method returns, so a subclass may
+        override it to change the XML (call ``super().render_config()`` and
+        edit it); for an addition inside ``<broker>``, ``extra_xml=`` is enough.
+
+        Returns:
+            str: the XML text.
+        """
         d = self.base_dir
         assert d is not None
         return render_activemq_xml(self, d)
@@ -358,7 +365,7 @@ class ActiveMQBroker:
             else:
                 self._dir = tempfile.mkdtemp(prefix="amqstomp-broker-")
                 self._owns_dir = True
-        write_broker_dir(self, self._dir)
+        write_broker_dir(self, self._dir, self.render_config())  # a subclass's render_config() counts
         return self._dir
 
     def command(self) -> List[str]:
