@@ -405,20 +405,13 @@ class BaseProtocol(StompSession):
         if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
             self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers))
             return
-        try:  # (no cost on the way of an ACK that is written)
-            if self.reconnector is not None:
-                self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
-                return
-            self.subscriptions.check_ack(command, ack_headers)
-        except _LOCAL_REFUSALS as exc:
-            self._refuse(exc)
-        self.transport.send_frame(command, frame_headers)
+        self._acknowledge(ack_headers, command, frame_headers)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
                      body: Any = None) -> None:
         """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
         on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
-        try:
+        try:  # (no cost on the way of an ACK that is written)
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
