@@ -66,8 +66,8 @@ def broker_heartbeat(value: Optional[str], client: Tuple[int, int]) -> Tuple[int
     except ValueError:
         pass
     log.warning("the broker's CONNECTED frame has a malformed heart-beat header %r (STOMP 1.2 \"Heart-beating\": "
-                "two non-negative integers): keeping this client's own heart-beats, sending every %d ms and "
-                "checking for the broker every %d ms", value, client[0], client[1])
+                "two non-negative integers): keeping this client's own heart-beats (%d,%d ms: it writes at that "
+                "interval and expects the broker at that interval)", value, client[0], client[1])
     return client[1], client[0]
 
 
