@@ -248,3 +248,24 @@ def test_backoff_policies():
         backoff.ReconnectPolicy.stomp_py(reconnect_sleep_max=float("nan"))
     with pytest.raises(ConfigurationError, match="reconnect_attempts_max"):
         backoff.ReconnectPolicy.stomp_py(reconnect_attempts_max=-2)
+
+
+def test_a_message_before_connected_is_a_protocol_error_and_one_after_a_closing_socket_is_not():
+    from amqstomp.exception import StompProtocolError
+
+    early = ProtocolState("1.2")
+    message = encode_frame("MESSAGE", {"destination": "/queue/a", "message-id": "m1", "subscription": "s"},
+                           b"x", "1.2")
+    receipt = encode_frame("RECEIPT", {"receipt-id": "r"}, b"", "1.2")
+    with pytest.raises(StompProtocolError, match="MESSAGE frame before CONNECTED") as caught:
+        early.receive_data(receipt + message, 0.0)
+    assert [f.cmd for f in caught.value.frames] == ["RECEIPT"]
+    # CONNECTED and a MESSAGE in one read: the MESSAGE comes after it, fine
+    both = ProtocolState("1.2")
+    connected = encode_frame("CONNECTED", {"version": "1.2"}, b"", "1.2")
+    assert [f.cmd for f in both.receive_data(connected + message, 0.0)] == ["CONNECTED", "MESSAGE"]
+    # messages still in flight when the socket is closing (connection_lost) are no protocol error
+    closing = ProtocolState("1.2")
+    _connected(closing)
+    closing.connection_lost()
+    assert [f.cmd for f in closing.receive_data(message, 0.0)] == ["MESSAGE"]

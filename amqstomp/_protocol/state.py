@@ -131,7 +131,7 @@ class ProtocolState:
         """
         self.last_read_ms = now_ms
         frames = self.parser.feed(data)
-        if frames and not self.connected:
+        if frames and self.connected_frame is None:  # CONNECTED has not come (not: the socket is closing)
             _before_connected(frames)
         return frames
 
