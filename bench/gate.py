@@ -1,9 +1,31 @@
-"""bench/gate: the CI performance gate -- amqstomp / stomp.py ratios checked against floors.
+"""bench/gate: the CI performance gate -- amqstomp / stomp.py ratios and callgrind instruction counts, checked.
 
-Every gated figure is a RATIO, amqstomp over stomp.py, both measured in the
-same run on the same machine, never a duration: a slower or busier CI machine
-slows both clients alike. Each metric is the MEDIAN of ``--runs`` (3) runs; a
-run measures every selected metric once:
+Two kinds of figure, neither of them a duration:
+
+* RATIOS, amqstomp over stomp.py, both measured in the same run on the same
+  machine: a slower or busier CI machine slows both clients alike. Each is the
+  MEDIAN of ``--runs`` (3) runs; a run measures every selected ratio once. They
+  still swing (0.57-1.29 between repetitions on a shared 2-core machine): they
+  catch large regressions and broken cases, not a 2x dearer ``send()``.
+* INSTRUCTIONS PER MESSAGE (``instructions_*``, unit instructions/msg, lower is
+  better): ``bench/instructions.py`` runs each small client program twice under
+  ``valgrind --tool=callgrind`` against a fake STOMP peer on 127.0.0.1 (the peer
+  in its own process, not counted), with N1 and N2 messages, and divides the
+  difference of the whole-process totals by N2 - N1 (start-up, imports, connect
+  and disconnect cancel out). Counts do not depend on the machine's load: three
+  repetitions agree within 0.15 % (producers, codec) and about 1 % (consumers),
+  so each ceiling is today's figure + 3 % and a send(), an ACK or a parse a few
+  per cent dearer FAILS (a loop of ~1 microsecond added to ``send()``: +35 %;
+  one of ~0.1 microsecond: +6 %).
+  Measured once per gate (``instructions_repeat``, default 1: not per
+  ``--runs``), before the ratio runs; about 2.7 minutes for the nine cases. Cases:
+  produce async and in transactions of 100 (stomp.py API), JMS-API async send,
+  consume auto / client-individual / cumulative every 100 / optimized acks at
+  prefetch 1000, client-individual at prefetch 1, and the compiled codec per
+  MESSAGE frame. Without valgrind these metrics FAIL (never skip): ``bash
+  scripts/setup.sh --system`` installs it as root.
+
+The ratios:
 
 * codec -- ``bench/codec.py --frames 20000 --skip-big`` in a child process: the
   compiled parser's frames/s over stomp.py's (and the pure-Python twin's);
@@ -24,10 +46,11 @@ the median is above it), and optionally a ``[settings]`` table (frame count,
 backlogs) the floors were measured with. A metric that could not be measured
 in every run (a case failed, a stall, optimized acks missing) fails too.
 
-Output: a table (metric, median, the samples, floor/ceiling, PASS/FAIL), the
-JSON of the run (``bench/results/gate.json``) and a chart of the ratios
-against their floors (``bench/results/gate.png``; needs matplotlib -- without
-it the gate warns and still decides).
+Output: a table (metric, unit, median, the samples, floor/ceiling, PASS/FAIL),
+the JSON of the run (``bench/results/gate.json``, with each instruction case's
+totals) and a chart of the ratios against their floors
+(``bench/results/gate.png``; ratios only; needs matplotlib -- without it the
+gate warns and still decides).
 
 Exit status: 0 every metric passed; 1 a metric failed; 2 bad usage or floors file.
 
@@ -35,7 +58,9 @@ Usage::
 
     python bench/gate.py [--floors PATH] [--runs N] [--only GLOB[,GLOB]]
                          [--json PATH] [--png PATH | --no-png] [--list]
-                         [--codec-frames N] [--consume-backlog N] ...
+                         [--codec-frames N] [--consume-backlog N] [--instructions-repeat N] ...
+
+``--only 'instructions_*'`` runs the instruction part alone (no broker, no stomp.py).
 """
 import argparse
 import fnmatch
@@ -53,6 +78,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import instructions  # noqa: E402
 from bench._common import (  # noqa: E402
     REPO_ROOT,
     RESULTS_DIR,
@@ -90,6 +116,9 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     "warmup_messages": 20_000,   # pushed through the broker once before the first case (its JIT)
     "produce_args": ["--quick"],  # bench/produce.py arguments (``--json PATH`` is appended)
     "child_timeout_s": 300.0,    # codec / produce child processes
+    # differential callgrind measurements per instruction metric (the gate takes their median; the
+    # counts are deterministic, so one is enough: they are NOT repeated per --runs)
+    "instructions_repeat": 1,
 }
 
 
@@ -106,12 +135,13 @@ class MetricDef:
         cases ((amqstomp case, stomp.py case), each (client, ack, prefetch)),
         quantity (``msg_per_s`` | ``consume_cpu_per_msg``),
         backlog (str: the setting giving the consume backlog),
-        json_key (str: dotted path into bench/produce.py's JSON).
+        json_key (str: dotted path into bench/produce.py's JSON),
+        ic_case (str: a case of bench/instructions.py; ``bench = "instructions"``).
     """
 
     def __init__(self, name: str, bench: str, direction: str, label: str, codec_case: str = "",
                  cases: Tuple[Tuple[str, str, int], ...] = (), quantity: str = "", backlog: str = "",
-                 json_key: str = "") -> None:
+                 json_key: str = "", ic_case: str = "") -> None:
         self.name = name
         self.bench = bench
         self.direction = direction
@@ -121,6 +151,12 @@ class MetricDef:
         self.quantity = quantity
         self.backlog = backlog
         self.json_key = json_key
+        self.ic_case = ic_case
+
+    @property
+    def unit(self) -> str:
+        """What the figure is: ``instructions/msg`` or ``ratio``."""
+        return "instructions/msg" if self.bench == "instructions" else "ratio"
 
     def __repr__(self) -> str:
         return "<MetricDef %s (%s, %s is better)>" % (self.name, self.bench, self.direction)
@@ -151,6 +187,12 @@ BUILTIN_METRICS: Dict[str, MetricDef] = {m.name: m for m in (
               "consume msg/s, p10 256 B, ack client every 5: amqstomp / stomp.py",
               cases=(AMQ_CLIENT_P10, STOMPPY_CLIENT_P10), quantity="msg_per_s", backlog="consume_backlog_p10"),
 )}
+#: callgrind instruction counts per message, one metric per case of bench/instructions.py
+INSTRUCTION_PREFIX = "instructions_"
+BUILTIN_METRICS.update({m.name: m for m in (
+    MetricDef(INSTRUCTION_PREFIX + case.name, "instructions", LOWER,
+              "instructions per message (callgrind, differential): " + case.label, ic_case=case.name)
+    for case in instructions.CASES.values())})
 
 
 class GatedMetric:
@@ -547,19 +589,70 @@ class ConsumeRunner:
             self.log("broker stopped")
 
 
+def measure_instructions(metrics: Sequence[GatedMetric], settings: Dict[str, Any],
+                         log: Callable[[str], None] = print) -> Dict[str, Any]:
+    """The instruction metrics: ``instructions_repeat`` differential callgrind
+    measurements of each one's bench/instructions.py case (never per --runs: the
+    counts do not depend on the machine's load).
+
+    Without a working valgrind every instruction metric gets one missing sample
+    and the reason, so it FAILS (an instruction ceiling is never skipped).
+
+    Returns:
+        dict: ``samples`` {metric: [value | None]}, ``errors`` {metric: [str]},
+        ``raw`` {metric: bench/instructions.py's result for its case}.
+    """
+    samples: Dict[str, List[Optional[float]]] = {}
+    errors: Dict[str, List[str]] = {}
+    raw: Dict[str, Any] = {}
+    repeat = max(1, int(settings["instructions_repeat"]))
+    runner = instructions.Runner(log=log)
+    try:
+        if runner.valgrind is None:
+            print("gate: INSTRUCTION METRICS CANNOT BE MEASURED: %s" % runner.valgrind_error, file=sys.stderr,
+                  flush=True)
+        for m in metrics:
+            if runner.valgrind is None:
+                samples[m.name], errors[m.name] = [None], [runner.valgrind_error]
+                continue
+            result = runner.measure(instructions.CASES[m.definition.ic_case], repeat)
+            raw[m.name] = result
+            samples[m.name] = list(result["samples"])
+            errors[m.name] = []
+            if result["error"]:
+                samples[m.name].append(None)  # a case that failed fails its metric
+                errors[m.name].append(result["error"])
+    finally:
+        runner.close()
+    return {"samples": samples, "errors": errors, "raw": raw}
+
+
 def measure(metrics: Sequence[GatedMetric], settings: Dict[str, Any], runs: int,
             log: Callable[[str], None] = print) -> Dict[str, Any]:
     """Run every selected bench ``runs`` times; per metric its samples and errors.
 
+    The instruction metrics are measured first, once (:func:`measure_instructions`).
+
     Returns:
         dict: ``samples`` {metric: [value | None per run]}, ``errors`` {metric:
         [str]}, ``raw`` (per run: codec JSON, brief consume rows, produce JSON),
+        ``instructions`` (per instruction metric, bench/instructions.py's result),
         ``broker`` (url, start-up), ``optimized_ack``.
     """
+    ic_metrics = [m for m in metrics if m.bench == "instructions"]
+    ic: Dict[str, Any] = {"samples": {}, "errors": {}, "raw": {}}
+    if ic_metrics:
+        log("instruction counts: %d case(s) under callgrind, one at a time" % len(ic_metrics))
+        ic = measure_instructions(ic_metrics, settings, log)
+    metrics = [m for m in metrics if m.bench != "instructions"]
     benches = {m.bench for m in metrics}
     samples: Dict[str, List[Optional[float]]] = {m.name: [] for m in metrics}
     errors: Dict[str, List[str]] = {m.name: [] for m in metrics}
+    samples.update(ic["samples"])
+    errors.update(ic["errors"])
     raw: List[Dict[str, Any]] = []
+    if not metrics:
+        runs = 0  # instruction metrics only: no ratio runs
     plan = consume_plan(metrics, settings)
     consumer = ConsumeRunner(settings, log) if plan else None
     try:
@@ -604,7 +697,7 @@ def measure(metrics: Sequence[GatedMetric], settings: Dict[str, Any], runs: int,
     finally:
         if consumer is not None:
             consumer.close()
-    out: Dict[str, Any] = {"samples": samples, "errors": errors, "raw": raw}
+    out: Dict[str, Any] = {"samples": samples, "errors": errors, "raw": raw, "instructions": ic["raw"]}
     if consumer is not None:
         out["broker"] = consumer.broker_info
         if consumer.optimized is not None:
@@ -620,9 +713,9 @@ def format_verdicts(verdicts: Sequence[Dict[str, Any]]) -> str:
     for v in verdicts:
         samples = " ".join(fmt_ratio(s) if usable(s) else "-" for s in v["samples"]) or "-"
         limit = "%s %s" % (">=" if v["direction"] == HIGHER else "<=", fmt_ratio(v["limit"]))
-        rows.append([v["metric"], v["direction"], fmt_ratio(v["median"]), samples,
+        rows.append([v["metric"], v.get("unit", "ratio"), v["direction"], fmt_ratio(v["median"]), samples,
                      "%s %s" % (v["limit_kind"], limit), v["status"]])
-    return format_table(rows, ["metric", "better", "median", "samples", "limit", "result"], "llrrrl")
+    return format_table(rows, ["metric", "unit", "better", "median", "samples", "limit", "result"], "lllrrrl")
 
 
 def write_png(path: str, verdicts: Sequence[Dict[str, Any]], title: str) -> Tuple[Optional[str], str]:
@@ -634,9 +727,10 @@ def write_png(path: str, verdicts: Sequence[Dict[str, Any]], title: str) -> Tupl
         import matplotlib.pyplot as plt
     except ImportError:
         return None, "matplotlib is not installed (pip install matplotlib)"
-    shown = [v for v in verdicts if v["status"] != SKIP]
+    # ratios only: the instruction counts (thousands per message) are in the table and the JSON
+    shown = [v for v in verdicts if v["status"] != SKIP and v.get("unit", "ratio") == "ratio"]
     if not shown:
-        return None, "no metric was measured"
+        return None, "no ratio was measured (the chart shows ratios only)"
     n = len(shown)
     height = 2.0 + 0.75 * n
     fig, ax = plt.subplots(figsize=(12, height))
@@ -694,7 +788,8 @@ def write_png(path: str, verdicts: Sequence[Dict[str, Any]], title: str) -> Tupl
 def effective_settings(file_settings: Dict[str, Any], args: argparse.Namespace) -> Dict[str, Any]:
     settings = dict(DEFAULT_SETTINGS)
     settings.update(file_settings)
-    for key in ("codec_frames", "codec_repeat", "consume_backlog", "consume_backlog_p10", "consume_deadline_s"):
+    for key in ("codec_frames", "codec_repeat", "consume_backlog", "consume_backlog_p10", "consume_deadline_s",
+                "instructions_repeat"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -722,6 +817,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="override [settings] consume_backlog_p10")
     ap.add_argument("--consume-deadline", dest="consume_deadline_s", type=float,
                     help="override [settings] consume_deadline_s")
+    ap.add_argument("--instructions-repeat", dest="instructions_repeat", type=int,
+                    help="override [settings] instructions_repeat (differential callgrind measurements per case)")
     args = ap.parse_args(argv)
 
     if args.runs < 1:
@@ -739,8 +836,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     settings = effective_settings(file_settings, args)
     if args.list:
         for m in chosen:
-            print("%-52s %-7s %s %s  %s" % (m.name, m.bench, LIMIT_KEY[m.direction], fmt_ratio(m.limit),
-                                           m.description))
+            print("%-52s %-12s %s %s  %s" % (m.name, m.bench, LIMIT_KEY[m.direction], fmt_ratio(m.limit),
+                                            m.description))
         return EXIT_PASS
 
     notes: List[str] = []
@@ -769,8 +866,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGTERM, _raise_on_sigterm)
     t0 = time.monotonic()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    print("gate: %d metric(s), median of %d run(s); floors %s" % (len(chosen), args.runs,
-                                                                os.path.relpath(args.floors)), flush=True)
+    n_ic = sum(1 for m in chosen if m.bench == "instructions")
+    print("gate: %d metric(s): %d ratio(s), median of %d run(s); %d instruction count(s), median of %d "
+          "differential callgrind measurement(s); floors %s" % (
+              len(chosen), len(chosen) - n_ic, args.runs, n_ic, int(settings["instructions_repeat"]),
+              os.path.relpath(args.floors)), flush=True)
     for note in notes:
         print("note: " + note, flush=True)
 
@@ -784,11 +884,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     order = {m.name: i for i, m in enumerate(chosen)}
     verdicts = sorted(verdicts + verdicts_skipped, key=lambda v: order[v["metric"]])
     for v in verdicts:
-        v["description"] = next(m.description for m in chosen if m.name == v["metric"])
+        m = next(m for m in chosen if m.name == v["metric"])
+        v["description"] = m.description
+        v["unit"] = m.definition.unit
     code = gate_exit_code(verdicts)
     wall = time.monotonic() - t0
 
-    print("\n== performance gate: amqstomp / stomp.py, median of %d run(s) ==" % args.runs)
+    print("\n== performance gate: ratios amqstomp / stomp.py (median of %d run(s)), instructions per message "
+          "(callgrind) ==" % args.runs)
     print(format_verdicts(verdicts))
     failed = [v for v in verdicts if v["status"] == FAIL]
     for v in failed:
@@ -802,7 +905,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "floors": os.path.abspath(args.floors), "runs": args.runs, "only": args.only or None,
         "settings": settings, "machine": machine_info(), "notes": notes, "verdicts": verdicts,
         "errors": measured["errors"], "broker": measured.get("broker"),
-        "optimized_ack": measured.get("optimized_ack"), "raw_runs": measured["raw"], "wall_s": wall,
+        "optimized_ack": measured.get("optimized_ack"), "raw_runs": measured["raw"],
+        "instructions": measured.get("instructions"), "wall_s": wall,
     }
     if args.json:
         print("results written to %s" % write_json(args.json, result))

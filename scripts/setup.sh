@@ -2,6 +2,9 @@
 # Installs what amqstomp's demo and tests need, when it is missing:
 #   - Debian's ActiveMQ Classic and Java (apt-get, as root; otherwise says what to install),
 #     plus a C compiler, the Python headers and venv when the Python lacks them,
+#   - valgrind, for the performance gate's instruction counts (bench/instructions.py, run by
+#     bench/gate.py at the end of .ci/run): installed as root; not root, a warning only (the gate's
+#     instruction metrics then FAIL, saying why),
 #   - a virtual environment in .venv with amqstomp installed editable (compiled extensions built
 #     in place) and its test/bench dependencies.
 # `bash scripts/setup.sh --system` does the first part only (scripts/test.sh's full pipeline
@@ -24,6 +27,14 @@ command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
 if ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then need_apt+=(python3-venv); fi
 if ! "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_config_var("INCLUDEPY") or "", "Python.h")))' 2>/dev/null; then
   need_apt+=(python3-dev)
+fi
+# the gate's callgrind counts: needed by CI (as root), not by the demo or the tests
+if ! command -v valgrind >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    need_apt+=(valgrind)
+  else
+    echo "setup: warning: valgrind is missing: bench/gate.py's instruction metrics will FAIL (as root: apt-get install -y valgrind)" >&2
+  fi
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

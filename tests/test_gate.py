@@ -233,3 +233,158 @@ def test_gate_fails_and_names_the_metric_when_the_floor_is_far_above(tmp_path):
     assert "gate FAILED" in proc.stdout and "codec_compiled_vs_stomppy" in proc.stdout.splitlines()[-1]
     (verdict,) = json.loads(out_json.read_text())["verdicts"]
     assert verdict["status"] == FAIL and verdict["limit"] == 1000.0
+
+
+# --------------------------------------------------------------------------- instruction counts (bench/instructions.py)
+# The arithmetic, the fake peer's window and the gate's wiring; no valgrind run here (the counts
+# themselves are measured by `python bench/instructions.py` and by the gate in CI).
+
+from bench import instructions  # noqa: E402
+
+
+@pytest.mark.timeout(10)
+def test_instructions_per_message_is_the_difference_over_the_extra_messages():
+    # start-up, imports and connect (the same in both runs) cancel out
+    startup, cost = 900_000_000, 42_000
+    t1, t2 = startup + 1200 * cost, startup + 4200 * cost
+    assert instructions.per_message(t1, t2, 1000, 4000) == cost
+    assert instructions.per_message(1000, 1600, 10, 40) == 20.0
+    with pytest.raises(instructions.MeasureError, match="larger than"):
+        instructions.per_message(1000, 2000, 40, 40)
+    with pytest.raises(instructions.MeasureError, match="not more than"):
+        instructions.per_message(2000, 1999, 10, 40)
+
+
+@pytest.mark.timeout(10)
+def test_instruction_totals_come_from_callgrinds_log_and_the_spread_is_reported():
+    log = ("==123== Events    : Ir\n==123== Collected : 1,035,915,979\n==123== \n"
+           "==123== I   refs:      1,035,915,979\n")
+    assert instructions.parse_collected(log) == 1_035_915_979
+    with pytest.raises(instructions.MeasureError):
+        instructions.parse_collected("==1== valgrind: failed to start tool 'callgrind'\n")
+    sp = instructions.spread([42020.0, 42028.0, 42022.0])
+    assert sp["median"] == 42022.0 and sp["range"] == 8.0
+    assert sp["range_pct"] == pytest.approx(100 * 8 / 42022)
+    assert instructions.spread([])["median"] is None
+    with pytest.raises(ValueError):
+        instructions.Case("bad", "n1 must be below n2", 4000, 1000)
+    with pytest.raises(ValueError):
+        instructions.Case("bad", "multiples of the step", 150, 400, step=100)
+    assert [c.name for c in instructions.select_cases("consume_*_p1,codec*")] == ["consume_individual_p1",
+                                                                                  "codec_parse"]
+
+
+@pytest.mark.timeout(10)
+def test_the_codec_case_parses_the_frames_of_bench_codec():
+    from bench import codec
+    for i in (0, 7, 12345):
+        assert instructions.activemq_message(i) == codec.activemq_message(i)
+
+
+def _frames(data):
+    """(command, headers) of each frame in bytes the fake peer wrote (no body has a NUL)."""
+    out = []
+    for raw in bytes(data).split(b"\x00"):
+        raw = raw.lstrip(b"\n")
+        if raw:
+            head = raw.split(b"\n\n", 1)[0].decode().split("\n")
+            out.append((head[0], dict(line.split(":", 1) for line in head[1:])))
+    return out
+
+
+def _peer_conn():
+    pc = instructions._PeerConn(sock=None, conn_no=1)
+    pc.feed(b"STOMP\naccept-version:1.1,1.2\nhost:/\nheart-beat:0,0\n\n\x00")
+    (connected,) = _frames(pc.out)
+    assert connected[0] == "CONNECTED" and connected[1]["version"] == "1.2"
+    assert connected[1]["server"].startswith("ActiveMQ/")
+    pc.out.clear()
+    return pc
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize("ack", ["client-individual", "client"])
+def test_the_fake_peer_keeps_the_prefetch_window_and_refills_it_in_batches(ack):
+    pc = _peer_conn()
+    pc.feed(b"SUBSCRIBE\nid:1\ndestination:/queue/ic.consume.2500\nack:%s\nactivemq.prefetchSize:1000\n"
+            b"receipt:s1\n\n\x00" % ack.encode())
+    pc.fill(limit=1 << 30)
+    frames = _frames(pc.out)
+    assert frames[0] == ("RECEIPT", {"receipt-id": "s1"})
+    messages = [h for c, h in frames if c == "MESSAGE"]
+    assert len(messages) == 1000  # the window, nothing more
+    assert messages[0]["subscription"] == "1" and messages[0]["content-length"] == "256"
+    pc.out.clear()
+
+    def ack_frame(message):
+        return b"ACK\nid:%s\n\n\x00" % message["ack"].encode()
+
+    if ack == "client":  # cumulative: one ACK of the 99th frees 99 slots -- not a whole batch yet
+        pc.feed(ack_frame(messages[98]))
+    else:
+        pc.feed(b"".join(ack_frame(m) for m in messages[:99]))
+    pc.fill(limit=1 << 30)
+    assert not pc.out and not pc.wants_write()
+    pc.feed(ack_frame(messages[99]))  # the 100th: a batch of 100 goes out in one write
+    pc.fill(limit=1 << 30)
+    more = [h for c, h in _frames(pc.out) if c == "MESSAGE"]
+    assert len(more) == 100 and more[0]["message-id"].endswith("\\c1001")
+    pc.out.clear()
+    pc.feed(b"DISCONNECT\nreceipt:bye\n\n\x00")
+    assert _frames(pc.out) == [("RECEIPT", {"receipt-id": "bye"})] and pc.closing
+
+
+@pytest.mark.timeout(10)
+def test_the_fake_peer_sends_the_subscriptions_count_and_stops():
+    pc = _peer_conn()
+    pc.feed(b"SUBSCRIBE\nid:7\ndestination:/queue/ic.consume.250\nack:auto\n\n\x00"
+            b"SEND\ndestination:/queue/x\ncontent-length:5\nreceipt:r\n\nab\x00de\x00")
+    pc.fill(limit=1 << 30)
+    frames = _frames(pc.out)
+    assert frames[0] == ("RECEIPT", {"receipt-id": "r"})  # the SEND's body held a NUL: content-length read
+    assert sum(1 for c, _ in frames if c == "MESSAGE") == 250
+    pc.out.clear()
+    pc.fill(limit=1 << 30)
+    assert not pc.out and not pc.wants_write()
+    assert pc.frames == {"STOMP": 1, "SUBSCRIBE": 1, "SEND": 1, "(receipts)": 1}
+
+
+@pytest.mark.timeout(10)
+def test_every_instruction_case_is_a_lower_is_better_gate_metric_with_a_ceiling():
+    for case in instructions.CASES.values():
+        m = gate.BUILTIN_METRICS[gate.INSTRUCTION_PREFIX + case.name]
+        assert m.bench == "instructions" and m.direction == LOWER and m.unit == "instructions/msg"
+        assert m.ic_case == case.name
+    _, shipped = gate.load_floors(os.path.join(REPO_ROOT, "bench", "floors.toml"))
+    ceilings = {m.name: m.limit for m in shipped if m.definition.bench == "instructions"}
+    assert sorted(ceilings) == sorted(gate.INSTRUCTION_PREFIX + n for n in instructions.CASES)
+    assert all(c > 1000 for c in ceilings.values())  # instructions, not a ratio
+    settings, metrics = gate.parse_floors(
+        '[settings]\ninstructions_repeat = 3\n'
+        '[metrics.instructions_produce_async]\ndirection = "lower"\nceiling = 43300\n')
+    assert settings == {"instructions_repeat": 3} and metrics[0].limit == 43300
+    for text, message in (
+            ('[metrics.instructions_produce_async]\ndirection = "lower"\nfloor = 43300\n', "takes a ceiling"),
+            ('[metrics.instructions_produce_async]\ndirection = "higher"\nfloor = 43300\n', "lower is better")):
+        with pytest.raises(gate.FloorsError, match=message):
+            gate.parse_floors(text)
+    # over the ceiling fails, at it passes
+    assert gate.judge("instructions_produce_async", LOWER, 43300, [43301.0])["status"] == FAIL
+    assert gate.judge("instructions_produce_async", LOWER, 43300, [43300.0])["status"] == PASS
+
+
+@pytest.mark.timeout(60)
+def test_without_valgrind_the_instruction_metrics_fail_loudly(tmp_path, monkeypatch, capsys):
+    why = "valgrind is not installed: the instruction counts cannot be measured (apt-get install valgrind)"
+    monkeypatch.setattr(instructions, "find_valgrind", lambda: (None, why))
+    floors = tmp_path / "floors.toml"
+    floors.write_text('[metrics.instructions_codec_parse]\ndirection = "lower"\nceiling = 14000\n'
+                      '[metrics.instructions_produce_async]\ndirection = "lower"\nceiling = 43300\n')
+    out_json = tmp_path / "gate.json"
+    assert gate.main(["--floors", str(floors), "--json", str(out_json), "--no-png"]) == 1
+    captured = capsys.readouterr()
+    assert "INSTRUCTION METRICS CANNOT BE MEASURED" in captured.err and "valgrind is not installed" in captured.err
+    assert "FAIL instructions_codec_parse" in captured.out and "gate FAILED" in captured.out
+    verdicts = json.loads(out_json.read_text())["verdicts"]
+    assert [v["status"] for v in verdicts] == [FAIL, FAIL]
+    assert all("valgrind is not installed" in v["reason"] and v["unit"] == "instructions/msg" for v in verdicts)
