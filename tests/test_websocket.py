@@ -353,7 +353,7 @@ def test_a_stomp_py_websocket_program_runs_unchanged(rabbitmq_web_stomp):
         listener.wait_for_message()
         headers, body = listener.get_latest_message()
         # one write: the listener prints its events from the dispatcher thread meanwhile
-        sys.stdout.write("GOT %s %s\n" % (body, listener.message_list and len(listener.message_list)))
+        sys.stdout.write("GOT %%s %%s\\n" %% (body, listener.message_list and len(listener.message_list)))
         conn.disconnect()
     """ % rabbitmq_web_stomp.port)
     assert proc.returncode == 0, proc.stderr
