@@ -52,6 +52,12 @@ _TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
 Write = Callable[[str, Mapping[str, Any], Any], Any]
 
 
+def _never_waits(cmd: str, cause: Optional[BaseException]) -> None:  # pragma: no cover - no failover: never called
+    """The wait of a connection without failover: the engine writes on the open
+    socket or raises, and never asks to wait for another."""
+    raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
+
+
 class StompSession:
     """A STOMP session over a :class:`~amqstomp.transport.Transport`, as the
     stomp.py API runs it (see the module docstring).
@@ -245,15 +251,20 @@ class StompSession:
         (bounded by ``timeout``) for the new socket and goes there, a frame whose
         write failed half-way is written again (at-least-once), and a frame of a
         transaction goes on its BEGIN's socket or raises TransactionRolledBackError."""
+        if self.reconnector is None:
+            return self._client.write(cmd, headers or {}, body, _never_waits)
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
-        deadline = time.monotonic() + wait_s
+        deadline = []  # set by the first wait: the clock is read only when a write finds no socket
 
-        def wait_up(cmd: str, cause: Optional[BaseException]) -> None:
+        def wait_up(cmd, cause):  # type: ignore[no-untyped-def]  # (not annotated: evaluated per call)
             rc = self.reconnector
             assert rc is not None  # the engine waits only with failover
             if not rc.armed and cause is not None:
                 raise cause
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            if not deadline:
+                deadline.append(now + wait_s)
+            left = deadline[0] - now
             if left <= 0 or not rc.wait_connected(left):
                 if rc.gave_up is not None:
                     raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from cause

@@ -492,6 +492,8 @@ def parse_uri(uri: str) -> BrokerURI:
 #: none may stand without a name (:func:`check_destination`).
 DESTINATION_PREFIXES = ("/queue/", "/topic/", "/temp-queue/", "/temp-topic/", "/remote-temp-queue/",
                         "/remote-temp-topic/", "/exchange/", "/amq/queue/", "/reply-queue/")
+ACCEPTED_CACHE_SIZE = 1024  #: accepted names :func:`check_destination` remembers (a dict lookup next time)
+_ACCEPTED: Dict[str, None] = {}
 
 
 def check_destination(destination: Any, command: str = "SEND") -> None:
@@ -508,6 +510,8 @@ def check_destination(destination: Any, command: str = "SEND") -> None:
         InvalidDestinationError: (a ValueError) naming the destination and why.
         TypeError: ``destination`` is not a ``str`` (bytes included).
     """
+    if destination.__class__ is str and destination in _ACCEPTED:
+        return  # checked before (the hot path: a producer sends to a few destinations)
     if not isinstance(destination, str):
         raise TypeError("%s destination must be a str, got %s %r" % (command, type(destination).__name__,
                                                                      destination))
@@ -521,6 +525,9 @@ def check_destination(destination: Any, command: str = "SEND") -> None:
                 raise InvalidDestinationError(
                     "%s destination %r has no name after %s: ActiveMQ closes the connection on it (RabbitMQ "
                     "answers 'Invalid destination')" % (command, destination, prefix))
+    if len(_ACCEPTED) >= ACCEPTED_CACHE_SIZE:
+        _ACCEPTED.clear()  # bounded: an application making a destination per message starts again
+    _ACCEPTED[destination] = None
 
 
 def parse_destination(destination: str) -> Tuple[str, Dict[str, str]]:

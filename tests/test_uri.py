@@ -133,3 +133,28 @@ def test_consumer_option_ranges():
         parse_destination("/queue/a?consumer.priority=200")
     with pytest.raises(ConfigurationError, match="from 0 to"):
         parse_destination("/queue/a?consumer.prefetchSize=-1")
+
+
+class TestCheckDestinationCache:
+    """check_destination remembers the names it accepted (a dict lookup per SEND
+    instead of the prefix scan: bench/instructions.py produce_async), bounded."""
+
+    def test_refusals_are_never_remembered(self):
+        from amqstomp.exception import InvalidDestinationError
+        from amqstomp.uri import check_destination
+        check_destination("/queue/cache.a")
+        check_destination("/queue/cache.a")  # the remembered path
+        for bad in ("/queue/", " ", "/queue/a,/topic/ ", ""):
+            for _ in range(2):  # refused the second time too: a refusal is not remembered
+                with pytest.raises(InvalidDestinationError):
+                    check_destination(bad)
+        for bad in (b"/queue/cache.a", ["/queue/cache.a"], None):
+            with pytest.raises(TypeError, match="must be a str"):
+                check_destination(bad)
+
+    def test_bounded(self):
+        from amqstomp import uri
+        for i in range(3 * uri.ACCEPTED_CACHE_SIZE):
+            uri.check_destination("/queue/cache.%d" % i)
+        assert 0 < len(uri._ACCEPTED) <= uri.ACCEPTED_CACHE_SIZE
+        uri.check_destination("/queue/cache.1")  # still accepted after the cache was emptied
