@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
@@ -33,7 +33,8 @@ from .exception import (
 from .failover import Reconnector, SocketLedger
 from .subscription import SubscriptionManager
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
-from .utils import clamp_wait, get_uuid, merge_headers
+from .utils import get_uuid, merge_headers
+from ._io.timeouts import clamp_wait
 
 __all__ = ["StompSession", "DEFAULT_DISCONNECT_TIMEOUT", "DEFAULT_FAILOVER_HEARTBEATS"]
 
@@ -254,7 +255,7 @@ class StompSession:
         if self.reconnector is None:
             return self._client.write(cmd, headers or {}, body, _never_waits)
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
-        deadline = []  # set by the first wait: the clock is read only when a write finds no socket
+        deadline: List[float] = []  # set by the first wait: the clock is read only when a write finds no socket
 
         def wait_up(cmd, cause):  # type: ignore[no-untyped-def]  # (not annotated: evaluated per call)
             rc = self.reconnector

@@ -1,4 +1,4 @@
-"""stomp.py 9.0's ``BaseTransport`` over amqstomp's link owner: listeners, frames out, receipts.
+"""stomp.py 9.0's ``BaseTransport`` over amqstomp's driver: listeners, stomp.py's hooks, receipts.
 
 :class:`BaseTransport` is the socket-agnostic half of
 :class:`amqstomp.transport.Transport`, as stomp.py splits it
@@ -6,7 +6,8 @@
 (``send_frame``, stomp.py's ``transmit(frame)`` and ``send(bytes)``), receipts
 by id, and stomp.py's transport API (``start``, ``stop``, ``set_connected``,
 ``set_receipt``, ``override_threading``, ``process_frame`` ...), on
-:class:`amqstomp._io.owner.LinkOwner` (the open socket and its threads).
+:class:`amqstomp._io.driver.Driver` (the open socket, its threads, frames
+encoded and written: what every API shares).
 :class:`~amqstomp.transport.Transport` adds the brokers, connect attempts and
 TLS.
 
@@ -23,7 +24,8 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from ._engine.dispatch import ListenerDispatch
-from ._io.link import DEFER_FLUSH_BYTES, Link
+from ._io.driver import Driver, merged_headers
+from ._io.link import Link
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, LinkOwner
 from .codec import HEARTBEAT, Frame, FrameHead, encode_frame
 from .exception import (
@@ -34,34 +36,14 @@ from .exception import (
 )
 from ._replaceable import ReplaceableMethod, replaceable
 from .listener import Publisher
-from .utils import clamp_wait, is_eol_default
+from .utils import is_eol_default
+from ._io.timeouts import clamp_wait
 
 __all__ = ["BaseTransport", "DEFAULT_WAIT_TIMEOUT"]
 
 log = logging.getLogger("amqstomp.transport")
 
 HostAndPort = Tuple[str, int]
-
-_NO_HEADERS: Mapping[str, Any] = {}  # never written to
-_MASKED_HEADERS = ("passcode",)
-
-
-def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """A frame head's headers followed by the frame's own (a name in both keeps
-    the head's value: the receiver of the encoded frame keeps the first line,
-    STOMP 1.2 "Repeated Header Entries")."""
-    merged = dict(head.headers)
-    if headers:
-        for name, value in headers.items():
-            merged.setdefault(name, value)
-    return merged
-
-
-def _clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
-    if any(name in headers for name in _MASKED_HEADERS):
-        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
-    return dict(headers)
-
 
 class _ReceivingChannel:
     """A link's channel whose ``recv`` is the transport's ``receive()`` (a
@@ -101,20 +83,19 @@ class _ProcessFrameSink:
 class _StompPyState:
     """What only stomp.py's API keeps, in one object per transport."""
 
-    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "disconnect_receipt", "down_seq", "local")
+    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "down_seq", "local")
 
     def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
         self.is_eol_fc = is_eol_fc
         self.start_version = "1.2"  # the STOMP version start() opens a socket with
         self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
-        self.disconnect_receipt: Optional[str] = None  # the last DISCONNECT's receipt
         self.down_seq = 0  # set_connected(False) of this socket
         self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
 
 
-class BaseTransport(LinkOwner, Publisher):
+class BaseTransport(Driver, Publisher):
     """stomp.py 9.0's ``BaseTransport`` (listeners, threads, frames out,
-    receipts) over a :class:`~amqstomp._io.owner.LinkOwner`. Use
+    receipts) over the driver, :class:`~amqstomp._io.driver.Driver`. Use
     :class:`amqstomp.transport.Transport`; this class alone has no brokers
     (``connector=None``: :meth:`attempt_connection` raises ConnectFailedException).
 
@@ -141,19 +122,15 @@ class BaseTransport(LinkOwner, Publisher):
     """
 
     hooked = False
-    _send_replaced = False
     _compat: _StompPyState
 
     def __init__(self, auto_decode: bool = True, encoding: str = "utf-8",
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
                  heart_beat_receive_scale: float = 1.5, recv_bytes: int = 65536,
                  auto_content_length: bool = True, timeout: Optional[float] = None) -> None:
-        LinkOwner.__init__(self, connector, ListenerDispatch(auto_decode, encoding), heart_beat_receive_scale,
-                           recv_bytes)
+        Driver.__init__(self, connector, ListenerDispatch(auto_decode, encoding), heart_beat_receive_scale,
+                        recv_bytes, auto_content_length, encoding, timeout)
         self.auto_decode = auto_decode
-        self.encoding = encoding
-        self.auto_content_length = auto_content_length
-        self.timeout = timeout
         # stomp.py's state, in one attribute: the instance's dict stays small enough for
         # CPython to share its keys (attribute reads on the hot path stay specialised)
         self._compat = _StompPyState(is_eol_fc)
@@ -165,8 +142,22 @@ class BaseTransport(LinkOwner, Publisher):
 
     def _update_hooks(self) -> None:
         """After ``transmit`` or ``send`` was replaced on this transport (or put back)."""
-        self._send_replaced = sends = self._replaced("send")
+        sends = self._replaced("send")
+        if sends:
+            self.write_hook = self.send  # stomp.py's path: transmit() -> send(bytes)
+        elif "write_hook" in vars(self):
+            del self.write_hook
         self.hooked = sends or self._replaced("transmit")
+        self._update_frame_hook()
+
+    def _update_frame_hook(self) -> None:
+        """Frames go through :meth:`_hooked_send_frame` only while something of
+        stomp.py's wants to see them (a replaced ``transmit``/``send``, a
+        listener's ``on_send``): the driver's ``send_frame`` alone otherwise."""
+        if self.hooked or self.dispatch.on_send:
+            self.frame_hook = self._hooked_send_frame
+        elif "frame_hook" in vars(self):
+            del self.frame_hook
 
     # ------------------------------------------------------------ listeners
 
@@ -180,10 +171,12 @@ class BaseTransport(LinkOwner, Publisher):
                 ``assert``) ``listener`` is None.
         """
         self.dispatch.set(name, listener)
+        self._update_frame_hook()
 
     def remove_listener(self, name: str) -> None:
         """Unregister the listener called ``name`` (KeyError when there is none)."""
         self.dispatch.remove(name)
+        self._update_frame_hook()
 
     def get_listener(self, name: str) -> Any:
         """The listener registered as ``name``, or None."""
@@ -197,122 +190,45 @@ class BaseTransport(LinkOwner, Publisher):
 
     # ------------------------------------------------------------ writing
 
-    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
-                   body: Union[bytes, bytearray, memoryview, str, None] = b"",
-                   write_timeout: Optional[float] = None, defer: bool = False,
-                   head: Optional[FrameHead] = None, link_seq: int = 0,
-                   on_send: bool = True, nowait: bool = False) -> "Optional[Future[Frame]]":
-        """Encode and write one frame; thread-safe.
-
-        Header values: ``None`` leaves the header out (an explicit
-        ``content-length: None`` also turns off the automatic one, so ActiveMQ
-        makes a TextMessage); ``True``/``False`` become ``"true"``/``"false"``
-        (ActiveMQ reads ``persistent`` only as the exact string ``true``);
-        anything else goes through ``str()``. Listeners' ``on_send(frame)`` run
-        first, on the calling thread, and may change the frame; with
-        :attr:`hooked` the frame goes through :meth:`transmit` (stomp.py's path).
-
-        A frame with a ``receipt`` header registers a receipt future before it
-        is written (see :meth:`expect_receipt`).
-
-        A write blocks while the broker does not read (ActiveMQ's producer flow
-        control stops reading a blocked producer's socket). With
-        ``write_timeout`` (seconds) a frame that could not start being written
-        in that time closes the connection instead (used by ``disconnect``).
-
-        With ``defer=True`` the frame may wait in the link's write buffer for
-        up to :data:`amqstomp._io.link.DEFER_FLUSH_S` seconds: for frames nobody
-        waits on; a frame someone waits for (a receipt, a reply) is sent without
-        ``defer``, which writes the buffer first. Frames still in the buffer
-        when the socket is lost are lost with it, like those in the socket's
-        own buffers.
-
-        ``head`` (:class:`amqstomp.codec.FrameHead` of ``cmd``): headers the
-        frame starts with, before ``headers``, encoded once per STOMP version
-        for all the frames that share it; listeners' ``on_send`` see them merged.
-
-        ``link_seq`` (int): when not 0, the frame goes on socket number
-        ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a message
-        that socket delivered (``Frame.link_seq``).
-
-        ``on_send`` (bool): False when the caller ran the listeners' ``on_send``
-        and the replacements already (:meth:`transmit` does).
-
-        ``nowait`` (bool): the calling thread must never block (the timer's
-        batched ACKs): the frame is queued to be written before any later frame,
-        now if the socket takes it, else by the timer without blocking
-        (:meth:`amqstomp._io.link.Link.write_nowait`); no receipt may be asked for.
-
-        Returns:
-            Future | None: the receipt future when the frame asks for one.
-
-        Raises:
-            NotConnectedException: no socket is open, or socket ``link_seq`` is
-                not the open one any more.
-            ConnectionClosedException: the write failed, or waited past
-                ``write_timeout`` (the link is then closed).
-            FrameEncodeError: the frame cannot be written in this STOMP version.
-        """
-        link = self._link
-        if link is None or link.closed:
-            raise NotConnectedException("not connected (no open socket)")
-        if link_seq and link_seq != link.seq:
-            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
-                                        % (cmd, link_seq, link.seq))
-        if head is not None and head.command != cmd:
-            raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
-        if self.hooked and on_send:
+    def _hooked_send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
+                           write_timeout: Optional[float], defer: bool, head: Optional[FrameHead], link_seq: int,
+                           nowait: bool) -> "Optional[Future[Frame]]":
+        """:meth:`send_frame` with stomp.py's hooks (the driver's
+        :attr:`~amqstomp._io.driver.Driver.frame_hook` while there are some):
+        listeners' ``on_send(frame)`` run first, on the calling thread, and may
+        change the frame (they see a ``head``'s headers merged); with
+        :attr:`hooked` the frame goes through :meth:`transmit` (stomp.py's path)."""
+        self.writable_link(cmd, link_seq, head)
+        if self.hooked:
             return self._through_transmit(cmd, headers, body, head, write_timeout)
-        auto_length = self.auto_content_length
-        clean: Mapping[str, Any]
-        payload: Any
-        on_send_fns = self.dispatch.on_send if on_send else ()
-        if on_send_fns or (headers and type(headers) is not dict):
-            copied: Dict[str, Any] = {}
-            if head is not None:
-                headers = _merged(head, headers)
-                head = None
-            if headers:
-                for key, value in headers.items():
-                    if value is None:
-                        if key == "content-length":
-                            auto_length = False
-                        continue
-                    if value is True or value is False:
-                        value = "true" if value else "false"
-                    copied[key] = value
-            frame = Frame(cmd, copied, b"" if body is None else body)  # type: ignore[arg-type]
-            self._on_send(frame, on_send_fns)
-            cmd, clean, payload = frame.cmd, frame.headers, frame.body
-        else:
-            # the codec leaves None values out and writes bools as true/false itself
-            clean = headers if headers else _NO_HEADERS
-            if "content-length" in clean and clean["content-length"] is None:
-                auto_length = False
-            payload = b"" if body is None else body
-        if payload.__class__ is not bytes and isinstance(payload, str):
-            payload = payload.encode(self.encoding)
-        proto = link.proto
-        # the broker's limits (ActiveMQ) are checked here, before anything is written
-        data = proto.encode(cmd, clean, payload, auto_length, None if head is None else head.encoded(proto.version))
-        future = None
-        receipt = clean.get("receipt")
-        if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
-            future = self.expect_receipt(str(receipt))
-            if cmd == "DISCONNECT":
-                self._compat.disconnect_receipt = str(receipt)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
-                      len(payload))
-        if self._send_replaced:
-            self.send(data)  # stomp.py's path: transmit() -> send(bytes)
-        elif nowait:
-            link.write_nowait(data)
-        elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
-            link.write_deferred(data, write_timeout)
-        else:
-            link.write(data, write_timeout)
-        return future
+        on_send_fns = self.dispatch.on_send
+        if on_send_fns:
+            cmd, headers, body = self._on_send_frame(cmd, headers, body, head, on_send_fns)
+            head = None
+        return Driver.send_frame(self, cmd, headers, body, write_timeout, defer, head, link_seq, nowait, False)
+
+    def _on_send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any, head: Optional[FrameHead],
+                       fns: Tuple[Callable[[Frame], Any], ...]) -> Tuple[str, Dict[str, Any], Any]:
+        """The frame the listeners' ``on_send`` made of this one: (cmd, headers, body)."""
+        no_length = False
+        copied: Dict[str, Any] = {}
+        if head is not None:
+            headers = merged_headers(head, headers)
+        if headers:
+            for key, value in headers.items():
+                if value is None:
+                    no_length = no_length or key == "content-length"
+                    continue
+                if value is True or value is False:
+                    value = "true" if value else "false"
+                copied[key] = value
+        frame = Frame(cmd, copied, b"" if body is None else body)
+        self._on_send(frame, fns)
+        out: Dict[str, Any] = frame.headers
+        if no_length and "content-length" not in out:
+            out = dict(out)
+            out["content-length"] = None  # keeps the automatic content-length off
+        return frame.cmd, out, frame.body
 
     def _on_send(self, frame: Frame, fns: Tuple[Callable[[Frame], Any], ...]) -> None:
         for on_send in fns:
@@ -323,7 +239,7 @@ class BaseTransport(LinkOwner, Publisher):
 
     def _through_transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
-        frame_headers = _merged(head, headers) if head is not None else dict(headers or {})
+        frame_headers = merged_headers(head, headers) if head is not None else dict(headers or {})
         frame = Frame(cmd, frame_headers, b"" if body is None else body)
         opts = self._compat.local
         opts.write_timeout = write_timeout
@@ -351,7 +267,7 @@ class BaseTransport(LinkOwner, Publisher):
         self._on_send(frame, self.dispatch.on_send)
         if frame.cmd:
             return self.send_frame(frame.cmd, frame.headers, frame.body,
-                                   getattr(self._compat.local, "write_timeout", None), on_send=False)
+                                   getattr(self._compat.local, "write_timeout", None), hooks=False)
         self.send(HEARTBEAT)
         return None
 
@@ -368,17 +284,6 @@ class BaseTransport(LinkOwner, Publisher):
         if link is None or link.closed:
             raise NotConnectedException("not connected (no open socket)")
         link.write(bytes(encoded_frame), getattr(self._compat.local, "write_timeout", None))
-
-    def flush(self) -> None:
-        """Write the frames waiting in the write buffer now (blocking while the
-        broker does not read). Nothing to do when there are none or no socket.
-
-        Raises:
-            ConnectionClosedException: the write failed (the link is then closed).
-        """
-        link = self._link
-        if link is not None and link.wbuf and not link.closed:
-            link.write(b"")
 
     def shutdown_queue(self) -> None:
         """stomp.py's ``shutdown_queue`` (its TLS send queue): write what waits
@@ -416,8 +321,8 @@ class BaseTransport(LinkOwner, Publisher):
                 value = state.receipt_marks.pop(receipt, None) if receipt is not None else None
             if value == "DISCONNECT":
                 state.down_seq = link.seq
-                if receipt == state.disconnect_receipt:
-                    state.disconnect_receipt = None
+                if receipt == self.disconnect_receipt:
+                    self.disconnect_receipt = None
                     self.close(None, reason="the receipt of DISCONNECT came")
 
     # ------------------------------------------------------------ stomp.py's transport API
@@ -561,19 +466,6 @@ class BaseTransport(LinkOwner, Publisher):
         if f.cmd == "MESSAGE":
             self.dispatch.call("before_message", f)
         self.dispatch.call(str(f.cmd).lower(), f)
-
-    def notify(self, frame_type: str, frame: Any = None) -> None:
-        """Listener callback ``on_<frame_type>`` (stomp.py's ``notify``): queued on
-        the dispatcher after everything already queued once a socket was opened,
-        else called here. ``frame_type`` is one of connecting, connected,
-        before_message, message, receipt, error, heartbeat, heartbeat_timeout,
-        disconnecting, receiver_loop_completed, disconnected,
-        transport_interrupted, transport_resumed."""
-        link = self._link
-        if link is not None:
-            link.post(frame_type, frame)
-        else:
-            self.dispatch.call(frame_type, frame)
 
     # ------------------------------------------------------------ hooks of the link owner
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import ack_identity
-from .utils import clamp_wait
+from ._io.timeouts import clamp_wait
 
 __all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
 

@@ -27,7 +27,8 @@ from .constants import (  # stomp.py's listener module star-imports stomp.consta
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
 from .exception import NotConnectedException
-from .utils import Frame, calculate_heartbeats, clamp_wait, clean_headers, default_create_thread
+from .utils import Frame, calculate_heartbeats, clean_headers, default_create_thread
+from ._io.timeouts import clamp_wait
 
 __all__ = ["Publisher", "ConnectionListener", "HeartbeatListener", "WaitingListener", "StatsListener",
            "PrintingListener", "TestListener",
@@ -136,6 +137,11 @@ class ConnectionListener:
         """The thread reading the socket ended (``frame`` is always None);
         ``on_disconnected`` follows."""
 
+
+for _callback in vars(ConnectionListener).values():  # no-ops the dispatcher skips (amqstomp._engine.dispatch)
+    if callable(_callback) and _callback.__name__.startswith("on_"):
+        setattr(_callback, "amqstomp_noop", True)
+del _callback
 
 class HeartbeatListener(ConnectionListener):
     """Sends heart-beats and watches the broker's, for a stomp.py-style

@@ -9,8 +9,6 @@ results and exception types, and the ``HDR_*``/``CMD_*`` constants of
 (stomp.py's parser is lenient) are read the lenient way.
 """
 import copy
-import math
-import numbers
 import os
 import queue
 import re
@@ -20,6 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import codec
+from ._io.timeouts import MAX_WAIT_S as MAX_WAIT_S, clamp_wait as clamp_wait  # amqstomp's, by name
 from ._protocol.heartbeat import negotiate
 from .codec import Frame
 from .constants import (
@@ -49,7 +48,7 @@ from .constants import (
     HDR_SUBSCRIPTION,
     HDR_TRANSACTION,
 )
-from .exception import InvalidTimeoutError, StompProtocolError
+from .exception import StompProtocolError
 
 #: What ``from amqstomp.utils import *`` (``stomp.utils``) gives: stomp.py 9.0's names, no
 #: more (amqstomp's :data:`MAX_WAIT_S` and :func:`clamp_wait` are imported by name). stomp.py's
@@ -69,12 +68,6 @@ __all__ = [
     # and the modules it imports
     "copy", "os", "queue", "re", "socket", "threading", "uuid",
 ]
-
-#: The longest wait, in seconds, that amqstomp hands to the platform (threading
-#: waits, socket timeouts, timers): ``threading.TIMEOUT_MAX`` (about 292 years on
-#: Linux, 49.7 days on Windows), at most 100 years. A longer valid timeout
-#: (``timeout=1e12``) waits this long instead of raising OverflowError.
-MAX_WAIT_S = min(threading.TIMEOUT_MAX, 100 * 365 * 86400.0)
 
 #: The NUL octet that ends a frame (STOMP 1.2 spec, "Augmented BNF").
 NULL = b"\x00"
@@ -144,36 +137,6 @@ def _scan_local_names() -> List[str]:
             except (OSError, UnicodeError):
                 pass
     return names
-
-
-def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = False) -> Optional[float]:
-    """A wait given by a caller, checked: ``seconds`` (a negative one as 0, as
-    ``threading.Event.wait`` takes it), or :data:`MAX_WAIT_S` when it is longer
-    (infinity too); None stays None. Every public wait with a timeout goes
-    through here.
-
-    Args:
-        name (str): the argument's name, for the error.
-        strict (bool): refuse a negative or infinite wait too (``connect``'s).
-
-    Raises:
-        InvalidTimeoutError: (a ValueError and a TypeError) ``seconds`` is not
-            a real number (a bool neither), or NaN (or, ``strict``, negative or
-            infinite); the message names ``name``.
-    """
-    if seconds is None:
-        return None
-    if seconds.__class__ is not float and seconds.__class__ is not int:
-        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
-            raise InvalidTimeoutError("%s must be a number of seconds or None, not %r (%s)"
-                                      % (name, seconds, type(seconds).__name__))
-        seconds = float(seconds)
-    if seconds != seconds or (strict and not 0 <= seconds < math.inf):
-        raise InvalidTimeoutError("%s must be a %snumber of seconds%s or None, got %r"
-                                  % (name, "finite " if strict else "", " >= 0" if strict else "", seconds))
-    if seconds <= MAX_WAIT_S:
-        return seconds if seconds >= 0 else 0.0
-    return MAX_WAIT_S
 
 
 def get_uuid() -> str:

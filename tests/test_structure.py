@@ -5,7 +5,12 @@
   under ``if TYPE_CHECKING:`` that point back are listed below with a reason;
 * no ``other._private`` attribute: a module reads only its own objects' private
   state (``self._x``, ``cls._x``, or a class defined in the same module);
-* no module above 600 lines (the C files Cython generates aside).
+* no module above 600 lines (the C files Cython generates aside);
+* the layers (docs/architecture.md): nothing below the facades (the protocol
+  core, the drivers, the engine, flow, codec, failover, subscriptions, URIs)
+  imports a stomp.py facade module, and the JMS API imports none either: both
+  APIs stand on the same driver (``amqstomp._io.driver.Driver``), the stomp.py
+  one adding its hooks in its own modules.
 """
 import ast
 import os
@@ -159,6 +164,58 @@ def test_type_checking_imports_that_point_back_are_listed():
                 assert (importer, target) in TYPING_ONLY, (
                     "%s imports %s under TYPE_CHECKING, which imports it back: list it in TYPING_ONLY if it "
                     "is only an annotation" % (importer, target))
+
+
+#: stomp.py's facade: the modules that only adapt stomp.py 9.0's names and signatures
+FACADE_MODULES = {"amqstomp.connection", "amqstomp.connect", "amqstomp.protocol", "amqstomp._session",
+                  "amqstomp.transport", "amqstomp._transport_base", "amqstomp.listener", "amqstomp.utils",
+                  "amqstomp.adapter", "amqstomp.adapter.ws"}
+#: below the facades: every API's shared machinery
+BELOW_FACADES = ("amqstomp._protocol", "amqstomp._io", "amqstomp._engine")
+BELOW_FACADE_MODULES = {"amqstomp.failover", "amqstomp.subscription", "amqstomp.codec", "amqstomp.flow",
+                        "amqstomp._codec_py", "amqstomp._flow_py", "amqstomp._frame_py", "amqstomp.uri",
+                        "amqstomp.exception", "amqstomp.log", "amqstomp.constants"}
+
+
+def _facade_imports(modules: Dict[str, Tuple[str, ast.Module, bool]], importers) -> List[Tuple[str, str]]:
+    runtime, typing = _graphs(modules)
+    return sorted((name, target) for name in modules if importers(name)
+                  for target in runtime[name] | typing[name] if target in FACADE_MODULES)
+
+
+def _is_below(name: str) -> bool:
+    return name in BELOW_FACADE_MODULES or any(name == p or name.startswith(p + ".") for p in BELOW_FACADES)
+
+
+def test_nothing_below_the_facades_imports_a_facade_module():
+    modules = _modules()
+    assert {"amqstomp._io.driver", "amqstomp._engine.client", "amqstomp.failover"} <= {
+        name for name in modules if _is_below(name)}, "the layer list no longer matches the package"
+    assert _facade_imports(modules, _is_below) == []
+
+
+def test_jms_imports_no_stomp_py_facade_module():
+    modules = _modules()
+    assert _facade_imports(modules, lambda name: name.startswith("amqstomp.jms")) == []
+
+
+def test_the_layer_checks_find_what_they_look_for(tmp_path):
+    """A driver importing stomp.py's utils, and a JMS module importing the
+    stomp.py transport under TYPE_CHECKING, are both seen."""
+    package = tmp_path / "amqstomp"
+    (package / "_io").mkdir(parents=True)
+    (package / "jms").mkdir()
+    for init in ("__init__.py", "_io/__init__.py", "jms/__init__.py"):
+        (package / init).write_text("")
+    (package / "utils.py").write_text("")
+    (package / "transport.py").write_text("")
+    (package / "_io" / "owner.py").write_text("from ..utils import clamp_wait\n")
+    (package / "jms" / "link.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                            "    from ..transport import Transport\n")
+    modules = _modules(str(package))
+    assert _facade_imports(modules, _is_below) == [("amqstomp._io.owner", "amqstomp.utils")]
+    assert _facade_imports(modules, lambda name: name.startswith("amqstomp.jms")) == [
+        ("amqstomp.jms.link", "amqstomp.transport")]
 
 
 def _private_accesses(tree: ast.AST) -> Iterator[ast.Attribute]:

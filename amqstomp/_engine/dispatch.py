@@ -15,7 +15,6 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..exception import RequiredArgumentError
-from ..listener import ConnectionListener
 from ..log import report_callback_error
 
 __all__ = ["ListenerDispatch", "PROTOCOL_LISTENER"]
@@ -217,8 +216,8 @@ def _own(listeners: Tuple[Any, ...], name: str) -> Tuple[Any, ...]:
 
 
 def _overridden(listener: Any, name: str) -> Any:
-    """``listener.name`` as a bound method, or None when it is ConnectionListener's
-    no-op or another marked ``amqstomp_noop`` (a protocol's heart-beat callbacks).
+    """``listener.name`` as a bound method, or None when its function is marked
+    ``amqstomp_noop`` (ConnectionListener's no-ops, a protocol's heart-beat callbacks).
     (Told by the bound method's function: the listener's ``__dict__`` is not
     looked at, which on CPython would slow every later attribute read of it.)"""
     fn = getattr(listener, name, None)
@@ -226,7 +225,7 @@ def _overridden(listener: Any, name: str) -> Any:
         return None
     func = getattr(fn, "__func__", None)
     if func is not None and getattr(fn, "__self__", None) is listener and (
-            func is getattr(ConnectionListener, name, None) or getattr(func, "amqstomp_noop", False)):
+            getattr(func, "amqstomp_noop", False)):
         return None
     return fn
 

@@ -6,8 +6,8 @@ __all__ = ["TransportPort"]
 
 class TransportPort(Protocol):
     """What a :class:`SubscriptionManager` uses of its transport (a
-    :class:`amqstomp.transport.Transport` is one; both APIs pass theirs, the JMS
-    consumer link with its own dispatch policy, ``deliver=``)."""
+    :class:`amqstomp._io.driver.Driver` is one: the JMS consumer link's, with its
+    own dispatch policy, ``deliver=``, and the stomp.py API's ``Transport``)."""
 
     @property
     def version(self) -> Optional[str]: ...
@@ -24,7 +24,7 @@ class TransportPort(Protocol):
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
                    write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
-                   link_seq: int = 0, on_send: bool = True, nowait: bool = False) -> Any: ...
+                   link_seq: int = 0, nowait: bool = False, hooks: bool = True) -> Any: ...
 
     def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> Any: ...
 

@@ -30,7 +30,7 @@ from .connector import Connector
 from .link import Link, wait_future
 from .observer import ListenersOnly, TransportObserver
 from .scheduler import TimerHandle
-from ..utils import clamp_wait
+from .timeouts import clamp_wait
 
 __all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
 

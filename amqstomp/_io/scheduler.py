@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..utils import MAX_WAIT_S
+from .timeouts import MAX_WAIT_S
 
 __all__ = ["Scheduler", "TimerHandle"]
 

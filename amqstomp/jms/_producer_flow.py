@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Deque, Optional, Tuple
 
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
-from ..transport import TimerHandle
+from .._io.scheduler import TimerHandle
 
 if TYPE_CHECKING:  # annotations only
     from .link import Link

@@ -44,7 +44,7 @@ from typing import Any, Dict, List, Optional
 from ..exception import StompException
 from ..flow import RedeliveryPolicy
 from ..uri import redact
-from ..utils import clamp_wait
+from .._io.timeouts import clamp_wait
 from ._connection_state import ConnectionState, ExceptionListener, UsageListener
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .exceptions import IllegalStateError

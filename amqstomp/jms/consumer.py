@@ -22,7 +22,7 @@ from typing import Any, Callable, Deque, List, Optional
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
 from ..subscription import Subscription
-from ..utils import clamp_wait
+from .._io.timeouts import clamp_wait
 from ._state import ConsumerLedger, Delivery, SessionState
 from ._subscriber import Subscriber
 from .constants import (

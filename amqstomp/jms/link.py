@@ -1,7 +1,9 @@
 """One socket of a :class:`amqstomp.jms.Connection` (a *link*).
 
-A link is a :class:`amqstomp.transport.Transport` (reader, dispatcher and timer
-threads), the CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
+A link is a :class:`amqstomp._io.driver.Driver` (the socket, its reader,
+dispatcher and timer threads, frames encoded and written: the same driver the
+stomp.py API's transport is built on, without stomp.py's hooks), the
+CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
 
 * on the **consumer link**, a :class:`amqstomp.subscription.SubscriptionManager`
   that counts prefetch windows and decides batched ACKs; the MESSAGE frames it
@@ -10,7 +12,7 @@ threads), the CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
 * on every link, a :class:`SendTracker`: receipts of SENDs in flight, the
   usage-full detector (a RECEIPT later than ``usage_full_after_ms``) and the
   errors of asynchronous sends;
-* a :class:`_LinkListener` on the transport's dispatcher thread, which is the
+* a :class:`_LinkListener` on the driver's dispatcher thread, which is the
   connection's "executor" (as in the Java client): exception listener and
   usage callbacks run there, never on the reader.
 
@@ -47,11 +49,13 @@ from ..exception import (
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
 from .._engine.client import Client
+from .._engine.dispatch import ListenerDispatch
+from .._io.connector import Connector
+from .._io.driver import Driver
 from .._io.channel import tls_context
 from .._protocol.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
 from ..subscription import SubscriptionManager
-from ..transport import Transport
 from ..uri import Endpoint
 from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
 from .exceptions import ResourceAllocationError, is_resource_allocation_error
@@ -156,17 +160,17 @@ class Link:
         self.is_activemq = False
         timeout_ms = options.get("connection_timeout_ms") or 30000
         self.connect_timeout_s = timeout_ms / 1000.0
-        self.transport = Transport(
-            [ep.host_and_port for ep in self.endpoints], prefer_localhost=False, try_loopback_connect=False,
-            reconnect_attempts_max=1, timeout=self.connect_timeout_s,
-            keepalive=bool(options.get("keepalive")) or None, vhost=options.get("vhost"),
-            auto_decode=False,
-            heart_beat_receive_scale=float(options.get("heart_beat_receive_scale") or 1.5))
+        connector = Connector([ep.host_and_port for ep in self.endpoints], self.connect_timeout_s,
+                              keepalive=bool(options.get("keepalive")) or None)
+        #: the socket, its threads and the frames written (the driver every API shares)
+        self.transport = Driver(connector, ListenerDispatch(auto_decode=False),
+                                float(options.get("heart_beat_receive_scale") or 1.5),
+                                timeout=self.connect_timeout_s)
         self.transport.broker = check_broker(options.get("broker"), "broker (amqstomp.broker)")
         tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
         if tls_hosts:
             self.transport.set_ssl_context(make_ssl_context(options), tls_hosts)
-        self.transport.set_listener("amqstomp-jms", _LinkListener(self))
+        self.transport.dispatch.set("amqstomp-jms", _LinkListener(self))
         #: the failover loop (a ``failover:`` URI), else None
         self.reconnector: Optional[Reconnector] = None
         #: what came / began on which socket (failover)

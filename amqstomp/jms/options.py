@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Mapping
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
 from ..uri import parse_uri
-from ..utils import MAX_WAIT_S
+from .._io.timeouts import MAX_WAIT_S
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
 

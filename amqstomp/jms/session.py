@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from .._protocol.dialect import BROKERS, refusal
 from ..exception import BrokerError, StompException
-from ..utils import clamp_wait
+from .._io.timeouts import clamp_wait
 from ._state import Delivery, SessionState
 from ._transaction import Transaction
 from .browser import QueueBrowser

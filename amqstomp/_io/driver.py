@@ -1,0 +1,229 @@
+"""The threaded driver every API writes frames through: :class:`Driver`.
+
+A :class:`Driver` is a :class:`~amqstomp._io.owner.LinkOwner` (one live socket
+at a time, its reader, dispatcher and timer threads) that also encodes and
+writes frames (:meth:`Driver.send_frame`: the socket rule of ``link_seq``, the
+broker's limits, the receipt registered before the bytes go out, the nowait
+and deferred writes) and posts events to the dispatcher (:meth:`Driver.notify`).
+It knows no API: the stomp.py facade's
+:class:`amqstomp._transport_base.BaseTransport` adds stomp.py's hooks on top of
+it (listeners' ``on_send``, ``transmit``/``send`` replaced by a subclass), and
+the JMS API's links (:mod:`amqstomp.jms.link`) use it as it is.
+"""
+import logging
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, Mapping, Optional, Union
+
+from ..codec import Frame, FrameHead
+from ..exception import FrameEncodeError, NotConnectedException
+from .connector import Connector
+from .link import DEFER_FLUSH_BYTES, Link
+from .owner import LinkOwner
+
+__all__ = ["Driver", "clean_headers", "merged_headers"]
+
+log = logging.getLogger("amqstomp.transport")
+
+_NO_HEADERS: Mapping[str, Any] = {}  # never written to
+_MASKED_HEADERS = ("passcode",)
+
+
+def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A frame head's headers followed by the frame's own (a name in both keeps
+    the head's value: the receiver of the encoded frame keeps the first line,
+    STOMP 1.2 "Repeated Header Entries")."""
+    merged = dict(head.headers)
+    if headers:
+        for name, value in headers.items():
+            merged.setdefault(name, value)
+    return merged
+
+
+def clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
+    """``headers`` with the passcode masked, for a log line."""
+    if any(name in headers for name in _MASKED_HEADERS):
+        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
+    return dict(headers)
+
+
+class Driver(LinkOwner):
+    """The open socket of one connection, its threads, and the frames written on it.
+
+    Args:
+        connector (Connector | None): where and how sockets are made (None: none can be).
+        dispatch: the event registry and dispatcher loop
+            (:class:`amqstomp._engine.dispatch.ListenerDispatch`).
+        heart_beat_receive_scale (float): grace factor of the receive check.
+        recv_bytes (int): bytes asked for per ``recv``.
+        auto_content_length (bool): add ``content-length`` to frames with a body
+            (STOMP 1.2 "Header content-length").
+        encoding (str): text encoding of ``str`` bodies.
+        timeout (float | None): the default of blocking waits, seconds.
+
+    Attributes:
+        frame_hook: None, or ``fn(cmd, headers, body, write_timeout, defer,
+            head, link_seq, nowait) -> receipt future`` that every
+            :meth:`send_frame` goes through instead (an API's own hooks: the
+            stomp.py facade's listeners' ``on_send`` and ``transmit``; it writes
+            with ``hooks=False``).
+        write_hook: None, or ``fn(bytes)`` that writes every encoded frame
+            instead of the link (stomp.py's ``send(bytes)`` replaced by a subclass).
+        disconnect_receipt (str | None): the receipt asked for by the last
+            DISCONNECT written.
+    """
+
+    frame_hook: Optional[Callable[..., Any]] = None
+    write_hook: Optional[Callable[[bytes], Any]] = None
+
+    def __init__(self, connector: Optional[Connector], dispatch: Any, heart_beat_receive_scale: float = 1.5,
+                 recv_bytes: int = 65536, auto_content_length: bool = True, encoding: str = "utf-8",
+                 timeout: Optional[float] = None) -> None:
+        LinkOwner.__init__(self, connector, dispatch, heart_beat_receive_scale, recv_bytes)  # type: ignore[arg-type]
+        self.auto_content_length = auto_content_length
+        self.encoding = encoding
+        self.timeout = timeout
+        self.disconnect_receipt: Optional[str] = None
+
+    def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
+                   body: Union[bytes, bytearray, memoryview, str, None] = b"",
+                   write_timeout: Optional[float] = None, defer: bool = False,
+                   head: Optional[FrameHead] = None, link_seq: int = 0,
+                   nowait: bool = False, hooks: bool = True) -> "Optional[Future[Frame]]":
+        """Encode and write one frame; thread-safe.
+
+        Header values: ``None`` leaves the header out (an explicit
+        ``content-length: None`` also turns off the automatic one, so ActiveMQ
+        makes a TextMessage); ``True``/``False`` become ``"true"``/``"false"``
+        (ActiveMQ reads ``persistent`` only as the exact string ``true``);
+        anything else goes through ``str()``.
+
+        A frame with a ``receipt`` header registers a receipt future before it
+        is written (see :meth:`expect_receipt`).
+
+        A write blocks while the broker does not read (ActiveMQ's producer flow
+        control stops reading a blocked producer's socket). With
+        ``write_timeout`` (seconds) the write itself is bounded: one that does
+        not finish in that time closes the connection (used by ``disconnect``).
+
+        Args:
+            defer (bool): the frame may wait in the link's write buffer for up
+                to :data:`amqstomp._io.link.DEFER_FLUSH_S` seconds (frames nobody
+                waits on; one someone waits for is sent without it, which writes
+                the buffer first). Frames still in the buffer when the socket is
+                lost are lost with it, like those in the socket's own buffers.
+            head (FrameHead | None): headers the frame starts with, before
+                ``headers``, encoded once per STOMP version for all the frames
+                that share it.
+            link_seq (int): when not 0, the frame goes on socket number
+                ``link_seq`` (:attr:`link_seq`) or nowhere: an ACK/NACK names a
+                message that socket delivered (``Frame.link_seq``).
+            nowait (bool): the calling thread must never block (the timer's
+                batched ACKs): the frame is queued to be written before any
+                later frame, now if the socket takes it, else by the timer
+                without blocking (:meth:`amqstomp._io.link.Link.write_nowait`);
+                no receipt may be asked for.
+            hooks (bool): False: not through :attr:`frame_hook` (the hook
+                itself writes so).
+
+        Returns:
+            Future | None: the receipt future when the frame asks for one.
+
+        Raises:
+            NotConnectedException: no socket is open, or socket ``link_seq`` is
+                not the open one any more.
+            ConnectionClosedException: the write failed, or took longer than
+                ``write_timeout`` (the link is then closed).
+            FrameEncodeError: the frame cannot be written in this STOMP version,
+                or (ActiveMQ) breaks one of the broker's limits.
+        """
+        hook = self.frame_hook
+        if hook is not None and hooks:
+            return hook(cmd, headers, body, write_timeout, defer, head, link_seq, nowait)  # type: ignore[no-any-return]
+        link = self._link
+        if link is None or link.closed or (link_seq and link_seq != link.seq) or \
+                (head is not None and head.command != cmd):
+            link = self.writable_link(cmd, link_seq, head)
+        auto_length = self.auto_content_length
+        clean: Mapping[str, Any]
+        if headers and type(headers) is not dict:  # a Mapping of another kind: the codec takes dicts
+            clean = {}
+            if head is not None:
+                headers = merged_headers(head, headers)
+                head = None
+            for key, value in headers.items():
+                if value is None:
+                    if key == "content-length":
+                        auto_length = False
+                    continue
+                clean[key] = ("true" if value else "false") if value is True or value is False else value
+        else:
+            # the codec leaves None values out and writes bools as true/false itself
+            clean = headers if headers else _NO_HEADERS
+            if "content-length" in clean and clean["content-length"] is None:
+                auto_length = False
+        payload: Any = b"" if body is None else body
+        if payload.__class__ is not bytes and isinstance(payload, str):
+            payload = payload.encode(self.encoding)
+        proto = link.proto
+        # the broker's limits (ActiveMQ) are checked here, before anything is written
+        data = proto.encode(cmd, clean, payload, auto_length, None if head is None else head.encoded(proto.version))
+        future = None
+        receipt = clean.get("receipt")
+        if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
+            future = self.expect_receipt(str(receipt))
+            if cmd == "DISCONNECT":
+                self.disconnect_receipt = str(receipt)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("sending %s %r (%d body bytes)", cmd,
+                      clean_headers(merged_headers(head, clean) if head else clean), len(payload))
+        write = self.write_hook
+        if write is not None:
+            write(data)
+        elif nowait:
+            link.write_nowait(data)
+        elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+            link.write_deferred(data, write_timeout)
+        else:
+            link.write(data, write_timeout)
+        return future
+
+    def writable_link(self, cmd: str, link_seq: int = 0, head: Optional[FrameHead] = None) -> Link:
+        """The open link a ``cmd`` frame may be written on (see :meth:`send_frame`).
+
+        Raises:
+            NotConnectedException: no socket is open, or socket ``link_seq`` is
+                not the open one any more.
+            FrameEncodeError: ``head`` is another command's.
+        """
+        link = self._link
+        if link is None or link.closed:
+            raise NotConnectedException("not connected (no open socket)")
+        if link_seq and link_seq != link.seq:
+            raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
+                                        % (cmd, link_seq, link.seq))
+        if head is not None and head.command != cmd:
+            raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
+        return link
+
+    def flush(self) -> None:
+        """Write the frames waiting in the write buffer now (blocking while the
+        broker does not read). Nothing to do when there are none or no socket.
+
+        Raises:
+            ConnectionClosedException: the write failed (the link is then closed).
+        """
+        link = self._link
+        if link is not None and link.wbuf and not link.closed:
+            link.write(b"")
+
+    def notify(self, frame_type: str, frame: Any = None) -> None:
+        """Event ``frame_type`` (connecting, connected, message, receipt, error,
+        heartbeat_timeout, disconnected, transport_interrupted,
+        transport_resumed, usage_full, slow_consumer...): queued on the
+        dispatcher after everything already queued once a socket was opened,
+        else handed to the dispatch here."""
+        link = self._link
+        if link is not None:
+            link.post(frame_type, frame)
+        else:
+            self.dispatch.call(frame_type, frame)
