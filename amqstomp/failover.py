@@ -34,6 +34,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._protocol.backoff import ReconnectPolicy
 from ._protocol.frames import ack_identity
+from ._engine.ports import TransportPort
 from ._io.timeouts import clamp_wait
 
 __all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
@@ -72,7 +73,7 @@ class Reconnector:
     reconnect (success, give-up or :meth:`disarm`).
     """
 
-    def __init__(self, transport: Any, endpoints: Sequence[HostAndPort], policy: ReconnectPolicy,
+    def __init__(self, transport: TransportPort, endpoints: Sequence[HostAndPort], policy: ReconnectPolicy,
                  establish: Callable[[HostAndPort], None],
                  on_gave_up: Optional[Callable[[BaseException], None]] = None,
                  name: str = "amqstomp-failover", on_stopped: Optional[Callable[[], None]] = None) -> None:
@@ -377,7 +378,7 @@ class SocketLedger:
             a forgotten one is acknowledged on the current socket).
     """
 
-    def __init__(self, transport: Any, size: int = 65536) -> None:
+    def __init__(self, transport: TransportPort, size: int = 65536) -> None:
         self.transport = transport
         self.size = int(size)
         self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()

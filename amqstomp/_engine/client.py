@@ -48,6 +48,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
+from .ports import TransportPort
 
 __all__ = ["Client", "WaitUp"]
 
@@ -73,7 +74,7 @@ class Client:
     The Client installs itself as ``transport``'s observer.
     """
 
-    def __init__(self, transport: Any, ledger: Any, reconnector: Any = None, manager: Any = None) -> None:
+    def __init__(self, transport: TransportPort, ledger: Any, reconnector: Any = None, manager: Any = None) -> None:
         self.transport = transport
         self.ledger = ledger
         self.reconnector = reconnector

@@ -1,14 +1,26 @@
-"""The typed interfaces between the engine's parts and the transport they drive."""
-from typing import Any, Callable, Mapping, Optional, Protocol
+"""The typed interface between the engine and the driver it drives: :class:`TransportPort`.
+
+Every member the engine's parts use of their driver is declared here, and
+nothing else: :class:`amqstomp._engine.client.Client`,
+:class:`amqstomp.subscription.SubscriptionManager`,
+:class:`amqstomp.failover.Reconnector` and :class:`amqstomp.failover.SocketLedger`
+are typed against it (mypy checks them, ``tests/test_typing.py``). The
+threaded driver, :class:`amqstomp._io.driver.Driver`, is one (the JMS links'),
+and so is the stomp.py API's ``Transport``, built on it; an asyncio driver
+would be another.
+"""
+from concurrent.futures import Future
+from typing import Any, Callable, Mapping, Optional, Protocol, Tuple
 
 __all__ = ["TransportPort"]
 
+HostAndPort = Tuple[str, int]
+
 
 class TransportPort(Protocol):
-    """What a :class:`SubscriptionManager` uses of its transport (a
-    :class:`amqstomp._io.driver.Driver` is one: the JMS consumer link's, with its
-    own dispatch policy, ``deliver=``, and the stomp.py API's ``Transport``)."""
+    """What the engine uses of its driver (see the module docstring)."""
 
+    # ------------------------------------------------------------ the open socket
     @property
     def version(self) -> Optional[str]: ...
 
@@ -18,19 +30,50 @@ class TransportPort(Protocol):
     @property
     def dialect(self) -> str: ...
 
+    @property
+    def link_seq(self) -> int: ...
+
+    @property
+    def current_host_and_port(self) -> Optional[HostAndPort]: ...
+
+    @property
+    def last_host_and_port(self) -> Optional[HostAndPort]: ...
+
+    def connected_link_seq(self) -> int: ...
+
+    def link_alive(self, seq: int) -> bool: ...
+
     def is_open(self) -> bool: ...
+
+    def is_connected(self) -> bool: ...
+
+    # ------------------------------------------------------------ opening and closing
+    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
+             deadline: Optional[float] = None) -> HostAndPort: ...
+
+    def close(self, timeout: Optional[float] = ..., reason: str = ..., silent: bool = False) -> None: ...
 
     def wait_connected(self, timeout: Optional[float] = None) -> Any: ...
 
+    # ------------------------------------------------------------ frames and receipts
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
                    write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,
                    link_seq: int = 0, nowait: bool = False, hooks: bool = True) -> Any: ...
 
+    def receipt_future(self, receipt_id: str) -> "Optional[Future[Any]]": ...
+
+    def own_receipt(self, receipt_id: str) -> None: ...
+
+    def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any: ...
+
+    # ------------------------------------------------------------ threads: timer, dispatcher, reader
     def call_later(self, delay_s: float, fn: Callable[..., Any], *args: Any) -> Any: ...
 
-    def notify(self, event: str, arg: Any = None) -> None: ...
+    def notify(self, frame_type: str, frame: Any = None) -> None: ...
 
     def deliver_message(self, frame: Any) -> None: ...
+
+    def set_observer(self, observer: Any) -> None: ...
 
     def pause_reading(self) -> None: ...
 
