@@ -300,6 +300,14 @@ class SendSpy:
     def subscribes(self):
         return [headers for cmd, headers in self.sent if cmd == "SUBSCRIBE"]
 
+    def watch(self, driver) -> None:
+        """Record every frame ``driver`` (a JMS link's :class:`amqstomp._io.driver.Driver`,
+        which has no stomp.py listeners) writes, through its ``frame_hook``."""
+        def hook(cmd, headers, body, write_timeout, defer, head, link_seq, nowait):
+            self.sent.append((cmd, dict(headers or {})))
+            return driver.send_frame(cmd, headers, body, write_timeout, defer, head, link_seq, nowait, hooks=False)
+        driver.frame_hook = hook
+
 
 def test_an_ack_header_wins_over_the_default_keyword_on_the_wire(activemq, conn12):
     q = queue_name()
@@ -435,7 +443,7 @@ def test_jms_a_refused_consumer_leaves_nothing_registered_or_replayed(activemq):
             connection.set_exception_listener(reported.append)
             spy = SendSpy()
             link = connection._state.consumer_link
-            link.transport.set_listener("spy", spy)
+            spy.watch(link.transport)
             connection.start()
             session = connection.create_session()
             queue = session.create_queue(queue_name()[len("/queue/"):])

@@ -5,16 +5,21 @@ producer window.
   (the broker has stored the message; Java's synchronous send), unless
   ``use_async_send``; a NON_PERSISTENT send does not wait, unless
   ``always_sync_send``.
-* An asynchronous send carries a receipt too, and holds its bytes in the
-  producer's window until the receipt comes: with ``producer_window_size``
-  bytes awaiting receipts, ``send`` blocks (async senders cannot flood the
-  broker). ``producer_window_size=0`` sends without a receipt (then the
-  broker's only brake is to stop reading the socket).
+* Asynchronous sends hold their bytes in the producer's window until a
+  receipt covers them: on the producer socket one SEND in each chunk of a
+  quarter of ``producer_window_size`` bytes asks for a RECEIPT, which covers
+  the SENDs before it too (ActiveMQ handles one connection's SENDs in order:
+  :class:`amqstomp.jms._producer_flow.ProducerWindow`); on the consumer
+  socket every asynchronous SEND asks for one (ActiveMQ must never stop
+  reading that socket). With ``producer_window_size`` bytes awaiting
+  receipts, ``send`` blocks (async senders cannot flood the broker).
+  ``producer_window_size=0`` sends without a receipt (then the broker's only
+  brake is to stop reading the socket).
 * In a transacted session the sends go in the session's transaction, on the
   consumer socket, asynchronously; ``commit()`` waits for their receipts.
 * Asynchronous sends are written with ``defer=True``
-  (:meth:`amqstomp.transport.Transport.send_frame`): they may wait up to
-  :data:`amqstomp.transport.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
+  (:meth:`amqstomp._io.driver.Driver.send_frame`): they may wait up to
+  :data:`amqstomp._io.link.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
   so that many go out in one system call; a synchronous send, a COMMIT and a
   producer waiting for room in its window write the buffer at once.
 
