@@ -155,6 +155,7 @@ public final class JmsBench {
         int foreign;
         long first;
         long last;
+        long doneNanos;
 
         Consumed(int n, boolean individual) {
             this.n = n;
@@ -193,8 +194,10 @@ public final class JmsBench {
         }
     }
 
-    static Consumed consume(Connection connection, String queue, boolean individual, int prefetch, int n,
-                            double timeout) throws Exception {
+    /** Consume n numbered messages; when measured, "@mark end" as soon as the last one is
+     *  in (before the consumer closes), the point the Python consumers stop their CPU clock. */
+    Consumed consume(Connection connection, String queue, boolean individual, int prefetch, int n,
+                     double timeout, boolean measured, Thread filler) throws Exception {
         Session session = connection.createSession(false,
                 individual ? INDIVIDUAL_ACKNOWLEDGE : Session.AUTO_ACKNOWLEDGE);
         Consumed seen = new Consumed(n, individual);
@@ -202,12 +205,19 @@ public final class JmsBench {
             MessageConsumer consumer = session.createConsumer(
                     new ActiveMQQueue(queue + "?consumer.prefetchSize=" + prefetch));
             consumer.setMessageListener(seen);
+            if (filler != null) {
+                filler.start();
+            }
             if (!seen.done.await((long) (timeout * 1000), TimeUnit.MILLISECONDS)) {
                 throw new IllegalStateException("saw " + seen.distinct + " of " + n + " messages within "
                         + timeout + " s");
             }
+            seen.doneNanos = System.nanoTime();
             if (seen.error != null) {
                 throw new IllegalStateException("listener failed: " + seen.error, seen.error);
+            }
+            if (measured) {
+                mark("end");
             }
             consumer.close();
         } finally {
@@ -216,8 +226,29 @@ public final class JmsBench {
         return seen;
     }
 
-    /** A numbered backlog for a consume warm-up (async sends, the last one confirmed). */
-    static void fill(Connection connection, String queue, int n, byte[] body, double timeout) throws Exception {
+    /** A numbered backlog for a consume warm-up, sent on a connection of its own (the
+     *  broker's producer flow control then never holds the consumer's acks back) while
+     *  the warm-up consumer takes it: the broker never holds the warm-up backlog whole
+     *  beside the measured one. */
+    static Thread filler(ActiveMQConnectionFactory factory, String queue, int n, byte[] body,
+                         AtomicReference<Throwable> failed) {
+        Thread t = new Thread(() -> {
+            try {
+                Connection connection = factory.createConnection();
+                try {
+                    fill(connection, queue, n, body);
+                } finally {
+                    connection.close();
+                }
+            } catch (Throwable exc) {
+                failed.set(exc);
+            }
+        }, "warm-up filler");
+        t.setDaemon(true);
+        return t;
+    }
+
+    static void fill(Connection connection, String queue, int n, byte[] body) throws Exception {
         Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
         try {
             MessageProducer producer = session.createProducer(new ActiveMQQueue(queue));
@@ -229,7 +260,7 @@ public final class JmsBench {
                 producer.send(m);
             }
         } finally {
-            session.close(); // closing waits for nothing: consume() below waits for every message
+            session.close(); // the consumer waits for every message
         }
     }
 
@@ -270,14 +301,21 @@ public final class JmsBench {
                 boolean individual = opt("ack", "auto").equals("individual");
                 int prefetch = intOpt("prefetch", "1000");
                 if (warmup > 0) {
-                    fill(connection, queue + ".warmup", warmup, new byte[body.length], timeout);
-                    consume(connection, queue + ".warmup", individual, prefetch, warmup, timeout);
+                    AtomicReference<Throwable> failed = new AtomicReference<>();
+                    try {
+                        consume(connection, queue + ".warmup", individual, prefetch, warmup, timeout, false,
+                                filler(factory, queue + ".warmup", warmup, body, failed));
+                    } catch (Exception exc) {
+                        if (failed.get() != null) {
+                            throw new IllegalStateException("warm-up backlog: " + failed.get(), exc);
+                        }
+                        throw exc;
+                    }
                 }
                 mark("start");
                 t0 = System.nanoTime();
-                Consumed seen = consume(connection, queue, individual, prefetch, count, timeout);
-                t1 = System.nanoTime();
-                mark("end");
+                Consumed seen = consume(connection, queue, individual, prefetch, count, timeout, true, null);
+                t1 = seen.doneNanos;
                 double span = (seen.last - seen.first) / 1e9;
                 out.append(", \"received\": ").append(seen.received)
                         .append(", \"distinct\": ").append(seen.distinct)
