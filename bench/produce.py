@@ -303,7 +303,7 @@ def run_case(broker: Any, client: str, case: str, count: int, run: int,
             "destination": "/queue/" + queue, "host_and_ports": [list(hp) for hp in broker.host_and_ports],
             "receipt_timeout": max(30.0, deadline / 2)}
     row: Dict[str, Any] = {"id": "%s:%s" % (client, case), "client": client, "case": case, "run": run,
-                           "count": count, "body_size": body_size, "status": "ok", "problems": []}
+                           "count": count, "body_size": body_size, "status": "ok", "problems": [], "queue": queue}
     broker_cpu0 = process_cpu_seconds(getattr(broker, "pid", None))
     if client == _java.CLIENT:
         java = _java.run_java(broker.openwire_url, queue, "produce", count, deadline, body_size=body_size,
