@@ -373,6 +373,14 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                                                else None)
             entry["cpu_per_msg_vs_" + suffix] = (cpu / base["cpu_us_per_msg"]
                                                  if base and cpu and base["cpu_us_per_msg"] else None)
+        # the Java ratio of each run (rows of the same run paired): their spread says
+        # whether a median of them could be gated on a loaded machine
+        java_runs = {r["run"]: r for r in rows if r["case"] == entry["case"] and r["client"] == _java.CLIENT
+                     and r["status"] == "ok"}
+        mine = [r for r in rows if r["case"] == entry["case"] and r["client"] == entry["client"]
+                and r["status"] == "ok" and r.get("run") in java_runs]
+        for key, field in (("msg_per_s_vs_java_runs", "msg_per_s"), ("cpu_per_msg_vs_java_runs", "cpu_us_per_msg")):
+            entry[key] = [r[field] / java_runs[r["run"]][field] for r in mine if java_runs[r["run"]][field]]
     targets: List[Dict[str, Any]] = []
 
     def target(name: str, value: Optional[float], op: str, limit: float) -> None:

@@ -92,6 +92,20 @@ def test_summary_ratios_and_targets():
     assert "targets (issue 4)" in produce.format_report(dict(result))
 
 
+def test_java_ratios_per_run_pair_rows_of_the_same_run():
+    def row(client, run, rate, cpu_us):
+        return {"id": "%s:async" % client, "client": client, "case": "async", "status": "ok", "run": run,
+                "msg_per_s": rate, "cpu_us_per_msg": cpu_us}
+
+    rows = [row("amqstomp", 1, 100.0, 2.0), row(_java.CLIENT, 1, 50.0, 8.0),
+            row("amqstomp", 2, 300.0, 3.0), row(_java.CLIENT, 2, 100.0, 4.0),
+            row("amqstomp", 3, 999.0, 1.0)]  # run 3 has no Java row: no ratio
+    entry = [e for e in produce.summarize(rows)["summary"] if e["client"] == "amqstomp"][0]
+    assert entry["msg_per_s_vs_java_runs"] == [pytest.approx(2.0), pytest.approx(3.0)]
+    assert entry["cpu_per_msg_vs_java_runs"] == [pytest.approx(0.25), pytest.approx(0.75)]
+    assert entry["msg_per_s_vs_java"] == pytest.approx(300.0 / 75.0)  # medians: 300 / median(50, 100)
+
+
 def test_data_dir_refuses_memory_file_systems(tmp_path, monkeypatch):
     monkeypatch.setattr(produce, "file_system_of", lambda path: "tmpfs")
     with pytest.raises(RuntimeError, match="tmpfs"):
@@ -139,6 +153,8 @@ def test_java_leg_produces(activemq_factory, tmp_path):
     assert mine["msg_per_s_vs_java"] == pytest.approx(rows[-1]["msg_per_s"] / rows[0]["msg_per_s"])
     assert result["ratios"]["%s:async" % _java.CLIENT]["cpu_per_msg_vs_java"] == pytest.approx(1.0)
     assert "CPU vs Java" in produce.format_report(result)
+    entry = [e for e in result["summary"] if e["client"] == "amqstomp"][0]
+    assert entry["cpu_per_msg_vs_java_runs"] == [pytest.approx(mine["cpu_per_msg_vs_java"])]  # one run, paired
 
 
 @pytest.mark.timeout(120)
