@@ -252,6 +252,12 @@ def _run(argv: Sequence[str], timeout: float) -> JavaResult:
             if proc.returncode is None:  # interrupted: never leave a JVM behind
                 proc.kill()
                 proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:  # the JVM is gone: a buffered "go" cannot be flushed
+                        pass
         result.wall_s = time.monotonic() - t0
         result.returncode = proc.returncode
         if usage is not None:
