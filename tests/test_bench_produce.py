@@ -172,3 +172,12 @@ def test_java_program_compiles_once_into_the_cache(tmp_path, monkeypatch):
     assert _java.compile_bench(cache_dir=str(tmp_path)) == first
     assert os.stat(os.path.join(first, "JmsBench.class")).st_mtime_ns == stamp
     assert [d for d in os.listdir(str(tmp_path)) if d.startswith("build-")] == []
+    # a changed source is stale: it compiles again, into a directory of its own
+    changed = tmp_path / "src" / "JmsBench.java"
+    changed.parent.mkdir()
+    with open(_java.SOURCE) as fh:
+        changed.write_text(fh.read() + "\n// changed\n")
+    monkeypatch.setattr(_java, "SOURCE", str(changed))
+    monkeypatch.setattr(_java, "_COMPILED", {})
+    second = _java.compile_bench(cache_dir=str(tmp_path))
+    assert second != first and os.path.isfile(os.path.join(second, "JmsBench.class"))
