@@ -44,7 +44,7 @@ BENCH_JAVA_HEAP = "2G"
 BENCH_MEMORY_LIMIT = "1400 mb"
 
 __all__ = [
-    "REPO_ROOT", "RESULTS_DIR", "SEQ_HEADER", "ChildResult", "child_env", "default_json_path",
+    "REPO_ROOT", "RESULTS_DIR", "SEQ_HEADER", "ChildResult", "child_env", "default_json_path", "die_with_parent",
     "drain_queue", "fill_queue", "format_table", "geomean", "machine_info", "process_cpu_seconds",
     "run_child", "start_broker", "wait_queue_statistics", "write_json", "human_size",
 ]
@@ -185,9 +185,14 @@ except (OSError, AttributeError):  # pragma: no cover - not Linux
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # between fork and exec
+def die_with_parent() -> None:
+    """For ``preexec_fn`` (between fork and exec): the child gets SIGKILL when
+    this process dies (Linux ``PR_SET_PDEATHSIG``; nothing elsewhere)."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+_die_with_parent = die_with_parent  # the old name
 
 
 class ChildResult:

@@ -16,6 +16,16 @@ Per case:
    two messages, distinct / duplicate sequence numbers) and the broker's
    counters for the queue (``dequeueCount`` must equal the backlog).
 
+The ActiveMQ Java client (``activemq-java``: ``bench/java/JmsBench.java`` over
+OpenWire, run by bench/_java.py) consumes the same backlogs in the cases where
+JMS has the same ack mode: ``auto`` at prefetch 1000 (AUTO_ACKNOWLEDGE) and
+``client-individual`` at prefetch 1000 and 1 (ActiveMQ's
+INDIVIDUAL_ACKNOWLEDGE, ``acknowledge()`` per message), with a
+``MessageListener``. The JVM first warms up on a backlog of the same size of
+its own; its ``consume CPU`` (SUBSCRIBE to the last message) is read by this
+process from the JVM's CPU clock, its ``CPU`` column is the JVM's whole life
+(start-up and warm-up included). ``--no-java`` leaves it out.
+
 Ack modes: ``auto``; ``client-individual`` (an ACK per message from the
 listener); ``client`` (a cumulative ACK every K messages, K = min(100,
 prefetch // 2 or 1): an interval above the prefetch, or above the broker's page
@@ -31,7 +41,7 @@ line, never a hang.
 Usage::
 
     python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]]
-                            [--deadline S] [--json [PATH]] [--list]
+                            [--deadline S] [--json [PATH]] [--list] [--no-java]
 
 ``--cases`` matches case ids such as ``amqstomp:optimized:p1000:256B`` or
 ``stomp.py:client-individual:p1:64KiB`` (shell globs, comma separated).
@@ -51,6 +61,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import _java  # noqa: E402
 from bench._common import (  # noqa: E402
     SEQ_HEADER,
     child_env,
@@ -71,7 +82,9 @@ from bench._common import (  # noqa: E402
 THIS_FILE = os.path.abspath(__file__)
 
 #: client name -> module the consumer imports
-CLIENTS = {"stomp.py": "stomp", "amqstomp": "amqstomp"}
+CLIENTS = {"stomp.py": "stomp", "amqstomp": "amqstomp", _java.CLIENT: "JmsBench (ActiveMQ Java client)"}
+#: (ack, prefetch) the Java client runs: JMS has no cumulative-every-K mode of its own
+JAVA_CASES = (("auto", 1000), ("client-individual", 1000), ("client-individual", 1))
 ACK_MODES = ("auto", "client-individual", "client", "optimized")
 PREFETCHES = (1, 10, 1000)
 #: (body size in bytes, backlog) for a full run and for --quick
@@ -125,8 +138,10 @@ class Case:
 
 
 def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Optional[int] = None,
-                large: Optional[int] = None, ack_interval: Optional[int] = None) -> List[Case]:
-    """Every case in run order: per body, per prefetch, per ack mode, stomp.py then amqstomp."""
+                large: Optional[int] = None, ack_interval: Optional[int] = None,
+                java: bool = True) -> List[Case]:
+    """Every case in run order: per body, per prefetch, per ack mode, stomp.py,
+    amqstomp, then (``java`` and a :data:`JAVA_CASES` pair) the Java client."""
     bodies = list(QUICK_BODIES if quick else BODIES)
     if small:
         bodies[0] = (bodies[0][0], small)
@@ -138,6 +153,8 @@ def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Option
             for ack in ACK_MODES:
                 for client in CLIENTS:
                     if ack == "optimized" and client != "amqstomp":
+                        continue
+                    if client == _java.CLIENT and not (java and (ack, prefetch) in JAVA_CASES):
                         continue
                     case = Case(client, ack, prefetch, body_size, count, ack_interval)
                     if patterns and not any(fnmatch.fnmatchcase(case.id, p) for p in patterns):
@@ -477,8 +494,11 @@ def run_case(broker: Any, case: Case, deadline: float = DEFAULT_DEADLINE, decode
         "ack_interval": case.ack_interval, "deadline_s": deadline, "decode": decode,
     }
     broker_cpu0 = process_cpu_seconds(getattr(broker, "pid", None))
-    child = run_child([sys.executable, THIS_FILE, "--child", json.dumps(spec)],
-                      timeout=deadline + CHILD_SLACK, env=child_env())
+    if case.client == _java.CLIENT:
+        child = _run_java_case(broker, case, queue, deadline)
+    else:
+        child = run_child([sys.executable, THIS_FILE, "--child", json.dumps(spec)],
+                          timeout=deadline + CHILD_SLACK, env=child_env())
     broker_cpu1 = process_cpu_seconds(getattr(broker, "pid", None))
     report = child.last_json()
     row["child_process"] = child.to_dict()
@@ -562,6 +582,42 @@ def run_case(broker: Any, case: Case, deadline: float = DEFAULT_DEADLINE, decode
     if report.get("disconnect_confirmed") is False:
         row["problems"].append("no DISCONNECT receipt within 10 s")
     return row
+
+
+class _JavaChild:
+    """A :class:`~bench._java.JavaResult` seen as :func:`run_child`'s answer."""
+
+    def __init__(self, java: "_java.JavaResult", count: int) -> None:
+        self.java = java
+        self.cpu_s = java.total_cpu_s or 0.0
+        self.timed_out = java.timed_out
+        self.returncode = java.returncode
+        self.stderr = java.stderr_tail
+        rep = dict(java.report or {})
+        status = "ok" if java.ok and rep.get("distinct") == count else (
+            "timeout" if java.timed_out or "within" in str(rep.get("error", "")) else "error")
+        rep.update(status=status, module=CLIENTS[_java.CLIENT], consume_cpu_s=java.cpu_s)
+        if status != "ok":
+            rep["reason"] = java.error
+        self.report = rep
+
+    def last_json(self) -> Dict[str, Any]:
+        return self.report
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"returncode": self.returncode, "timed_out": self.timed_out, "wall_s": self.java.wall_s,
+                "cpu_s": self.cpu_s, "marks": self.java.marks}
+
+
+def _run_java_case(broker: Any, case: Case, queue: str, deadline: float) -> _JavaChild:
+    """The Java client consumes ``queue`` (after its warm-up on ``queue.warmup``)."""
+    java = _java.run_java(broker.openwire_url, queue, "consume", case.count, 2 * deadline + CHILD_SLACK,
+                          body_size=case.body_size,
+                          ack="individual" if case.ack == "client-individual" else "auto",
+                          prefetch=case.prefetch)
+    if not java.ok:  # what a failed warm-up left behind
+        drain_queue(broker.host_and_ports, "/queue/%s.warmup" % queue, timeout=60)
+    return _JavaChild(java, case.count)
 
 
 def format_row(row: Dict[str, Any]) -> List[Any]:
@@ -657,13 +713,24 @@ def compute_ratios(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             "cpu_per_msg_optimized_over_stomppy_individual",
             "consume_cpu_per_msg_optimized_over_stomppy_individual")
     summary = {k: geomean(h[k] for h in headline) for k in keys}
-    return {"pairs": pairs, "headline": headline, "headline_geomean": summary}
+    java_pairs = []
+    for (client, ack, prefetch, body), row in sorted(by.items(), key=lambda kv: (kv[0][3], kv[0][2], kv[0][1])):
+        base = by.get((_java.CLIENT, ack, prefetch, body))
+        if client in ("amqstomp", "stomp.py") and _ok(row) and _ok(base):
+            java_pairs.append({
+                "client": client, "ack": ack, "prefetch": prefetch, "body_size": body,
+                "msg_per_s_vs_java": row["msg_per_s"] / base["msg_per_s"],
+                "consume_cpu_per_msg_vs_java": _consume_cpu_per_msg(row) / _consume_cpu_per_msg(base)
+                if _consume_cpu_per_msg(row) and _consume_cpu_per_msg(base) else None,
+            })
+    return {"pairs": pairs, "headline": headline, "headline_geomean": summary, "java_pairs": java_pairs}
 
 
 def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: Any = None) -> None:
     out = out or sys.stdout
-    print("\n== consumers: amqstomp vs stomp.py (CPU = the consumer process's user+sys; "
-          "'consume CPU' = SUBSCRIBE to last message) ==", file=out)
+    print("\n== consumers: amqstomp vs stomp.py (CPU = the consumer process's user+sys, for activemq-java "
+          "the JVM's whole life with start-up and warm-up; 'consume CPU' = SUBSCRIBE to last message) ==",
+          file=out)
     print(format_table([format_row(r) for r in rows], TABLE_HEADER, TABLE_ALIGN), file=out)
 
     if ratios["pairs"]:
@@ -675,6 +742,15 @@ def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: An
                  for p in ratios["pairs"]]
         print(format_table(table, ["ack", "prefetch", "body", "msg/s ratio", "CPU/msg ratio",
                                    "consume CPU/msg ratio"], "lrrrrr"), file=out)
+
+    if ratios.get("java_pairs"):
+        print("\n== against the ActiveMQ Java client (OpenWire), same ack mode: client / Java (msg/s: higher "
+              "is better; consume CPU per message, SUBSCRIBE to last message: lower is better) ==", file=out)
+        table = [[p["client"], p["ack"], p["prefetch"], human_size(p["body_size"]), "%.2fx" % p["msg_per_s_vs_java"],
+                  "-" if p["consume_cpu_per_msg_vs_java"] is None else "%.2f" % p["consume_cpu_per_msg_vs_java"]]
+                 for p in ratios["java_pairs"]]
+        print(format_table(table, ["client", "ack", "prefetch", "body", "msg/s vs Java",
+                                   "consume CPU/msg vs Java"], "llrrrr"), file=out)
 
     print("\n== headline: amqstomp optimized acks vs stomp.py ==", file=out)
     if not ratios["headline"]:
@@ -712,6 +788,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--list", action="store_true", help="print the case ids and exit")
     ap.add_argument("--report", metavar="JSON",
                     help="re-print the tables of a saved run (ratios recomputed from its cases); no broker")
+    ap.add_argument("--no-java", action="store_true", help="leave out the ActiveMQ Java client (OpenWire)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -729,7 +806,15 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return saved
 
     patterns = [p.strip() for p in args.cases.split(",") if p.strip()]
-    cases = build_cases(args.quick, patterns, args.small, args.large, args.ack_interval)
+    java_absent = "left out (--no-java)" if args.no_java else _java.available()
+    if java_absent is None and not args.list:
+        try:
+            print("Java client compiled in %s" % _java.compile_bench(), flush=True)
+        except RuntimeError as exc:
+            java_absent = str(exc)
+    if java_absent and not args.no_java:
+        print("ActiveMQ Java client: not run: %s" % java_absent, flush=True)
+    cases = build_cases(args.quick, patterns, args.small, args.large, args.ack_interval, java=java_absent is None)
     if args.list or not cases:
         for case in cases:
             print("%s  n=%d" % (case.id, case.count))
@@ -741,9 +826,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     results: Dict[str, Any] = {
         "bench": "consume", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(), "args": vars(args), "stall_threshold_s": STALL_S,
+        "java": {"run": java_absent is None, "why_not": java_absent,
+                 "warmup": "a backlog of the same size, same ack mode and prefetch, first"},
     }
     rows: List[Dict[str, Any]] = []
-    broker = start_broker(persistent=args.persistent)
+    broker = start_broker(persistent=args.persistent, openwire=any(c.client == _java.CLIENT for c in cases))
     try:
         results["broker"] = {"persistent": broker.persistent, "url": broker.url,
                              "startup_s": broker.startup_seconds, "java_heap": broker.java_heap,

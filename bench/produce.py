@@ -14,7 +14,16 @@ Clients: ``stomp.py`` (PyPI stomp-py, the baseline), ``amqstomp-jms`` (the
 JMS-style API: ``ConnectionFactory`` -> session -> ``MessageProducer``, a new
 ``BytesMessage`` per send; transacted cases use a transacted session and
 ``commit()``) and, for reference, ``amqstomp`` (the stomp.py-compatible
-``amqstomp.Connection12.send``, the very code that drives stomp.py).
+``amqstomp.Connection12.send``, the very code that drives stomp.py) and
+``activemq-java``: ActiveMQ's own Java JMS client over OpenWire
+(``bench/java/JmsBench.java``, compiled by ``bench/_java.py``; cases
+``async``, ``tx100`` and ``tx1000``: NON_PERSISTENT sends with
+``jms.useAsyncSend=true`` then one persistent send whose broker answer is
+awaited, or persistent sends in a transacted session committed every 100 /
+1,000). The JVM warms up with the same case and count on another queue
+first; its CPU over the measured part is read from ``/proc/<pid>/stat`` by
+the parent (see bench/_java.py). ``--no-java`` leaves it out; without a JDK it
+is left out with a note.
 
 Every (run, case, client) is a child process (``--child SPEC``): it connects,
 warms up (200 sends to another queue), then measures wall time and its own
@@ -31,7 +40,7 @@ order; the tables give the median of the runs.
 Usage::
 
     python bench/produce.py [--quick | --tiny] [--runs N] [--cases GLOB[,GLOB]]
-                            [--data-dir DIR] [--deadline S] [--json [PATH]]
+                            [--data-dir DIR] [--deadline S] [--json [PATH]] [--no-java]
 
 Case ids look like ``amqstomp-jms:tx100``. Results: ``bench/results/produce.json``
 with ``--json``.
@@ -51,6 +60,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from amqstomp.testing.master_slave import filesystem_type  # noqa: E402
+from bench import _java  # noqa: E402
 from bench._common import (  # noqa: E402
     REPO_ROOT,
     default_json_path,
@@ -66,7 +76,9 @@ from bench._common import (  # noqa: E402
 
 THIS_FILE = os.path.abspath(__file__)
 
-CLIENTS = ("stomp.py", "amqstomp-jms", "amqstomp")
+CLIENTS = ("stomp.py", "amqstomp-jms", "amqstomp", _java.CLIENT)
+#: the cases the Java client runs (a synchronous send per message is left to the STOMP clients)
+JAVA_CASES = ("async", "tx100", "tx1000")
 #: case -> (persistent, transaction batch size or 0, waits for each receipt)
 CASES: Dict[str, Tuple[bool, int, bool]] = {
     "async": (False, 0, False),
@@ -290,18 +302,29 @@ def run_case(broker: Any, client: str, case: str, count: int, run: int,
     spec = {"client": client, "case": case, "count": count, "body_size": body_size, "queue": queue,
             "destination": "/queue/" + queue, "host_and_ports": [list(hp) for hp in broker.host_and_ports],
             "receipt_timeout": max(30.0, deadline / 2)}
-    broker_cpu0 = process_cpu_seconds(getattr(broker, "pid", None))
-    child = run_child([sys.executable, THIS_FILE, "--child", json.dumps(spec)], timeout=deadline)
-    broker_cpu1 = process_cpu_seconds(getattr(broker, "pid", None))
-    report = child.last_json() or {}
     row: Dict[str, Any] = {"id": "%s:%s" % (client, case), "client": client, "case": case, "run": run,
-                           "count": count, "body_size": body_size, "status": "ok", "problems": []}
-    row["child"] = child.to_dict()
-    if child.timed_out or not report.get("ok"):
+                           "count": count, "body_size": body_size, "status": "ok", "problems": [], "queue": queue}
+    broker_cpu0 = process_cpu_seconds(getattr(broker, "pid", None))
+    if client == _java.CLIENT:
+        java = _java.run_java(broker.openwire_url, queue, "produce", count, deadline, body_size=body_size,
+                              case=case)
+        report = dict(java.report or {}, ok=java.ok, error=None if java.ok else java.error,
+                      cpu_s=java.cpu_s, module="activemq-client %s" % (java.report or {}).get("activemq_client"))
+        row["child"] = {"returncode": java.returncode, "timed_out": java.timed_out, "wall_s": java.wall_s,
+                        "cpu_s": java.total_cpu_s, "marks": java.marks}
+        timed_out, stderr, warmup = java.timed_out, java.stderr_tail, count
+    else:
+        child = run_child([sys.executable, THIS_FILE, "--child", json.dumps(spec)], timeout=deadline)
+        report = child.last_json() or {}
+        row["child"] = child.to_dict()
+        timed_out, stderr, warmup = child.timed_out, child.stderr, WARMUP
+        if not report.get("ok"):
+            report.setdefault("error", "exit %s" % child.returncode)
+    broker_cpu1 = process_cpu_seconds(getattr(broker, "pid", None))
+    if timed_out or not report.get("ok"):
         row["status"] = "failed"
-        row["problems"].append(report.get("error") or ("timed out" if child.timed_out else
-                                                       "exit %s" % child.returncode))
-        row["child_stderr_tail"] = child.stderr[-2000:]
+        row["problems"].append("timed out" if timed_out else report.get("error"))
+        row["child_stderr_tail"] = stderr[-2000:]
     else:
         seconds, cpu = report["seconds"], report["cpu_s"]
         row.update(seconds=seconds, cpu_s=cpu, msg_per_s=count / seconds if seconds > 0 else None,
@@ -315,7 +338,7 @@ def run_case(broker: Any, client: str, case: str, count: int, run: int,
         row["problems"].append("broker counted %s of %d messages" % (row["enqueue_count"], count))
     # empty the queues (not timed): the broker should not carry earlier cases' messages
     drained = drain_queue(broker.host_and_ports, "/queue/" + queue, expected=count, timeout=120.0)
-    drain_queue(broker.host_and_ports, "/queue/" + queue + ".warmup", expected=WARMUP, timeout=30.0, idle=1.0)
+    drain_queue(broker.host_and_ports, "/queue/" + queue + ".warmup", expected=warmup, timeout=60.0, idle=1.0)
     row["drained"] = drained
     return row
 
@@ -343,12 +366,21 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             by[(case, client)] = entry
             summary.append(entry)
     for entry in summary:
-        base = by.get((entry["case"], "stomp.py"))
         rate, cpu = entry["msg_per_s"], entry["cpu_us_per_msg"]
-        entry["msg_per_s_vs_stomppy"] = (rate / base["msg_per_s"] if base and rate and base["msg_per_s"]
-                                         else None)
-        entry["cpu_per_msg_vs_stomppy"] = (cpu / base["cpu_us_per_msg"] if base and cpu and base["cpu_us_per_msg"]
-                                           else None)
+        for other, suffix in (("stomp.py", "stomppy"), (_java.CLIENT, "java")):
+            base = by.get((entry["case"], other))
+            entry["msg_per_s_vs_" + suffix] = (rate / base["msg_per_s"] if base and rate and base["msg_per_s"]
+                                               else None)
+            entry["cpu_per_msg_vs_" + suffix] = (cpu / base["cpu_us_per_msg"]
+                                                 if base and cpu and base["cpu_us_per_msg"] else None)
+        # the Java ratio of each run (rows of the same run paired): their spread says
+        # whether a median of them could be gated on a loaded machine
+        java_runs = {r["run"]: r for r in rows if r["case"] == entry["case"] and r["client"] == _java.CLIENT
+                     and r["status"] == "ok"}
+        mine = [r for r in rows if r["case"] == entry["case"] and r["client"] == entry["client"]
+                and r["status"] == "ok" and r.get("run") in java_runs]
+        for key, field in (("msg_per_s_vs_java_runs", "msg_per_s"), ("cpu_per_msg_vs_java_runs", "cpu_us_per_msg")):
+            entry[key] = [r[field] / java_runs[r["run"]][field] for r in mine if java_runs[r["run"]][field]]
     targets: List[Dict[str, Any]] = []
 
     def target(name: str, value: Optional[float], op: str, limit: float) -> None:
@@ -369,9 +401,11 @@ def summarize(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         target("%s: amqstomp-jms msg/s / amqstomp-jms sync msg/s" % case, value, ">=", 3.0)
     # the same ratios by "client:case", for bench/gate.py's json_key (e.g.
     # "ratios.amqstomp-jms:async.cpu_per_msg_vs_stomppy")
-    ratios = {"%s:%s" % (e["client"], e["case"]): {"msg_per_s_vs_stomppy": e["msg_per_s_vs_stomppy"],
-                                                   "cpu_per_msg_vs_stomppy": e["cpu_per_msg_vs_stomppy"]}
-              for e in summary}
+    # and against the Java client: "ratios.amqstomp:async.cpu_per_msg_vs_java" (per message:
+    # below 1 = less CPU than the Java client; msg/s: above 1 = faster)
+    ratios = {"%s:%s" % (e["client"], e["case"]): {k: e[k] for k in (
+        "msg_per_s_vs_stomppy", "cpu_per_msg_vs_stomppy", "msg_per_s_vs_java", "cpu_per_msg_vs_java")}
+        for e in summary}
     return {"summary": summary, "targets": targets, "ratios": ratios}
 
 
@@ -381,9 +415,10 @@ def format_report(result: Dict[str, Any]) -> str:
 
     rows = [[e["case"], e["client"], "%d/%d" % (e["ok_runs"], e["runs"]), f(e["msg_per_s"], "%.0f"),
              f(e["cpu_us_per_msg"], "%.2f"), f(e["msg_per_s_vs_stomppy"], "%.2fx"),
-             f(e["cpu_per_msg_vs_stomppy"], "%.2fx")] for e in result["summary"]]
+             f(e["cpu_per_msg_vs_stomppy"], "%.2fx"), f(e.get("msg_per_s_vs_java"), "%.2fx"),
+             f(e.get("cpu_per_msg_vs_java"), "%.2fx")] for e in result["summary"]]
     text = format_table(rows, ["case", "client", "runs ok", "msg/s", "CPU us/msg", "msg/s vs stomp.py",
-                               "CPU vs stomp.py"], align="llrrrrr")
+                               "CPU vs stomp.py", "msg/s vs Java", "CPU vs Java"], align="llrrrrrrr")
     lines = [text, "", "targets (issue 4):"]
     for t in result["targets"]:
         state = "n/a" if t["met"] is None else ("met" if t["met"] else "NOT met")
@@ -402,6 +437,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, help="seconds per child (default 300)")
     ap.add_argument("--json", nargs="?", const=default_json_path("produce"), metavar="PATH",
                     help="write the results as JSON (default path bench/results/produce.json)")
+    ap.add_argument("--no-java", action="store_true", help="leave out the ActiveMQ Java client (OpenWire)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -412,15 +448,26 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     counts = COUNTS[mode]
     patterns = [p for p in args.cases.split(",") if p]
+    java_absent = "left out (--no-java)" if args.no_java else _java.available()
+    if java_absent is None:
+        try:
+            print("Java client compiled in %s" % _java.compile_bench(), flush=True)
+        except RuntimeError as exc:
+            java_absent = str(exc)
     plan = [(case, client) for case in CASES for client in CLIENTS
             if not patterns or any(fnmatch.fnmatch("%s:%s" % (client, case), p) for p in patterns)]
+    plan = [(case, client) for case, client in plan
+            if client != _java.CLIENT or (case in JAVA_CASES and java_absent is None)]
+    if java_absent and not args.no_java:
+        print("ActiveMQ Java client: not run: %s" % java_absent, flush=True)
     if not plan:
         ap.error("no case matches --cases %r" % args.cases)
     data_dir, fs_kind = choose_data_dir(args.data_dir)
     print("broker store: %s (%s)" % (data_dir, fs_kind), flush=True)
     rows: List[Dict[str, Any]] = []
     started = time.time()
-    broker = start_broker(persistent=True, base_dir=data_dir, broker_name="amqstomp-produce")
+    broker = start_broker(persistent=True, base_dir=data_dir, broker_name="amqstomp-produce",
+                          openwire=any(client == _java.CLIENT for _, client in plan))
     try:
         for run in range(1, args.runs + 1):
             for case in CASES:
@@ -449,6 +496,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "counts": counts,
         "body_size": BODY_SIZE,
         "broker": {"store_dir": data_dir, "file_system": fs_kind, "persistent": True},
+        "java": {"run": java_absent is None, "why_not": java_absent, "warmup": "same case and count first"},
         "machine": machine_info(),
         "rows": rows,
     }

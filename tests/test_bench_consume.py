@@ -12,7 +12,8 @@ if REPO_ROOT not in sys.path:
 
 stomp = pytest.importorskip("stomp", reason="stomp.py is the bench's baseline")
 
-from bench import consume  # noqa: E402
+from bench import _java, consume  # noqa: E402
+from amqstomp.testing.broker import queue_statistics  # noqa: E402
 from bench._common import ChildResult, format_table, human_size, run_child  # noqa: E402
 
 pytestmark = pytest.mark.broker
@@ -65,9 +66,13 @@ def test_run_case_consumes_the_whole_backlog(activemq_factory, client, ack, pref
 
 def test_cases_and_ack_interval():
     assert [consume.default_ack_interval(p) for p in (1, 2, 10, 199, 1000)] == [1, 1, 5, 99, 100]
-    cases = consume.build_cases(quick=True)
+    cases = consume.build_cases(quick=True, java=False)
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)) == 2 * 3 * 7
+    with_java = [c.id for c in consume.build_cases(quick=True)]
+    assert sorted(set(with_java) - set(ids)) == sorted(
+        "%s:%s:p%d:%s" % (_java.CLIENT, ack, prefetch, body)
+        for ack, prefetch in consume.JAVA_CASES for body in ("256B", "64KiB"))
     assert "stomp.py:optimized:p1:256B" not in ids
     assert "amqstomp:optimized:p1000:64KiB" in ids
     picked = consume.build_cases(quick=True, patterns=["amqstomp:optimized:*"])
@@ -95,6 +100,47 @@ def test_ratios_and_table():
     text = format_table([["a", 1], ["bb", 22]], ["x", "y"])
     assert text.splitlines()[0].startswith("x")
     assert human_size(65536) == "64KiB" and human_size(256) == "256B"
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("ack, prefetch", [("client-individual", 1), ("auto", 1000)])
+def test_java_leg_consumes_the_whole_backlog(activemq_factory, ack, prefetch):
+    """The ActiveMQ Java client (OpenWire) consumes a STOMP-filled backlog: every
+    sequence number once, the broker dequeues all, its warm-up backlog (same
+    size) is gone, and the parent has the JVM's CPU from SUBSCRIBE to the last
+    message (less than the JVM's whole life)."""
+    if _java.java_tools() is None:
+        pytest.skip("javac/java not installed")
+    broker = activemq_factory(statistics=True, openwire=True)
+    row = consume.run_case(broker, consume.Case(_java.CLIENT, ack, prefetch, 256, BACKLOG), deadline=60.0)
+
+    assert row["status"] == "ok", (row["status"], row["problems"], row.get("child_stderr_tail"))
+    assert row["received"] == row["distinct"] == row["dequeue_count"] == BACKLOG
+    assert row["missing"] == row["lost"] == row["duplicates"] == 0
+    assert row["queue_stats_after"]["size"] == 0
+    assert row["child"]["module"] == consume.CLIENTS[_java.CLIENT]
+    assert row["child"]["warmup"] == BACKLOG
+    warm = queue_statistics(broker, row["queue"] + ".warmup", timeout=10.0)
+    assert warm["enqueueCount"] == warm["dequeueCount"] == BACKLOG and warm["size"] == 0
+    assert row["msg_per_s"] > 0
+    assert 0 < row["child"]["consume_cpu_s"] < row["cpu_s"]
+    marks = row["child_process"]["marks"]
+    assert marks["start"] < marks["end"] <= row["child_process"]["wall_s"]
+
+
+def test_ratios_against_java():
+    def row(client, ack, rate, cpu):
+        return {"id": "%s:%s" % (client, ack), "client": client, "ack": ack, "prefetch": 1000,
+                "body_size": 256, "count": 100, "status": "ok", "msg_per_s": rate, "cpu_s": 9.0,
+                "received": 100, "consume_cpu_s": cpu}
+
+    rows = [row("stomp.py", "auto", 100.0, 2.0), row("amqstomp", "auto", 300.0, 1.0),
+            row(_java.CLIENT, "auto", 200.0, 4.0), row("amqstomp", "client", 500.0, 1.0)]
+    pairs = {p["client"]: p for p in consume.compute_ratios(rows)["java_pairs"]}
+    assert set(pairs) == {"stomp.py", "amqstomp"}  # no Java pair for a mode Java did not run
+    assert pairs["amqstomp"]["msg_per_s_vs_java"] == pytest.approx(1.5)
+    assert pairs["amqstomp"]["consume_cpu_per_msg_vs_java"] == pytest.approx(0.25)
+    assert pairs["stomp.py"]["msg_per_s_vs_java"] == pytest.approx(0.5)
 
 
 @pytest.mark.timeout(60)

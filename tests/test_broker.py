@@ -178,6 +178,36 @@ def test_only_loopback_is_bound(activemq_factory):
 
 
 @pytest.mark.timeout(120)
+def test_openwire_connector_on_loopback(activemq_factory):
+    """``openwire=True`` opens ActiveMQ's OpenWire ``tcp://`` connector, on
+    127.0.0.1 only: the broker's first bytes there are its WireFormatInfo
+    (command type 1, then the magic ``ActiveMQ``), STOMP stays where it was."""
+    broker = activemq_factory(openwire=True)
+    assert broker.openwire_port and broker.openwire_port != broker.stomp_port
+    assert broker.openwire_url == f"tcp://127.0.0.1:{broker.openwire_port}"
+    sockets = listening_sockets(broker.pid)
+    assert {addr for addr, _ in sockets} == {ipaddress.ip_address("127.0.0.1")}, sockets
+    assert sorted(port for _, port in sockets) == sorted([broker.stomp_port, broker.openwire_port])
+    sock = socket.create_connection(("127.0.0.1", broker.openwire_port), timeout=10)
+    try:
+        data = b""
+        deadline = time.monotonic() + 10
+        while len(data) < 13 and time.monotonic() < deadline:
+            chunk = sock.recv(4096)
+            assert chunk, "the OpenWire connector closed the connection"
+            data += chunk
+    finally:
+        sock.close()
+    # 4-byte size, command type 1 (WIREFORMAT_INFO), 8-byte magic
+    assert data[4] == 1 and data[5:13] == b"ActiveMQ", data[:40]
+    Stomp(broker).close()
+    root = ET.parse(broker.config_path).getroot()
+    uris = [el.get("uri") for el in root.iter("{http://activemq.apache.org/schema/core}transportConnector")]
+    assert uris == [f"stomp://127.0.0.1:{broker.stomp_port}", f"tcp://127.0.0.1:{broker.openwire_port}"]
+    assert ActiveMQBroker().openwire_url is None  # not opened unless asked
+
+
+@pytest.mark.timeout(120)
 def test_queue_statistics_counts(activemq):
     queue = unique()
     session = Stomp(activemq)

@@ -388,3 +388,17 @@ def test_without_valgrind_the_instruction_metrics_fail_loudly(tmp_path, monkeypa
     verdicts = json.loads(out_json.read_text())["verdicts"]
     assert [v["status"] for v in verdicts] == [FAIL, FAIL]
     assert all("valgrind is not installed" in v["reason"] and v["unit"] == "instructions/msg" for v in verdicts)
+
+
+@pytest.mark.timeout(10)
+def test_the_gate_leaves_the_java_client_out_of_its_produce_runs(capsys):
+    """No floor gates the ActiveMQ Java client: the gate's produce runs (its
+    defaults and the shipped floors file) pass --no-java, so no JVM loads the
+    machine or lengthens the gate; and bench/produce.py plans no Java row then."""
+    settings, _ = gate.load_floors(os.path.join(REPO_ROOT, "bench", "floors.toml"))
+    for args in (gate.DEFAULT_SETTINGS["produce_args"], settings["produce_args"]):
+        assert "--no-java" in args
+    from bench import produce
+    with pytest.raises(SystemExit):
+        produce.main(["--no-java", "--cases", "activemq-java:*", "--tiny"])  # nothing left to run
+    assert "no case matches" in capsys.readouterr().err

@@ -120,7 +120,8 @@ class BrokerSettings(Protocol):
     stomp_nio_port: Optional[int]
     stomp_ssl_port: Optional[int]
     extra_xml: str
-    # also read when present: ws_port (Optional[int], the ws:// connector)
+    # also read when present: ws_port (Optional[int], the ws:// connector),
+    # openwire_port (Optional[int], the OpenWire tcp:// connector)
 
 
 def _xbool(value: bool) -> str:
@@ -234,6 +235,9 @@ def render_activemq_xml(b: BrokerSettings, base_dir: str) -> str:
     ws_port = getattr(b, "ws_port", None)
     if ws_port:
         out.append(f'      <transportConnector name="ws" uri={q(f"ws://{b.host}:{ws_port}")}{link}/>')
+    openwire_port = getattr(b, "openwire_port", None)
+    if openwire_port:
+        out.append(f'      <transportConnector name="openwire" uri={q(f"tcp://{b.host}:{openwire_port}")}{link}/>')
     out.append("    </transportConnectors>")
     if b.extra_xml:
         out.append(b.extra_xml)

@@ -6,7 +6,8 @@ it writes ``conf/activemq.xml`` and a log4j configuration into a fresh
 directory (a temporary one unless ``base_dir`` is given), then runs
 ``java -jar activemq.jar start xbean:file:...`` from there.  Only STOMP
 connectors are opened (``stomp://``, optionally ``stomp+nio://`` and
-``stomp+ssl://``), all bound to 127.0.0.1 on free ports; JMX and the web
+``stomp+ssl://``; ``openwire=True`` adds ActiveMQ's own ``tcp://``, for a
+Java JMS client), all bound to 127.0.0.1 on free ports; JMX and the web
 console are off.  The broker's log goes to :attr:`ActiveMQBroker.log_path`, the
 JVM's own output to :attr:`ActiveMQBroker.stdout_path`.
 
@@ -36,7 +37,7 @@ and return the counters as a ``dict`` (ints for counters, floats for averages,
 strings for names).
 
 The package's other modules hold what this one uses: :mod:`._config` (the
-XML and the command line), :mod:`._process` (ports, child processes),
+XML and the command line), :mod:`._connectors` (ports and URLs), :mod:`._process` (ports, child processes),
 :mod:`._stomp` (raw STOMP), :mod:`.statistics` (the statistics queries, also
 importable from here).
 
@@ -68,6 +69,7 @@ from ._config import (
     write_broker_dir,
     ws_transport_jars,
 )
+from ._connectors import Connectors
 from ._process import die_with_parent, free_port, register, unregister
 from ._startup import BrokerNotAvailable, BrokerStartError  # re-exported: importable from here, as before
 from ._startup import failure_reason, file_size, log_tail, port_in_use, read_from, started_line
@@ -104,7 +106,7 @@ NOT_FOUND_MESSAGE = (
 # --------------------------------------------------------------------------
 # the broker
 
-class ActiveMQBroker:
+class ActiveMQBroker(Connectors):
     """A real ActiveMQ Classic broker in its own directory, as a child process.
 
     All keyword arguments are optional; see the module docstring for units.
@@ -124,6 +126,9 @@ class ActiveMQBroker:
         (:attr:`ws_url`); needs ActiveMQ's activemq-http module, which
         Debian's package lacks: :class:`BrokerNotAvailable` then, saying so
         (:meth:`ws_available`).
+    ``openwire``
+        also open OpenWire (``tcp://``, ActiveMQ's Java client protocol) on
+        :attr:`openwire_port` (:attr:`openwire_url`).
     ``memory_limit``
         broker memory usage limit, e.g. ``"1 mb"``.
     ``producer_flow_control``, ``max_page_size``, ``persist_jms_redelivered``
@@ -155,8 +160,6 @@ class ActiveMQBroker:
     not delete the directory on stop), ``activemq_home``, ``java``.
     """
 
-    host = "127.0.0.1"
-
     def __init__(
         self,
         *,
@@ -165,6 +168,7 @@ class ActiveMQBroker:
         nio: bool = False,
         ssl: Optional[Dict[str, Any]] = None,
         ws: bool = False,
+        openwire: bool = False,
         memory_limit: Optional[str] = None,
         producer_flow_control: bool = True,
         send_fail_if_no_space: bool = False,
@@ -205,6 +209,7 @@ class ActiveMQBroker:
         self.ssl = dict(ssl) if ssl is not None else None
         self.stomp_ssl_port: Optional[int] = free_port() if ssl is not None else None
         self.ws_port: Optional[int] = free_port() if ws else None
+        self.openwire_port: Optional[int] = free_port() if openwire else None
         self.memory_limit = memory_limit
         self.producer_flow_control = producer_flow_control
         self.send_fail_if_no_space = send_fail_if_no_space
@@ -260,34 +265,11 @@ class ActiveMQBroker:
                 "`apt-get install -y default-jre-headless` or set JAVA_HOME"
             )
 
-    @property
-    def url(self) -> str:
-        """``stomp://127.0.0.1:PORT`` of the plain STOMP connector."""
-        return f"stomp://{self.host}:{self.stomp_port}"
-
-    @property
-    def nio_url(self) -> Optional[str]:
-        return f"stomp+nio://{self.host}:{self.stomp_nio_port}" if self.stomp_nio_port else None
-
-    @property
-    def ssl_url(self) -> Optional[str]:
-        return f"stomp+ssl://{self.host}:{self.stomp_ssl_port}" if self.stomp_ssl_port else None
-
-    @property
-    def ws_url(self) -> Optional[str]:
-        """``ws://127.0.0.1:PORT/`` of the WebSocket connector (``ws=True``), else None."""
-        return f"ws://{self.host}:{self.ws_port}/" if self.ws_port else None
-
     @classmethod
     def ws_available(cls, activemq_home: Optional[str] = None) -> Optional[str]:
         """None when this ActiveMQ can open ``ws://`` connectors, else why not."""
         home = activemq_home or ACTIVEMQ_HOME
         return None if ws_transport_jars(home) else WS_NOT_AVAILABLE.format(home=home)
-
-    @property
-    def host_and_ports(self) -> List[Tuple[str, int]]:
-        """``[("127.0.0.1", stomp_port)]``, as stomp.py's ``Connection`` takes it."""
-        return [(self.host, self.stomp_port)]
 
     @property
     def credentials(self) -> Optional[Tuple[str, str]]:
@@ -408,21 +390,12 @@ class ActiveMQBroker:
                     self._terminate(timeout=10.0)
                     if port_clash and attempt + 1 < attempts:
                         log.warning("port clash starting %s; retrying on new ports", self.broker_name)
-                        self.stomp_port = free_port()
-                        if self.stomp_nio_port:
-                            self.stomp_nio_port = free_port()
-                        if self.stomp_ssl_port:
-                            self.stomp_ssl_port = free_port()
-                        if self.ws_port:
-                            self.ws_port = free_port()
+                        self._new_ports()
                         continue
                     self._proc = None
                     self._cleanup()
                     raise
             raise AssertionError("unreachable")  # pragma: no cover
-
-    def _ports(self) -> List[int]:
-        return [p for p in (self.stomp_port, self.stomp_nio_port, self.stomp_ssl_port) if p]
 
     def _check_ports(self) -> None:
         """New free ports for a broker that chose its own while one is taken
@@ -435,9 +408,7 @@ class ActiveMQBroker:
                 raise BrokerStartError(
                     f"ActiveMQ {self.broker_name} not started: port {held[0]} on {self.host} is in use by "
                     "another process (choose another port, or stop that process)")
-            self.stomp_port = free_port()
-            self.stomp_nio_port = free_port() if self.stomp_nio_port else None
-            self.stomp_ssl_port = free_port() if self.stomp_ssl_port else None
+            self._new_ports()
         raise BrokerStartError(f"ActiveMQ {self.broker_name} not started: no free ports on {self.host}")
 
     def _launch(self) -> None:
