@@ -66,6 +66,25 @@ def test_prefetch_headers_and_zero_per_broker():
         dialect.prefetch_header(ARTEMIS, 10, "ActiveMQ-Artemis/2.31.2")
 
 
+#: ActiveMQ 6.1's CONNECTED (the activemq-all 6.1.7 jar): its build left the version unfiltered
+UNFILTERED_6_1 = "ActiveMQ/${project.version}"
+
+
+def test_activemq_6_1s_unfiltered_version_is_still_activemq_classic():
+    """The server header names ActiveMQ Classic by its ``ActiveMQ/`` prefix, whatever follows:
+    6.1's literal ``${project.version}`` is Classic (its headers, prefetch, temp queues), not
+    Artemis and not a generic broker; messages quote it as it came."""
+    assert dialect.dialect_of(UNFILTERED_6_1) == ACTIVEMQ
+    assert dialect.is_activemq_classic(UNFILTERED_6_1)
+    assert dialect.BROKERS[dialect.dialect_of(UNFILTERED_6_1)].classic
+    assert dialect.prefetch_header(ACTIVEMQ, 10, UNFILTERED_6_1) == ("activemq.prefetchSize", "10")
+    assert dialect.describe(ACTIVEMQ, UNFILTERED_6_1) == "ActiveMQ Classic (server ActiveMQ/${project.version})"
+    state = _connected(UNFILTERED_6_1)
+    assert state.dialect == ACTIVEMQ and state.server == UNFILTERED_6_1
+    for not_classic in ("ActiveMQ-Artemis/${project.version}", "ActiveMQ", "activemq/6.1.7"):
+        assert dialect.dialect_of(not_classic) != ACTIVEMQ, not_classic
+
+
 def test_the_clients_own_nack_does_not_requeue_on_rabbitmq():
     assert dialect.reject_headers(RABBITMQ, {"id": "a"}) == {"id": "a", "requeue": "false"}
     assert dialect.reject_headers(ACTIVEMQ, {"id": "a"}) == {"id": "a"}  # ActiveMQ: the DLQ

@@ -1,8 +1,10 @@
 """Test helpers for amqstomp: a real ActiveMQ Classic broker on demand.
 
 :class:`ActiveMQBroker` (:mod:`amqstomp.testing.broker`) starts Debian's
-ActiveMQ 5.x as the current user in a temporary directory, with STOMP
-connectors bound to 127.0.0.1 only, and stops it again.
+ActiveMQ 5.17, or ActiveMQ 6.1.7 (``distribution="6.1"`` or
+``$AMQSTOMP_ACTIVEMQ_DISTRIBUTION``; :mod:`amqstomp.testing._distribution`), as
+the current user in a temporary directory, with STOMP connectors bound to
+127.0.0.1 only, and stops it again.
 :func:`queue_statistics` (:mod:`amqstomp.testing.statistics`) asks a running
 broker (statistics plugin enabled) for a queue's counters over a raw socket.
 :class:`MasterSlavePair` (:mod:`amqstomp.testing.master_slave`) runs two
@@ -21,7 +23,8 @@ STOMP-over-WebSocket plugin, for the tests of :class:`amqstomp.WSConnection`
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_startup`` (is a port free, has our
 broker started, why not), ``_config`` (activemq.xml, java command line),
-``statistics``, ``broker``, ``master_slave``, ``_rabbitmq`` (the machine's
+``_distribution`` (5.17 or 6.1: where, which command line), ``_connectors``
+(connector URLs and ports), ``statistics``, ``broker``, ``master_slave``, ``_rabbitmq`` (the machine's
 RabbitMQ node and its plugins, used by reference), ``rabbitmq``, ``web_stomp``;
 the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied

@@ -1,7 +1,8 @@
 """Start a real ActiveMQ Classic broker for tests, and read its statistics.
 
 :class:`ActiveMQBroker` runs Debian's ``activemq`` package (5.17.x, found in
-``/usr/share/activemq`` or ``$AMQSTOMP_ACTIVEMQ_HOME``) as the current user:
+``/usr/share/activemq`` or ``$AMQSTOMP_ACTIVEMQ_HOME``), or ActiveMQ 6.1's
+all-in-one jar with ``distribution="6.1"`` (see :mod:`._distribution`), as the current user:
 it writes ``conf/activemq.xml`` and a log4j configuration into a fresh
 directory (a temporary one unless ``base_dir`` is given), then runs
 ``java -jar activemq.jar start xbean:file:...`` from there.  Only STOMP
@@ -61,6 +62,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._config import (
     FAST_START_JVM_ARGS,
+    JVM_FLAGS,
     SSL_KEYS,
     WS_NOT_AVAILABLE,
     find_java,
@@ -70,6 +72,8 @@ from ._config import (
     ws_transport_jars,
 )
 from ._connectors import Connectors
+from ._distribution import activemq6_command, activemq6_home, activemq6_missing, check_distribution
+from ._distribution import default_distribution
 from ._process import die_with_parent, free_port, register, unregister
 from ._startup import BrokerNotAvailable, BrokerStartError  # re-exported: importable from here, as before
 from ._startup import failure_reason, file_size, log_tail, port_in_use, read_from, started_line
@@ -158,6 +162,11 @@ class ActiveMQBroker(Connectors):
     ``broker_name``, ``base_dir`` (kept after stop), ``startup_timeout`` (s),
     ``java_heap`` (``-Xmx``), ``jvm_args`` (extra JVM flags), ``keep`` (do
     not delete the directory on stop), ``activemq_home``, ``java``.
+    ``distribution``
+        ``"5.17"`` (Debian's) or ``"6.1"`` (the jmspy wheel's jar, in
+        ``activemq_home`` or :func:`~amqstomp.testing._distribution.activemq6_home`);
+        None: ``$AMQSTOMP_ACTIVEMQ_DISTRIBUTION``, else ``"5.17"``.
+        :class:`ValueError` for another name.
     """
 
     def __init__(
@@ -190,7 +199,10 @@ class ActiveMQBroker(Connectors):
         keep: bool = False,
         activemq_home: Optional[str] = None,
         java: Optional[str] = None,
+        distribution: Optional[str] = None,
     ) -> None:
+        #: "5.17" or "6.1" (see :mod:`amqstomp.testing._distribution`)
+        self.distribution = check_distribution(distribution) if distribution else default_distribution()
         if ssl is not None:
             unknown = set(ssl) - SSL_KEYS
             if unknown:
@@ -227,7 +239,7 @@ class ActiveMQBroker(Connectors):
         self.java_heap = java_heap
         self.jvm_args = list(jvm_args)
         self.keep = keep
-        self.activemq_home = activemq_home or ACTIVEMQ_HOME
+        self.activemq_home = activemq_home or (activemq6_home() if self.distribution == "6.1" else ACTIVEMQ_HOME)
         self.java = java
         self._base_dir_arg = os.path.abspath(base_dir) if base_dir else None
         self._dir: Optional[str] = None
@@ -248,16 +260,23 @@ class ActiveMQBroker(Connectors):
         return find_java(java)
 
     @classmethod
-    def available(cls, activemq_home: Optional[str] = None) -> bool:
-        """True when ActiveMQ's launcher jar and a ``java`` are installed."""
-        home = activemq_home or ACTIVEMQ_HOME
-        return os.path.isfile(os.path.join(home, "bin", "activemq.jar")) and bool(cls._find_java())
+    def available(cls, activemq_home: Optional[str] = None, distribution: Optional[str] = None) -> bool:
+        """True when ActiveMQ (of ``distribution``, default as in the constructor) and a ``java`` are installed."""
+        try:
+            cls.require(activemq_home, distribution)
+        except BrokerNotAvailable:
+            return False
+        return True
 
     @classmethod
-    def require(cls, activemq_home: Optional[str] = None) -> None:
+    def require(cls, activemq_home: Optional[str] = None, distribution: Optional[str] = None) -> None:
         """Raise :class:`BrokerNotAvailable` with a clear message unless :meth:`available`."""
         home = activemq_home or ACTIVEMQ_HOME
-        if not os.path.isfile(os.path.join(home, "bin", "activemq.jar")):
+        if (check_distribution(distribution) if distribution else default_distribution()) == "6.1":
+            missing = activemq6_missing(activemq_home)
+            if missing:
+                raise BrokerNotAvailable(missing)
+        elif not os.path.isfile(os.path.join(home, "bin", "activemq.jar")):
             raise BrokerNotAvailable(f"{NOT_FOUND_MESSAGE} (looked in {home})")
         if not cls._find_java():
             raise BrokerNotAvailable(
@@ -358,6 +377,8 @@ class ActiveMQBroker(Connectors):
         java = self._find_java(self.java)
         if java is None:
             raise BrokerNotAvailable("Java not found (needed by ActiveMQ)")
+        if self.distribution == "6.1":
+            return activemq6_command(java, d, self.activemq_home, self.java_heap, JVM_FLAGS, self.jvm_args)
         return java_command(java, d, self.activemq_home, self.java_heap, self.jvm_args)
 
     # ---------------------------------------------------------------- life cycle
@@ -373,7 +394,7 @@ class ActiveMQBroker(Connectors):
         with self._lock:
             if self.running:
                 raise RuntimeError(f"{self!r} is already running")
-            self.require(self.activemq_home)
+            self.require(self.activemq_home, self.distribution)
             if self.ws_port and not ws_transport_jars(self.activemq_home, self.base_dir):
                 raise BrokerNotAvailable(WS_NOT_AVAILABLE.format(home=self.activemq_home))
             attempts = 3 if self._auto_ports else 1

@@ -21,13 +21,18 @@
     session-scoped: the machine's RabbitMQ with its STOMP plugin on a free
     127.0.0.1 port (:class:`~amqstomp.testing.rabbitmq.RabbitMQStomp`; guest/guest).
 ``stomp_broker``
-    session-scoped, parametrised over ``activemq`` and ``rabbitmq``: a
+    session-scoped, parametrised over ``activemq`` and ``rabbitmq`` (the
+    ActiveMQ run's id is ``activemq-6.1`` in a 6.1 session, see below): a
     :class:`StompBroker` (``name``, ``url``, ``host_and_ports``, ``username``,
     ``password``, ``vhost``) for the broker-neutral tests; each test runs once
     per broker. Mark what needs ActiveMQ with ``pytest.mark.activemq_only(reason)``
     (its RabbitMQ run is skipped with the reason).
 
-When ActiveMQ is not installed the fixtures fail with an install hint; with
+The ActiveMQ fixtures run Debian's ActiveMQ 5.17, or ActiveMQ 6.1 when
+``AMQSTOMP_ACTIVEMQ_DISTRIBUTION=6.1`` is set for the session (every broker made
+without ``distribution=``; :mod:`amqstomp.testing._distribution`).
+
+When ActiveMQ (of that distribution) is not installed the fixtures fail with an install hint; with
 ``AMQSTOMP_SKIP_BROKER=1`` in the environment they skip instead. When RabbitMQ
 is absent (or not running) ``rabbitmq``, ``stomp_broker``'s RabbitMQ runs and
 ``rabbitmq_web_stomp`` skip, saying why, unless ``AMQSTOMP_REQUIRE_RABBITMQ=1``
@@ -49,6 +54,7 @@ from typing import Any, Callable, Iterator, List, NoReturn, Optional, Tuple, Typ
 
 import pytest
 
+from ._distribution import default_distribution
 from ._process import close_all
 from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
 from .proxy import TcpProxy
@@ -61,15 +67,19 @@ __all__ = ["activemq", "activemq_persistent", "activemq_factory", "rabbitmq_web_
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
 #: Set (to 1) where RabbitMQ must be there (CI): the ``rabbitmq`` fixture fails instead of skipping.
 REQUIRE_RABBITMQ_ENV = "AMQSTOMP_REQUIRE_RABBITMQ"
-#: The brokers ``stomp_broker`` runs each test on.
-BROKER_NAMES = ("activemq", "rabbitmq")
+#: The ActiveMQ run's id in ``stomp_broker``: ``activemq`` (5.17), ``activemq-6.1`` in a 6.1 session.
+ACTIVEMQ_RUN = "activemq" if default_distribution() == "5.17" else "activemq-" + default_distribution()
+#: The brokers ``stomp_broker`` runs each test on (its parameter ids).
+BROKER_NAMES = (ACTIVEMQ_RUN, "rabbitmq")
 
 
 class StompBroker:
     """One broker of the ``stomp_broker`` fixture: what a broker-neutral test needs.
 
     Attributes:
-        name (str): ``"activemq"`` or ``"rabbitmq"`` (amqstomp's dialect names).
+        name (str): ``"activemq"`` or ``"rabbitmq"`` (amqstomp's dialect names;
+            ``"activemq"`` for 5.17 and 6.1 alike).
+        distribution (str | None): ``"5.17"`` or ``"6.1"`` for ActiveMQ, else None.
         url (str): ``stomp://127.0.0.1:PORT`` (JMS API).
         host_and_ports (list[tuple[str, int]]): for the stomp.py-style connections.
         username, password (str): a login the broker takes (ActiveMQ's test
@@ -86,6 +96,7 @@ class StompBroker:
         self.username = username
         self.password = password
         self.vhost = vhost
+        self.distribution: Optional[str] = getattr(broker, "distribution", None)
 
     @property
     def is_activemq(self) -> bool:
@@ -215,7 +226,7 @@ def rabbitmq() -> Iterator[RabbitMQStomp]:
 def stomp_broker(request: Any) -> StompBroker:
     """Each broker-neutral test once on ActiveMQ (the session's ``activemq``) and
     once on RabbitMQ (``rabbitmq``): a :class:`StompBroker`."""
-    if request.param == "activemq":
+    if request.param == ACTIVEMQ_RUN:
         return StompBroker("activemq", request.getfixturevalue("activemq"), "admin", "admin", None)
     target = StompBroker("rabbitmq", request.getfixturevalue("rabbitmq"), RabbitMQStomp.username,
                          RabbitMQStomp.password, RabbitMQStomp.vhost)
@@ -230,6 +241,6 @@ def _activemq_only(request: Any) -> None:
         return
     callspec = getattr(request.node, "callspec", None)
     name = callspec.params.get("stomp_broker") if callspec is not None else None
-    if name is not None and name != "activemq":
+    if name is not None and name != ACTIVEMQ_RUN:
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "needs ActiveMQ Classic")
         pytest.skip("ActiveMQ only: %s" % reason)
