@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from ._engine.dispatch import ListenerDispatch
 from ._io.link import DEFER_FLUSH_BYTES, Link
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, LinkOwner
-from .codec import HEARTBEAT, Frame, FrameHead, encode_frame
+from .codec import HEARTBEAT, Frame, FrameHead
 from .exception import (
     ConnectFailedException,
     ConnectRefusedError,
@@ -33,6 +33,7 @@ from .exception import (
     NotConnectedException,
 )
 from ._replaceable import ReplaceableMethod, replaceable
+from ._transport_hooks import ProcessFrameSink, ReceivingChannel, StompPyState, masked_headers, merged_headers
 from .listener import Publisher
 from .utils import clamp_wait, is_eol_default
 
@@ -43,73 +44,6 @@ log = logging.getLogger("amqstomp.transport")
 HostAndPort = Tuple[str, int]
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
-_MASKED_HEADERS = ("passcode",)
-
-
-def _merged(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """A frame head's headers followed by the frame's own (a name in both keeps
-    the head's value: the receiver of the encoded frame keeps the first line,
-    STOMP 1.2 "Repeated Header Entries")."""
-    merged = dict(head.headers)
-    if headers:
-        for name, value in headers.items():
-            merged.setdefault(name, value)
-    return merged
-
-
-def _clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
-    if any(name in headers for name in _MASKED_HEADERS):
-        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
-    return dict(headers)
-
-
-class _ReceivingChannel:
-    """A link's channel whose ``recv`` is the transport's ``receive()`` (a
-    subclass replaced it); everything else is the channel's."""
-
-    def __init__(self, raw: Any, transport: "BaseTransport") -> None:
-        self.raw = raw
-        self._transport = transport
-
-    def recv(self, size: int) -> bytes:
-        data = self._transport.receive()
-        return data if data else b""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.raw, name)
-
-
-class _ProcessFrameSink:
-    """The reader's frame sink when ``process_frame`` was replaced: every frame
-    received goes through it, with its bytes (without the NUL) as stomp.py passes them."""
-
-    def __init__(self, transport: "BaseTransport") -> None:
-        self.transport = transport
-
-    def on_frame(self, link: Link, frame: Frame) -> None:
-        transport = self.transport
-        try:
-            raw: Optional[bytes] = encode_frame(frame.cmd, frame.headers, frame.body, link.proto.version)[:-1]
-        except (FrameEncodeError, ValueError):
-            raw = None
-        dispatch = transport.dispatch
-        if dispatch.auto_decode and isinstance(frame.body, (bytes, bytearray)):
-            frame.body = bytes(frame.body).decode(dispatch.encoding, errors="replace")  # as stomp.py's reader
-        transport.process_frame(frame, raw)
-
-
-class _StompPyState:
-    """What only stomp.py's API keeps, in one object per transport."""
-
-    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "disconnect_receipt", "down_seq", "local")
-
-    def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
-        self.is_eol_fc = is_eol_fc
-        self.start_version = "1.2"  # the STOMP version start() opens a socket with
-        self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
-        self.disconnect_receipt: Optional[str] = None  # the last DISCONNECT's receipt
-        self.down_seq = 0  # set_connected(False) of this socket
-        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
 
 
 class BaseTransport(LinkOwner, Publisher):
@@ -142,7 +76,7 @@ class BaseTransport(LinkOwner, Publisher):
 
     hooked = False
     _send_replaced = False
-    _compat: _StompPyState
+    _compat: StompPyState
 
     def __init__(self, auto_decode: bool = True, encoding: str = "utf-8",
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
@@ -156,7 +90,7 @@ class BaseTransport(LinkOwner, Publisher):
         self.timeout = timeout
         # stomp.py's state, in one attribute: the instance's dict stays small enough for
         # CPython to share its keys (attribute reads on the hot path stay specialised)
-        self._compat = _StompPyState(is_eol_fc)
+        self._compat = StompPyState(is_eol_fc)
         self._update_hooks()
 
     def _replaced(self, name: str) -> bool:
@@ -270,7 +204,7 @@ class BaseTransport(LinkOwner, Publisher):
         if on_send_fns or (headers and type(headers) is not dict):
             copied: Dict[str, Any] = {}
             if head is not None:
-                headers = _merged(head, headers)
+                headers = merged_headers(head, headers)
                 head = None
             if headers:
                 for key, value in headers.items():
@@ -302,7 +236,7 @@ class BaseTransport(LinkOwner, Publisher):
             if cmd == "DISCONNECT":
                 self._compat.disconnect_receipt = str(receipt)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("sending %s %r (%d body bytes)", cmd, _clean_headers(_merged(head, clean) if head else clean),
+            log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(merged_headers(head, clean) if head else clean),
                       len(payload))
         if self._send_replaced:
             self.send(data)  # stomp.py's path: transmit() -> send(bytes)
@@ -323,7 +257,7 @@ class BaseTransport(LinkOwner, Publisher):
 
     def _through_transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
-        frame_headers = _merged(head, headers) if head is not None else dict(headers or {})
+        frame_headers = merged_headers(head, headers) if head is not None else dict(headers or {})
         frame = Frame(cmd, frame_headers, b"" if body is None else body)
         opts = self._compat.local
         opts.write_timeout = write_timeout
@@ -578,7 +512,7 @@ class BaseTransport(LinkOwner, Publisher):
     # ------------------------------------------------------------ hooks of the link owner
 
     def wrap_channel(self, channel: Any) -> Any:
-        return _ReceivingChannel(channel, self) if self._replaced("receive") else channel
+        return ReceivingChannel(channel, self) if self._replaced("receive") else channel
 
     def frame_sink(self) -> Any:
-        return _ProcessFrameSink(self) if self._replaced("process_frame") else self
+        return ProcessFrameSink(self) if self._replaced("process_frame") else self
