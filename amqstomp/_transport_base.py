@@ -294,12 +294,17 @@ class BaseTransport(LinkOwner, Publisher):
         """stomp.py's ``send``: write encoded bytes on the open socket as they
         are (in order with every other write).
 
+        A bare BaseTransport (no brokers: ``connector`` None) with no socket
+        does nothing, as stomp.py's stub.
+
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open (a :class:`~amqstomp.transport.Transport`).
             ConnectionClosedException: the write failed (the link is then closed).
         """
         link = self._link
         if link is None or link.closed:
+            if self.connector is None:
+                return
             raise NotConnectedException("not connected (no open socket)")
         link.write(bytes(encoded_frame), getattr(self._compat.local, "write_timeout", None))
 
@@ -413,26 +418,34 @@ class BaseTransport(LinkOwner, Publisher):
         socket opened from now on: its reader, dispatcher and timer."""
         self.create_thread_fc = create_thread_fc
 
-    def start(self) -> None:
-        """stomp.py's ``start``: open a socket to the first broker that accepts
-        (:meth:`attempt_connection`) unless one is open; listeners hear
-        ``on_connecting``. No STOMP frame is sent: ``connect()`` sends CONNECT."""
-        if not self.is_open():
-            self.attempt_connection()
-
     def attempt_connection(self) -> None:
         """Open a socket (:attr:`start_version` to begin with) and start its
         reader, dispatcher and timer threads, with the transport's connect
         attempts and back-off.
 
+        A bare BaseTransport (no brokers) does nothing, as stomp.py's stub.
+
         Raises:
-            ConnectFailedException: no broker accepted (or this transport has none).
+            ConnectFailedException: no broker accepted.
             StompException: a socket is open already.
+        """
+        if self.connector is not None:
+            self.open(self._compat.start_version)
+
+    def start(self) -> None:
+        """stomp.py's ``start``: open a socket to the first broker that accepts
+        (:meth:`attempt_connection`) unless one is open; listeners hear
+        ``on_connecting``. No STOMP frame is sent: ``connect()`` sends CONNECT.
+
+        Raises:
+            ConnectFailedException: no broker accepted, or this transport has none
+                (a bare BaseTransport: stomp.py's would start a reader that ends at once).
         """
         if self.connector is None:
             raise ConnectFailedException("this transport has no brokers to connect to (use amqstomp.transport."
                                          "Transport)")
-        self.open(self._compat.start_version)
+        if not self.is_open():
+            self.attempt_connection()
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """stomp.py's ``stop``: wait for the socket's threads to end while it is
@@ -470,11 +483,15 @@ class BaseTransport(LinkOwner, Publisher):
         when a subclass replaces it; otherwise it is not used (calling it beside
         the reader takes bytes from it).
 
+        A bare BaseTransport (no brokers) with no socket returns None, as stomp.py's stub.
+
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open (a :class:`~amqstomp.transport.Transport`).
         """
         link = self._link
         if link is None or link.closed:
+            if self.connector is None:
+                return None  # type: ignore[return-value]
             raise NotConnectedException("not connected (no open socket)")
         channel = link.channel
         data: bytes = getattr(channel, "raw", channel).recv(self.recv_bytes)
