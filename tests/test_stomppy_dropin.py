@@ -58,3 +58,33 @@ def test_the_real_transport_still_refuses_without_a_socket():
         transport.send(b"\n")
     with pytest.raises(amqstomp.exception.NotConnectedException):
         transport.receive()
+
+
+# --------------------------------------------------------------------------- 5. errors where stomp.py raises them
+
+
+def test_a_bad_host_fails_at_connect_as_stomp_py():
+    for lib in (stomp, amqstomp):
+        conn = lib.Connection([(None, None)], reconnect_attempts_max=1, reconnect_sleep_initial=0.01)
+        with pytest.raises(lib.exception.ConnectFailedException):
+            conn.connect(wait=True)
+    conn = amqstomp.Connection([(None, None)])
+    with pytest.raises(ConfigurationError, match="None"):  # also a ValueError naming the entry
+        conn.connect(wait=True)
+
+
+def test_set_ssl_bad_settings_are_stored_and_fail_at_connect(activemq):
+    target = ("127.0.0.1", activemq.stomp_port)
+    found = {}
+    for lib in (stomp, amqstomp):
+        conn = lib.Connection12([target])
+        conn.set_ssl([target], ssl_version="version", verify=False)  # no error yet
+        stored = conn.transport._Transport__ssl_params[target]
+        with pytest.raises(TypeError):
+            conn.connect(wait=True)
+        found[lib.__name__] = ({k: stored[k] for k in ("ssl_version", "verify", "key_file")},
+                               {k: conn.get_ssl(target)[k] for k in ("ssl_version", "verify")})
+        conn.transport.disconnect_socket()  # stomp.py leaves its socket open
+    assert found["amqstomp"] == found["stomp"]
+    assert found["amqstomp"][0]["ssl_version"] == "version"
+    assert ssl  # (the module stomp.py's set_ssl needs)
