@@ -480,6 +480,9 @@ class Protocol11(BaseProtocol, HeartbeatListener):
     callbacks do nothing: the transport's link runs heart-beats."""
 
     version = "1.1"
+    #: stomp.py's ``heartbeat_thread`` (None, or the thread running heart-beats): the transport's, see
+    #: :attr:`amqstomp._io.owner.LinkOwner.heartbeat_thread` (read-only: an assignment is ignored)
+    heartbeat_thread = property(lambda self: getattr(self.transport, "heartbeat_thread", None), lambda self, v: None)
     # the engine runs heart-beats: HeartbeatListener's callbacks would start a second loop
     on_connected = on_disconnected = on_disconnecting = on_message = _engine_heartbeats
     on_receipt = on_error = on_heartbeat = on_send = _engine_heartbeats

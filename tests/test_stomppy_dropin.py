@@ -39,6 +39,34 @@ def _until(predicate, timeout=WAIT):
     return predicate()
 
 
+# --------------------------------------------------------------------------- 3. heartbeat_thread
+
+
+def _heartbeat_threads(conn_class, broker):
+    conn = conn_class([("127.0.0.1", broker.stomp_port)], heartbeats=(500, 500))
+    before = conn.heartbeat_thread
+    conn.connect("admin", "admin", wait=True)
+    assert _until(lambda: conn.heartbeat_thread is not None, 5)
+    during = conn.heartbeat_thread
+    alive = isinstance(during, threading.Thread) and during.is_alive()
+    conn.disconnect()
+    assert _until(lambda: conn.heartbeat_thread is None, 5)
+    plain = conn_class([("127.0.0.1", broker.stomp_port)])  # heartbeats (0, 0): no thread
+    plain.connect("admin", "admin", wait=True)
+    none_without = plain.heartbeat_thread
+    plain.disconnect()
+    return before, alive, none_without
+
+
+def test_heartbeat_thread_like_stomp_py(activemq):
+    theirs = _heartbeat_threads(stomp.Connection12, activemq)
+    ours = _heartbeat_threads(amqstomp.Connection12, activemq)
+    assert ours == theirs == (None, True, None)
+    assert hasattr(amqstomp.Connection11(), "heartbeat_thread") and hasattr(stomp.Connection11(), "heartbeat_thread")
+    assert not hasattr(amqstomp.Connection10(), "heartbeat_thread")
+    assert not hasattr(stomp.Connection10(), "heartbeat_thread")
+
+
 # --------------------------------------------------------------------------- 4. a bare BaseTransport's stubs
 
 

@@ -117,6 +117,17 @@ class LinkOwner:
         return link.host_and_port if link is not None and not link.closed else None
 
     @property
+    def heartbeat_thread(self) -> Optional[threading.Thread]:
+        """The thread that sends and checks the open socket's heart-beats (its
+        timer thread, ``amqstomp-timer-<n>.<m>``) once CONNECTED negotiated some
+        (STOMP 1.2 "Heart-beating"), else None: stomp.py's
+        ``HeartbeatListener.heartbeat_thread`` (stomp/listener.py)."""
+        link = self._link
+        if link is None or link.closed or not (link.proto.send_ms or link.proto.recv_ms):
+            return None
+        return link.scheduler.thread
+
+    @property
     def last_host_and_port(self) -> Optional[HostAndPort]:
         """(host, port) of the open or the last socket, or None before the first."""
         link = self._link
