@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple, cast
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
@@ -125,6 +125,7 @@ class StompSession:
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
         (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED)."""
+        self._own_transport = transport  # conn.transport set to anything else: frames go to it (stomp.py's way)
         self.transport = transport
         transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
         self._update_send_frame()  # an instance attribute: read per frame
@@ -181,10 +182,44 @@ class StompSession:
 
     # ---------------------------------------------------------------- frames
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a stomp.py user's test sets conn.transport = Mock(): noted once here, not looked at per frame
+        object.__setattr__(self, name, value)
+        if name == "transport" and "_own_transport" in self.__dict__:
+            self._update_send_frame()
+
     def _update_send_frame(self) -> None:
-        """After ``send_frame`` was replaced on this instance (or put back)."""
+        """After ``send_frame`` or ``transport`` was replaced on this instance (or put back)."""
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
-        self._send_frame_replaced = method.replaced_on(self)
+        self._send_frame_replaced = method.replaced_on(self) or self.transport_replaced()
+
+    def transport_replaced(self) -> bool:
+        """True when ``conn.transport`` is no longer the transport this connection
+        was made with (a stomp.py user's ``conn.transport = Mock()``): every frame
+        then goes to ``transport.transmit(Frame)`` as stomp.py's ``send_frame`` does."""
+        return self.transport is not self._own_transport
+
+    def _checks_waived(self) -> bool:
+        """True when frames go to a replaced ``send_frame`` or ``transport`` and this
+        connection's own socket is not open: that replacement is the only wire, so
+        amqstomp's local refusals (unknown transaction, subscription, message) stand
+        aside and the frame reaches it, as in stomp.py."""
+        return self._send_frame_replaced and not self._own_transport.is_open()
+
+    def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
+        """stomp.py's ``Protocol1x.send_frame`` over a replaced ``conn.transport``:
+        header values escaped in place on 1.1/1.2 but for CONNECT/STOMP (STOMP 1.2
+        "Value Encoding", as stomp.py's ``_escape_headers``), then
+        ``transport.transmit(Frame(cmd, headers, body))``."""
+        if headers is None:
+            headers = {}
+        if self.version != "1.0" and cmd not in ("CONNECT", "STOMP") and isinstance(headers, dict):
+            for key, value in headers.items():
+                if isinstance(value, str):
+                    headers[key] = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+        if cmd != "SEND" and isinstance(body, bytes) and not body:
+            body = ""  # stomp.py's send_frame default
+        return self.transport.transmit(Frame(cmd, cast(Dict[str, Any], headers), body))
 
     @replaceable("_update_send_frame")
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
@@ -210,7 +245,10 @@ class StompSession:
         local = self._sending
         write: Optional[Write] = getattr(local, "write", None)
         local.write = None  # used once: a frame the replacement sends itself takes the plain way
-        future = (write or self._write)(cmd, headers or {}, body)
+        if self._send_frame_replaced and self.transport_replaced():
+            future = self._transmit(cmd, headers, body)
+        else:
+            future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
         elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
@@ -226,8 +264,10 @@ class StompSession:
         if self._send_frame_replaced:
             local = self._sending
             local.write = write or self._write
-            try:
-                return self.send_frame(cmd, dict(headers), body)
+            try:  # stomp.py's argument shapes: a body for SEND only
+                if cmd == "SEND":
+                    return self.send_frame(cmd, dict(headers), body)
+                return self.send_frame(cmd, dict(headers))
             finally:
                 local.write = None
         return (write or self._write)(cmd, headers, body)
@@ -385,6 +425,9 @@ class StompSession:
                 is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
+        if self.transport_replaced():
+            self._connect_replaced(username, passcode, wait, headers, with_connect_command, keyword_headers)
+            return
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
             if not rc.wait_connected(timeout if timeout is not None else self.timeout):
@@ -416,6 +459,34 @@ class StompSession:
                     raise
                 log.info("connect attempt %d failed (%s); trying again in %.3g s", attempt, exc, delay_s)
                 time.sleep(delay_s)
+
+    def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
+                          headers: Optional[Mapping[str, Any]], with_connect_command: bool,
+                          keyword_headers: Dict[str, Any]) -> None:
+        """:meth:`connect` over a replaced ``conn.transport``, as stomp.py's
+        ``Protocol1x.connect``: ``send_frame`` of CONNECT (1.0, or
+        ``with_connect_command``) or STOMP with ``accept-version``, ``host``
+        (1.2: the transport's ``current_host_and_port[0]``; its ``vhost`` on
+        1.1/1.2 when set), ``login``, ``passcode``; with ``wait``, the
+        transport's ``wait_for_connection()``, then ConnectFailedException when
+        its ``connection_error`` is set."""
+        transport = self.transport
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["accept-version"] = self.version
+        if self.version == "1.2":
+            frame_headers["host"] = cast(Any, transport.current_host_and_port)[0]  # stomp.py's (a TypeError when None)
+        if self.version != "1.0" and transport.vhost:
+            frame_headers["host"] = transport.vhost
+        if username is not None:
+            frame_headers["login"] = username
+        if passcode is not None:
+            frame_headers["passcode"] = passcode
+        command = "CONNECT" if (with_connect_command or self.version == "1.0") else "STOMP"
+        self.send_frame(command, frame_headers)
+        if wait:
+            transport.wait_for_connection()
+            if transport.connection_error:
+                raise ConnectFailedException("the broker answered CONNECT with ERROR")
 
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
                       headers: Optional[Mapping[str, Any]], with_connect_command: bool,
@@ -475,6 +546,11 @@ class StompSession:
         self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
+        if self.transport_replaced():  # stomp.py's: only when connected, the receipt marked, then the frame
+            if self.transport.is_connected():
+                self.transport.set_receipt(frame_headers["receipt"], "DISCONNECT")
+                self.send_frame("DISCONNECT", frame_headers)
+            return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
         self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
                                 reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,

@@ -23,7 +23,8 @@ connection is registered on its transport as ``"protocol-listener"``.
 import difflib
 import functools
 import logging
-from typing import Any, Dict, Literal, Mapping, MutableMapping, NoReturn, Optional, Tuple, Union, cast
+from concurrent.futures import Future
+from typing import Any, Dict, Literal, Mapping, MutableMapping, Optional, Tuple, Union, cast
 
 from ._session import StompSession
 from .constants import (  # stomp.py's module star-imports stomp.listener (and its constants)
@@ -149,10 +150,14 @@ class BaseProtocol(StompSession):
     check of a transaction, subscription or message: applications catch it to
     reconnect and retry."""
 
-    def _refuse(self, error: BaseException) -> NoReturn:
+    def _refuse(self, error: BaseException) -> None:
         """Raise ``error``, a local check's refusal, or NotConnectedException (from
         it) when closed: no open socket, none being replaced (``auto_reconnect``).
-        Only on the way out of a refused call, never on a frame's way."""
+        Only on the way out of a refused call, never on a frame's way. Returns
+        (the frame goes on) when a replaced ``send_frame``/``transport`` is the
+        only wire (:meth:`StompSession._checks_waived`), as stomp.py sends it."""
+        if self._checks_waived():
+            return
         transport = self.transport
         is_open = getattr(transport, "is_open", None)  # amqstomp's; a replaced transport has stomp.py's API
         opened = is_open() if is_open is not None else transport.is_connected()
@@ -235,7 +240,7 @@ class BaseProtocol(StompSession):
             frame_headers["content-length"] = len(payload)  # not with a jms-* transformation (dialect.py)
         self._check_transaction(frame_headers.get("transaction"), "SEND")
         if self._send_frame_replaced:
-            self._send("SEND", frame_headers, payload)
+            self._send("SEND", frame_headers, body)  # the body as given, as stomp.py's send_frame gets it
         else:
             self._write("SEND", frame_headers, payload)
 
@@ -343,7 +348,7 @@ class BaseProtocol(StompSession):
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         wire = frame_headers
-        if "receipt" not in wire:  # the broker's ERROR for a refused SUBSCRIBE names only a receipt
+        if "receipt" not in wire and not self._send_frame_replaced:  # an ERROR names only a receipt
             wire = dict(frame_headers)
             wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
             self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
@@ -352,7 +357,7 @@ class BaseProtocol(StompSession):
         except BaseException:
             self.subscriptions.discard(id)
             raise
-        if future is not None:
+        if isinstance(future, Future):  # (a replaced transport's transmit may answer anything)
             future.add_done_callback(functools.partial(self._subscribe_answered, sub))
 
     def _unsubscribing(self, id: Any) -> None:

@@ -39,6 +39,100 @@ def _until(predicate, timeout=WAIT):
     return predicate()
 
 
+# --------------------------------------------------------------------------- 2. conn.transport / conn.send_frame replaced
+
+_VERSIONS = [("1.0", "Connection10"), ("1.1", "Connection11"), ("1.2", "Connection12")]
+
+
+def _calls(version, make, seen):
+    """Every protocol method on a connection never connected, and what ``seen()`` reports after each."""
+    out = []
+
+    def step(label, fn):
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - compared between the two libraries
+            out.append((label, "raised", type(exc).__name__))
+            return
+        out.append((label,) + seen())
+
+    conn = make()
+    step("connect", lambda: conn.connect("u", "secret", wait=False, headers={"client-id": "c1"}))
+    step("send", lambda: conn.send("/queue/a", "x:y", headers={"h": "v:1\nw"}, persistent="true"))
+    step("subscribe", lambda: conn.subscribe("/queue/a", id="1", ack="client"))
+    step("unsubscribe", lambda: conn.unsubscribe(id="1"))
+    step("begin", lambda: conn.begin("tx1"))
+    step("send-tx", lambda: conn.send("/queue/a", b"z", transaction="tx1"))
+    step("commit", lambda: conn.commit("tx1"))
+    step("abort", lambda: conn.abort("tx-never-begun"))
+    if version == "1.0":
+        step("ack", lambda: conn.ack("m1", transaction="tx1", receipt="r"))
+    elif version == "1.1":
+        step("ack", lambda: conn.ack("m1", "1"))
+        step("nack", lambda: conn.nack("m1", "1", receipt="r"))
+    else:
+        step("ack", lambda: conn.ack("m1"))
+        step("nack", lambda: conn.nack("m1", receipt="r"))
+    step("disconnect", lambda: conn.disconnect(receipt="d"))
+    return conn, out
+
+
+@pytest.mark.parametrize("version, name", _VERSIONS)
+def test_a_mock_transport_sees_stomp_pys_frames(version, name):
+    runs = {}
+    for lib in (stomp, amqstomp):
+        holder = {}
+
+        def make():
+            conn = getattr(lib, name)()
+            conn.transport = MagicMock()
+            conn.transport.vhost = None
+            conn.transport.current_host_and_port = ("broker.example", 61613)
+            holder["conn"] = conn
+            return conn
+
+        def seen():
+            frame = holder["conn"].transport.transmit.call_args[0][0]
+            return frame.cmd, dict(frame.headers), frame.body
+        conn, out = _calls(version, make, seen)
+        out.append(("set_receipt", conn.transport.set_receipt.call_args_list))
+        out.append(("transmits", conn.transport.transmit.call_count))
+        runs[lib.__name__] = out
+    assert runs["amqstomp"] == runs["stomp"]
+
+
+@pytest.mark.parametrize("version, name", _VERSIONS)
+def test_a_mock_send_frame_is_called_as_stomp_py_calls_it(version, name):
+    runs = {}
+    for lib in (stomp, amqstomp):
+        holder = {}
+
+        def make():
+            conn = getattr(lib, name)([("127.0.0.1", 1)])
+            conn.send_frame = Mock()
+            holder["conn"] = conn
+            return conn
+
+        def seen():
+            return (holder["conn"].send_frame.call_args,)
+        out = _calls(version, make, seen)[1][1:]  # (connect: stomp.py needs a socket for it)
+        runs[lib.__name__] = out
+    assert runs["amqstomp"] == runs["stomp"]
+
+
+def test_putting_the_transport_back_restores_amqstomps_path(activemq):
+    conn = amqstomp.Connection12(activemq.host_and_ports)
+    own = conn.transport
+    conn.transport = Mock()
+    conn.transport = own
+    conn.connect("admin", "admin", wait=True)
+    try:
+        conn.send("/queue/dropin-back-" + uuid.uuid4().hex[:6], "x", receipt="r-back")
+        assert conn.wait_for_receipt("r-back", timeout=WAIT).cmd == "RECEIPT"
+    finally:
+        conn.disconnect()
+
+
 # --------------------------------------------------------------------------- 3. heartbeat_thread
 
 
