@@ -32,6 +32,7 @@ from .exception import (
     FrameEncodeError,
     NotConnectedException,
 )
+from . import _stomppy_log as stomppy_log
 from ._replaceable import ReplaceableMethod, replaceable
 from ._transport_hooks import ProcessFrameSink, ReceivingChannel, StompPyState, masked_headers, merged_headers
 from .listener import Publisher
@@ -238,6 +239,8 @@ class BaseTransport(LinkOwner, Publisher):
         if log.isEnabledFor(logging.DEBUG):
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(merged_headers(head, clean) if head else clean),
                       len(payload))
+            if stomppy_log.enabled():  # "stomp.py" is amqstomp's parent logger: only ever enabled here
+                stomppy_log.log_sent(cmd, merged_headers(head, clean) if head else clean, payload)
         if self._send_replaced:
             self.send(data)  # stomp.py's path: transmit() -> send(bytes)
         elif nowait:
@@ -532,4 +535,6 @@ class BaseTransport(LinkOwner, Publisher):
         return ReceivingChannel(channel, self) if self._replaced("receive") else channel
 
     def frame_sink(self) -> Any:
-        return ProcessFrameSink(self) if self._replaced("process_frame") else self
+        if self._replaced("process_frame"):
+            return ProcessFrameSink(self)
+        return stomppy_log.LoggingFrameSink(self) if stomppy_log.enabled() else self

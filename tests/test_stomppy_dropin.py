@@ -39,6 +39,109 @@ def _until(predicate, timeout=WAIT):
     return predicate()
 
 
+# --------------------------------------------------------------------------- 1. stomp.py's DEBUG lines
+
+_SENT_CMD = re.compile(r"^\[b'([A-Z]*)")
+
+
+def _normalised(records):
+    """stomp.py's frame lines as (template, command, header names): no ids, no timestamps."""
+    out = []
+    for record in records:
+        if record.name != "stomp.py" or record.levelno != logging.DEBUG:
+            continue
+        if record.msg == "sending frame: %s":
+            text = record.getMessage()[len("sending frame: "):]
+            names = sorted(set(re.findall(r"b'([a-z-]+):", text)))
+            out.append((record.msg, _SENT_CMD.match(text).group(1) or "heartbeat", tuple(names)))
+        elif record.msg.startswith("received frame: "):
+            cmd, headers = record.args[0], record.args[1]
+            if cmd == "RECEIPT" and str(headers.get("receipt-id", "")).startswith("amqstomp-"):
+                continue  # (none expected: the script asks for every receipt itself)
+            out.append((record.msg, cmd, tuple(sorted(headers))))
+    return sorted(out)
+
+
+def _script(conn_class, broker, caplog):
+    dest = "/queue/dropin-log-" + uuid.uuid4().hex[:8]
+    got = []
+    receipts = []
+
+    class Listener:
+        def on_message(self, frame):
+            got.append(frame.headers["ack"])
+
+        def on_receipt(self, frame):
+            receipts.append(frame.headers["receipt-id"])
+
+    caplog.clear()
+    conn = conn_class([("127.0.0.1", broker.stomp_port)])
+    conn.set_listener("l", Listener())
+    conn.connect("admin", "admin", wait=True)
+    conn.subscribe(dest, id="s1", ack="client-individual", receipt="r-sub")
+    assert _until(lambda: "r-sub" in receipts)
+    conn.send(dest, "hello", content_type="text/plain", headers={"x-n": "1"})
+    assert _until(lambda: got)
+    conn.ack(got[0], receipt="r-ack")
+    assert _until(lambda: "r-ack" in receipts)
+    conn.disconnect(receipt="r-disc")
+    assert _until(lambda: "r-disc" in receipts)
+    return _normalised(caplog.records), [r.getMessage() for r in caplog.records if r.name == "stomp.py"]
+
+
+def test_debug_frame_lines_match_stomp_py(activemq, caplog):
+    caplog.set_level(logging.DEBUG, logger="stomp.py")
+    theirs, their_text = _script(stomp.Connection12, activemq, caplog)
+    ours, our_text = _script(amqstomp.Connection12, activemq, caplog)
+    assert theirs == ours
+    sent = [t for t in ours if t[0] == "sending frame: %s"]
+    received = [t for t in ours if t[0] != "sending frame: %s"]
+    assert [t[1] for t in sent] == sorted(["STOMP", "SUBSCRIBE", "SEND", "ACK", "DISCONNECT"])
+    assert sorted(t[1] for t in received) == ["CONNECTED", "MESSAGE", "RECEIPT", "RECEIPT", "RECEIPT"]
+    # the passcode is masked, as stomp.py masks it
+    assert not any("passcode:admin" in line for line in our_text)
+    assert any("passcode:********" in line for line in our_text)
+    assert any("heartbeats calculated (0, 0)" == line for line in our_text)
+
+
+_HEARTBEAT_TEMPLATES = ("heartbeats calculated %s", "set receive_sleep to %s, send_sleep to %s",
+                        "starting heartbeat loop", "calculated next outbound heartbeat as %s",
+                        "sending a heartbeat message at %s", "heartbeat loop ended")
+
+
+def _heartbeat_lines(conn_class, broker, caplog):
+    caplog.clear()
+    conn = conn_class([("127.0.0.1", broker.stomp_port)], heartbeats=(300, 300))
+    conn.connect("admin", "admin", wait=True)
+
+    def seen():
+        texts = [r.getMessage() for r in caplog.records if r.name == "stomp.py"]
+        return any(t.startswith("sending a heartbeat message at ") for t in texts) and \
+            "received frame: 'heartbeat', headers={}, body=None" in texts and "sending frame: [b'\\n']" in texts
+    assert _until(seen, 10)
+    conn.disconnect(receipt="r-hb")
+    _until(lambda: any(r.msg == "heartbeat loop ended" for r in caplog.records), 5)
+    records = [r for r in caplog.records if r.name == "stomp.py"]
+    templates = {r.msg for r in records if r.msg in _HEARTBEAT_TEMPLATES}
+    calculated = [r.getMessage() for r in records if r.msg == "heartbeats calculated %s"]
+    return templates, calculated
+
+
+def test_debug_heartbeat_lines_match_stomp_py(activemq, caplog):
+    caplog.set_level(logging.DEBUG, logger="stomp.py")
+    theirs = _heartbeat_lines(stomp.Connection12, activemq, caplog)
+    ours = _heartbeat_lines(amqstomp.Connection12, activemq, caplog)
+    assert ours == theirs
+    assert theirs[0] == set(_HEARTBEAT_TEMPLATES)
+
+
+def test_no_stomp_py_lines_without_debug(activemq, caplog):
+    """With ``"stomp.py"`` above DEBUG nothing of it is made (the lines are built only when enabled)."""
+    caplog.set_level(logging.INFO, logger="stomp.py")
+    ours, _ = _script(amqstomp.Connection12, activemq, caplog)
+    assert ours == []
+
+
 # --------------------------------------------------------------------------- 2. conn.transport / conn.send_frame replaced
 
 _VERSIONS = [("1.0", "Connection10"), ("1.1", "Connection11"), ("1.2", "Connection12")]

@@ -20,6 +20,7 @@ from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
 from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
+from .. import _stomppy_log as stomppy_log
 from ..codec import HEARTBEAT, Frame
 from ..exception import (
     BrokerError,
@@ -222,6 +223,8 @@ class Link(LinkWriter):
         proto = self.proto
         log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
                   proto.version, proto.server, proto.send_ms, proto.recv_ms)
+        if proto.version != "1.0" and stomppy_log.enabled() and stomppy_log.heartbeat_header(proto.connected_frame):
+            stomppy_log.log_heartbeats_negotiated(proto.send_ms, proto.recv_ms, proto.grace)
         if proto.send_ms:
             self.scheduler.call_later(proto.send_period_ms / 1000.0, self.heartbeat_send_tick)
         if proto.recv_ms:
@@ -252,6 +255,8 @@ class Link(LinkWriter):
                         self.flush_some()
                     elif not self.closed and self.channel.try_send(HEARTBEAT):
                         self.proto.data_written(time.monotonic() * 1000.0)
+                        if stomppy_log.enabled():
+                            stomppy_log.log_heartbeat_sent()
                 except OSError as exc:
                     self.close("heart-beat write failed: %s" % exc, exc)
                     return
@@ -378,6 +383,8 @@ class Link(LinkWriter):
             self.resume.set()
         self.scheduler.stop()
         self.channel.shutdown()
+        if (self.proto.send_ms or self.proto.recv_ms) and self.proto.version != "1.0" and stomppy_log.enabled():
+            stomppy_log.log_heartbeat_loop_ended()
         return True
 
     def read_loop(self, recv_bytes: int, sink: "FrameSink") -> Tuple[str, Optional[BaseException]]:
@@ -424,6 +431,8 @@ class Link(LinkWriter):
                     for frame in frames:
                         on_frame(self, frame)
                 elif not proto.buffered and not data.strip(b"\r\n"):
+                    if stomppy_log.enabled():
+                        stomppy_log.log_heartbeat_received()
                     self.post("heartbeat", None)
         except StompProtocolError as exc:
             for frame in exc.frames:  # complete frames that came before the fault
