@@ -93,8 +93,6 @@ class StompSession:
     #: the STOMP version this class asks for
     version = "1.1"
     # what _attach sets on each connection (declared here for readers, type checkers and the reference)
-    #: the wire layer (stomp.py's ``conn.transport``)
-    transport: Transport
     #: ``(cx, cy)``: the heart-beats asked for, in ms (STOMP 1.2 "Heart-beating")
     heartbeats: Tuple[int, int]
     #: a non-empty SEND body gets a ``content-length`` header (see :meth:`BaseProtocol.send`)
@@ -125,7 +123,6 @@ class StompSession:
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
         (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED)."""
-        self._own_transport = transport  # conn.transport set to anything else: frames go to it (stomp.py's way)
         self.transport = transport
         transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
         self._update_send_frame()  # an instance attribute: read per frame
@@ -182,10 +179,21 @@ class StompSession:
 
     # ---------------------------------------------------------------- frames
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        # a stomp.py user's test sets conn.transport = Mock(): noted once here, not looked at per frame
-        object.__setattr__(self, name, value)
-        if name == "transport" and "_own_transport" in self.__dict__:
+    @property
+    def transport(self) -> Transport:
+        """The wire layer (stomp.py's ``conn.transport``): a
+        :class:`~amqstomp.transport.Transport`. Assigning another object (a
+        test's ``Mock()``) sends every frame to its ``transmit(Frame)``, as
+        stomp.py's ``send_frame`` does (:meth:`transport_replaced`); assigning
+        the original back restores amqstomp's path. (A property, so that the
+        assignment is noticed once, not looked for per frame: the frame paths
+        read the original transport, never this.)"""
+        return self._transport_now
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        self._transport_now = transport  # (never through __dict__: CPython keeps the attributes inline)
+        if getattr(self, "_client", None) is not None:  # (not while the connection is being made)
             self._update_send_frame()
 
     def _update_send_frame(self) -> None:
@@ -197,14 +205,15 @@ class StompSession:
         """True when ``conn.transport`` is no longer the transport this connection
         was made with (a stomp.py user's ``conn.transport = Mock()``): every frame
         then goes to ``transport.transmit(Frame)`` as stomp.py's ``send_frame`` does."""
-        return self.transport is not self._own_transport
+        client = getattr(self, "_client", None)  # its transport: the one this connection was made with
+        return client is not None and self.transport is not client.transport
 
     def _checks_waived(self) -> bool:
         """True when frames go to a replaced ``send_frame`` or ``transport`` and this
         connection's own socket is not open: that replacement is the only wire, so
         amqstomp's local refusals (unknown transaction, subscription, message) stand
         aside and the frame reaches it, as in stomp.py."""
-        return self._send_frame_replaced and not self._own_transport.is_open()
+        return self._send_frame_replaced and not self._client.transport.is_open()
 
     def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
         """stomp.py's ``Protocol1x.send_frame`` over a replaced ``conn.transport``:
@@ -274,7 +283,7 @@ class StompSession:
 
     def _write_plain(self, cmd: str, headers: Mapping[str, Any], body: Any = b"") -> Any:
         """A frame on the open socket as it is (no failover wait)."""
-        return self.transport.send_frame(cmd, headers, body)
+        return self._client.transport.send_frame(cmd, headers, body)
 
     def _began(self, transaction: str, began: bool) -> None:
         raise NotImplementedError  # BaseProtocol's

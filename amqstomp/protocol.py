@@ -423,7 +423,7 @@ class BaseProtocol(StompSession):
             self.subscriptions.check_ack(command, ack_headers)
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
-        self.transport.send_frame(command, frame_headers)
+        self._client.transport.send_frame(command, frame_headers)
 
 
 class Protocol10(BaseProtocol, ConnectionListener):

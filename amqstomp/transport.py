@@ -192,13 +192,11 @@ class Transport(BaseTransport):
                  ssl_context: Optional[ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5,
                  auto_content_length: bool = True) -> None:
-        #: why connect() will fail (stomp.py builds a connection to a bad host and fails at connect())
-        self.deferred_error: Optional[BaseException] = None
+        deferred: Optional[BaseException] = None  # stomp.py builds a connection to a bad host, fails at connect()
         try:
             hosts = checked_hosts(host_and_ports or [("localhost", 61613)])
         except ConfigurationError as exc:
-            self.deferred_error = InvalidHostError(str(exc))
-            hosts = []
+            deferred, hosts = InvalidHostError(str(exc)), []
         self.host_and_ports: List[HostAndPort] = order_hosts(hosts, prefer_localhost, try_loopback_connect)
         self.reconnect_sleep_initial = reconnect_sleep_initial
         self.reconnect_sleep_increase = reconnect_sleep_increase
@@ -216,6 +214,7 @@ class Transport(BaseTransport):
         self.bind_host_port = bind_host_port
         connector = Connector(self.host_and_ports, clamped if clamped is not None else DEFAULT_CONNECT_TIMEOUT,
                               bind_host_port, keepalive, ssl_context)
+        connector.deferred_error = deferred  # (on the connector: no attribute added to this hot object)
         BaseTransport.__init__(self, auto_decode, encoding, is_eol_fc, connector=connector,
                                heart_beat_receive_scale=heart_beat_receive_scale, recv_bytes=recv_bytes,
                                auto_content_length=auto_content_length, timeout=clamped)
@@ -237,12 +236,12 @@ class Transport(BaseTransport):
         Raises:
             ConnectFailedException: every attempt failed.
             InvalidHostError: (a ConnectFailedException) a ``host_and_ports``
-                entry names no broker (see :attr:`deferred_error`).
+                entry names no broker (kept as the connector's ``deferred_error``).
             TypeError, ValueError: ``set_ssl`` was given settings no TLS context
                 can be made of (e.g. ``ssl_version="x"``): raised here, as stomp.py
                 raised them from ``connect()``.
         """
-        error = self.deferred_error
+        error = self.connector.deferred_error
         if error is not None:
             raise type(error)(*error.args)
         return self.connector.connect(self.reconnect_attempts_max, self.backoff_delay, only, deadline,
@@ -287,7 +286,7 @@ class Transport(BaseTransport):
             context: Optional[ssl.SSLContext] = tls_context(ca_certs, cert_file, key_file, password, verify,
                                                             ssl_version)
         except (TypeError, ValueError) as exc:  # stomp.py stores them and fails at connect()
-            self.deferred_error, context = exc, None
+            self.connector.deferred_error, context = exc, None
         if context is not None:
             self.set_ssl_context(context, hosts, cert_validator)
         params = SslParams(key_file=key_file, cert_file=cert_file, ca_certs=ca_certs, cert_validator=cert_validator,
