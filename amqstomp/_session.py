@@ -184,7 +184,7 @@ class StompSession:
         """The wire layer (stomp.py's ``conn.transport``): a
         :class:`~amqstomp.transport.Transport`. Assigning another object (a
         test's ``Mock()``) sends every frame to its ``transmit(Frame)``, as
-        stomp.py's ``send_frame`` does (:meth:`transport_replaced`); assigning
+        stomp.py's ``send_frame`` does (see ``_transport_replaced``); assigning
         the original back restores amqstomp's path. (A property, so that the
         assignment is noticed once, not looked for per frame: the frame paths
         read the original transport, never this.)"""
@@ -199,9 +199,9 @@ class StompSession:
     def _update_send_frame(self) -> None:
         """After ``send_frame`` or ``transport`` was replaced on this instance (or put back)."""
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
-        self._send_frame_replaced = method.replaced_on(self) or self.transport_replaced()
+        self._send_frame_replaced = method.replaced_on(self) or self._transport_replaced()
 
-    def transport_replaced(self) -> bool:
+    def _transport_replaced(self) -> bool:
         """True when ``conn.transport`` is no longer the transport this connection
         was made with (a stomp.py user's ``conn.transport = Mock()``): every frame
         then goes to ``transport.transmit(Frame)`` as stomp.py's ``send_frame`` does."""
@@ -254,7 +254,7 @@ class StompSession:
         local = self._sending
         write: Optional[Write] = getattr(local, "write", None)
         local.write = None  # used once: a frame the replacement sends itself takes the plain way
-        if self._send_frame_replaced and self.transport_replaced():
+        if self._send_frame_replaced and self._transport_replaced():
             future = self._transmit(cmd, headers, body)
         else:
             future = (write or self._write)(cmd, headers or {}, body)
@@ -434,7 +434,7 @@ class StompSession:
                 is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
-        if self.transport_replaced():
+        if self._transport_replaced():
             self._connect_replaced(username, passcode, wait, headers, with_connect_command, keyword_headers)
             return
         rc = self.reconnector
@@ -555,7 +555,7 @@ class StompSession:
         self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
-        if self.transport_replaced():  # stomp.py's: only when connected, the receipt marked, then the frame
+        if self._transport_replaced():  # stomp.py's: only when connected, the receipt marked, then the frame
             if self.transport.is_connected():
                 self.transport.set_receipt(frame_headers["receipt"], "DISCONNECT")
                 self.send_frame("DISCONNECT", frame_headers)

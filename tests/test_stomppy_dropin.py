@@ -163,6 +163,8 @@ def _calls(version, make, seen):
     step("connect", lambda: conn.connect("u", "secret", wait=False, headers={"client-id": "c1"}))
     step("send", lambda: conn.send("/queue/a", "x:y", headers={"h": "v:1\nw"}, persistent="true"))
     step("subscribe", lambda: conn.subscribe("/queue/a", id="1", ack="client"))
+    step("subscribe-same-id", lambda: conn.subscribe("/queue/b", id="1", headers={"selector": "a = 'x:y'"}))
+    step("subscribe-no-id", lambda: conn.subscribe("/queue/c", id=None if version == "1.0" else "2"))
     step("unsubscribe", lambda: conn.unsubscribe(id="1"))
     step("begin", lambda: conn.begin("tx1"))
     step("send-tx", lambda: conn.send("/queue/a", b"z", transaction="tx1"))
