@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from ._engine.dispatch import ListenerDispatch
 from ._io.link import DEFER_FLUSH_BYTES, Link
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, LinkOwner
-from .codec import HEARTBEAT, Frame, FrameHead
+from .codec import HEARTBEAT, Frame, FrameHead, encode_frame
 from .exception import (
     ConnectFailedException,
     ConnectRefusedError,
@@ -190,6 +190,8 @@ class BaseTransport(LinkOwner, Publisher):
         """
         link = self._link
         if link is None or link.closed:
+            if link is None and self.connector is None:  # a bare BaseTransport: stomp.py's transmit() still encodes
+                return self._write_unlinked(cmd, headers, body, on_send)
             raise NotConnectedException("not connected (no open socket)")
         if link_seq and link_seq != link.seq:
             raise NotConnectedException("%s not sent: socket %d was lost (socket %d is open now)"
@@ -250,6 +252,24 @@ class BaseTransport(LinkOwner, Publisher):
         else:
             link.write(data, write_timeout)
         return future
+
+    def _write_unlinked(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
+                        on_send: bool) -> None:
+        """A frame on a bare BaseTransport (no brokers, never a socket), as stomp.py's
+        ``transmit`` does it without a socket: listeners' ``on_send``, then the frame
+        encoded as stomp.py's ``convert_frame`` lays it out (headers sorted by name,
+        values as they are, ``content-length`` only when given, set to the body's
+        size) and handed to :meth:`send` (the stub: nothing; a subclass's: whatever it does)."""
+        if self.hooked and on_send:
+            self._through_transmit(cmd, headers, body, None, None)
+            return
+        frame = Frame(cmd, {k: v for k, v in (headers or {}).items() if v is not None}, b"" if body is None else body)
+        if on_send:
+            self._on_send(frame, self.dispatch.on_send)
+        payload = frame.body.encode(self.encoding) if isinstance(frame.body, str) else bytes(frame.body)
+        if "content-length" in frame.headers:
+            frame.headers["content-length"] = len(payload)
+        self.send(encode_frame(frame.cmd, dict(sorted(frame.headers.items())), payload, "1.0", False))
 
     def _on_send(self, frame: Frame, fns: Tuple[Callable[[Frame], Any], ...]) -> None:
         for on_send in fns:

@@ -279,10 +279,44 @@ def test_a_bare_base_transports_stubs_do_nothing_as_stomp_pys():
     assert _stubs(BaseTransport) == _stubs(stomp.transport.BaseTransport) == [None] * 5
 
 
+def _transmitted(lib):
+    class Recording(lib.transport.BaseTransport):
+        def __init__(self):
+            super().__init__()
+            self.sent = []
+
+        def send(self, encoded_frame):
+            self.sent.append(encoded_frame)
+
+    class SendSpy:
+        def __init__(self):
+            self.seen = []
+
+        def on_send(self, frame):
+            self.seen.append((frame.cmd, dict(frame.headers)))
+
+    transport, spy = Recording(), SendSpy()
+    transport.set_listener("spy", spy)
+    transport.transmit(lib.utils.Frame("SEND", {"destination": "/queue/a", "content-length": 1, "x-z": "1"}, "hé"))
+    transport.transmit(lib.utils.Frame("ACK", {"id": "m-1"}, ""))
+    bare = lib.transport.BaseTransport()
+    return transport.sent, spy.seen, bare.transmit(lib.utils.Frame("SEND", {"destination": "/queue/b"}, "x"))
+
+
+def test_a_bare_base_transport_transmits_through_send_as_stomp_pys():
+    """stomp.py's transmit() needs no socket: on_send, then the encoded bytes to send()
+    (a test's BaseTransport subclass records them)."""
+    ours, theirs = _transmitted(amqstomp), _transmitted(stomp)
+    assert ours == theirs
+    assert ours[0][0] == b"SEND\ncontent-length:3\ndestination:/queue/a\nx-z:1\n\nh\xc3\xa9\x00"
+
+
 def test_the_real_transport_still_refuses_without_a_socket():
     transport = amqstomp.transport.Transport([("127.0.0.1", 1)])
     with pytest.raises(amqstomp.exception.NotConnectedException):
         transport.send(b"\n")
+    with pytest.raises(amqstomp.exception.NotConnectedException):
+        transport.transmit(amqstomp.utils.Frame("SEND", {"destination": "/queue/a"}, "x"))
     with pytest.raises(amqstomp.exception.NotConnectedException):
         transport.receive()
 

@@ -157,6 +157,27 @@ def test_base_transport_stubs(stomp):
     transport.disconnect_socket()
 
 
+class RecordingTransport:
+    """The user's fake: a BaseTransport that keeps the bytes instead of writing them."""
+
+    @staticmethod
+    def make(stomp):
+        class Recording(stomp.transport.BaseTransport):
+            def __init__(self):
+                super().__init__()
+                self.written = []
+
+            def send(self, encoded_frame):
+                self.written.append(encoded_frame)
+        return Recording()
+
+
+def test_transmit_on_a_recording_transport(stomp):
+    transport = RecordingTransport.make(stomp)
+    transport.transmit(stomp.utils.Frame("SEND", {"destination": "/queue/orders", "order-id": "o-9"}, "x"))
+    assert transport.written == [b"SEND\ndestination:/queue/orders\norder-id:o-9\n\nx\x00"]
+
+
 def test_bad_settings_fail_at_connect(stomp):
     conn = stomp.Connection([(None, None)], reconnect_attempts_max=1, reconnect_sleep_initial=0.01)
     with pytest.raises(stomp.exception.ConnectFailedException):
