@@ -14,7 +14,8 @@ link's heart-beat timer), only while that logger is enabled for DEBUG:
 * frames sent: checked inside the transport's own DEBUG check (``"stomp.py"`` is
   the parent of ``"amqstomp"``, :mod:`amqstomp.log`), so nothing is added to a
   write's default path;
-* frames received: a logging frame sink is chosen when a socket opens
+* frames received (but the RECEIPTs of receipts amqstomp asked for itself,
+  which stomp.py never asked for): a logging frame sink is chosen when a socket opens
   (:meth:`amqstomp._transport_base.BaseTransport.frame_sink`), so DEBUG must be
   enabled on ``"stomp.py"`` before ``connect()`` (as a test's
   ``caplog.set_level(logging.DEBUG, logger="stomp.py")`` is);
@@ -43,18 +44,23 @@ def enabled() -> bool:
     return STOMP_PY_LOG.isEnabledFor(logging.DEBUG)
 
 
-def log_sent(cmd: str, headers: Mapping[str, Any], body: Any, encoding: str = "utf-8") -> None:
+def log_sent(cmd: str, headers: Mapping[str, Any], body: Any, version: str = "1.2", encoding: str = "utf-8") -> None:
     """``sending frame: <lines>``: the frame as stomp.py's ``convert_frame`` lists
     it (command, ``name:value`` lines sorted by name, None values left out, the
-    body, the NUL), passcode masked (stomp.utils ``clean_lines``). Only at DEBUG."""
+    body, the NUL; on STOMP 1.1/1.2 the values escaped as its ``Protocol11``
+    escapes them, but for CONNECT/STOMP), passcode masked (stomp.utils
+    ``clean_lines``). Only at DEBUG."""
     if isinstance(body, str):
         body = body.encode(encoding)
     elif isinstance(body, (bytearray, memoryview)):
         body = bytes(body)
+    escape = version != "1.0" and cmd not in ("CONNECT", "STOMP")
     frame_headers: Dict[str, Any] = {}
     for name, value in headers.items():
         if value is True or value is False:
             value = "true" if value else "false"
+        elif escape and isinstance(value, str):
+            value = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
         frame_headers[name] = value
     STOMP_PY_LOG.debug("sending frame: %s", clean_lines(convert_frame(Frame(cmd, frame_headers, body or b""))))
 
@@ -113,8 +119,9 @@ class LoggingFrameSink:
 
     def on_frame(self, link: Any, frame: Frame) -> None:
         transport = self.transport
-        if frame.cmd in ("CONNECTED", "MESSAGE", "RECEIPT", "ERROR") and enabled():
-            log_received(frame, transport.auto_decode, transport.encoding)
+        if frame.cmd in ("CONNECTED", "MESSAGE", "RECEIPT", "ERROR") and enabled() and not (
+                frame.cmd == "RECEIPT" and transport.is_own_receipt(str(frame.headers.get("receipt-id")))):
+            log_received(frame, transport.auto_decode, transport.encoding)  # (not amqstomp's own receipts)
         transport.on_frame(link, frame)
 
 

@@ -242,7 +242,7 @@ class BaseTransport(LinkOwner, Publisher):
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(merged_headers(head, clean) if head else clean),
                       len(payload))
             if stomppy_log.enabled():  # "stomp.py" is amqstomp's parent logger: only ever enabled here
-                stomppy_log.log_sent(cmd, merged_headers(head, clean) if head else clean, payload)
+                stomppy_log.log_sent(cmd, merged_headers(head, clean) if head else clean, payload, proto.version)
         if self._send_replaced:
             self.send(data)  # stomp.py's path: transmit() -> send(bytes)
         elif nowait:
@@ -268,7 +268,7 @@ class BaseTransport(LinkOwner, Publisher):
             self._on_send(frame, self.dispatch.on_send)
         payload = frame.body.encode(self.encoding) if isinstance(frame.body, str) else bytes(frame.body)
         if "content-length" in frame.headers:
-            frame.headers["content-length"] = len(payload)
+            frame.headers["content-length"] = str(len(payload))
         self.send(encode_frame(frame.cmd, dict(sorted(frame.headers.items())), payload, "1.0", False))
 
     def _on_send(self, frame: Frame, fns: Tuple[Callable[[Frame], Any], ...]) -> None:

@@ -424,6 +424,12 @@ class LinkOwner:
             while len(own) > 1024:
                 own.popitem(last=False)
 
+    def is_own_receipt(self, receipt_id: str) -> bool:
+        """True when ``receipt_id`` is one amqstomp asked for itself
+        (:meth:`own_receipt`) and its RECEIPT has not been handled yet."""
+        with self._lock:
+            return receipt_id in self._own_receipts
+
     def _listeners_hear(self, frame: Frame) -> bool:
         """Reader thread: whether the listeners hear RECEIPT ``frame``: not one
         of :meth:`own_receipt` (forgotten now), nor when none has an ``on_receipt``."""
