@@ -196,10 +196,14 @@ class StompSession:
         if getattr(self, "_client", None) is not None:  # (not while the connection is being made)
             self._update_send_frame()
 
-    def _update_send_frame(self) -> None:
-        """After ``send_frame`` or ``transport`` was replaced on this instance (or put back)."""
+    def _update_send_frame(self) -> bool:
+        """After ``send_frame`` or ``transport`` was replaced on this instance (or put
+        back), and wherever the flag is found set (frames leave the direct path):
+        whether frames go through ``send_frame`` (a white-box test may also swap
+        the engine's transport after ``transport``: the flag then follows)."""
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
-        self._send_frame_replaced = method.replaced_on(self) or self._transport_replaced()
+        self._send_frame_replaced = diverted = method.replaced_on(self) or self._transport_replaced()
+        return diverted
 
     def _transport_replaced(self) -> bool:
         """True when ``conn.transport`` is no longer the transport this connection
@@ -213,7 +217,7 @@ class StompSession:
         connection's own socket is not open: that replacement is the only wire, so
         amqstomp's local refusals (unknown transaction, subscription, message) stand
         aside and the frame reaches it, as in stomp.py."""
-        return self._send_frame_replaced and not self._client.transport.is_open()
+        return self._send_frame_replaced and self._update_send_frame() and not self._client.transport.is_open()
 
     def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
         """stomp.py's ``Protocol1x.send_frame`` over a replaced ``conn.transport``:
@@ -270,7 +274,7 @@ class StompSession:
         """A protocol method's frame: through a replaced :meth:`send_frame`
         (which calls ``write`` when it calls the original), else straight to
         ``write`` (:meth:`_write` when None)."""
-        if self._send_frame_replaced:
+        if self._send_frame_replaced and self._update_send_frame():
             local = self._sending
             local.write = write or self._write
             try:  # stomp.py's argument shapes: a body for SEND only
@@ -563,7 +567,8 @@ class StompSession:
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
         self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
                                 reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
-                                send=self._disconnect_send if self._send_frame_replaced else None)
+                                send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame()
+                                else None)
 
     def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
                          write_timeout: Optional[float]) -> Any:
@@ -573,7 +578,7 @@ class StompSession:
 
     def _handshake_send(self) -> Optional[Callable[[str, Mapping[str, Any]], Any]]:
         """How CONNECT is written: through a replaced :meth:`send_frame`, else None (directly)."""
-        if not self._send_frame_replaced:
+        if not (self._send_frame_replaced and self._update_send_frame()):
             return None
         return lambda cmd, headers: self._send(cmd, headers, b"", self._write_plain)
 

@@ -326,7 +326,8 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'destination' is required")
         if id is None and id_required:
             raise RequiredArgumentError("'id' is required")
-        if self._checks_waived():  # a replaced send_frame/transport is the only wire: stomp.py's frame, no bookkeeping
+        # a replaced send_frame/transport is the only wire: stomp.py's frame, no bookkeeping (argument errors first)
+        if not (id is None and (options or self.reconnector is not None)) and self._checks_waived():
             frame_headers.update({"destination": destination, "id": id, "ack": ack} if id is not None
                                  else {"destination": destination, "ack": ack})
             self._send("SUBSCRIBE", frame_headers)
@@ -345,7 +346,7 @@ class BaseProtocol(StompSession):
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         wire = frame_headers
-        if "receipt" not in wire and not self._send_frame_replaced:  # an ERROR names only a receipt
+        if "receipt" not in wire and not (self._send_frame_replaced and self._update_send_frame()):  # ERROR: receipt
             wire = dict(frame_headers)
             wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
             self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
