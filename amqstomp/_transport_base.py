@@ -500,7 +500,7 @@ class BaseTransport(LinkOwner, Publisher):
         self.close(None, reason="cleanup()")
 
     @replaceable("_update_hooks")
-    def receive(self) -> bytes:
+    def receive(self) -> Optional[bytes]:
         """stomp.py's ``receive``: one ``recv`` of up to ``recv_bytes`` on the
         open socket (b"" at its end). The reader thread calls it for every read
         when a subclass replaces it; otherwise it is not used (calling it beside
@@ -514,7 +514,7 @@ class BaseTransport(LinkOwner, Publisher):
         link = self._link
         if link is None or link.closed:
             if self.connector is None:
-                return None  # type: ignore[return-value]
+                return None
             raise NotConnectedException("not connected (no open socket)")
         channel = link.channel
         data: bytes = getattr(channel, "raw", channel).recv(self.recv_bytes)
