@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
@@ -100,8 +100,6 @@ class StompSession:
     #: the STOMP version this class asks for
     version = "1.1"
     # what _attach sets on each connection (declared here for readers, type checkers and the reference)
-    #: the wire layer (stomp.py's ``conn.transport``)
-    transport: Transport
     #: ``(cx, cy)``: the heart-beats asked for, in ms (STOMP 1.2 "Heart-beating")
     heartbeats: Tuple[int, int]
     #: a non-empty SEND body gets a ``content-length`` header (see :meth:`BaseProtocol.send`)
@@ -188,10 +186,60 @@ class StompSession:
 
     # ---------------------------------------------------------------- frames
 
-    def _update_send_frame(self) -> None:
-        """After ``send_frame`` was replaced on this instance (or put back)."""
+    @property
+    def transport(self) -> Transport:
+        """The wire layer (stomp.py's ``conn.transport``): a
+        :class:`~amqstomp.transport.Transport`. Assigning another object (a
+        test's ``Mock()``) sends every frame to its ``transmit(Frame)``, as
+        stomp.py's ``send_frame`` does (see ``_transport_replaced``); assigning
+        the original back restores amqstomp's path. (A property, so that the
+        assignment is noticed once, not looked for per frame: the frame paths
+        read the original transport, never this.)"""
+        return self._transport_now
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        self._transport_now = transport  # (never through __dict__: CPython keeps the attributes inline)
+        if getattr(self, "_client", None) is not None:  # (not while the connection is being made)
+            self._update_send_frame()
+
+    def _update_send_frame(self) -> bool:
+        """After ``send_frame`` or ``transport`` was replaced on this instance (or put
+        back), and wherever the flag is found set (frames leave the direct path):
+        whether frames go through ``send_frame`` (a white-box test may also swap
+        the engine's transport after ``transport``: the flag then follows)."""
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
-        self._send_frame_replaced = method.replaced_on(self)
+        self._send_frame_replaced = diverted = method.replaced_on(self) or self._transport_replaced()
+        return diverted
+
+    def _transport_replaced(self) -> bool:
+        """True when ``conn.transport`` is no longer the transport this connection
+        was made with (a stomp.py user's ``conn.transport = Mock()``): every frame
+        then goes to ``transport.transmit(Frame)`` as stomp.py's ``send_frame`` does."""
+        client = getattr(self, "_client", None)  # its transport: the one this connection was made with
+        return client is not None and self.transport is not client.transport
+
+    def _checks_waived(self) -> bool:
+        """True when frames go to a replaced ``send_frame`` or ``transport`` and this
+        connection's own socket is not open: that replacement is the only wire, so
+        amqstomp's local refusals (unknown transaction, subscription, message) stand
+        aside and the frame reaches it, as in stomp.py."""
+        return self._send_frame_replaced and self._update_send_frame() and not self._client.transport.is_open()
+
+    def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
+        """stomp.py's ``Protocol1x.send_frame`` over a replaced ``conn.transport``:
+        header values escaped in place on 1.1/1.2 but for CONNECT/STOMP (STOMP 1.2
+        "Value Encoding", as stomp.py's ``_escape_headers``), then
+        ``transport.transmit(Frame(cmd, headers, body))``."""
+        if headers is None:
+            headers = {}
+        if self.version != "1.0" and cmd not in ("CONNECT", "STOMP") and isinstance(headers, dict):
+            for key, value in headers.items():
+                if isinstance(value, str):
+                    headers[key] = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+        if cmd != "SEND" and isinstance(body, bytes) and not body:
+            body = ""  # stomp.py's send_frame default
+        return self.transport.transmit(Frame(cmd, cast(Dict[str, Any], headers), body))
 
     @replaceable("_update_send_frame")
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
@@ -217,7 +265,10 @@ class StompSession:
         local = self._sending
         write: Optional[Write] = getattr(local, "write", None)
         local.write = None  # used once: a frame the replacement sends itself takes the plain way
-        future = (write or self._write)(cmd, headers or {}, body)
+        if self._send_frame_replaced and self._transport_replaced():
+            future = self._transmit(cmd, headers, body)
+        else:
+            future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
         elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
@@ -230,18 +281,20 @@ class StompSession:
         """A protocol method's frame: through a replaced :meth:`send_frame`
         (which calls ``write`` when it calls the original), else straight to
         ``write`` (:meth:`_write` when None)."""
-        if self._send_frame_replaced:
+        if self._send_frame_replaced and self._update_send_frame():
             local = self._sending
             local.write = write or self._write
-            try:
-                return self.send_frame(cmd, dict(headers), body)
+            try:  # stomp.py's argument shapes: a body for SEND only
+                if cmd == "SEND":
+                    return self.send_frame(cmd, dict(headers), body)
+                return self.send_frame(cmd, dict(headers))
             finally:
                 local.write = None
         return (write or self._write)(cmd, headers, body)
 
     def _write_plain(self, cmd: str, headers: Mapping[str, Any], body: Any = b"") -> Any:
         """A frame on the open socket as it is (no failover wait)."""
-        return self.transport.send_frame(cmd, headers, body)
+        return self._client.transport.send_frame(cmd, headers, body)
 
     def _began(self, transaction: str, began: bool) -> None:
         raise NotImplementedError  # BaseProtocol's
@@ -397,6 +450,9 @@ class StompSession:
                 is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
+        if self._transport_replaced():
+            self._connect_replaced(username, passcode, wait, headers, with_connect_command, keyword_headers)
+            return
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
             if not rc.wait_connected(timeout if timeout is not None else self.timeout):
@@ -428,6 +484,34 @@ class StompSession:
                     raise
                 log.info("connect attempt %d failed (%s); trying again in %.3g s", attempt, exc, delay_s)
                 time.sleep(delay_s)
+
+    def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
+                          headers: Optional[Mapping[str, Any]], with_connect_command: bool,
+                          keyword_headers: Dict[str, Any]) -> None:
+        """:meth:`connect` over a replaced ``conn.transport``, as stomp.py's
+        ``Protocol1x.connect``: ``send_frame`` of CONNECT (1.0, or
+        ``with_connect_command``) or STOMP with ``accept-version``, ``host``
+        (1.2: the transport's ``current_host_and_port[0]``; its ``vhost`` on
+        1.1/1.2 when set), ``login``, ``passcode``; with ``wait``, the
+        transport's ``wait_for_connection()``, then ConnectFailedException when
+        its ``connection_error`` is set."""
+        transport = self.transport
+        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers["accept-version"] = self.version
+        if self.version == "1.2":
+            frame_headers["host"] = cast(Any, transport.current_host_and_port)[0]  # stomp.py's (a TypeError when None)
+        if self.version != "1.0" and transport.vhost:
+            frame_headers["host"] = transport.vhost
+        if username is not None:
+            frame_headers["login"] = username
+        if passcode is not None:
+            frame_headers["passcode"] = passcode
+        command = "CONNECT" if (with_connect_command or self.version == "1.0") else "STOMP"
+        self.send_frame(command, frame_headers)
+        if wait:
+            transport.wait_for_connection()
+            if transport.connection_error:
+                raise ConnectFailedException("the broker answered CONNECT with ERROR")
 
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
                       headers: Optional[Mapping[str, Any]], with_connect_command: bool,
@@ -487,10 +571,16 @@ class StompSession:
         self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
+        if self._transport_replaced():  # stomp.py's: only when connected, the receipt marked, then the frame
+            if self.transport.is_connected():
+                self.transport.set_receipt(frame_headers["receipt"], "DISCONNECT")
+                self.send_frame("DISCONNECT", frame_headers)
+            return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
         self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
                                 reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
-                                send=self._disconnect_send if self._send_frame_replaced else None)
+                                send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame()
+                                else None)
 
     def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
                          write_timeout: Optional[float]) -> Any:
@@ -500,7 +590,7 @@ class StompSession:
 
     def _handshake_send(self) -> Optional[Callable[[str, Mapping[str, Any]], Any]]:
         """How CONNECT is written: through a replaced :meth:`send_frame`, else None (directly)."""
-        if not self._send_frame_replaced:
+        if not (self._send_frame_replaced and self._update_send_frame()):
             return None
         return lambda cmd, headers: self._send(cmd, headers, b"", self._write_plain)
 

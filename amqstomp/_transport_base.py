@@ -34,7 +34,9 @@ from .exception import (
     FrameEncodeError,
     NotConnectedException,
 )
+from . import _stomppy_log as stomppy_log
 from ._replaceable import ReplaceableMethod, replaceable
+from ._transport_hooks import ProcessFrameSink, ReceivingChannel, StompPyState
 from .listener import Publisher
 from .utils import is_eol_default
 from ._io.timeouts import clamp_wait
@@ -44,54 +46,6 @@ __all__ = ["BaseTransport", "DEFAULT_WAIT_TIMEOUT"]
 log = logging.getLogger("amqstomp.transport")
 
 HostAndPort = Tuple[str, int]
-
-class _ReceivingChannel:
-    """A link's channel whose ``recv`` is the transport's ``receive()`` (a
-    subclass replaced it); everything else is the channel's."""
-
-    def __init__(self, raw: Any, transport: "BaseTransport") -> None:
-        self.raw = raw
-        self._transport = transport
-
-    def recv(self, size: int) -> bytes:
-        data = self._transport.receive()
-        return data if data else b""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.raw, name)
-
-
-class _ProcessFrameSink:
-    """The reader's frame sink when ``process_frame`` was replaced: every frame
-    received goes through it, with its bytes (without the NUL) as stomp.py passes them."""
-
-    def __init__(self, transport: "BaseTransport") -> None:
-        self.transport = transport
-
-    def on_frame(self, link: Link, frame: Frame) -> None:
-        transport = self.transport
-        try:
-            raw: Optional[bytes] = encode_frame(frame.cmd, frame.headers, frame.body, link.proto.version)[:-1]
-        except (FrameEncodeError, ValueError):
-            raw = None
-        dispatch = transport.dispatch
-        if dispatch.auto_decode and isinstance(frame.body, (bytes, bytearray)):
-            frame.body = bytes(frame.body).decode(dispatch.encoding, errors="replace")  # as stomp.py's reader
-        transport.process_frame(frame, raw)
-
-
-class _StompPyState:
-    """What only stomp.py's API keeps, in one object per transport."""
-
-    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "down_seq", "local")
-
-    def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
-        self.is_eol_fc = is_eol_fc
-        self.start_version = "1.2"  # the STOMP version start() opens a socket with
-        self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
-        self.down_seq = 0  # set_connected(False) of this socket
-        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
-
 
 class BaseTransport(Driver, Publisher):
     """stomp.py 9.0's ``BaseTransport`` (listeners, threads, frames out,
@@ -122,7 +76,9 @@ class BaseTransport(Driver, Publisher):
     """
 
     hooked = False
-    _compat: _StompPyState
+    #: stomp.py's DEBUG lines (sending frame / received frame / heart-beats) while its logger is enabled
+    debug_log = stomppy_log
+    _compat: StompPyState
 
     def __init__(self, auto_decode: bool = True, encoding: str = "utf-8",
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
@@ -133,7 +89,7 @@ class BaseTransport(Driver, Publisher):
         self.auto_decode = auto_decode
         # stomp.py's state, in one attribute: the instance's dict stays small enough for
         # CPython to share its keys (attribute reads on the hot path stay specialised)
-        self._compat = _StompPyState(is_eol_fc)
+        self._compat = StompPyState(is_eol_fc)
         self._update_hooks()
 
     def _replaced(self, name: str) -> bool:
@@ -154,7 +110,7 @@ class BaseTransport(Driver, Publisher):
         """Frames go through :meth:`_hooked_send_frame` only while something of
         stomp.py's wants to see them (a replaced ``transmit``/``send``, a
         listener's ``on_send``): the driver's ``send_frame`` alone otherwise."""
-        if self.hooked or self.dispatch.on_send:
+        if self.hooked or self.dispatch.on_send or self.connector is None:  # (a bare BaseTransport: stomp.py's stubs)
             self.frame_hook = self._hooked_send_frame
         elif "frame_hook" in vars(self):
             del self.frame_hook
@@ -197,7 +153,11 @@ class BaseTransport(Driver, Publisher):
         :attr:`~amqstomp._io.driver.Driver.frame_hook` while there are some):
         listeners' ``on_send(frame)`` run first, on the calling thread, and may
         change the frame (they see a ``head``'s headers merged); with
-        :attr:`hooked` the frame goes through :meth:`transmit` (stomp.py's path)."""
+        :attr:`hooked` the frame goes through :meth:`transmit` (stomp.py's path).
+        A bare BaseTransport (no brokers, never a socket) does what stomp.py's
+        does without one (:meth:`_write_unlinked`)."""
+        if self._link is None and self.connector is None:
+            return self._write_unlinked(cmd, headers, body, True)
         self.writable_link(cmd, link_seq, head)
         if self.hooked:
             return self._through_transmit(cmd, headers, body, head, write_timeout)
@@ -229,6 +189,24 @@ class BaseTransport(Driver, Publisher):
             out = dict(out)
             out["content-length"] = None  # keeps the automatic content-length off
         return frame.cmd, out, frame.body
+
+    def _write_unlinked(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
+                        on_send: bool) -> None:
+        """A frame on a bare BaseTransport (no brokers, never a socket), as stomp.py's
+        ``transmit`` does it without a socket: listeners' ``on_send``, then the frame
+        encoded as stomp.py's ``convert_frame`` lays it out (headers sorted by name,
+        values as they are, ``content-length`` only when given, set to the body's
+        size) and handed to :meth:`send` (the stub: nothing; a subclass's: whatever it does)."""
+        if self.hooked and on_send:
+            self._through_transmit(cmd, headers, body, None, None)
+            return
+        frame = Frame(cmd, {k: v for k, v in (headers or {}).items() if v is not None}, b"" if body is None else body)
+        if on_send:
+            self._on_send(frame, self.dispatch.on_send)
+        payload = frame.body.encode(self.encoding) if isinstance(frame.body, str) else bytes(frame.body)
+        if "content-length" in frame.headers:
+            frame.headers["content-length"] = str(len(payload))
+        self.send(encode_frame(frame.cmd, dict(sorted(frame.headers.items())), payload, "1.0", False))
 
     def _on_send(self, frame: Frame, fns: Tuple[Callable[[Frame], Any], ...]) -> None:
         for on_send in fns:
@@ -266,6 +244,8 @@ class BaseTransport(Driver, Publisher):
         """
         self._on_send(frame, self.dispatch.on_send)
         if frame.cmd:
+            if self._link is None and self.connector is None:
+                return self._write_unlinked(frame.cmd, frame.headers, frame.body, False)
             return self.send_frame(frame.cmd, frame.headers, frame.body,
                                    getattr(self._compat.local, "write_timeout", None), hooks=False)
         self.send(HEARTBEAT)
@@ -384,26 +364,34 @@ class BaseTransport(Driver, Publisher):
         socket opened from now on: its reader, dispatcher and timer."""
         self.create_thread_fc = create_thread_fc
 
-    def start(self) -> None:
-        """stomp.py's ``start``: open a socket to the first broker that accepts
-        (:meth:`attempt_connection`) unless one is open; listeners hear
-        ``on_connecting``. No STOMP frame is sent: ``connect()`` sends CONNECT."""
-        if not self.is_open():
-            self.attempt_connection()
-
     def attempt_connection(self) -> None:
         """Open a socket (:attr:`start_version` to begin with) and start its
         reader, dispatcher and timer threads, with the transport's connect
         attempts and back-off.
 
+        A bare BaseTransport (no brokers) does nothing, as stomp.py's stub.
+
         Raises:
-            ConnectFailedException: no broker accepted (or this transport has none).
+            ConnectFailedException: no broker accepted.
             StompException: a socket is open already.
+        """
+        if self.connector is not None:
+            self.open(self._compat.start_version)
+
+    def start(self) -> None:
+        """stomp.py's ``start``: open a socket to the first broker that accepts
+        (:meth:`attempt_connection`) unless one is open; listeners hear
+        ``on_connecting``. No STOMP frame is sent: ``connect()`` sends CONNECT.
+
+        Raises:
+            ConnectFailedException: no broker accepted, or this transport has none
+                (a bare BaseTransport: stomp.py's would start a reader that ends at once).
         """
         if self.connector is None:
             raise ConnectFailedException("this transport has no brokers to connect to (use amqstomp.transport."
                                          "Transport)")
-        self.open(self._compat.start_version)
+        if not self.is_open():
+            self.attempt_connection()
 
     def stop(self, timeout: Optional[float] = None) -> None:
         """stomp.py's ``stop``: wait for the socket's threads to end while it is
@@ -470,7 +458,9 @@ class BaseTransport(Driver, Publisher):
     # ------------------------------------------------------------ hooks of the link owner
 
     def wrap_channel(self, channel: Any) -> Any:
-        return _ReceivingChannel(channel, self) if self._replaced("receive") else channel
+        return ReceivingChannel(channel, self) if self._replaced("receive") else channel
 
     def frame_sink(self) -> Any:
-        return _ProcessFrameSink(self) if self._replaced("process_frame") else self
+        if self._replaced("process_frame"):
+            return ProcessFrameSink(self)
+        return stomppy_log.LoggingFrameSink(self) if stomppy_log.enabled() else self

@@ -21,8 +21,10 @@ Differences from stomp.py, all on purpose:
 * a listener can wait for a receipt from inside a callback (receipts are
   resolved on the reading thread, not the dispatcher);
 * a ``host_and_ports`` entry whose host is not a non-empty ``str`` (None,
-  bytes, ``""``) or whose port is not 1-65535 raises ConfigurationError (a
-  ValueError) naming it (stomp.py looked ``"None"`` up in DNS); a timeout
+  bytes, ``""``) or whose port is not 1-65535 makes ``connect()`` raise
+  InvalidHostError (a ConnectFailedException, as stomp.py's, and a
+  ConfigurationError) naming it, without a DNS look-up (stomp.py looked
+  ``"None"`` up in DNS); a timeout
   longer than the platform can wait (``1e12``) waits that long
   (:data:`amqstomp.utils.MAX_WAIT_S`) instead of raising OverflowError;
 * ``subscribe(..., headers={"ack": "client-individual"})`` subscribes in that

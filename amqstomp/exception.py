@@ -252,6 +252,15 @@ class ConfigurationError(StompException, ValueError):
     unknown ``jms.*`` options too)."""
 
 
+class InvalidHostError(ConnectFailedException, ConfigurationError):
+    """A ``host_and_ports`` entry that names no broker (a host that is not a
+    non-empty ``str``, a port outside 1-65535), raised by ``connect()``: the
+    connection is built as in stomp.py, whose ``connect()`` raised
+    ConnectFailedException after failing to look the entry up
+    (stomp/transport.py ``attempt_connection``). Also a ConfigurationError (a
+    ValueError): the message names the entry."""
+
+
 class TransactionRolledBackError(StompException):
     """``commit()`` failed and the transaction was rolled back: the broker
     refused the COMMIT, or the connection was lost while the transaction was

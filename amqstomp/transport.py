@@ -58,7 +58,7 @@ from ._io.owner import DEFAULT_CLOSE_TIMEOUT as DEFAULT_CLOSE_TIMEOUT
 from ._io.scheduler import Scheduler as Scheduler, TimerHandle as TimerHandle
 from ._protocol.backoff import ReconnectPolicy
 from ._transport_base import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT, BaseTransport
-from .exception import InvalidTimeoutError
+from .exception import ConfigurationError, InvalidHostError, InvalidTimeoutError
 from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
     CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
     CMD_SUBSCRIBE, CMD_UNSUBSCRIBE, ENC_NEWLINE, ENC_NULL, HDR_ACCEPT_VERSION, HDR_ACK, HDR_CONTENT_LENGTH,
@@ -192,7 +192,11 @@ class Transport(BaseTransport):
                  ssl_context: Optional[ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5,
                  auto_content_length: bool = True) -> None:
-        hosts = checked_hosts(host_and_ports or [("localhost", 61613)])
+        deferred: Optional[BaseException] = None  # stomp.py builds a connection to a bad host, fails at connect()
+        try:
+            hosts = checked_hosts(host_and_ports or [("localhost", 61613)])
+        except ConfigurationError as exc:
+            deferred, hosts = InvalidHostError(str(exc)), []
         self.host_and_ports: List[HostAndPort] = order_hosts(hosts, prefer_localhost, try_loopback_connect)
         self.reconnect_sleep_initial = reconnect_sleep_initial
         self.reconnect_sleep_increase = reconnect_sleep_increase
@@ -210,10 +214,12 @@ class Transport(BaseTransport):
         self.bind_host_port = bind_host_port
         connector = Connector(self.host_and_ports, clamped if clamped is not None else DEFAULT_CONNECT_TIMEOUT,
                               bind_host_port, keepalive, ssl_context)
+        connector.deferred_error = deferred  # (on the connector: no attribute added to this hot object)
         BaseTransport.__init__(self, auto_decode, encoding, is_eol_fc, connector=connector,
                                heart_beat_receive_scale=heart_beat_receive_scale, recv_bytes=recv_bytes,
                                auto_content_length=auto_content_length, timeout=clamped)
-        self._ssl_params: Dict[Optional[HostAndPort], SslParams] = {}
+        # stomp.py's name (its test suites read conn.transport._Transport__ssl_params): host -> set_ssl's settings
+        self.__ssl_params: Dict[Optional[HostAndPort], SslParams] = {}
 
     # ------------------------------------------------------------ connecting
 
@@ -229,7 +235,15 @@ class Transport(BaseTransport):
 
         Raises:
             ConnectFailedException: every attempt failed.
+            InvalidHostError: (a ConnectFailedException) a ``host_and_ports``
+                entry names no broker (kept as the connector's ``deferred_error``).
+            TypeError, ValueError: ``set_ssl`` was given settings no TLS context
+                can be made of (e.g. ``ssl_version="x"``): raised here, as stomp.py
+                raised them from ``connect()``.
         """
+        error = self.connector.deferred_error
+        if error is not None:
+            raise type(error)(*error.args)
         return self.connector.connect(self.reconnect_attempts_max, self.backoff_delay, only, deadline,
                                       self.backoff.order)
 
@@ -262,16 +276,24 @@ class Transport(BaseTransport):
         Raises:
             OSError, ssl.SSLError: a file cannot be read or is not what it should be.
 
+        Settings of the wrong type or value (``ssl_version="x"``) are stored as
+        stomp.py does and raise (TypeError, ValueError) from ``connect()``.
+
         For full control pass an ``ssl.SSLContext`` as ``ssl_context=`` instead.
         """
-        context = tls_context(ca_certs, cert_file, key_file, password, verify, ssl_version)
         hosts = [(h, int(p)) for h, p in for_hosts] or None
-        self.set_ssl_context(context, hosts, cert_validator)
+        try:
+            context: Optional[ssl.SSLContext] = tls_context(ca_certs, cert_file, key_file, password, verify,
+                                                            ssl_version)
+        except (TypeError, ValueError) as exc:  # stomp.py stores them and fails at connect()
+            self.connector.deferred_error, context = exc, None
+        if context is not None:
+            self.set_ssl_context(context, hosts, cert_validator)
         params = SslParams(key_file=key_file, cert_file=cert_file, ca_certs=ca_certs, cert_validator=cert_validator,
                            verify=verify, ssl_version=ssl_version, password=password, ssl_context=context)
         keys: List[Optional[HostAndPort]] = list(hosts) if hosts else [None]
         for host_and_port in keys:
-            self._ssl_params[host_and_port] = params
+            self.__ssl_params[host_and_port] = params
 
     def get_ssl(self, host_and_port: Optional[HostAndPort] = None) -> Optional[SslParams]:
         """stomp.py's ``get_ssl``: the TLS settings for ``host_and_port`` (the
@@ -280,10 +302,10 @@ class Transport(BaseTransport):
         ``ssl_context=``, whose other entries are then absent)."""
         host_and_port = host_and_port or self.current_host_and_port
         context = self.get_ssl_context(host_and_port)
-        if context is None:
-            return None
-        params = self._ssl_params.get(host_and_port) if host_and_port else None
-        params = params or self._ssl_params.get(None)
+        params = self.__ssl_params.get(host_and_port) if host_and_port else None
+        params = params or self.__ssl_params.get(None)
+        if context is None:  # settings stored, no context made of them (they fail at connect())
+            return params if params is not None and params["ssl_context"] is None else None
         if params is not None and params["ssl_context"] is context:
             return params
         return SslParams(ssl_context=context)

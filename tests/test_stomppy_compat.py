@@ -264,7 +264,7 @@ def test_a_mock_on_the_instance_sees_the_frames_and_can_hold_them(activemq):
 
     def spy(cmd, headers=None, body=b""):
         seen.append(cmd)
-        if cmd == "SEND" and body == b"held":
+        if cmd == "SEND" and body == "held":  # the body as send() was given it, as stomp.py passes it
             return None  # never written
         return original(cmd, headers, body)
 

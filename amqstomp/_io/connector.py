@@ -31,6 +31,7 @@ class Connector:
         ssl_context (ssl.SSLContext | None): TLS for every broker.
 
     Attributes:
+        deferred_error (BaseException | None): see below.
         upgrade: None, or ``upgrade(channel, (host, port), timeout_s) -> channel``
             run on each new channel (:class:`amqstomp._io.websocket.WebSocketUpgrade`:
             STOMP over WebSocket); it closes the channel when it raises.
@@ -46,6 +47,9 @@ class Connector:
         self._tls_default: Optional[TLSEntry] = (ssl_context, None) if ssl_context else None
         self._tls_hosts: Dict[HostAndPort, TLSEntry] = {}
         self.upgrade: Optional[Callable[[Channel, HostAndPort, float], Channel]] = None
+        #: what every connect must raise, kept from the configuration (stomp.py fails at connect(), not
+        #: when the connection is made: a bad host entry, set_ssl settings no TLS context can be made of)
+        self.deferred_error: Optional[BaseException] = None
 
     def set_tls(self, context: ssl.SSLContext, for_hosts: Optional[Sequence[HostAndPort]] = None,
                 validator: Optional[Callable[[Any, str], Tuple[bool, str]]] = None) -> None:

@@ -20,12 +20,12 @@ from .connector import Connector
 from .link import DEFER_FLUSH_BYTES, Link
 from .owner import LinkOwner
 
-__all__ = ["Driver", "clean_headers", "merged_headers"]
+__all__ = ["Driver", "MASKED_HEADERS", "masked_headers", "merged_headers"]
 
 log = logging.getLogger("amqstomp.transport")
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
-_MASKED_HEADERS = ("passcode",)
+MASKED_HEADERS = ("passcode",)  #: headers whose values a log line never shows
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -39,10 +39,10 @@ def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dic
     return merged
 
 
-def clean_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
-    """``headers`` with the passcode masked, for a log line."""
-    if any(name in headers for name in _MASKED_HEADERS):
-        return {k: ("********" if k in _MASKED_HEADERS else v) for k, v in headers.items()}
+def masked_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
+    """A copy of ``headers`` with the passcode's value masked (``********``), for a log line."""
+    if any(name in headers for name in MASKED_HEADERS):
+        return {k: ("********" if k in MASKED_HEADERS else v) for k, v in headers.items()}
     return dict(headers)
 
 
@@ -174,8 +174,11 @@ class Driver(LinkOwner):
             if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("sending %s %r (%d body bytes)", cmd,
-                      clean_headers(merged_headers(head, clean) if head else clean), len(payload))
+            shown = merged_headers(head, clean) if head else clean
+            log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(shown), len(payload))
+            debug_log = self.debug_log
+            if debug_log is not None and debug_log.enabled():  # an API's own DEBUG lines (stomp.py's)
+                debug_log.log_sent(cmd, shown, payload, proto.version)
         write = self.write_hook
         if write is not None:
             write(data)

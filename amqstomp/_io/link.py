@@ -66,6 +66,9 @@ class Link(LinkWriter):
     """Everything that lives and dies with one socket. ``broker``: the user's broker dialect (None:
     CONNECTED's ``server`` names it; :class:`~amqstomp._protocol.state.ProtocolState`)."""
 
+    #: an API's own DEBUG lines, or None (:attr:`amqstomp._io.owner.LinkOwner.debug_log`)
+    debug_log: Any = None
+
     def __init__(self, channel: Any, host_and_port: HostAndPort, version: str, seq: int, grace: float,
                  broker: Optional[str] = None, name: str = "") -> None:
         self.channel = channel
@@ -222,6 +225,10 @@ class Link(LinkWriter):
         proto = self.proto
         log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
                   proto.version, proto.server, proto.send_ms, proto.recv_ms)
+        debug_log = self.debug_log
+        if proto.version != "1.0" and debug_log is not None and debug_log.enabled() and \
+                debug_log.heartbeat_header(proto.connected_frame):
+            debug_log.log_heartbeats_negotiated(proto.send_ms, proto.recv_ms, proto.grace)
         if proto.send_ms:
             self.scheduler.call_later(proto.send_period_ms / 1000.0, self.heartbeat_send_tick)
         if proto.recv_ms:
@@ -252,6 +259,9 @@ class Link(LinkWriter):
                         self.flush_some()
                     elif not self.closed and self.channel.try_send(HEARTBEAT):
                         self.proto.data_written(time.monotonic() * 1000.0)
+                        debug_log = self.debug_log
+                        if debug_log is not None and debug_log.enabled():
+                            debug_log.log_heartbeat_sent()
                 except OSError as exc:
                     self.close("heart-beat write failed: %s" % exc, exc)
                     return
@@ -378,6 +388,10 @@ class Link(LinkWriter):
             self.resume.set()
         self.scheduler.stop()
         self.channel.shutdown()
+        debug_log = self.debug_log
+        if (self.proto.send_ms or self.proto.recv_ms) and self.proto.version != "1.0" and debug_log is not None \
+                and debug_log.enabled():
+            debug_log.log_heartbeat_loop_ended()
         return True
 
     def read_loop(self, recv_bytes: int, sink: "FrameSink") -> Tuple[str, Optional[BaseException]]:
@@ -424,6 +438,9 @@ class Link(LinkWriter):
                     for frame in frames:
                         on_frame(self, frame)
                 elif not proto.buffered and not data.strip(b"\r\n"):
+                    debug_log = self.debug_log
+                    if debug_log is not None and debug_log.enabled():
+                        debug_log.log_heartbeat_received()
                     self.post("heartbeat", None)
         except StompProtocolError as exc:
             for frame in exc.frames:  # complete frames that came before the fault

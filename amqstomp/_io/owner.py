@@ -59,6 +59,11 @@ class LinkOwner:
         recv_bytes (int): bytes asked for per ``recv``.
     """
 
+    #: None, or an API's own DEBUG lines (a module or object with ``enabled()``,
+    #: ``log_sent(cmd, headers, body, version)`` and the heart-beat lines of
+    #: :class:`amqstomp._io.link.Link`): the stomp.py facade's :mod:`amqstomp._stomppy_log`
+    debug_log: Any = None
+
     def __init__(self, connector: Connector, dispatch: Any, heart_beat_receive_scale: float,
                  recv_bytes: int) -> None:
         #: where and how sockets are made (brokers, TLS per broker, the TCP connect)
@@ -115,6 +120,17 @@ class LinkOwner:
         """(host, port) of the open socket, or None."""
         link = self._link
         return link.host_and_port if link is not None and not link.closed else None
+
+    @property
+    def heartbeat_thread(self) -> Optional[threading.Thread]:
+        """The thread that sends and checks the open socket's heart-beats (its
+        timer thread, ``amqstomp-timer-<n>.<m>``) once CONNECTED negotiated some
+        (STOMP 1.2 "Heart-beating"), else None: stomp.py's
+        ``HeartbeatListener.heartbeat_thread`` (stomp/listener.py)."""
+        link = self._link
+        if link is None or link.closed or not (link.proto.send_ms or link.proto.recv_ms):
+            return None
+        return link.scheduler.thread
 
     @property
     def last_host_and_port(self) -> Optional[HostAndPort]:
@@ -245,6 +261,7 @@ class LinkOwner:
         seq = next(self._link_seq)
         link = Link(self.wrap_channel(channel), host_and_port, version, seq, self.heart_beat_receive_scale,
                     self.broker, "%d.%d" % (self.number, seq))
+        link.debug_log = self.debug_log
         with self._lock:
             self._link = link
         link.post("connecting", host_and_port)  # always the link's first event
@@ -412,6 +429,12 @@ class LinkOwner:
             own[receipt_id] = None
             while len(own) > 1024:
                 own.popitem(last=False)
+
+    def is_own_receipt(self, receipt_id: str) -> bool:
+        """True when ``receipt_id`` is one amqstomp asked for itself
+        (:meth:`own_receipt`) and its RECEIPT has not been handled yet."""
+        with self._lock:
+            return receipt_id in self._own_receipts
 
     def _listeners_hear(self, frame: Frame) -> bool:
         """Reader thread: whether the listeners hear RECEIPT ``frame``: not one

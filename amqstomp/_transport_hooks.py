@@ -1,0 +1,59 @@
+"""What :class:`amqstomp._transport_base.BaseTransport` keeps for stomp.py's API: its
+state object, the channel and frame sink used when ``receive``/``process_frame``
+are replaced.
+"""
+import threading
+from typing import Any, Callable, Dict, Optional
+
+from ._io.link import Link
+from .codec import Frame, encode_frame
+from .exception import FrameEncodeError
+
+__all__ = ["ReceivingChannel", "ProcessFrameSink", "StompPyState"]
+
+class ReceivingChannel:
+    """A link's channel whose ``recv`` is the transport's ``receive()`` (a
+    subclass replaced it); everything else is the channel's."""
+
+    def __init__(self, raw: Any, transport: Any) -> None:
+        self.raw = raw
+        self._transport = transport
+
+    def recv(self, size: int) -> bytes:
+        data = self._transport.receive()
+        return data if data else b""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+class ProcessFrameSink:
+    """The reader's frame sink when ``process_frame`` was replaced: every frame
+    received goes through it, with its bytes (without the NUL) as stomp.py passes them."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+
+    def on_frame(self, link: Link, frame: Frame) -> None:
+        transport = self.transport
+        try:
+            raw: Optional[bytes] = encode_frame(frame.cmd, frame.headers, frame.body, link.proto.version)[:-1]
+        except (FrameEncodeError, ValueError):
+            raw = None
+        dispatch = transport.dispatch
+        if dispatch.auto_decode and isinstance(frame.body, (bytes, bytearray)):
+            frame.body = bytes(frame.body).decode(dispatch.encoding, errors="replace")  # as stomp.py's reader
+        transport.process_frame(frame, raw)
+
+
+class StompPyState:
+    """What only stomp.py's API keeps, in one object per transport."""
+
+    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "down_seq", "local")
+
+    def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
+        self.is_eol_fc = is_eol_fc
+        self.start_version = "1.2"  # the STOMP version start() opens a socket with
+        self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
+        self.down_seq = 0  # set_connected(False) of this socket
+        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
