@@ -256,12 +256,17 @@ class BaseTransport(Driver, Publisher):
         """stomp.py's ``send``: write encoded bytes on the open socket as they
         are (in order with every other write).
 
+        A bare BaseTransport (no brokers: ``connector`` None) with no socket
+        does nothing, as stomp.py's stub.
+
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open (a :class:`~amqstomp.transport.Transport`).
             ConnectionClosedException: the write failed (the link is then closed).
         """
         link = self._link
         if link is None or link.closed:
+            if self.connector is None:
+                return
             raise NotConnectedException("not connected (no open socket)")
         link.write(bytes(encoded_frame), getattr(self._compat.local, "write_timeout", None))
 
@@ -423,17 +428,21 @@ class BaseTransport(Driver, Publisher):
         self.close(None, reason="cleanup()")
 
     @replaceable("_update_hooks")
-    def receive(self) -> bytes:
+    def receive(self) -> Optional[bytes]:
         """stomp.py's ``receive``: one ``recv`` of up to ``recv_bytes`` on the
         open socket (b"" at its end). The reader thread calls it for every read
         when a subclass replaces it; otherwise it is not used (calling it beside
         the reader takes bytes from it).
 
+        A bare BaseTransport (no brokers) with no socket returns None, as stomp.py's stub.
+
         Raises:
-            NotConnectedException: no socket is open.
+            NotConnectedException: no socket is open (a :class:`~amqstomp.transport.Transport`).
         """
         link = self._link
         if link is None or link.closed:
+            if self.connector is None:
+                return None
             raise NotConnectedException("not connected (no open socket)")
         channel = link.channel
         data: bytes = getattr(channel, "raw", channel).recv(self.recv_bytes)
