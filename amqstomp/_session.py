@@ -84,7 +84,9 @@ class StompSession:
     ConnectionClosedException; the broker redelivers it, ``redelivered: true``):
     an ACK goes only on the socket that delivered the message. On STOMP 1.0/1.1
     an ACK names a ``message-id``, which the lost copy and the redelivered one
-    share: it names the copy handed to the listeners last. ``commit`` of a
+    share: the ACKs of one identity answer its deliveries oldest first, so the
+    first one after a failover (the lost copy's) raises AcknowledgeInterruptedError
+    and the next is written (:meth:`amqstomp._engine.client.Client.acknowledge_identity`). ``commit`` of a
     transaction begun before the loss raises TransactionRolledBackError.
 
     Attributes: declared below, each with its comment (the API reference shows them).
@@ -213,6 +215,8 @@ class StompSession:
         future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
+            if cmd != "BEGIN":  # ABORT gives back what its ACKs took
+                self._client.transaction_ended(headers["transaction"], cmd == "ABORT")
         elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
             self._raw_subscriptions.add(str(headers["id"]))  # not subscribe()'s: unsubscribe() knows it
         elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:

@@ -301,13 +301,18 @@ class BaseProtocol(StompSession):
             self._check_transaction(transaction)
         except (TransactionRolledBackError, NotConnectedException):
             self._ledger.ended(transaction)
+            self._client.transaction_ended(transaction, aborted=False)
             raise
-        self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
+        try:
+            self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
+        finally:
+            self._client.transaction_ended(transaction, aborted=False)
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
-        messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
-        STOMP ABORT).
+        """ABORT ``transaction``: its SENDs are dropped and its ACK/NACKs undone.
+        The messages it acknowledged are not redelivered on ActiveMQ (5.17 does
+        not redispatch on a STOMP ABORT): they are held again, so ``ack``/``nack``
+        of one is written as stomp.py writes it (:meth:`amqstomp._engine.client.Client.transaction_ended`).
 
         Raises:
             UnknownTransactionError: (a ValueError) as :meth:`commit`.
@@ -318,7 +323,10 @@ class BaseProtocol(StompSession):
         self._known_transaction(transaction, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
-        self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
+        try:
+            self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
+        finally:
+            self._client.transaction_ended(transaction, aborted=True)
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
                    keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
@@ -415,7 +423,7 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
-            self.subscriptions.check_ack(command, ack_headers)
+            self.subscriptions.check_ack(command, ack_headers, frame_headers.get("transaction"))
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
         self.transport.send_frame(command, frame_headers)

@@ -31,7 +31,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
-from .exception import ConfigurationError, NotConnectedException, StompException, UnknownMessageError
+from .exception import ConfigurationError, NotConnectedException, StompException
 from .flow import (
     ACK_AUTO,
     ACK_MODES,
@@ -43,6 +43,7 @@ from .flow import (
     SubscriptionWindow,
 )
 from ._engine.ports import TransportPort
+from ._unacked import UNACKED_MAX, UnackedMessages
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
 from ._protocol.frames import ack_headers, ack_identity, reject_command
 from .uri import destination_kind, parse_destination
@@ -60,8 +61,6 @@ MAX_PREFETCH = 2 ** 31 - 1
 #: Seconds before a message that found no listener is offered again (not counted as a failure).
 NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
-#: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
-_UNACKED_MAX = 1 << 17
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
@@ -109,7 +108,7 @@ def _option_int(options: Mapping[str, Any], name: str, default: int, low: int = 
     return value
 
 
-class SubscriptionManager:
+class SubscriptionManager(UnackedMessages):
     """The subscriptions of one connection and their flow control (see the module docstring).
 
     Args:
@@ -138,9 +137,7 @@ class SubscriptionManager:
         # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
         # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
         # every MESSAGE came through a known subscription and the map stayed within its bound.
-        self._track_acks = track_acks
-        self._unacked: Dict[Tuple[str, ...], Subscription] = {}
-        self._unacked_complete = track_acks
+        self._init_unacked(track_acks)
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
@@ -317,8 +314,7 @@ class SubscriptionManager:
         self._owner.clear()
         self._retire(self._unregistered)
         self._unregistered = self._unregistered_sub()
-        self._unacked.clear()
-        self._unacked_complete = self._track_acks
+        self._clear_unacked()
 
     def renew(self) -> List[Subscription]:
         """A new socket replaces a lost one (failover): every subscription starts
@@ -340,38 +336,8 @@ class SubscriptionManager:
             fresh.append(sub)
         return fresh
 
-    def _forget_unacked(self, sub: Subscription) -> None:
-        if self._unacked:
-            for key, owner in list(self._unacked.items()):
-                if owner is sub:
-                    self._unacked.pop(key, None)
-
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any]) -> None:
-        """The application is about to send ACK/NACK ``ack_headers``: refuse one
-        naming a message this connection has not delivered unacknowledged (with
-        ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
-        subscription acknowledges every earlier delivery of it too, ActiveMQ's
-        cumulative ACK).
-
-        Raises:
-            UnknownMessageError: no such message (never delivered, or acknowledged
-                already); ActiveMQ would answer ERROR ("Unexpected ACK received").
-        """
-        if not self._unacked_complete:
-            return
-        key = ack_identity(self.transport.version, ack_headers)
-        sub = self._unacked.pop(key, None)
-        if sub is None:
-            raise UnknownMessageError(
-                "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
-                "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
-        if command == "ACK" and sub.ack == "client":
-            order = sub.unacked
-            while order:
-                earlier = order.popleft()
-                if earlier == key:
-                    break
-                self._unacked.pop(earlier, None)
+    def _is_current(self, sub: Any) -> bool:
+        return self._subs.get(sub.id) is sub and not sub.closed
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
@@ -442,7 +408,7 @@ class SubscriptionManager:
             unacked[identity] = sub
             if sub.ack == "client":
                 sub.unacked.append(identity)
-            if len(unacked) > _UNACKED_MAX:  # an application that never acks: stop checking
+            if len(unacked) > UNACKED_MAX:  # an application that never acks: stop checking
                 self._unacked_complete = False
                 unacked.clear()
         owner = self._owner
