@@ -89,8 +89,21 @@ class UnackedMessages:
             raise UnknownMessageError(
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
                 "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
+        cumulative = command == "ACK" and sub.ack == "client"
+        if transaction is not None:
+            return self._took(transaction, key, sub, cumulative)
+        if cumulative:
+            order = sub.unacked
+            while order:
+                earlier = order.popleft()
+                if earlier == key:
+                    break
+                self._unacked.pop(earlier, None)
+
+    def _took(self, transaction: Any, key: Tuple[str, ...], sub: Any, cumulative: bool) -> None:
+        """:meth:`check_ack` in ``transaction``: what it takes is noted."""
         taken: List[_Taken] = []
-        if command == "ACK" and sub.ack == "client":
+        if cumulative:
             order = sub.unacked
             while order:
                 earlier = order.popleft()
@@ -98,14 +111,11 @@ class UnackedMessages:
                     break
                 if self._unacked.pop(earlier, None) is not None:
                     taken.append((earlier, sub, True))
-            taken.append((key, sub, True))
-        else:
-            taken.append((key, sub, False))
-        if transaction is not None:
-            kept = self._in_transaction
-            kept.setdefault(str(transaction), []).extend(taken)
-            while len(kept) > TRANSACTIONS_MAX:
-                kept.popitem(last=False)
+        taken.append((key, sub, cumulative))
+        kept = self._in_transaction
+        kept.setdefault(str(transaction), []).extend(taken)
+        while len(kept) > TRANSACTIONS_MAX:
+            kept.popitem(last=False)
 
     def transaction_ended(self, transaction: Any, aborted: bool) -> None:
         """COMMIT (``aborted`` False: what its ACK/NACKs took is final) or ABORT
