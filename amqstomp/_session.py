@@ -147,7 +147,7 @@ class StompSession:
         self.encoding = transport.encoding
         self.auto_decode = transport.auto_decode
         self.auto_content_length = auto_content_length
-        self.subscriptions = SubscriptionManager(transport, track_acks=True)
+        self.subscriptions = SubscriptionManager(transport, track_acks=True, drop_unknown=True)
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
@@ -155,8 +155,9 @@ class StompSession:
         # transactions begun (BEGIN written) on the current connection and not yet ended
         self._transactions: Set[str] = set()
         # subscription ids of SUBSCRIBE frames sent through send_frame (not subscribe()) on the
-        # current connection and not yet unsubscribed: unsubscribe() knows them
-        self._raw_subscriptions: Set[str] = set()
+        # current connection and not yet unsubscribed: unsubscribe() knows them, and their
+        # MESSAGEs reach the listeners (those of an unknown id do not: SubscriptionManager._drop)
+        self._raw_subscriptions: Set[str] = self.subscriptions.raw_ids
         self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector = None
@@ -212,13 +213,14 @@ class StompSession:
         local = self._sending
         write: Optional[Write] = getattr(local, "write", None)
         local.write = None  # used once: a frame the replacement sends itself takes the plain way
+        if cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
+            # not subscribe()'s: unsubscribe() knows it; noted before the write (MESSAGEs may follow at once)
+            self._raw_subscriptions.add(str(headers["id"]))
         future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
             if cmd != "BEGIN":  # ABORT gives back what its ACKs took
                 self._client.transaction_ended(headers["transaction"], cmd == "ABORT")
-        elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
-            self._raw_subscriptions.add(str(headers["id"]))  # not subscribe()'s: unsubscribe() knows it
         elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:
             self._raw_subscriptions.discard(str(headers["id"]))
         return future

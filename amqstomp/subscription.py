@@ -64,6 +64,8 @@ _OWNER_PURGE_AT = 50000
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
+#: MESSAGEs of one unknown subscription id that are logged at WARNING when dropped (then at DEBUG)
+DROPPED_WARNINGS = 10
 
 
 class Subscription:
@@ -129,8 +131,15 @@ class SubscriptionManager(UnackedMessages):
 
     def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
                  audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
-                 track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None) -> None:
+                 track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None,
+                 drop_unknown: bool = False) -> None:
         self.transport = transport
+        self._drop_unknown = drop_unknown  # the stomp.py API: MESSAGEs of unknown ids are dropped (_dropped_unknown)
+        #: ids of SUBSCRIBEs written as they are (``send_frame``): their MESSAGEs are delivered (bounded by
+        #: the unregistered window), as are those without ``subscription`` (1.0)
+        self.raw_ids: Set[str] = set()
+        self._closed_ids: Deque[str] = deque(maxlen=256)  # recently unsubscribed (for the log line)
+        self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
         # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
@@ -292,6 +301,7 @@ class SubscriptionManager(UnackedMessages):
         and deliver no more of its queued messages, unless it is ``ack:auto`` (the
         broker redelivers the others; ``auto`` ones were acked at dispatch)."""
         sub = self._subs.pop(str(id), None)
+        self._closed_ids.append(str(id))
         if sub is not None:
             with sub.lock:
                 token = None if sub.failures else sub.window.flush(_now_ms())
@@ -390,6 +400,8 @@ class SubscriptionManager(UnackedMessages):
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
         if sub is None:
+            if self._drop_unknown and sub_id is not None and self._dropped_unknown(sub_id, message_id):
+                return
             if self._unacked_complete:
                 self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
             sub = self._unregistered  # bounded all the same
@@ -423,6 +435,27 @@ class SubscriptionManager(UnackedMessages):
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
                 "prefetch": window.prefetch})
         self.deliver(frame)
+
+    def _dropped_unknown(self, sub_id: str, message_id: Any) -> bool:
+        """Reader thread: a MESSAGE for subscription ``sub_id``, which is not open here. Delivered
+        (False) for an id of :attr:`raw_ids`, RabbitMQ's replies to a ``/temp-queue/`` reply-to and
+        a frame the application injects (``transport.process_frame``, stomp.py's way to test
+        listeners); else dropped (True): logged at WARNING (the first :data:`DROPPED_WARNINGS` of an
+        id, then at DEBUG), never given to the listeners, the connection stays up. No window counts
+        it, nothing is acked: the broker returns an UNSUBSCRIBEd client-ack subscription's messages
+        to the queue (``ack:auto`` ones it acked at dispatch) and expects nothing for an unknown id."""
+        injecting = getattr(self.transport, "injecting", None)
+        if sub_id in self.raw_ids or sub_id.startswith("/temp-queue/") or (injecting is not None and injecting()):
+            return False
+        seen = self._dropped.get(sub_id, 0) + 1
+        if seen == 1 and len(self._dropped) >= 1024:
+            self._dropped.clear()
+        self._dropped[sub_id] = seen
+        log.log(logging.WARNING if seen <= DROPPED_WARNINGS else logging.DEBUG,
+                "MESSAGE %s for subscription %s dropped, not given to the listeners: %s%s", message_id, sub_id,
+                "after its UNSUBSCRIBE" if sub_id in self._closed_ids else "not subscribed on this connection",
+                " (more of this subscription at DEBUG)" if seen == DROPPED_WARNINGS else "")
+        return True
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
