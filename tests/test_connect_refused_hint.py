@@ -2,6 +2,8 @@
 broker's real STOMP port; it used to say only "Connection refused" (a RabbitMQ
 whose STOMP plugin listens elsewhere left a new user with no hint)."""
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -41,3 +43,12 @@ def test_refused_on_another_port_adds_no_hint():
     with pytest.raises(ConnectFailedException) as info:
         conn.connect("guest", "guest", wait=True, timeout=5)
     assert "refused" in str(info.value) and "rabbitmq-diagnostics" not in str(info.value)
+
+
+def test_the_command_line_client_says_it_too(tmp_path):
+    if _listening(61613):
+        pytest.skip("something listens on 127.0.0.1:61613 on this machine")
+    proc = subprocess.run([sys.executable, "-m", "amqstomp", "-H", "127.0.0.1", "-P", "61613", "--timeout", "3"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20, cwd=str(tmp_path))
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "connection refused" in proc.stderr and "rabbitmq-diagnostics listeners" in proc.stderr, proc.stderr
