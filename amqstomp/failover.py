@@ -521,10 +521,13 @@ class SocketLedger:
             taken = self._taken.pop(str(transaction), None)
             if not taken or not aborted:
                 return
+            kept = self._messages
             for entry in reversed(taken):  # the last taken first: each goes back in front
                 if entry[0] == "message":
                     key, seq = entry[1], entry[2]
-                    self._messages.setdefault(key, []).insert(0, seq)
+                    kept.setdefault(key, []).insert(0, seq)
+                    while len(kept) > self.size:
+                        kept.popitem(last=False)
                 else:
                     sub_id, entries = entry[1], entry[2]
                     order = self._cumulative.setdefault(sub_id, deque())

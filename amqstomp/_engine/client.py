@@ -321,14 +321,14 @@ class Client:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
         subscriptions.check_ack(command, ack_headers, tx)
-        if tx is not None and seq is not None:
-            ledger.took(tx, ack_headers, seq)  # ABORT gives it back (transaction_ended)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
+        if tx is not None and seq is not None:
+            ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
         if cumulative_sub is not None and seq is not None and command != "ACK":
             ledger.answered(cumulative_sub, ack_headers, seq, tx)
         elif cumulative_sub is not None and seq is not None:
