@@ -74,8 +74,9 @@ class UnackedMessages:
         naming a message this connection has not delivered unacknowledged (with
         ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
         subscription acknowledges every earlier delivery of it too, ActiveMQ's
-        cumulative ACK). With ``transaction`` (its id) what it takes is noted,
-        for :meth:`transaction_ended` to give back on ABORT.
+        cumulative ACK). With ``transaction`` (the id of the frame's
+        ``transaction`` header) what it takes is noted, for
+        :meth:`transaction_ended` to give back on ABORT.
 
         Raises:
             UnknownMessageError: no such message (never delivered, or acknowledged
@@ -89,10 +90,9 @@ class UnackedMessages:
             raise UnknownMessageError(
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
                 "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
-        cumulative = command == "ACK" and sub.ack == "client"
         if transaction is not None:
-            return self._took(transaction, key, sub, cumulative)
-        if cumulative:
+            return self._took(transaction, key, sub, command == "ACK" and sub.ack == "client")
+        if command == "ACK" and sub.ack == "client":
             order = sub.unacked
             while order:
                 earlier = order.popleft()

@@ -299,14 +299,12 @@ class BaseProtocol(StompSession):
         frame_headers["transaction"] = transaction
         try:
             self._check_transaction(transaction)
+            self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
         except (TransactionRolledBackError, NotConnectedException):
             self._ledger.ended(transaction)
-            self._client.transaction_ended(transaction, aborted=False)
             raise
-        try:
-            self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
         finally:
-            self._client.transaction_ended(transaction, aborted=False)
+            self._client.transaction_ended(transaction, aborted=False)  # its ACKs are final
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
         """ABORT ``transaction``: its SENDs are dropped and its ACK/NACKs undone.
@@ -411,19 +409,19 @@ class BaseProtocol(StompSession):
         if receipt:
             frame_headers["receipt"] = receipt
         if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
-            self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers))
+            self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers, tx=transaction))
             return
-        self._acknowledge(ack_headers, command, frame_headers)
+        self._acknowledge(ack_headers, command, frame_headers, None, transaction)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
-                     body: Any = None) -> None:
+                     body: Any = None, tx: Optional[str] = None) -> None:
         """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
         on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
         try:  # (no cost on the way of an ACK that is written)
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
-            self.subscriptions.check_ack(command, ack_headers, frame_headers.get("transaction"))
+            self.subscriptions.check_ack(command, ack_headers, tx)  # (tx: ABORT gives back what it takes)
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
         self.transport.send_frame(command, frame_headers)
