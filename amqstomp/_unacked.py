@@ -91,8 +91,8 @@ class UnackedMessages:
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
                 "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
         if transaction is not None:
-            return self._took(transaction, key, sub, command == "ACK" and sub.ack == "client")
-        if command == "ACK" and sub.ack == "client":
+            self._took(transaction, key, sub, command == "ACK" and sub.ack == "client")
+        elif command == "ACK" and sub.ack == "client":
             order = sub.unacked
             while order:
                 earlier = order.popleft()

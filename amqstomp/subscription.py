@@ -347,7 +347,7 @@ class SubscriptionManager(UnackedMessages):
         return fresh
 
     def _is_current(self, sub: Any) -> bool:
-        return self._subs.get(sub.id) is sub and not sub.closed
+        return not sub.closed and self._subs.get(sub.id) is sub
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
