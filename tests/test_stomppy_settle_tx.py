@@ -163,3 +163,35 @@ def test_stale_ack_after_the_copy_was_handed_over_is_refused_and_the_next_acks_t
         conn.disconnect()
         producer.disconnect()
     assert _left_on_broker(activemq, queue) == []
+
+
+def test_abort_gives_back_through_a_send_frame_override(activemq):
+    """The same through a subclass whose send_frame sees every frame (stomp.py's
+    way of spying on a connection) and calls the original."""
+    queue = _queue()
+    seen = []
+
+    class Spying(stomp.Connection12):
+        def send_frame(self, cmd, headers=None, body=b""):
+            seen.append(cmd)
+            return super().send_frame(cmd, headers, body)
+
+    conn = Spying(activemq.host_and_ports, timeout=15)
+    col = Collector()
+    conn.set_listener("col", col)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.subscribe(queue, id="s", ack="client-individual", receipt="r-sub")
+        assert conn.wait_for_receipt("r-sub", 10) is not None
+        conn.send(queue, "one")
+        assert len(col.wait_messages(1, 10)) >= 1
+        frame = col.messages[0]
+        tx = conn.begin()
+        conn.ack(frame.headers["ack"], transaction=tx)
+        conn.abort(tx)
+        conn.ack(frame.headers["ack"], receipt="r-ack")
+        assert conn.wait_for_receipt("r-ack", 10) is not None
+        assert seen[-4:] == ["BEGIN", "ACK", "ABORT", "ACK"] and col.errors == []
+    finally:
+        conn.disconnect()
+    assert _left_on_broker(activemq, queue) == []
