@@ -138,7 +138,7 @@ class SubscriptionManager(UnackedMessages):
         #: ids of SUBSCRIBEs written as they are (``send_frame``): their MESSAGEs are delivered (bounded by
         #: the unregistered window), as are those without ``subscription`` (1.0)
         self.raw_ids: Set[str] = set()
-        self._closed_ids: Deque[str] = deque(maxlen=256)  # recently unsubscribed (for the log line)
+        self._closed_ids: Deque[str] = deque(maxlen=256)  # recently unsubscribed: their drops log at DEBUG
         self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
@@ -439,11 +439,11 @@ class SubscriptionManager(UnackedMessages):
     def _dropped_unknown(self, sub_id: str, message_id: Any) -> bool:
         """Reader thread: a MESSAGE for subscription ``sub_id``, which is not open here. Delivered
         (False) for an id of :attr:`raw_ids`, RabbitMQ's replies to a ``/temp-queue/`` reply-to and
-        a frame the application injects (``transport.process_frame``, stomp.py's way to test
-        listeners); else dropped (True): logged at WARNING (the first :data:`DROPPED_WARNINGS` of an
-        id, then at DEBUG), never given to the listeners, the connection stays up. No window counts
-        it, nothing is acked: the broker returns an UNSUBSCRIBEd client-ack subscription's messages
-        to the queue (``ack:auto`` ones it acked at dispatch) and expects nothing for an unknown id."""
+        a frame the application injects (``transport.process_frame``, stomp.py's way to test listeners);
+        else dropped (True), never given to the listeners, the connection stays up: logged at WARNING
+        for an id never subscribed here (the first :data:`DROPPED_WARNINGS`, then DEBUG), at DEBUG for
+        one unsubscribed (in flight at a clean close: no error). No window counts it, no ACK is due: the
+        broker requeues an UNSUBSCRIBEd client-ack subscription's messages, counted ack:auto ones consumed."""
         injecting = getattr(self.transport, "injecting", None)
         if sub_id in self.raw_ids or sub_id.startswith("/temp-queue/") or (injecting is not None and injecting()):
             return False
@@ -451,10 +451,11 @@ class SubscriptionManager(UnackedMessages):
         if seen == 1 and len(self._dropped) >= 1024:
             self._dropped.clear()
         self._dropped[sub_id] = seen
-        log.log(logging.WARNING if seen <= DROPPED_WARNINGS else logging.DEBUG,
+        closed = sub_id in self._closed_ids
+        log.log(logging.DEBUG if closed or seen > DROPPED_WARNINGS else logging.WARNING,
                 "MESSAGE %s for subscription %s dropped, not given to the listeners: %s%s", message_id, sub_id,
-                "after its UNSUBSCRIBE" if sub_id in self._closed_ids else "not subscribed on this connection",
-                " (more of this subscription at DEBUG)" if seen == DROPPED_WARNINGS else "")
+                "after its UNSUBSCRIBE" if closed else "not subscribed on this connection",
+                " (more of this subscription at DEBUG)" if seen == DROPPED_WARNINGS and not closed else "")
         return True
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
