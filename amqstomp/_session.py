@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
@@ -35,6 +35,7 @@ from .subscription import SubscriptionManager
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .utils import get_uuid, merge_headers
 from ._io.timeouts import clamp_wait
+from . import _stomppy_wire as stomppy_wire
 
 __all__ = ["StompSession", "DEFAULT_DISCONNECT_TIMEOUT", "DEFAULT_FAILOVER_HEARTBEATS"]
 
@@ -91,7 +92,9 @@ class StompSession:
     ConnectionClosedException; the broker redelivers it, ``redelivered: true``):
     an ACK goes only on the socket that delivered the message. On STOMP 1.0/1.1
     an ACK names a ``message-id``, which the lost copy and the redelivered one
-    share: it names the copy handed to the listeners last. ``commit`` of a
+    share: the ACKs of one identity answer its deliveries oldest first, so the
+    first one after a failover (the lost copy's) raises AcknowledgeInterruptedError
+    and the next is written (:meth:`amqstomp._engine.client.Client.acknowledge_identity`). ``commit`` of a
     transaction begun before the loss raises TransactionRolledBackError.
 
     Attributes: declared below, each with its comment (the API reference shows them).
@@ -150,7 +153,7 @@ class StompSession:
         self.encoding = transport.encoding
         self.auto_decode = transport.auto_decode
         self.auto_content_length = auto_content_length
-        self.subscriptions = SubscriptionManager(transport, track_acks=True)
+        self.subscriptions = SubscriptionManager(transport, track_acks=True, drop_unknown=True)
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
@@ -158,8 +161,9 @@ class StompSession:
         # transactions begun (BEGIN written) on the current connection and not yet ended
         self._transactions: Set[str] = set()
         # subscription ids of SUBSCRIBE frames sent through send_frame (not subscribe()) on the
-        # current connection and not yet unsubscribed: unsubscribe() knows them
-        self._raw_subscriptions: Set[str] = set()
+        # current connection and not yet unsubscribed: unsubscribe() knows them, and their
+        # MESSAGEs reach the listeners (those of an unknown id do not: SubscriptionManager._drop)
+        self._raw_subscriptions: Set[str] = self.subscriptions.raw_ids
         self._sending = threading.local()  # the write of a frame on its way through a replaced send_frame
         #: the failover loop (``auto_reconnect=True``), else None
         self.reconnector = None
@@ -227,19 +231,8 @@ class StompSession:
         return self._send_frame_replaced and self._update_send_frame() and not self._client.transport.is_open()
 
     def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
-        """stomp.py's ``Protocol1x.send_frame`` over a replaced ``conn.transport``:
-        header values escaped in place on 1.1/1.2 but for CONNECT/STOMP (STOMP 1.2
-        "Value Encoding", as stomp.py's ``_escape_headers``), then
-        ``transport.transmit(Frame(cmd, headers, body))``."""
-        if headers is None:
-            headers = {}
-        if self.version != "1.0" and cmd not in ("CONNECT", "STOMP") and isinstance(headers, dict):
-            for key, value in headers.items():
-                if isinstance(value, str):
-                    headers[key] = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
-        if cmd != "SEND" and isinstance(body, bytes) and not body:
-            body = ""  # stomp.py's send_frame default
-        return self.transport.transmit(Frame(cmd, cast(Dict[str, Any], headers), body))
+        """stomp.py's ``send_frame`` over a replaced ``conn.transport`` (:func:`amqstomp._stomppy_wire.transmit`)."""
+        return stomppy_wire.transmit(self.transport, self.version, cmd, headers, body)
 
     @replaceable("_update_send_frame")
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
@@ -265,14 +258,17 @@ class StompSession:
         local = self._sending
         write: Optional[Write] = getattr(local, "write", None)
         local.write = None  # used once: a frame the replacement sends itself takes the plain way
+        if cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
+            # not subscribe()'s: unsubscribe() knows it; noted before the write (MESSAGEs may follow at once)
+            self._raw_subscriptions.add(str(headers["id"]))
         if self._send_frame_replaced and self._transport_replaced():
             future = self._transmit(cmd, headers, body)
         else:
             future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
-        elif cmd == "SUBSCRIBE" and write is None and headers and headers.get("id") is not None:
-            self._raw_subscriptions.add(str(headers["id"]))  # not subscribe()'s: unsubscribe() knows it
+            if cmd != "BEGIN":  # ABORT gives back what its ACKs took
+                self._client.transaction_ended(headers["transaction"], cmd == "ABORT")
         elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:
             self._raw_subscriptions.discard(str(headers["id"]))
         return future
@@ -488,30 +484,9 @@ class StompSession:
     def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
                           headers: Optional[Mapping[str, Any]], with_connect_command: bool,
                           keyword_headers: Dict[str, Any]) -> None:
-        """:meth:`connect` over a replaced ``conn.transport``, as stomp.py's
-        ``Protocol1x.connect``: ``send_frame`` of CONNECT (1.0, or
-        ``with_connect_command``) or STOMP with ``accept-version``, ``host``
-        (1.2: the transport's ``current_host_and_port[0]``; its ``vhost`` on
-        1.1/1.2 when set), ``login``, ``passcode``; with ``wait``, the
-        transport's ``wait_for_connection()``, then ConnectFailedException when
-        its ``connection_error`` is set."""
-        transport = self.transport
-        frame_headers = merge_headers([headers, keyword_headers])
-        frame_headers["accept-version"] = self.version
-        if self.version == "1.2":
-            frame_headers["host"] = cast(Any, transport.current_host_and_port)[0]  # stomp.py's (a TypeError when None)
-        if self.version != "1.0" and transport.vhost:
-            frame_headers["host"] = transport.vhost
-        if username is not None:
-            frame_headers["login"] = username
-        if passcode is not None:
-            frame_headers["passcode"] = passcode
-        command = "CONNECT" if (with_connect_command or self.version == "1.0") else "STOMP"
-        self.send_frame(command, frame_headers)
-        if wait:
-            transport.wait_for_connection()
-            if transport.connection_error:
-                raise ConnectFailedException("the broker answered CONNECT with ERROR")
+        """:meth:`connect` over a replaced ``conn.transport`` (:func:`amqstomp._stomppy_wire.connect`)."""
+        stomppy_wire.connect(self.transport, self.send_frame, self.version, username, passcode,
+                             merge_headers([headers, keyword_headers]), with_connect_command, wait)
 
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
                       headers: Optional[Mapping[str, Any]], with_connect_command: bool,

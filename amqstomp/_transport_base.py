@@ -458,11 +458,21 @@ class BaseTransport(Driver, Publisher):
         without the NUL) when a subclass replaces it."""
         link = self._link
         if link is not None and not link.closed:
-            self.on_frame(link, f)
+            local = self._compat.local  # not the reader: the application injects it (injecting())
+            local.injecting = threading.current_thread() is not link.reader
+            try:
+                self.on_frame(link, f)
+            finally:
+                local.injecting = False
             return
         if f.cmd == "MESSAGE":
             self.dispatch.call("before_message", f)
         self.dispatch.call(str(f.cmd).lower(), f)
+
+    def injecting(self) -> bool:
+        """True while the application hands a frame in with :meth:`process_frame`
+        on this thread (a MESSAGE for a subscription never made is then delivered)."""
+        return bool(getattr(self._compat.local, "injecting", False))
 
     # ------------------------------------------------------------ hooks of the link owner
 

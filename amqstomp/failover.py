@@ -365,8 +365,17 @@ class SocketLedger:
     1.2 the MESSAGE's ``ack`` header, 1.1 ``message-id`` + ``subscription``, 1.0
     ``message-id``; never by message-id alone on 1.2, since ActiveMQ redelivers
     with the same ``message-id`` on the new socket. On 1.0/1.1 the lost copy and
-    the redelivered one share their identity: an ACK then names the copy handed
-    to the application last (:meth:`socket_of`). For ``ack:client``
+    the redelivered one share their identity; the application's ACK carries no
+    socket, so one rule (:meth:`socket_of`) says which delivery it is for: an
+    ACK made by a listener on a socket's dispatcher thread answers that
+    socket's delivery; otherwise, the listeners being handed the copies in
+    delivery order, the ACKs of an identity answer its outstanding deliveries
+    oldest first -- the first ACK after a failover answers the lost socket's copy (refused:
+    :class:`~amqstomp.exception.AcknowledgeInterruptedError`, as a 1.2 ACK of
+    that copy's own ``ack`` id is), the next one the redelivered copy (written).
+    Where identities never collide (1.2) the rule changes nothing. An ACK/NACK
+    inside a transaction takes its delivery until the transaction ends: ABORT
+    gives it back (:meth:`settled`). For ``ack:client``
     subscriptions (cumulative ACKs) it also keeps their hand-over order, so a
     cumulative ACK can tell which earlier messages it does not cover: those of
     another (lost) socket (:meth:`covered`).
@@ -386,6 +395,9 @@ class SocketLedger:
         self._cumulative: Dict[str, Deque[Tuple[Tuple[str, ...], int, str]]] = {}
         self._cumulative_sub: Dict[Tuple[str, ...], str] = {}  # identity -> its ack:client subscription
         self._transactions: "OrderedDict[str, int]" = OrderedDict()
+        # transaction id -> the deliveries its ACK/NACKs took: ("message", key, socket) and
+        # ("order", subscription, [hand-over entries]), in the order taken
+        self._taken: "OrderedDict[str, List[Tuple[Any, ...]]]" = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -420,11 +432,11 @@ class SocketLedger:
         an ACK with these headers names, or None."""
         return self._cumulative_sub.get(self.ack_key(self.transport.version, ack_headers))
 
-    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> None:
+    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None) -> None:
         """An ACK/NACK naming the copy (identity, socket ``seq``) of an
-        ``ack:client`` subscription was sent, or refused with
-        AcknowledgeInterruptedError: drop it from the hand-over order (a later
-        cumulative ACK does not count it again)."""
+        ``ack:client`` subscription was sent (in ``transaction``, if not None),
+        or refused with AcknowledgeInterruptedError: drop it from the hand-over
+        order (a later cumulative ACK does not count it again)."""
         key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             order = self._cumulative.get(str(subscription))
@@ -432,11 +444,13 @@ class SocketLedger:
                 for entry in order:
                     if entry[0] == key and entry[1] == seq:
                         order.remove(entry)
+                        if transaction is not None:
+                            self._note(transaction, ("order", str(subscription), [entry]))
                         if self.transport.version == "1.2" or not any(other[0] == key for other in order):
                             self._cumulative_sub.pop(key, None)
                         break
 
-    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int) -> int:
+    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None) -> int:
         """A cumulative ACK of the copy (``ack_headers``' identity, socket ``seq``)
         of ``subscription`` was written: drop it and every message of that
         subscription handed over before it from the hand-over order. Returns how
@@ -455,6 +469,8 @@ class SocketLedger:
                 taken.append(entry)
                 if entry[0] == key and entry[1] == seq:
                     break
+            if transaction is not None:
+                self._note(transaction, ("order", str(subscription), taken))
             # on 1.0/1.1 a lost copy and its redelivered copy share an identity; on 1.2 they never do
             remaining = {entry[0] for entry in order} if self.transport.version != "1.2" else set()
             for entry in taken:
@@ -465,18 +481,60 @@ class SocketLedger:
             covered_ids = {entry[2] for entry in taken if entry[1] == seq}
             return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)
 
-    def socket_of(self, ack_headers: Mapping[str, Any]) -> Optional[int]:
+    def socket_of(self, ack_headers: Mapping[str, Any], caller_seq: int = 0) -> Optional[int]:
         """The socket that delivered the message an ACK/NACK with these headers
-        names (the copy handed over last), and forget that copy; None when unknown."""
+        names, and forget that delivery; None when unknown. Of several
+        deliveries of one identity (1.0/1.1 after a failover: the lost copy and
+        the redelivered one): the one of socket ``caller_seq`` (the ACK is made
+        on that socket's dispatcher thread, by a listener it handed the
+        delivery to), else the oldest outstanding one: ACKs answer deliveries
+        in the order the listeners were handed them (the class docstring's rule)."""
         key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             seqs = self._messages.get(key)
             if not seqs:
                 return None
-            seq = seqs.pop()
+            seq = seqs.pop(seqs.index(caller_seq) if caller_seq and len(seqs) > 1 and caller_seq in seqs else 0)
             if not seqs:
                 del self._messages[key]
             return seq
+
+    def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int) -> None:
+        """An ACK/NACK in ``transaction`` took the delivery (``ack_headers``'
+        identity, socket ``seq``) :meth:`socket_of` returned: noted for :meth:`settled`."""
+        key = self.ack_key(self.transport.version, ack_headers)
+        with self._lock:
+            self._note(transaction, ("message", key, seq))
+
+    def _note(self, transaction: Any, taken: Tuple[Any, ...]) -> None:
+        """Under the lock: a delivery taken by an ACK/NACK of ``transaction``."""
+        kept = self._taken
+        kept.setdefault(str(transaction), []).append(taken)
+        while len(kept) > self.size:
+            kept.popitem(last=False)
+
+    def settled(self, transaction: Any, aborted: bool) -> None:
+        """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
+        written: on ABORT the deliveries its ACK/NACKs took are outstanding
+        again (an ACK of one goes on its socket, or is refused when that socket
+        is gone), in front of later ones; on COMMIT they are forgotten."""
+        with self._lock:
+            taken = self._taken.pop(str(transaction), None)
+            if not taken or not aborted:
+                return
+            kept = self._messages
+            for entry in reversed(taken):  # the last taken first: each goes back in front
+                if entry[0] == "message":
+                    key, seq = entry[1], entry[2]
+                    kept.setdefault(key, []).insert(0, seq)
+                    while len(kept) > self.size:
+                        kept.popitem(last=False)
+                else:
+                    sub_id, entries = entry[1], entry[2]
+                    order = self._cumulative.setdefault(sub_id, deque())
+                    order.extendleft(reversed(entries))
+                    for identity in entries:
+                        self._cumulative_sub[identity[0]] = sub_id
 
     def began(self, transaction: Any, seq: Optional[int] = None) -> None:
         """A BEGIN for ``transaction`` went on socket ``seq`` (the current one when None)."""
@@ -499,7 +557,10 @@ class SocketLedger:
         self._transactions.pop(str(transaction), None)
 
     def clear_transactions(self) -> None:
+        """The connection ended: no transaction is open any more."""
         self._transactions.clear()
+        with self._lock:
+            self._taken.clear()
 
     def forget_subscription(self, subscription: Any) -> None:
         """``subscription`` ended (UNSUBSCRIBE): drop its hand-over order."""

@@ -20,11 +20,10 @@ the heart-beat listener's callbacks do nothing on a protocol object; a
 subclass that defines a callback (``on_message``...) hears it, as the
 connection is registered on its transport as ``"protocol-listener"``.
 """
-import difflib
 import functools
 import logging
 from concurrent.futures import Future
-from typing import Any, Dict, Literal, Mapping, MutableMapping, Optional, Tuple, Union, cast
+from typing import Any, Dict, Mapping, Optional, Tuple, Union, cast
 
 from ._session import StompSession
 from .constants import (  # stomp.py's module star-imports stomp.listener (and its constants)
@@ -45,6 +44,8 @@ from .listener import (
 from .listener import *  # noqa: F401,F403 -- stomp.py's module star-imports stomp.listener (modules too)
 from . import listener as _listener
 from .transport import Transport
+from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
+from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
 from .uri import check_destination, parse_destination
 from .utils import get_uuid, merge_headers
 
@@ -55,77 +56,6 @@ __all__ = ["Protocol10", "Protocol11", "Protocol12", "ConnectFailedException"]
 __all__ += _listener.__all__
 
 _log = logging.getLogger("amqstomp.connection")
-
-
-#: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
-RESERVED_KEYWORDS = ("optimize_acknowledge", "prefetch_size", "ack_batch_cap", "optimize_acknowledge_timeout_ms",
-                     "optimized_ack_scheduled_ack_interval_ms", "idle_ack_ms", "max_buffered", "max_buffered_bytes",
-                     "redelivery_policy")
-
-# names close to a reserved keyword, which stomp.py's rule would otherwise send as headers
-_ALIASES = {"prefetch": "prefetch_size", "prefetchSize": "prefetch_size", "prefetch_count": "prefetch_size",
-            "optimizeAcknowledge": "optimize_acknowledge"}
-
-
-def pop_reserved(keyword_headers: MutableMapping[str, Any]) -> Dict[str, Any]:
-    """Remove amqstomp's own keywords from ``keyword_headers`` and return them.
-
-    Raises:
-        ConfigurationError: a keyword that looks like a misspelt reserved one
-            (``optimise_acknowledge``, ``prefetchSize`` ...): stomp.py's rule would
-            send it as a header and the option would silently do nothing.
-    """
-    for name in keyword_headers:
-        if name in RESERVED_KEYWORDS:
-            continue
-        guess = _ALIASES.get(name)
-        if guess is None and "_" in name:
-            close = difflib.get_close_matches(name, RESERVED_KEYWORDS, n=1, cutoff=0.8)
-            guess = close[0] if close else None
-        if guess is not None:
-            raise ConfigurationError("subscribe keyword %r is not an amqstomp option; did you mean %s? "
-                                     "(pass it in headers={...} to send it as a header)" % (name, guess))
-    return {name: keyword_headers.pop(name) for name in RESERVED_KEYWORDS if name in keyword_headers}
-
-
-class _Default(str):
-    """A keyword's default value: equal to the text, but told apart (``is``) from
-    the same text given by the caller."""
-
-    __slots__ = ()
-
-
-#: The ``ack`` modes of SUBSCRIBE (STOMP 1.2 "SUBSCRIBE ack Header"): a type checker
-#: refuses ``ack="clint"``.
-AckMode = Literal["auto", "client", "client-individual"]
-#: ``subscribe``'s default ``ack`` (``"auto"``); an ``ack`` header wins over it.
-_ACK_DEFAULT = cast(AckMode, _Default("auto"))
-
-
-def _subscribe_arguments(frame_headers: Dict[str, Any], destination: Any, id: Any,
-                         ack: str) -> Tuple[Any, Any, str]:
-    """``subscribe``'s destination, id and ack, reconciled with the same names
-    among its headers: a header fills a keyword left out (``ack`` at its
-    default); both given and different raise ValueError."""
-    for name, value in (("destination", destination), ("id", id)):
-        given = frame_headers.get(name)
-        if given is None:
-            continue
-        if value is None:
-            value = given
-        elif str(given) != str(value):
-            raise ValueError("subscribe: %s given twice, %r as argument and %r as header" % (name, value, given))
-        if name == "destination":
-            destination = value
-        else:
-            id = value
-    header_ack = frame_headers.get("ack")
-    if header_ack is not None:
-        if ack is _ACK_DEFAULT:
-            ack = str(header_ack)
-        elif str(header_ack) != ack:
-            raise ValueError("subscribe: ack given twice, %r as argument and %r as header" % (ack, header_ack))
-    return destination, id, str(ack)
 
 
 #: what the local checks of a frame-writing call raise; on a closed connection NotConnectedException goes first
@@ -296,15 +226,18 @@ class BaseProtocol(StompSession):
         frame_headers["transaction"] = transaction
         try:
             self._check_transaction(transaction)
+            self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
         except (TransactionRolledBackError, NotConnectedException):
             self._ledger.ended(transaction)
             raise
-        self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
+        finally:
+            self._client.transaction_ended(transaction, aborted=False)  # its ACKs are final
 
     def abort(self, transaction: str, headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
-        """ABORT ``transaction``: its SENDs are dropped (on ActiveMQ its ACKed
-        messages are not redelivered: ActiveMQ 5.17 does not redispatch on a
-        STOMP ABORT).
+        """ABORT ``transaction``: its SENDs are dropped and its ACK/NACKs undone.
+        The messages it acknowledged are not redelivered on ActiveMQ (5.17 does
+        not redispatch on a STOMP ABORT): they are held again, so ``ack``/``nack``
+        of one is written as stomp.py writes it (:meth:`amqstomp._engine.client.Client.transaction_ended`).
 
         Raises:
             UnknownTransactionError: (a ValueError) as :meth:`commit`.
@@ -315,7 +248,10 @@ class BaseProtocol(StompSession):
         self._known_transaction(transaction, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
-        self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
+        try:
+            self._send("ABORT", frame_headers)  # a transaction gone with its socket: nothing to abort
+        finally:
+            self._client.transaction_ended(transaction, aborted=True)
 
     def _subscribe(self, destination: str, id: Any, ack: str, headers: Optional[Mapping[str, Any]],
                    keyword_headers: Dict[str, Any], id_required: bool = False) -> None:
@@ -406,19 +342,19 @@ class BaseProtocol(StompSession):
         if receipt:
             frame_headers["receipt"] = receipt
         if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
-            self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers))
+            self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers, tx=transaction))
             return
-        self._acknowledge(ack_headers, command, frame_headers)
+        self._acknowledge(ack_headers, command, frame_headers, None, transaction)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
-                     body: Any = None) -> None:
+                     body: Any = None, tx: Optional[str] = None) -> None:
         """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
         on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
         try:  # (no cost on the way of an ACK that is written)
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
-            self.subscriptions.check_ack(command, ack_headers)
+            self.subscriptions.check_ack(command, ack_headers, tx)  # (tx: ABORT gives back what it takes)
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
         self._client.transport.send_frame(command, frame_headers)

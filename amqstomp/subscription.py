@@ -31,7 +31,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
-from .exception import ConfigurationError, NotConnectedException, StompException, UnknownMessageError
+from .exception import ConfigurationError, NotConnectedException, StompException
 from .flow import (
     ACK_AUTO,
     ACK_MODES,
@@ -43,6 +43,7 @@ from .flow import (
     SubscriptionWindow,
 )
 from ._engine.ports import TransportPort
+from ._unacked import UNACKED_MAX, UnackedMessages
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
 from ._protocol.frames import ack_headers, ack_identity, reject_command
 from .uri import destination_kind, parse_destination
@@ -60,11 +61,11 @@ MAX_PREFETCH = 2 ** 31 - 1
 #: Seconds before a message that found no listener is offered again (not counted as a failure).
 NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
-#: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
-_UNACKED_MAX = 1 << 17
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
+#: MESSAGEs of one unknown subscription id that are logged at WARNING when dropped (then at DEBUG)
+DROPPED_WARNINGS = 10
 
 
 class Subscription:
@@ -109,7 +110,7 @@ def _option_int(options: Mapping[str, Any], name: str, default: int, low: int = 
     return value
 
 
-class SubscriptionManager:
+class SubscriptionManager(UnackedMessages):
     """The subscriptions of one connection and their flow control (see the module docstring).
 
     Args:
@@ -130,17 +131,22 @@ class SubscriptionManager:
 
     def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
                  audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
-                 track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None) -> None:
+                 track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None,
+                 drop_unknown: bool = False) -> None:
         self.transport = transport
+        self._drop_unknown = drop_unknown  # the stomp.py API: MESSAGEs of unknown ids are dropped (_dropped_unknown)
+        #: ids of SUBSCRIBEs written as they are (``send_frame``): their MESSAGEs are delivered (bounded by
+        #: the unregistered window), as are those without ``subscription`` (1.0)
+        self.raw_ids: Set[str] = set()
+        self._closed_ids: Deque[str] = deque(maxlen=256)  # recently unsubscribed: their drops log at DEBUG
+        self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
         # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
         # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
         # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
         # every MESSAGE came through a known subscription and the map stayed within its bound.
-        self._track_acks = track_acks
-        self._unacked: Dict[Tuple[str, ...], Subscription] = {}
-        self._unacked_complete = track_acks
+        self._init_unacked(track_acks)
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
@@ -295,6 +301,7 @@ class SubscriptionManager:
         and deliver no more of its queued messages, unless it is ``ack:auto`` (the
         broker redelivers the others; ``auto`` ones were acked at dispatch)."""
         sub = self._subs.pop(str(id), None)
+        self._closed_ids.append(str(id))
         if sub is not None:
             with sub.lock:
                 token = None if sub.failures else sub.window.flush(_now_ms())
@@ -317,8 +324,7 @@ class SubscriptionManager:
         self._owner.clear()
         self._retire(self._unregistered)
         self._unregistered = self._unregistered_sub()
-        self._unacked.clear()
-        self._unacked_complete = self._track_acks
+        self._clear_unacked()
 
     def renew(self) -> List[Subscription]:
         """A new socket replaces a lost one (failover): every subscription starts
@@ -340,38 +346,8 @@ class SubscriptionManager:
             fresh.append(sub)
         return fresh
 
-    def _forget_unacked(self, sub: Subscription) -> None:
-        if self._unacked:
-            for key, owner in list(self._unacked.items()):
-                if owner is sub:
-                    self._unacked.pop(key, None)
-
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any]) -> None:
-        """The application is about to send ACK/NACK ``ack_headers``: refuse one
-        naming a message this connection has not delivered unacknowledged (with
-        ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
-        subscription acknowledges every earlier delivery of it too, ActiveMQ's
-        cumulative ACK).
-
-        Raises:
-            UnknownMessageError: no such message (never delivered, or acknowledged
-                already); ActiveMQ would answer ERROR ("Unexpected ACK received").
-        """
-        if not self._unacked_complete:
-            return
-        key = ack_identity(self.transport.version, ack_headers)
-        sub = self._unacked.pop(key, None)
-        if sub is None:
-            raise UnknownMessageError(
-                "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
-                "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
-        if command == "ACK" and sub.ack == "client":
-            order = sub.unacked
-            while order:
-                earlier = order.popleft()
-                if earlier == key:
-                    break
-                self._unacked.pop(earlier, None)
+    def _is_current(self, sub: Any) -> bool:
+        return not sub.closed and self._subs.get(sub.id) is sub
 
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
@@ -424,6 +400,8 @@ class SubscriptionManager:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
         if sub is None:
+            if self._drop_unknown and sub_id is not None and self._dropped_unknown(sub_id, message_id):
+                return
             if self._unacked_complete:
                 self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
             sub = self._unregistered  # bounded all the same
@@ -442,7 +420,7 @@ class SubscriptionManager:
             unacked[identity] = sub
             if sub.ack == "client":
                 sub.unacked.append(identity)
-            if len(unacked) > _UNACKED_MAX:  # an application that never acks: stop checking
+            if len(unacked) > UNACKED_MAX:  # an application that never acks: stop checking
                 self._unacked_complete = False
                 unacked.clear()
         owner = self._owner
@@ -457,6 +435,28 @@ class SubscriptionManager:
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
                 "prefetch": window.prefetch})
         self.deliver(frame)
+
+    def _dropped_unknown(self, sub_id: str, message_id: Any) -> bool:
+        """Reader thread: a MESSAGE for subscription ``sub_id``, which is not open here. Delivered
+        (False) for an id of :attr:`raw_ids`, RabbitMQ's replies to a ``/temp-queue/`` reply-to and
+        a frame the application injects (``transport.process_frame``, stomp.py's way to test listeners);
+        else dropped (True), never given to the listeners, the connection stays up: logged at WARNING
+        for an id never subscribed here (the first :data:`DROPPED_WARNINGS`, then DEBUG), at DEBUG for
+        one unsubscribed (in flight at a clean close: no error). No window counts it, no ACK is due: the
+        broker requeues an UNSUBSCRIBEd client-ack subscription's messages, counted ack:auto ones consumed."""
+        injecting = getattr(self.transport, "injecting", None)
+        if sub_id in self.raw_ids or sub_id.startswith("/temp-queue/") or (injecting is not None and injecting()):
+            return False
+        seen = self._dropped.get(sub_id, 0) + 1
+        if seen == 1 and len(self._dropped) >= 1024:
+            self._dropped.clear()
+        self._dropped[sub_id] = seen
+        closed = sub_id in self._closed_ids
+        log.log(logging.DEBUG if closed or seen > DROPPED_WARNINGS else logging.WARNING,
+                "MESSAGE %s for subscription %s dropped, not given to the listeners: %s%s", message_id, sub_id,
+                "after its UNSUBSCRIBE" if closed else "not subscribed on this connection",
+                " (more of this subscription at DEBUG)" if seen == DROPPED_WARNINGS and not closed else "")
+        return True
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))

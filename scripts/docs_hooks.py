@@ -13,7 +13,9 @@
    ``bench/charts.py``), outside ``docs/``: each ``bench/results/*.png`` and ``*.json`` is added to
    the site as ``benchmarks/results/<name>``, so docs/benchmarks.md shows them without a second
    copy in the repository, and a chart that is missing is a broken link (a warning: the strict
-   build fails).
+   build fails). The pages link them where they are in the repository
+   (``../bench/results/<name>`` from docs/benchmarks.md: right in the repository view, checked by
+   tests/test_docs_links.py); :func:`site_links` points those links at the site's copy.
 """
 import glob
 import ast
@@ -92,7 +94,28 @@ def expand_members(markdown: str) -> str:
     return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
 
 
+_RESULTS_LINK = re.compile(r"(\]\(\s*<?)((?:\.\./)+bench/results/)([^)\s>#]+)")
+
+
+def site_links(markdown: str, src_uri: str) -> str:
+    """The page ``src_uri`` (relative to docs/) with each link into ``bench/results/`` (relative
+    to the page's file, as the repository shows it) pointed at the site's copy of that file
+    (``benchmarks/results/<name>``, relative to the page)."""
+    page_dir = os.path.dirname(src_uri)
+
+    def repl(match: "re.Match[str]") -> str:
+        target = os.path.normpath(os.path.join(ROOT, "docs", page_dir, match.group(2), match.group(3)))
+        if os.path.dirname(target) != RESULTS:
+            return match.group(0)
+        site = os.path.relpath(os.path.join(SITE_FOLDER, os.path.basename(target)), page_dir or ".")
+        return match.group(1) + site.replace(os.sep, "/")
+
+    return _RESULTS_LINK.sub(repl, markdown)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if "bench/results/" in markdown:
+        markdown = site_links(markdown, page.file.src_uri)
     return expand_members(markdown) if "- __all__" in markdown else markdown
 
 

@@ -591,3 +591,69 @@ def test_demo_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sent 300, received 300, lost 0, duplicates 0" in proc.stdout
     assert "enqueued 300, dequeued 300, left 0" in proc.stdout
+
+
+def test_ctrl_d_at_the_prompt_ends_the_prompts_line(activemq, tmp_path):
+    """Ctrl-D quit with the terminal's cursor still after '> ': the user's shell prompt
+    then started on the client's line."""
+    term = Terminal(AMQSTOMP + ["-P", str(activemq.stomp_port)], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        term.settle()
+        mark = len(term.text)
+        os.write(term.fd, b"\x04")
+    finally:
+        assert term.close() == 0, term.text
+    assert term.text[mark:].endswith("\n"), repr(term.text[-40:])
+
+
+@pytest.fixture
+def cli11(activemq, tmp_path):
+    """A StompCLI on STOMP 1.1 writing to a string, no history; disconnected at the end."""
+    import io
+    from amqstomp.cli.shell import StompCLI
+
+    shell = StompCLI("127.0.0.1", activemq.stomp_port, "admin", "admin", ver="1.1", stdin=io.StringIO(),
+                     stdout=io.StringIO(), history_file="")
+    yield shell
+    shell.conn.disconnect()
+
+
+def _complete(shell, line, delimiters=" /-"):
+    """What readline would get for ``line`` (the cursor at its end): the completer of its
+    command called with the text after the last of readline's delimiters."""
+    begidx = max(line.rfind(d) for d in delimiters) + 1
+    command = line.split()[0]
+    return getattr(shell, "complete_" + command)(line[begidx:], line, begidx, len(line))
+
+
+def test_tab_completes_destinations_used_and_seen_ids_transactions_and_files(cli11, tmp_path):
+    """stomp.py's shell (and ours before) completed destinations subscribed to only."""
+    import time as _time
+
+    tag = uuid.uuid4().hex[:8]
+    used, seen = "/queue/cli.%s.used" % tag, "/queue/cli.%s.seen" % tag
+    cli11.onecmd("send %s hello" % used)
+    assert _complete(cli11, "send /queue/cli.%s.u" % tag) == ["cli.%s.used" % tag]
+    assert _complete(cli11, "sendrec /queue/cli.%s" % tag) == ["cli.%s.used" % tag]
+    cli11.onecmd("subscribe %s client-individual" % seen)
+    cli11.onecmd("send %s hi" % seen)
+    deadline = _time.monotonic() + 10
+    while not cli11._message_ids and _time.monotonic() < deadline:
+        _time.sleep(0.02)
+    assert _complete(cli11, "unsubscribe /queue/cli.%s." % tag) == ["cli.%s.seen" % tag]
+    message_id = next(iter(cli11._message_ids))
+    assert _complete(cli11, "ack " + message_id[:3], delimiters=" ") == [message_id]
+    assert _complete(cli11, "ack %s " % message_id) == ["1"]  # the subscription's id (STOMP 1.1)
+    assert _complete(cli11, "commit ") == []
+    cli11.onecmd("begin")
+    assert _complete(cli11, "commit ") == [cli11.transaction_id]
+    assert _complete(cli11, "abort ") == [cli11.transaction_id]
+    cli11.onecmd("abort")
+    (tmp_path / "data.bin").write_bytes(b"x")
+    (tmp_path / "dir").mkdir()
+    prefix = str(tmp_path) + "/d"
+    assert _complete(cli11, "sendfile %s %s" % (used, prefix)) == ["data.bin", "dir/"]
+    assert _complete(cli11, "sendfile %s %s/data.bin %s/di" % (used, tmp_path, tmp_path)) == ["dir/"]
+    assert _complete(cli11, "run %s/da" % tmp_path) == ["data.bin"]
+    assert _complete(cli11, "sendfile /queue/cli.%s.s" % tag) == ["cli.%s.seen" % tag]  # the destination first

@@ -90,6 +90,7 @@ def test_frames_before_garbage_in_one_segment_are_delivered():
     conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_decode=False)
     conn.set_listener("e", events)
     conn.connect(wait=True, timeout=5)
+    conn.subscribe("/queue/a", id=1)  # (a MESSAGE of a subscription never made reaches no listener)
     assert events.disconnected.wait(10)
     assert [f.body for f in events.messages] == [b"one", b"two"]
     # the client's own finding: on_protocol_error (the listeners get only the broker's frames)
@@ -205,9 +206,9 @@ def _rss_bytes() -> int:
 @pytest.mark.parametrize("how", ["unknown-id", "send_frame-subscribe"])
 def test_messages_of_a_subscription_subscribe_did_not_make_are_bounded_too(how):
     """MESSAGEs of a subscription not registered by subscribe() (a SUBSCRIBE written with
-    send_frame, an id the connection never used) count against a buffer bound: reading
-    pauses, the client does not grow with the broker's backlog (issue 20, item 5: +141 MB
-    for 300,000 frames before)."""
+    send_frame) count against a buffer bound: reading pauses, the client does not grow with
+    the broker's backlog (issue 20, item 5: +141 MB for 300,000 frames before); those of an
+    id the connection never used are dropped as they are read (nothing grows either)."""
     body = b"b" * 8192
     stop = threading.Event()
     pushed = [0]
@@ -242,7 +243,10 @@ def test_messages_of_a_subscription_subscribe_did_not_make_are_bounded_too(how):
         # 1000 messages of 8 KiB may wait for the listeners, plus the socket buffers
         assert grown < 60 * 1024 * 1024, "grew %.1f MB with %d frames pushed, %d seen" % (
             grown / 1e6, pushed[0], len(seen))
-        assert pushed[0] < 29000, "the client read everything the fake broker sent: no back-pressure"
+        if how == "unknown-id":  # dropped as they are read (the error path): none buffered, none seen
+            assert seen == []
+        else:
+            assert pushed[0] < 29000, "the client read everything the fake broker sent: no back-pressure"
     finally:
         stop.set()
         conn.disconnect(timeout=5)
@@ -259,7 +263,7 @@ def test_a_malformed_broker_heart_beat_keeps_the_clients_own_and_says_so(value, 
     events = Events()
     conn.set_listener("e", events)
     try:
-        with caplog.at_level("WARNING", logger="amqstomp"):
+        with caplog.at_level("DEBUG", logger="amqstomp.subscription"):
             conn.connect(wait=True, timeout=10)
         assert conn.transport.heartbeats == (1000, 1000)
         assert any("heart-beat" in r.getMessage() and value in r.getMessage() for r in caplog.records), \
@@ -287,3 +291,171 @@ def test_a_message_before_connected_is_a_protocol_error_not_a_delivery():
     finally:
         conn.disconnect(timeout=2)
         peer.stop()
+
+
+class _ReceiptingPeer:
+    """A fake broker's reading half: reads the client's frames, answers every
+    ``receipt`` with a RECEIPT, notes the commands seen."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+        self.commands = []
+
+    def read_until(self, command, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        self.sock.settimeout(0.2)
+        while command not in self.commands and time.monotonic() < deadline:
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                return False
+            self.buffer += chunk
+            while b"\x00" in self.buffer:
+                raw, self.buffer = self.buffer.split(b"\x00", 1)
+                lines = raw.lstrip(b"\r\n").split(b"\n")
+                self.commands.append(lines[0].decode())
+                for line in lines[1:]:
+                    if line.startswith(b"receipt:"):
+                        self.sock.sendall(b"RECEIPT\nreceipt-id:" + line[8:] + b"\n\n\x00")
+        return command in self.commands
+
+
+def _message(subscription, message_id, body):
+    head = b"MESSAGE\nmessage-id:%s\ndestination:/queue/a\n" % message_id
+    if subscription is not None:
+        head += b"subscription:%s\n" % subscription
+    return head + b"\n" + body + b"\x00"
+
+
+def test_messages_for_an_unsubscribed_or_unknown_id_reach_no_listener(caplog):
+    """A MESSAGE after UNSUBSCRIBE, or for an id this connection never subscribed,
+    used to reach on_message; now it is dropped and logged with its id and
+    message-id (WARNING for the unknown id; DEBUG for the unsubscribed one: in flight
+    at a clean close, no error), and the connection stays up. A SUBSCRIBE written
+    with send_frame and a STOMP 1.0-style MESSAGE without ``subscription`` are still
+    delivered."""
+    pushed = threading.Event()
+
+    def script(sock):
+        peer = _ReceiptingPeer(sock)
+        if not peer.read_until("UNSUBSCRIBE"):
+            return
+        sock.sendall(_message(b"gone", b"m1", b"after-unsubscribe") + _message(b"ghost", b"m2", b"unknown")
+                     + _message(b"raw", b"m3", b"raw") + _message(None, b"m4", b"no-subscription")
+                     + _message(b"live", b"m5", b"live"))
+        pushed.set()
+        peer.read_until("DISCONNECT")
+
+    peer = FakePeer(script)
+    events = Events()
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], timeout=10)
+    conn.set_listener("e", events)
+    conn.connect(wait=True, timeout=5)
+    try:
+        with caplog.at_level("DEBUG", logger="amqstomp.subscription"):
+            conn.subscribe("/queue/a", id="gone", ack="client-individual")
+            conn.subscribe("/queue/b", id="live")
+            conn.send_frame("SUBSCRIBE", {"destination": "/queue/c", "id": "raw", "ack": "auto"})
+            conn.unsubscribe("gone")
+            assert pushed.wait(10)
+            deadline = time.monotonic() + 10
+            while len(events.messages) < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.3)
+        assert [f.body for f in events.messages] == ["raw", "no-subscription", "live"]
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        debug = [r.getMessage() for r in caplog.records if r.levelname == "DEBUG"]
+        assert [line for line in warned if "ghost" in line and "m2" in line] and \
+            not [line for line in warned if "gone" in line], warned
+        assert any("gone" in line and "m1" in line and "UNSUBSCRIBE" in line for line in debug), debug
+        assert conn.is_connected() and not events.errors and not events.protocol_errors
+    finally:
+        conn.disconnect()
+        peer.stop()
+
+
+@pytest.mark.broker
+def test_messages_in_flight_at_unsubscribe_do_not_reach_on_message(activemq):
+    """ActiveMQ: UNSUBSCRIBE while the broker's prefetched messages are still on
+    their way; the ones read after it used to reach on_message (through the
+    unregistered window). None does now, and the broker gets every one back."""
+    queue = "/queue/hostile-unsub-" + uuid.uuid4().hex[:10]
+    body = b"u" * 65536
+    producer = amqstomp.Connection12(activemq.host_and_ports)
+    producer.connect("admin", "admin", wait=True, timeout=15)
+    for i in range(60):
+        producer.send(queue, body, receipt="r-last" if i == 59 else None)
+    producer.wait_for_receipt("r-last", 15)
+    producer.disconnect()
+    entered, release = threading.Event(), threading.Event()
+    got = []
+
+    class Holding(amqstomp.ConnectionListener):
+        def on_message(self, frame):
+            got.append(frame.headers["message-id"])
+            entered.set()
+            release.wait(15)
+
+    conn = amqstomp.Connection12(activemq.host_and_ports, timeout=15)
+    conn.set_listener("h", Holding())
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.subscribe(queue, id="s", ack="client-individual", prefetch_size=60, max_buffered=3)
+        assert entered.wait(15)
+        time.sleep(1.0)  # the buffer is full: the reader paused with most messages still in flight
+        conn.unsubscribe("s")
+        release.set()
+        time.sleep(2.0)  # the rest is read now (reading resumes once the subscription closed)
+        assert len(got) == 1, "%d messages reached on_message after UNSUBSCRIBE" % (len(got) - 1)
+        assert conn.is_connected()
+    finally:
+        release.set()
+        conn.disconnect()
+    check = amqstomp.Connection12(activemq.host_and_ports)
+    back = []
+
+    class Count(amqstomp.ConnectionListener):
+        def on_message(self, frame):
+            back.append(1)
+
+    check.set_listener("c", Count())
+    check.connect("admin", "admin", wait=True, timeout=15)
+    check.subscribe(queue, id="c", ack="auto")
+    deadline = time.monotonic() + 15
+    while len(back) < 60 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check.disconnect()
+    assert len(back) == 60  # client acks: every message went back to the queue
+
+
+@pytest.mark.broker
+def test_a_10_subscription_without_an_id_and_a_raw_subscribe_still_deliver(activemq):
+    """The MESSAGEs that name no subscription made by subscribe() and still reach the
+    listeners: STOMP 1.0's SUBSCRIBE without an id, a SUBSCRIBE written with send_frame."""
+    queue = "/queue/hostile-noid-" + uuid.uuid4().hex[:10]
+    events = Events()
+    ten = amqstomp.Connection10(activemq.host_and_ports)
+    ten.set_listener("e", events)
+    ten.connect("admin", "admin", wait=True, timeout=15)
+    raw = amqstomp.Connection12(activemq.host_and_ports)
+    raw_events = Events()
+    raw.set_listener("e", raw_events)
+    raw.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        ten.subscribe(queue + ".a", receipt="r-a")
+        ten.wait_for_receipt("r-a", 10)
+        raw.send_frame("SUBSCRIBE", {"destination": queue + ".b", "id": "raw-1", "ack": "auto", "receipt": "r-b"})
+        raw.wait_for_receipt("r-b", 10)
+        ten.send(queue + ".a", "to ten")
+        raw.send(queue + ".b", "to raw")
+        deadline = time.monotonic() + 10
+        while (not events.messages or not raw_events.messages) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [f.body for f in events.messages] == ["to ten"]
+        assert [f.body for f in raw_events.messages] == ["to raw"]
+    finally:
+        ten.disconnect()
+        raw.disconnect()

@@ -49,12 +49,16 @@ Invariants:
 * STOMP 1.0/1.1 leave one ambiguity: an ACK names a message-id (+ subscription),
   which the lost copy and the redelivered one share, so when both copies were
   handed over and neither acked ("two live copies of one message-id") the ACK
-  cannot say which one it means. The library promises (BaseConnection,
-  SocketLedger) that it names the copy handed over LAST that was not named by
-  an earlier ack/nack; asserted here: the broker applies the ACK to exactly
-  that copy. (An ack() of the old copy then settles the new one, and the ack()
-  of the new copy raises AcknowledgeInterruptedError: the message is settled
-  once and processed twice, which at-least-once allows.)
+  cannot say which one it means. The library promises (SocketLedger.socket_of,
+  Client.acknowledge_identity) one rule: an ACK made on the thread that
+  dispatches a socket's deliveries names that socket's copy (here the model's
+  thread dispatches: the socket of the copy handed over last), any other the
+  copy handed over FIRST that was not named by an earlier ack/nack; asserted
+  here: the broker applies the ACK to exactly that copy. (An ack() from another
+  thread after a failover names the lost copy first and raises
+  AcknowledgeInterruptedError, as on 1.2; the next one settles the new copy.)
+  ABORT gives back what its ACK/NACKs named: the application holds those
+  messages again (ActiveMQ does not redispatch them) and may ack them.
 * commit() that returns normally wrote COMMIT on the socket of the BEGIN and
   the broker applied its ACKs; one that raises TransactionRolledBackError
   wrote nothing; abort() settles nothing;
@@ -77,7 +81,7 @@ interleavings other than the failover just before / after a write; the JMS
 API (it keys on ``frame.link_seq`` directly, see test_failover_settle.py).
 
 Sensitivity: ``test_the_model_catches_a_broken_library`` breaks the library in
-a local copy (monkeypatch: the oldest copy instead of the newest, 1.2 keyed by
+a local copy (monkeypatch: the newest copy instead of the rule's, 1.2 keyed by
 message-id, no eviction, transactions never stale, lost sockets' messages
 dispatched, ACKs not pinned to their socket) and asserts that hypothesis finds
 a counterexample (derandomized, no shrinking).
@@ -364,6 +368,8 @@ class SettleModel(RuleBasedStateMachine):
         self.tx: Optional[str] = None
         self.tx_sock = 0  # where the model saw its BEGIN written
         self.tx_acks: List[Tuple[Delivery, Write]] = []
+        self.tx_held: List[Tuple[Frame, Delivery]] = []  # what the transaction's ACKs took from held
+        self.dispatching_sock = 0  # the socket of the last copy handed over (this thread dispatches)
         self._tx_ids = itertools.count(1)
         self.checked = 0  # writes checked for stray frames
         self.stats: Counter = Counter()
@@ -466,6 +472,7 @@ class SettleModel(RuleBasedStateMachine):
               d, handed, alive, self.transport.link_seq)
         if handed:
             d.handed = True
+            self.dispatching_sock = d.sock
             self.held.append((frame, d))
             key = self.identity(d)
             copies = self.promised.get(key)
@@ -507,7 +514,9 @@ class SettleModel(RuleBasedStateMachine):
             key = self.identity(named)
             copies = self.promised.get(key)
             if copies:
-                copy = copies.pop()
+                # the ledger's rule: the copy of the caller's dispatcher socket, else the oldest
+                mine = [i for i, c in enumerate(copies) if c.sock == self.dispatching_sock]
+                copy = copies.pop(mine[0] if mine and len(copies) > 1 else 0)
                 if not copies:
                     del self.promised[key]
         racing = transport.interleave is not None and cmd in transport.interleave[1]
@@ -579,7 +588,7 @@ class SettleModel(RuleBasedStateMachine):
         if self.VERSION == "1.2":
             check(copy is named, "1.2: %s of %r settled another copy %r", cmd, named, copy)
         elif copy is not named:
-            self.stats["1.0/1.1 ambiguity: named the copy handed over last"] += 1
+            self.stats["1.0/1.1 ambiguity: named another copy than the one held"] += 1
         if write.redundant:
             earlier = copy.settled_by
             check(earlier is not None and (self.mode == "client" or earlier.fallback),
@@ -589,6 +598,7 @@ class SettleModel(RuleBasedStateMachine):
             self.app_settled.setdefault(copy.message_id, "%s on socket %d" % (cmd, write.sock))
         else:
             self.tx_acks.append((copy, write))
+            self.tx_held.append((frame, named))
         return outcome
 
     @precondition(lambda self: self.tx is not None)
@@ -607,7 +617,7 @@ class SettleModel(RuleBasedStateMachine):
         self.conn.begin(tx)
         new = self.transport.writes[before:]
         check(len(new) == 1 and new[0].cmd == "BEGIN", "begin wrote %r", new)
-        self.tx, self.tx_sock, self.tx_acks = tx, new[0].sock, []
+        self.tx, self.tx_sock, self.tx_acks, self.tx_held = tx, new[0].sock, [], []
 
     def _commit(self) -> str:
         tx, sock, acks = self.tx, self.tx_sock, self.tx_acks
@@ -639,8 +649,8 @@ class SettleModel(RuleBasedStateMachine):
         return outcome
 
     def _abort(self) -> None:
-        tx, sock, acks = self.tx, self.tx_sock, self.tx_acks
-        self.tx, self.tx_acks = None, []
+        tx, sock, acks, taken = self.tx, self.tx_sock, self.tx_acks, self.tx_held
+        self.tx, self.tx_acks, self.tx_held = None, [], []
         alive = self.transport.link_alive(sock)
         racing = self.transport.interleave is not None and "ABORT" in self.transport.interleave[1]
         before = len(self.transport.writes)
@@ -653,6 +663,12 @@ class SettleModel(RuleBasedStateMachine):
             check(not new, "abort of %s of lost socket %d wrote %r", tx, sock, new)
         for copy, w in acks:
             check(copy.settled_by is not w, "abort of %s applied its ACK %r", tx, w)
+        # the library's promise: what the transaction's ACK/NACKs took is the application's again
+        for copy, _ in reversed(acks):
+            self.promised.setdefault(self.identity(copy), []).insert(0, copy)
+            while len(self.promised) > self.size:
+                self.promised.popitem(last=False)
+        self.held.extend(taken)
 
     # ----------------------------------------------------------------- invariants
 
@@ -719,13 +735,13 @@ MUTANT_SETTINGS = settings(max_examples=600, stateful_step_count=40, deadline=No
                            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-def _socket_of_oldest(self: SocketLedger, ack_headers: Any) -> Optional[int]:
-    """socket_of taking the copy handed over FIRST."""
+def _socket_of_newest(self: SocketLedger, ack_headers: Any, caller_seq: int = 0) -> Optional[int]:
+    """socket_of taking the copy handed over LAST (the rule before stale 1.1 ACKs were refused)."""
     key = self.ack_key(self.transport.version, ack_headers)
     seqs = self._messages.get(key)
     if not seqs:
         return None
-    seq = seqs.pop(0)
+    seq = seqs.pop()
     if not seqs:
         del self._messages[key]
     return seq
@@ -760,7 +776,7 @@ class _TransportIgnoringLinkSeq(FakeTransport):
 
 
 MUTANTS: Dict[str, Tuple[str, Any, str, Any]] = {
-    "socket_of takes the oldest copy": ("1.1", SocketLedger, "socket_of", _socket_of_oldest),
+    "socket_of takes the newest copy": ("1.1", SocketLedger, "socket_of", _socket_of_newest),
     "ack identity is the message-id on 1.2": ("1.2", SocketLedger, "ack_key",
                                               staticmethod(_ack_key_by_message_id)),
     "the ledger never forgets": ("1.2", SocketLedger, "handed_over", _handed_over_unbounded),

@@ -32,6 +32,7 @@ The facades keep what differs by API: how long a write waits for a new socket
 and what it raises then (``wait_up``), and what they tell their listeners.
 """
 import logging
+import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -84,6 +85,8 @@ class Client:
         #: the socket open when the application last called :meth:`disconnect`: what it
         #: delivered and the dispatcher has not handed over yet reaches no listener
         self.disconnected_seq = 0
+        # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
+        self._dispatching = threading.local()
         transport.set_observer(self)
 
     # ------------------------------------------------------------ connecting
@@ -157,6 +160,19 @@ class Client:
             raise TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); "
                                              "the broker rolled it back" % (cmd, tx))
         return seq  # type: ignore[no-any-return]
+
+    def transaction_ended(self, transaction: Any, aborted: bool) -> None:
+        """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
+        written (or found nothing to end): after ABORT the messages its ACK/NACKs
+        acknowledged are the application's again -- the broker undid those
+        acknowledgements and holds the messages as delivered (STOMP 1.2
+        "ABORT"; ActiveMQ 5.17 does not redispatch them) -- so a later ACK of one
+        is written, on the socket that delivered it; after COMMIT they are gone
+        for good. Both the subscriptions' check (``manager.transaction_ended``)
+        and the ledger (:meth:`amqstomp.failover.SocketLedger.settled`) hear it."""
+        self.ledger.settled(transaction, aborted)
+        if self.manager is not None:
+            self.manager.transaction_ended(transaction, aborted)
 
     def transaction_is_stale(self, transaction: Any) -> bool:
         """True when ``transaction`` began on a socket that is gone (failover)."""
@@ -276,6 +292,19 @@ class Client:
         hold. An ``ack:client`` ACK is cumulative: one that cannot cover earlier
         messages of a lost socket says so after it was written.
 
+        Which delivery an ACK is for, where several share its identity (STOMP
+        1.0/1.1 after a failover: the lost socket's copy and the redelivered
+        one, same ``message-id`` and ``subscription``), one rule
+        (:meth:`amqstomp.failover.SocketLedger.socket_of`): an ACK made in a
+        listener, on a socket's dispatcher thread, answers that socket's
+        delivery (the one that listener was handed); any other answers the
+        oldest outstanding delivery, since the listeners were handed them in
+        delivery order. So the first ACK of the identity after a failover
+        answers the lost socket's copy and is refused with
+        AcknowledgeInterruptedError, exactly as a STOMP 1.2 ACK of that copy's
+        ``ack`` id is; the next one answers the redelivered copy and is
+        written. Where identities never collide (1.2) it changes nothing.
+
         Raises:
             AcknowledgeInterruptedError: the message came on a socket lost since
                 (nothing written; the broker redelivers it), or a cumulative ACK
@@ -284,24 +313,27 @@ class Client:
         """
         ledger = self.ledger
         ack_id = ack_headers.get("id", ack_headers.get("message-id"))
+        tx = frame_headers.get("transaction")
         cumulative_sub = ledger.subscription_of(ack_headers)
-        seq = ledger.socket_of(ack_headers)
+        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0))
         why = "the message came on a connection lost since (failover); the broker redelivers it"
         if seq is not None and not self.transport.link_alive(seq):
             if cumulative_sub is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        subscriptions.check_ack(command, ack_headers)
+        subscriptions.check_ack(command, ack_headers, tx)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
+        if tx is not None and seq is not None:
+            ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
         if cumulative_sub is not None and seq is not None and command != "ACK":
-            ledger.answered(cumulative_sub, ack_headers, seq)
+            ledger.answered(cumulative_sub, ack_headers, seq, tx)
         elif cumulative_sub is not None and seq is not None:
-            missed = ledger.covered(cumulative_sub, ack_headers, seq)
+            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx)
             if missed:  # ack:client: the ACK covers its own socket's deliveries only
                 raise AcknowledgeInterruptedError(
                     "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
@@ -363,6 +395,7 @@ class Client:
                       frame.headers.get("message-id"), seq)
             return False
         if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
+            self._dispatching.seq = seq  # an ACK in this thread's listeners answers this socket's delivery
             self.ledger.handed_over(frame, cumulative=sub.ack == "client")
         return True
 

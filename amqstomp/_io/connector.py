@@ -109,12 +109,14 @@ class Connector:
             try:
                 channel = self.connect_one(target, timeout_s)
             except (OSError, ssl.SSLError, ConnectFailedException) as exc:
-                raise ConnectFailedException("could not connect to %s:%s: %s" % (target[0], target[1], exc)) from exc
+                raise ConnectFailedException("could not connect to %s:%s: %s%s" % (
+                    target[0], target[1], exc, refused_hint([target] if _refused(exc) else []))) from exc
             log.info("connected to %s:%s%s", target[0], target[1], " (TLS)" if channel.tls else "")
             return channel, target
         attempts = 0
         rounds = 0
         last_error: Optional[BaseException] = None
+        refused: List[HostAndPort] = []  # the brokers that refused the TCP connection
         final_round = False  # the deadline falls within the next pause: one last round at it
         while True:
             for host_and_port in (order or list)(self.host_and_ports):
@@ -125,6 +127,8 @@ class Connector:
                     channel = self.connect_one(host_and_port)
                 except (OSError, ssl.SSLError, ConnectFailedException) as exc:
                     last_error = exc
+                    if _refused(exc) and host_and_port not in refused:
+                        refused.append(host_and_port)
                     log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
                     continue
                 log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1],
@@ -141,5 +145,29 @@ class Connector:
                 if pause >= left:
                     pause, final_round = left, True
             time.sleep(pause)
-        raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s"
-                                     % (self.host_and_ports, attempts, last_error)) from last_error
+        raise ConnectFailedException("could not connect to any of %s after %d attempt(s): %s%s"
+                                     % (self.host_and_ports, attempts, last_error, refused_hint(refused))
+                                     ) from last_error
+
+
+#: STOMP's usual port (ActiveMQ's and RabbitMQ's default STOMP listener)
+STOMP_PORT = 61613
+
+
+def _refused(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectionRefusedError)
+
+
+def refused_hint(refused: List[HostAndPort]) -> str:
+    """The sentence a connect error adds when ``refused`` (the brokers that
+    refused the TCP connection) holds STOMP's default port 61613, "" otherwise:
+    nothing listens there, which on a machine whose broker has its STOMP
+    listener elsewhere (RabbitMQ's ``rabbitmq_stomp`` plugin configured on
+    another port, or not enabled) says nothing about where to look."""
+    if not any(int(port) == STOMP_PORT for _, port in refused):
+        return ""
+    return (" -- nothing accepts connections on port %d, STOMP's default: the broker may listen for STOMP "
+            "on another port, or not at all. RabbitMQ: `rabbitmq-diagnostics listeners` lists its ports (the "
+            "`stomp` one; `rabbitmq-plugins enable rabbitmq_stomp` turns STOMP on); ActiveMQ: the `stomp` "
+            "transportConnector of activemq.xml. For tests, amqstomp.testing starts one and gives its port "
+            "(`RabbitMQStomp().start()`, `ActiveMQBroker`, `amqstomp broker`)" % STOMP_PORT)

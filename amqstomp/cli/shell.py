@@ -21,7 +21,8 @@ What differs from stomp.py, on purpose:
 * ``sendrec`` waits (bounded) for its RECEIPT, as its help says, and
   ``subscribe`` for the broker's (amqstomp's subscribe asks for one);
 * readline history is kept in ``~/.amqstomp_history`` (``$AMQSTOMP_HISTORY``;
-  empty: none); Ctrl-C drops the line being typed (stomp.py ignored it);
+  empty: none); Ctrl-C drops the line being typed (stomp.py ignored it); Ctrl-D
+  ends the prompt's line; Tab completes arguments too (:mod:`amqstomp.cli._complete`);
 * output arriving while a command runs does not print a prompt of its own,
   and output arriving at the prompt prints the prompt again with the line
   typed so far;
@@ -42,13 +43,14 @@ import threading
 import time
 from cmd import Cmd
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, TextIO, Tuple
 
 import amqstomp
 from .. import colours, utils
 from ..connect import StompConnection10, StompConnection11, StompConnection12
 from ..exception import StompException
 from ..listener import ConnectionListener, StatsListener
+from ._complete import Completion
 from ._help import HelpTopics
 from .target import parse_target
 
@@ -84,7 +86,7 @@ class SubscriptionInfo:
         self.ack = ack
 
 
-class StompCLI(HelpTopics, Cmd, ConnectionListener):
+class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
     """stomp.py's command shell over an amqstomp connection; connects in the constructor.
 
     Args (stomp.py's, in its order): ``host`` (a host name or an ActiveMQ
@@ -129,6 +131,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         self.transaction_id: Optional[str] = None
         self._subscriptions: Dict[str, SubscriptionInfo] = {}
         self._subscription_id = 1
+        self._init_completion()  # destinations used and seen, message ids (cli/_complete.py)
         self.target = parse_target(host, port)
         version = ver if ver is not None else (self.target.version or "1.1")
         self.version = version
@@ -236,6 +239,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         """Prints the MESSAGE; one with a ``filename`` header is a file
         (``sendfile``): saved in the current directory, its body replaced by
         ``Saved file: <name>``."""
+        self.seen(frame.headers)  # for completion
         if "filename" in frame.headers:
             frame.body = self._save_file(frame)
         self._print_frame("MESSAGE", frame, blank_first=True)
@@ -345,7 +349,13 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         self._quit = True  # from here on nothing is printed (stomp.py's shell says nothing either)
         return True
     do_exit = do_quit
-    do_EOF = do_quit
+
+    def do_EOF(self, args: str = "") -> bool:
+        """Ctrl-D at the prompt: quit, ending the prompt's line (the terminal's shell prompt then starts
+        on a line of its own, not after ours)."""
+        if self._tty and _is_tty(self.stdin):
+            self._write("\n")
+        return self.do_quit(args)
 
     def do_subscribe(self, args: str) -> None:
         words = args.split()
@@ -353,6 +363,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
             self._error("Expecting: subscribe <destination> [ack]")
             return
         name = words[0]
+        self.used(name)
         if name in self._subscriptions:
             self._error("Already subscribed to %s" % name)
             return
@@ -390,24 +401,15 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         if len(words) < 2:
             self._error("Expecting: send <destination> <message>")
             return
+        self.used(words[0])
         self.conn.send(words[0], " ".join(words[1:]), **self._transaction())
-
-    def complete_send(self, text: str, line: str, begidx: int = 0, endidx: int = 0) -> List[str]:
-        """Completes a destination from the subscriptions made."""
-        words = line.split(" ")
-        typed = words[1] if len(words) > 1 else ""
-        offset = len(typed) - len(text)
-        return [name[offset:] for name in self._subscriptions if name.startswith(typed)]
-    complete_unsubscribe = complete_send
-    complete_sendrec = complete_send
-    complete_sendreply = complete_send
-    complete_sendfile = complete_send
 
     def do_sendrec(self, args: str) -> None:
         words = args.split()
         if len(words) < 2:
             self._error("Expecting: sendrec <destination> <message>")
             return
+        self.used(words[0])
         receipt = utils.get_uuid()
         shown = self._receipts_shown[receipt] = threading.Event()
         self.conn.send(words[0], " ".join(words[1:]), receipt=receipt, **self._transaction())
@@ -422,6 +424,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         if len(words) < 3:
             self._error("Expecting: sendreply <destination> <correlation-id> <message>")
             return
+        self.used(words[0])
         self.conn.send(words[0], "%s\n" % " ".join(words[2:]), headers={"correlation-id": words[1]},
                        **self._transaction())
 
@@ -430,6 +433,7 @@ class StompCLI(HelpTopics, Cmd, ConnectionListener):
         if len(words) < 2:
             self._error("Expecting: sendfile <destination> <filename> [headers.json]")
             return
+        self.used(words[0])
         if not os.path.exists(words[1]):
             self._error("File %s does not exist" % words[1])
             return

@@ -20,6 +20,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._io.connector import refused_hint
 from ..exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, BrokerURI, parse_uri
 
@@ -178,8 +179,9 @@ def connect_failure(exc: ConnectFailedException, target: Target, username: Optio
     if isinstance(cause, socket.gaierror):
         hosts = ", ".join(sorted({h for h, _ in target.host_and_ports}))
         return "cannot connect to %s: unknown host %s (%s)" % (where, hosts, cause.strerror or cause)
-    if isinstance(cause, ConnectionRefusedError):
-        return "cannot connect to %s: connection refused (no broker listens there)" % where
+    if isinstance(cause, ConnectionRefusedError):  # on 61613, where to find the broker's STOMP port
+        return "cannot connect to %s: connection refused (no broker listens there)%s" % (
+            where, refused_hint(target.host_and_ports))
     if isinstance(cause, (socket.timeout, TimeoutError)):
         return "cannot connect to %s: timed out (%s)" % (where, cause)
     if isinstance(cause, ssl.SSLError):

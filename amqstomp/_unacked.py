@@ -1,0 +1,135 @@
+"""Which delivered messages the application of a stomp.py-API connection still
+has to acknowledge, so that an ACK/NACK naming one it does not hold is refused
+before it is written (ActiveMQ would answer ERROR "Unexpected ACK received"),
+and what an ACK/NACK inside a transaction took, so that ABORT gives it back.
+
+:class:`UnackedMessages` is a part of
+:class:`amqstomp.subscription.SubscriptionManager` (its base class), kept here
+so that each module stays readable: the manager fills the map on the reader
+thread (``SubscriptionManager.on_message``), this part checks and settles it.
+
+Transactions (STOMP 1.2 "ACK"/"NACK" with a ``transaction`` header, "ABORT"):
+an acknowledgement inside a transaction takes effect only at COMMIT. After
+ABORT the broker holds the messages that transaction acknowledged as delivered
+and not acknowledged (ActiveMQ 5.17 does not redispatch them on a STOMP ABORT:
+they stay with this subscription until it ends), so they are again the
+application's to ACK or NACK, as stomp.py (which checks nothing) lets it:
+:meth:`UnackedMessages.transaction_ended` puts them back on ABORT and forgets
+them on COMMIT.
+"""
+from collections import OrderedDict
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ._protocol.frames import ack_identity
+from .exception import UnknownMessageError
+
+__all__ = ["UnackedMessages", "UNACKED_MAX", "TRANSACTIONS_MAX"]
+
+#: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
+UNACKED_MAX = 1 << 17
+#: open transactions whose acknowledgements are remembered (the oldest beyond are forgotten:
+#: an application that never ends its transactions)
+TRANSACTIONS_MAX = 4096
+
+#: (identity, subscription, taken from the subscription's cumulative order)
+_Taken = Tuple[Tuple[str, ...], Any, bool]
+
+
+class UnackedMessages:
+    """The unacknowledged deliveries of the subscriptions the application
+    acknowledges (not ``ack:auto``, not ``optimize_acknowledge``), keyed by the
+    identity an ACK names (:func:`amqstomp._protocol.frames.ack_identity`:
+    STOMP 1.2 ``ack``, 1.1 ``message-id`` + ``subscription``, 1.0 ``message-id``).
+    Complete only while every MESSAGE came through a known subscription and the
+    map stayed within :data:`UNACKED_MAX`; otherwise nothing is refused."""
+
+    transport: Any
+
+    def _init_unacked(self, track_acks: bool) -> None:
+        self._track_acks = track_acks
+        self._unacked: Dict[Tuple[str, ...], Any] = {}
+        self._unacked_complete = track_acks
+        # transaction id -> what its ACK/NACKs took from the map, in the order taken
+        self._in_transaction: "OrderedDict[str, List[_Taken]]" = OrderedDict()
+
+    def _clear_unacked(self) -> None:
+        """A new connection: nothing is held any more."""
+        self._unacked.clear()
+        self._unacked_complete = self._track_acks
+        self._in_transaction.clear()
+
+    def _forget_unacked(self, sub: Any) -> None:
+        """``sub`` ended (UNSUBSCRIBE, a lost socket): its deliveries are no longer the application's."""
+        if self._unacked:
+            for key, owner in list(self._unacked.items()):
+                if owner is sub:
+                    self._unacked.pop(key, None)
+
+    def _is_current(self, sub: Any) -> bool:
+        """True while ``sub`` is an open subscription of this connection."""
+        raise NotImplementedError  # SubscriptionManager's
+
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Optional[Any] = None) -> None:
+        """The application is about to send ACK/NACK ``ack_headers``: refuse one
+        naming a message this connection has not delivered unacknowledged (with
+        ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
+        subscription acknowledges every earlier delivery of it too, ActiveMQ's
+        cumulative ACK). With ``transaction`` (the id of the frame's
+        ``transaction`` header) what it takes is noted, for
+        :meth:`transaction_ended` to give back on ABORT.
+
+        Raises:
+            UnknownMessageError: no such message (never delivered, or acknowledged
+                already); ActiveMQ would answer ERROR ("Unexpected ACK received").
+        """
+        if not self._unacked_complete:
+            return
+        key = ack_identity(self.transport.version, ack_headers)
+        sub = self._unacked.pop(key, None)
+        if sub is None:
+            raise UnknownMessageError(
+                "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
+                "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
+        if transaction is not None:
+            self._took(transaction, key, sub, command == "ACK" and sub.ack == "client")
+        elif command == "ACK" and sub.ack == "client":
+            order = sub.unacked
+            while order:
+                earlier = order.popleft()
+                if earlier == key:
+                    break
+                self._unacked.pop(earlier, None)
+
+    def _took(self, transaction: Any, key: Tuple[str, ...], sub: Any, cumulative: bool) -> None:
+        """:meth:`check_ack` in ``transaction``: what it takes is noted."""
+        taken: List[_Taken] = []
+        if cumulative:
+            order = sub.unacked
+            while order:
+                earlier = order.popleft()
+                if earlier == key:
+                    break
+                if self._unacked.pop(earlier, None) is not None:
+                    taken.append((earlier, sub, True))
+        taken.append((key, sub, cumulative))
+        kept = self._in_transaction
+        kept.setdefault(str(transaction), []).extend(taken)
+        while len(kept) > TRANSACTIONS_MAX:
+            kept.popitem(last=False)
+
+    def transaction_ended(self, transaction: Any, aborted: bool) -> None:
+        """COMMIT (``aborted`` False: what its ACK/NACKs took is final) or ABORT
+        (True: those messages are held again, ACKable and NACKable, unless their
+        subscription ended meanwhile) of ``transaction`` was written."""
+        taken = self._in_transaction.pop(str(transaction), None)
+        if not taken or not aborted or not self._unacked_complete:
+            return
+        back: Dict[Any, List[Tuple[str, ...]]] = {}
+        for key, sub, in_order in taken:
+            if not self._is_current(sub) or key in self._unacked:
+                continue
+            self._unacked[key] = sub
+            if in_order:
+                back.setdefault(sub, []).append(key)
+        for sub, keys in back.items():  # older than every delivery still in the order: in front
+            sub.unacked.extendleft(reversed(keys))
