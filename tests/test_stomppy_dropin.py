@@ -59,6 +59,8 @@ def _normalised(records):
             out.append((record.msg, cmd, tuple(sorted(names))))
         elif record.msg.startswith("received frame: "):
             cmd, headers = record.args[0], record.args[1]
+            if cmd == "RECEIPT" and not str(headers.get("receipt-id", "")).startswith(("r-", "amqstomp-")):
+                continue  # a connection of an earlier test (stomp.py's disconnect() does not wait for its receipt)
             out.append((record.msg, cmd, tuple(sorted(headers))))
     return sorted(out)
 
