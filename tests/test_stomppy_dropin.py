@@ -358,3 +358,18 @@ def test_set_ssl_bad_settings_are_stored_and_fail_at_connect(activemq):
     assert found["amqstomp"] == found["stomp"]
     assert found["amqstomp"][0]["ssl_version"] == "version"
     assert ssl  # (the module stomp.py's set_ssl needs)
+
+
+@pytest.mark.parametrize("given", [{}, {"content-length": 99}])
+def test_a_mock_sees_stomp_pys_content_length_for_a_text_body(given):
+    """stomp.py's send() counts a str body as given (characters) and leaves a
+    caller's content-length alone; a mock in its place sees the same (the wire
+    still carries the encoded size: only the replaced path is stomp.py's)."""
+    seen = {}
+    for lib in (stomp, amqstomp):
+        conn = lib.Connection12()
+        conn.transport = MagicMock()
+        conn.send("/queue/a", "h\u00e9\u00e9", headers=dict(given))
+        frame = conn.transport.transmit.call_args[0][0]
+        seen[lib.__name__] = (dict(frame.headers), frame.body)
+    assert seen["amqstomp"] == seen["stomp"]

@@ -593,3 +593,18 @@ def test_tls_via_set_ssl(tls_broker):
 
 def test_default_connect_timeout_is_bounded():
     assert 0 < DEFAULT_CONNECT_TIMEOUT <= 30
+
+
+@pytest.mark.parametrize("protocol", [None, ssl.PROTOCOL_TLS_CLIENT])
+def test_a_missing_or_bad_tls_file_is_named(tmp_path, protocol):
+    """A TLS file that cannot be loaded: the error names the argument and the file
+    (it said only "No such file or directory")."""
+    from amqstomp._io.channel import tls_context
+    with pytest.raises(FileNotFoundError, match=r"ca_certs.*nope-ca\.pem"):
+        tls_context(str(tmp_path / "nope-ca.pem"), None, None, None, True, protocol)
+    with pytest.raises(FileNotFoundError, match=r"cert_file.*nope-cert\.pem"):
+        tls_context(None, str(tmp_path / "nope-cert.pem"), None, None, True, protocol)
+    not_pem = tmp_path / "not-a-cert.pem"
+    not_pem.write_text("hello\n")
+    with pytest.raises(ssl.SSLError, match=r"ca_certs=.*not-a-cert\.pem"):
+        tls_context(str(not_pem), None, None, None, True, protocol)

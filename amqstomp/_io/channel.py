@@ -397,19 +397,39 @@ def tls_context(ca_certs: Optional[str] = None, cert_file: Optional[str] = None,
         OSError, ssl.SSLError: a file cannot be read or is not what it should be.
     """
     if protocol is None:
-        context = ssl.create_default_context(cafile=ca_certs)
+        context: ssl.SSLContext = _load(ssl.create_default_context, "ca_certs", ca_certs, keyword="cafile")
     else:
         context = ssl.SSLContext(protocol)
         if ca_certs:
-            context.load_verify_locations(ca_certs)
+            _load(context.load_verify_locations, "ca_certs", ca_certs)
         else:
             context.load_default_certs()
     if not verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if cert_file:
-        context.load_cert_chain(cert_file, key_file or cert_file, password)
+        _load(context.load_cert_chain, "cert_file/key_file", "%s, %s" % (cert_file, key_file or cert_file),
+              cert_file, key_file or cert_file, password)
     return context
+
+
+def _load(call: Callable[..., Any], what: str, path: Optional[str], *args: Any, keyword: str = "") -> Any:
+    """``call`` loading TLS files; an error names the argument and the file(s).
+
+    Raises:
+        OSError (FileNotFoundError...), ssl.SSLError: as ``call`` raised it, its
+            message naming ``what`` and ``path``.
+    """
+    try:
+        if keyword:
+            return call(**{keyword: path})
+        return call(*(args or (path,)))
+    except ssl.SSLError as exc:
+        raise ssl.SSLError(exc.errno, "%s (%s=%s)" % (exc.strerror or exc, what, path)) from exc
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise type(exc)(exc.errno, "%s (%s)" % (exc.strerror, what), path) from exc
 
 
 # --------------------------------------------------------------------------- broker addresses
