@@ -14,9 +14,10 @@ CPython 3.X with a GIL (not a free-threaded build), its headers (``Python.h``) a
 ``ensurepip``: a pyenv shim for a version that is installed but not selected fails to run and
 is skipped.
 
-Prints one line per version found, ``3.X<TAB>/path/to/python``, and on stderr one line per
-declared version with no interpreter. Exit status: 0; 1 with ``--require-all`` when a declared
-version has no interpreter (CI: every declared version gets its wheel); 2 on a bad pyproject.
+Prints one line per declared version, lowest first: ``3.X found /path/to/python`` or
+``3.X missing`` (then also a line on stderr saying where it looked). Exit status: 0; 1 with
+``--require-all`` when a declared version has no interpreter (CI: every declared version gets
+its wheel); 2 on a bad pyproject.
 """
 import argparse
 import glob
@@ -128,11 +129,12 @@ def main(argv=None):
         path = find(minor)
         if path is None:
             missing.append(minor)
-            print("find_pythons: no CPython 3.%d here (looked for python3.%d in the pyenv versions "
+            print("3.%d missing" % minor)
+            print("find_pythons: no usable CPython 3.%d here (looked for python3.%d in the pyenv versions "
                   "directory, on PATH, in /usr/local/bin and /usr/bin)" % (minor, minor), file=sys.stderr)
         else:
-            print("3.%d\t%s" % (minor, path))
-    sys.stdout.flush()
+            print("3.%d found %s" % (minor, path))
+        sys.stdout.flush()
     return 1 if missing and args.require_all else 0
 
 
