@@ -131,6 +131,23 @@ def test_send_headers_map_jms_fields():
         send_headers(message, Queue("q"), 3, 4, 0, dialect=ACTIVEMQ)
 
 
+class _Named(int):
+    """An int whose str() is not its digits, as an IntEnum's is before Python 3.11."""
+
+    def __str__(self):
+        return "Level.HIGH"
+
+
+def test_int_priority_and_properties_go_out_as_digits_whatever_their_str():
+    message = TextMessage("x")
+    message.set_property("level", _Named(8))
+    message.set_property("flag", True)
+    headers, _ = send_headers(message, Queue("q"), PERSISTENT, _Named(8), 0, dialect=ACTIVEMQ)
+    assert headers["priority"] == "8"  # ActiveMQ closes the connection on a priority that is not a number
+    assert headers["level"] == "8" and headers["flag"] == "true"
+    assert message.priority == 8 and type(message.priority) is int
+
+
 def test_text_with_nul_and_bytes():
     headers, body = send_headers(TextMessage("a\x00b"), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
     assert headers["amq-msg-type"] == "text" and headers["content-length"] == 3

@@ -67,8 +67,14 @@ _time = time.time
 
 
 def _text(value: PropertyValue) -> str:
+    """A property's header text: ``true``/``false`` for a bool, the decimal digits for any
+    other int (an ``IntEnum`` included: its ``str()`` is its name before Python 3.11)."""
+    if type(value) is str:
+        return value
     if value is True or value is False:
         return "true" if value else "false"
+    if isinstance(value, int):
+        return "%d" % value
     return str(value)
 
 
@@ -102,7 +108,7 @@ class SendHead(FrameHead):
         if delivery_mode == PERSISTENT:  # ActiveMQ's default is non-persistent
             headers["persistent"] = "true"
         if priority != DEFAULT_PRIORITY:
-            headers["priority"] = str(priority)
+            headers["priority"] = "%d" % priority  # an IntEnum's str() is its name before Python 3.11
         super().__init__("SEND", headers)
 
 
