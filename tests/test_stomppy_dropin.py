@@ -20,6 +20,7 @@ import amqstomp
 from amqstomp.exception import ConfigurationError
 from amqstomp.transport import BaseTransport
 
+from conftest import wait_until
 from stomppy_reference import reference
 
 # the real stomp.py, decided by module identity (tests/stomppy_reference.py); skipped only without stomp.py 9.0
@@ -31,12 +32,7 @@ WAIT = 15.0
 
 
 def _until(predicate, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
+    return wait_until(predicate, timeout, 0.01)
 
 
 # --------------------------------------------------------------------------- 1. stomp.py's DEBUG lines
