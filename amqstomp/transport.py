@@ -275,14 +275,20 @@ class Transport(BaseTransport):
 
         Raises:
             OSError, ssl.SSLError: a file cannot be read or is not what it should be.
+            ValueError: ``for_hosts`` is not a sequence of ``(host, port)`` pairs
+                (e.g. a ``"host:port"`` string).
 
-        Settings of the wrong type or value (``ssl_version="x"``) are stored as
-        stomp.py does and raise (TypeError, ValueError) from ``connect()``.
+        Settings of the wrong type or value (``ssl_version="x"``, a
+        ``cert_validator`` that is not callable) are stored as stomp.py does and
+        raise (TypeError, ValueError) from ``connect()``.
 
         For full control pass an ``ssl.SSLContext`` as ``ssl_context=`` instead.
         """
-        hosts = [(h, int(p)) for h, p in for_hosts] or None
+        hosts = _ssl_hosts(for_hosts)
         try:
+            if cert_validator is not None and not callable(cert_validator):
+                raise TypeError("set_ssl(cert_validator=%r): expected a callable (cert, hostname) -> (ok, message)"
+                                % (type(cert_validator).__name__,))
             context: Optional[ssl.SSLContext] = tls_context(ca_certs, cert_file, key_file, password, verify,
                                                             ssl_version)
         except (TypeError, ValueError) as exc:  # stomp.py stores them and fails at connect()
@@ -309,3 +315,22 @@ class Transport(BaseTransport):
         if params is not None and params["ssl_context"] is context:
             return params
         return SslParams(ssl_context=context)
+
+
+def _ssl_hosts(for_hosts: Any) -> Optional[List[HostAndPort]]:
+    """``set_ssl``'s ``for_hosts`` as ``[(host, port)]`` (None when empty: every broker).
+
+    Raises:
+        ValueError: naming the entry that is not a ``(host, port)`` pair with an integer port.
+    """
+    if isinstance(for_hosts, (str, bytes)):
+        raise ValueError("set_ssl(for_hosts=%r): expected a list of (host, port) pairs, not a string" % (for_hosts,))
+    hosts: List[HostAndPort] = []
+    for entry in for_hosts or ():
+        try:
+            host, port = entry
+            hosts.append((host, int(port)))
+        except (TypeError, ValueError):
+            raise ValueError("set_ssl(for_hosts=...): entry %r is not a (host, port) pair with an integer port"
+                             % (entry,)) from None
+    return hosts or None

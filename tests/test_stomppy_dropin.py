@@ -369,3 +369,18 @@ def test_a_mock_sees_stomp_pys_content_length_for_a_text_body(given):
         frame = conn.transport.transmit.call_args[0][0]
         seen[lib.__name__] = (dict(frame.headers), frame.body)
     assert seen["amqstomp"] == seen["stomp"]
+
+
+@pytest.mark.parametrize("for_hosts, named", [("localhost:61612", "not a string"), ([("h",)], "('h',)"),
+                                              ([("h", "x")], "('h', 'x')")])
+def test_set_ssl_for_hosts_that_are_not_pairs_are_named(for_hosts, named):
+    conn = amqstomp.Connection12([("127.0.0.1", 1)])
+    with pytest.raises(ValueError, match=re.escape(named)):
+        conn.set_ssl(for_hosts=for_hosts)
+
+
+def test_set_ssl_a_cert_validator_that_cannot_be_called_fails_at_connect():
+    conn = amqstomp.Connection12([("127.0.0.1", 1)])
+    conn.set_ssl(for_hosts=[("127.0.0.1", 1)], cert_validator="yes")  # stored, as stomp.py does
+    with pytest.raises(TypeError, match="cert_validator"):  # stomp.py: 'str' object is not callable
+        conn.connect(wait=True)
