@@ -657,3 +657,22 @@ def test_tab_completes_destinations_used_and_seen_ids_transactions_and_files(cli
     assert _complete(cli11, "sendfile %s %s/data.bin %s/di" % (used, tmp_path, tmp_path)) == ["dir/"]
     assert _complete(cli11, "run %s/da" % tmp_path) == ["data.bin"]
     assert _complete(cli11, "sendfile /queue/cli.%s.s" % tag) == ["cli.%s.seen" % tag]  # the destination first
+
+
+def test_tab_does_not_offer_ids_of_auto_acked_messages(cli11):
+    """An ack:auto message has nothing to acknowledge: ``ack <Tab>`` offered it anyway."""
+    import time as _time
+
+    tag = uuid.uuid4().hex[:8]
+    auto, acked = "/queue/cli.%s.auto" % tag, "/queue/cli.%s.client" % tag
+    cli11.onecmd("subscribe %s" % auto)  # stomp.py's shell: ack mode auto by default
+    cli11.onecmd("subscribe %s client-individual" % acked)
+    cli11.onecmd("send %s to-auto" % auto)
+    cli11.onecmd("send %s to-client" % acked)
+    deadline = _time.monotonic() + 10
+    while _time.monotonic() < deadline and cli11.stdout.getvalue().count("\nMESSAGE\n") < 2:
+        _time.sleep(0.02)
+    assert cli11.stdout.getvalue().count("\nMESSAGE\n") == 2  # both printed: both seen
+    offered = _complete(cli11, "ack ", delimiters=" ")
+    assert len(offered) == 1, offered
+    assert offered == list(cli11._message_ids)

@@ -58,8 +58,13 @@ class Completion:
         _remember(self._destinations, destination)
 
     def seen(self, headers: Any) -> None:
-        """A MESSAGE with ``headers`` arrived (dispatcher thread)."""
+        """A MESSAGE with ``headers`` arrived (dispatcher thread). Its id is offered
+        to ``ack``/``nack`` unless its subscription acks automatically (an
+        ``ack:auto`` message has nothing to acknowledge: the broker refuses it)."""
         _remember(self._destinations, headers.get("destination"))
+        sub_id = headers.get("subscription")
+        if any(str(info.id) == sub_id and info.ack == "auto" for info in list(self._subscriptions.values())):
+            return
         _remember(self._message_ids, headers.get("ack") if self.nversion >= 1.2 else headers.get("message-id"))
 
     @staticmethod
