@@ -608,3 +608,29 @@ def test_a_missing_or_bad_tls_file_is_named(tmp_path, protocol):
     not_pem.write_text("hello\n")
     with pytest.raises(ssl.SSLError, match=r"ca_certs=.*not-a-cert\.pem"):
         tls_context(str(not_pem), None, None, None, True, protocol)
+
+
+def test_a_deferred_frame_goes_at_once_on_an_idle_link_and_coalesces_under_load(activemq):
+    """``defer=True`` (the JMS API's asynchronous sends): on an idle link the frame
+    is written by the call (it waited up to DEFER_FLUSH_S = 1 ms in the buffer
+    before: the JMS API's p50 latency at 2,000 msg/s was 4x the stomp.py-style
+    API's); frames sent back to back still share one write."""
+    conn, col = connect(activemq.host_and_ports)
+    transport = conn.transport
+    q = queue_name()
+    try:
+        conn.subscribe(q, id="1", receipt="sub")
+        conn.wait_for_receipt("sub", 5)
+        link = transport._link
+        time.sleep(0.005)  # idle (DEFER_IDLE_S is 0.2 ms)
+        transport.send_frame("SEND", {"destination": q}, b"alone", None, defer=True)
+        assert link.wbuf == [] and not link.flush_scheduled  # written, no timer flush pending
+        sent = []
+        for i in range(50):  # back to back: under load
+            transport.send_frame("SEND", {"destination": q}, b"%d" % i, None, defer=True)
+            sent.append(bool(link.wbuf))
+        assert any(sent), "no frame of a burst waited to share a write"
+        got = col.wait_messages(51, 10)
+        assert [m.body for m in got] == ["alone"] + [str(i) for i in range(50)]
+    finally:
+        conn.disconnect()
