@@ -19,13 +19,16 @@ RabbitMQ STOMP plugin on, on a free loopback port, for tests on a second broker;
 :class:`RabbitMQWebStomp` (:mod:`amqstomp.testing.web_stomp`) its
 STOMP-over-WebSocket plugin, for the tests of :class:`amqstomp.WSConnection`
 (Debian's ActiveMQ has no ``ws://`` transport).
+:class:`RabbitMQCluster` (:mod:`amqstomp.testing.rabbitmq_cluster`) runs a
+cluster of the test's own RabbitMQ nodes (never the machine's), STOMP on each,
+for quorum queues and node kills.
 
 Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_startup`` (is a port free, has our
 broker started, why not), ``_config`` (activemq.xml, java command line),
 ``_distribution`` (5.17 or 6.1: where, which command line), ``_connectors``
 (connector URLs and ports), ``statistics``, ``broker``, ``master_slave``, ``_rabbitmq`` (the machine's
-RabbitMQ node and its plugins, used by reference), ``rabbitmq``, ``web_stomp``;
+RabbitMQ node and its plugins, used by reference), ``rabbitmq``, ``web_stomp``, ``rabbitmq_cluster``;
 the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
 pairs, their bytes and faults), ``_proxy_control`` (commands to the proxy
@@ -58,6 +61,7 @@ from .master_slave import (
 )
 from .proxy import ProxyError, TcpProxy
 from .rabbitmq import RabbitMQStomp
+from .rabbitmq_cluster import RabbitMQCluster
 from .statistics import broker_statistics, queue_statistics, topic_statistics
 from .web_stomp import RabbitMQNotAvailable, RabbitMQWebStomp
 
@@ -72,6 +76,7 @@ __all__ = [
     "BrokerStartError",
     "MasterSlavePair",
     "ProxyError",
+    "RabbitMQCluster",
     "RabbitMQNotAvailable",
     "RabbitMQStomp",
     "RabbitMQWebStomp",
