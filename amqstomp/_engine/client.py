@@ -88,6 +88,8 @@ class Client:
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
         transport.set_observer(self)
+        if reconnector is not None:
+            reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
 
     # ------------------------------------------------------------ connecting
 
@@ -436,6 +438,23 @@ class Client:
             except StompException as exc:  # gone already, or no receipt in time: close anyway
                 log.debug("DISCONNECT: %s", exc)
         transport.close(join_s, reason=reason)
+
+    def hand_back(self, wait_s: float = 10.0) -> None:
+        """Before a planned move to another broker (priorityBackup), for every
+        API: DISCONNECT with a receipt on the open socket and wait for the
+        RECEIPT, at most ``wait_s`` seconds. The broker has then applied every
+        ACK written before and takes back the messages delivered and not
+        acknowledged (it redelivers them, on the next broker through the
+        network). The failover loop ends the socket afterwards. Never raises."""
+        transport = self.transport
+        receipt = "amqstomp-move-%d" % transport.link_seq
+        try:
+            transport.own_receipt(receipt)  # no listener's on_receipt
+            future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+            if future is not None:
+                transport.wait_future(future, wait_s, "DISCONNECT receipt")
+        except StompException as exc:  # gone already, or no receipt in time: the move goes on
+            log.debug("DISCONNECT before a planned move: %s", exc)
 
     # ------------------------------------------------------------ after a reconnect
 
