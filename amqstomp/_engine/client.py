@@ -85,6 +85,8 @@ class Client:
         #: the socket open when the application last called :meth:`disconnect`: what it
         #: delivered and the dispatcher has not handed over yet reaches no listener
         self.disconnected_seq = 0
+        #: the socket :meth:`hand_back` gave up for a planned move (0: none)
+        self.handed_back_seq = 0
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
         transport.set_observer(self)
@@ -258,6 +260,8 @@ class Client:
             BrokerError: the broker answered ERROR (a receipt was asked for).
             ConnectionClosedException: the socket is gone and no failover is
                 set (``closed()`` says why).
+            AcknowledgeInterruptedError also: an ACK written after :meth:`hand_back`
+                gave its socket up, which the broker refused.
         """
         tx_seq = self.transaction_socket(cmd, headers)
         if tx_seq and link_seq and tx_seq != link_seq:
@@ -285,6 +289,12 @@ class Client:
             raise AcknowledgeInDoubtError(
                 "%s written, then its connection was lost before the receipt: the broker may or may not have "
                 "applied it (if not, it redelivers the message)" % cmd) from exc
+        except BrokerError as exc:  # ActiveMQ's "Not connected": written after the DISCONNECT of a move
+            if link_seq and link_seq == self.handed_back_seq:
+                raise AcknowledgeInterruptedError(
+                    "%s not applied: written after its connection was handed back for a move to a priority "
+                    "broker (priorityBackup); the broker redelivers the message" % cmd) from exc
+            raise
 
     def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],
                              subscriptions: Any) -> None:
@@ -447,6 +457,7 @@ class Client:
         acknowledged (it redelivers them, on the next broker through the
         network). The failover loop ends the socket afterwards. Never raises."""
         transport = self.transport
+        self.handed_back_seq = transport.link_seq
         receipt = "amqstomp-move-%d" % transport.link_seq
         try:
             transport.own_receipt(receipt)  # no listener's on_receipt
