@@ -283,3 +283,4 @@ def test_back_on_the_priority_broker_once_it_answers_with_nothing_lost_or_settle
     assert run.settled_again == []
     assert reconnector.prober is not None and reconnector.prober.moves == 1
     assert transport.current_host_and_port is None  # closed
+    assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.endswith("-priority")], 10)
