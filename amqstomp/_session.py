@@ -127,12 +127,14 @@ class StompSession:
 
     def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
                 auto_reconnect: bool = False, auto_resubscribe: bool = True,
-                attempts_defaulted: bool = False, broker: Optional[str] = None) -> None:
+                attempts_defaulted: bool = False, broker: Optional[str] = None,
+                priority: Tuple[bool, Any] = (False, None)) -> None:
         """Run this session over ``transport``: flow control, the socket ledger,
         the engine's Client and (``auto_reconnect``) the failover loop with the
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
-        (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED)."""
+        (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED).
+        ``priority``: ``(priority_backup, priority_uris)`` of the failover loop."""
         self.transport = transport
         transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
         self._update_send_frame()  # an instance attribute: read per frame
@@ -173,7 +175,7 @@ class StompSession:
         if auto_reconnect:
             policy = ReconnectPolicy.stomp_py(transport.reconnect_sleep_initial, transport.reconnect_sleep_increase,
                                               transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,
-                                              transport.reconnect_attempts_max)
+                                              transport.reconnect_attempts_max, *priority)
             self.reconnector = Reconnector(transport, transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up,
                                            name="amqstomp-failover-%d" % transport.number,

@@ -108,6 +108,14 @@ class BaseConnection(Publisher):
     ``"auto"``: what CONNECTED's ``server`` names), which decides the
     broker-specific headers (:mod:`amqstomp._protocol.dialect`).
 
+    Keyword-only ``priority_backup`` (bool, False) and ``priority_uris`` (None,
+    a str of ``stomp://host:port`` URIs separated by commas, or ``(host, port)``
+    pairs), with ``auto_reconnect=True``: ActiveMQ's ``priorityBackup`` and
+    ``priorityURIs`` (docs/guides/scaling-out.md): the priority brokers (else
+    the first of ``host_and_ports``) are tried first, and while connected to
+    another the connection probes them and moves back to one that answers.
+    ConfigurationError: a priority broker not among ``host_and_ports``.
+
     Attributes:
         transport (Transport): the wire layer.
     """
@@ -211,14 +219,16 @@ class StompConnection10(Protocol10, BaseConnection):
                  encoding: str = "utf-8", auto_content_length: bool = True,
                  bind_host_port: Optional[HostAndPort] = None, *, vhost: Optional[str] = None,
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
-                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None) -> None:
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
+                 priority_backup: bool = False, priority_uris: Any = None) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
             auto_decode, encoding, auto_content_length, 1.5, bind_host_port, ssl_context, recv_bytes)
         BaseConnection.__init__(self, transport)
         self._attach(transport, (0, 0), auto_content_length, auto_reconnect, auto_resubscribe,
-                     reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker)
+                     reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
+                     (priority_backup, priority_uris))
 
 
 class StompConnection11(Protocol11, BaseConnection):
@@ -245,7 +255,8 @@ class StompConnection11(Protocol11, BaseConnection):
                  auto_content_length: bool = True, heart_beat_receive_scale: float = 1.5,
                  bind_host_port: Optional[HostAndPort] = None, *,
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
-                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None) -> None:
+                 auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
+                 priority_backup: bool = False, priority_uris: Any = None) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
@@ -253,7 +264,8 @@ class StompConnection11(Protocol11, BaseConnection):
             recv_bytes)
         BaseConnection.__init__(self, transport)
         self._attach(transport, heartbeats, auto_content_length, auto_reconnect, auto_resubscribe,
-                     reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker)
+                     reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
+                     (priority_backup, priority_uris))
 
 
 class StompConnection12(StompConnection11, Protocol12):

@@ -32,7 +32,8 @@ from collections import OrderedDict, deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ._protocol.backoff import ReconnectPolicy
+from ._protocol.backoff import PriorityReturn, ReconnectPolicy
+from ._io.probe import PriorityMoves, PriorityProber, stomp_answers
 from ._protocol.frames import ack_identity
 from ._engine.ports import TransportPort
 from ._io.timeouts import clamp_wait
@@ -47,8 +48,9 @@ HostAndPort = Tuple[str, int]
 _MAX_SLEEP_S = 3600.0
 
 
-class Reconnector:
-    """Keeps one transport connected (see the module docstring).
+class Reconnector(PriorityMoves):
+    """Keeps one transport connected (see the module docstring); with
+    ``priorityBackup``, moves it back to a priority broker (:meth:`move_to`).
 
     Args:
         transport: the :class:`~amqstomp.transport.Transport` to watch; its
@@ -108,6 +110,13 @@ class Reconnector:
         #: None: an attempt's own waits (CONNECTED) are cut to it
         self.attempt_deadline: Optional[float] = None
         self.gave_up: Optional[BaseException] = None
+        #: priorityBackup: probes the priority brokers while connected to another (None without it)
+        self.prober = None if not policy.priority_backup else PriorityProber(PriorityReturn(
+            policy, self.endpoints), lambda hp: stomp_answers(getattr(transport, "connector"), hp), self.move_to,
+            name + "-priority")
+        #: ``hand_back()`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
+        self.hand_back: Optional[Callable[[], None]] = None
+        self._moving_seq = 0  # the socket a planned move ends
 
     # ------------------------------------------------------------ state
 
@@ -173,6 +182,9 @@ class Reconnector:
             self.gave_up = None
             if self.transport.is_open():
                 self.ever_connected = True  # the facade connected by itself
+                here = self.transport.current_host_and_port
+                if self.prober is not None and here is not None:
+                    self.prober.connected((str(here[0]), int(here[1])))
 
     def check_armed(self) -> None:
         """Failover thread, inside an attempt (after its socket opened, before the
@@ -191,6 +203,8 @@ class Reconnector:
         with self._lock:
             self._stop.set()
             thread = self._thread
+        if self.prober is not None:
+            self.prober.stop(join_timeout_s)
         self._up.set()
         if thread is None or thread is threading.current_thread() or not thread.is_alive():
             return
@@ -216,15 +230,19 @@ class Reconnector:
                 # the listeners (on_stopped), once; else the socket the application closes
                 return None if self._reconnecting else "disconnected"
             self.last_error = error or ConnectFailedException(reason)
-            if self._reconnecting:
+            moving, self._moving_seq = seq == self._moving_seq != 0, 0  # move_to() set the rest
+            if self._reconnecting and not moving:
                 return None  # an attempt's socket: the running loop sees it is not connected and goes on
-            self._reconnecting = True
-            self._up.clear()
-            self.lost_at = time.monotonic()
-            lost = self.transport.last_host_and_port
-            self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
-            log.warning("%s: connection to %s lost (%s); failing over (that broker is tried last)", self.name,
-                        _where(lost), reason)
+            if not moving:
+                self._reconnecting = True
+                self._up.clear()
+                self.lost_at = time.monotonic()
+                lost = self.transport.last_host_and_port
+                self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
+                log.warning("%s: connection to %s lost (%s); failing over (that broker is tried last)", self.name,
+                            _where(lost), reason)
+                if self.prober is not None:
+                    self.prober.lost()
             thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread = thread
         thread.start()
@@ -305,6 +323,8 @@ class Reconnector:
                 if closing:
                     self._discard()
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
+                if self.prober is not None:
+                    self.prober.connected(host_and_port)
                 if self.failovers and self.resumed_at is not None and self.lost_at is not None:
                     log.info("%s: reconnected to %s after %.3f s", self.name, _where(host_and_port),
                              self.resumed_at - self.lost_at)

@@ -25,20 +25,9 @@ from ._protocol.dialect import BROKERS
 from .exception import ConfigurationError, InvalidDestinationError
 
 __all__ = [
-    "Option",
-    "CONNECTION_OPTIONS",
-    "TRANSPORT_OPTIONS",
-    "FAILOVER_OPTIONS",
-    "CONSUMER_OPTIONS",
-    "KEYWORD_ONLY_OPTIONS",
-    "Endpoint",
-    "BrokerURI",
-    "parse_uri",
-    "DESTINATION_PREFIXES",
-    "check_destination",
-    "parse_destination",
-    "destination_kind",
-    "options_table_markdown",
+    "Option", "CONNECTION_OPTIONS", "TRANSPORT_OPTIONS", "FAILOVER_OPTIONS", "CONSUMER_OPTIONS",
+    "KEYWORD_ONLY_OPTIONS", "Endpoint", "BrokerURI", "parse_uri", "priority_endpoints", "DESTINATION_PREFIXES",
+    "check_destination", "parse_destination", "destination_kind", "options_table_markdown",
 ]
 
 
@@ -237,9 +226,21 @@ FAILOVER_OPTIONS = _table(
            "pick members in random order; after a loss the member lost is tried last either way"),
     Option("timeout", "timeout_ms", _MS_OR_OFF, -1, "ms a send waits while disconnected; -1 = forever"),
     Option("priorityBackup", "priority_backup", _bool, False,
-           "try the first member first on every pass, unless it is the one just lost (no switch back "
-           "to it while connected to another)"),
+           "prefer the priority members (priorityURIs, else the first): tried first on every pass unless just "
+           "lost, and moved back to once one answers a probe (sent with the reconnect back-off, at least every "
+           "maxReconnectDelay ms) while connected to another"),
+    Option("priorityURIs", "priority_uris", lambda text: priority_endpoints(text), None,
+           "with priorityBackup: the members to prefer, stomp:// URIs separated by commas; None: the first one"),
 )
+
+
+def priority_endpoints(text: str) -> Tuple[Tuple[str, int], ...]:
+    """``(host, port)`` of each ``stomp://host:port`` URI of ``text`` (separated by commas: ``priorityURIs``).
+    Raises ConfigurationError (a ValueError): not a STOMP URI, an option in one, or none."""
+    found = [_endpoint(m.strip(), text, {}) for m in str(text).split(",") if m.strip()]
+    if not found or any(leftover for _, leftover in found):
+        raise ConfigurationError("priorityURIs must be stomp://host:port URIs separated by commas, got %r" % (text,))
+    return tuple(endpoint.host_and_port for endpoint, _ in found)
 
 #: Keywords of the JMS API's ``ConnectionFactory`` that have no URI form (TLS), with their meaning.
 KEYWORD_ONLY_OPTIONS = {

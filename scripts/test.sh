@@ -375,7 +375,8 @@ VENV_C=$WORK/venv-manylinux
 run_suite compiled "$VENV_C" cython --
 # the broker-behaviour tests once more, on ActiveMQ 6.1 (every broker of the session; the
 # stomp_broker runs on RabbitMQ are deselected: they ran above)
-ACTIVEMQ6_TESTS=(tests/test_brokers.py tests/test_broker_distribution.py tests/test_flow_broker.py tests/test_broker.py)
+ACTIVEMQ6_TESTS=(tests/test_brokers.py tests/test_broker_distribution.py tests/test_flow_broker.py tests/test_broker.py
+                 tests/test_network_of_brokers.py)
 if [ "$have_activemq6" = 1 ]; then
   echo "== test.sh: ... and ${ACTIVEMQ6_TESTS[*]} on ActiveMQ 6.1.7"
   run_suite compiled-activemq-6.1 "$VENV_C" cython AMQSTOMP_ACTIVEMQ_DISTRIBUTION=6.1 -- \

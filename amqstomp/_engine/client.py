@@ -85,9 +85,13 @@ class Client:
         #: the socket open when the application last called :meth:`disconnect`: what it
         #: delivered and the dispatcher has not handed over yet reaches no listener
         self.disconnected_seq = 0
+        #: the socket :meth:`hand_back` gave up for a planned move (0: none)
+        self.handed_back_seq = 0
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
         transport.set_observer(self)
+        if reconnector is not None:
+            reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
 
     # ------------------------------------------------------------ connecting
 
@@ -256,6 +260,8 @@ class Client:
             BrokerError: the broker answered ERROR (a receipt was asked for).
             ConnectionClosedException: the socket is gone and no failover is
                 set (``closed()`` says why).
+            AcknowledgeInterruptedError also: an ACK written after :meth:`hand_back`
+                gave its socket up, which the broker refused.
         """
         tx_seq = self.transaction_socket(cmd, headers)
         if tx_seq and link_seq and tx_seq != link_seq:
@@ -283,6 +289,12 @@ class Client:
             raise AcknowledgeInDoubtError(
                 "%s written, then its connection was lost before the receipt: the broker may or may not have "
                 "applied it (if not, it redelivers the message)" % cmd) from exc
+        except BrokerError as exc:  # ActiveMQ's "Not connected": written after the DISCONNECT of a move
+            if link_seq and link_seq == self.handed_back_seq:
+                raise AcknowledgeInterruptedError(
+                    "%s not applied: written after its connection was handed back for a move to a priority "
+                    "broker (priorityBackup); the broker redelivers the message" % cmd) from exc
+            raise
 
     def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],
                              subscriptions: Any) -> None:
@@ -436,6 +448,24 @@ class Client:
             except StompException as exc:  # gone already, or no receipt in time: close anyway
                 log.debug("DISCONNECT: %s", exc)
         transport.close(join_s, reason=reason)
+
+    def hand_back(self, wait_s: float = 10.0) -> None:
+        """Before a planned move to another broker (priorityBackup), for every
+        API: DISCONNECT with a receipt on the open socket and wait for the
+        RECEIPT, at most ``wait_s`` seconds. The broker has then applied every
+        ACK written before and takes back the messages delivered and not
+        acknowledged (it redelivers them, on the next broker through the
+        network). The failover loop ends the socket afterwards. Never raises."""
+        transport = self.transport
+        self.handed_back_seq = transport.link_seq
+        receipt = "amqstomp-move-%d" % transport.link_seq
+        try:
+            transport.own_receipt(receipt)  # no listener's on_receipt
+            future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+            if future is not None:
+                transport.wait_future(future, wait_s, "DISCONNECT receipt")
+        except StompException as exc:  # gone already, or no receipt in time: the move goes on
+            log.debug("DISCONNECT before a planned move: %s", exc)
 
     # ------------------------------------------------------------ after a reconnect
 

@@ -324,6 +324,14 @@ class LinkOwner:
         if timeout is not None:
             self._join(link, timeout)
 
+    def drop(self, reason: str) -> None:
+        """End the open socket as if the broker had ended it: the observer's
+        ``on_link_lost`` decides what follows (a failover layer's planned move
+        to another broker). Returns at once; a no-op without a socket."""
+        link = self._link
+        if link is not None:
+            link.close(reason)
+
     def _join(self, link: Link, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         me = threading.current_thread()

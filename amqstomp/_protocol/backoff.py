@@ -10,24 +10,29 @@ up to ``jitter`` of it at random, in two sets of defaults:
 
 The order of the brokers on each pass is :meth:`ReconnectPolicy.order` for
 both APIs and every transport: the one lost last goes last (FailoverTransport's
-``getConnectList()``).
+``getConnectList()``). With ``priorityBackup``, :class:`PriorityReturn` says
+when to probe the priority members while connected to another one (the
+failover driver probes and moves the connection).
 
-Delays are in ms; the caller sleeps (this module reads no clock).
+Delays are in ms; the caller sleeps (this module reads no clock: the times it
+is given are the caller's ``time.monotonic()``).
 """
 import logging
 import math
 import random
-from typing import Any, List, Optional, Sequence, TypeVar
+from typing import Any, List, Optional, Sequence, Tuple, TypeVar
 
 from ..exception import ConfigurationError
-from ..uri import FAILOVER_OPTIONS, BrokerURI
+from ..uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
 
-__all__ = ["ReconnectPolicy", "MAX_RECONNECT_SLEEP_S"]
+__all__ = ["ReconnectPolicy", "PriorityReturn", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS"]
 
 T = TypeVar("T")
 
 #: Longest stomp.py ``reconnect_sleep_*`` value accepted (s): a year; anything longer is a mistake.
 MAX_RECONNECT_SLEEP_S = 86400 * 365
+#: Shortest pause between two probes of the priority members (ms), whatever the back-off says.
+MIN_PRIORITY_PROBE_MS = 100
 
 # option keyword (docs/options.md) -> constructor argument, where they differ (the
 # redelivery policy's options own the plain names)
@@ -51,9 +56,13 @@ class ReconnectPolicy:
             ever succeeded; -1 = forever.
         randomize (bool): try the brokers in random order (True); the broker
             lost last is tried last whatever the order (:meth:`order`).
-        priority_backup (bool): try the first broker of the list first, unless
-            it is the one lost last (no switch back to it while connected to
-            another).
+        priority_backup (bool): prefer the priority brokers (``priority_uris``,
+            else the first listed): tried first on every pass unless it is the
+            one lost last, and moved back to while connected to another
+            (:class:`PriorityReturn`; FailoverTransport's ``priorityBackup``).
+        priority_uris: the priority brokers: ``(host, port)`` pairs, or
+            ``stomp://host:port`` URIs in a str separated by commas
+            (``priorityURIs``); None or empty: the first broker listed.
         timeout_ms (int): how long a send waits while disconnected; -1 = forever.
         jitter (float): up to this fraction is added to each delay at random
             (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
@@ -66,7 +75,7 @@ class ReconnectPolicy:
                  use_exponential_back_off: bool = True, back_off_multiplier: float = 2.0,
                  max_reconnect_attempts: int = -1, startup_max_reconnect_attempts: int = -1,
                  randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1,
-                 jitter: float = 0.0) -> None:
+                 jitter: float = 0.0, priority_uris: Any = None) -> None:
         for name, value, low in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms, 0),
                                  ("max_reconnect_delay_ms", max_reconnect_delay_ms, 0),
                                  ("max_reconnect_attempts", max_reconnect_attempts, -1),
@@ -91,6 +100,13 @@ class ReconnectPolicy:
         self.startup_max_reconnect_attempts = startup_max_reconnect_attempts
         self.randomize = bool(randomize)
         self.priority_backup = bool(priority_backup)
+        try:
+            self.priority_uris: Tuple[Tuple[str, int], ...] = () if not priority_uris else (
+                priority_endpoints(priority_uris) if isinstance(priority_uris, str)
+                else tuple((str(host), int(port)) for host, port in priority_uris))
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError("priority_uris must be stomp://host:port URIs separated by commas or "
+                                     "(host, port) pairs, got %r: %s" % (priority_uris, exc)) from None
         self.timeout_ms = timeout_ms
         self.jitter = float(jitter)
 
@@ -105,10 +121,12 @@ class ReconnectPolicy:
     @classmethod
     def stomp_py(cls, reconnect_sleep_initial: float = 0.1, reconnect_sleep_increase: float = 0.5,
                  reconnect_sleep_jitter: float = 0.1, reconnect_sleep_max: float = 60.0,
-                 reconnect_attempts_max: int = 3) -> "ReconnectPolicy":
+                 reconnect_attempts_max: int = 3, priority_backup: bool = False,
+                 priority_uris: Any = None) -> "ReconnectPolicy":
         """The policy of stomp.py's keywords (seconds and fractions, stomp.py's
         defaults): delay ``initial x (1 + increase) ** (attempt - 1)``, capped at
-        ``max``, plus up to ``jitter`` of it; brokers tried in the order given.
+        ``max``, plus up to ``jitter`` of it; brokers tried in the order given
+        (``priority_backup`` and ``priority_uris`` as in the constructor).
 
         Raises:
             ConfigurationError: a value that is not a number of seconds from 0 to
@@ -131,7 +149,8 @@ class ReconnectPolicy:
                    use_exponential_back_off=reconnect_sleep_increase > 0,
                    back_off_multiplier=1.0 + reconnect_sleep_increase,
                    max_reconnect_attempts=reconnect_attempts_max, randomize=False,
-                   jitter=min(10.0, reconnect_sleep_jitter))
+                   jitter=min(10.0, reconnect_sleep_jitter), priority_backup=priority_backup,
+                   priority_uris=priority_uris)
 
     def delay_ms(self, attempt: int) -> int:
         """Delay (ms) before attempt number ``attempt`` (1 = the first retry):
@@ -182,12 +201,21 @@ class ReconnectPolicy:
         lost = [e for e in out if failed is not None and e == failed]
         if lost:
             out = [e for e in out if e != failed]
-        head: List[T] = []
-        if self.priority_backup and out and out[0] == endpoints[0]:
-            head, out = out[:1], out[1:]
+        head = [e for e in out if self.is_priority(e, endpoints)]
+        out = [e for e in out if not self.is_priority(e, endpoints)]
         if self.randomize and len(out) > 1:
             (rng or random).shuffle(out)
         return head + out + lost
+
+    def is_priority(self, endpoint: Any, endpoints: Sequence[Any]) -> bool:
+        """True when ``endpoint`` is a priority broker of ``endpoints`` (URI
+        order): one of ``priority_uris``, else the first listed; never without
+        ``priority_backup`` (FailoverTransport's ``isPriority``)."""
+        if not self.priority_backup:
+            return False
+        if self.priority_uris:
+            return endpoint in self.priority_uris
+        return bool(endpoints) and endpoint == endpoints[0]
 
     @staticmethod
     def log_level(attempts: int, gave_up: bool) -> Optional[int]:
@@ -203,3 +231,73 @@ class ReconnectPolicy:
     def __repr__(self) -> str:
         fields: Any = ", ".join("%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
         return "ReconnectPolicy(%s)" % fields
+
+
+class PriorityReturn:
+    """When to probe the priority brokers while connected to another one, and
+    where to go back to (ActiveMQ's ``FailoverTransport`` with
+    ``priorityBackup``: it keeps trying the priority URIs while connected
+    elsewhere and moves the connection once one of them connects).
+
+    Pure: every method is given ``now_s`` (the caller's ``time.monotonic()``).
+    The pause between probes is the reconnect back-off
+    (:meth:`ReconnectPolicy.delay_ms` of the probes failed so far, capped at
+    ``max_reconnect_delay_ms``), at least :data:`MIN_PRIORITY_PROBE_MS`.
+
+    Args:
+        policy (ReconnectPolicy): its ``priority_backup`` turns probing on.
+        endpoints (Sequence): the brokers, in URI order.
+
+    Raises:
+        ConfigurationError: a ``priority_uris`` broker that ``endpoints`` does
+            not list (the connection only ever goes to a listed broker).
+    """
+
+    def __init__(self, policy: ReconnectPolicy, endpoints: Sequence[Any]) -> None:
+        self.policy = policy
+        self.endpoints = list(endpoints)
+        missing = [e for e in policy.priority_uris if e not in self.endpoints] if policy.priority_backup else []
+        if missing:
+            raise ConfigurationError("priorityURIs names %s, not a broker of the failover list %s"
+                                     % (", ".join("%s:%s" % e for e in missing),
+                                        ", ".join("%s:%s" % e for e in self.endpoints)))
+        #: the priority brokers to probe now and then; empty: no probing
+        self.targets: List[Any] = []
+        #: the ``now_s`` of the next probe, None when not probing
+        self.next_at: Optional[float] = None
+        self.failed = 0
+
+    def connected(self, endpoint: Any, now_s: float) -> None:
+        """A connection to ``endpoint`` was made: probing starts (the first
+        probe one back-off from now) when it is not a priority broker, and
+        stops when it is."""
+        self.failed = 0
+        if self.policy.priority_backup and not self.policy.is_priority(endpoint, self.endpoints):
+            self.targets = [e for i, e in enumerate(self.endpoints)
+                            if self.policy.is_priority(e, self.endpoints) and e not in self.endpoints[:i]]
+            self.next_at = now_s + self.interval_s(1)
+        else:
+            self.targets, self.next_at = [], None
+
+    def stopped(self) -> None:
+        """The connection was lost or closed: no probing until :meth:`connected`."""
+        self.targets, self.next_at = [], None
+
+    def due(self, now_s: float) -> List[Any]:
+        """The priority brokers to probe now (in URI order), [] when none is due."""
+        return list(self.targets) if self.next_at is not None and now_s >= self.next_at else []
+
+    def wait_s(self, now_s: float) -> Optional[float]:
+        """Seconds until the next probe (0 when due), None when not probing."""
+        return None if self.next_at is None else max(0.0, self.next_at - now_s)
+
+    def probe_failed(self, now_s: float) -> None:
+        """No priority broker answered the probe made at ``now_s``: the next one
+        a longer back-off later."""
+        if self.next_at is not None:
+            self.failed += 1
+            self.next_at = now_s + self.interval_s(self.failed + 1)
+
+    def interval_s(self, attempt: int) -> float:
+        """Seconds before probe number ``attempt`` (1 = the first)."""
+        return max(MIN_PRIORITY_PROBE_MS, self.policy.delay_ms(attempt)) / 1000.0

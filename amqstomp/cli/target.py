@@ -35,7 +35,6 @@ _TRANSPORT_KEYWORDS = {"connection_timeout_ms": ("timeout", 0.001), "keepalive":
 _FAILOVER_UNUSED = {
     "startup_max_reconnect_attempts": "the first connect is tried for --timeout seconds",
     "timeout_ms": "a command waits for a new connection for the connection's timeout (--timeout)",
-    "priority_backup": "the client does not switch back to the first broker",
 }
 
 
@@ -52,7 +51,8 @@ class Target:
         username, password: the URI's ``jms.userName`` / ``jms.password``, or None.
         headers: extra CONNECT headers (``client-id`` from ``jms.clientID``).
         keywords: constructor keywords of stomp.py's connection classes
-            (``timeout`` in s, ``keepalive``, ``vhost``, ``auto_reconnect``, ``reconnect_*``).
+            (``timeout`` in s, ``keepalive``, ``vhost``, ``auto_reconnect``, ``reconnect_*``,
+            ``priority_backup``, ``priority_uris``).
     """
 
     host_and_ports: List[HostAndPort]
@@ -164,6 +164,9 @@ def _failover_options(uri: BrokerURI, target: Target) -> None:
         reconnect_sleep_increase=options["reconnect_back_off_multiplier"] - 1.0 if exponential else 0.0,
         reconnect_attempts_max=options["max_reconnect_attempts"],
     )
+    if options["priority_backup"]:  # the first member is the priority one unless priorityURIs says (before a shuffle)
+        target.keywords.update(priority_backup=True,
+                               priority_uris=options["priority_uris"] or [target.host_and_ports[0]])
     if options["randomize"]:
         random.shuffle(target.host_and_ports)
 

@@ -10,6 +10,8 @@ broker (statistics plugin enabled) for a queue's counters over a raw socket.
 :class:`MasterSlavePair` (:mod:`amqstomp.testing.master_slave`) runs two
 brokers on one KahaDB store for failover tests: kill the master with kill -9,
 wait for the slave to take over, start the killed one again as the slave.
+:class:`ActiveMQNetwork` (:mod:`amqstomp.testing.network`) bridges N brokers
+(a static mesh or chain of ``networkConnector``) into a network of brokers.
 The pytest fixtures that use them live in :mod:`amqstomp.testing.pytest_plugin`.
 :class:`TcpProxy` (:mod:`amqstomp.testing.proxy`) is a loopback TCP proxy a test
 puts between a client and a broker to cut, stall, half-close or refuse
@@ -27,7 +29,7 @@ Modules, each importing only those before it: ``_stomp`` (raw STOMP),
 ``_process`` (ports, child processes), ``_startup`` (is a port free, has our
 broker started, why not), ``_config`` (activemq.xml, java command line),
 ``_distribution`` (5.17 or 6.1: where, which command line), ``_connectors``
-(connector URLs and ports), ``statistics``, ``broker``, ``master_slave``, ``_rabbitmq`` (the machine's
+(connector URLs and ports), ``statistics``, ``broker``, ``master_slave``, ``network``, ``_rabbitmq`` (the machine's
 RabbitMQ node and its plugins, used by reference), ``rabbitmq``, ``web_stomp``, ``rabbitmq_cluster``;
 the proxy stands apart:
 ``_proxy_sockets`` (shared names, socket helpers), ``_proxy_pump`` (proxied
@@ -59,6 +61,7 @@ from .master_slave import (
     wait_for_stomp,
     wait_slave_waiting,
 )
+from .network import ActiveMQNetwork
 from .proxy import ProxyError, TcpProxy
 from .rabbitmq import RabbitMQStomp
 from .rabbitmq_cluster import RabbitMQCluster
@@ -72,6 +75,7 @@ __all__ = [
     "NOT_FOUND_MESSAGE",
     "SLAVE_WAITING",
     "ActiveMQBroker",
+    "ActiveMQNetwork",
     "BrokerNotAvailable",
     "BrokerStartError",
     "MasterSlavePair",

@@ -125,7 +125,9 @@ class BrokerSettings(Protocol):
     stomp_ssl_port: Optional[int]
     extra_xml: str
     # also read when present: ws_port (Optional[int], the ws:// connector),
-    # openwire_port (Optional[int], the OpenWire tcp:// connector)
+    # openwire_port (Optional[int], the OpenWire tcp:// connector),
+    # queue_policy (Dict[str, str], more attributes of the queue ">" policyEntry; they win),
+    # queue_policy_xml (str, elements inside that policyEntry)
 
 
 def _xbool(value: bool) -> str:
@@ -171,10 +173,11 @@ def render_activemq_xml(b: BrokerSettings, base_dir: str) -> str:
     if b.max_page_size is not None:
         queue_policy["maxPageSize"] = str(int(b.max_page_size))
         topic_policy["maxPageSize"] = str(int(b.max_page_size))
+    queue_policy.update(getattr(b, "queue_policy", None) or {})
     out.append("    <destinationPolicy><policyMap><policyEntries>")
-    for policy in (queue_policy, topic_policy):
+    for policy, inner in ((queue_policy, getattr(b, "queue_policy_xml", "")), (topic_policy, "")):
         attrs = " ".join(f"{k}={q(v)}" for k, v in policy.items())
-        out.append(f"      <policyEntry {attrs}/>")
+        out.append(f"      <policyEntry {attrs}>{inner}</policyEntry>" if inner else f"      <policyEntry {attrs}/>")
     out.append("    </policyEntries></policyMap></destinationPolicy>")
 
     if b.persistent:

@@ -9,6 +9,10 @@
     :class:`~amqstomp.testing.broker.ActiveMQBroker` with those options (pass
     ``wait=False`` to return before it answers, e.g. for a shared-store slave)
     and stops every broker it made at teardown.
+``activemq_network_factory``
+    function-scoped factory: ``activemq_network_factory(n=3, **options)`` starts an
+    :class:`~amqstomp.testing.network.ActiveMQNetwork` (every member bridged) and
+    stops every network it made at teardown.
 ``rabbitmq_web_stomp``
     session-scoped :class:`~amqstomp.testing.web_stomp.RabbitMQWebStomp`: RabbitMQ's
     STOMP-over-WebSocket plugin on loopback ports (``ws://`` and ``wss://``),
@@ -57,11 +61,12 @@ import pytest
 from ._distribution import default_distribution
 from ._process import close_all
 from .broker import ActiveMQBroker, BrokerNotAvailable, start_broker
+from .network import ActiveMQNetwork
 from .proxy import TcpProxy
 from .rabbitmq import RabbitMQStomp
 from .web_stomp import RabbitMQWebStomp
 
-__all__ = ["activemq", "activemq_persistent", "activemq_factory", "rabbitmq_web_stomp", "tcp_proxy_factory",
+__all__ = ["activemq", "activemq_persistent", "activemq_factory", "activemq_network_factory", "rabbitmq_web_stomp", "tcp_proxy_factory",
            "rabbitmq", "stomp_broker", "StompBroker"]
 
 SKIP_ENV = "AMQSTOMP_SKIP_BROKER"
@@ -184,6 +189,24 @@ def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
         yield factory
     finally:
         close_all([broker.stop for broker in reversed(made)])
+
+
+@pytest.fixture
+def activemq_network_factory() -> Iterator[Callable[..., ActiveMQNetwork]]:
+    """``factory(n=3, **ActiveMQNetwork options)`` -> a started network (every
+    bridge established); all of them are stopped when the test ends."""
+    _require_broker()
+    made: List[ActiveMQNetwork] = []
+
+    def factory(n: int = 3, **options: Any) -> ActiveMQNetwork:
+        network = ActiveMQNetwork(n, **options)
+        made.append(network)
+        return network.start()
+
+    try:
+        yield factory
+    finally:
+        close_all([network.stop for network in reversed(made)])
 
 
 @pytest.fixture(scope="session")

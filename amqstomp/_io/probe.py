@@ -1,0 +1,189 @@
+"""The probe of ``priorityBackup``: while a failover connection is on a broker
+that is not a priority one, a thread asks the priority brokers now and then
+whether they answer, and tells the failover loop to move there once one does.
+
+* :func:`stomp_answers` -- one probe: open a socket to the broker the way the
+  connection does (TCP, TLS, WebSocket: its :class:`~amqstomp._io.connector.Connector`),
+  write a CONNECT and wait for any frame (CONNECTED, or an ERROR refusing the
+  probe's empty login: either way a STOMP broker serves there), then DISCONNECT
+  and close. Bounded by its timeout.
+* :class:`PriorityMoves` -- the planned move of :class:`amqstomp.failover.Reconnector`;
+* :class:`PriorityProber` -- the thread (``<name>-priority``), alive only while
+  probing is due (:class:`amqstomp._protocol.backoff.PriorityReturn` decides
+  when; this module keeps the clock).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import threading
+import time
+from typing import Any, Callable, Optional, Tuple
+
+__all__ = ["PriorityMoves", "PriorityProber", "stomp_answers"]
+
+log = logging.getLogger("amqstomp.failover")
+
+HostAndPort = Tuple[str, int]
+
+#: Longest single probe (s): connect, CONNECT, the first frame back.
+PROBE_TIMEOUT_S = 5.0
+
+
+def stomp_answers(connector: Any, host_and_port: HostAndPort, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """True when a STOMP broker answers CONNECT at ``host_and_port`` within
+    ``timeout_s`` seconds (CONNECTED or ERROR); False when the connect fails,
+    the socket closes or nothing comes. Never raises for network errors."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        channel = connector.connect_one(host_and_port, timeout_s)
+    except Exception as exc:  # OSError, ssl.SSLError, ConnectFailedException...
+        log.debug("priority probe of %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+        return False
+    try:
+        sock = getattr(channel, "sock", None)
+        if sock is not None:
+            sock.settimeout(max(0.05, deadline - time.monotonic()))
+        frame = "CONNECT\naccept-version:1.0,1.1,1.2\nhost:%s\n\n\x00" % host_and_port[0]
+        channel.sendall(frame.encode("utf-8"), deadline)
+        data = b""
+        while b"\x00" not in data and len(data) < 65536 and time.monotonic() < deadline:
+            chunk = channel.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        answered = data.lstrip(b"\r\n").startswith((b"CONNECTED", b"ERROR"))
+        if answered:
+            try:
+                channel.sendall(b"DISCONNECT\n\n\x00", deadline)
+            except OSError:
+                pass
+        return answered
+    except (OSError, ValueError) as exc:
+        log.debug("priority probe of %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+        return False
+    finally:
+        channel.close()
+
+
+class PriorityProber:
+    """Probes the priority brokers of a failover connection while it is on
+    another broker, and calls ``move(host_and_port)`` when one answers.
+
+    Args:
+        plan: the :class:`~amqstomp._protocol.backoff.PriorityReturn` of the
+            connection (read and updated under this object's lock).
+        probe: ``probe(host_and_port) -> bool`` (:func:`stomp_answers` bound to
+            the connection's connector).
+        move: ``move(host_and_port) -> bool``: the failover loop's planned move;
+            False when it did not happen (a reconnect in progress, closing).
+        name (str): the thread's name.
+
+    Thread: ``name``, started by :meth:`connected` when probing is due, ended
+    by :meth:`stop` (bounded join) or when the plan has nothing to probe.
+    """
+
+    def __init__(self, plan: Any, probe: Callable[[HostAndPort], bool], move: Callable[[HostAndPort], bool],
+                 name: str) -> None:
+        self.plan = plan
+        self._probe = probe
+        self._move = move
+        self.name = name
+        self._cond = threading.Condition()
+        self._thread: Optional[threading.Thread] = None
+        self._stopped = True
+        #: planned moves made (to a priority broker)
+        self.moves = 0
+
+    def connected(self, host_and_port: HostAndPort) -> None:
+        """A connection to ``host_and_port`` was made: probe when it is not a priority broker."""
+        with self._cond:
+            self.plan.connected(host_and_port, time.monotonic())
+            self._stopped = False
+            self._cond.notify_all()
+            if self.plan.next_at is None or (self._thread is not None and self._thread.is_alive()):
+                return
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+
+    def lost(self) -> None:
+        """The connection is being replaced (lost, or moved): no probing meanwhile."""
+        with self._cond:
+            self.plan.stopped()
+            self._cond.notify_all()
+
+    def stop(self, join_timeout_s: float = 10.0) -> None:
+        """No more probing (the connection is being closed); bounded wait for the thread."""
+        with self._cond:
+            self._stopped = True
+            self.plan.stopped()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(join_timeout_s)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    wait = self.plan.wait_s(time.monotonic())
+                    if wait is None:
+                        if self._thread is threading.current_thread():
+                            self._thread = None
+                        return
+                    if wait <= 0:
+                        break
+                    self._cond.wait(min(wait, 60.0))
+                targets = self.plan.due(time.monotonic())
+            answered = next((target for target in targets if self._probe(target)), None)
+            if answered is not None and not self._stopped:
+                log.info("%s: priority broker %s:%s answers: moving the connection there", self.name, *answered)
+                if self._move(answered):
+                    self.moves += 1
+                    continue  # the plan restarts at the next connected()
+            with self._cond:
+                self.plan.probe_failed(time.monotonic())
+
+
+class PriorityMoves:
+    """The planned move of a failover loop (a mix-in of
+    :class:`amqstomp.failover.Reconnector`, whose attributes it uses)."""
+
+    _lock: Any
+    _stop: threading.Event
+    _up: threading.Event
+    _reconnecting: bool
+    _moving_seq: int
+    transport: Any
+    prober: Optional[PriorityProber]
+    hand_back: Optional[Callable[[], None]]
+    lost_at: Optional[float]
+    lost_endpoint: Optional[HostAndPort]
+
+    def move_to(self, target: HostAndPort) -> bool:
+        """Probe thread (priorityBackup): move the connection to ``target``.
+        New frames wait for the new socket (as during a failover);
+        ``hand_back()`` settles the old one (DISCONNECT and its RECEIPT: the
+        broker has applied every ACK written before and takes back the
+        messages not acknowledged, which it redelivers; ACKs an
+        auto-acknowledge subscription batches and has not written yet are
+        not written, as at a loss); the socket then ends as lost, and the failover loop
+        connects, priority brokers first, the one left last. Returns False
+        (nothing done) when not connected, reconnecting or disarmed."""
+        with self._lock:
+            if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
+                return False
+            self._reconnecting, self._moving_seq, self.lost_at = True, self.transport.link_seq, time.monotonic()
+            self._up.clear()
+            here = self.transport.last_host_and_port
+            self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
+        if self.prober is not None:
+            self.prober.lost()
+        if self.hand_back is not None:
+            try:
+                self.hand_back()
+            except Exception:  # never leave the connection half-moved
+                log.exception("priority move: handing back failed")
+        self.transport.drop("moving to the priority broker %s:%s (priorityBackup)" % target)
+        return True
