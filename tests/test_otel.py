@@ -181,6 +181,25 @@ def test_a_batched_optimized_ack_is_one_settle_span_with_its_count(activemq, tel
     assert t.total("messaging.client.consumed.messages", **{"messaging.destination.name": q}) == count
 
 
+def test_a_send_the_broker_refuses_ends_its_span_with_the_error_and_the_reason(activemq, telemetry):
+    t = telemetry()
+    errors = []
+
+    class Errors:
+        def on_error(self, frame):
+            errors.append(frame)
+
+    conn = stomp12(activemq, Errors())
+    # an unknown transaction: the broker answers ERROR (the stomp.py API's send() refuses it up front,
+    # the transport's send_frame writes it)
+    conn.transport.send_frame("SEND", {"destination": qname(), "transaction": "nope", "receipt": "bad"}, b"x")
+    assert wait_until(lambda: errors and t.spans(SpanKind.PRODUCER), 10)
+    send, = t.spans(SpanKind.PRODUCER)
+    assert send.attributes["error.type"] == "BrokerError"
+    assert not send.status.is_ok and errors[0].headers["message"] in send.status.description
+    assert t.total("messaging.client.sent.messages", **{"error.type": "BrokerError"}) == 1
+
+
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):
     t = telemetry()
     q = qname()

@@ -31,6 +31,7 @@ LINK = "link"  #: a process span's parent is the current context; it links to th
 #: stomp.py's dispatch outcomes (not consumed) -> error.type
 _OUTCOMES = {"error": "listener_error", "no listener": "no_listener"}
 _ACK_IDS_KEPT = 4096  # ack id -> (destination, subscription) of recent hand-overs, for the settle spans
+_ATTRS_KEPT = 256  # attribute sets kept per connection
 _SYSTEMS = {"activemq": "activemq", "artemis": "activemq", "rabbitmq": "rabbitmq"}
 
 
@@ -38,7 +39,7 @@ class _DriverState:
     """What the observer knows of one connection."""
 
     __slots__ = ("client_id", "subs", "tx_sends", "ack_ids", "connect_span", "connects", "lost_at", "lost_reason",
-                 "__weakref__")
+                 "attrs", "__weakref__")
 
     def __init__(self) -> None:
         self.client_id: Optional[str] = None
@@ -49,6 +50,8 @@ class _DriverState:
         self.connects = 0
         self.lost_at: Optional[float] = None
         self.lost_reason: Optional[str] = None
+        #: (operation type, operation name, destination) -> the shared attributes (cleared on a new socket)
+        self.attrs: Dict[Tuple[Optional[str], str, Optional[str]], Dict[str, Any]] = {}
 
 
 def _header(headers: Optional[Mapping[str, Any]], head: Any, name: str) -> Any:
@@ -107,8 +110,13 @@ class OtelObserver:
 
     def _attrs(self, driver: Any, state: _DriverState, op_type: Optional[str], op_name: str,
                destination: Optional[str]) -> Dict[str, Any]:
-        """The attributes every span and metric of ``driver`` shares (low cardinality)."""
-        attrs: Dict[str, Any] = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
+        """The attributes every span and metric of ``driver`` shares (low cardinality): one dict per
+        operation and destination until the next socket, never changed (the metrics' attributes)."""
+        key = (op_type, op_name, destination)
+        attrs = state.attrs.get(key)
+        if attrs is not None:
+            return attrs
+        attrs = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
         self.names.operation(attrs, op_type, op_name)
         if destination:
             attrs["messaging.destination.name"] = destination
@@ -116,6 +124,9 @@ class OtelObserver:
         if host_and_port is not None:
             attrs["server.address"] = host_and_port[0]
             attrs["server.port"] = int(host_and_port[1])
+        if len(state.attrs) >= _ATTRS_KEPT:  # many destinations (temporary ones): start again
+            state.attrs.clear()
+        state.attrs[key] = attrs
         return attrs
 
     def _windows(self) -> Iterable[Tuple[Dict[str, Any], Any]]:
@@ -137,6 +148,8 @@ class OtelObserver:
         return found
 
     def _metric_attrs(self, attrs: Dict[str, Any], error: Optional[str]) -> Dict[str, Any]:
+        if error is None:
+            return attrs
         metric = dict(attrs)
         if error is not None:
             metric["error.type"] = error
@@ -319,6 +332,7 @@ class OtelObserver:
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
         state = self._state(driver)
         attrs: Dict[str, Any] = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
+        state.attrs.clear()  # the server (failover) and the dialect may change
         if event == "connected":
             reconnect = state.connects > 0
             state.connects += 1
