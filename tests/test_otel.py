@@ -200,6 +200,47 @@ def test_a_send_the_broker_refuses_ends_its_span_with_the_error_and_the_reason(a
     assert t.total("messaging.client.sent.messages", **{"error.type": "BrokerError"}) == 1
 
 
+def test_connect_spans_and_the_connection_metrics(activemq, tcp_proxy_factory, telemetry):
+    t = telemetry()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    conn = stomp12(proxy)
+    assert t.total("amqstomp.client.connections", **{"amqstomp.reconnect": False}) == 1
+    assert proxy.cut() == 1  # the socket is lost: the client did not close it
+    assert wait_until(lambda: t.total("amqstomp.client.connection.losses") == 1, 10)
+    assert wait_until(lambda: not conn.is_connected(), 10)
+    conn.connect(wait=True, timeout=15)  # the same connection, a new socket
+    assert t.total("amqstomp.client.connections", **{"amqstomp.reconnect": True}) == 1
+    assert sum(p.count for p in t.points("amqstomp.client.disconnected.duration")) == 1
+    connects = [s for s in t.exporter.get_finished_spans() if s.name == "connect"]
+    assert len(connects) == 2 and all(s.parent is None for s in connects)
+    assert connects[0].attributes["amqstomp.reconnect"] is False
+    assert connects[1].attributes["amqstomp.reconnect"] is True
+    assert connects[1].attributes["server.port"] == proxy.address[1]
+    assert [e.name for e in connects[1].events] == ["amqstomp.link_lost"]
+
+
+def test_the_prefetch_and_unacknowledged_gauges(activemq, telemetry):
+    t = telemetry()
+    q = qname()
+    producer = stomp12(activemq)
+    for i in range(6):
+        producer.send(q, "g%d" % i)
+    listener = Acking()
+    consumer = stomp12(activemq, listener)
+    # amqstomp's batched ACKs, the batch (65 of 100) and its clocks out of reach: six consumed, none acked
+    consumer.subscribe(q, id="g1", ack="client", optimize_acknowledge=True, prefetch_size=100,
+                       optimize_acknowledge_timeout_ms=600_000, idle_ack_ms=600_000)
+    assert wait_until(lambda: len(listener.frames) == 6, 15)
+
+    def gauge(name):
+        return [p.value for p in t.points(name) if p.attributes.get("messaging.destination.subscription.name")
+                == "g1"]
+    assert wait_until(lambda: gauge("amqstomp.client.unacknowledged.messages") == [6], 5)
+    assert gauge("amqstomp.client.prefetched.messages") == [0]
+    consumer.unsubscribe(id="g1")  # ACKs the six, ends the subscription: no more points of it
+    assert gauge("amqstomp.client.unacknowledged.messages") == []
+
+
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):
     t = telemetry()
     q = qname()

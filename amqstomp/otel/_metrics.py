@@ -65,13 +65,15 @@ class Instruments:
             description="Messages the broker delivered that wait in the client's buffer (prefetch window in use)")
         meter.create_observable_gauge(
             "amqstomp.client.unacknowledged.messages", callbacks=[self._unacked], unit="{message}",
-            description="Messages handed to the application and not yet covered by an ACK")
+            description="Messages handed to the application and not yet covered by an ACK, per subscription "
+                        "whose ACKs amqstomp sends (optimizeAcknowledge, JMS AUTO/DUPS_OK)")
 
     def _prefetched(self, options: Any) -> Iterable[Observation]:
         return [Observation(window.pending, attrs) for attrs, window in self._windows()]
 
     def _unacked(self, options: Any) -> Iterable[Observation]:
-        return [Observation(window.unacked, attrs) for attrs, window in self._windows()]
+        # only where amqstomp sends the ACKs: an application's own ACKs (stomp.py API) are not counted there
+        return [Observation(window.unacked, attrs) for attrs, window in self._windows() if window.auto_ack]
 
 
 def _histogram(meter: Meter, name: str, unit: str, buckets: Any, description: str) -> Any:
