@@ -14,7 +14,8 @@ of OpenTelemetry.
 A settlement site that knows how many messages an ACK settles (a batched
 cumulative or optimized ACK: :class:`amqstomp.subscription.SubscriptionManager`;
 ``Session.acknowledge()``) says so with :func:`settling` just before the ACK
-is written on the same thread; the write reads it back (:func:`settled_count`).
+is written on the same thread; the write reads it back (:func:`settled_count`)
+if the ACK names the message the count was given for.
 """
 import threading
 from concurrent.futures import Future
@@ -62,14 +63,22 @@ def install(new: Optional[Observer]) -> Optional[Observer]:
     return old
 
 
-def settling(count: int) -> None:
-    """The next ACK/NACK this thread writes settles ``count`` messages (a batch)."""
-    _local.count = count
+def settling(count: int, message_headers: Mapping[str, Any]) -> None:
+    """The next ACK this thread writes for the MESSAGE of ``message_headers`` (its
+    ``ack`` or ``message-id``) settles ``count`` messages (a batch)."""
+    _local.hint = (count, message_headers)
 
 
-def settled_count() -> Optional[int]:
-    """The count :func:`settling` gave on this thread, once (then None)."""
-    count = getattr(_local, "count", None)
-    if count is not None:
-        _local.count = None
-    return count
+def settled_count(ack_headers: Mapping[str, Any]) -> Optional[int]:
+    """The count :func:`settling` gave on this thread for the message the ACK/NACK
+    of ``ack_headers`` names (STOMP 1.2 ``id`` = the MESSAGE's ``ack``; 1.0/1.1
+    ``message-id``), else None; a hint is read once."""
+    hint = getattr(_local, "hint", None)
+    if hint is None:
+        return None
+    _local.hint = None
+    count, message = hint
+    ack_id = ack_headers.get("id")
+    if ack_id is not None:
+        return count if message.get("ack") == ack_id else None
+    return count if message.get("message-id") == ack_headers.get("message-id") else None

@@ -399,3 +399,15 @@ def test_nothing_of_opentelemetry_is_imported_when_not_instrumented(activemq):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             env=dict(os.environ, OTEL_SEMCONV_STABILITY_OPT_IN=""))
     assert result.returncode == 0 and "clean" in result.stdout, result.stderr
+
+
+def test_a_settle_count_applies_only_to_the_ack_of_its_message():
+    """In memory: a count given for one message never labels another ACK (one whose
+    write failed before the observer saw it leaves a stale count behind)."""
+    _observe.settling(5, {"ack": "a5", "message-id": "m5"})
+    assert _observe.settled_count({"id": "other"}) is None
+    assert _observe.settled_count({"id": "a5"}) is None  # read once
+    _observe.settling(3, {"ack": "a3", "message-id": "m3"})
+    assert _observe.settled_count({"id": "a3"}) == 3
+    _observe.settling(2, {"message-id": "m2"})  # STOMP 1.0/1.1: the ACK names the message-id
+    assert _observe.settled_count({"message-id": "m2", "subscription": "s"}) == 2

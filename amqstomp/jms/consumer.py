@@ -301,7 +301,7 @@ class ConsumerCore:
             frame = ledger.delivered[-1].frame
             ledger.tx_acked = len(ledger.delivered)
         if _observe.observer is not None:
-            _observe.settling(pending)
+            _observe.settling(pending, frame.headers)
         try:
             self.subscriber.send_ack(frame, self._state.transaction.transaction_id())
         except StompException as exc:
@@ -525,7 +525,7 @@ def acknowledge_delivered(state: SessionState) -> None:
         if not live:
             continue
         if _observe.observer is not None:
-            _observe.settling(len(live))
+            _observe.settling(len(live), live[-1].frame.headers)
         try:
             consumer.subscriber.send_ack(live[-1].frame)
         except AcknowledgeInterruptedError:

@@ -233,7 +233,7 @@ class OtelObserver:
     def _settle(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                 write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
         state = self._state(driver)
-        count = _observe.settled_count()
+        count = _observe.settled_count(headers or {})
         sub_id = _header(headers, head, "subscription")
         ack_id = _header(headers, head, "id") or _header(headers, head, "message-id")
         destination = None
