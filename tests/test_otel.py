@@ -411,3 +411,14 @@ def test_a_settle_count_applies_only_to_the_ack_of_its_message():
     assert _observe.settled_count({"id": "a3"}) == 3
     _observe.settling(2, {"message-id": "m2"})  # STOMP 1.0/1.1: the ACK names the message-id
     assert _observe.settled_count({"message-id": "m2", "subscription": "s"}) == 2
+
+
+def test_opentelemetry_instrument_finds_the_instrumentor_by_its_entry_point():
+    from importlib.metadata import entry_points
+
+    eps = entry_points()
+    group = eps.select(group="opentelemetry_instrumentor") if hasattr(eps, "select") else \
+        eps.get("opentelemetry_instrumentor", [])  # Python 3.9
+    found = [ep for ep in group if ep.name == "amqstomp"]
+    assert len(found) == 1 and found[0].load() is AmqstompInstrumentor
+    assert AmqstompInstrumentor().instrumentation_dependencies() == ("amqstomp >= 0.1",)
