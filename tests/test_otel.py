@@ -422,3 +422,21 @@ def test_opentelemetry_instrument_finds_the_instrumentor_by_its_entry_point():
     found = [ep for ep in group if ep.name == "amqstomp"]
     assert len(found) == 1 and found[0].load() is AmqstompInstrumentor
     assert AmqstompInstrumentor().instrumentation_dependencies() == ("amqstomp >= 0.1",)
+
+
+def test_a_failing_instrumentation_never_fails_a_send_or_a_delivery(activemq, telemetry, monkeypatch, caplog):
+    t = telemetry()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a broken tracer")
+    monkeypatch.setattr(_observe.observer.tracer, "start_span", broken)
+    q = qname()
+    stomp12(activemq).send(q, "still sent", headers={"receipt": "r"})
+    listener = Acking()
+    consumer = stomp12(activemq, listener)
+    listener.conn = consumer
+    consumer.subscribe(q, id="f", ack="client-individual")
+    assert wait_until(lambda: len(listener.frames) == 1, 15)
+    assert listener.frames[0].body == "still sent"
+    assert t.spans(SpanKind.PRODUCER) == [] and t.spans(SpanKind.CONSUMER) == []
+    assert "not observed" in caplog.text and "process span not made" in caplog.text

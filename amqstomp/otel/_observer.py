@@ -7,6 +7,7 @@ frames it sees written (the ``client-id`` of CONNECT, each SUBSCRIBE's
 destination and ack mode, the SENDs of a transaction) lives in a
 :class:`_DriverState` that goes away with the connection.
 """
+import logging
 import threading
 import time
 import weakref
@@ -24,6 +25,11 @@ from ._conventions import Conventions
 from ._metrics import Instruments
 
 __all__ = ["OtelObserver", "PARENT", "LINK"]
+
+log = logging.getLogger("amqstomp.otel")
+
+#: what an observed frame's write is followed by: ``finish(receipt future or None, exception or None)``
+_Finish = Callable[[Any, Optional[BaseException]], None]
 
 PARENT = "parent"  #: a process span's parent is the message's creation context (the Java agent's default)
 LINK = "link"  #: a process span's parent is the current context; it links to the creation context
@@ -167,28 +173,49 @@ class OtelObserver:
 
     def send_frame(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                    write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
+        """Write the frame; around it, what the command is observed as. A failure of the
+        instrumentation itself is logged and never fails the write."""
+        try:
+            begun = self._begin(driver, cmd, headers, body, head)
+        except Exception:
+            log.exception("amqstomp.otel: %s not observed", cmd)
+            begun = None
+        if begun is None:
+            return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
+        frame_headers, finish = begun
+        try:
+            future = _write(driver, cmd, frame_headers, body, write_timeout, defer, head, link_seq, nowait)
+        except BaseException as exc:
+            _guarded(finish, None, exc)
+            raise
+        _guarded(finish, future, None)
+        return future
+
+    def _begin(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
+               head: Any) -> Optional[Tuple[Optional[Mapping[str, Any]], _Finish]]:
+        """(the headers to write, ``finish(receipt future, exception)``), or None: nothing to observe."""
         if cmd == "SEND":
-            return self._send(driver, headers, body, write_timeout, defer, head, link_seq, nowait)
+            return self._begin_send(driver, headers, body, head)
         if cmd == "ACK" or cmd == "NACK":
-            return self._settle(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
+            return headers, self._begin_settle(driver, cmd, headers, head)
         if cmd == "COMMIT" or cmd == "ABORT":
-            return self._end_transaction(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
+            return headers, self._begin_transaction_end(driver, cmd, headers, head)
         state = self._state(driver)
         if cmd == "SUBSCRIBE":
             sub_id = _header(headers, head, "id")
             if sub_id is not None:
-                state.subs[str(sub_id)] = (_header(headers, head, "destination"), str(_header(headers, head, "ack")
-                                                                                      or "auto"))
+                ack = _header(headers, head, "ack")
+                state.subs[str(sub_id)] = (_header(headers, head, "destination"), str(ack or "auto"))
         elif cmd == "UNSUBSCRIBE":
             state.subs.pop(str(_header(headers, head, "id")), None)
         elif cmd == "BEGIN":
             state.tx_sends[str(_header(headers, head, "transaction"))] = 0
         elif cmd == "CONNECT" or cmd == "STOMP":
-            return self._connect(driver, state, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
-        return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
+            return headers, self._begin_connect(driver, state, headers, head)
+        return None
 
-    def _send(self, driver: Any, headers: Optional[Mapping[str, Any]], body: Any, write_timeout: Optional[float],
-              defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
+    def _begin_send(self, driver: Any, headers: Optional[Mapping[str, Any]], body: Any,
+                    head: Any) -> Tuple[Optional[Mapping[str, Any]], _Finish]:
         state = self._state(driver)
         destination = _header(headers, head, "destination")
         attrs = self._attrs(driver, state, "send", "send", destination)
@@ -208,20 +235,20 @@ class OtelObserver:
         if added:  # never a user's header of the same name
             headers = dict(headers) if headers else {}
             headers.update(added)
-        try:
-            future = _write(driver, "SEND", headers, body, write_timeout, defer, head, link_seq, nowait)
-        except BaseException as exc:
-            self._sent(span, attrs, started, _error_type(exc), str(exc))
-            raise
         transaction = _header(headers, head, "transaction")
-        if transaction is not None:
-            key = str(transaction)
-            state.tx_sends[key] = state.tx_sends.get(key, 0) + 1
-        if future is None:
-            self._sent(span, attrs, started, None)
-        else:  # it ends with the RECEIPT (or the ERROR)
-            future.add_done_callback(lambda f: self._sent(span, attrs, started, *_outcome(f)))
-        return future
+
+        def finish(future: Any, exc: Optional[BaseException]) -> None:
+            if exc is not None:
+                self._sent(span, attrs, started, _error_type(exc), str(exc))
+                return
+            if transaction is not None:
+                key = str(transaction)
+                state.tx_sends[key] = state.tx_sends.get(key, 0) + 1
+            if future is None:
+                self._sent(span, attrs, started, None)
+            else:  # it ends with the RECEIPT (or the ERROR)
+                future.add_done_callback(lambda f: _guarded(self._sent, span, attrs, started, *_outcome(f)))
+        return headers, finish
 
     def _sent(self, span: Span, attrs: Dict[str, Any], started: float, error: Optional[str],
               description: Optional[str] = None) -> None:
@@ -230,8 +257,7 @@ class OtelObserver:
         self.metrics.sent.add(1, metric)
         self.metrics.operation_duration.record(time.perf_counter() - started, metric)
 
-    def _settle(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
-                write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
+    def _begin_settle(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], head: Any) -> _Finish:
         state = self._state(driver)
         count = _observe.settled_count(headers or {})
         sub_id = _header(headers, head, "subscription")
@@ -256,23 +282,20 @@ class OtelObserver:
         span = self.tracer.start_span(self.names.span_name("settle", op_name, destination),
                                       kind=self.names.kind("settle"), attributes=span_attrs)
         started = time.perf_counter()
-        error = description = None
-        try:
-            return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
-        except BaseException as exc:
-            error, description = _error_type(exc), str(exc)
-            raise
-        finally:
-            self._end(span, error, description)
+
+        def finish(future: Any, exc: Optional[BaseException]) -> None:
+            error = None if exc is None else _error_type(exc)
+            self._end(span, error, None if exc is None else str(exc))
             metric = self._metric_attrs(attrs, error)
             self.metrics.operation_duration.record(time.perf_counter() - started, metric)
             if error is None and count is not None:
                 self.metrics.ack_batch.record(count, metric)
                 if cmd == "NACK":
                     self.metrics.rejected.add(count, metric)
+        return finish
 
-    def _end_transaction(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
-                         write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
+    def _begin_transaction_end(self, driver: Any, cmd: str, headers: Optional[Mapping[str, Any]],
+                               head: Any) -> _Finish:
         state = self._state(driver)
         op_name = cmd.lower()
         attrs = self._attrs(driver, state, None, op_name, None)
@@ -284,32 +307,29 @@ class OtelObserver:
         span = self.tracer.start_span(self.names.span_name(None, op_name, None), kind=self.names.kind(None),
                                       attributes=span_attrs)
         started = time.perf_counter()
-        try:
-            future = _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
-        except BaseException as exc:
-            self._transaction_ended(span, attrs, started, cmd, _error_type(exc), str(exc), written=False)
-            raise
-        if future is None:
-            self._transaction_ended(span, attrs, started, cmd, None, None, written=True)
-        else:
-            future.add_done_callback(
-                lambda f: self._transaction_ended(span, attrs, started, cmd, *_outcome(f), written=True,
-                                                  lost=isinstance(f.exception(), ConnectionClosedException)))
-        return future
 
-    def _transaction_ended(self, span: Span, attrs: Dict[str, Any], started: float, cmd: str, error: Optional[str],
-                           description: Optional[str], written: bool, lost: bool = False) -> None:
-        if cmd == "COMMIT" and written and lost:
-            self.metrics.in_doubt.add(1, attrs)
-            span.set_attribute("amqstomp.transaction.in_doubt", True)
-        self._end(span, error, description)
-        self.metrics.operation_duration.record(time.perf_counter() - started, self._metric_attrs(attrs, error))
+        def ended(error: Optional[str], description: Optional[str], in_doubt: bool) -> None:
+            if in_doubt:
+                self.metrics.in_doubt.add(1, attrs)
+                span.set_attribute("amqstomp.transaction.in_doubt", True)
+            self._end(span, error, description)
+            self.metrics.operation_duration.record(time.perf_counter() - started, self._metric_attrs(attrs, error))
 
-    def _connect(self, driver: Any, state: _DriverState, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
-                 write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
+        def finish(future: Any, exc: Optional[BaseException]) -> None:
+            if exc is not None:
+                ended(_error_type(exc), str(exc), False)  # not written
+            elif future is None:
+                ended(None, None, False)
+            else:  # a COMMIT written whose socket was lost before its RECEIPT: in doubt
+                future.add_done_callback(lambda f: _guarded(
+                    ended, *_outcome(f), cmd == "COMMIT" and isinstance(f.exception(), ConnectionClosedException)))
+        return finish
+
+    def _begin_connect(self, driver: Any, state: _DriverState, headers: Optional[Mapping[str, Any]],
+                       head: Any) -> _Finish:
         client_id = _header(headers, head, "client-id")
         state.client_id = None if client_id is None else str(client_id)
-        attrs = self._attrs(driver, state, None, "connect", None)
+        attrs = dict(self._attrs(driver, state, None, "connect", None))
         self.names.client_id(attrs, state.client_id)
         attrs["amqstomp.reconnect"] = state.connects > 0
         span = self.tracer.start_span("connect", kind=trace.SpanKind.CLIENT, attributes=attrs,
@@ -320,16 +340,19 @@ class OtelObserver:
         previous, state.connect_span = state.connect_span, span
         if previous is not None:
             self._end(previous, "superseded")
-        try:
-            return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
-        except BaseException as exc:
-            state.connect_span = None
-            self._end(span, _error_type(exc), str(exc))
-            raise
+
+        def finish(future: Any, exc: Optional[BaseException]) -> None:
+            if exc is not None:  # else it ends with CONNECTED or the lost socket (connection_event)
+                state.connect_span = None
+                self._end(span, _error_type(exc), str(exc))
+        return finish
 
     # ------------------------------------------------------------ connection events
 
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
+        _guarded(self._connection_event, driver, event, detail)
+
+    def _connection_event(self, driver: Any, event: str, detail: Any) -> None:
         state = self._state(driver)
         attrs: Dict[str, Any] = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
         state.attrs.clear()  # the server (failover) and the dialect may change
@@ -397,8 +420,14 @@ class OtelObserver:
         return span, attrs, extracted
 
     def process(self, driver: Any, frame: Any, run: Callable[..., Any], *args: Any) -> Any:
-        span, attrs, extracted = self._message_span(driver, frame, "process", None, self.parent_on_message)
-        token = otel_context.attach(trace.set_span_in_context(span, extracted))
+        """``run(*args)`` in a process span. A failure of the instrumentation itself is
+        logged and never keeps the message from the application."""
+        try:
+            span, attrs, extracted = self._message_span(driver, frame, "process", None, self.parent_on_message)
+            token = otel_context.attach(trace.set_span_in_context(span, extracted))
+        except Exception:
+            log.exception("amqstomp.otel: a MESSAGE's process span not made")
+            return run(*args)
         started = time.perf_counter()
         error: Optional[str] = None
         description: Optional[str] = None
@@ -409,21 +438,36 @@ class OtelObserver:
             return result
         except BaseException as exc:
             error, description = _error_type(exc), str(exc)
-            span.record_exception(exc)
+            _guarded(span.record_exception, exc)
             raise
         finally:
-            otel_context.detach(token)
-            self._end(span, error, description)
-            metric = self._metric_attrs(attrs, error)
-            self.metrics.consumed.add(1, metric)
-            self.metrics.process_duration.record(time.perf_counter() - started, metric)
+            _guarded(self._processed, token, span, attrs, started, error, description)
+
+    def _processed(self, token: Any, span: Span, attrs: Dict[str, Any], started: float, error: Optional[str],
+                   description: Optional[str]) -> None:
+        otel_context.detach(token)
+        self._end(span, error, description)
+        metric = self._metric_attrs(attrs, error)
+        self.metrics.consumed.add(1, metric)
+        self.metrics.process_duration.record(time.perf_counter() - started, metric)
 
     def received(self, driver: Any, frame: Any, started_ns: int) -> None:
+        _guarded(self._received, driver, frame, started_ns)
+
+    def _received(self, driver: Any, frame: Any, started_ns: int) -> None:
         # a receive span's parent is the caller's context; it links to the creation context
         span, attrs, _ = self._message_span(driver, frame, "receive", started_ns, False)
         self._end(span, None)
         self.metrics.consumed.add(1, attrs)
         self.metrics.operation_duration.record(max(0.0, (time.time_ns() - started_ns) / 1e9), attrs)
+
+
+def _guarded(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)``; a failure of the instrumentation is logged, never raised into amqstomp."""
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("amqstomp.otel: %r failed", fn)
 
 
 def _outcome(future: Any) -> Tuple[Optional[str], Optional[str]]:
