@@ -24,6 +24,7 @@ cdef class SubscriptionWindow:
     cdef readonly long long consumed
     cdef readonly long long acked
     cdef readonly long long acks_sent
+    cdef readonly long long last_ack_count
     cdef object _last_ack_id
     cdef long long _last_ack_ms
     cdef long long _last_delivery_ms

@@ -246,6 +246,7 @@ class SubscriptionWindow:
         self.consumed = 0
         self.acked = 0
         self.acks_sent = 0
+        self.last_ack_count = 0  # messages the last ACK decided here covers (an instrumentation's batch size)
         self._last_ack_id: Any = None
         self._last_ack_ms = -1
         self._last_delivery_ms = -1
@@ -330,6 +331,7 @@ class SubscriptionWindow:
     def _sent(self, now_ms: int, count: int) -> Any:
         self.acked += count
         self.acks_sent += 1
+        self.last_ack_count = count
         self._last_ack_ms = now_ms
         return self._last_ack_id
 

@@ -31,17 +31,10 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
+from . import _observe
 from .exception import ConfigurationError, NotConnectedException, StompException
-from .flow import (
-    ACK_AUTO,
-    ACK_MODES,
-    DEFAULT_ACK_BATCH_CAP,
-    DEFAULT_MAX_BUFFERED_BYTES,
-    MessageAudit,
-    PrefetchPolicy,
-    RedeliveryPolicy,
-    SubscriptionWindow,
-)
+from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFERED_BYTES, MessageAudit,
+                   PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow)
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
@@ -592,6 +585,8 @@ class SubscriptionManager(UnackedMessages):
         ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
         version = self.transport.version or "1.2"
         headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
+        if _observe.observer is not None:
+            _observe.settling(sub.window.last_ack_count, message_headers)
         try:
             self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq, nowait=nowait)
         except StompException as exc:

@@ -723,9 +723,43 @@ def _loaded() -> Dict[str, Any]:
             "flow": flow.IMPLEMENTATION, "python": sys.version.split()[0]}
 
 
+#: ``AMQSTOMP_BENCH_OTEL``: the children run instrumented (:mod:`amqstomp.otel`), to measure what
+#: the instrumentation costs a message: ``sdk`` -- the OpenTelemetry SDK, every span made and handed
+#: to an exporter that drops it (a SimpleSpanProcessor: on the calling thread, no timing), every
+#: metric recorded (a reader that is never collected); ``api`` -- instrumented with no SDK (the API's
+#: no-op providers, as ``opentelemetry-instrument`` with nothing configured). Unset: not instrumented.
+OTEL_ENV = "AMQSTOMP_BENCH_OTEL"
+
+
+def _instrument(how: str) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    from amqstomp.otel import AmqstompInstrumentor
+
+    if how == "api":
+        AmqstompInstrumentor().instrument()
+        return
+    if how != "sdk":
+        raise SystemExit("%s must be 'sdk' or 'api', got %r" % (OTEL_ENV, how))
+
+    class Dropped(SpanExporter):  # type: ignore[misc]
+        def export(self, spans: Any) -> Any:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(Dropped()))
+    AmqstompInstrumentor().instrument(tracer_provider=tracer_provider,
+                                      meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
+
+
 def child_main(case: str, n: int, port: int) -> int:
     """Run one client program; print one JSON line (``ok`` and what was loaded)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    if os.environ.get(OTEL_ENV):
+        _instrument(os.environ[OTEL_ENV])
     CHILDREN[case](n, port)
     info = _loaded()
     info.update(ok=True, case=case, n=n)

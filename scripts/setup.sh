@@ -6,7 +6,7 @@
 #     bench/gate.py at the end of .ci/run): installed as root; not root, a warning only (the gate's
 #     instruction metrics then FAIL, saying why),
 #   - a virtual environment in .venv with amqstomp installed editable (compiled extensions built
-#     in place) and its test/bench dependencies.
+#     in place) and its test/bench dependencies (and the otel extra's: OpenTelemetry).
 # `bash scripts/setup.sh --system` does the first part only (scripts/test.sh's full pipeline
 # builds its own virtual environments outside the tree).
 # Run by scripts/demo.sh and scripts/test.sh; safe to run again.
@@ -67,7 +67,7 @@ if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$s
   fi
   # -qq: only errors (with the build's output when compiling fails)
   .venv/bin/python -m pip install -qq --upgrade pip
-  .venv/bin/python -m pip install -qq -e '.[test,bench]'
+  .venv/bin/python -m pip install -qq -e '.[test,bench,otel]'
   touch "$stamp"
   echo "setup: done in $((SECONDS - started)) s ($(.venv/bin/python -c 'import amqstomp.codec as c, amqstomp.flow as f; print("codec", c.IMPLEMENTATION + ",", "flow", f.IMPLEMENTATION)'))"
 fi

@@ -12,6 +12,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .. import _observe
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..exception import RequiredArgumentError
@@ -178,7 +179,9 @@ class ListenerDispatch:
                         continue
                 except BaseException:
                     log.exception("should_dispatch failed")
-                outcome = self._notify(notify, event, arg)
+                watcher = _observe.observer  # an instrumentation: its process span around the listeners
+                outcome = self._notify(notify, event, arg) if watcher is None else \
+                    watcher.process(transport, arg, self._notify, notify, event, arg)
                 try:
                     if outcome is None:
                         observer.on_consumed(arg)

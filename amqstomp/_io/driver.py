@@ -14,6 +14,7 @@ import logging
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Union
 
+from .. import _observe
 from ..codec import Frame, FrameHead
 from ..exception import FrameEncodeError, NotConnectedException
 from .connector import Connector
@@ -122,8 +123,8 @@ class Driver(LinkOwner):
                 later frame, now if the socket takes it, else by the timer
                 without blocking (:meth:`amqstomp._io.link.Link.write_nowait`);
                 no receipt may be asked for.
-            hooks (bool): False: not through :attr:`frame_hook` (the hook
-                itself writes so).
+            hooks (bool): False: not through :attr:`frame_hook` nor the
+                observer of :mod:`amqstomp._observe` (they write so themselves).
 
         Returns:
             Future | None: the receipt future when the frame asks for one.
@@ -136,6 +137,9 @@ class Driver(LinkOwner):
             FrameEncodeError: the frame cannot be written in this STOMP version,
                 or (ActiveMQ) breaks one of the broker's limits.
         """
+        watcher = _observe.observer if hooks else None
+        if watcher is not None:  # an instrumentation (amqstomp.otel): it writes the frame
+            return watcher.send_frame(self, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
         hook = self.frame_hook
         if hook is not None and hooks:
             return hook(cmd, headers, body, write_timeout, defer, head, link_seq, nowait)  # type: ignore[no-any-return]

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
+from .. import _observe
 from ..codec import Frame
 from ..exception import ConnectFailedException, NotConnectedException, StompException
 from .connector import Connector
@@ -550,6 +551,8 @@ class LinkOwner:
                     log.exception("on_link_lost failed")
             if link.silent:
                 last = None
+            if _observe.observer is not None and not link.by_client:
+                _observe.observer.connection_event(self, "link_lost", reason)
             self.dispatch.end_of_link(link, last)
 
     def on_frame(self, link: Link, frame: Frame) -> None:
@@ -563,6 +566,8 @@ class LinkOwner:
         post = self._listeners_hear(frame) if frame.cmd == "RECEIPT" else False
         if link.on_control_frame(frame, post):
             link.start_heartbeats()
+            if _observe.observer is not None:
+                _observe.observer.connection_event(self, "connected", frame)
             # the dispatcher resolves connect_future once on_connected has run, so
             # connect(wait=True) returns with the listeners already told
             link.post("connected", frame)

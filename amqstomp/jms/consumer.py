@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any, Callable, Deque, List, Optional
 
+from .. import _observe
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
 from ..subscription import Subscription
@@ -92,6 +93,7 @@ class ConsumerCore:
         self._check_open()
         if self.ledger.listener is not None:
             raise IllegalStateError("this consumer has a message listener; receive() is for consumers without")
+        started_ns = time.time_ns() if _observe.observer is not None else 0  # an instrumentation's receive span
         timeout = clamp_wait(timeout)  # longer than the platform can wait (inf too): that long
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
@@ -102,6 +104,9 @@ class ConsumerCore:
             if self._skip_if_unwanted(delivery):
                 continue
             message = self._hand_over(delivery)
+            if _observe.observer is not None:
+                _observe.observer.received(self.subscriber.link.transport, delivery.frame,
+                                           started_ns or time.time_ns())
             self._consumed(delivery)
             return message
 
@@ -232,7 +237,11 @@ class ConsumerCore:
         message = self._hand_over(delivery)
         state.recover_current = False
         try:
-            listener(message)
+            if _observe.observer is None:
+                listener(message)
+            else:  # an instrumentation: its process span around the listener
+                _observe.observer.process(self.subscriber.link.transport, delivery.frame, _listen, listener,
+                                          message)
         except BaseException as exc:  # SystemExit too: it must not end the session thread
             report_callback_error(log, "%r: listener raised %r on message %s", self, exc,
                                   delivery.frame.headers.get("message-id"))
@@ -291,6 +300,8 @@ class ConsumerCore:
                 return
             frame = ledger.delivered[-1].frame
             ledger.tx_acked = len(ledger.delivered)
+        if _observe.observer is not None:
+            _observe.settling(pending, frame.headers)
         try:
             self.subscriber.send_ack(frame, self._state.transaction.transaction_id())
         except StompException as exc:
@@ -513,6 +524,8 @@ def acknowledge_delivered(state: SessionState) -> None:
         not_acked += len(deliveries) - len(live)
         if not live:
             continue
+        if _observe.observer is not None:
+            _observe.settling(len(live), live[-1].frame.headers)
         try:
             consumer.subscriber.send_ack(live[-1].frame)
         except AcknowledgeInterruptedError:
@@ -531,3 +544,8 @@ def acknowledge_delivered(state: SessionState) -> None:
         raise AcknowledgeInterruptedError(
             "%d message(s) not acknowledged: they came on a connection lost since (failover); the broker "
             "redelivers them" % not_acked, not_acked)
+
+
+def _listen(listener: Callable[[Message], Any], message: Message) -> None:
+    """Run a MessageListener (what an instrumentation's process span wraps)."""
+    listener(message)
