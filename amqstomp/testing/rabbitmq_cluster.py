@@ -79,7 +79,7 @@ class RabbitMQNode:
         self.name = "amqstomp-%s-%d@localhost" % (cluster.cluster_id, index)
         self.amqp_port, self.dist_port, self.stomp_port = free_port(), free_port(), free_port()
         self.directory = os.path.join(cluster.base_dir, "node%d" % index)
-        self.process: Optional[subprocess.Popen] = None
+        self.process: "Optional[subprocess.Popen[bytes]]" = None
 
     def __repr__(self) -> str:
         return "<RabbitMQNode %s stomp=127.0.0.1:%d %s>" % (self.name, self.stomp_port,
