@@ -56,7 +56,8 @@ class AmqstompInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         tracer = trace.get_tracer(__name__, __version__, kwargs.get("tracer_provider"), schema_url=schema)
         meter = metrics.get_meter(__name__, __version__, kwargs.get("meter_provider"), schema_url=schema)
         observer = OtelObserver(tracer, meter, Conventions(mode), kwargs.get("process_context", PARENT),
-                                bool(kwargs.get("capture_body_size", False)))
+                                bool(kwargs.get("capture_body_size", False)), kwargs.get("tracer_provider"),
+                                kwargs.get("meter_provider"))
         _observe.install(observer)
 
     def _uninstrument(self, **kwargs: Any) -> None:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, Status, StatusCode
 
 from .. import _observe
@@ -38,6 +38,9 @@ LINK = "link"  #: a process span's parent is the current context; it links to th
 _OUTCOMES = {"error": "listener_error", "no listener": "no_listener"}
 _ACK_IDS_KEPT = 4096  # ack id -> (destination, subscription) of recent hand-overs, for the settle spans
 _ATTRS_KEPT = 256  # attribute sets kept per connection
+#: without an SDK, the providers are looked at again once every this many messages (so spans begin
+#: at most this many messages after an SDK is set after ``instrument()``)
+CHECK_EVERY = 256
 _SYSTEMS = {"activemq": "activemq", "artemis": "activemq", "rabbitmq": "rabbitmq"}
 
 
@@ -94,16 +97,39 @@ class OtelObserver:
     """
 
     def __init__(self, tracer: trace.Tracer, meter: Any, conventions: Conventions, process_context: str = PARENT,
-                 capture_body_size: bool = False) -> None:
+                 capture_body_size: bool = False, tracer_provider: Any = None, meter_provider: Any = None) -> None:
         if process_context not in (PARENT, LINK):
             raise ValueError("process_context must be %r or %r, got %r" % (PARENT, LINK, process_context))
         self.tracer = tracer
+        self._providers = (tracer_provider, meter_provider)  # None: the global one
+        #: an SDK (or any real provider) is set: every message is observed; until then
+        #: (the API's placeholders: nothing would be recorded) messages pass unobserved
+        self.live = False
+        self._unchecked = 0  # messages left before the providers are looked at again
         self.names = conventions
         self.parent_on_message = process_context == PARENT
         self.capture_body_size = capture_body_size
         self._states: "weakref.WeakKeyDictionary[Any, _DriverState]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self.metrics = Instruments(meter, self._windows)
+
+    # ------------------------------------------------------------ an SDK or not
+
+    def _skip(self) -> bool:
+        """True: a message's operation goes unobserved, because both providers are still the
+        OpenTelemetry API's placeholders (no SDK: every span and measurement would be
+        dropped, at ~45,000 instructions a message). Looked at again every
+        :data:`CHECK_EVERY` messages until an SDK is found, then never again."""
+        if self._unchecked > 0:
+            self._unchecked -= 1
+            return True
+        tracer_provider, meter_provider = self._providers
+        if _placeholder(tracer_provider or trace.get_tracer_provider()) and \
+                _placeholder(meter_provider or metrics.get_meter_provider()):
+            self._unchecked = CHECK_EVERY - 1
+            return True
+        self.live = True
+        return False
 
     # ------------------------------------------------------------ what a connection is
 
@@ -175,6 +201,8 @@ class OtelObserver:
                    write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
         """Write the frame; around it, what the command is observed as. A failure of the
         instrumentation itself is logged and never fails the write."""
+        if not self.live and (cmd == "SEND" or cmd == "ACK" or cmd == "NACK") and self._skip():
+            return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
         try:
             begun = self._begin(driver, cmd, headers, body, head)
         except Exception:
@@ -422,6 +450,8 @@ class OtelObserver:
     def process(self, driver: Any, frame: Any, run: Callable[..., Any], *args: Any) -> Any:
         """``run(*args)`` in a process span. A failure of the instrumentation itself is
         logged and never keeps the message from the application."""
+        if not self.live and self._skip():
+            return run(*args)
         try:
             span, attrs, extracted = self._message_span(driver, frame, "process", None, self.parent_on_message)
             token = otel_context.attach(trace.set_span_in_context(span, extracted))
@@ -452,7 +482,8 @@ class OtelObserver:
         self.metrics.process_duration.record(time.perf_counter() - started, metric)
 
     def received(self, driver: Any, frame: Any, started_ns: int) -> None:
-        _guarded(self._received, driver, frame, started_ns)
+        if self.live or not self._skip():
+            _guarded(self._received, driver, frame, started_ns)
 
     def _received(self, driver: Any, frame: Any, started_ns: int) -> None:
         # a receive span's parent is the caller's context; it links to the creation context
@@ -460,6 +491,12 @@ class OtelObserver:
         self._end(span, None)
         self.metrics.consumed.add(1, attrs)
         self.metrics.operation_duration.record(max(0.0, (time.time_ns() - started_ns) / 1e9), attrs)
+
+
+def _placeholder(provider: Any) -> bool:
+    """Whether ``provider`` is one of the OpenTelemetry API's own (its proxy before an SDK is set,
+    or its no-op one): they record nothing."""
+    return type(provider).__module__.startswith(("opentelemetry.trace", "opentelemetry.metrics"))
 
 
 def _guarded(fn: Callable[..., Any], *args: Any) -> None:
