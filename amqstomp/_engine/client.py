@@ -191,10 +191,6 @@ class Client:
             if "unacked" in taken and self.manager is not None:
                 self.manager.give_back(taken["unacked"])
 
-    def transaction_is_stale(self, transaction: Any) -> bool:
-        """True when ``transaction`` began on a socket that is gone (failover)."""
-        return self.transactions.is_stale(transaction)
-
     def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> None:
         """``subscriptions.check_ack`` (refuses an ACK/NACK of a message the session
         does not hold); in ``transaction``, what it took is noted in the table
