@@ -159,9 +159,8 @@ class StompSession:
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
-        self._ledger = SocketLedger(transport)  # what came / began on which socket (auto_reconnect)
-        # transactions begun (BEGIN written) on the current connection and not yet ended
-        self._transactions: Set[str] = set()
+        # what came on which socket (auto_reconnect), and the connection's one transaction table
+        self._ledger = SocketLedger(transport)
         # subscription ids of SUBSCRIBE frames sent through send_frame (not subscribe()) on the
         # current connection and not yet unsubscribed: unsubscribe() knows them, and their
         # MESSAGEs reach the listeners (those of an unknown id do not: SubscriptionManager._drop)
@@ -268,8 +267,9 @@ class StompSession:
         else:
             future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
-            self._began(str(headers["transaction"]), cmd == "BEGIN")  # commit()/abort() know it
-            if cmd != "BEGIN":  # ABORT gives back what its ACKs took
+            if cmd == "BEGIN":  # commit()/abort() know it
+                self._client.transaction_began(headers["transaction"])
+            else:  # ABORT gives back what its ACKs took
                 self._client.transaction_ended(headers["transaction"], cmd == "ABORT")
         elif cmd == "UNSUBSCRIBE" and headers and headers.get("id") is not None:
             self._raw_subscriptions.discard(str(headers["id"]))
@@ -293,9 +293,6 @@ class StompSession:
     def _write_plain(self, cmd: str, headers: Mapping[str, Any], body: Any = b"") -> Any:
         """A frame on the open socket as it is (no failover wait)."""
         return self._client.transport.send_frame(cmd, headers, body)
-
-    def _began(self, transaction: str, began: bool) -> None:
-        raise NotImplementedError  # BaseProtocol's
 
     def _write(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any = b"") -> Any:
         """Write a frame by the engine's rules (:meth:`amqstomp._engine.client.Client.write`):
@@ -505,7 +502,6 @@ class StompSession:
             if opened or started:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
-                self._transactions.clear()
                 self._raw_subscriptions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
                 command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
@@ -544,7 +540,7 @@ class StompSession:
         Args:
             receipt (str | None): receipt id to use (a fresh one when None).
         """
-        self._transactions.clear()
+        self._ledger.clear_transactions()
         self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()

@@ -14,23 +14,20 @@ ABORT the broker holds the messages that transaction acknowledged as delivered
 and not acknowledged (ActiveMQ 5.17 does not redispatch them on a STOMP ABORT:
 they stay with this subscription until it ends), so they are again the
 application's to ACK or NACK, as stomp.py (which checks nothing) lets it:
-:meth:`UnackedMessages.transaction_ended` puts them back on ABORT and forgets
-them on COMMIT.
+:meth:`UnackedMessages.check_ack` returns what an ACK/NACK in a transaction
+took, which the engine notes in the connection's transaction table
+(:mod:`amqstomp._protocol.transactions`); on ABORT the table hands it back to
+:meth:`UnackedMessages.give_back`, on COMMIT it is forgotten.
 """
-from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._protocol.frames import ack_identity
 from .exception import UnknownMessageError
 
-__all__ = ["UnackedMessages", "UNACKED_MAX", "TRANSACTIONS_MAX"]
+__all__ = ["UnackedMessages", "UNACKED_MAX"]
 
 #: unacknowledged deliveries ``check_ack`` keeps per connection before it stops checking
 UNACKED_MAX = 1 << 17
-#: open transactions whose acknowledgements are remembered (the oldest beyond are forgotten:
-#: an application that never ends its transactions)
-TRANSACTIONS_MAX = 4096
-
 #: (identity, subscription, taken from the subscription's cumulative order)
 _Taken = Tuple[Tuple[str, ...], Any, bool]
 
@@ -49,14 +46,11 @@ class UnackedMessages:
         self._track_acks = track_acks
         self._unacked: Dict[Tuple[str, ...], Any] = {}
         self._unacked_complete = track_acks
-        # transaction id -> what its ACK/NACKs took from the map, in the order taken
-        self._in_transaction: "OrderedDict[str, List[_Taken]]" = OrderedDict()
 
     def _clear_unacked(self) -> None:
         """A new connection: nothing is held any more."""
         self._unacked.clear()
         self._unacked_complete = self._track_acks
-        self._in_transaction.clear()
 
     def _forget_unacked(self, sub: Any) -> None:
         """``sub`` ended (UNSUBSCRIBE, a lost socket): its deliveries are no longer the application's."""
@@ -69,21 +63,26 @@ class UnackedMessages:
         """True while ``sub`` is an open subscription of this connection."""
         raise NotImplementedError  # SubscriptionManager's
 
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Optional[Any] = None) -> None:
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any],
+                  transaction: Optional[Any] = None) -> Optional[List[_Taken]]:
         """The application is about to send ACK/NACK ``ack_headers``: refuse one
         naming a message this connection has not delivered unacknowledged (with
         ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
         subscription acknowledges every earlier delivery of it too, ActiveMQ's
         cumulative ACK). With ``transaction`` (the id of the frame's
-        ``transaction`` header) what it takes is noted, for
-        :meth:`transaction_ended` to give back on ABORT.
+        ``transaction`` header) what it takes is returned, not forgotten.
+
+        Returns:
+            list | None: in ``transaction``, what the ACK/NACK took, for the
+            transaction table to hand to :meth:`give_back` on ABORT
+            (:meth:`amqstomp._engine.client.Client.check_ack`); else None.
 
         Raises:
             UnknownMessageError: no such message (never delivered, or acknowledged
                 already); ActiveMQ would answer ERROR ("Unexpected ACK received").
         """
         if not self._unacked_complete:
-            return
+            return None
         key = ack_identity(self.transport.version, ack_headers)
         sub = self._unacked.pop(key, None)
         if sub is None:
@@ -91,17 +90,18 @@ class UnackedMessages:
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
                 "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
         if transaction is not None:
-            self._took(transaction, key, sub, command == "ACK" and sub.ack == "client")
-        elif command == "ACK" and sub.ack == "client":
+            return self._took(key, sub, command == "ACK" and sub.ack == "client")
+        if command == "ACK" and sub.ack == "client":
             order = sub.unacked
             while order:
                 earlier = order.popleft()
                 if earlier == key:
                     break
                 self._unacked.pop(earlier, None)
+        return None
 
-    def _took(self, transaction: Any, key: Tuple[str, ...], sub: Any, cumulative: bool) -> None:
-        """:meth:`check_ack` in ``transaction``: what it takes is noted."""
+    def _took(self, key: Tuple[str, ...], sub: Any, cumulative: bool) -> List[_Taken]:
+        """:meth:`check_ack` in a transaction: what it takes."""
         taken: List[_Taken] = []
         if cumulative:
             order = sub.unacked
@@ -112,17 +112,13 @@ class UnackedMessages:
                 if self._unacked.pop(earlier, None) is not None:
                     taken.append((earlier, sub, True))
         taken.append((key, sub, cumulative))
-        kept = self._in_transaction
-        kept.setdefault(str(transaction), []).extend(taken)
-        while len(kept) > TRANSACTIONS_MAX:
-            kept.popitem(last=False)
+        return taken
 
-    def transaction_ended(self, transaction: Any, aborted: bool) -> None:
-        """COMMIT (``aborted`` False: what its ACK/NACKs took is final) or ABORT
-        (True: those messages are held again, ACKable and NACKable, unless their
-        subscription ended meanwhile) of ``transaction`` was written."""
-        taken = self._in_transaction.pop(str(transaction), None)
-        if not taken or not aborted or not self._unacked_complete:
+    def give_back(self, taken: List[_Taken]) -> None:
+        """An ABORT ended the transaction whose ACK/NACKs took ``taken`` (what
+        :meth:`check_ack` returned): those messages are held again, ACKable and
+        NACKable, unless their subscription ended meanwhile."""
+        if not taken or not self._unacked_complete:
             return
         back: Dict[Any, List[Tuple[str, ...]]] = {}
         for key, sub, in_order in taken:

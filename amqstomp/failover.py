@@ -35,6 +35,7 @@ from .exception import ConfigurationError, ConnectFailedException, ConnectRefuse
 from ._protocol.backoff import PriorityReturn, ReconnectPolicy
 from ._io.probe import PriorityMoves, PriorityProber, stomp_answers
 from ._protocol.frames import ack_identity
+from ._protocol.transactions import TransactionTable
 from ._engine.ports import TransportPort
 from ._io.timeouts import clamp_wait
 
@@ -395,7 +396,8 @@ class SocketLedger:
     that copy's own ``ack`` id is), the next one the redelivered copy (written).
     Where identities never collide (1.2) the rule changes nothing. An ACK/NACK
     inside a transaction takes its delivery until the transaction ends: ABORT
-    gives it back (:meth:`settled`). For ``ack:client``
+    gives it back (:meth:`give_back`; the taking is kept in the connection's
+    :class:`~amqstomp._protocol.transactions.TransactionTable`, :attr:`transactions`). For ``ack:client``
     subscriptions (cumulative ACKs) it also keeps their hand-over order, so a
     cumulative ACK can tell which earlier messages it does not cover: those of
     another (lost) socket (:meth:`covered`).
@@ -414,10 +416,10 @@ class SocketLedger:
         # ack:client subscriptions: subscription id -> (identity, socket, message-id) in hand-over order
         self._cumulative: Dict[str, Deque[Tuple[Tuple[str, ...], int, str]]] = {}
         self._cumulative_sub: Dict[Tuple[str, ...], str] = {}  # identity -> its ack:client subscription
-        self._transactions: "OrderedDict[str, int]" = OrderedDict()
-        # transaction id -> the deliveries its ACK/NACKs took: ("message", key, socket) and
-        # ("order", subscription, [hand-over entries]), in the order taken
-        self._taken: "OrderedDict[str, List[Tuple[Any, ...]]]" = OrderedDict()
+        #: the connection's one transaction table (which socket each began on; what its
+        #: ACK/NACKs took from this ledger: ("message", key, socket) and ("order",
+        #: subscription, [hand-over entries]), under the owner "ledger")
+        self.transactions = TransactionTable(transport.link_alive)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -521,27 +523,22 @@ class SocketLedger:
 
     def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int) -> None:
         """An ACK/NACK in ``transaction`` took the delivery (``ack_headers``'
-        identity, socket ``seq``) :meth:`socket_of` returned: noted for :meth:`settled`."""
+        identity, socket ``seq``) :meth:`socket_of` returned: noted in the
+        transaction table for :meth:`give_back`."""
         key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             self._note(transaction, ("message", key, seq))
 
     def _note(self, transaction: Any, taken: Tuple[Any, ...]) -> None:
         """Under the lock: a delivery taken by an ACK/NACK of ``transaction``."""
-        kept = self._taken
-        kept.setdefault(str(transaction), []).append(taken)
-        while len(kept) > self.size:
-            kept.popitem(last=False)
+        self.transactions.took(transaction, "ledger", [taken])
 
-    def settled(self, transaction: Any, aborted: bool) -> None:
-        """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
-        written: on ABORT the deliveries its ACK/NACKs took are outstanding
-        again (an ACK of one goes on its socket, or is refused when that socket
-        is gone), in front of later ones; on COMMIT they are forgotten."""
+    def give_back(self, taken: List[Tuple[Any, ...]]) -> None:
+        """An ABORT ended the transaction whose ACK/NACKs took ``taken`` (what the
+        transaction table's ``ended`` returned for the owner "ledger"): those
+        deliveries are outstanding again (an ACK of one goes on its socket, or is
+        refused when that socket is gone), in front of later ones."""
         with self._lock:
-            taken = self._taken.pop(str(transaction), None)
-            if not taken or not aborted:
-                return
             kept = self._messages
             for entry in reversed(taken):  # the last taken first: each goes back in front
                 if entry[0] == "message":
@@ -556,31 +553,10 @@ class SocketLedger:
                     for identity in entries:
                         self._cumulative_sub[identity[0]] = sub_id
 
-    def began(self, transaction: Any, seq: Optional[int] = None) -> None:
-        """A BEGIN for ``transaction`` went on socket ``seq`` (the current one when None)."""
-        kept = self._transactions
-        kept[str(transaction)] = self.transport.link_seq if seq is None else seq
-        while len(kept) > self.size:  # never-ended ones (an application that dropped them)
-            kept.popitem(last=False)
-
-    def transaction_socket(self, transaction: Any) -> Optional[int]:
-        """The socket ``transaction`` began on, or None when not known."""
-        return self._transactions.get(str(transaction))
-
-    def transaction_is_stale(self, transaction: Any) -> bool:
-        """True when ``transaction`` began on a socket replaced since."""
-        seq = self._transactions.get(str(transaction))
-        return seq is not None and not self.transport.link_alive(seq)
-
-    def ended(self, transaction: Any) -> None:
-        """``transaction`` was committed or aborted (forget it)."""
-        self._transactions.pop(str(transaction), None)
-
     def clear_transactions(self) -> None:
-        """The connection ended: no transaction is open any more."""
-        self._transactions.clear()
+        """The connection ended (or opened again): no transaction is open any more."""
         with self._lock:
-            self._taken.clear()
+            self.transactions.clear()
 
     def forget_subscription(self, subscription: Any) -> None:
         """``subscription`` ended (UNSUBSCRIBE): drop its hand-over order."""

@@ -88,21 +88,17 @@ class BaseProtocol(StompSession):
             raise NotConnectedException("not connected (no open socket): %s" % (error,)) from error
         raise error
 
-    def _check_transaction(self, transaction: Optional[str], command: str = "") -> None:
-        """A frame in ``transaction`` (``command``: SEND, ACK, NACK; "" for
-        COMMIT, known already): UnknownTransactionError unless this connection
-        began it and has not ended it; TransactionRolledBackError when it began
-        on a socket lost since (NotConnectedException first, when closed)."""
+    def _check_transaction(self, transaction: Optional[str], command: str) -> None:
+        """A frame ``command`` (SEND, ACK, NACK) in ``transaction``: refused by the
+        connection's transaction table (:meth:`amqstomp._engine.client.Client.transaction_refusal`:
+        UnknownTransactionError unless this connection began it and has not ended
+        it; TransactionRolledBackError when it began on a socket lost since;
+        NotConnectedException first, when closed)."""
         if transaction is None:
             return
-        if command and transaction not in self._transactions:
-            self._refuse(UnknownTransactionError(
-                "%s in transaction %r, which this connection did not begin or ended already (or began before "
-                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
-                % (command, transaction)))
-        if self._client.transaction_is_stale(transaction):
-            self._refuse(TransactionRolledBackError(
-                "transaction %s began on a connection that was lost; the broker rolled it back" % (transaction,)))
+        refusal = self._client.transactions.refusal(command, transaction)
+        if refusal is not None:
+            self._refuse(refusal)
 
     def send(self, destination: str, body: Any, content_type: Optional[str] = None,
              headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -181,32 +177,13 @@ class BaseProtocol(StompSession):
         """
         frame_headers = merge_headers([headers, keyword_headers])
         transaction = transaction or get_uuid()
-        if transaction in self._transactions and not self._client.transaction_is_stale(transaction):
-            self._refuse(DuplicateTransactionError(
-                "BEGIN of transaction %r, which this connection began already and has not ended: ActiveMQ would "
-                "answer ERROR 'The transaction was already started'; nothing sent" % (transaction,)))
+        refusal = self._client.transaction_refusal("BEGIN", transaction)
+        if refusal is not None:
+            self._refuse(refusal)
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)  # the engine records the socket it went on
-        self._began(transaction, True)
+        self._client.transaction_began(transaction)
         return transaction
-
-    def _began(self, transaction: str, began: bool) -> None:
-        """Note a transaction begun (True) or ended (False) on this connection."""
-        if began:
-            self._transactions.add(transaction)
-        else:
-            self._transactions.discard(transaction)
-
-    def _known_transaction(self, transaction: str, command: str) -> None:
-        """Raise UnknownTransactionError unless this connection began ``transaction``
-        and has not ended it (NotConnectedException instead on a closed
-        connection); else count it ended (the COMMIT/ABORT goes next)."""
-        if transaction not in self._transactions:
-            self._refuse(UnknownTransactionError(
-                "%s of transaction %r, which this connection did not begin or ended already (or began before "
-                "it connected again): ActiveMQ would answer ERROR 'Invalid transaction id'; nothing sent"
-                % (command, transaction)))
-        self._transactions.discard(transaction)
 
     def commit(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
                **keyword_headers: Any) -> None:
@@ -223,15 +200,15 @@ class BaseProtocol(StompSession):
         """
         if transaction is None:
             raise RequiredArgumentError("'transaction' is required")
-        self._known_transaction(transaction, "COMMIT")
+        refusal = self._client.transaction_refusal("COMMIT", transaction)  # unknown, or its socket lost
+        if isinstance(refusal, UnknownTransactionError):
+            self._refuse(refusal)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         try:
-            self._check_transaction(transaction)
+            if refusal is not None:
+                self._refuse(refusal)
             self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
-        except (TransactionRolledBackError, NotConnectedException):
-            self._ledger.ended(transaction)
-            raise
         finally:
             self._client.transaction_ended(transaction, aborted=False)  # its ACKs are final
 
@@ -247,7 +224,9 @@ class BaseProtocol(StompSession):
         """
         if transaction is None:
             raise RequiredArgumentError("'transaction' is required")
-        self._known_transaction(transaction, "ABORT")
+        refusal = self._client.transaction_refusal("ABORT", transaction)  # unknown only: a stale one is dropped
+        if refusal is not None:
+            self._refuse(refusal)
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         try:
@@ -356,7 +335,10 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
-            self.subscriptions.check_ack(command, ack_headers, tx)  # (tx: ABORT gives back what it takes)
+            if tx is None:
+                self.subscriptions.check_ack(command, ack_headers)
+            else:  # what it takes, the table gives back on ABORT
+                self._client.check_ack(command, ack_headers, tx, self.subscriptions)
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
         self._client.transport.send_frame(command, frame_headers)

@@ -14,6 +14,7 @@ from amqstomp._protocol.state import (
     ERROR,
     RECEIPT,
     UNEXPECTED,
+    LinkState,
     ProtocolState,
 )
 from amqstomp.codec import encode_frame
@@ -164,6 +165,28 @@ def test_receipt_correlation_and_errors():
     state.expect_receipt("r-3", token)
     assert state.connection_lost() == [other, token]  # what is still awaited: none will come
     assert not state.connected and state.receipts == {}
+
+
+def test_the_link_state_goes_connecting_open_then_closing_closed_or_lost():
+    state = ProtocolState("1.2")
+    assert state.link_state is LinkState.CONNECTING and not state.connected and not state.by_client
+    _connected(state)
+    assert state.link_state is LinkState.OPEN and state.connected
+    state.closing()  # this side asks to close: still connected until the socket ends, and no loss
+    assert state.link_state is LinkState.CLOSING and state.connected and state.by_client
+    state.connection_lost()
+    assert state.link_state is LinkState.CLOSED and not state.connected and state.by_client
+    lost = ProtocolState("1.2")
+    _connected(lost)
+    lost.connection_lost()  # the peer or the network ended it: a failover layer may replace it
+    assert lost.link_state is LinkState.LOST and not lost.connected and not lost.by_client
+    lost.closing()  # the client closes what was lost already: its end, not a loss to recover from
+    assert lost.link_state is LinkState.CLOSED and lost.by_client
+    early = ProtocolState("1.2")
+    early.closing()  # closed before CONNECTED: never connected
+    assert early.link_state is LinkState.CLOSING and not early.connected
+    _connected(early)  # a CONNECTED racing the close does not reopen it
+    assert early.link_state is LinkState.CLOSING and early.connected
 
 
 def test_unexpected_frames_are_reported_not_fatal():

@@ -115,6 +115,7 @@ from amqstomp.exception import (
 )
 from amqstomp._engine.client import Client
 from amqstomp.failover import SocketLedger
+from amqstomp._protocol.transactions import TransactionTable
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -783,7 +784,7 @@ MUTANTS: Dict[str, Tuple[str, Any, str, Any]] = {
     "ack identity is the message-id on 1.2": ("1.2", SocketLedger, "ack_key",
                                               staticmethod(_ack_key_by_message_id)),
     "the ledger never forgets": ("1.2", SocketLedger, "handed_over", _handed_over_unbounded),
-    "a transaction is never stale": ("1.2", SocketLedger, "transaction_is_stale", lambda self, tx: False),
+    "a transaction is never stale": ("1.2", TransactionTable, "is_stale", lambda self, tx: False),
     "the dispatcher hands lost sockets' messages over": ("1.2", Client, "should_dispatch",
                                                          _should_dispatch_keeps_lost),
     "the ACK is not pinned to its socket": ("1.2", None, "", None),

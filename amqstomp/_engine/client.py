@@ -49,6 +49,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
+from .._protocol.transactions import TransactionTable, lost_with_socket, rolled_back
 from .ports import TransportPort
 
 __all__ = ["Client", "WaitUp"]
@@ -80,6 +81,8 @@ class Client:
         self.ledger = ledger
         self.reconnector = reconnector
         self.manager = manager
+        #: the connection's one transaction table (:mod:`amqstomp._protocol.transactions`), the ledger's
+        self.transactions: TransactionTable = ledger.transactions
         #: the socket (``transport.link_seq``) the last CONNECT of :meth:`handshake` went on; 0 before one
         self.handshake_seq = 0
         #: the socket open when the application last called :meth:`disconnect`: what it
@@ -145,6 +148,18 @@ class Client:
 
     # ------------------------------------------------------------ transactions
 
+    def transaction_refusal(self, cmd: str, transaction: Any) -> Optional[StompException]:
+        """What refuses ``cmd`` in ``transaction`` (duplicate BEGIN, unknown id,
+        stale transaction), or None: the table's decision
+        (:meth:`amqstomp._protocol.transactions.TransactionTable.refusal`), for
+        every API; the caller raises it."""
+        return self.transactions.refusal(cmd, transaction)
+
+    def transaction_began(self, transaction: Any) -> None:
+        """A BEGIN of ``transaction`` was written (the socket it went on is noted
+        by :meth:`write` with failover)."""
+        self.transactions.began(transaction)
+
     def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
         """The socket a frame of a transaction must be written on: the one its
         BEGIN went on; 0 for a frame outside a transaction, a BEGIN, without
@@ -157,30 +172,36 @@ class Client:
         tx = headers.get("transaction")
         if tx is None or cmd == "BEGIN" or self.reconnector is None:
             return 0
-        seq = self.ledger.transaction_socket(tx)
-        if seq is None:
-            return 0
-        if not self.transport.link_alive(seq):
-            raise TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); "
-                                             "the broker rolled it back" % (cmd, tx))
-        return seq  # type: ignore[no-any-return]
+        table = self.transactions
+        seq = table.socket(tx)
+        if seq and table.is_stale(tx):
+            raise rolled_back(cmd, tx)
+        return seq
 
     def transaction_ended(self, transaction: Any, aborted: bool) -> None:
         """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
-        written (or found nothing to end): after ABORT the messages its ACK/NACKs
-        acknowledged are the application's again -- the broker undid those
-        acknowledgements and holds the messages as delivered (STOMP 1.2
-        "ABORT"; ActiveMQ 5.17 does not redispatch them) -- so a later ACK of one
-        is written, on the socket that delivered it; after COMMIT they are gone
-        for good. Both the subscriptions' check (``manager.transaction_ended``)
-        and the ledger (:meth:`amqstomp.failover.SocketLedger.settled`) hear it."""
-        self.ledger.settled(transaction, aborted)
-        if self.manager is not None:
-            self.manager.transaction_ended(transaction, aborted)
+        written (or found nothing to end): it leaves the table. After ABORT the
+        messages its ACK/NACKs acknowledged are the application's again -- the
+        broker undid those acknowledgements and holds the messages as delivered
+        (STOMP 1.2 "ABORT"; ActiveMQ 5.17 does not redispatch them) -- so a later
+        ACK of one is written, on the socket that delivered it; after COMMIT they
+        are gone for good. The table hands what they took back to its owners:
+        the ledger (:meth:`amqstomp.failover.SocketLedger.give_back`) and the
+        subscriptions' check (``manager.give_back``)."""
+        taken = self.transactions.ended(transaction, aborted)
+        if taken:
+            if "ledger" in taken:
+                self.ledger.give_back(taken["ledger"])
+            if "unacked" in taken and self.manager is not None:
+                self.manager.give_back(taken["unacked"])
 
-    def transaction_is_stale(self, transaction: Any) -> bool:
-        """True when ``transaction`` began on a socket that is gone (failover)."""
-        return self.reconnector is not None and bool(self.ledger.transaction_is_stale(transaction))
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> None:
+        """``subscriptions.check_ack`` (refuses an ACK/NACK of a message the session
+        does not hold); in ``transaction``, what it took is noted in the table
+        (given back on ABORT)."""
+        taken = subscriptions.check_ack(command, ack_headers, transaction)
+        if taken:
+            self.transactions.took(transaction, "unacked", taken)
 
     # ------------------------------------------------------------ writing
 
@@ -229,18 +250,16 @@ class Client:
                         if tx is not None and cmd != "BEGIN":
                             if cmd == "ABORT":
                                 return None
-                            raise TransactionRolledBackError(
-                                "%s not sent: the connection of transaction %s was lost (failover); the broker "
-                                "rolled it back" % (cmd, tx)) from exc
+                            raise lost_with_socket(cmd, tx) from exc
                         cause = exc
                     else:
                         if cmd == "BEGIN" and tx is not None:
-                            self.ledger.began(tx, seq)  # the socket it was written on
+                            self.transactions.began(tx, seq)  # the socket it was written on
                         return future  # type: ignore[no-any-return]
                 wait_up(cmd, cause)
         finally:
             if ends:
-                self.ledger.ended(tx)
+                self.transaction_ended(tx, cmd == "ABORT")
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
                     receipt_timeout_s: Optional[float] = None, closed: Optional[Callable[[], str]] = None) -> None:
@@ -333,7 +352,7 @@ class Client:
             if cumulative_sub is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        subscriptions.check_ack(command, ack_headers, tx)
+        self.check_ack(command, ack_headers, tx, subscriptions)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:

@@ -108,7 +108,6 @@ class Link(LinkWriter):
         self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
         self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
-        self.by_client = False  # closed by LinkOwner.close() (not lost): no failover
         self.silent = False  # a failover attempt abandoned: no disconnected event
 
     def threads(self) -> List[threading.Thread]:
@@ -363,12 +362,13 @@ class Link(LinkWriter):
         with self.state_lock:
             if self.closed:
                 return False
-            if not self.by_client:
+            if not self.proto.by_client:
                 reason += self.error_note()
             self.closed = True
             self.close_reason = reason
             self.close_error = error
-            was_connected = self.proto.connected
+            was_connected = self.proto.connected_frame is not None
+            by_client = self.proto.by_client
             receipts = self.proto.connection_lost()
         # release every waiter before the socket goes: on_disconnected (posted
         # by the reader once the shutdown wakes it) must find them released
@@ -378,7 +378,7 @@ class Link(LinkWriter):
         for future in receipts:
             fail(future, closed)
         if not self.connect_future.done():
-            if not was_connected and not self.by_client and error is None and self.proto.last_error is None:
+            if not was_connected and not by_client and error is None and self.proto.last_error is None:
                 reason += " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
             failed = ConnectFailedException("connection closed %s CONNECTED: %s"
                                             % ("right after" if was_connected else "before", reason))

@@ -27,6 +27,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from .. import _observe
 from ..codec import Frame
 from ..exception import ConnectFailedException, NotConnectedException, StompException
+from .._protocol.state import LinkState
 from .connector import Connector
 from .link import Link, wait_future
 from .observer import ListenersOnly, TransportObserver
@@ -36,6 +37,9 @@ from .timeouts import clamp_wait
 __all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
 
 log = logging.getLogger("amqstomp.transport")
+
+#: the state of a link whose CONNECTED came and that is not closing or gone
+_OPEN = LinkState.OPEN
 
 HostAndPort = Tuple[str, int]
 
@@ -187,7 +191,7 @@ class LinkOwner:
         else 0. A caller that writes with ``send_frame(..., link_seq=)`` of it
         cannot put a frame on a newer socket before that one's CONNECT."""
         link = self._link
-        return link.seq if link is not None and link.proto.connected and not link.closed else 0
+        return link.seq if link is not None and link.proto.link_state is _OPEN else 0
 
     @property
     def tls(self) -> bool:
@@ -227,7 +231,7 @@ class LinkOwner:
     def is_connected(self) -> bool:
         """True while a socket is open and the broker's CONNECTED has arrived."""
         link = self._link
-        return link is not None and not link.closed and link.proto.connected
+        return link is not None and link.proto.link_state is _OPEN
 
     def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
              deadline: Optional[float] = None) -> HostAndPort:
@@ -319,7 +323,8 @@ class LinkOwner:
         link = self._link
         if link is None:
             return
-        link.by_client = True
+        with link.state_lock:
+            link.proto.closing()  # by the client (not lost): no failover
         link.silent = link.silent or silent
         link.close(reason)
         if timeout is not None:
@@ -544,7 +549,7 @@ class LinkOwner:
             reason, error = link.read_loop(self.recv_bytes, self.frame_sink())
         finally:
             last: Optional[str] = "disconnected"
-            if not link.by_client:
+            if not link.proto.by_client:
                 try:
                     last = self.observer.on_link_lost(link.seq, reason, error)
                 except Exception:

@@ -22,7 +22,11 @@ What it owns (STOMP 1.2 sections in brackets):
   the last ERROR is kept (:attr:`ProtocolState.last_error`), so that the end
   of the connection can give the broker's reason;
 * heart-beats ("Heart-beating"): negotiation, when the next one must be
-  written, when the peer is overdue (:meth:`ProtocolState.next_deadline`).
+  written, when the peer is overdue (:meth:`ProtocolState.next_deadline`);
+* where the socket's session is in its life (:class:`LinkState`, one value
+  instead of "connected?" flags): CONNECTING until CONNECTED, OPEN, CLOSING
+  once this side asked to close, then CLOSED (closed by this side) or LOST
+  (ended by the peer, the network or an error).
 
 * the ids this side UNSUBSCRIBEd (:attr:`ProtocolState.unsubscribed`, until
   a SUBSCRIBE takes the id again): an ERROR that is only the broker's late
@@ -34,6 +38,7 @@ than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 :data:`CONNECTED`, :data:`RECEIPT`, :data:`ERROR`, :data:`CONNECT_REFUSED`
 (an ERROR that answers CONNECT), :data:`UNSUBSCRIBED_ERROR` and :data:`UNEXPECTED`.
 """
+import enum
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
@@ -43,7 +48,7 @@ from .dialect import auto_content_length as _auto_content_length
 from .heartbeat import DUE_SLACK, broker_heartbeat, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
 from .limits import ACTIVEMQ_LIMITS, LIMITS_SAFE_BYTES, NO_CHECK_BYTES, check_limits
 
-__all__ = ["ProtocolState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED", "UNSUBSCRIBED_ERROR",
+__all__ = ["ProtocolState", "LinkState", "CONNECTED", "RECEIPT", "ERROR", "CONNECT_REFUSED", "UNEXPECTED", "UNSUBSCRIBED_ERROR",
            "UNSUBSCRIBED_KEPT"]
 
 #: :meth:`ProtocolState.handle` event: CONNECTED arrived; version, heart-beats and limits are set.
@@ -65,6 +70,22 @@ UNSUBSCRIBED_ERROR = 6
 UNSUBSCRIBED_KEPT = 256
 
 
+class LinkState(enum.Enum):
+    """Where one socket's STOMP session is in its life (STOMP 1.2 "Connecting",
+    "DISCONNECT"; the ``link_state`` of :class:`ProtocolState`)."""
+
+    #: the socket is open, CONNECTED has not come
+    CONNECTING = "connecting"
+    #: CONNECTED came; frames may be written
+    OPEN = "open"
+    #: this side asked to close (``LinkOwner.close``): no failover follows
+    CLOSING = "closing"
+    #: the socket ended without this side asking (a failover layer may replace it)
+    LOST = "lost"
+    #: the socket ended after this side asked to close
+    CLOSED = "closed"
+
+
 class ProtocolState:
     """The protocol state of one socket's STOMP session (see the module docstring).
 
@@ -83,7 +104,7 @@ class ProtocolState:
         ValueError: an unknown version.
     """
 
-    __slots__ = ("parser", "version", "grace", "connected", "connected_frame", "server", "dialect",
+    __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
                  "unsubscribed")
@@ -94,7 +115,8 @@ class ProtocolState:
         #: the version frames are encoded in (the negotiated one once CONNECTED came)
         self.version = version
         self.grace = float(grace)
-        self.connected = False
+        #: where the session is (:class:`LinkState`)
+        self.link_state = LinkState.CONNECTING
         self.connected_frame: Optional[Frame] = None
         self.server: Optional[str] = None
         #: the user's dialect, or None (:func:`~amqstomp._protocol.dialect.dialect_of` the ``server``)
@@ -182,7 +204,29 @@ class ProtocolState:
         if self.dialect == ACTIVEMQ:  # Classic's StompWireFormat limits (Artemis has its own)
             self.limits = ACTIVEMQ_LIMITS
             self.check_above = LIMITS_SAFE_BYTES
-        self.connected = True
+        if self.link_state is LinkState.CONNECTING:
+            self.link_state = LinkState.OPEN
+
+    @property
+    def connected(self) -> bool:
+        """True from CONNECTED until the socket ends (also while closing)."""
+        state = self.link_state
+        return state is LinkState.OPEN or (state is LinkState.CLOSING and self.connected_frame is not None)
+
+    @property
+    def by_client(self) -> bool:
+        """True once this side asked to close (:meth:`closing`): the end is no loss."""
+        state = self.link_state
+        return state is LinkState.CLOSING or state is LinkState.CLOSED
+
+    def closing(self) -> None:
+        """This side asks to close the socket (CLOSING; CLOSED if it ended already:
+        its end is then the client's, no loss to recover from)."""
+        state = self.link_state
+        if state is LinkState.LOST or state is LinkState.CLOSED:
+            self.link_state = LinkState.CLOSED
+        else:
+            self.link_state = LinkState.CLOSING
 
     # ------------------------------------------------------------ sending
 
@@ -252,8 +296,8 @@ class ProtocolState:
 
     def connection_lost(self) -> List[Any]:
         """The socket is gone: not connected any more; the tokens of every receipt
-        still awaited (none will come)."""
-        self.connected = False
+        still awaited (none will come). CLOSED when this side asked to close, else LOST."""
+        self.link_state = LinkState.CLOSED if self.by_client else LinkState.LOST
         tokens = list(self.receipts.values())
         self.receipts.clear()
         return tokens

@@ -69,7 +69,7 @@ class Transaction:
             if self.tx is None:
                 self.state.check_open()
                 tx = "tx-%d.%d-%d" % (self.state.connection.number, self.state.number, next(self._numbers))
-                self.state.connection.consumer_link.send("BEGIN", {"transaction": tx})
+                self.state.connection.consumer_link.begin(tx)
                 self.tx = tx
             return self.tx
 
@@ -95,7 +95,7 @@ class Transaction:
                     if link is not self.state.connection.consumer_link:
                         self.state.check_open()
                         tx = "tx-%d.%d-%d" % (self.state.connection.number, self.state.number, next(self._numbers))
-                        link.send("BEGIN", {"transaction": tx})
+                        link.begin(tx)
                         self.send_tx = (link, tx)
                         return self.send_tx
             return self.state.connection.consumer_link, self.transaction_id()
@@ -153,7 +153,7 @@ class Transaction:
             send_tx = self.send_tx
             if send_tx is not None:
                 try:
-                    send_tx[0].request("COMMIT", {"transaction": send_tx[1]}, self.left_s(), "COMMIT")
+                    send_tx[0].end_transaction("COMMIT", send_tx[1], self.left_s())
                 except TransactionInDoubtError:
                     self.send_tx = None
                     self.rollback_after_failed_commit()  # the consumer side (if any) did not commit
@@ -173,12 +173,12 @@ class Transaction:
                 if tx is not None:
                     if acks and self.consumed_on_lost_socket():  # lost while its ACKs were written
                         try:
-                            link.send("ABORT", {"transaction": tx})
+                            link.end_transaction("ABORT", tx, None, wait=False)
                         except StompException:
                             pass  # its socket is gone too: the broker rolled it back
                         raise TransactionRolledBackError("messages of this transaction came on a connection lost "
                                                          "since (failover) and will be redelivered")
-                    link.request("COMMIT", {"transaction": tx}, self.left_s(), "COMMIT")
+                    link.end_transaction("COMMIT", tx, self.left_s())
             except TransactionInDoubtError as exc:
                 # the broker has the outcome: if it committed, these messages are settled; if not, it
                 # redelivers them (their socket is gone). Redelivering them here too would be wrong.
@@ -195,7 +195,7 @@ class Transaction:
                 self.tx = None
                 if tx is not None and isinstance(exc, AcknowledgeInterruptedError):
                     try:  # the ACKs written before it are in the broker's transaction: end it
-                        link.send("ABORT", {"transaction": tx})
+                        link.end_transaction("ABORT", tx, None, wait=False)
                     except StompException:
                         pass  # its socket is gone too: the broker rolled it back
                 self.rollback_local()
@@ -267,14 +267,14 @@ class Transaction:
             self.drain_sends(connection.close_wait_s())
             self.send_tx = None
             try:
-                send_tx[0].request("ABORT", {"transaction": send_tx[1]}, connection.close_wait_s(), "ABORT")
+                send_tx[0].end_transaction("ABORT", send_tx[1], connection.close_wait_s())
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
         tx, self.tx = self.tx, None
         if tx is not None:
             self.drain_sends(connection.close_wait_s())
             try:
-                connection.consumer_link.request("ABORT", {"transaction": tx}, connection.close_wait_s(), "ABORT")
+                connection.consumer_link.end_transaction("ABORT", tx, connection.close_wait_s())
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
         try:

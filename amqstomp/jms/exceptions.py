@@ -9,10 +9,12 @@ from ..exception import (
     AcknowledgeInDoubtError,
     AcknowledgeInterruptedError,
     BrokerError,
+    DuplicateTransactionError,
     StompException,
     TransactionInDoubtError,
     TransactionPartlyCommittedError,
     TransactionRolledBackError,
+    UnknownTransactionError,
 )
 from ..exception import InvalidDestinationError as _InvalidDestinationError
 
@@ -23,6 +25,8 @@ __all__ = [
     "TransactionRolledBackError",
     "TransactionInDoubtError",
     "TransactionPartlyCommittedError",
+    "UnknownTransactionError",
+    "DuplicateTransactionError",
     "AcknowledgeInterruptedError",
     "AcknowledgeInDoubtError",
     "MessageFormatError",

@@ -55,6 +55,7 @@ from .._io.driver import Driver
 from .._io.channel import tls_context
 from .._protocol.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
+from .._protocol.transactions import lost_with_socket
 from ..subscription import SubscriptionManager
 from ..uri import Endpoint
 from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
@@ -320,6 +321,44 @@ class Link:
         """
         return self.client.transaction_socket(cmd, headers)
 
+    def begin(self, transaction: str) -> None:
+        """BEGIN ``transaction`` on this link (no receipt); the connection's
+        transaction table (:mod:`amqstomp._protocol.transactions`) notes it.
+
+        Raises:
+            DuplicateTransactionError: (a ValueError) this link began ``transaction``
+                already and has not ended it; nothing sent (ActiveMQ: "The
+                transaction was already started").
+        """
+        refusal = self.client.transaction_refusal("BEGIN", transaction)
+        if refusal is not None:
+            raise refusal
+        self._write("BEGIN", {"transaction": transaction}, None)
+        self.client.transaction_began(transaction)
+
+    def end_transaction(self, cmd: str, transaction: str, timeout_s: Optional[float], wait: bool = True) -> None:
+        """COMMIT or ABORT (``cmd``) ``transaction``: with ``wait`` as :meth:`request`
+        (its RECEIPT waited for ``timeout_s`` seconds), else written without one.
+        Either way the transaction leaves the table.
+
+        Raises:
+            UnknownTransactionError: (a ValueError) this link did not begin
+                ``transaction``, or ended it already; nothing sent (ActiveMQ:
+                "Invalid transaction id").
+            TransactionRolledBackError: COMMIT of a transaction whose socket is
+                gone (failover), or as :meth:`request`; whatever it raises.
+        """
+        refusal = self.client.transaction_refusal(cmd, transaction)
+        try:
+            if refusal is not None:
+                raise refusal
+            if wait:
+                self.request(cmd, {"transaction": transaction}, timeout_s, cmd)
+            else:
+                self.send(cmd, {"transaction": transaction})
+        finally:
+            self.client.transaction_ended(transaction, cmd == "ABORT")  # (nothing for an unknown one)
+
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
                     receipt_timeout_s: Optional[float] = None) -> None:
         """Write an ACK/NACK of a message socket ``link_seq`` delivered, on that
@@ -487,8 +526,7 @@ class Link:
         """A SEND of a transaction pinned to socket ``tx_seq`` found it gone:
         raise TransactionRolledBackError (else let ``exc`` go on)."""
         if "transaction" in headers and isinstance(exc, (NotConnectedException, ConnectionClosedException)):
-            raise TransactionRolledBackError("SEND not sent: the connection of transaction %s was lost (failover); "
-                                             "the broker rolled it back" % (headers.get("transaction"),)) from exc
+            raise lost_with_socket("SEND", headers.get("transaction")) from exc
 
     @staticmethod
     def _await_receipt(future: "Future[Frame]", destination: str, deadline: Optional[float],
