@@ -556,7 +556,7 @@ class LinkOwner:
                     log.exception("on_link_lost failed")
             if link.silent:
                 last = None
-            if _observe.observer is not None and not link.by_client:
+            if _observe.observer is not None and not link.proto.by_client:
                 _observe.observer.connection_event(self, "link_lost", reason)
             self.dispatch.end_of_link(link, last)
 
