@@ -280,6 +280,7 @@ class FakeTransport:
         self.broker = broker
         self.link_seq = 1
         self.open = True
+        self.current_host_and_port = ("model-broker", 61613)  # (the failover layer notes where it is)
         self.writes: List[Write] = []
         self.interleave: Optional[Tuple[str, Tuple[str, ...], Callable[[], None]]] = None
 
