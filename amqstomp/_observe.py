@@ -21,7 +21,8 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Optional, Protocol, TypeVar
 
-__all__ = ["Observer", "observer", "install", "settling", "settled_count"]
+__all__ = ["Observer", "observer", "messages", "MESSAGE_FRAMES", "install", "observe_messages", "settling",
+           "settled_count"]
 
 T = TypeVar("T")
 
@@ -52,15 +53,33 @@ class Observer(Protocol):
 
 #: the installed observer (:func:`install`), or None: read once per hook point
 observer: Optional[Observer] = None
+#: the same observer while it observes each message's operations too (SEND, ACK/NACK, a
+#: MESSAGE handed over), else None: the hot paths read this one. An instrumentation with
+#: nothing to record them to (OpenTelemetry without an SDK) installs with ``messages=False``
+#: and turns them on later (:func:`observe_messages`); connections, subscriptions and
+#: transactions are observed either way
+messages: Optional[Observer] = None
+
+#: the commands of a message's operations (see :data:`messages`)
+MESSAGE_FRAMES = frozenset(("SEND", "ACK", "NACK"))
 
 _local = threading.local()
 
 
-def install(new: Optional[Observer]) -> Optional[Observer]:
-    """Install ``new`` (None: none) as the observer; returns the one it replaces."""
+def install(new: Optional[Observer], messages: bool = True) -> Optional[Observer]:
+    """Install ``new`` (None: none) as the observer, of each message's operations too
+    unless ``messages`` is False; returns the one it replaces."""
     global observer
     old, observer = observer, new
+    observe_messages(new if messages else None)
     return old
+
+
+def observe_messages(new: Optional[Observer]) -> None:
+    """Observe each message's operations with ``new`` (the installed observer), or not (None)."""
+    global messages
+    messages = new
+
 
 
 def settling(count: int, message_headers: Mapping[str, Any]) -> None:

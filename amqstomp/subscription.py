@@ -585,7 +585,7 @@ class SubscriptionManager(UnackedMessages):
         ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
         version = self.transport.version or "1.2"
         headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
-        if _observe.observer is not None:
+        if _observe.messages is not None:
             _observe.settling(sub.window.last_ack_count, message_headers)
         try:
             self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq, nowait=nowait)

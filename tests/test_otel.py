@@ -444,32 +444,38 @@ def test_a_failing_instrumentation_never_fails_a_send_or_a_delivery(activemq, te
 
 def test_without_an_sdk_messages_pass_unobserved_until_one_is_set(activemq):
     """instrument() before any SDK (the API's placeholder providers): a message's spans would be
-    dropped anyway, and making them cost ~45,000 instructions a message; they are skipped until
-    the providers are real, looked at once every CHECK_EVERY messages (then for good)."""
+    dropped anyway, and making them cost ~45,000 instructions a message; message operations go
+    unobserved (the hot paths see no observer) until a watcher thread sees real providers, then
+    for good; the thread ends then."""
     code = (
-        "import amqstomp\n"
+        "import threading, time, amqstomp\n"
         "from amqstomp import _observe\n"
-        "from amqstomp.otel import AmqstompInstrumentor\n"
-        "from amqstomp.otel._observer import CHECK_EVERY\n"
+        "from amqstomp.otel import SDK_WATCH_S, AmqstompInstrumentor\n"
         "from opentelemetry import trace\n"
         "from opentelemetry.sdk.trace import TracerProvider\n"
         "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
         "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
         "AmqstompInstrumentor().instrument()\n"
+        "assert _observe.observer is not None and _observe.messages is None\n"
         "c = amqstomp.Connection12(%r)\n"
         "c.connect(wait=True, timeout=15)\n"
-        "for i in range(300):\n"
+        "for i in range(100):\n"
         "    c.send('/queue/%snosdk', 'x')\n"
-        "assert not _observe.observer.live\n"
         "exporter = InMemorySpanExporter()\n"
         "provider = TracerProvider()\n"
         "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "assert not [s for s in exporter.get_finished_spans()]\n"
         "trace.set_tracer_provider(provider)\n"
-        "for i in range(CHECK_EVERY + 1):\n"
+        "deadline = time.monotonic() + SDK_WATCH_S * 10\n"
+        "while _observe.messages is None and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "assert _observe.messages is _observe.observer\n"
+        "for i in range(10):\n"
         "    c.send('/queue/%snosdk', 'x')\n"
         "c.disconnect()\n"
         "sends = [s for s in exporter.get_finished_spans() if s.kind == trace.SpanKind.PRODUCER]\n"
-        "assert _observe.observer.live and 1 <= len(sends) <= CHECK_EVERY + 1, len(sends)\n"
+        "assert len(sends) == 10, len(sends)\n"
+        "assert not [t for t in threading.enumerate() if t.name == 'amqstomp-otel-sdk-watch']\n"
         "print('observed', len(sends))\n" % (activemq.host_and_ports, PREFIX, PREFIX))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env=dict(os.environ, OTEL_SEMCONV_STABILITY_OPT_IN=""))

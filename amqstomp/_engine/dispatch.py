@@ -179,7 +179,7 @@ class ListenerDispatch:
                         continue
                 except BaseException:
                     log.exception("should_dispatch failed")
-                watcher = _observe.observer  # an instrumentation: its process span around the listeners
+                watcher = _observe.messages  # an instrumentation: its process span around the listeners
                 outcome = self._notify(notify, event, arg) if watcher is None else \
                     watcher.process(transport, arg, self._notify, notify, event, arg)
                 try:

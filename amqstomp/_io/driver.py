@@ -138,7 +138,7 @@ class Driver(LinkOwner):
                 or (ActiveMQ) breaks one of the broker's limits.
         """
         watcher = _observe.observer if hooks else None
-        if watcher is not None:  # an instrumentation (amqstomp.otel): it writes the frame
+        if watcher is not None and (_observe.messages is not None or cmd not in _observe.MESSAGE_FRAMES):  # an instrumentation (amqstomp.otel): it writes the frame
             return watcher.send_frame(self, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
         hook = self.frame_hook
         if hook is not None and hooks:

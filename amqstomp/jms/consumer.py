@@ -93,7 +93,7 @@ class ConsumerCore:
         self._check_open()
         if self.ledger.listener is not None:
             raise IllegalStateError("this consumer has a message listener; receive() is for consumers without")
-        started_ns = time.time_ns() if _observe.observer is not None else 0  # an instrumentation's receive span
+        started_ns = time.time_ns() if _observe.messages is not None else 0  # an instrumentation's receive span
         timeout = clamp_wait(timeout)  # longer than the platform can wait (inf too): that long
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
@@ -104,8 +104,8 @@ class ConsumerCore:
             if self._skip_if_unwanted(delivery):
                 continue
             message = self._hand_over(delivery)
-            if _observe.observer is not None:
-                _observe.observer.received(self.subscriber.link.transport, delivery.frame,
+            if _observe.messages is not None:
+                _observe.messages.received(self.subscriber.link.transport, delivery.frame,
                                            started_ns or time.time_ns())
             self._consumed(delivery)
             return message
@@ -237,10 +237,10 @@ class ConsumerCore:
         message = self._hand_over(delivery)
         state.recover_current = False
         try:
-            if _observe.observer is None:
+            if _observe.messages is None:
                 listener(message)
             else:  # an instrumentation: its process span around the listener
-                _observe.observer.process(self.subscriber.link.transport, delivery.frame, _listen, listener,
+                _observe.messages.process(self.subscriber.link.transport, delivery.frame, _listen, listener,
                                           message)
         except BaseException as exc:  # SystemExit too: it must not end the session thread
             report_callback_error(log, "%r: listener raised %r on message %s", self, exc,
@@ -300,7 +300,7 @@ class ConsumerCore:
                 return
             frame = ledger.delivered[-1].frame
             ledger.tx_acked = len(ledger.delivered)
-        if _observe.observer is not None:
+        if _observe.messages is not None:
             _observe.settling(pending, frame.headers)
         try:
             self.subscriber.send_ack(frame, self._state.transaction.transaction_id())
@@ -524,7 +524,7 @@ def acknowledge_delivered(state: SessionState) -> None:
         not_acked += len(deliveries) - len(live)
         if not live:
             continue
-        if _observe.observer is not None:
+        if _observe.messages is not None:
             _observe.settling(len(live), live[-1].frame.headers)
         try:
             consumer.subscriber.send_ack(live[-1].frame)

@@ -12,7 +12,8 @@ The spans and metrics come from amqstomp's own hook points
 (:mod:`amqstomp._observe`), nothing is patched; ``uninstrument()`` removes the
 observer. docs/observability.md describes each span and metric.
 """
-from typing import Any, Collection
+import threading
+from typing import Any, Collection, Optional
 
 from opentelemetry import metrics, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -25,6 +26,8 @@ __all__ = ["AmqstompInstrumentor", "PARENT", "LINK", "OLD", "NEW", "DUP", "semco
 
 #: the schema of the current messaging names (span and metric attributes of the opt-in mode)
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.26.0"
+#: instrumented before an SDK is set: seconds between looks at the global providers
+SDK_WATCH_S = 1.0
 
 
 class AmqstompInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -58,7 +61,42 @@ class AmqstompInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         observer = OtelObserver(tracer, meter, Conventions(mode), kwargs.get("process_context", PARENT),
                                 bool(kwargs.get("capture_body_size", False)), kwargs.get("tracer_provider"),
                                 kwargs.get("meter_provider"))
-        _observe.install(observer)
+        recording = observer.recording()
+        _observe.install(observer, messages=recording)
+        if not recording:  # no SDK yet: messages pass unobserved until one is set
+            self._watch = _SdkWatch(observer)
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        watch: Optional[_SdkWatch] = getattr(self, "_watch", None)
+        if watch is not None:
+            watch.stop()
+            self._watch = None
         _observe.install(None)
+
+
+class _SdkWatch:
+    """Instrumented while the global providers are the OpenTelemetry API's placeholders (no
+    SDK: a message's spans and measurements would all be dropped): each message's
+    operations go unobserved (they cost nothing then) and a daemon thread,
+    ``amqstomp-otel-sdk-watch``, looks at the providers every :data:`SDK_WATCH_S`
+    seconds; once an SDK's are set it turns the message operations on and ends. It
+    also ends with ``uninstrument()``. Connections, subscriptions and transactions are
+    observed all along."""
+
+    def __init__(self, observer: OtelObserver) -> None:
+        self.observer = observer
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="amqstomp-otel-sdk-watch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(SDK_WATCH_S):
+            if self.observer.recording():
+                if _observe.observer is self.observer:
+                    _observe.observe_messages(self.observer)
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(SDK_WATCH_S * 5)

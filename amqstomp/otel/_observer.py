@@ -38,9 +38,6 @@ LINK = "link"  #: a process span's parent is the current context; it links to th
 _OUTCOMES = {"error": "listener_error", "no listener": "no_listener"}
 _ACK_IDS_KEPT = 4096  # ack id -> (destination, subscription) of recent hand-overs, for the settle spans
 _ATTRS_KEPT = 256  # attribute sets kept per connection
-#: without an SDK, the providers are looked at again once every this many messages (so spans begin
-#: at most this many messages after an SDK is set after ``instrument()``)
-CHECK_EVERY = 256
 _SYSTEMS = {"activemq": "activemq", "artemis": "activemq", "rabbitmq": "rabbitmq"}
 
 
@@ -102,10 +99,6 @@ class OtelObserver:
             raise ValueError("process_context must be %r or %r, got %r" % (PARENT, LINK, process_context))
         self.tracer = tracer
         self._providers = (tracer_provider, meter_provider)  # None: the global one
-        #: an SDK (or any real provider) is set: every message is observed; until then
-        #: (the API's placeholders: nothing would be recorded) messages pass unobserved
-        self.live = False
-        self._unchecked = 0  # messages left before the providers are looked at again
         self.names = conventions
         self.parent_on_message = process_context == PARENT
         self.capture_body_size = capture_body_size
@@ -115,21 +108,13 @@ class OtelObserver:
 
     # ------------------------------------------------------------ an SDK or not
 
-    def _skip(self) -> bool:
-        """True: a message's operation goes unobserved, because both providers are still the
-        OpenTelemetry API's placeholders (no SDK: every span and measurement would be
-        dropped, at ~45,000 instructions a message). Looked at again every
-        :data:`CHECK_EVERY` messages until an SDK is found, then never again."""
-        if self._unchecked > 0:
-            self._unchecked -= 1
-            return True
+    def recording(self) -> bool:
+        """Whether a span or measurement would be recorded: False while both providers are
+        the OpenTelemetry API's placeholders (no SDK set: every span and measurement of a
+        message would be dropped, at ~45,000 instructions a message)."""
         tracer_provider, meter_provider = self._providers
-        if _placeholder(tracer_provider or trace.get_tracer_provider()) and \
-                _placeholder(meter_provider or metrics.get_meter_provider()):
-            self._unchecked = CHECK_EVERY - 1
-            return True
-        self.live = True
-        return False
+        return not (_placeholder(tracer_provider or trace.get_tracer_provider())
+                    and _placeholder(meter_provider or metrics.get_meter_provider()))
 
     # ------------------------------------------------------------ what a connection is
 
@@ -201,8 +186,6 @@ class OtelObserver:
                    write_timeout: Optional[float], defer: bool, head: Any, link_seq: int, nowait: bool) -> Any:
         """Write the frame; around it, what the command is observed as. A failure of the
         instrumentation itself is logged and never fails the write."""
-        if not self.live and (cmd == "SEND" or cmd == "ACK" or cmd == "NACK") and self._skip():
-            return _write(driver, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
         try:
             begun = self._begin(driver, cmd, headers, body, head)
         except Exception:
@@ -450,8 +433,6 @@ class OtelObserver:
     def process(self, driver: Any, frame: Any, run: Callable[..., Any], *args: Any) -> Any:
         """``run(*args)`` in a process span. A failure of the instrumentation itself is
         logged and never keeps the message from the application."""
-        if not self.live and self._skip():
-            return run(*args)
         try:
             span, attrs, extracted = self._message_span(driver, frame, "process", None, self.parent_on_message)
             token = otel_context.attach(trace.set_span_in_context(span, extracted))
@@ -482,8 +463,7 @@ class OtelObserver:
         self.metrics.process_duration.record(time.perf_counter() - started, metric)
 
     def received(self, driver: Any, frame: Any, started_ns: int) -> None:
-        if self.live or not self._skip():
-            _guarded(self._received, driver, frame, started_ns)
+        _guarded(self._received, driver, frame, started_ns)
 
     def _received(self, driver: Any, frame: Any, started_ns: int) -> None:
         # a receive span's parent is the caller's context; it links to the creation context
