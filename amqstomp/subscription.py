@@ -44,8 +44,9 @@ from .flow import (
 )
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
-from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
-from ._protocol.frames import ack_headers, ack_identity, reject_command
+from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
+from ._protocol.frames import ack_headers, ack_identity
+from ._protocol.settle import BY_APPLICATION, BY_LIBRARY, CONSUMED, Poison, after_failure, listener_failed
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -58,8 +59,6 @@ def _now_ms() -> int:
 
 #: Largest prefetch ActiveMQ takes (a Java int).
 MAX_PREFETCH = 2 ** 31 - 1
-#: Seconds before a message that found no listener is offered again (not counted as a failure).
-NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
@@ -461,14 +460,11 @@ class SubscriptionManager(UnackedMessages):
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
 
-    def should_dispatch(self, frame: Any) -> bool:
-        """Dispatcher thread: False for a queued MESSAGE of a closed client-ack
-        subscription (the broker redelivers it; the application could not ack it)."""
-        entry = self._owner_of(frame, pop=False)
-        if entry is None or not entry[0].closed or entry[0].ack == "auto":
-            return True
-        self._owner_of(frame, pop=True)
-        return False
+    def subscription_of(self, frame: Any) -> Optional[Subscription]:
+        """Dispatcher thread: the subscription a queued MESSAGE was counted in (closed
+        since, perhaps), else the open one its ``subscription`` header names, else None."""
+        entry = self._owner.get(id(frame))
+        return entry[0] if entry is not None else self._subs.get(frame.headers.get("subscription"))
 
     def drop(self, frame: Any) -> None:
         """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
@@ -516,50 +512,46 @@ class SubscriptionManager(UnackedMessages):
 
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),
-        or no listener was registered ("no listener"). For a subscription whose
-        ACKs amqstomp sends, the message is redelivered locally; otherwise the
-        application owns its acknowledgement, as in stomp.py, and it counts as consumed."""
+        or no listener was registered ("no listener"). What that means is the
+        settlement core's (:func:`amqstomp._protocol.settle.listener_failed`): where
+        amqstomp sends the ACKs the message is redelivered locally, or poisoned
+        (:func:`~amqstomp._protocol.settle.after_failure`); otherwise the application
+        owns its acknowledgement, as in stomp.py, and it counts as consumed."""
         entry = self._owner_of(frame, pop=False)
         if entry is None:
             return
         sub = entry[0]
-        if not sub.window.optimize_acknowledge or sub.closed:
+        optimized = sub.window.optimize_acknowledge and not sub.closed
+        if listener_failed(BY_LIBRARY if optimized else BY_APPLICATION) == CONSUMED:
             self.on_consumed(frame)
             return
         message_id = frame.headers.get("message-id")
+        error = reason == "error"
         with sub.lock:
-            failures = sub.failures.get(message_id, 0) + (1 if reason == "error" else 0)
+            failures = sub.failures.get(message_id, 0) + (1 if error else 0)
             sub.failures[message_id] = failures
-        if reason == "error" and sub.redelivery_policy.exceeded(failures):
-            log.warning("message %s of subscription %s failed %d times: poisoned (NACK)",
-                        message_id, sub.id, failures)
-            self._poison(sub, frame)
+        action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
+                               self.transport.dialect, frame.headers)
+        if isinstance(action, Poison):
+            log.warning("message %s of subscription %s failed %d times: poisoned (%s)",
+                        message_id, sub.id, failures, action.command)
+            try:
+                self.transport.send_frame(action.command, action.headers, link_seq=frame.link_seq)
+            except StompException as exc:
+                log.debug("%s not sent: %s", action.command, exc)
+            self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
             return
-        delay = (sub.redelivery_policy.delay_ms(failures) / 1000.0 if reason == "error"
-                 else NO_LISTENER_RETRY_S)
-        if reason == "error":  # the application saw it (a listener raised): a redelivery
+        if action.redelivered:  # the application saw it (a listener raised): a redelivery
             frame.headers["redelivered"] = "true"
             frame.delivery_count += 1
         try:
-            self.transport.call_later(delay, self._redeliver, sub, frame)
+            self.transport.call_later(action.delay_ms / 1000.0, self._redeliver, sub, frame)
         except NotConnectedException:
             pass  # the connection is gone: the broker redelivers it
 
     def _redeliver(self, sub: Subscription, frame: Any) -> None:
         if not sub.closed:
             self.deliver(frame)
-
-    def _poison(self, sub: Subscription, frame: Any) -> None:
-        version = self.transport.version or "1.2"
-        try:
-            command = reject_command(version)
-            headers = ack_headers(version, frame.headers, self.transport.dialect == ACTIVEMQ)
-            if command == "NACK":
-                headers = reject_headers(self.transport.dialect, headers)  # RabbitMQ: not back on the queue
-            self.transport.send_frame(command, headers, link_seq=frame.link_seq)
-        except StompException as exc:
-            log.debug("NACK not sent: %s", exc)
-        self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
 
     def _arm(self, sub: Subscription, deadline_ms: int, now_ms: int) -> None:
         try:

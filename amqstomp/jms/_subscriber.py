@@ -25,7 +25,8 @@ from ..exception import (
     ReceiptTimeout,
     StompException,
 )
-from .._protocol.dialect import BROKERS, refusal, reject_headers
+from .._protocol.dialect import BROKERS, refusal
+from .._protocol.settle import Poison
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -89,6 +90,9 @@ class Subscriber:
         self.browser = browser
         self.transformation = transformation
         self.mode = mode
+        #: the STOMP ack mode of its SUBSCRIBE
+        self.ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
+                                                        else "client")
         self.sub_id = ""
         self.renew_id()
         self.sub: Optional[Subscription] = None
@@ -161,9 +165,7 @@ class Subscriber:
         link = self.link
         manager = link.manager
         assert manager is not None
-        mode = self.mode
-        ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
-                                                     else "client")
+        ack = self.ack
         headers: Dict[str, Any] = {}
         if self.selector:
             headers["selector"] = self.selector
@@ -334,14 +336,15 @@ class Subscriber:
         with sub.lock:
             sub.window.on_application_ack(cumulative)
 
-    def poison(self, delivery: Delivery) -> None:
-        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ; on RabbitMQ
-        with ``requeue:false``: dead-lettered, or dropped without a dead-letter exchange)."""
+    def poison(self, delivery: Delivery, action: Poison) -> None:
+        """Past maximum_redeliveries: write the settlement core's reject frame
+        (``action``, :func:`amqstomp._protocol.settle.poison`: NACK; ActiveMQ moves it
+        to the DLQ; on RabbitMQ with ``requeue:false``: dead-lettered, or dropped
+        without a dead-letter exchange)."""
         if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
             return
         frame = delivery.frame
         link = self.link
-        version = link.version
         sub = self.current_sub()
         flush: Any = None
         if sub is not None:
@@ -362,12 +365,7 @@ class Subscriber:
         try:
             if flush is not None:
                 link.acknowledge("ACK", message_ack_headers(link, flush), frame.link_seq)
-            if version == "1.0":  # no NACK in STOMP 1.0: drop it
-                link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
-            else:
-                # RabbitMQ: requeue:false, or the NACK would put it straight back on the queue
-                link.acknowledge("NACK", reject_headers(link.dialect, message_ack_headers(link, frame.headers)),
-                                 frame.link_seq)
+            link.acknowledge(action.command, action.headers, frame.link_seq)
         except StompException as exc:
-            log.debug("%r: NACK not sent: %s", self, exc)
+            log.debug("%r: %s not sent: %s", self, action.command, exc)
 
