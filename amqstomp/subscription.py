@@ -15,12 +15,9 @@ each window consistent:
   (optimizeAcknowledgeTimeOut, the scheduled interval, the idle flush).
 
 A message is acked only after the application had it (at-least-once): the
-window sees it consumed after the listeners returned. When amqstomp sends the
-ACKs (optimize_acknowledge) and a listener raised, or no listener was
-registered, the message is redelivered locally after the RedeliveryPolicy's
-delay (``redelivered:true``, ``delivery_count`` + 1) and no ACK is sent past it
-meanwhile; after ``maximum_redeliveries`` failures it is NACKed (ActiveMQ then
-moves it to its DLQ), as the Java client's consumer does.
+window sees it consumed after the listeners returned. What a failed listener
+means (local redelivery, then poison) is the settlement core's
+(:mod:`amqstomp._protocol.settle`); no ACK goes past a message awaiting redelivery.
 
 Keywords of ``subscribe`` that are amqstomp's own and never sent as headers
 are :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
@@ -32,16 +29,8 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from .exception import ConfigurationError, NotConnectedException, StompException
-from .flow import (
-    ACK_AUTO,
-    ACK_MODES,
-    DEFAULT_ACK_BATCH_CAP,
-    DEFAULT_MAX_BUFFERED_BYTES,
-    MessageAudit,
-    PrefetchPolicy,
-    RedeliveryPolicy,
-    SubscriptionWindow,
-)
+from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFERED_BYTES, MessageAudit,
+                   PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow)
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
@@ -71,7 +60,7 @@ class Subscription:
     """One subscription of a connection: what was sent (for a later replay), its
     window, and the state of local redelivery."""
 
-    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
+    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed", "named",
                  "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
@@ -93,6 +82,7 @@ class Subscription:
         self.failures: Dict[str, int] = {}
         self.newest: Any = None  # headers of the newest message consumed in dispatch order
         self.newest_seq = 0  # its place in that order (1 = the first delivered)
+        self.named: Any = None  # headers of the message the last ACK amqstomp wrote named
         # the application acknowledges (not auto, not optimize_acknowledge): identities of the
         # messages delivered and not acknowledged yet, in delivery order (see check_ack)
         self.app_acked = ack != "auto" and not window.optimize_acknowledge
@@ -141,18 +131,15 @@ class SubscriptionManager(UnackedMessages):
         self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
-        # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
-        # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
-        # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
-        # every MESSAGE came through a known subscription and the map stayed within its bound.
+        # track_acks (the stomp.py API, whose application names what it ACKs): the identities of delivered,
+        # unacknowledged messages of app-acked subscriptions; an ACK/NACK of another is refused (check_ack)
         self._init_unacked(track_acks)
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
         self._subs: Dict[str, Subscription] = {}
-        # frames between the reader and the application: id(frame) -> (subscription, body bytes,
-        # place in the subscription's dispatch order)
-        # (set by the reader, popped by the dispatcher: single dict operations, atomic in CPython)
+        # frames between the reader and the application: id(frame) -> (subscription, body bytes, place in
+        # its dispatch order); set by the reader, popped by the dispatcher (single dict operations, atomic)
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
         self._paused: Set[Subscription] = set()
         self._pause_lock = threading.Lock()
@@ -510,13 +497,36 @@ class SubscriptionManager(UnackedMessages):
         if token is not None:
             self._send_ack(sub, token, link_seq=frame.link_seq)
 
+    def application_acked(self, sub: Subscription, cumulative: bool) -> None:
+        """JMS API: an ACK of the application's went out: free ``sub``'s window (one; all if ``cumulative``)."""
+        with sub.lock:
+            sub.window.on_application_ack(cumulative)
+
+    def poisoned(self, sub: Subscription, frame: Any, counted: bool) -> None:
+        """Both APIs: ``frame``'s reject (:class:`amqstomp._protocol.settle.Poison`) was written: count
+        it settled (consumed too unless ``counted``), then write the ACK held back for the others, naming
+        the newest of them, never ``frame`` (ActiveMQ answers an ACK of a NACKed message with ERROR)."""
+        entry = self._owner_of(frame, pop=True)
+        with sub.lock:
+            window, now = sub.window, _now_ms()
+            sub.failures.pop(frame.headers.get("message-id"), None)
+            due = window.optimize_acknowledge and not (sub.failures or sub.closed)  # else no ACK is due now
+            window.flush(now) if due else None  # the window's count: the ACK below covers these
+            if not counted and window.consumed < window.delivered:  # (a token here names what flush covered)
+                window.on_consumed(sub.newest, now, entry[1] if entry is not None else 0)
+            window.on_application_ack(False)
+            newest = sub.newest  # held back (a batch not full, or while it awaited its redelivery)
+            token = newest if due and newest is not None and newest is not sub.named else None
+            if window.should_resume():
+                self._unpause(sub)
+        if token is not None:
+            self._send_ack(sub, token, link_seq=frame.link_seq)
+
     def on_failed(self, frame: Any, reason: str) -> None:
-        """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),
-        or no listener was registered ("no listener"). What that means is the
-        settlement core's (:func:`amqstomp._protocol.settle.listener_failed`): where
-        amqstomp sends the ACKs the message is redelivered locally, or poisoned
-        (:func:`~amqstomp._protocol.settle.after_failure`); otherwise the application
-        owns its acknowledgement, as in stomp.py, and it counts as consumed."""
+        """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
+        was registered ("no listener"): the settlement core's answer applied (``listener_failed``,
+        ``after_failure`` of :mod:`amqstomp._protocol.settle`: where amqstomp ACKs, a local
+        redelivery or poison; else the application owns its ACK, as in stomp.py: consumed)."""
         entry = self._owner_of(frame, pop=False)
         if entry is None:
             return
@@ -525,11 +535,9 @@ class SubscriptionManager(UnackedMessages):
         if listener_failed(BY_LIBRARY if optimized else BY_APPLICATION) == CONSUMED:
             self.on_consumed(frame)
             return
-        message_id = frame.headers.get("message-id")
-        error = reason == "error"
+        message_id, error = frame.headers.get("message-id"), reason == "error"
         with sub.lock:
-            failures = sub.failures.get(message_id, 0) + (1 if error else 0)
-            sub.failures[message_id] = failures
+            failures = sub.failures[message_id] = sub.failures.get(message_id, 0) + (1 if error else 0)
         action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
                                self.transport.dialect, frame.headers)
         if isinstance(action, Poison):
@@ -539,7 +547,7 @@ class SubscriptionManager(UnackedMessages):
                 self.transport.send_frame(action.command, action.headers, link_seq=frame.link_seq)
             except StompException as exc:
                 log.debug("%s not sent: %s", action.command, exc)
-            self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
+            self.poisoned(sub, frame, counted=False)  # out of the buffer; ACKs held back for it may go now
             return
         if action.redelivered:  # the application saw it (a listener raised): a redelivery
             frame.headers["redelivered"] = "true"
@@ -582,8 +590,8 @@ class SubscriptionManager(UnackedMessages):
         """The ACK the window decided, on socket ``link_seq`` (the one that
         delivered the messages it names; 0: the open one) or not at all;
         ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
-        version = self.transport.version or "1.2"
-        headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
+        sub.named = message_headers
+        headers = ack_headers(self.transport.version or "1.2", message_headers, self.transport.dialect == ACTIVEMQ)
         try:
             self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq, nowait=nowait)
         except StompException as exc:

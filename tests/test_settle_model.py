@@ -903,6 +903,7 @@ from amqstomp.jms import consumer as jms_consumer  # noqa: E402
 from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
 from amqstomp.jms._state import ConsumerLedger  # noqa: E402
 from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
+from amqstomp.jms._subscriber import Subscriber  # noqa: E402
 from amqstomp.subscription import SubscriptionManager  # noqa: E402
 
 CORE_SETTINGS = settings(max_examples=300, deadline=None, database=None)
@@ -1161,3 +1162,61 @@ def test_both_apis_redeliver_then_poison_by_the_core(maximum: int) -> None:
     redelivered, action = _jms_failures_until_poison(RedeliveryPolicy(maximum, 0))
     assert redelivered == maximum
     assert (action.command, action.headers) == ("NACK", {"id": "a-1"})
+
+
+def _optimized(wire: _Wire, maximum: int = 0) -> SubscriptionManager:
+    manager = SubscriptionManager(wire, redelivery_policy=RedeliveryPolicy(maximum, 0))  # type: ignore[arg-type]
+    manager.prepare(DEST, SUB, "client", {}, {"optimize_acknowledge": True, "ack_batch_cap": 1})
+    return manager
+
+
+def _jms_poison(manager: SubscriptionManager, wire: _Wire, frame: Frame) -> None:
+    """The JMS API's driver: Subscriber.poison of a delivery the window did not count (AUTO_ACKNOWLEDGE)."""
+    subscriber = object.__new__(Subscriber)
+    subscriber.mode = jms_consumer.AUTO_ACKNOWLEDGE
+    subscriber.sub_id = SUB
+    subscriber.sub = manager.get(SUB)
+    subscriber.consumer = "consumer"
+    subscriber.link = SimpleNamespace(manager=manager, acknowledge=lambda cmd, headers, seq: wire.writes.append(
+        (cmd, dict(headers), seq)))
+    subscriber.poison(JmsDelivery(frame, 1), settle.poison("1.2", ACTIVEMQ, frame.headers))
+
+
+@pytest.mark.parametrize("api", ["stomp.py", "jms"])
+def test_both_apis_poison_the_newest_message_without_an_ack_of_it(api: str) -> None:
+    """A poisoned message that is the newest one consumed: its reject is the only frame
+    written -- no ACK names it after its NACK (ActiveMQ 5.17 answers ERROR "Unexpected ACK":
+    the stomp.py API did so before) -- and the window counts it settled."""
+    wire = _Wire()
+    manager = _optimized(wire)
+    first, failing, later = _message(1), _message(2), _message(3)
+    for frame in (first, failing, later):
+        manager.on_message(frame)
+    manager.on_consumed(first)
+    assert wire.writes == [("ACK", {"id": "a-1"}, 1)]  # ack_batch_cap 1: one ACK per message
+    wire.writes.clear()
+    if api == "stomp.py":
+        manager.on_failed(failing, "error")  # maximum_redeliveries 0: poisoned at once
+    else:
+        _jms_poison(manager, wire, failing)
+    assert wire.writes == [("NACK", {"id": "a-2"}, 1)]
+    sub = manager.get(SUB)
+    assert sub is not None and sub.window.consumed == sub.window.acked == 2
+
+
+def test_stomppy_poison_after_a_message_consumed_meanwhile() -> None:
+    """The stomp.py API: a message consumed while another awaits its redelivery is not
+    ACKed (a cumulative ACK would settle the waiting one too); once that one is poisoned,
+    its reject goes first, then the held-back ACK naming the later message."""
+    wire = _Wire()
+    manager = _optimized(wire, maximum=1)
+    failing, later = _message(1), _message(2)
+    manager.on_message(failing)
+    manager.on_message(later)
+    manager.on_failed(failing, "error")  # redelivered later (maximum_redeliveries 1)
+    manager.on_consumed(later)
+    assert wire.writes == []  # held back: the ACK of a-2 would settle a-1 too
+    manager.on_failed(failing, "error")  # its second failure: poisoned
+    assert wire.writes == [("NACK", {"id": "a-1"}, 1), ("ACK", {"id": "a-2"}, 1)]
+    sub = manager.get(SUB)
+    assert sub is not None and sub.window.consumed == sub.window.acked == 2

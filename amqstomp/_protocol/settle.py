@@ -177,8 +177,12 @@ class Redeliver:
 
 class Poison:
     """Action: give the message up -- write ``command`` with ``headers`` on the
-    socket that delivered it (never another: see the lost-socket rule), then count
-    it consumed (ACKs held back for it may go)."""
+    socket that delivered it (never another: see the lost-socket rule), FIRST; then
+    count it settled, and only then write the ACK held back for the messages consumed
+    around it, naming the newest of those and never the poisoned one (a cumulative ACK
+    written before the reject would settle a poisoned message dispatched before the one
+    it names; ActiveMQ 5.17 answers an ACK of a NACKed message with ERROR "Unexpected
+    ACK"). ``SubscriptionManager.poisoned`` does this for both APIs."""
 
     __slots__ = ("command", "headers")
 

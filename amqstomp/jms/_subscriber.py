@@ -331,10 +331,9 @@ class Subscriber:
         """An ACK of the application's went out: free the prefetch window (one
         message, or all consumed ones when ``cumulative``)."""
         sub = self.current_sub()
-        if sub is None:
-            return
-        with sub.lock:
-            sub.window.on_application_ack(cumulative)
+        manager = self.link.manager
+        if sub is not None and manager is not None:
+            manager.application_acked(sub, cumulative)
 
     def poison(self, delivery: Delivery, action: Poison) -> None:
         """Past maximum_redeliveries: write the settlement core's reject frame
@@ -345,27 +344,14 @@ class Subscriber:
             return
         frame = delivery.frame
         link = self.link
-        sub = self.current_sub()
-        flush: Any = None
-        if sub is not None:
-            with sub.lock:
-                window = sub.window
-                now = int(time.monotonic() * 1000)
-                if not delivery.counted:
-                    # ack what was consumed before it, then count it without an ACK of its own
-                    flush = window.flush(now)
-                    if window.consumed < window.delivered:
-                        window.on_consumed(frame.headers, now)
-                    window.on_application_ack(True)
-                else:
-                    window.on_application_ack(False)
-        delivery.counted = True
         log.warning("%r: message %s poisoned after %d redeliveries (NACK: the broker's dead-letter queue)",
                     self, frame.headers.get("message-id"), delivery.delivery_count - 1)
         try:
-            if flush is not None:
-                link.acknowledge("ACK", message_ack_headers(link, flush), frame.link_seq)
             link.acknowledge(action.command, action.headers, frame.link_seq)
         except StompException as exc:
             log.debug("%r: %s not sent: %s", self, action.command, exc)
+        sub = self.current_sub()
+        if sub is not None and link.manager is not None:  # settled: the window counts it, ACKs held back go
+            link.manager.poisoned(sub, frame, delivery.counted)
+        delivery.counted = True
 
