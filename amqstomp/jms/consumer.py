@@ -190,7 +190,9 @@ class ConsumerCore:
     def _skip_if_unwanted(self, delivery: Delivery) -> bool:
         """no_local messages of this connection's producer socket, and expired
         ones, are consumed without reaching the application; messages of a
-        consumer socket lost since (failover) are dropped unacknowledged."""
+        consumer socket lost since (failover) are dropped unacknowledged, unless
+        the broker settled them when it sent them (AT_MOST_ONCE): the settlement
+        core's hand-over rule (:func:`amqstomp._protocol.settle.hand_over`)."""
         frame = delivery.frame
         if not self._connection.hands_over(frame, self.subscriber.ack):
             return True  # failover: never handed over nor acked; the broker redelivers it
