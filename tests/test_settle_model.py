@@ -783,10 +783,9 @@ class _AllAlive:
         return True
 
 
-def _hand_over_never_lost(seq: int, disconnected: int, ack: str, closed: bool, app_acks: bool, failover: bool,
-                          links: Any) -> int:
+def _hand_over_never_lost(seq: int, disconnected: int, sub: Any, failover: bool, links: Any) -> int:
     """The settlement core's hand_over asked as if every socket were alive (the lost-socket rule never fires)."""
-    return settle.hand_over(seq, disconnected, ack, closed, app_acks, failover, _AllAlive())
+    return settle.hand_over(seq, disconnected, sub, failover, _AllAlive())
 
 
 class _TransportIgnoringLinkSeq(FakeTransport):
@@ -929,7 +928,7 @@ def test_core_hand_over_rules(seq: int, disconnected: int, ack: str, closed: boo
                               failover: bool, open_seq: int) -> None:
     """The hand-over rule's promises, over every combination of its facts."""
     links = _Links(open_seq)
-    verdict = settle.hand_over(seq, disconnected, ack, closed, app_acks, failover, links)
+    verdict = settle.hand_over(seq, disconnected, settle.Subscribed(ack, closed, app_acks), failover, links)
     handed = verdict < settle.DROP_DISCONNECTED
     lost = failover and seq != 0 and seq != open_seq
     if seq and seq <= disconnected:
@@ -944,6 +943,8 @@ def test_core_hand_over_rules(seq: int, disconnected: int, ack: str, closed: boo
     assert (verdict == settle.HAND_OVER_NOTE_CUMULATIVE) == (noted and ack == "client")  # ack:client is cumulative
     assert set(links.asked) <= {seq} and (not links.asked or (failover and ack != "auto"))
     assert settle.from_lost_socket(seq, failover, _Links(open_seq)) == lost
+    unknown = settle.hand_over(seq, disconnected, None, failover, _Links(open_seq))  # a subscription not made here
+    assert unknown == (settle.DROP_DISCONNECTED if seq and seq <= disconnected else settle.HAND_OVER)
 
 
 class _Wire:
@@ -1020,7 +1021,7 @@ def test_both_apis_hand_over_by_the_core(ack: str, optimize: bool, lost: bool, f
     assert (ledger.socket_of(ack_headers_of(frame)) == 1) == noted
     jms = SimpleNamespace(consumer_link=SimpleNamespace(reconnector=SimpleNamespace() if failover else None,
                                                          transport=wire))
-    assert ConnectionState.hands_over(jms, frame, ack) is expected  # type: ignore[arg-type]
+    assert ConnectionState.hands_over(jms, frame, settle.Subscribed(ack)) is expected  # type: ignore[arg-type]
     assert ConnectionState.is_from_lost_socket(jms, frame) is (failover and lost)  # type: ignore[arg-type]
 
 

@@ -382,13 +382,8 @@ class Client:
         subscriptions = self.manager
         if subscriptions is None:
             return not (seq and seq <= self.disconnected_seq)
-        sub = subscriptions.subscription_of(frame)
-        if sub is None:
-            ack, closed, app_acks = "auto", False, False
-        else:
-            ack, closed, app_acks = sub.ack, sub.closed, sub.app_acked
-        verdict = hand_over(seq, self.disconnected_seq, ack, closed, app_acks, self.reconnector is not None,
-                            self.transport)
+        verdict = hand_over(seq, self.disconnected_seq, subscriptions.subscription_of(frame),
+                            self.reconnector is not None, self.transport)
         if verdict == HAND_OVER:
             return True
         if verdict >= DROP_DISCONNECTED:

@@ -47,7 +47,7 @@ from .frames import ack_headers, reject_command
 __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
     "DROP_LOST_SOCKET", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
-    "NO_LISTENER_RETRY_MS", "Poison", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
+    "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
     "after_failure", "from_lost_socket", "hand_over", "listener_failed", "poison",
 ]
 
@@ -81,8 +81,21 @@ def from_lost_socket(link_seq: int, failover: bool, links: Links) -> bool:
     return failover and link_seq != 0 and not links.link_alive(link_seq)
 
 
-def hand_over(link_seq: int, disconnected_seq: int, ack: str, closed: bool, app_acks: bool, failover: bool,
-              links: Links) -> int:
+class Subscribed:
+    """What the hand-over rule reads of a subscription, for a driver without one of its own
+    (``subscription.Subscription`` has the same attributes): ``ack`` (str, the STOMP ``ack``
+    mode), ``closed`` (bool, closed since the MESSAGE arrived), ``app_acked`` (bool, the
+    application writes the ACK: not ``auto``, not amqstomp's optimized acknowledge)."""
+
+    __slots__ = ("ack", "closed", "app_acked")
+
+    def __init__(self, ack: str, closed: bool = False, app_acked: bool = False) -> None:
+        self.ack = ack
+        self.closed = closed
+        self.app_acked = app_acked
+
+
+def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover: bool, links: Links) -> int:
     """Whether a queued MESSAGE still goes to the application (dispatcher or
     session thread, just before the application gets it).
 
@@ -90,12 +103,9 @@ def hand_over(link_seq: int, disconnected_seq: int, ack: str, closed: bool, app_
         link_seq (int): the socket that delivered it (``Frame.link_seq``; 0: unknown).
         disconnected_seq (int): the socket open at the application's last
             ``disconnect()`` (0: none); what it and earlier sockets delivered is dropped.
-        ack (str): the subscription's STOMP ``ack`` mode (``auto``, ``client``,
-            ``client-individual``; ``auto`` for a subscription not known here).
-        closed (bool): the subscription was closed (UNSUBSCRIBE, or replaced by a
-            failover's replay) after the MESSAGE arrived.
-        app_acks (bool): the application writes the ACK (not amqstomp's optimized
-            acknowledge).
+        sub (Subscribed | Subscription | None): its subscription's ``ack`` mode,
+            ``closed`` and ``app_acked`` (:class:`Subscribed`); None: one not known
+            here (as ``ack:auto``).
         failover (bool): a lost socket is replaced (the lost-socket rule applies).
         links (Links): asked only for an acknowledged delivery under failover.
 
@@ -105,15 +115,18 @@ def hand_over(link_seq: int, disconnected_seq: int, ack: str, closed: bool, app_
     """
     if link_seq and link_seq <= disconnected_seq:
         return DROP_DISCONNECTED
+    if sub is None:
+        return HAND_OVER
+    ack = sub.ack
     if ack == "auto":  # the broker settled it when it sent it: the application gets it
         return HAND_OVER
-    if closed:
+    if sub.closed:
         return DROP_CLOSED
     if not failover:
         return HAND_OVER
     if link_seq and not links.link_alive(link_seq):
         return DROP_LOST_SOCKET
-    if not app_acks:
+    if not sub.app_acked:
         return HAND_OVER
     return HAND_OVER_NOTE_CUMULATIVE if ack == "client" else HAND_OVER_NOTE
 

@@ -26,7 +26,7 @@ from ..exception import (
     StompException,
 )
 from .._protocol.dialect import BROKERS, refusal
-from .._protocol.settle import Poison
+from .._protocol.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -93,6 +93,8 @@ class Subscriber:
         #: the STOMP ack mode of its SUBSCRIBE
         self.ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
                                                         else "client")
+        #: what the settlement core's hand-over rule reads of it (the consumer settles on its own close)
+        self.subscribed = Subscribed(self.ack)
         self.sub_id = ""
         self.renew_id()
         self.sub: Optional[Subscription] = None

@@ -194,7 +194,7 @@ class ConsumerCore:
         the broker settled them when it sent them (AT_MOST_ONCE): the settlement
         core's hand-over rule (:func:`amqstomp._protocol.settle.hand_over`)."""
         frame = delivery.frame
-        if not self._connection.hands_over(frame, self.subscriber.ack):
+        if not self._connection.hands_over(frame, self.subscriber.subscribed):
             return True  # failover: never handed over nor acked; the broker redelivers it
         unwanted = self.no_local and self._connection.is_local_message(frame)
         if not unwanted:
