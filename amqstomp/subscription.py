@@ -1,8 +1,7 @@
 """Consumer flow control of one connection: the glue between the transport's
 threads and the pure per-subscription windows of :mod:`amqstomp.flow`.
 
-The transport calls in from three threads, and a lock per subscription keeps
-each window consistent:
+Three of the transport's threads call in; a lock per subscription keeps each window consistent:
 
 * reader thread, every MESSAGE (:meth:`SubscriptionManager.on_message`): count
   it delivered; stop reading the socket when the local buffer is full (TCP
@@ -15,15 +14,10 @@ each window consistent:
   (optimizeAcknowledgeTimeOut, the scheduled interval, the idle flush).
 
 A message is acked only after the application had it (at-least-once): the
-window sees it consumed after the listeners returned. When amqstomp sends the
-ACKs (optimize_acknowledge) and a listener raised, or no listener was
-registered, the message is redelivered locally after the RedeliveryPolicy's
-delay (``redelivered:true``, ``delivery_count`` + 1) and no ACK is sent past it
-meanwhile; after ``maximum_redeliveries`` failures it is NACKed (ActiveMQ then
-moves it to its DLQ), as the Java client's consumer does.
-
-Keywords of ``subscribe`` that are amqstomp's own and never sent as headers
-are :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
+window sees it consumed after the listeners returned. What a failed listener
+means (local redelivery, then poison) is the settlement core's
+(:mod:`amqstomp._protocol.settle`); no ACK goes past a message awaiting redelivery.
+``subscribe``'s own keywords (never sent as headers): :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
 """
 import logging
 import threading
@@ -37,8 +31,9 @@ from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFE
                    PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow)
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
-from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal, reject_headers
-from ._protocol.frames import ack_headers, ack_identity, reject_command
+from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
+from ._protocol.frames import ack_headers, ack_identity
+from ._protocol.settle import BY_APPLICATION, BY_LIBRARY, CONSUMED, Poison, after_failure, listener_failed
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -51,8 +46,6 @@ def _now_ms() -> int:
 
 #: Largest prefetch ActiveMQ takes (a Java int).
 MAX_PREFETCH = 2 ** 31 - 1
-#: Seconds before a message that found no listener is offered again (not counted as a failure).
-NO_LISTENER_RETRY_S = 1.0
 _OWNER_PURGE_AT = 50000
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
@@ -65,7 +58,7 @@ class Subscription:
     """One subscription of a connection: what was sent (for a later replay), its
     window, and the state of local redelivery."""
 
-    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed",
+    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed", "named",
                  "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
@@ -87,6 +80,7 @@ class Subscription:
         self.failures: Dict[str, int] = {}
         self.newest: Any = None  # headers of the newest message consumed in dispatch order
         self.newest_seq = 0  # its place in that order (1 = the first delivered)
+        self.named: Any = None  # headers of the message the last ACK amqstomp wrote named
         # the application acknowledges (not auto, not optimize_acknowledge): identities of the
         # messages delivered and not acknowledged yet, in delivery order (see check_ack)
         self.app_acked = ack != "auto" and not window.optimize_acknowledge
@@ -135,18 +129,15 @@ class SubscriptionManager(UnackedMessages):
         self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
-        # track_acks (the stomp.py-compatible API, whose application names what it ACKs): the
-        # identities of delivered, unacknowledged messages of app-acked subscriptions, so that an
-        # ACK/NACK of one this connection never had is refused (check_ack). Complete only while
-        # every MESSAGE came through a known subscription and the map stayed within its bound.
+        # track_acks (the stomp.py API, whose application names what it ACKs): the identities of delivered,
+        # unacknowledged messages of app-acked subscriptions; an ACK/NACK of another is refused (check_ack)
         self._init_unacked(track_acks)
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
         self._subs: Dict[str, Subscription] = {}
-        # frames between the reader and the application: id(frame) -> (subscription, body bytes,
-        # place in the subscription's dispatch order)
-        # (set by the reader, popped by the dispatcher: single dict operations, atomic in CPython)
+        # frames between the reader and the application: id(frame) -> (subscription, body bytes, place in
+        # its dispatch order); set by the reader, popped by the dispatcher (single dict operations, atomic)
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
         self._paused: Set[Subscription] = set()
         self._pause_lock = threading.Lock()
@@ -454,14 +445,11 @@ class SubscriptionManager(UnackedMessages):
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
 
-    def should_dispatch(self, frame: Any) -> bool:
-        """Dispatcher thread: False for a queued MESSAGE of a closed client-ack
-        subscription (the broker redelivers it; the application could not ack it)."""
-        entry = self._owner_of(frame, pop=False)
-        if entry is None or not entry[0].closed or entry[0].ack == "auto":
-            return True
-        self._owner_of(frame, pop=True)
-        return False
+    def subscription_of(self, frame: Any) -> Optional[Subscription]:
+        """Dispatcher thread: the subscription a queued MESSAGE was counted in (closed
+        since, perhaps), else the open one its ``subscription`` header names, else None."""
+        entry = self._owner.get(id(frame))
+        return entry[0] if entry is not None else self._subs.get(frame.headers.get("subscription"))
 
     def drop(self, frame: Any) -> None:
         """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
@@ -507,52 +495,69 @@ class SubscriptionManager(UnackedMessages):
         if token is not None:
             self._send_ack(sub, token, link_seq=frame.link_seq)
 
+    def application_acked(self, sub: Subscription, cumulative: bool) -> None:
+        """JMS API: an ACK of the application's went out: free ``sub``'s window (one; all if ``cumulative``)."""
+        with sub.lock:
+            sub.window.on_application_ack(cumulative)
+
+    def poisoned(self, sub: Subscription, frame: Any, counted: bool) -> None:
+        """Both APIs: ``frame``'s reject (:class:`amqstomp._protocol.settle.Poison`) was written: count
+        it settled (consumed too unless ``counted``), then write the ACK held back for the others, naming
+        the newest of them, never ``frame`` (ActiveMQ answers an ACK of a NACKed message with ERROR)."""
+        entry = self._owner_of(frame, pop=True)
+        with sub.lock:
+            window, now = sub.window, _now_ms()
+            sub.failures.pop(frame.headers.get("message-id"), None)
+            due = window.optimize_acknowledge and not (sub.failures or sub.closed)  # else no ACK is due now
+            window.flush(now) if due else None  # the window's count: the ACK below covers these
+            if not counted and window.consumed < window.delivered:  # (a token here names what flush covered)
+                window.on_consumed(sub.newest, now, entry[1] if entry is not None else 0)
+            window.on_application_ack(False)
+            newest = sub.newest  # held back (a batch not full, or while it awaited its redelivery)
+            token = newest if due and newest is not None and newest is not sub.named else None
+            if window.should_resume():
+                self._unpause(sub)
+        if token is not None:
+            self._send_ack(sub, token, link_seq=frame.link_seq)
+
     def on_failed(self, frame: Any, reason: str) -> None:
-        """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"),
-        or no listener was registered ("no listener"). For a subscription whose
-        ACKs amqstomp sends, the message is redelivered locally; otherwise the
-        application owns its acknowledgement, as in stomp.py, and it counts as consumed."""
+        """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
+        was registered ("no listener"): the settlement core's answer applied (``listener_failed``,
+        ``after_failure`` of :mod:`amqstomp._protocol.settle`: where amqstomp ACKs, a local
+        redelivery or poison; else the application owns its ACK, as in stomp.py: consumed)."""
         entry = self._owner_of(frame, pop=False)
         if entry is None:
             return
         sub = entry[0]
-        if not sub.window.optimize_acknowledge or sub.closed:
+        optimized = sub.window.optimize_acknowledge and not sub.closed
+        if listener_failed(BY_LIBRARY if optimized else BY_APPLICATION) == CONSUMED:
             self.on_consumed(frame)
             return
-        message_id = frame.headers.get("message-id")
+        message_id, error = frame.headers.get("message-id"), reason == "error"
         with sub.lock:
-            failures = sub.failures.get(message_id, 0) + (1 if reason == "error" else 0)
-            sub.failures[message_id] = failures
-        if reason == "error" and sub.redelivery_policy.exceeded(failures):
-            log.warning("message %s of subscription %s failed %d times: poisoned (NACK)",
-                        message_id, sub.id, failures)
-            self._poison(sub, frame)
+            failures = sub.failures[message_id] = sub.failures.get(message_id, 0) + (1 if error else 0)
+        action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
+                               self.transport.dialect, frame.headers)
+        if isinstance(action, Poison):
+            log.warning("message %s of subscription %s failed %d times: poisoned (%s)",
+                        message_id, sub.id, failures, action.command)
+            try:
+                self.transport.send_frame(action.command, action.headers, link_seq=frame.link_seq)
+            except StompException as exc:
+                log.debug("%s not sent: %s", action.command, exc)
+            self.poisoned(sub, frame, counted=False)  # out of the buffer; ACKs held back for it may go now
             return
-        delay = (sub.redelivery_policy.delay_ms(failures) / 1000.0 if reason == "error"
-                 else NO_LISTENER_RETRY_S)
-        if reason == "error":  # the application saw it (a listener raised): a redelivery
+        if action.redelivered:  # the application saw it (a listener raised): a redelivery
             frame.headers["redelivered"] = "true"
             frame.delivery_count += 1
         try:
-            self.transport.call_later(delay, self._redeliver, sub, frame)
+            self.transport.call_later(action.delay_ms / 1000.0, self._redeliver, sub, frame)
         except NotConnectedException:
             pass  # the connection is gone: the broker redelivers it
 
     def _redeliver(self, sub: Subscription, frame: Any) -> None:
         if not sub.closed:
             self.deliver(frame)
-
-    def _poison(self, sub: Subscription, frame: Any) -> None:
-        version = self.transport.version or "1.2"
-        try:
-            command = reject_command(version)
-            headers = ack_headers(version, frame.headers, self.transport.dialect == ACTIVEMQ)
-            if command == "NACK":
-                headers = reject_headers(self.transport.dialect, headers)  # RabbitMQ: not back on the queue
-            self.transport.send_frame(command, headers, link_seq=frame.link_seq)
-        except StompException as exc:
-            log.debug("NACK not sent: %s", exc)
-        self.on_consumed(frame)  # out of the buffer; ACKs held back for it may go now
 
     def _arm(self, sub: Subscription, deadline_ms: int, now_ms: int) -> None:
         try:
@@ -583,8 +588,8 @@ class SubscriptionManager(UnackedMessages):
         """The ACK the window decided, on socket ``link_seq`` (the one that
         delivered the messages it names; 0: the open one) or not at all;
         ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
-        version = self.transport.version or "1.2"
-        headers = ack_headers(version, message_headers, self.transport.dialect == ACTIVEMQ)
+        sub.named = message_headers
+        headers = ack_headers(self.transport.version or "1.2", message_headers, self.transport.dialect == ACTIVEMQ)
         if _observe.messages is not None:
             _observe.settling(sub.window.last_ack_count, message_headers)
         try:

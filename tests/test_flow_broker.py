@@ -453,6 +453,38 @@ def test_a_message_that_always_fails_is_poisoned_to_the_dlq(activemq):
 
 
 @pytest.mark.timeout(60)
+def test_poisoning_the_newest_message_writes_no_ack_of_it(activemq):
+    """Was a bug: a poisoned message that was the newest one consumed got, after its NACK,
+    the ACK held back for it, naming it: ActiveMQ answered ERROR "Unexpected ACK received"
+    (the settlement core's order: the reject first, then an ACK of the others only)."""
+    q = qname()
+    conn0 = amqstomp.Connection12(activemq.host_and_ports)
+    conn0.connect(wait=True)
+    conn0.send("/queue/" + q, "only", headers={"persistent": "true", "receipt": "r"})
+    conn0.wait_for_receipt("r", 10)
+    conn0.disconnect()
+    errors, settled = [], []
+
+    class AlwaysFails(amqstomp.ConnectionListener):
+        def on_message(self, frame):
+            raise ValueError("cannot handle this one")
+
+        def on_error(self, frame):
+            errors.append(frame.headers.get("message"))
+
+        def on_send(self, frame):
+            if frame.cmd in ("ACK", "NACK"):
+                settled.append(frame.cmd)
+
+    conn = consumer(activemq, AlwaysFails())
+    conn.subscribe("/queue/" + q, id=1, ack="client", optimize_acknowledge=True,
+                   redelivery_policy=RedeliveryPolicy(maximum_redeliveries=0, initial_redelivery_delay_ms=10))
+    assert wait_until(lambda: queue_statistics(activemq, q)["size"] == 0, 15)
+    conn.disconnect()  # its RECEIPT comes after any ERROR the broker wrote before it
+    assert settled == ["NACK"] and errors == []
+
+
+@pytest.mark.timeout(60)
 def test_messages_before_the_listener_is_set_are_not_lost(activemq):
     q = qname()
     fill(activemq, "/queue/" + q, 100)

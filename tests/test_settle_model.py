@@ -78,7 +78,14 @@ applies a frame the moment it is written; an ACK or COMMIT lost in the socket's
 buffers makes the broker redeliver a message whose ack() returned normally:
 at-least-once covers it, and JMS's receipts report it as in doubt); thread
 interleavings other than the failover just before / after a write; the JMS
-API (it keys on ``frame.link_seq`` directly, see test_failover_settle.py).
+API's ACK paths (they key on ``frame.link_seq`` directly, see test_failover_settle.py).
+
+The settlement core (``amqstomp._protocol.settle``, the last section): its
+rules (hand-over, the lost-socket rule, what a failed delivery means, local
+redelivery, poison) driven in memory, and each API's driver over the same
+facts -- the stomp.py API's ``Client.should_dispatch`` and
+``SubscriptionManager.on_failed``, the JMS API's ``ConnectionState.hands_over``,
+``is_from_lost_socket`` and ``ConsumerCore.redeliver`` -- which must agree.
 
 Sensitivity: ``test_the_model_catches_a_broken_library`` breaks the library in
 a local copy (monkeypatch: the newest copy instead of the rule's, 1.2 keyed by
@@ -113,7 +120,9 @@ from amqstomp.exception import (
     NotConnectedException,
     TransactionRolledBackError,
 )
+from amqstomp._engine import client as engine_client
 from amqstomp._engine.client import Client
+from amqstomp._protocol import settle
 from amqstomp.failover import SocketLedger
 from amqstomp._protocol.transactions import TransactionTable
 
@@ -771,6 +780,16 @@ def _should_dispatch_keeps_lost(self: Client, frame: Any) -> bool:
     return True
 
 
+class _AllAlive:
+    def link_alive(self, seq: int) -> bool:
+        return True
+
+
+def _hand_over_never_lost(seq: int, disconnected: int, sub: Any, failover: bool, links: Any) -> int:
+    """The settlement core's hand_over asked as if every socket were alive (the lost-socket rule never fires)."""
+    return settle.hand_over(seq, disconnected, sub, failover, _AllAlive())
+
+
 class _TransportIgnoringLinkSeq(FakeTransport):
     """A transport that writes an ACK on whatever socket is open (link_seq ignored)."""
 
@@ -788,6 +807,7 @@ MUTANTS: Dict[str, Tuple[str, Any, str, Any]] = {
     "a transaction is never stale": ("1.2", TransactionTable, "is_stale", lambda self, tx: False),
     "the dispatcher hands lost sockets' messages over": ("1.2", Client, "should_dispatch",
                                                          _should_dispatch_keeps_lost),
+    "the core's lost-socket rule never fires": ("1.2", engine_client, "hand_over", _hand_over_never_lost),
     "the ACK is not pinned to its socket": ("1.2", None, "", None),
 }
 
@@ -865,3 +885,341 @@ def test_reproducer_stomp10_subscription_without_id() -> None:
     with pytest.raises(ConfigurationError, match="give subscribe\\(\\) an 'id'"):
         conn.subscribe(DEST, ack="client-individual")
     assert transport.writes == []
+
+# --------------------------------------------------------------------------- the settlement core, both APIs
+#
+# amqstomp._protocol.settle decides hand-over, the lost-socket rule, what a failed delivery means,
+# local redelivery and poison for BOTH APIs; the drivers apply its answers. Driven here in memory:
+# the rules themselves (no driver), then each API's driver over the same facts -- the stomp.py
+# API's Client.should_dispatch / SubscriptionManager.on_failed and the JMS API's
+# ConnectionState.hands_over / is_from_lost_socket / ConsumerCore.redeliver -- which must agree.
+
+from types import SimpleNamespace  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+
+from amqstomp._protocol.dialect import ACTIVEMQ, GENERIC, RABBITMQ  # noqa: E402
+from amqstomp.flow import RedeliveryPolicy  # noqa: E402
+from amqstomp.jms import consumer as jms_consumer  # noqa: E402
+from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
+from amqstomp.jms._state import ConsumerLedger  # noqa: E402
+from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
+from amqstomp.jms._subscriber import Subscriber  # noqa: E402
+from amqstomp.subscription import SubscriptionManager  # noqa: E402
+
+CORE_SETTINGS = settings(max_examples=300, deadline=None, database=None)
+ACKS = ("auto", "client", "client-individual")
+
+
+class _Links:
+    """The I/O layer's one fact (socket ``open_seq`` is the open one); records what it was asked."""
+
+    def __init__(self, open_seq: int) -> None:
+        self.open_seq = open_seq
+        self.asked: List[int] = []
+
+    def link_alive(self, seq: int) -> bool:
+        self.asked.append(seq)
+        return seq == self.open_seq
+
+
+@CORE_SETTINGS
+@given(seq=st.integers(0, 4), disconnected=st.integers(0, 4), ack=st.sampled_from(ACKS), closed=st.booleans(),
+       app_acks=st.booleans(), failover=st.booleans(), open_seq=st.integers(0, 4))
+def test_core_hand_over_rules(seq: int, disconnected: int, ack: str, closed: bool, app_acks: bool,
+                              failover: bool, open_seq: int) -> None:
+    """The hand-over rule's promises, over every combination of its facts."""
+    links = _Links(open_seq)
+    verdict = settle.hand_over(seq, disconnected, settle.Subscribed(ack, closed, app_acks), failover, links)
+    handed = verdict < settle.DROP_DISCONNECTED
+    lost = failover and seq != 0 and seq != open_seq
+    if seq and seq <= disconnected:
+        assert verdict == settle.DROP_DISCONNECTED  # no listener after disconnect()
+    elif ack == "auto":
+        assert verdict == settle.HAND_OVER  # the broker settled it when it sent it: dropping it loses it
+    else:  # dropped only where the broker redelivers it: closed subscription, lost socket
+        assert handed == (not closed and not lost)
+        assert verdict != settle.DROP_LOST_SOCKET or lost
+    noted = verdict in (settle.HAND_OVER_NOTE, settle.HAND_OVER_NOTE_CUMULATIVE)
+    assert noted == (handed and failover and app_acks and ack != "auto")  # the ACK's socket is known
+    assert (verdict == settle.HAND_OVER_NOTE_CUMULATIVE) == (noted and ack == "client")  # ack:client is cumulative
+    assert set(links.asked) <= {seq} and (not links.asked or (failover and ack != "auto"))
+    assert settle.from_lost_socket(seq, failover, _Links(open_seq)) == lost
+    unknown = settle.hand_over(seq, disconnected, None, failover, _Links(open_seq))  # a subscription not made here
+    assert unknown == (settle.DROP_DISCONNECTED if seq and seq <= disconnected else settle.HAND_OVER)
+
+
+class _Wire:
+    """What a SubscriptionManager and a Client use of a driver, without a socket or thread:
+    timers are recorded (``later``), writes too (``writes``: command, headers, socket)."""
+
+    version = "1.2"
+    dialect = ACTIVEMQ
+    server = "ActiveMQ/5.17.2"
+
+    def __init__(self) -> None:
+        self.link_seq = 1
+        self.writes: List[Tuple[str, Dict[str, Any], int]] = []
+        self.later: List[Tuple[float, Callable[..., None], Tuple[Any, ...]]] = []
+        self.delivered: List[Frame] = []
+
+    def link_alive(self, seq: int) -> bool:
+        return seq == self.link_seq
+
+    def set_observer(self, observer: Any) -> None:
+        self.observer = observer
+
+    def is_open(self) -> bool:
+        return True
+
+    def deliver_message(self, frame: Frame) -> None:
+        self.delivered.append(frame)
+
+    def send_frame(self, cmd: str, headers: Any = None, body: Any = None, write_timeout: Any = None,
+                   defer: bool = False, head: Any = None, link_seq: int = 0, nowait: bool = False) -> None:
+        self.writes.append((cmd, dict(headers or {}), link_seq))
+
+    def call_later(self, delay: float, fn: Callable[..., None], *args: Any) -> Any:
+        self.later.append((delay, fn, args))
+        return SimpleNamespace(cancel=lambda: None)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def notify(self, *args: Any) -> None:
+        pass
+
+
+def _message(n: int = 1, link_seq: int = 1) -> Frame:
+    frame = Frame("MESSAGE", {"destination": DEST, "message-id": "ID:core-%d" % n, "subscription": SUB,
+                              "ack": "a-%d" % n}, b"body")
+    frame.link_seq = link_seq
+    return frame
+
+
+@pytest.mark.parametrize("failover", [False, True])
+@pytest.mark.parametrize("lost", [False, True])
+@pytest.mark.parametrize("ack,optimize", [("auto", False), ("client", False), ("client-individual", False),
+                                          ("client", True)])
+def test_both_apis_hand_over_by_the_core(ack: str, optimize: bool, lost: bool, failover: bool) -> None:
+    """The same delivery (socket 1; socket 2 open when ``lost``) reaches the application of
+    the stomp.py API (Client.should_dispatch) exactly when it reaches a JMS consumer
+    (ConnectionState.hands_over): not from a lost socket where somebody acknowledges."""
+    wire = _Wire()
+    manager = SubscriptionManager(wire)  # type: ignore[arg-type]
+    ledger = SocketLedger(wire)
+    client = Client(wire, ledger, SimpleNamespace() if failover else None, manager)  # type: ignore[arg-type]
+    manager.prepare(DEST, SUB, ack, {}, {"optimize_acknowledge": optimize})
+    frame = _message()
+    manager.on_message(frame)
+    wire.link_seq = 2 if lost else 1
+    expected = not (failover and lost and ack != "auto")
+    assert client.should_dispatch(frame) is expected
+    noted = expected and failover and ack != "auto" and not optimize
+    assert (ledger.subscription_of(ack_headers_of(frame)) == SUB) == (noted and ack == "client")
+    assert (ledger.socket_of(ack_headers_of(frame)) == 1) == noted
+    jms = SimpleNamespace(consumer_link=SimpleNamespace(reconnector=SimpleNamespace() if failover else None,
+                                                         transport=wire))
+    assert ConnectionState.hands_over(jms, frame, settle.Subscribed(ack)) is expected  # type: ignore[arg-type]
+    assert ConnectionState.is_from_lost_socket(jms, frame) is (failover and lost)  # type: ignore[arg-type]
+
+
+def ack_headers_of(frame: Frame) -> Dict[str, str]:
+    return {"id": frame.headers["ack"]}
+
+
+def test_stomppy_hand_over_drops_a_closed_subscriptions_and_after_disconnect() -> None:
+    """The stomp.py API's driver applies the core's other drops: a queued MESSAGE of a
+    client-ack subscription closed meanwhile, and anything after disconnect()."""
+    wire = _Wire()
+    manager = SubscriptionManager(wire)  # type: ignore[arg-type]
+    client = Client(wire, SocketLedger(wire), None, manager)  # type: ignore[arg-type]
+    manager.prepare(DEST, SUB, "client-individual", {}, {})
+    first, second = _message(1), _message(2)
+    manager.on_message(first)
+    manager.on_message(second)
+    manager.close(SUB)
+    assert client.should_dispatch(first) is False
+    manager.prepare(DEST, "2", "auto", {}, {})
+    auto = _message(3)
+    auto.headers["subscription"] = "2"
+    manager.on_message(auto)
+    assert client.should_dispatch(auto) is True
+    client.disconnected_seq = 1
+    assert client.should_dispatch(auto) is False
+
+
+@CORE_SETTINGS
+@given(maximum=st.integers(-1, 4), initial=st.integers(0, 50), delay=st.integers(0, 50),
+       exponential=st.booleans(), redelivery=st.integers(1, 8), error=st.booleans(),
+       version=st.sampled_from(["1.0", "1.1", "1.2"]), dialect=st.sampled_from([ACTIVEMQ, RABBITMQ, GENERIC]))
+def test_core_failure_outcome(maximum: int, initial: int, delay: int, exponential: bool, redelivery: int,
+                              error: bool, version: str, dialect: str) -> None:
+    """after_failure: poisoned exactly past the policy's maximum (a failed listener only),
+    else redelivered after the policy's delay; the poison frame is the broker's reject."""
+    policy = RedeliveryPolicy(maximum, initial, delay, exponential, 2.0)
+    headers = {"message-id": "ID:m-1", "subscription": SUB, "ack": "a-1"}
+    action = settle.after_failure(policy, redelivery, error, version, dialect, headers)
+    if not error:
+        assert isinstance(action, settle.Redeliver) and not action.redelivered
+        assert action.delay_ms == settle.NO_LISTENER_RETRY_MS
+    elif policy.exceeded(redelivery):
+        assert isinstance(action, settle.Poison)
+        identity = {"1.2": {"id": "a-1"}, "1.1": {"message-id": "ID:m-1", "subscription": SUB},
+                    "1.0": {"message-id": "ID:m-1"}}[version]
+        if version == "1.0":
+            if dialect == ACTIVEMQ:
+                identity["subscription"] = SUB  # ActiveMQ's 1.0 quirk
+            assert (action.command, action.headers) == ("ACK", identity)  # no NACK in STOMP 1.0
+        else:
+            if dialect == RABBITMQ:
+                identity["requeue"] = "false"  # a plain NACK would put it straight back
+            assert (action.command, action.headers) == ("NACK", identity)
+    else:
+        assert isinstance(action, settle.Redeliver) and action.redelivered
+        assert action.delay_ms == policy.delay_ms(redelivery)
+
+
+def test_listener_failure_by_who_settles() -> None:
+    """One table says what a failed listener means; each JMS acknowledge mode and each
+    stomp.py subscription kind reads it."""
+    assert [settle.listener_failed(s) for s in (settle.BY_BROKER, settle.BY_LIBRARY, settle.BY_APPLICATION,
+                                                settle.INDIVIDUAL, settle.TRANSACTED)] == [
+        settle.CONSUMED, settle.REDELIVER, settle.CONSUMED, settle.RECOVER, settle.ROLLBACK]
+    from amqstomp.jms import constants
+    assert {mode: settle.listener_failed(by) for mode, by in jms_consumer._SETTLED_BY.items()} == {
+        constants.AUTO_ACKNOWLEDGE: settle.REDELIVER, constants.DUPS_OK_ACKNOWLEDGE: settle.REDELIVER,
+        constants.AT_MOST_ONCE: settle.CONSUMED, constants.CLIENT_ACKNOWLEDGE: settle.CONSUMED,
+        constants.INDIVIDUAL_ACKNOWLEDGE: settle.RECOVER, constants.SESSION_TRANSACTED: settle.ROLLBACK}
+    with pytest.raises(ValueError, match="settled_by must be one of"):
+        settle.listener_failed("nobody")
+
+
+class _NoLock:
+    """A session's condition, for one thread."""
+
+    def __enter__(self) -> "_NoLock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+    def notify_all(self) -> None:
+        pass
+
+
+def _stomppy_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[List[int], Any]:
+    """The stomp.py API's driver: a MESSAGE of an optimized-acknowledge subscription whose
+    listener always raises; the manager's timers run by hand. Returns the redelivery delays (ms)
+    and the first frame written (command, headers, socket): the reject."""
+    wire = _Wire()
+    manager = SubscriptionManager(wire, redelivery_policy=policy)  # type: ignore[arg-type]
+    manager.prepare(DEST, SUB, "client", {}, {"optimize_acknowledge": True})
+    frame = _message()
+    manager.on_message(frame)
+    delays: List[int] = []
+    for _ in range(20):
+        manager.on_failed(frame, "error")
+        if wire.writes:  # (an ACK of what was held back meanwhile may follow the reject)
+            return delays, wire.writes[0]
+        (delay, fn, args), = [entry for entry in wire.later if entry[1] == manager._redeliver]
+        wire.later.clear()
+        delays.append(int(round(delay * 1000)))
+        fn(*args)
+        assert wire.delivered[-1] is frame and frame.headers["redelivered"] == "true"
+    raise AssertionError("never poisoned")
+
+
+def _jms_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[int, Any]:
+    """The JMS API's driver (ConsumerCore.redeliver, as an AUTO_ACKNOWLEDGE listener that
+    always raises calls it): returns the local redeliveries and the poison action."""
+    core = object.__new__(jms_consumer.ConsumerCore)
+    poisoned: List[Tuple[Any, Any]] = []
+    core._connection = SimpleNamespace(is_from_lost_socket=lambda frame: False, redelivery_policy=policy)
+    core.subscriber = SimpleNamespace(link=SimpleNamespace(version="1.2", dialect=ACTIVEMQ),
+                                      poison=lambda delivery, action: poisoned.append((delivery, action)))
+    core._state = SimpleNamespace(cond=_NoLock())
+    core.ledger = ConsumerLedger()
+    delivery = JmsDelivery(_message(), 1)
+    for redelivered in range(20):
+        core.redeliver([delivery])
+        if poisoned:
+            assert poisoned[0][0] is delivery and not core.ledger.buffer
+            return redelivered, poisoned[0][1]
+        assert core.ledger.buffer.popleft() is delivery
+    raise AssertionError("never poisoned")
+
+
+@pytest.mark.parametrize("maximum", [0, 1, 3])
+def test_both_apis_redeliver_then_poison_by_the_core(maximum: int) -> None:
+    """A message the broker delivered once, whose listener always raises: both APIs
+    redeliver it locally ``maximum_redeliveries`` times (the stomp.py API after the
+    policy's delays), then give it up with the same reject frame on its socket."""
+    policy = RedeliveryPolicy(maximum, 10, 20, True, 2.0)
+    delays, rejects = _stomppy_failures_until_poison(policy)
+    assert delays == [policy.delay_ms(n) for n in range(1, maximum + 1)]
+    assert rejects == ("NACK", {"id": "a-1"}, 1)
+    redelivered, action = _jms_failures_until_poison(RedeliveryPolicy(maximum, 0))
+    assert redelivered == maximum
+    assert (action.command, action.headers) == ("NACK", {"id": "a-1"})
+
+
+def _optimized(wire: _Wire, maximum: int = 0) -> SubscriptionManager:
+    manager = SubscriptionManager(wire, redelivery_policy=RedeliveryPolicy(maximum, 0))  # type: ignore[arg-type]
+    manager.prepare(DEST, SUB, "client", {}, {"optimize_acknowledge": True, "ack_batch_cap": 1})
+    return manager
+
+
+def _jms_poison(manager: SubscriptionManager, wire: _Wire, frame: Frame) -> None:
+    """The JMS API's driver: Subscriber.poison of a delivery the window did not count (AUTO_ACKNOWLEDGE)."""
+    subscriber = object.__new__(Subscriber)
+    subscriber.mode = jms_consumer.AUTO_ACKNOWLEDGE
+    subscriber.sub_id = SUB
+    subscriber.sub = manager.get(SUB)
+    subscriber.consumer = "consumer"
+    subscriber.link = SimpleNamespace(manager=manager, acknowledge=lambda cmd, headers, seq: wire.writes.append(
+        (cmd, dict(headers), seq)))
+    subscriber.poison(JmsDelivery(frame, 1), settle.poison("1.2", ACTIVEMQ, frame.headers))
+
+
+@pytest.mark.parametrize("api", ["stomp.py", "jms"])
+def test_both_apis_poison_the_newest_message_without_an_ack_of_it(api: str) -> None:
+    """A poisoned message that is the newest one consumed: its reject is the only frame
+    written -- no ACK names it after its NACK (ActiveMQ 5.17 answers ERROR "Unexpected ACK":
+    the stomp.py API did so before) -- and the window counts it settled."""
+    wire = _Wire()
+    manager = _optimized(wire)
+    first, failing, later = _message(1), _message(2), _message(3)
+    for frame in (first, failing, later):
+        manager.on_message(frame)
+    manager.on_consumed(first)
+    assert wire.writes == [("ACK", {"id": "a-1"}, 1)]  # ack_batch_cap 1: one ACK per message
+    wire.writes.clear()
+    if api == "stomp.py":
+        manager.on_failed(failing, "error")  # maximum_redeliveries 0: poisoned at once
+    else:
+        _jms_poison(manager, wire, failing)
+    assert wire.writes == [("NACK", {"id": "a-2"}, 1)]
+    sub = manager.get(SUB)
+    assert sub is not None and sub.window.consumed == sub.window.acked == 2
+
+
+def test_stomppy_poison_after_a_message_consumed_meanwhile() -> None:
+    """The stomp.py API: a message consumed while another awaits its redelivery is not
+    ACKed (a cumulative ACK would settle the waiting one too); once that one is poisoned,
+    its reject goes first, then the held-back ACK naming the later message."""
+    wire = _Wire()
+    manager = _optimized(wire, maximum=1)
+    failing, later = _message(1), _message(2)
+    manager.on_message(failing)
+    manager.on_message(later)
+    manager.on_failed(failing, "error")  # redelivered later (maximum_redeliveries 1)
+    manager.on_consumed(later)
+    assert wire.writes == []  # held back: the ACK of a-2 would settle a-1 too
+    manager.on_failed(failing, "error")  # its second failure: poisoned
+    assert wire.writes == [("NACK", {"id": "a-1"}, 1), ("ACK", {"id": "a-2"}, 1)]
+    sub = manager.get(SUB)
+    assert sub is not None and sub.window.consumed == sub.window.acked == 2

@@ -238,6 +238,41 @@ def test_no_private_attribute_of_another_object_is_used():
     assert found == []
 
 
+#: the calls that change a subscription's flow window (amqstomp.flow.SubscriptionWindow)
+WINDOW_WRITES = {"on_delivered", "on_consumed", "on_application_ack", "flush", "poll"}
+
+
+def _subscription_internals(tree):
+    """A subscription's lock taken (``sub.lock``, ``x.sub.lock``) or its window changed
+    (``x.window.flush(...)``...): what only its owner, ``subscription.py``, may do."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "lock" and (
+                (isinstance(node.value, ast.Name) and node.value.id in ("sub", "subscription"))
+                or (isinstance(node.value, ast.Attribute) and node.value.attr in ("sub", "_sub"))):
+            yield node
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in WINDOW_WRITES and isinstance(node.func.value, ast.Attribute) \
+                and node.func.value.attr == "window":
+            yield node
+
+
+def test_a_subscriptions_lock_and_window_are_its_owners():
+    """Only ``subscription.SubscriptionManager`` takes a subscription's lock or changes its
+    window (the JMS API asks it: ``application_acked``); issue 22."""
+    found = []
+    for name, (path, tree, _) in sorted(_modules().items()):
+        if name == "amqstomp.subscription":
+            continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
+                     for node in _subscription_internals(tree))
+    assert found == []
+    caught = ast.parse("def f(self, sub):\n    with sub.lock:\n        sub.window.flush(0)\n"
+                       "    with self.sub.lock:\n        pass\n")
+    assert len(list(_subscription_internals(caught))) == 3  # the check sees what it looks for
+
+
 def test_no_module_is_longer_than_600_lines():
     long = []
     for directory, _, files in os.walk(PACKAGE_DIR):

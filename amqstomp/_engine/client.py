@@ -49,6 +49,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
+from .._protocol.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
 from .._protocol.transactions import TransactionTable, lost_with_socket, rolled_back
 from .ports import TransportPort
 
@@ -400,34 +401,30 @@ class Client:
 
     def should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread: whether a queued MESSAGE still goes to the
-        application: not after :meth:`disconnect` (as with stomp.py, whose
-        listeners run on the reader), not when its subscription was closed meanwhile
-        (:meth:`amqstomp.subscription.SubscriptionManager.should_dispatch`), and,
-        with failover, not when it came on a lost socket in a subscription the
-        application acknowledges (it could not be acknowledged: the broker
-        redelivers it), so a failover does not wait for the old socket's buffer
-        to be dispatched; the others are noted in the ledger with their socket."""
+        application, by the settlement core's hand-over rule
+        (:func:`amqstomp._protocol.settle.hand_over`): not after :meth:`disconnect`
+        (as with stomp.py, whose listeners run on the reader), not when its
+        client-ack subscription was closed meanwhile, and, with failover, not when
+        it came on a lost socket in a subscription somebody acknowledges (it could
+        not be acknowledged: the broker redelivers it), so a failover does not wait
+        for the old socket's buffer to be dispatched; where the application ACKs,
+        the delivery is noted in the ledger with its socket."""
         seq = frame.link_seq
-        if seq and seq <= self.disconnected_seq:  # disconnect() was called: no on_message after it
-            return False
         subscriptions = self.manager
         if subscriptions is None:
+            return not (seq and seq <= self.disconnected_seq)
+        verdict = hand_over(seq, self.disconnected_seq, subscriptions.subscription_of(frame),
+                            self.reconnector is not None, self.transport)
+        if verdict == HAND_OVER:
             return True
-        if not subscriptions.should_dispatch(frame):
+        if verdict >= DROP_DISCONNECTED:
+            if verdict != DROP_DISCONNECTED:
+                subscriptions.drop(frame)
+                log.debug("dropping message %s of socket %d: %s", frame.headers.get("message-id"), seq,
+                          "the broker redelivers it" if verdict == DROP_LOST_SOCKET else "its subscription closed")
             return False
-        if self.reconnector is None:
-            return True
-        sub = subscriptions.get(frame.headers.get("subscription"))
-        if sub is None or sub.ack == "auto":
-            return True
-        if seq and not self.transport.link_alive(seq):
-            subscriptions.drop(frame)
-            log.debug("dropping message %s of lost socket %d: the broker redelivers it",
-                      frame.headers.get("message-id"), seq)
-            return False
-        if not sub.window.optimize_acknowledge:  # the application sends its ACK: remember the socket
-            self._dispatching.seq = seq  # an ACK in this thread's listeners answers this socket's delivery
-            self.ledger.handed_over(frame, cumulative=sub.ack == "client")
+        self._dispatching.seq = seq  # an ACK in this thread's listeners answers this socket's delivery
+        self.ledger.handed_over(frame, cumulative=verdict == HAND_OVER_NOTE_CUMULATIVE)
         return True
 
     # ------------------------------------------------------------ ending

@@ -19,5 +19,7 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.heartbeat` -- heart-beat negotiation and deadlines;
 * :mod:`.limits` -- the frame limits a broker enforces;
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
+* :mod:`.settle` -- settlement, one machine for both APIs: hand-over, the
+  lost-socket rule, what a failed listener means, local redelivery and poison;
 * :mod:`amqstomp.uri` -- broker URIs and their options.
 """

@@ -25,7 +25,8 @@ from ..exception import (
     ReceiptTimeout,
     StompException,
 )
-from .._protocol.dialect import BROKERS, refusal, reject_headers
+from .._protocol.dialect import BROKERS, refusal
+from .._protocol.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -89,6 +90,11 @@ class Subscriber:
         self.browser = browser
         self.transformation = transformation
         self.mode = mode
+        #: the STOMP ack mode of its SUBSCRIBE
+        self.ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
+                                                        else "client")
+        #: what the settlement core's hand-over rule reads of it (the consumer settles on its own close)
+        self.subscribed = Subscribed(self.ack)
         self.sub_id = ""
         self.renew_id()
         self.sub: Optional[Subscription] = None
@@ -161,9 +167,7 @@ class Subscriber:
         link = self.link
         manager = link.manager
         assert manager is not None
-        mode = self.mode
-        ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
-                                                     else "client")
+        ack = self.ack
         headers: Dict[str, Any] = {}
         if self.selector:
             headers["selector"] = self.selector
@@ -329,45 +333,27 @@ class Subscriber:
         """An ACK of the application's went out: free the prefetch window (one
         message, or all consumed ones when ``cumulative``)."""
         sub = self.current_sub()
-        if sub is None:
-            return
-        with sub.lock:
-            sub.window.on_application_ack(cumulative)
+        manager = self.link.manager
+        if sub is not None and manager is not None:
+            manager.application_acked(sub, cumulative)
 
-    def poison(self, delivery: Delivery) -> None:
-        """Past maximum_redeliveries: NACK (ActiveMQ moves it to the DLQ; on RabbitMQ
-        with ``requeue:false``: dead-lettered, or dropped without a dead-letter exchange)."""
+    def poison(self, delivery: Delivery, action: Poison) -> None:
+        """Past maximum_redeliveries: write the settlement core's reject frame
+        (``action``, :func:`amqstomp._protocol.settle.poison`: NACK; ActiveMQ moves it
+        to the DLQ; on RabbitMQ with ``requeue:false``: dead-lettered, or dropped
+        without a dead-letter exchange)."""
         if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
             return
         frame = delivery.frame
         link = self.link
-        version = link.version
-        sub = self.current_sub()
-        flush: Any = None
-        if sub is not None:
-            with sub.lock:
-                window = sub.window
-                now = int(time.monotonic() * 1000)
-                if not delivery.counted:
-                    # ack what was consumed before it, then count it without an ACK of its own
-                    flush = window.flush(now)
-                    if window.consumed < window.delivered:
-                        window.on_consumed(frame.headers, now)
-                    window.on_application_ack(True)
-                else:
-                    window.on_application_ack(False)
-        delivery.counted = True
         log.warning("%r: message %s poisoned after %d redeliveries (NACK: the broker's dead-letter queue)",
                     self, frame.headers.get("message-id"), delivery.delivery_count - 1)
         try:
-            if flush is not None:
-                link.acknowledge("ACK", message_ack_headers(link, flush), frame.link_seq)
-            if version == "1.0":  # no NACK in STOMP 1.0: drop it
-                link.acknowledge("ACK", message_ack_headers(link, frame.headers), frame.link_seq)
-            else:
-                # RabbitMQ: requeue:false, or the NACK would put it straight back on the queue
-                link.acknowledge("NACK", reject_headers(link.dialect, message_ack_headers(link, frame.headers)),
-                                 frame.link_seq)
+            link.acknowledge(action.command, action.headers, frame.link_seq)
         except StompException as exc:
-            log.debug("%r: NACK not sent: %s", self, exc)
+            log.debug("%r: %s not sent: %s", self, action.command, exc)
+        sub = self.current_sub()
+        if sub is not None and link.manager is not None:  # settled: the window counts it, ACKs held back go
+            link.manager.poisoned(sub, frame, delivery.counted)
+        delivery.counted = True
 

@@ -17,11 +17,24 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Callable, Deque, List, Optional
+from typing import Any, Callable, Deque, List, Optional, Tuple
 
 from .. import _observe
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
+from .._protocol.settle import (
+    BY_APPLICATION,
+    BY_BROKER,
+    BY_LIBRARY,
+    INDIVIDUAL,
+    RECOVER,
+    REDELIVER,
+    ROLLBACK,
+    TRANSACTED,
+    Poison,
+    after_failure,
+    listener_failed,
+)
 from ..subscription import Subscription
 from .._io.timeouts import clamp_wait
 from ._state import ConsumerLedger, Delivery, SessionState
@@ -44,6 +57,10 @@ __all__ = ["ConsumerCore", "MessageConsumer", "MessageListener", "acknowledge_de
 log = logging.getLogger("amqstomp.jms.consumer")
 
 MessageListener = Callable[[Message], Any]
+
+#: who settles a consumer's messages, by acknowledge mode (what the settlement core is asked with)
+_SETTLED_BY = {AUTO_ACKNOWLEDGE: BY_LIBRARY, DUPS_OK_ACKNOWLEDGE: BY_LIBRARY, AT_MOST_ONCE: BY_BROKER,
+               CLIENT_ACKNOWLEDGE: BY_APPLICATION, INDIVIDUAL_ACKNOWLEDGE: INDIVIDUAL, SESSION_TRANSACTED: TRANSACTED}
 
 
 class ConsumerCore:
@@ -178,9 +195,11 @@ class ConsumerCore:
     def _skip_if_unwanted(self, delivery: Delivery) -> bool:
         """no_local messages of this connection's producer socket, and expired
         ones, are consumed without reaching the application; messages of a
-        consumer socket lost since (failover) are dropped unacknowledged."""
+        consumer socket lost since (failover) are dropped unacknowledged, unless
+        the broker settled them when it sent them (AT_MOST_ONCE): the settlement
+        core's hand-over rule (:func:`amqstomp._protocol.settle.hand_over`)."""
         frame = delivery.frame
-        if self._connection.is_from_lost_socket(frame):
+        if not self._connection.hands_over(frame, self.subscriber.subscribed):
             return True  # failover: never handed over nor acked; the broker redelivers it
         unwanted = self.no_local and self._connection.is_local_message(frame)
         if not unwanted:
@@ -254,14 +273,16 @@ class ConsumerCore:
         self._consumed(delivery)
 
     def _listener_failed(self, delivery: Delivery) -> None:
-        mode = self._mode
-        if mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+        """The listener raised for ``delivery``: the settlement core says what that
+        means in this acknowledge mode (:func:`amqstomp._protocol.settle.listener_failed`)."""
+        outcome = listener_failed(_SETTLED_BY[self._mode])
+        if outcome == REDELIVER:
             self.redeliver([delivery])
-        elif mode == INDIVIDUAL_ACKNOWLEDGE:
+        elif outcome == RECOVER:
             with self._state.cond:
                 deliveries, self.ledger.delivered = self.ledger.delivered, []
             self.redeliver(deliveries)
-        elif mode == SESSION_TRANSACTED:
+        elif outcome == ROLLBACK:
             try:
                 self._state.session.rollback()
             except StompException as exc:
@@ -321,19 +342,25 @@ class ConsumerCore:
         if not deliveries:
             return
         policy = self._connection.redelivery_policy
+        link = self.subscriber.link
         keep: List[Delivery] = []
-        poison: List[Delivery] = []
+        poison: List[Tuple[Delivery, Poison]] = []
+        delay_ms = 0
         for delivery in deliveries:
             delivery.redeliveries += 1
-            if policy.exceeded(delivery.delivery_count - 1):
-                poison.append(delivery)
+            # this client's and the broker's redeliveries count (ActiveMQ's redeliveryCounter)
+            action = after_failure(policy, delivery.delivery_count - 1, True, link.version, link.dialect,
+                                   delivery.frame.headers)
+            if isinstance(action, Poison):
+                poison.append((delivery, action))
             else:
+                if not keep:
+                    delay_ms = action.delay_ms
                 keep.append(delivery)
-        for delivery in poison:
-            self.subscriber.poison(delivery)
+        for delivery, action in poison:
+            self.subscriber.poison(delivery, action)
         if not keep:
             return
-        delay_ms = policy.delay_ms(keep[0].delivery_count - 1)
         state = self._state
         ledger = self.ledger
         with state.cond:

@@ -305,13 +305,6 @@ class Link:
             return False
         return self.reconnector is None or not self.reconnector.armed
 
-    def delivered_on_lost_socket(self, frame: Frame) -> bool:
-        """True when ``frame`` (a MESSAGE) came on a socket that is not the open
-        one any more (by ``frame.link_seq``; never by message-id, which ActiveMQ
-        keeps when it redelivers on the new socket)."""
-        seq = frame.link_seq
-        return seq != 0 and not self.transport.link_alive(seq)
-
     def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
         """The socket a frame of a transaction must be written on
         (:meth:`amqstomp._engine.client.Client.transaction_socket`).

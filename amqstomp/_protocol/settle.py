@@ -1,0 +1,248 @@
+"""Settlement: what becomes of a MESSAGE between its socket and the application,
+decided once for every API (the stomp.py-style listeners and the JMS consumers).
+
+Pure (no socket, thread, lock, clock or asyncio): each function takes the facts
+its rule needs and returns a decision or an action; the drivers apply it under
+their own locks -- for the stomp.py API ``_engine/client.Client`` and
+``subscription.SubscriptionManager``, for the JMS API ``jms/consumer.ConsumerCore``
+and ``jms/_subscriber.Subscriber``. The one fact that lives in the I/O layer,
+whether a socket is still the open one, is asked through :class:`Links`
+(``LinkOwner.link_alive``) and only when a rule needs it.
+
+The rules (DESIGN.md section 2, ActiveMQ Classic's redelivery over failover):
+
+* **the lost-socket rule** (:func:`from_lost_socket`): with failover, a
+  MESSAGE that came on a socket that is not the open one any more is known by
+  that socket (``Frame.link_seq``), never by its ``message-id``: ActiveMQ
+  redelivers an unacknowledged message on the new socket under the same
+  ``message-id`` (and, on STOMP 1.2, a new ``ack`` id). Its ACK cannot be
+  written (the broker knows that delivery on the lost socket only), so it is
+  neither handed over nor acknowledged;
+* **hand-over** (:func:`hand_over`): not after the application's disconnect, not
+  for a subscription closed meanwhile and not from a lost socket -- the last two
+  only where somebody acknowledges (``ack:auto`` messages were settled by the
+  broker when it sent them: dropping one would lose it); where the application
+  sends the ACK the driver notes the delivery's socket under its ACK identity
+  (``failover.SocketLedger.handed_over``), so the ACK goes on that socket;
+* **a failed delivery** (:func:`listener_failed`, :func:`after_failure`): what
+  a listener that raised means depends on who acknowledges -- the broker
+  (``ack:auto``, JMS ``AT_MOST_ONCE``): consumed; amqstomp (optimized
+  acknowledge, JMS ``AUTO_ACKNOWLEDGE``/``DUPS_OK``): redelivered locally after
+  the redelivery policy's delay, then poisoned; the application: consumed
+  (stomp.py API, JMS ``CLIENT_ACKNOWLEDGE``), all its unacknowledged messages
+  again (JMS ``INDIVIDUAL_ACKNOWLEDGE``), or a rollback (transacted);
+* **poison** (:func:`poison`): past ``maximum_redeliveries`` the message is given
+  up with the broker's reject frame (NACK; ACK on STOMP 1.0, which has none;
+  ``requeue:false`` on RabbitMQ) on the socket that delivered it; ActiveMQ
+  moves it to its dead-letter queue (``org.apache.activemq.RedeliveryPolicy``,
+  ``ActiveMQMessageConsumer.rollback``).
+
+Licensed under the Apache License, Version 2.0.
+"""
+from typing import Any, Dict, Mapping, Optional, Protocol, Union
+
+from .dialect import ACTIVEMQ, reject_headers
+from .frames import ack_headers, reject_command
+
+__all__ = [
+    "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
+    "DROP_LOST_SOCKET", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
+    "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
+    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "poison",
+]
+
+class Links(Protocol):
+    """The one fact of the I/O layer the rules ask (``_io/owner.LinkOwner`` has it)."""
+
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one."""
+
+# ---------------------------------------------------------------- hand-over verdicts (ints: asked per MESSAGE)
+
+#: give it to the application; nothing to note (nobody acknowledges, amqstomp does, or no failover)
+HAND_OVER = 0
+#: give it to the application, noting its socket under its ACK identity (the application ACKs it)
+HAND_OVER_NOTE = 1
+#: as :data:`HAND_OVER_NOTE`, in an ``ack:client`` subscription (its ACK is cumulative)
+HAND_OVER_NOTE_CUMULATIVE = 2
+#: drop: the application disconnected after the socket delivered it
+DROP_DISCONNECTED = 3
+#: drop: its subscription was closed meanwhile (the broker redelivers it elsewhere)
+DROP_CLOSED = 4
+#: drop: it came on a socket lost since (failover; the broker redelivers it on the new one)
+DROP_LOST_SOCKET = 5
+
+
+def from_lost_socket(link_seq: int, failover: bool, links: Links) -> bool:
+    """The lost-socket rule (module docstring): True for a delivery of socket
+    ``link_seq`` (``Frame.link_seq``; 0: not known, never lost) when failover is
+    on (``failover``) and that socket is not the open one (``links.link_alive(link_seq)``
+    False). Such a delivery is neither handed over nor acknowledged."""
+    return failover and link_seq != 0 and not links.link_alive(link_seq)
+
+
+class Subscribed:
+    """What the hand-over rule reads of a subscription, for a driver without one of its own
+    (``subscription.Subscription`` has the same attributes): ``ack`` (str, the STOMP ``ack``
+    mode), ``closed`` (bool, closed since the MESSAGE arrived), ``app_acked`` (bool, the
+    application writes the ACK: not ``auto``, not amqstomp's optimized acknowledge)."""
+
+    __slots__ = ("ack", "closed", "app_acked")
+
+    def __init__(self, ack: str, closed: bool = False, app_acked: bool = False) -> None:
+        self.ack = ack
+        self.closed = closed
+        self.app_acked = app_acked
+
+
+def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover: bool, links: Links) -> int:
+    """Whether a queued MESSAGE still goes to the application (dispatcher or
+    session thread, just before the application gets it).
+
+    Args:
+        link_seq (int): the socket that delivered it (``Frame.link_seq``; 0: unknown).
+        disconnected_seq (int): the socket open at the application's last
+            ``disconnect()`` (0: none); what it and earlier sockets delivered is dropped.
+        sub (Subscribed | Subscription | None): its subscription's ``ack`` mode,
+            ``closed`` and ``app_acked`` (:class:`Subscribed`); None: one not known
+            here (as ``ack:auto``).
+        failover (bool): a lost socket is replaced (the lost-socket rule applies).
+        links (Links): asked only for an acknowledged delivery under failover.
+
+    Returns:
+        int: :data:`HAND_OVER`, :data:`HAND_OVER_NOTE`, :data:`HAND_OVER_NOTE_CUMULATIVE`
+        or a drop (:data:`DROP_DISCONNECTED`, :data:`DROP_CLOSED`, :data:`DROP_LOST_SOCKET`).
+    """
+    if link_seq and link_seq <= disconnected_seq:
+        return DROP_DISCONNECTED
+    if sub is None:
+        return HAND_OVER
+    ack = sub.ack
+    if ack == "auto":  # the broker settled it when it sent it: the application gets it
+        return HAND_OVER
+    if sub.closed:
+        return DROP_CLOSED
+    if not failover:
+        return HAND_OVER
+    if link_seq and not links.link_alive(link_seq):
+        return DROP_LOST_SOCKET
+    if not sub.app_acked:
+        return HAND_OVER
+    return HAND_OVER_NOTE_CUMULATIVE if ack == "client" else HAND_OVER_NOTE
+
+
+# ---------------------------------------------------------------- a failed delivery
+
+#: who settles a consumer's messages (what :func:`listener_failed` is asked with)
+BY_BROKER = "broker"  # ack:auto (stomp.py), JMS AT_MOST_ONCE
+BY_LIBRARY = "library"  # optimized acknowledge: amqstomp ACKs (stomp.py), JMS AUTO_ACKNOWLEDGE / DUPS_OK
+BY_APPLICATION = "application"  # client / client-individual (stomp.py), JMS CLIENT_ACKNOWLEDGE
+INDIVIDUAL = "individual"  # JMS INDIVIDUAL_ACKNOWLEDGE
+TRANSACTED = "transacted"  # JMS SESSION_TRANSACTED
+
+#: the failed message counts as consumed (the window moves on; no ACK from amqstomp)
+CONSUMED = "consumed"
+#: the failed message again, after the redelivery policy's delay (:func:`after_failure`)
+REDELIVER = "redeliver"
+#: every message of the consumer handed over and not acknowledged, again (:func:`after_failure` each)
+RECOVER = "recover"
+#: the session rolls its transaction back (which redelivers)
+ROLLBACK = "rollback"
+
+_LISTENER_FAILED = {BY_BROKER: CONSUMED, BY_LIBRARY: REDELIVER, BY_APPLICATION: CONSUMED,
+                    INDIVIDUAL: RECOVER, TRANSACTED: ROLLBACK}
+
+#: milliseconds before a message that found no listener is offered again (not counted as a failure)
+NO_LISTENER_RETRY_MS = 1000
+
+
+def listener_failed(settled_by: str) -> str:
+    """What a listener that raised (or a delivery no listener took) means for a
+    consumer whose messages are settled ``settled_by`` (:data:`BY_BROKER`,
+    :data:`BY_LIBRARY`, :data:`BY_APPLICATION`, :data:`INDIVIDUAL`, :data:`TRANSACTED`):
+    :data:`CONSUMED`, :data:`REDELIVER`, :data:`RECOVER` or :data:`ROLLBACK`
+    (module docstring; JMS 2.0 section 8.7 for the JMS modes).
+
+    Raises:
+        ValueError: an unknown ``settled_by``.
+    """
+    try:
+        return _LISTENER_FAILED[settled_by]
+    except KeyError:
+        raise ValueError("settled_by must be one of %s, got %r"
+                         % (", ".join(sorted(_LISTENER_FAILED)), settled_by)) from None
+
+
+class Redeliver:
+    """Action: hand the message to the application again after ``delay_ms``
+    milliseconds (local redelivery; no ACK past it meanwhile); ``redelivered``:
+    the application saw it (``redelivered:true``, one more delivery counted)."""
+
+    __slots__ = ("delay_ms", "redelivered")
+
+    def __init__(self, delay_ms: int, redelivered: bool) -> None:
+        self.delay_ms = delay_ms
+        self.redelivered = redelivered
+
+    def __repr__(self) -> str:
+        return "Redeliver(delay_ms=%d, redelivered=%r)" % (self.delay_ms, self.redelivered)
+
+
+class Poison:
+    """Action: give the message up -- write ``command`` with ``headers`` on the
+    socket that delivered it (never another: see the lost-socket rule), FIRST; then
+    count it settled, and only then write the ACK held back for the messages consumed
+    around it, naming the newest of those and never the poisoned one (a cumulative ACK
+    written before the reject would settle a poisoned message dispatched before the one
+    it names; ActiveMQ 5.17 answers an ACK of a NACKed message with ERROR "Unexpected
+    ACK"). ``SubscriptionManager.poisoned`` does this for both APIs."""
+
+    __slots__ = ("command", "headers")
+
+    def __init__(self, command: str, headers: Dict[str, str]) -> None:
+        self.command = command
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return "Poison(%s, %r)" % (self.command, self.headers)
+
+
+def poison(version: Optional[str], dialect: str, message_headers: Mapping[str, str]) -> Poison:
+    """The frame that gives a MESSAGE up (module docstring): NACK with its ACK
+    identity (:func:`amqstomp._protocol.frames.ack_headers`; ActiveMQ's 1.0 quirk
+    included) and, on RabbitMQ, ``requeue:false``
+    (:func:`amqstomp._protocol.dialect.reject_headers`); on STOMP 1.0 an ACK
+    (``version`` None: 1.2).
+
+    Raises:
+        KeyError: the MESSAGE lacks the header its version's identity needs.
+    """
+    version = version or "1.2"
+    command = reject_command(version)
+    headers = ack_headers(version, message_headers, dialect == ACTIVEMQ)
+    if command == "NACK":
+        headers = reject_headers(dialect, headers)
+    return Poison(command, headers)
+
+
+def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[str], dialect: str,
+                  message_headers: Mapping[str, str]) -> Union[Redeliver, Poison]:
+    """A message amqstomp settles (:data:`REDELIVER`/:data:`RECOVER`) failed:
+    redeliver it locally or poison it.
+
+    Args:
+        policy (amqstomp.flow.RedeliveryPolicy): ``exceeded`` / ``delay_ms``.
+        redelivery (int): the number of the redelivery this would be (1 = the first;
+            the failures counted so far).
+        error (bool): a listener raised (False: no listener took it -- offered again
+            after :data:`NO_LISTENER_RETRY_MS`, never poisoned for it).
+        version, dialect, message_headers: for :func:`poison`.
+
+    Returns:
+        Redeliver | Poison: the action.
+    """
+    if not error:
+        return Redeliver(NO_LISTENER_RETRY_MS, False)
+    if policy.exceeded(redelivery):
+        return poison(version, dialect, message_headers)
+    return Redeliver(policy.delay_ms(redelivery), True)
