@@ -171,6 +171,11 @@ class StompSession:
         if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
             raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
                                      % (auto_reconnect, auto_resubscribe))
+        if not isinstance(priority[0], bool):
+            raise ConfigurationError("priority_backup must be True or False, got %r" % (priority[0],))
+        if (priority[0] or priority[1] is not None) and not auto_reconnect:
+            raise ConfigurationError("priority_backup and priority_uris need auto_reconnect=True (they "
+                                     "decide where the failover loop reconnects)")
         if auto_reconnect:
             policy = ReconnectPolicy.stomp_py(transport.reconnect_sleep_initial, transport.reconnect_sleep_increase,
                                               transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,

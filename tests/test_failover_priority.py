@@ -284,3 +284,14 @@ def test_back_on_the_priority_broker_once_it_answers_with_nothing_lost_or_settle
     assert reconnector.prober is not None and reconnector.prober.moves == 1
     assert transport.current_host_and_port is None  # closed
     assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.endswith("-priority")], 10)
+
+
+@pytest.mark.parametrize("keywords, named", [
+    ({"priority_backup": "no", "auto_reconnect": True}, "priority_backup must be True or False, got 'no'"),
+    ({"priority_backup": True}, "need auto_reconnect=True"),
+    ({"priority_uris": "stomp://127.0.0.1:1"}, "need auto_reconnect=True"),
+])
+def test_stomp_py_api_priority_keywords_are_checked(keywords, named):
+    """A string was taken as true, and without auto_reconnect the keywords did nothing, silently."""
+    with pytest.raises(amqstomp.exception.ConfigurationError, match=named):
+        amqstomp.Connection12([("127.0.0.1", 1)], **keywords)

@@ -125,7 +125,22 @@ def test_nodes_stop_with_nothing_left_behind():
     assert pid and os.path.exists("/proc/%d" % pid)
     conn = _connect(node.host_and_ports)
     conn.disconnect()
+    cluster.restart(0)  # while it runs: stopped first (a second VM would crash on the ports, orphaning the first)
+    assert node.pid != pid and not os.path.exists("/proc/%d" % pid) and node.running
+    assert not os.path.exists("erl_crash.dump")  # a crash dump goes to the node's directory, if any
+    pid = node.pid
     cluster.stop()
     assert not os.path.exists(cluster.base_dir)
     assert wait_until(lambda: not os.path.exists("/proc/%d" % pid), 10)
     assert wait_until(lambda: set(threading.enumerate()) <= threads, 10), set(threading.enumerate()) - threads
+
+
+@pytest.mark.parametrize("nodes", [0, 6, 2.5, "3", True])
+def test_a_cluster_size_that_is_not_an_int_from_1_to_5_is_refused_before_anything_is_made(nodes, tmp_path,
+                                                                                          monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(ValueError, match="nodes=%r" % (nodes,)):
+        RabbitMQCluster(nodes)
+    assert list(tmp_path.iterdir()) == []  # no directory left behind

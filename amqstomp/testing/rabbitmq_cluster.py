@@ -111,7 +111,7 @@ class RabbitMQNode:
                    RABBITMQ_CONFIG_FILE=os.path.join(d, "rabbitmq"),
                    RABBITMQ_ENABLED_PLUGINS_FILE=os.path.join(d, "enabled_plugins"),
                    RABBITMQ_FEATURE_FLAGS_FILE=os.path.join(d, "feature_flags"),
-                   RABBITMQ_PID_FILE=os.path.join(d, "pid"),
+                   RABBITMQ_PID_FILE=os.path.join(d, "pid"), ERL_CRASH_DUMP=os.path.join(d, "erl_crash.dump"),
                    RABBITMQ_SERVER_START_ARGS="-kernel inet_dist_use_interface {127,0,0,1}")
         return env
 
@@ -242,8 +242,8 @@ class RabbitMQCluster:
     vhost = "/"
 
     def __init__(self, nodes: int = 3, start_timeout: float = NODE_START_TIMEOUT_S) -> None:
-        if not 1 <= nodes <= 5:
-            raise ValueError("RabbitMQCluster(nodes=%r): from 1 to 5 nodes" % (nodes,))
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= 5:
+            raise ValueError("RabbitMQCluster(nodes=%r): an int from 1 to 5" % (nodes,))
         self.start_timeout = start_timeout
         self.cluster_id = uuid.uuid4().hex[:8]
         self.base_dir = tempfile.mkdtemp(prefix="amqstomp-rabbitmq-cluster-")
@@ -337,9 +337,11 @@ class RabbitMQCluster:
         self.nodes[index].stop()
 
     def restart(self, index: int) -> None:
-        """Start node ``index`` (0-based) again, with its name, ports and data; wait until
-        it runs in the cluster again."""
+        """Start node ``index`` (0-based) again, with its name, ports and data (a running
+        node is stopped cleanly first); wait until it runs in the cluster again."""
         node = self.nodes[index]
+        if node.running:
+            node.stop()
         node.launch()
         node.wait_started(self.start_timeout)
         self.wait_running([n for n in self.nodes if n.running])
