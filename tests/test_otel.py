@@ -237,8 +237,10 @@ def test_the_prefetch_and_unacknowledged_gauges(activemq, telemetry):
                 == "g1"]
     assert wait_until(lambda: gauge("amqstomp.client.unacknowledged.messages") == [6], 5)
     assert gauge("amqstomp.client.prefetched.messages") == [0]
+    assert gauge("amqstomp.client.prefetch.credit") == [94]  # 100 - the six delivered, not acked
     consumer.unsubscribe(id="g1")  # ACKs the six, ends the subscription: no more points of it
     assert gauge("amqstomp.client.unacknowledged.messages") == []
+    assert gauge("amqstomp.client.prefetch.credit") == []
 
 
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):

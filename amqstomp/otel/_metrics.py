@@ -67,9 +67,17 @@ class Instruments:
             "amqstomp.client.unacknowledged.messages", callbacks=[self._unacked], unit="{message}",
             description="Messages handed to the application and not yet covered by an ACK, per subscription "
                         "whose ACKs amqstomp sends (optimizeAcknowledge, JMS AUTO/DUPS_OK)")
+        meter.create_observable_gauge(
+            "amqstomp.client.prefetch.credit", callbacks=[self._credit], unit="{message}",
+            description="Messages the broker may still push to a subscription: its prefetch size minus the "
+                        "messages delivered and not yet acknowledged (ActiveMQ's prefetch window)")
 
     def _prefetched(self, options: Any) -> Iterable[Observation]:
         return [Observation(window.pending, attrs) for attrs, window in self._windows()]
+
+    def _credit(self, options: Any) -> Iterable[Observation]:
+        return [Observation(max(0, window.prefetch - (window.delivered - window.acked)), attrs)
+                for attrs, window in self._windows()]
 
     def _unacked(self, options: Any) -> Iterable[Observation]:
         # only where amqstomp sends the ACKs: an application's own ACKs (stomp.py API) are not counted there
