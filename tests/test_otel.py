@@ -9,6 +9,8 @@ The SDK's InMemorySpanExporter and InMemoryMetricReader collect what was emitted
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 
 import pytest
@@ -26,7 +28,8 @@ from opentelemetry.trace import SpanKind  # noqa: E402
 
 import amqstomp  # noqa: E402
 from amqstomp import _observe  # noqa: E402
-from amqstomp.jms import CLIENT_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage  # noqa: E402
+from amqstomp.jms import (CLIENT_ACKNOWLEDGE, NON_PERSISTENT, BytesMessage, ConnectionFactory, Queue,  # noqa: E402
+                          TextMessage)
 from amqstomp.otel import LINK, NEW, AmqstompInstrumentor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
@@ -241,6 +244,45 @@ def test_the_prefetch_and_unacknowledged_gauges(activemq, telemetry):
     consumer.unsubscribe(id="g1")  # ACKs the six, ends the subscription: no more points of it
     assert gauge("amqstomp.client.unacknowledged.messages") == []
     assert gauge("amqstomp.client.prefetch.credit") == []
+
+
+@pytest.mark.timeout(150)
+def test_the_time_a_jms_send_is_blocked_by_producer_flow_control(activemq_factory, telemetry):
+    """ActiveMQ with a 1 MB memory limit holds the RECEIPTs of a full producer window back:
+    the send waits (on_usage_full tells), a consumer drains the queue, the send goes on;
+    the wait is one point (or more) of amqstomp.client.producer.blocked.duration."""
+    broker = activemq_factory(memory_limit="1 mb", producer_flow_control=True)
+    t = telemetry()
+    queue = Queue(qname())
+    total, full = 300, threading.Event()  # 3 MB of 10 kB messages: three times the memory limit
+    factory = ConnectionFactory(broker.url, producer_window_size=256 * 1024)
+    with factory.create_connection() as conn:
+        conn.set_usage_listener(lambda e: full.set(), lambda e: None)
+        producer = conn.create_session().create_producer(queue)
+        sent = []
+
+        def produce():
+            for i in range(total):
+                producer.send(BytesMessage(b"x" * 10000), delivery_mode=NON_PERSISTENT)
+                sent.append(i)
+        thread = threading.Thread(target=produce, daemon=True)
+        thread.start()
+        assert full.wait(30), "on_usage_full never came"
+        time.sleep(1.0)
+        assert thread.is_alive() and len(sent) < total  # blocked on the window
+        consumer = conn.create_session().create_consumer(queue)
+        conn.start()
+        got, deadline = 0, time.monotonic() + 60
+        while got < total and time.monotonic() < deadline:
+            if consumer.receive(2) is not None:
+                got += 1
+        assert got == total
+        thread.join(10)
+        assert len(sent) == total
+    points = t.points("amqstomp.client.producer.blocked.duration")
+    assert sum(p.count for p in points) >= 1
+    assert sum(p.sum for p in points) >= 1.0  # it waited on_usage_full's 1 s, and the second above
+    assert all(p.attributes["messaging.system"] == "activemq" for p in points)
 
 
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):

@@ -48,6 +48,10 @@ class Instruments:
         self.rejected = meter.create_counter(
             "amqstomp.client.rejected.messages", unit="{message}",
             description="Messages NACKed (poison after maximumRedeliveries, or the application's NACK)")
+        self.blocked = _histogram(
+            meter, "amqstomp.client.producer.blocked.duration", "s", DURATION_BUCKETS_S,
+            "Time a send waited for room in its producer window (ActiveMQ's producer flow control "
+            "holding the window's RECEIPTs back)")
         self.connections = meter.create_counter(
             "amqstomp.client.connections", unit="{connection}",
             description="CONNECTED frames received (amqstomp.reconnect=true: after a lost socket, failover)")

@@ -390,6 +390,15 @@ class OtelObserver:
             if span is not None:
                 self._end(span, "link_lost", str(detail))
 
+    # ------------------------------------------------------------ producer flow control
+
+    def blocked(self, driver: Any, seconds: float) -> None:
+        _guarded(self._blocked, driver, seconds)
+
+    def _blocked(self, driver: Any, seconds: float) -> None:
+        attrs = self._attrs(driver, self._state(driver), "send", "send", None)
+        self.metrics.blocked.record(max(0.0, seconds), attrs)
+
     # ------------------------------------------------------------ messages handed over
 
     def _message_span(self, driver: Any, frame: Any, op_type: str, start_time: Optional[int],
