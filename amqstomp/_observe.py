@@ -51,6 +51,13 @@ class Observer(Protocol):
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
         """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason)."""
 
+    def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
+        """amqstomp's RedeliveryPolicy decided on ``frame`` (a MESSAGE whose listener
+        raised, or a JMS message rolled back or recovered): hand it over again
+        (``poisoned`` False; the next hand-over of this frame object is a local
+        redelivery) or poison it (True: NACKed, the broker's dead-letter queue).
+        Called through :data:`messages` only, off the hot path (failures only)."""
+
     def blocked(self, driver: Any, seconds: float) -> None:
         """A send on ``driver`` waited ``seconds`` (``time.monotonic()`` difference) for
         room in its producer window (ActiveMQ's producer flow control: the broker holds

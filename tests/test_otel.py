@@ -30,6 +30,7 @@ import amqstomp  # noqa: E402
 from amqstomp import _observe  # noqa: E402
 from amqstomp.jms import (CLIENT_ACKNOWLEDGE, NON_PERSISTENT, BytesMessage, ConnectionFactory, Queue,  # noqa: E402
                           TextMessage)
+from amqstomp.flow import RedeliveryPolicy  # noqa: E402
 from amqstomp.otel import LINK, NEW, AmqstompInstrumentor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
@@ -283,6 +284,51 @@ def test_the_time_a_jms_send_is_blocked_by_producer_flow_control(activemq_factor
     assert sum(p.count for p in points) >= 1
     assert sum(p.sum for p in points) >= 1.0  # it waited on_usage_full's 1 s, and the second above
     assert all(p.attributes["messaging.system"] == "activemq" for p in points)
+
+
+class Failing:
+    """A stomp.py listener / JMS MessageListener that raises for every message it is handed."""
+
+    def __init__(self):
+        self.handed = 0
+
+    def on_message(self, message):
+        self.handed += 1
+        raise RuntimeError("listener failed (a test)")
+
+    __call__ = on_message  # a JMS MessageListener is a callable
+
+
+def test_stomppy_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+    t = telemetry()
+    q = qname()
+    stomp12(activemq).send(q, "fails")
+    listener = Failing()
+    consumer = stomp12(activemq, listener)
+    consumer.subscribe(q, id="r1", ack="client", optimize_acknowledge=True,  # amqstomp ACKs: its policy applies
+                       redelivery_policy=RedeliveryPolicy(maximum_redeliveries=2, initial_redelivery_delay_ms=10))
+    assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
+    assert listener.handed == 3  # the delivery, two local redeliveries
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
+    local = [s for s in t.spans(SpanKind.CONSUMER) if s.attributes.get("amqstomp.redelivery.source") == "local"]
+    assert len(local) == 2
+
+
+def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+    t = telemetry()
+    queue = Queue(qname())
+    factory = ConnectionFactory(activemq.url, maximum_redeliveries=2, initial_redelivery_delay_ms=0)
+    listener = Failing()
+    with factory.create_connection() as conn:
+        session = conn.create_session()  # AUTO_ACKNOWLEDGE: a MessageListener that raises gets it again
+        session.create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        session.create_producer(queue).send(TextMessage("fails"))
+        assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
+    assert listener.handed == 3
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
 
 
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):

@@ -44,7 +44,12 @@ class Instruments:
             "Messages one ACK/NACK frame settles (a cumulative or optimized ACK settles many)")
         self.redelivered = meter.create_counter(
             "amqstomp.client.redelivered.messages", unit="{message}",
-            description="Messages handed to the application again (redelivered:true: by the broker or locally)")
+            description="Messages handed to the application again; amqstomp.redelivery.source: broker "
+                        "(redelivered:true from the broker) or local (amqstomp's RedeliveryPolicy)")
+        self.poisoned = meter.create_counter(
+            "amqstomp.client.poisoned.messages", unit="{message}",
+            description="Messages amqstomp's RedeliveryPolicy gave up on after maximumRedeliveries "
+                        "(NACKed: the broker's dead-letter queue)")
         self.rejected = meter.create_counter(
             "amqstomp.client.rejected.messages", unit="{message}",
             description="Messages NACKed (poison after maximumRedeliveries, or the application's NACK)")
