@@ -6,7 +6,8 @@ SEND, ACK/NACK, BEGIN/COMMIT/ABORT, CONNECT, SUBSCRIBE...), the hand-over of a
 MESSAGE to the application (a stomp.py listener in
 :mod:`amqstomp._engine.dispatch`; a JMS ``MessageListener`` or ``receive()``
 in :mod:`amqstomp.jms.consumer`), and the events of a connection (connected,
-socket lost). While :data:`observer` is None (the default) each of those places
+socket lost), and the end of a send's wait for room in a producer window
+(:class:`amqstomp.jms._producer_flow.ProducerWindow`). While :data:`observer` is None (the default) each of those places
 pays one attribute test and imports nothing. :mod:`amqstomp.otel` installs an
 observer that makes OpenTelemetry spans and metrics; this module knows nothing
 of OpenTelemetry.
@@ -49,6 +50,19 @@ class Observer(Protocol):
 
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
         """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason)."""
+
+    def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
+        """amqstomp's RedeliveryPolicy decided on ``frame`` (a MESSAGE whose listener
+        raised, or a JMS message rolled back or recovered): hand it over again
+        (``poisoned`` False; the next hand-over of this frame object is a local
+        redelivery) or poison it (True: NACKed, the broker's dead-letter queue).
+        Called through :data:`messages` only, off the hot path (failures only)."""
+
+    def blocked(self, driver: Any, seconds: float) -> None:
+        """A send on ``driver`` waited ``seconds`` (``time.monotonic()`` difference) for
+        room in its producer window (ActiveMQ's producer flow control: the broker holds
+        the window's RECEIPTs back while its memory is full); called when the wait ends,
+        by a timeout or a lost connection too. Called through :data:`messages` only."""
 
 
 #: the installed observer (:func:`install`), or None: read once per hook point

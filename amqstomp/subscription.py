@@ -3,20 +3,18 @@ threads and the pure per-subscription windows of :mod:`amqstomp.flow`.
 
 Three of the transport's threads call in; a lock per subscription keeps each window consistent:
 
-* reader thread, every MESSAGE (:meth:`SubscriptionManager.on_message`): count
-  it delivered; stop reading the socket when the local buffer is full (TCP
-  back-pressure), tell listeners once when the consumer turns slow
-  (pending > 2 x prefetch, ActiveMQ's definition); then queue it for the listeners.
-* dispatcher thread, after every listener returned (:meth:`on_consumed`): count
-  it consumed; send the ACK the window decides (optimizeAcknowledge: one
-  cumulative ACK per batch); resume reading once the buffer drained to half.
+* reader thread, every MESSAGE (:meth:`SubscriptionManager.on_message`): count it delivered; stop
+  reading the socket when the local buffer is full (TCP back-pressure), tell listeners once when the
+  consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition); then queue it for the listeners.
+* dispatcher thread, after every listener returned (:meth:`on_consumed`): count it consumed; send
+  the ACK the window decides (optimizeAcknowledge: one cumulative ACK per batch); resume reading
+  once the buffer drained to half.
 * timer thread (:meth:`_on_timer`): the ACK of a batch left short by a timer
   (optimizeAcknowledgeTimeOut, the scheduled interval, the idle flush).
 
-A message is acked only after the application had it (at-least-once): the
-window sees it consumed after the listeners returned. What a failed listener
-means (local redelivery, then poison) is the settlement core's
-(:mod:`amqstomp._protocol.settle`); no ACK goes past a message awaiting redelivery.
+A message is acked only after the application had it (at-least-once): the window sees it consumed
+after the listeners returned. What a failed listener means (local redelivery, then poison) is the
+settlement core's (:mod:`amqstomp._protocol.settle`); no ACK goes past a message awaiting redelivery.
 ``subscribe``'s own keywords (never sent as headers): :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
 """
 import logging
@@ -538,6 +536,8 @@ class SubscriptionManager(UnackedMessages):
             failures = sub.failures[message_id] = sub.failures.get(message_id, 0) + (1 if error else 0)
         action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
                                self.transport.dialect, frame.headers)
+        if _observe.messages is not None and (isinstance(action, Poison) or action.redelivered):
+            _observe.messages.redelivery(self.transport, frame, isinstance(action, Poison))
         if isinstance(action, Poison):
             log.warning("message %s of subscription %s failed %d times: poisoned (%s)",
                         message_id, sub.id, failures, action.command)

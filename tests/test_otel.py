@@ -9,6 +9,8 @@ The SDK's InMemorySpanExporter and InMemoryMetricReader collect what was emitted
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 
 import pytest
@@ -26,7 +28,9 @@ from opentelemetry.trace import SpanKind  # noqa: E402
 
 import amqstomp  # noqa: E402
 from amqstomp import _observe  # noqa: E402
-from amqstomp.jms import CLIENT_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage  # noqa: E402
+from amqstomp.jms import (CLIENT_ACKNOWLEDGE, NON_PERSISTENT, BytesMessage, ConnectionFactory, Queue,  # noqa: E402
+                          TextMessage)
+from amqstomp.flow import RedeliveryPolicy  # noqa: E402
 from amqstomp.otel import LINK, NEW, AmqstompInstrumentor  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
@@ -237,8 +241,94 @@ def test_the_prefetch_and_unacknowledged_gauges(activemq, telemetry):
                 == "g1"]
     assert wait_until(lambda: gauge("amqstomp.client.unacknowledged.messages") == [6], 5)
     assert gauge("amqstomp.client.prefetched.messages") == [0]
+    assert gauge("amqstomp.client.prefetch.credit") == [94]  # 100 - the six delivered, not acked
     consumer.unsubscribe(id="g1")  # ACKs the six, ends the subscription: no more points of it
     assert gauge("amqstomp.client.unacknowledged.messages") == []
+    assert gauge("amqstomp.client.prefetch.credit") == []
+
+
+@pytest.mark.timeout(150)
+def test_the_time_a_jms_send_is_blocked_by_producer_flow_control(activemq_factory, telemetry):
+    """ActiveMQ with a 1 MB memory limit holds the RECEIPTs of a full producer window back:
+    the send waits (on_usage_full tells), a consumer drains the queue, the send goes on;
+    the wait is one point (or more) of amqstomp.client.producer.blocked.duration."""
+    broker = activemq_factory(memory_limit="1 mb", producer_flow_control=True)
+    t = telemetry()
+    queue = Queue(qname())
+    total, full = 300, threading.Event()  # 3 MB of 10 kB messages: three times the memory limit
+    factory = ConnectionFactory(broker.url, producer_window_size=256 * 1024)
+    with factory.create_connection() as conn:
+        conn.set_usage_listener(lambda e: full.set(), lambda e: None)
+        producer = conn.create_session().create_producer(queue)
+        sent = []
+
+        def produce():
+            for i in range(total):
+                producer.send(BytesMessage(b"x" * 10000), delivery_mode=NON_PERSISTENT)
+                sent.append(i)
+        thread = threading.Thread(target=produce, daemon=True)
+        thread.start()
+        assert full.wait(30), "on_usage_full never came"
+        time.sleep(1.0)
+        assert thread.is_alive() and len(sent) < total  # blocked on the window
+        consumer = conn.create_session().create_consumer(queue)
+        conn.start()
+        got, deadline = 0, time.monotonic() + 60
+        while got < total and time.monotonic() < deadline:
+            if consumer.receive(2) is not None:
+                got += 1
+        assert got == total
+        thread.join(10)
+        assert len(sent) == total
+    points = t.points("amqstomp.client.producer.blocked.duration")
+    assert sum(p.count for p in points) >= 1
+    assert sum(p.sum for p in points) >= 1.0  # it waited on_usage_full's 1 s, and the second above
+    assert all(p.attributes["messaging.system"] == "activemq" for p in points)
+
+
+class Failing:
+    """A stomp.py listener / JMS MessageListener that raises for every message it is handed."""
+
+    def __init__(self):
+        self.handed = 0
+
+    def on_message(self, message):
+        self.handed += 1
+        raise RuntimeError("listener failed (a test)")
+
+    __call__ = on_message  # a JMS MessageListener is a callable
+
+
+def test_stomppy_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+    t = telemetry()
+    q = qname()
+    stomp12(activemq).send(q, "fails")
+    listener = Failing()
+    consumer = stomp12(activemq, listener)
+    consumer.subscribe(q, id="r1", ack="client", optimize_acknowledge=True,  # amqstomp ACKs: its policy applies
+                       redelivery_policy=RedeliveryPolicy(maximum_redeliveries=2, initial_redelivery_delay_ms=10))
+    assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
+    assert listener.handed == 3  # the delivery, two local redeliveries
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
+    local = [s for s in t.spans(SpanKind.CONSUMER) if s.attributes.get("amqstomp.redelivery.source") == "local"]
+    assert len(local) == 2
+
+
+def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+    t = telemetry()
+    queue = Queue(qname())
+    factory = ConnectionFactory(activemq.url, maximum_redeliveries=2, initial_redelivery_delay_ms=0)
+    listener = Failing()
+    with factory.create_connection() as conn:
+        session = conn.create_session()  # AUTO_ACKNOWLEDGE: a MessageListener that raises gets it again
+        session.create_consumer(queue).set_message_listener(listener)
+        conn.start()
+        session.create_producer(queue).send(TextMessage("fails"))
+        assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
+    assert listener.handed == 3
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
+    assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
 
 
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):

@@ -18,6 +18,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Deque, Optional, Tuple
 
+from .. import _observe
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._io.scheduler import TimerHandle
@@ -119,7 +120,15 @@ class ProducerWindow:
                 if not self.chunks or self.closed + self.unreceipted + nbytes <= self.size:
                     return self._count(nbytes, every_send)
                 if flushed:
-                    self._wait_room(nbytes, link, deadline)
+                    observed = _observe.messages
+                    if observed is None:
+                        self._wait_room(nbytes, link, deadline)
+                    else:
+                        started = time.monotonic()
+                        try:
+                            self._wait_room(nbytes, link, deadline)
+                        finally:
+                            observed.blocked(link.transport, time.monotonic() - started)
                     return self._count(nbytes, every_send)
             link.transport.flush()  # never under the window's lock: it may block on the socket
             flushed = True

@@ -357,6 +357,11 @@ class ConsumerCore:
                 if not keep:
                     delay_ms = action.delay_ms
                 keep.append(delivery)
+        if _observe.messages is not None:  # an instrumentation counts them
+            for delivery in keep:
+                _observe.messages.redelivery(link.transport, delivery.frame, False)
+            for delivery, _ in poison:
+                _observe.messages.redelivery(link.transport, delivery.frame, True)
         for delivery, action in poison:
             self.subscriber.poison(delivery, action)
         if not keep:

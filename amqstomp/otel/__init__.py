@@ -64,7 +64,7 @@ class AmqstompInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         recording = observer.recording()
         _observe.install(observer, messages=recording)
         if not recording:  # no SDK yet: messages pass unobserved until one is set
-            self._watch = _SdkWatch(observer)
+            self._watch: Optional[_SdkWatch] = _SdkWatch(observer)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         watch: Optional[_SdkWatch] = getattr(self, "_watch", None)

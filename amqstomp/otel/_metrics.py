@@ -44,10 +44,19 @@ class Instruments:
             "Messages one ACK/NACK frame settles (a cumulative or optimized ACK settles many)")
         self.redelivered = meter.create_counter(
             "amqstomp.client.redelivered.messages", unit="{message}",
-            description="Messages handed to the application again (redelivered:true: by the broker or locally)")
+            description="Messages handed to the application again; amqstomp.redelivery.source: broker "
+                        "(redelivered:true from the broker) or local (amqstomp's RedeliveryPolicy)")
+        self.poisoned = meter.create_counter(
+            "amqstomp.client.poisoned.messages", unit="{message}",
+            description="Messages amqstomp's RedeliveryPolicy gave up on after maximumRedeliveries "
+                        "(NACKed: the broker's dead-letter queue)")
         self.rejected = meter.create_counter(
             "amqstomp.client.rejected.messages", unit="{message}",
             description="Messages NACKed (poison after maximumRedeliveries, or the application's NACK)")
+        self.blocked = _histogram(
+            meter, "amqstomp.client.producer.blocked.duration", "s", DURATION_BUCKETS_S,
+            "Time a send waited for room in its producer window (ActiveMQ's producer flow control "
+            "holding the window's RECEIPTs back)")
         self.connections = meter.create_counter(
             "amqstomp.client.connections", unit="{connection}",
             description="CONNECTED frames received (amqstomp.reconnect=true: after a lost socket, failover)")
@@ -67,9 +76,17 @@ class Instruments:
             "amqstomp.client.unacknowledged.messages", callbacks=[self._unacked], unit="{message}",
             description="Messages handed to the application and not yet covered by an ACK, per subscription "
                         "whose ACKs amqstomp sends (optimizeAcknowledge, JMS AUTO/DUPS_OK)")
+        meter.create_observable_gauge(
+            "amqstomp.client.prefetch.credit", callbacks=[self._credit], unit="{message}",
+            description="Messages the broker may still push to a subscription: its prefetch size minus the "
+                        "messages delivered and not yet acknowledged (ActiveMQ's prefetch window)")
 
     def _prefetched(self, options: Any) -> Iterable[Observation]:
         return [Observation(window.pending, attrs) for attrs, window in self._windows()]
+
+    def _credit(self, options: Any) -> Iterable[Observation]:
+        return [Observation(max(0, window.prefetch - (window.delivered - window.acked)), attrs)
+                for attrs, window in self._windows()]
 
     def _unacked(self, options: Any) -> Iterable[Observation]:
         # only where amqstomp sends the ACKs: an application's own ACKs (stomp.py API) are not counted there

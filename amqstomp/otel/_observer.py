@@ -105,6 +105,8 @@ class OtelObserver:
         self._states: "weakref.WeakKeyDictionary[Any, _DriverState]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self.metrics = Instruments(meter, self._windows)
+        # id(frame) -> frame (held: its id is not reused) of the local redeliveries not yet handed over
+        self._redelivering: "OrderedDict[int, Any]" = OrderedDict()
 
     # ------------------------------------------------------------ an SDK or not
 
@@ -390,6 +392,36 @@ class OtelObserver:
             if span is not None:
                 self._end(span, "link_lost", str(detail))
 
+    # ------------------------------------------------------------ producer flow control
+
+    def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
+        _guarded(self._redelivery, driver, frame, poisoned)
+
+    def _redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
+        if poisoned:
+            attrs: Dict[str, Any] = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
+            destination = frame.headers.get("destination")
+            if destination:
+                attrs["messaging.destination.name"] = destination
+            self.metrics.poisoned.add(1, attrs)
+            return
+        with self._lock:
+            self._redelivering[id(frame)] = frame
+            if len(self._redelivering) > _ACK_IDS_KEPT:  # redeliveries dropped (a socket lost, closed)
+                self._redelivering.popitem(last=False)
+
+    def _local_redelivery(self, frame: Any) -> bool:
+        """Whether ``frame``, handed over now, is one amqstomp redelivers itself (told by :meth:`redelivery`)."""
+        with self._lock:
+            return self._redelivering.pop(id(frame), None) is frame
+
+    def blocked(self, driver: Any, seconds: float) -> None:
+        _guarded(self._blocked, driver, seconds)
+
+    def _blocked(self, driver: Any, seconds: float) -> None:
+        attrs = self._attrs(driver, self._state(driver), "send", "send", None)
+        self.metrics.blocked.record(max(0.0, seconds), attrs)
+
     # ------------------------------------------------------------ messages handed over
 
     def _message_span(self, driver: Any, frame: Any, op_type: str, start_time: Optional[int],
@@ -413,9 +445,14 @@ class OtelObserver:
             value = headers.get(name)
             if value is not None:
                 span_attrs[attribute] = str(value)
-        if headers.get("redelivered") == "true":
+        local = bool(self._redelivering) and self._local_redelivery(frame)
+        if local or headers.get("redelivered") == "true":
+            source = "local" if local else "broker"
             span_attrs["amqstomp.redelivered"] = True
-            self.metrics.redelivered.add(1, attrs)
+            span_attrs["amqstomp.redelivery.source"] = source
+            metric = dict(attrs)
+            metric["amqstomp.redelivery.source"] = source
+            self.metrics.redelivered.add(1, metric)
         extracted = propagate.extract(headers)
         creation = trace.get_current_span(extracted).get_span_context()
         links = None
