@@ -329,9 +329,11 @@ class StompSession:
         return self._client.write(cmd, headers or {}, body, wait_up)
 
     def _reestablish(self, host_and_port: HostAndPort) -> None:
-        """Failover thread: one attempt to replace the lost socket (Reconnector's
-        ``establish``): socket, the same CONNECT, CONNECTED, then every
-        subscription again (``auto_resubscribe``), each gated on its RECEIPT."""
+        """One attempt on ``host_and_port`` (Reconnector's ``establish``): socket,
+        the same CONNECT, CONNECTED, then every subscription again
+        (``auto_resubscribe``), each gated on its RECEIPT. Runs on the failover
+        thread after a loss, and on the caller's for the first connection
+        (:meth:`_connect_over_failover`; nothing to replay then)."""
         transport = self.transport
         if self._connect_args is None:  # pragma: no cover - armed only after connect()
             raise ConnectFailedException("never connected")
@@ -340,10 +342,16 @@ class StompSession:
         rc = self.reconnector
         assert rc is not None
         rc.check_armed()  # no socket, no on_connecting, once disconnect() was called
+        deadline = rc.attempt_deadline  # connect(wait=True, timeout): no attempt outlives it
+        if deadline is not None:
+            wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
         self._client.handshake(self.version, command,
                                functools.partial(self._connect_headers, username, passcode, headers, keyword_headers),
-                               wait_s, only=host_and_port, silent=True, send=self._handshake_send(),
+                               wait_s, only=host_and_port, deadline=deadline, silent=True,
+                               send=self._handshake_send(),
                                opened=rc.check_armed)  # no CONNECT once disconnect() was called
+        if not rc.ever_connected:  # the first connection (connect()): nothing to resume or replay
+            return
         rc.check_armed()  # nor on_transport_resumed
         transport.notify("transport_resumed")
         self._raw_subscriptions.clear()  # not replayed: gone with the lost socket
@@ -435,10 +443,14 @@ class StompSession:
                 passed (the connection's ``timeout`` when None; no limit when both
                 are None, as in stomp.py).
 
-        With ``auto_reconnect`` and ``wait``, a socket lost before CONNECTED
-        (a reset, the broker closing it) is tried again with the reconnect
-        back-off until ``timeout`` (or the attempts) run out, as a reconnect is;
-        a broker's ERROR answer is not.
+        With ``auto_reconnect`` and ``wait``, the connection is made as a
+        reconnect is (:class:`amqstomp.failover.Reconnector`): one attempt per
+        broker in the policy's order, each bounded by the connection's
+        ``timeout`` (30 s when None) and the time left, so a broker that resets
+        the socket, drops it, or accepts it but never answers CONNECTED ends its
+        attempt and the next broker is tried; passes repeat with the reconnect
+        back-off until ``timeout`` (or ``reconnect_attempts_max`` passes) run
+        out. A broker's ERROR answer ends them at once.
 
         Raises:
             ConnectRefusedError: (a ConnectFailedException) with ``wait``, the
@@ -461,29 +473,33 @@ class StompSession:
         if rc is None or not wait:
             self._connect_once(username, passcode, wait, headers, with_connect_command, timeout, keyword_headers)
             return
-        wait_s = timeout if timeout is not None else self.timeout
-        deadline = None if wait_s is None else time.monotonic() + wait_s
-        attempt = 0
-        while True:
-            now = time.monotonic()
-            left = None if deadline is None else max(0.0, deadline - now)
-            # listeners hear on_disconnected for the last attempt only (stomp.py's connect makes one)
-            last = rc.policy.gives_up(attempt + 1, False) or (
-                deadline is not None and now + rc.policy.delay_ms(attempt + 1) / 1000.0 >= deadline)
-            try:
-                self._connect_once(username, passcode, wait, headers, with_connect_command, left, keyword_headers,
-                                   silent=not last)
+        self._connect_over_failover(username, passcode, headers, with_connect_command, timeout, keyword_headers)
+
+    def _connect_over_failover(self, username: Optional[str], passcode: Optional[str],
+                               headers: Optional[Mapping[str, Any]], with_connect_command: bool,
+                               timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
+        """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover
+        loop's passes (:meth:`amqstomp.failover.Reconnector.connect`: the brokers
+        in the policy's order, the back-off between passes, its attempts) on the
+        calling thread, each attempt one broker bounded by the connection's
+        ``timeout`` (30 s when None) and by ``timeout``, so that a broker that
+        accepts the socket but never answers CONNECTED costs its own attempt
+        and the next one is tried (ActiveMQ's FailoverTransport does the same
+        with its connect and negotiation timeouts)."""
+        rc = self.reconnector
+        assert rc is not None
+        with self._connect_lock:  # concurrent callers: one pass at a time; the second finds it connected
+            if self.transport.is_open():  # connected already, or transport.start() opened a socket
+                self._connect_once(username, passcode, True, headers, with_connect_command, timeout,
+                                   keyword_headers)
                 return
-            except ConnectRefusedError:
-                raise
-            except ConnectFailedException as exc:
-                attempt += 1
-                delay_s = rc.policy.delay_ms(attempt) / 1000.0
-                if rc.policy.gives_up(attempt, False) or (
-                        deadline is not None and time.monotonic() + delay_s >= deadline):
-                    raise
-                log.info("connect attempt %d failed (%s); trying again in %.3g s", attempt, exc, delay_s)
-                time.sleep(delay_s)
+            self.subscriptions.reset()
+            self._ledger.clear_transactions()
+            self._raw_subscriptions.clear()
+            command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
+            self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
+            wait_s = timeout if timeout is not None else self.timeout
+            rc.connect(wait_s)  # ConnectRefusedError at once; ConnectFailedException when the passes end
 
     def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
                           headers: Optional[Mapping[str, Any]], with_connect_command: bool,

@@ -206,3 +206,34 @@ def test_jms_create_connection_timeout_cuts_the_connect_to_a_silent_broker(tcp_p
         amqstomp.ConnectionFactory(url).create_connection("admin", "admin", timeout_s=2)
     took = time.monotonic() - started
     assert 1.9 <= took < 10, took  # the 2 s asked for, not the 30 s connect timeout
+
+
+@pytest.mark.parametrize("api", ["stomp.py", "jms"])
+def test_first_connect_goes_on_past_a_broker_that_accepts_the_socket_but_never_answers(
+        api, activemq_persistent, tcp_proxy_factory):
+    """A broker whose port accepts TCP but never sends CONNECTED (a hung JVM, a
+    stalled proxy): the attempt on it ends at the per-attempt bound (the
+    connection's ``timeout``; JMS ``connectionTimeout``) and the next broker is
+    tried, instead of the whole connect() waiting on the first."""
+    backup = tuple(activemq_persistent.host_and_ports[0])
+    silent = tcp_proxy_factory(backup)
+    silent.stall()  # the socket is accepted, no byte comes back
+    started = time.monotonic()
+    if api == "stomp.py":
+        conn = amqstomp.Connection12([silent.address, backup], timeout=1, reconnect_attempts_max=3,
+                                     auto_reconnect=True)
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        took = time.monotonic() - started
+        try:
+            assert conn.transport.current_host_and_port == backup
+            assert conn.is_connected()
+            assert 0.9 <= took < 10, took  # 1 s on the silent broker, then the backup
+        finally:
+            conn.disconnect()
+        return
+    url = ("failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false&startupMaxReconnectAttempts=1"
+           "&nested.connectionTimeout=1000" % (silent.address + backup))
+    with amqstomp.ConnectionFactory(url).create_connection("admin", "admin") as jms_conn:
+        took = time.monotonic() - started
+        assert jms_conn._state.consumer_link.transport.current_host_and_port == backup
+        assert 0.9 <= took < 10, took
