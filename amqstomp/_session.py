@@ -186,6 +186,8 @@ class StompSession:
                                            on_stopped=self._tell_disconnected)
         #: which socket each frame goes on (the rules every API shares)
         self._client = Client(transport, self._ledger, self.reconnector, self.subscriptions)
+        if self._client.direct_write is not None:  # no failover: _write is the open socket's write
+            self._write = self._client.direct_write  # type: ignore[method-assign]
         transport.start_version = self.version
         transport.set_listener(PROTOCOL_LISTENER, self)
 

@@ -140,7 +140,9 @@ class BaseProtocol(StompSession):
         check_destination(destination, "SEND")
         if body is None:
             raise RequiredArgumentError("'body' is required")
-        frame_headers = merge_headers([headers, keyword_headers])
+        frame_headers = dict(headers) if headers else {}  # merge_headers([headers, keyword_headers]), inlined
+        if keyword_headers:
+            frame_headers.update(keyword_headers)
         frame_headers["destination"] = destination
         if content_type:
             frame_headers["content-type"] = content_type
@@ -158,7 +160,9 @@ class BaseProtocol(StompSession):
         elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
             # not with a jms-* transformation (dialect.py); stomp.py's send() counts the body as given
             frame_headers["content-length"] = len(body) if replaced else len(payload)
-        self._check_transaction(frame_headers.get("transaction"), "SEND")
+        transaction = frame_headers.get("transaction")
+        if transaction is not None:
+            self._check_transaction(transaction, "SEND")
         if replaced:
             self._send("SEND", frame_headers, body)  # the body as given, as stomp.py's send_frame gets it
         else:

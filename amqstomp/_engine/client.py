@@ -96,6 +96,10 @@ class Client:
         transport.set_observer(self)
         if reconnector is not None:
             reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
+        #: without failover, :meth:`write`'s rule is "on the open socket or not at all": this is
+        #: that write, ``direct_write(cmd, headers, body)`` (``transport.send_frame``), for a facade's
+        #: hot path (one call from ``send()`` to the encoder); None with failover (use :meth:`write`)
+        self.direct_write: Optional[Callable[..., Any]] = transport.send_frame if reconnector is None else None
 
     # ------------------------------------------------------------ connecting
 
