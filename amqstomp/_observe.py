@@ -44,12 +44,19 @@ class Observer(Protocol):
     def process(self, driver: Any, frame: Any, run: Callable[..., T], *args: Any) -> T:
         """Hand ``frame`` (a MESSAGE) to the application: return ``run(*args)``."""
 
+    def listener_raised(self, exc: BaseException) -> None:
+        """A stomp.py listener raised ``exc`` with the MESSAGE :meth:`process` hands
+        over on this thread (the dispatcher logs it and goes on with the next
+        listener; ``process`` then returns ``"error"``). Failures only."""
+
     def received(self, driver: Any, frame: Any, started_ns: int) -> None:
         """A pull consumer's ``receive()`` called at ``started_ns`` (``time.time_ns()``)
         returns ``frame`` (a MESSAGE) to the application now."""
 
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
-        """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason)."""
+        """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason: a
+        socket ended that the client did not close), ``moved`` (the reason: a socket the
+        failover loop ended by plan, to move to a priority broker; no loss)."""
 
     def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
         """amqstomp's RedeliveryPolicy decided on ``frame`` (a MESSAGE whose listener
