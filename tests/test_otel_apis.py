@@ -2,7 +2,7 @@
 and the leftovers of issue 25: the spans' names, kinds, attributes and parentage per ack
 mode; no span for a prefetched message until it is handed over; the JMS connection's client
 id on its producer socket's spans; a stomp.py listener's exception on its process span; a
-priorityBackup move counted as a move, not as a lost connection.
+priorityBackup move counted as a move, not as a lost connection; a COMMIT in doubt.
 
 The SDK's InMemorySpanExporter and InMemoryMetricReader collect what was emitted
 (test_otel.py's Telemetry).
@@ -306,3 +306,26 @@ def test_a_priority_backup_move_is_a_move_not_a_lost_connection(activemq, tcp_pr
     assert connects[1].attributes["server.port"] == priority.address[1]
     failed = [s for s in t.exporter.get_finished_spans() if s.name == "connect" and not s.status.is_ok]
     assert not [s.events for s in failed if s.events]  # no "lost" before a socket that never connected
+
+
+def test_a_commit_whose_receipt_never_comes_is_counted_in_doubt(activemq, tcp_proxy_factory, telemetry):
+    """A COMMIT written, its socket lost before the RECEIPT: the broker may have committed.
+    amqstomp.client.transactions.in_doubt counts it; its commit span says so and is an error."""
+    t = telemetry()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    conn = amqstomp.Connection12(proxy.host_and_ports)
+    _MADE.append(conn)
+    conn.connect(wait=True, timeout=15)
+    tx = conn.begin()
+    conn.send("/queue/" + PREFIX + uuid.uuid4().hex[:10], "in doubt", transaction=tx)
+    proxy.stall()  # the COMMIT goes out, nothing comes back
+    conn.commit(tx, receipt="commit-1")
+    assert proxy.cut() == 1
+    assert wait_until(lambda: t.total("amqstomp.client.transactions.in_doubt") == 1, 10)
+    commit, = [s for s in t.spans(SpanKind.CLIENT) if s.name == "commit"]
+    assert commit.attributes["amqstomp.transaction.in_doubt"] is True
+    assert commit.attributes["messaging.batch.message_count"] == 1
+    assert commit.attributes["error.type"] == "ConnectionClosedException"
+    assert sum(p.count for p in t.points("messaging.client.operation.duration")
+               if p.attributes.get("messaging.operation") == "commit"
+               and p.attributes.get("error.type") == "ConnectionClosedException") == 1
