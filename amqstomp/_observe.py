@@ -5,10 +5,12 @@ monkey-patched): the frame write (:meth:`amqstomp._io.driver.Driver.send_frame`:
 SEND, ACK/NACK, BEGIN/COMMIT/ABORT, CONNECT, SUBSCRIBE...), the hand-over of a
 MESSAGE to the application (a stomp.py listener in
 :mod:`amqstomp._engine.dispatch`; a JMS ``MessageListener`` or ``receive()``
-in :mod:`amqstomp.jms.consumer`), and the events of a connection (connected,
-socket lost), and the end of a send's wait for room in a producer window
-(:class:`amqstomp.jms._producer_flow.ProducerWindow`). While :data:`observer` is None (the default) each of those places
-pays one attribute test and imports nothing. :mod:`amqstomp.otel` installs an
+in :mod:`amqstomp.jms.consumer`; the exception a stomp.py listener raised there),
+the events of a connection (connected, socket lost, a planned move's end), and
+the end of a send's wait for room in a producer window
+(:class:`amqstomp.jms._producer_flow.ProducerWindow`). While :data:`observer`
+is None (the default) each of those places pays one attribute test and imports
+nothing. :mod:`amqstomp.otel` installs an
 observer that makes OpenTelemetry spans and metrics; this module knows nothing
 of OpenTelemetry.
 

@@ -62,7 +62,8 @@ class Instruments:
             description="CONNECTED frames received (amqstomp.reconnect=true: after a lost socket, failover)")
         self.losses = meter.create_counter(
             "amqstomp.client.connection.losses", unit="{connection}",
-            description="Sockets lost without the client closing them (EOF, error, heart-beat timeout)")
+            description="Connected sockets lost without the client closing them (EOF, error, heart-beat "
+                        "timeout); a failover attempt that never got CONNECTED is none")
         self.moves = meter.create_counter(
             "amqstomp.client.connection.moves", unit="{connection}",
             description="Sockets the client ended by plan to move to a priority broker (priorityBackup): "
