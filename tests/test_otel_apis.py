@@ -7,6 +7,7 @@ priorityBackup move counted as a move, not as a lost connection; a COMMIT in dou
 The SDK's InMemorySpanExporter and InMemoryMetricReader collect what was emitted
 (test_otel.py's Telemetry).
 """
+import time
 import uuid
 
 import pytest
@@ -329,3 +330,28 @@ def test_a_commit_whose_receipt_never_comes_is_counted_in_doubt(activemq, tcp_pr
     assert sum(p.count for p in t.points("messaging.client.operation.duration")
                if p.attributes.get("messaging.operation") == "commit"
                and p.attributes.get("error.type") == "ConnectionClosedException") == 1
+
+
+@pytest.mark.timeout(120)
+def test_failed_attempts_while_reconnecting_are_no_losses(activemq, tcp_proxy_factory, telemetry):
+    """One lost connection, then attempts the broker's side resets before CONNECTED: one loss,
+    and the disconnected time runs from the loss to the next CONNECTED (each failed attempt
+    counted as a loss, and restarting that clock, before)."""
+    t = telemetry()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    conn = amqstomp.Connection12(proxy.host_and_ports, auto_reconnect=True, reconnect_attempts_max=-1,
+                                 reconnect_sleep_initial=0.05, reconnect_sleep_increase=0.0,
+                                 reconnect_sleep_max=0.1, timeout=10)
+    _MADE.append(conn)
+    conn.connect(wait=True, timeout=15)
+    proxy.refuse(True)  # accepted, then reset: every attempt fails before CONNECTED
+    refused = time.monotonic()
+    assert proxy.cut() == 1
+    assert wait_until(lambda: proxy.refused >= 3, 15)  # attempts made and failed
+    time.sleep(max(0.0, 1.0 - (time.monotonic() - refused)))
+    proxy.refuse(False)
+    assert wait_until(lambda: t.total("amqstomp.client.connections", **{"amqstomp.reconnect": True}) == 1, 15)
+    assert t.total("amqstomp.client.connection.losses") == 1
+    gap, = t.points("amqstomp.client.disconnected.duration")
+    assert gap.count == 1 and gap.attributes["amqstomp.disconnect.cause"] == "loss"
+    assert gap.sum >= 0.9  # from the loss, not from the last failed attempt
