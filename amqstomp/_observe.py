@@ -5,10 +5,12 @@ monkey-patched): the frame write (:meth:`amqstomp._io.driver.Driver.send_frame`:
 SEND, ACK/NACK, BEGIN/COMMIT/ABORT, CONNECT, SUBSCRIBE...), the hand-over of a
 MESSAGE to the application (a stomp.py listener in
 :mod:`amqstomp._engine.dispatch`; a JMS ``MessageListener`` or ``receive()``
-in :mod:`amqstomp.jms.consumer`), and the events of a connection (connected,
-socket lost), and the end of a send's wait for room in a producer window
-(:class:`amqstomp.jms._producer_flow.ProducerWindow`). While :data:`observer` is None (the default) each of those places
-pays one attribute test and imports nothing. :mod:`amqstomp.otel` installs an
+in :mod:`amqstomp.jms.consumer`; the exception a stomp.py listener raised there),
+the events of a connection (connected, socket lost, a planned move's end), and
+the end of a send's wait for room in a producer window
+(:class:`amqstomp.jms._producer_flow.ProducerWindow`). While :data:`observer`
+is None (the default) each of those places pays one attribute test and imports
+nothing. :mod:`amqstomp.otel` installs an
 observer that makes OpenTelemetry spans and metrics; this module knows nothing
 of OpenTelemetry.
 
@@ -44,12 +46,19 @@ class Observer(Protocol):
     def process(self, driver: Any, frame: Any, run: Callable[..., T], *args: Any) -> T:
         """Hand ``frame`` (a MESSAGE) to the application: return ``run(*args)``."""
 
+    def listener_raised(self, exc: BaseException) -> None:
+        """A stomp.py listener raised ``exc`` with the MESSAGE :meth:`process` hands
+        over on this thread (the dispatcher logs it and goes on with the next
+        listener; ``process`` then returns ``"error"``). Failures only."""
+
     def received(self, driver: Any, frame: Any, started_ns: int) -> None:
         """A pull consumer's ``receive()`` called at ``started_ns`` (``time.time_ns()``)
         returns ``frame`` (a MESSAGE) to the application now."""
 
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
-        """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason)."""
+        """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason: a
+        socket ended that the client did not close), ``moved`` (the reason: a socket the
+        failover loop ended by plan, to move to a priority broker; no loss)."""
 
     def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
         """amqstomp's RedeliveryPolicy decided on ``frame`` (a MESSAGE whose listener

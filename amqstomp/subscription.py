@@ -539,8 +539,8 @@ class SubscriptionManager(UnackedMessages):
         if _observe.messages is not None and (isinstance(action, Poison) or action.redelivered):
             _observe.messages.redelivery(self.transport, frame, isinstance(action, Poison))
         if isinstance(action, Poison):
-            log.warning("message %s of subscription %s failed %d times: poisoned (%s)",
-                        message_id, sub.id, failures, action.command)
+            log.warning("message %s of subscription %s poisoned: %s (%s: the broker's dead-letter queue)",
+                        message_id, sub.id, action.reason, action.command)
             try:
                 self.transport.send_frame(action.command, action.headers, link_seq=frame.link_seq)
             except StompException as exc:

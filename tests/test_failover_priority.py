@@ -57,6 +57,36 @@ def test_priority_uris_come_from_the_uri_and_a_bad_one_is_named() -> None:
         ReconnectPolicy(priority_backup=True, priority_uris=[("a",)])
 
 
+@pytest.mark.parametrize("given", ["stomp://127.0.0.1:2", ["stomp://127.0.0.1:2"], ("stomp://127.0.0.1:2",),
+                                   [("127.0.0.1", 2)], (("127.0.0.1", 2),)])
+def test_jms_priority_uris_take_a_str_a_list_or_a_tuple(given: Any) -> None:
+    """The keyword as the URI option's text, or a list or tuple of URIs or (host, port) pairs
+    (a tuple was refused, its repr read as a URI)."""
+    factory = amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:1,stomp://127.0.0.1:2)",
+                                         priority_backup=True, priority_uris=given)
+    assert ReconnectPolicy.from_uri(factory.resolved.uri).priority_uris == (("127.0.0.1", 2),)
+
+
+@pytest.mark.parametrize("query, keywords, named", [
+    ("", {"priority_uris": ("stomp://127.0.0.1:2", "tcp://127.0.0.1:2")},
+     r"priority_uris: 'tcp://127.0.0.1:2' is not a stomp://host:port URI"),
+    ("", {"priority_uris": [("127.0.0.1",)]}, r"priority_uris: \('127.0.0.1',\) is neither a stomp://host:port URI"),
+    ("", {"priority_uris": [("127.0.0.1", "2")]}, r"priority_uris: \('127.0.0.1', '2'\) is neither"),
+    ("", {"priority_uris": 2}, "priority_uris must be stomp://host:port URIs"),
+    ("", {"priority_uris": [("127.0.0.1", 3)]}, "priorityURIs names 127.0.0.1:3, not a broker of the failover list"),
+    ("?priorityBackup=true&priorityURIs=stomp://127.0.0.1:3", {},
+     "priorityURIs names 127.0.0.1:3, not a broker of the failover list"),
+])
+def test_jms_priority_uris_are_checked_when_the_factory_is_made(query: str, keywords: Dict[str, Any],
+                                                                named: str) -> None:
+    """Checked by ConnectionFactory(), not first by create_connection(); the keyword and the
+    bad entry named."""
+    if "priorityBackup" not in query:
+        keywords = dict(keywords, priority_backup=True)
+    with pytest.raises(ConfigurationError, match=named):
+        amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:1,stomp://127.0.0.1:2)" + query, **keywords)
+
+
 def test_probing_starts_on_a_backup_backs_off_and_stops_on_a_priority_broker() -> None:
     policy = ReconnectPolicy(randomize=False, priority_backup=True, initial_reconnect_delay_ms=200,
                              max_reconnect_delay_ms=1000)

@@ -299,7 +299,11 @@ class Failing:
     __call__ = on_message  # a JMS MessageListener is a callable
 
 
-def test_stomppy_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+#: the poison WARNING of maximum_redeliveries=2: the delivery and two redeliveries, then given up
+POISONED_AFTER_2 = "delivered 3 times (1 + 2 redeliveries, maximumRedeliveries=2)"
+
+
+def test_stomppy_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry, caplog):
     t = telemetry()
     q = qname()
     stomp12(activemq).send(q, "fails")
@@ -309,13 +313,15 @@ def test_stomppy_local_redeliveries_then_poison_are_told_apart_from_the_brokers(
                        redelivery_policy=RedeliveryPolicy(maximum_redeliveries=2, initial_redelivery_delay_ms=10))
     assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
     assert listener.handed == 3  # the delivery, two local redeliveries
+    poisoned, = [r for r in caplog.records if "poisoned" in r.getMessage()]
+    assert poisoned.levelname == "WARNING" and POISONED_AFTER_2 in poisoned.getMessage()
     assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
     assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
     local = [s for s in t.spans(SpanKind.CONSUMER) if s.attributes.get("amqstomp.redelivery.source") == "local"]
     assert len(local) == 2
 
 
-def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry):
+def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(activemq, telemetry, caplog):
     t = telemetry()
     queue = Queue(qname())
     factory = ConnectionFactory(activemq.url, maximum_redeliveries=2, initial_redelivery_delay_ms=0)
@@ -327,6 +333,9 @@ def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(acti
         session.create_producer(queue).send(TextMessage("fails"))
         assert wait_until(lambda: t.total("amqstomp.client.poisoned.messages") == 1, 15)
     assert listener.handed == 3
+    # (it said "after 3 redeliveries": there were two)
+    poisoned, = [r for r in caplog.records if "poisoned" in r.getMessage()]
+    assert poisoned.levelname == "WARNING" and POISONED_AFTER_2 in poisoned.getMessage()
     assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "local"}) == 2
     assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
 

@@ -1167,6 +1167,23 @@ def test_both_apis_redeliver_then_poison_by_the_core(maximum: int) -> None:
     assert (action.command, action.headers) == ("NACK", {"id": "a-1"})
 
 
+@pytest.mark.parametrize("maximum", [0, 2])
+def test_the_poison_reason_counts_the_deliveries_and_the_redeliveries(maximum: int, caplog: Any) -> None:
+    """maximumRedeliveries=2 (org.apache.activemq.RedeliveryPolicy) hands a message over
+    1 + 2 = 3 times, then gives it up: the reason both APIs log says so (the JMS API's said
+    "after 3 redeliveries" for two)."""
+    policy = RedeliveryPolicy(maximum, 0)
+    expected = "delivered %d times (1 + %d redeliveries, maximumRedeliveries=%d)" % (maximum + 1, maximum, maximum)
+    assert settle.poisoned_after(maximum + 1, maximum) == expected
+    action = settle.after_failure(policy, maximum + 1, True, "1.2", ACTIVEMQ, {"ack": "a-1"})
+    assert isinstance(action, settle.Poison) and action.reason == expected
+    _, _ = _stomppy_failures_until_poison(policy)
+    assert [r.getMessage() for r in caplog.records if "poisoned" in r.getMessage()] == [
+        "message ID:core-1 of subscription %s poisoned: %s (NACK: the broker's dead-letter queue)" % (SUB, expected)]
+    redelivered, jms_action = _jms_failures_until_poison(policy)
+    assert redelivered == maximum and jms_action.reason == expected
+
+
 def _optimized(wire: _Wire, maximum: int = 0) -> SubscriptionManager:
     manager = SubscriptionManager(wire, redelivery_policy=RedeliveryPolicy(maximum, 0))  # type: ignore[arg-type]
     manager.prepare(DEST, SUB, "client", {}, {"optimize_acknowledge": True, "ack_batch_cap": 1})

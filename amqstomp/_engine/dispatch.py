@@ -234,12 +234,16 @@ def _overridden(listener: Any, name: str) -> Any:
 
 
 def _call_fn(fn: Any, arg: Any) -> bool:
-    """Call a listener's bound method; False when it raised (logged)."""
+    """Call a listener's bound method (a MESSAGE's ``on_before_message``/``on_message``);
+    False when it raised (logged, and told to an instrumentation's process span)."""
     try:
         fn(arg)
         return True
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+    except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
         report_callback_error(log, "listener method %r raised", fn)
+        watcher = _observe.messages
+        if watcher is not None:
+            watcher.listener_raised(exc)
         return False
 
 

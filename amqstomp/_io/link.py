@@ -109,6 +109,8 @@ class Link(LinkWriter):
         self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
         self.silent = False  # a failover attempt abandoned: no disconnected event
+        #: why this socket is being ended by plan (LinkOwner.end_planned: a priorityBackup move), else None
+        self.planned_end: Optional[str] = None
 
     def threads(self) -> List[threading.Thread]:
         return [t for t in (self.reader, self.dispatcher, self.scheduler.thread) if t is not None]

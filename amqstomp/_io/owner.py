@@ -86,6 +86,10 @@ class LinkOwner:
         self.observer: TransportObserver = ListenersOnly(self)
         #: the user's broker dialect (``broker`` option; None: CONNECTED's ``server`` names it)
         self.broker: Optional[str] = None
+        #: the client id of the connection this socket serves when its CONNECT does not carry it
+        #: (a JMS connection's producer socket: ActiveMQ refuses a second CONNECT with the same
+        #: ``client-id``); what an instrumentation reports. None: CONNECT's ``client-id``, if any
+        self.client_id: Optional[str] = None
         #: ``fc(callback) -> started thread`` making the link threads (None: amqstomp's own)
         self.create_thread_fc: Optional[Callable[[Callable[[], None]], Any]] = None
         #: the default of blocking waits (seconds; None: :data:`DEFAULT_WAIT_TIMEOUT`)
@@ -330,6 +334,15 @@ class LinkOwner:
         if timeout is not None:
             self._join(link, timeout)
 
+    def end_planned(self, reason: str) -> None:
+        """The open socket is about to end by plan (``reason``: a failover layer's move to
+        a priority broker, its DISCONNECT and then :meth:`drop`): an instrumentation
+        hears of its end as a ``moved`` connection event, not as a lost socket. A
+        no-op without a socket."""
+        link = self._link
+        if link is not None:
+            link.planned_end = reason
+
     def drop(self, reason: str) -> None:
         """End the open socket as if the broker had ended it: the observer's
         ``on_link_lost`` decides what follows (a failover layer's planned move
@@ -556,8 +569,11 @@ class LinkOwner:
                     log.exception("on_link_lost failed")
             if link.silent:
                 last = None
-            if _observe.observer is not None and not link.proto.by_client:
-                _observe.observer.connection_event(self, "link_lost", reason)
+            if _observe.observer is not None:
+                if link.planned_end is not None:  # (its DISCONNECT made it the client's end)
+                    _observe.observer.connection_event(self, "moved", link.planned_end)
+                elif not link.proto.by_client:
+                    _observe.observer.connection_event(self, "link_lost", reason)
             self.dispatch.end_of_link(link, last)
 
     def on_frame(self, link: Link, frame: Frame) -> None:

@@ -180,10 +180,12 @@ class PriorityMoves:
             self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
         if self.prober is not None:
             self.prober.lost()
+        reason = "moving to the priority broker %s:%s (priorityBackup)" % target
+        self.transport.end_planned(reason)  # no loss: an instrumentation counts a move
         if self.hand_back is not None:
             try:
                 self.hand_back()
             except Exception:  # never leave the connection half-moved
                 log.exception("priority move: handing back failed")
-        self.transport.drop("moving to the priority broker %s:%s (priorityBackup)" % target)
+        self.transport.drop(reason)
         return True

@@ -25,7 +25,8 @@ from typing import Any, List, Optional, Sequence, Tuple, TypeVar
 from ..exception import ConfigurationError
 from ..uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
 
-__all__ = ["ReconnectPolicy", "PriorityReturn", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS"]
+__all__ = ["ReconnectPolicy", "PriorityReturn", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS", "priority_brokers",
+           "check_priority_members"]
 
 T = TypeVar("T")
 
@@ -100,13 +101,7 @@ class ReconnectPolicy:
         self.startup_max_reconnect_attempts = startup_max_reconnect_attempts
         self.randomize = bool(randomize)
         self.priority_backup = bool(priority_backup)
-        try:
-            self.priority_uris: Tuple[Tuple[str, int], ...] = () if not priority_uris else (
-                priority_endpoints(priority_uris) if isinstance(priority_uris, str)
-                else tuple((str(host), int(port)) for host, port in priority_uris))
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError("priority_uris must be stomp://host:port URIs separated by commas or "
-                                     "(host, port) pairs, got %r: %s" % (priority_uris, exc)) from None
+        self.priority_uris = priority_brokers(priority_uris)
         self.timeout_ms = timeout_ms
         self.jitter = float(jitter)
 
@@ -233,6 +228,52 @@ class ReconnectPolicy:
         return "ReconnectPolicy(%s)" % fields
 
 
+def priority_brokers(value: Any, name: str = "priority_uris") -> Tuple[Tuple[str, int], ...]:
+    """The priority brokers (``priorityURIs``) as ``(host, port)`` pairs, from ``value``: None
+    or empty (none: the first broker listed), ``stomp://host:port`` URIs in a str separated by
+    commas, or a list or tuple of such URIs and ``(host, port)`` pairs.
+
+    Raises:
+        ConfigurationError: (a ValueError) naming ``name`` and the entry that is neither.
+    """
+    if not value:
+        return ()
+    if isinstance(value, str):
+        entries: List[Any] = [value]
+    elif isinstance(value, (list, tuple)):
+        entries = list(value)
+    else:
+        raise ConfigurationError("%s must be stomp://host:port URIs (a str separated by commas, or a list or "
+                                 "tuple of URIs or (host, port) pairs), got %r" % (name, value))
+    found: List[Tuple[str, int]] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            try:
+                found.extend(priority_endpoints(entry))
+            except ValueError as exc:
+                raise ConfigurationError("%s: %r is not a stomp://host:port URI (%s)" % (name, entry, exc)) from None
+            continue
+        pair = tuple(entry) if isinstance(entry, (list, tuple)) else ()
+        if len(pair) != 2 or not isinstance(pair[0], str) or not pair[0] or isinstance(pair[1], bool) \
+                or not isinstance(pair[1], int) or not 0 < pair[1] < 65536:
+            raise ConfigurationError("%s: %r is neither a stomp://host:port URI nor a (host, port) pair "
+                                     "(a str and a port from 1 to 65535)" % (name, entry))
+        found.append((pair[0], pair[1]))
+    return tuple(found)
+
+
+def check_priority_members(priority: Sequence[Any], endpoints: Sequence[Any]) -> None:
+    """Every priority broker (``(host, port)``) must be one of the failover list's ``endpoints``.
+
+    Raises:
+        ConfigurationError: naming those that are not (the connection only ever goes to a listed broker).
+    """
+    missing = [e for e in priority if e not in endpoints]
+    if missing:
+        raise ConfigurationError("priorityURIs names %s, not a broker of the failover list %s"
+                                 % (", ".join("%s:%s" % e for e in missing), ", ".join("%s:%s" % e for e in endpoints)))
+
+
 class PriorityReturn:
     """When to probe the priority brokers while connected to another one, and
     where to go back to (ActiveMQ's ``FailoverTransport`` with
@@ -256,11 +297,8 @@ class PriorityReturn:
     def __init__(self, policy: ReconnectPolicy, endpoints: Sequence[Any]) -> None:
         self.policy = policy
         self.endpoints = list(endpoints)
-        missing = [e for e in policy.priority_uris if e not in self.endpoints] if policy.priority_backup else []
-        if missing:
-            raise ConfigurationError("priorityURIs names %s, not a broker of the failover list %s"
-                                     % (", ".join("%s:%s" % e for e in missing),
-                                        ", ".join("%s:%s" % e for e in self.endpoints)))
+        if policy.priority_backup:
+            check_priority_members(policy.priority_uris, self.endpoints)
         #: the priority brokers to probe now and then; empty: no probing
         self.targets: List[Any] = []
         #: the ``now_s`` of the next probe, None when not probing

@@ -48,7 +48,7 @@ __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
     "DROP_LOST_SOCKET", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
-    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "poison",
+    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "poison", "poisoned_after",
 ]
 
 class Links(Protocol):
@@ -197,11 +197,13 @@ class Poison:
     it names; ActiveMQ 5.17 answers an ACK of a NACKed message with ERROR "Unexpected
     ACK"). ``SubscriptionManager.poisoned`` does this for both APIs."""
 
-    __slots__ = ("command", "headers")
+    __slots__ = ("command", "headers", "reason")
 
-    def __init__(self, command: str, headers: Dict[str, str]) -> None:
+    def __init__(self, command: str, headers: Dict[str, str], reason: str = "") -> None:
         self.command = command
         self.headers = headers
+        #: why, for the log line (:func:`poisoned_after`; "" when not told)
+        self.reason = reason
 
     def __repr__(self) -> str:
         return "Poison(%s, %r)" % (self.command, self.headers)
@@ -225,6 +227,16 @@ def poison(version: Optional[str], dialect: str, message_headers: Mapping[str, s
     return Poison(command, headers)
 
 
+def poisoned_after(deliveries: int, maximum_redeliveries: int) -> str:
+    """Why a message is poisoned, for a log line: it was handed to the application
+    ``deliveries`` times -- the delivery and ``deliveries - 1`` redeliveries (the
+    broker's and this client's: ActiveMQ's ``redeliveryCounter``) -- and failed each
+    time, past ``maximumRedeliveries`` (``org.apache.activemq.RedeliveryPolicy``:
+    ``maximumRedeliveries=2`` hands a message over 1 + 2 = 3 times, then poisons it)."""
+    return "delivered %d times (1 + %d redeliveries, maximumRedeliveries=%d)" % (
+        deliveries, deliveries - 1, maximum_redeliveries)
+
+
 def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[str], dialect: str,
                   message_headers: Mapping[str, str]) -> Union[Redeliver, Poison]:
     """A message amqstomp settles (:data:`REDELIVER`/:data:`RECOVER`) failed:
@@ -239,10 +251,13 @@ def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[s
         version, dialect, message_headers: for :func:`poison`.
 
     Returns:
-        Redeliver | Poison: the action.
+        Redeliver | Poison: the action (a Poison's ``reason``: :func:`poisoned_after`; the
+        message was handed over ``redelivery`` times).
     """
     if not error:
         return Redeliver(NO_LISTENER_RETRY_MS, False)
     if policy.exceeded(redelivery):
-        return poison(version, dialect, message_headers)
+        action = poison(version, dialect, message_headers)
+        action.reason = poisoned_after(redelivery, policy.maximum_redeliveries)
+        return action
     return Redeliver(policy.delay_ms(redelivery), True)

@@ -346,8 +346,8 @@ class Subscriber:
             return
         frame = delivery.frame
         link = self.link
-        log.warning("%r: message %s poisoned after %d redeliveries (NACK: the broker's dead-letter queue)",
-                    self, frame.headers.get("message-id"), delivery.delivery_count - 1)
+        log.warning("%r: message %s poisoned: %s (%s: the broker's dead-letter queue)", self,
+                    frame.headers.get("message-id"), action.reason or "past maximumRedeliveries", action.command)
         try:
             link.acknowledge(action.command, action.headers, frame.link_seq)
         except StompException as exc:

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import List, Optional, Tuple
 
+from .. import _observe
 from ..codec import Frame
 from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
@@ -142,12 +143,12 @@ class Transaction:
             if not self.drain_sends(self.left_s()):
                 self.rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
-            acks: List[Frame] = []
+            acks: List[Tuple[Frame, int]] = []  # the newest message of each consumer, the messages its ACK covers
             with state.cond:
                 for consumer in state.all_consumers():
                     ledger = consumer.ledger
                     if len(ledger.delivered) > ledger.tx_acked:
-                        acks.append(ledger.delivered[-1].frame)
+                        acks.append((ledger.delivered[-1].frame, len(ledger.delivered) - ledger.tx_acked))
                         ledger.tx_acked = len(ledger.delivered)
             tx = self.tx
             send_tx = self.send_tx
@@ -166,9 +167,11 @@ class Transaction:
             try:
                 if acks:
                     tx = self.transaction_id()
-                    for frame in acks:
+                    for frame, count in acks:
                         headers = message_ack_headers(link, frame.headers)
                         headers["transaction"] = tx
+                        if _observe.messages is not None:  # an instrumentation's settle span counts them
+                            _observe.settling(count, frame.headers)
                         link.acknowledge("ACK", headers, frame.link_seq)
                 if tx is not None:
                     if acks and self.consumed_on_lost_socket():  # lost while its ACKs were written

@@ -168,6 +168,7 @@ class Link:
                                 float(options.get("heart_beat_receive_scale") or 1.5),
                                 timeout=self.connect_timeout_s)
         self.transport.broker = check_broker(options.get("broker"), "broker (amqstomp.broker)")
+        self.transport.client_id = connection.client_id  # the producer socket's too (not in its CONNECT)
         tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
         if tls_hosts:
             self.transport.set_ssl_context(make_ssl_context(options), tls_hosts)

@@ -12,6 +12,7 @@ import difflib
 import ssl
 from typing import Any, Dict, Iterable, Mapping
 
+from .._protocol.backoff import ReconnectPolicy, check_priority_members, priority_brokers
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
 from ..uri import parse_uri
@@ -93,6 +94,8 @@ def _check_keyword(name: str, value: Any) -> Any:
         raise ConfigurationError("unknown option %r%s (`amqstomp options` lists them all)" % (name, hint))
     if value is None:
         return value
+    if name == "priority_uris":  # a str like the URI's, or a list/tuple of URIs or (host, port) pairs
+        return priority_brokers(value)
     option = _BY_KEYWORD.get(name)
     if option is not None and name != "heartbeats":
         default = option.default
@@ -161,6 +164,10 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
     if str(options["version"]) not in ("1.0", "1.1", "1.2"):
         raise ConfigurationError("version (stompVersion) must be 1.0, 1.1 or 1.2, got %r" % (options["version"],))
     options["version"] = str(options["version"])
+    if uri.failover:  # the reconnect policy's checks now, not at create_connection
+        policy = ReconnectPolicy.from_uri(uri)
+        if policy.priority_backup:
+            check_priority_members(policy.priority_uris, [ep.host_and_port for ep in uri.endpoints])
     # times longer than the platform can wait (threading, sockets, timers) wait that long
     for table in (options, uri.failover_options):
         for name, value in table.items():

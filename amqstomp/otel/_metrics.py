@@ -62,10 +62,16 @@ class Instruments:
             description="CONNECTED frames received (amqstomp.reconnect=true: after a lost socket, failover)")
         self.losses = meter.create_counter(
             "amqstomp.client.connection.losses", unit="{connection}",
-            description="Sockets lost without the client closing them (EOF, error, heart-beat timeout)")
+            description="Connected sockets lost without the client closing them (EOF, error, heart-beat "
+                        "timeout); a failover attempt that never got CONNECTED is none")
+        self.moves = meter.create_counter(
+            "amqstomp.client.connection.moves", unit="{connection}",
+            description="Sockets the client ended by plan to move to a priority broker (priorityBackup): "
+                        "no loss")
         self.disconnected = _histogram(
             meter, "amqstomp.client.disconnected.duration", "s", DURATION_BUCKETS_S,
-            "Time from a lost socket to the next CONNECTED of the same connection")
+            "Time from a socket's end (amqstomp.disconnect.cause: loss, or move to a priority broker) "
+            "to the next CONNECTED of the same connection")
         self.in_doubt = meter.create_counter(
             "amqstomp.client.transactions.in_doubt", unit="{transaction}",
             description="COMMITs written whose RECEIPT never came (socket lost): the broker may have committed")

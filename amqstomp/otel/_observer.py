@@ -39,13 +39,17 @@ _OUTCOMES = {"error": "listener_error", "no listener": "no_listener"}
 _ACK_IDS_KEPT = 4096  # ack id -> (destination, subscription) of recent hand-overs, for the settle spans
 _ATTRS_KEPT = 256  # attribute sets kept per connection
 _SYSTEMS = {"activemq": "activemq", "artemis": "activemq", "rabbitmq": "rabbitmq"}
+#: ``amqstomp.disconnect.cause`` of a socket's end: lost (not the client's doing), or a planned
+#: move to a priority broker (priorityBackup)
+LOSS, MOVE = "loss", "move"
+_END_EVENTS = {LOSS: "amqstomp.link_lost", MOVE: "amqstomp.moved"}
 
 
 class _DriverState:
     """What the observer knows of one connection."""
 
     __slots__ = ("client_id", "subs", "tx_sends", "ack_ids", "connect_span", "connects", "lost_at", "lost_reason",
-                 "attrs", "__weakref__")
+                 "lost_cause", "up", "attrs", "__weakref__")
 
     def __init__(self) -> None:
         self.client_id: Optional[str] = None
@@ -56,6 +60,8 @@ class _DriverState:
         self.connects = 0
         self.lost_at: Optional[float] = None
         self.lost_reason: Optional[str] = None
+        self.lost_cause = LOSS  # why the last socket ended: LOSS or MOVE
+        self.up = False  # the socket got CONNECTED (else its end is a failed attempt, not a loss)
         #: (operation type, operation name, destination) -> the shared attributes (cleared on a new socket)
         self.attrs: Dict[Tuple[Optional[str], str, Optional[str]], Dict[str, Any]] = {}
 
@@ -105,6 +111,8 @@ class OtelObserver:
         self._states: "weakref.WeakKeyDictionary[Any, _DriverState]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self.metrics = Instruments(meter, self._windows)
+        #: per thread: ``processing``, the exceptions stomp.py listeners raised in the process span under way
+        self._thread = threading.local()
         # id(frame) -> frame (held: its id is not reused) of the local redeliveries not yet handed over
         self._redelivering: "OrderedDict[int, Any]" = OrderedDict()
 
@@ -125,6 +133,8 @@ class OtelObserver:
         if state is None:
             with self._lock:
                 state = self._states.setdefault(driver, _DriverState())
+            if not state.connects:  # connected before it was instrumented: its loss is one
+                state.up = _connected(driver)
         return state
 
     def _attrs(self, driver: Any, state: _DriverState, op_type: Optional[str], op_name: str,
@@ -340,7 +350,7 @@ class OtelObserver:
 
     def _begin_connect(self, driver: Any, state: _DriverState, headers: Optional[Mapping[str, Any]],
                        head: Any) -> _Finish:
-        client_id = _header(headers, head, "client-id")
+        client_id = _header(headers, head, "client-id") or getattr(driver, "client_id", None)
         state.client_id = None if client_id is None else str(client_id)
         attrs = dict(self._attrs(driver, state, None, "connect", None))
         self.names.client_id(attrs, state.client_id)
@@ -348,7 +358,7 @@ class OtelObserver:
         span = self.tracer.start_span("connect", kind=trace.SpanKind.CLIENT, attributes=attrs,
                                       context=otel_context.Context())  # a root: not part of a caller's trace
         if state.lost_at is not None:
-            span.add_event("amqstomp.link_lost", {"amqstomp.reason": state.lost_reason or ""},
+            span.add_event(_END_EVENTS[state.lost_cause], {"amqstomp.reason": state.lost_reason or ""},
                            timestamp=int(state.lost_at * 1e9))
         previous, state.connect_span = state.connect_span, span
         if previous is not None:
@@ -372,9 +382,12 @@ class OtelObserver:
         if event == "connected":
             reconnect = state.connects > 0
             state.connects += 1
+            state.up = True
             span, state.connect_span = state.connect_span, None
             if state.lost_at is not None:
-                self.metrics.disconnected.record(max(0.0, time.time() - state.lost_at), attrs)
+                gap = dict(attrs)
+                gap["amqstomp.disconnect.cause"] = state.lost_cause
+                self.metrics.disconnected.record(max(0.0, time.time() - state.lost_at), gap)
                 state.lost_at = state.lost_reason = None
             metric = dict(attrs)
             metric["amqstomp.reconnect"] = reconnect
@@ -385,12 +398,18 @@ class OtelObserver:
                 if server:
                     span.set_attribute("amqstomp.server", server)
                 self._end(span, None)
-        elif event == "link_lost":
-            state.lost_at, state.lost_reason = time.time(), str(detail)
-            self.metrics.losses.add(1, attrs)
+        elif event == "link_lost" or event == "moved":
             span, state.connect_span = state.connect_span, None
+            if not state.up:  # an attempt that never got CONNECTED (failover tries the next broker): no loss
+                if span is not None:
+                    self._end(span, "connect_failed", str(detail))
+                return
+            state.up = False
+            cause = MOVE if event == "moved" else LOSS
+            state.lost_at, state.lost_reason, state.lost_cause = time.time(), str(detail), cause
+            (self.metrics.moves if cause == MOVE else self.metrics.losses).add(1, attrs)
             if span is not None:
-                self._end(span, "link_lost", str(detail))
+                self._end(span, event, str(detail))
 
     # ------------------------------------------------------------ producer flow control
 
@@ -479,17 +498,32 @@ class OtelObserver:
         started = time.perf_counter()
         error: Optional[str] = None
         description: Optional[str] = None
+        local = self._thread
+        outer = getattr(local, "processing", None)
+        raised: List[BaseException] = []  # listener_raised() adds to it
+        local.processing = raised
         try:
             result = run(*args)
             if isinstance(result, str):  # stomp.py's dispatch: the listeners did not have it
-                error = _OUTCOMES.get(result, result)
+                if raised:  # as a MessageListener's: the (first) exception's class
+                    error, description = _error_type(raised[0]), str(raised[0])
+                else:
+                    error = _OUTCOMES.get(result, result)
             return result
         except BaseException as exc:
             error, description = _error_type(exc), str(exc)
             _guarded(span.record_exception, exc)
             raise
         finally:
+            local.processing = outer
+            for failure in raised:
+                _guarded(span.record_exception, failure)
             _guarded(self._processed, token, span, attrs, started, error, description)
+
+    def listener_raised(self, exc: BaseException) -> None:
+        processing = getattr(self._thread, "processing", None)
+        if processing is not None:
+            processing.append(exc)
 
     def _processed(self, token: Any, span: Span, attrs: Dict[str, Any], started: float, error: Optional[str],
                    description: Optional[str]) -> None:
@@ -508,6 +542,13 @@ class OtelObserver:
         self._end(span, None)
         self.metrics.consumed.add(1, attrs)
         self.metrics.operation_duration.record(max(0.0, (time.time_ns() - started_ns) / 1e9), attrs)
+
+
+def _connected(driver: Any) -> bool:
+    try:
+        return bool(driver.is_connected())
+    except Exception:  # (a driver of another kind)
+        return False
 
 
 def _placeholder(provider: Any) -> bool:
