@@ -262,13 +262,12 @@ class BaseProtocol(StompSession):
             self._send("SUBSCRIBE", frame_headers, b"", self._write_plain)
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
-        wire = frame_headers
-        if "receipt" not in wire and not (self._send_frame_replaced and self._update_send_frame()):  # ERROR: receipt
-            wire = dict(frame_headers)
-            wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
-            self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
         try:
-            future = self._send("SUBSCRIBE", wire)
+            if "receipt" in frame_headers or (self._send_frame_replaced and self._update_send_frame()):
+                future = self._send("SUBSCRIBE", frame_headers)
+            else:  # a receipt of amqstomp's own (no on_receipt): a refusal (ERROR) names it
+                future = self._client.write_subscribe(frame_headers, "amqstomp-subscribe-%s-%s" % (id, get_uuid()),
+                                                      self._send)
         except BaseException:
             self.subscriptions.discard(id)
             raise
@@ -304,11 +303,9 @@ class BaseProtocol(StompSession):
         unregistered: its id is free again and a reconnect does not replay it."""
         if future.cancelled() or not isinstance(future.exception(), BrokerError):
             return
-        current = self.subscriptions.get(sub.id)
-        if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
-            self.subscriptions.discard(current.id)
+        if self._client.subscription_refused(self.subscriptions, sub):  # not replaced by a replay meanwhile
             _log.warning("subscription %s to %s refused by the broker; unregistered: %s",
-                        current.id, current.destination, future.exception())
+                        sub.id, sub.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
