@@ -33,6 +33,7 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
 from ._protocol.dialect import auto_content_length
+from ._protocol.frames import subscribe_headers
 from .exception import (
     AcknowledgeInterruptedError, BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError,
     NotConnectedException, RequiredArgumentError, TransactionRolledBackError, UnknownMessageError,
@@ -245,9 +246,7 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'id' is required")
         # a replaced send_frame/transport is the only wire: stomp.py's frame, no bookkeeping (argument errors first)
         if not (id is None and (options or self.reconnector is not None)) and self._checks_waived():
-            frame_headers.update({"destination": destination, "id": id, "ack": ack} if id is not None
-                                 else {"destination": destination, "ack": ack})
-            self._send("SUBSCRIBE", frame_headers)
+            self._send("SUBSCRIBE", subscribe_headers(destination, id, ack, frame_headers, {}))
             return
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
@@ -255,11 +254,8 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
                                          "the socket that delivered each message: give subscribe() an 'id'")
-            frame_headers["destination"], extra = parse_destination(destination)
-            for key, value in extra.items():
-                frame_headers.setdefault(key, value)
-            frame_headers["ack"] = ack
-            self._send("SUBSCRIBE", frame_headers, b"", self._write_plain)
+            name, extra = parse_destination(destination)
+            self._send("SUBSCRIBE", subscribe_headers(name, None, ack, frame_headers, extra), b"", self._write_plain)
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         try:

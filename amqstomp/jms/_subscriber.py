@@ -192,9 +192,11 @@ class Subscriber:
         try:
             # ActiveMQ starts dispatching only after it sent this RECEIPT
             if link.reconnector is None:
-                link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
+                seq = link.transport.link_seq
+                link.client.subscribe_gated(frame_headers, link.client.subscribe_receipt("subscribe", self.sub_id),
+                                            timeout_s, "SUBSCRIBE receipt")
                 if self.browser:
-                    self.browse_seq = link.transport.link_seq
+                    self.browse_seq = seq
             else:
                 self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s, timeout_s)
         except BaseException as exc:
