@@ -33,6 +33,7 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
 from ._protocol.dialect import auto_content_length
+from ._protocol.frames import subscribe_headers
 from .exception import (
     AcknowledgeInterruptedError, BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError,
     NotConnectedException, RequiredArgumentError, TransactionRolledBackError, UnknownMessageError,
@@ -249,9 +250,7 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'id' is required")
         # a replaced send_frame/transport is the only wire: stomp.py's frame, no bookkeeping (argument errors first)
         if not (id is None and (options or self.reconnector is not None)) and self._checks_waived():
-            frame_headers.update({"destination": destination, "id": id, "ack": ack} if id is not None
-                                 else {"destination": destination, "ack": ack})
-            self._send("SUBSCRIBE", frame_headers)
+            self._send("SUBSCRIBE", subscribe_headers(destination, id, ack, frame_headers, {}))
             return
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
@@ -259,20 +258,16 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
                                          "the socket that delivered each message: give subscribe() an 'id'")
-            frame_headers["destination"], extra = parse_destination(destination)
-            for key, value in extra.items():
-                frame_headers.setdefault(key, value)
-            frame_headers["ack"] = ack
-            self._send("SUBSCRIBE", frame_headers, b"", self._write_plain)
+            name, extra = parse_destination(destination)
+            self._send("SUBSCRIBE", subscribe_headers(name, None, ack, frame_headers, extra), b"", self._write_plain)
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
-        wire = frame_headers
-        if "receipt" not in wire and not (self._send_frame_replaced and self._update_send_frame()):  # ERROR: receipt
-            wire = dict(frame_headers)
-            wire["receipt"] = "amqstomp-subscribe-%s-%s" % (id, get_uuid())
-            self.transport.own_receipt(wire["receipt"])  # not the application's: no on_receipt for it
         try:
-            future = self._send("SUBSCRIBE", wire)
+            if "receipt" in frame_headers or (self._send_frame_replaced and self._update_send_frame()):
+                future = self._send("SUBSCRIBE", frame_headers)
+            else:  # a receipt of amqstomp's own (no on_receipt): a refusal (ERROR) names it
+                future = self._client.write_subscribe(frame_headers, "amqstomp-subscribe-%s-%s" % (id, get_uuid()),
+                                                      self._send)
         except BaseException:
             self.subscriptions.discard(id)
             raise
@@ -308,11 +303,9 @@ class BaseProtocol(StompSession):
         unregistered: its id is free again and a reconnect does not replay it."""
         if future.cancelled() or not isinstance(future.exception(), BrokerError):
             return
-        current = self.subscriptions.get(sub.id)
-        if current is not None and current is sub:  # not replaced by a reconnect's replay meanwhile
-            self.subscriptions.discard(current.id)
+        if self._client.subscription_refused(self.subscriptions, sub):  # not replaced by a replay meanwhile
             _log.warning("subscription %s to %s refused by the broker; unregistered: %s",
-                        current.id, current.destination, future.exception())
+                        sub.id, sub.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:

@@ -30,7 +30,7 @@ from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFE
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
-from ._protocol.frames import ack_headers, ack_identity
+from ._protocol.frames import ack_headers, ack_identity, subscribe_headers
 from ._protocol.settle import BY_APPLICATION, BY_LIBRARY, CONSUMED, Poison, after_failure, listener_failed
 from .uri import destination_kind, parse_destination
 
@@ -219,12 +219,7 @@ class SubscriptionManager(UnackedMessages):
                 raise refusal("destination options %s" % ", ".join(sorted(activemq_only)), dialect, server)
             if (extra.get("selector") or headers.get("selector")) and not BROKERS[dialect].selectors:
                 raise refusal("a selector", dialect, server, "a broker that applies selectors (ActiveMQ, Artemis)")
-        frame_headers = dict(headers)
-        for key, value in extra.items():
-            frame_headers.setdefault(key, value)  # the caller's own header wins
-        frame_headers["destination"] = name
-        frame_headers["id"] = id
-        frame_headers["ack"] = ack
+        frame_headers = subscribe_headers(name, id, ack, headers, extra)
         prefetch = self._prefetch(name, frame_headers, self.transport.dialect)
         if prefetch == 0:
             dialect = self.transport.dialect

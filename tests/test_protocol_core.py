@@ -260,6 +260,21 @@ def test_ack_headers_per_version_and_the_activemq_1_0_quirk():
     assert frames.reject_command("1.0") == "ACK" and frames.reject_command("1.2") == "NACK"
 
 
+def test_subscribe_headers_one_builder_for_every_subscribe():
+    """SUBSCRIBE's headers (STOMP 1.2 "SUBSCRIBE"): the caller's first, the
+    destination's options where the caller gave none of that name, then
+    destination, id (left out for STOMP 1.0 without one) and ack, which replace
+    the caller's of those names."""
+    caller = {"selector": "a = 1", "activemq.prefetchSize": "5", "ack": "auto", "receipt": "r1"}
+    headers = frames.subscribe_headers("/queue/a", "s1", "client", caller,
+                                       {"activemq.prefetchSize": "10", "activemq.exclusive": "true"})
+    assert headers == {"selector": "a = 1", "activemq.prefetchSize": "5", "ack": "client", "receipt": "r1",
+                       "activemq.exclusive": "true", "destination": "/queue/a", "id": "s1"}
+    assert list(headers)[-2:] == ["destination", "id"]  # ack kept the caller's place
+    assert caller["ack"] == "auto"  # a new mapping
+    assert frames.subscribe_headers("/topic/t", None, "auto", {}, {}) == {"destination": "/topic/t", "ack": "auto"}
+
+
 def test_backoff_policies():
     stomp_py = backoff.ReconnectPolicy.stomp_py(0.1, 0.5, 0.0, 0.2, 3)
     assert [stomp_py.delay_ms(n) for n in (1, 2, 3, 50)] == [100, 150, 200, 200]

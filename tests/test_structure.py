@@ -301,3 +301,54 @@ def test_the_checks_find_what_they_look_for(tmp_path):
     assert _cycles(runtime) == [["amqstomp.a", "amqstomp.b"]]
     assert typing["amqstomp.c"] == {"amqstomp.a"}
     assert [node.attr for node in _private_accesses(modules["amqstomp.b"][1])] == ["_secret"]
+
+
+#: what decides which socket a frame goes on over failover, and the receipt-gated SUBSCRIBE:
+#: the engine's rules (amqstomp._engine.client.Client and its acknowledging/subscribing parts),
+#: which a facade calls and never writes again (issue 22)
+ENGINE_RULE_NAMES = {
+    "connected_link_seq": "which socket a frame goes on (Client.socket_now / route)",
+    "reconnecting": "waiting out a replay (Client.socket_now)",
+    "lost_with_socket": "a frame of a transaction lost with its socket (Client.transaction_lost)",
+    "write_lost": "a frame of a transaction lost with its socket (Client.transaction_lost)",
+    "wait_future": "a receipt-gated SUBSCRIBE (Client.subscribe_gated / subscribe / replay)",
+    "own_receipt": "a SUBSCRIBE's own receipt (Client.write_subscribe)",
+}
+
+
+def _engine_rules(tree):
+    """Names of the engine's write-over-failover and SUBSCRIBE rules used
+    outside it, and a SUBSCRIBE written directly (``x.send_frame("SUBSCRIBE", ...)``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ENGINE_RULE_NAMES:
+            yield node, ENGINE_RULE_NAMES[node.attr]
+        elif isinstance(node, ast.Name) and node.id in ENGINE_RULE_NAMES:
+            yield node, ENGINE_RULE_NAMES[node.id]
+        elif isinstance(node, ast.alias) and node.name in ENGINE_RULE_NAMES:
+            yield node, ENGINE_RULE_NAMES[node.name]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "send_frame" and node.args and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value == "SUBSCRIBE":
+            yield node, "a SUBSCRIBE written past Client.write_subscribe"
+
+
+def test_jms_has_no_write_over_failover_rule_nor_subscribe_loop_of_its_own():
+    """The JMS API writes over failover and SUBSCRIBEs with a receipt through the
+    engine's Client (``write``, ``route``, ``request``, ``transaction_lost``,
+    ``subscribe``, ``replay``), as the stomp.py API does: no copy of those rules
+    in ``jms/`` (issue 22)."""
+    found = []
+    for name, (path, tree, _) in sorted(_modules().items()):
+        if not name.startswith("amqstomp.jms"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        found.extend("%s:%d: %s -- %s" % (name, getattr(node, "lineno", 0),
+                                          ast.get_source_segment(source, node) or getattr(node, "name", ""), why)
+                     for node, why in _engine_rules(tree))
+    assert found == []
+    caught = ast.parse("from .._protocol.transactions import lost_with_socket\n"
+                       "def f(link, headers):\n    seq = link.transport.connected_link_seq()\n"
+                       "    future = link.transport.send_frame('SUBSCRIBE', headers)\n"
+                       "    link.transport.wait_future(future, 1.0, 'x')\n")
+    assert len(list(_engine_rules(caught))) == 4  # the check sees what it looks for

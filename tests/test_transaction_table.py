@@ -2,8 +2,11 @@
 socket, no thread. Sockets are numbers; ``alive`` says which one is open."""
 import pytest
 
-from amqstomp.exception import DuplicateTransactionError, TransactionRolledBackError, UnknownTransactionError
-from amqstomp._protocol.transactions import TransactionTable
+from amqstomp.exception import (
+    BrokerError, ConnectionClosedException, DuplicateTransactionError, NotConnectedException,
+    TransactionRolledBackError, UnknownTransactionError,
+)
+from amqstomp._protocol.transactions import TransactionTable, write_lost
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -92,3 +95,19 @@ def test_the_oldest_open_transaction_is_forgotten_beyond_the_size():
     for tx in ("a", "b", "c"):
         table.began(tx)
     assert "a" not in table and "b" in table and "c" in table
+
+
+def test_a_frame_of_a_transaction_lost_with_its_socket_goes_on_no_other():
+    """write_lost, the one rule both APIs' writes apply (Client.write, .request,
+    the JMS producer window): a frame of a transaction whose socket is gone is
+    refused (an ABORT dropped); a BEGIN, a frame outside a transaction, or
+    another failure is the caller's."""
+    for lost in (NotConnectedException("down"), ConnectionClosedException("closed")):
+        for cmd in ("SEND", "ACK", "NACK", "COMMIT"):
+            with pytest.raises(TransactionRolledBackError, match="transaction t1 was lost") as info:
+                write_lost(cmd, "t1", lost)
+            assert info.value.__cause__ is lost and cmd in str(info.value)
+        assert write_lost("ABORT", "t1", lost) is True
+        assert write_lost("BEGIN", "t1", lost) is False
+        assert write_lost("SEND", None, lost) is False
+    assert write_lost("SEND", "t1", BrokerError("refused")) is False

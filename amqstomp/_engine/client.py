@@ -9,7 +9,8 @@ stomp.py-style connections and the JMS API alike:
 * a frame outside a transaction goes on the connected socket; while a new one
   is being made (and its subscriptions replayed) it waits, as the facade's
   wait policy says; a write that fails is written again on the next socket
-  (at-least-once);
+  (at-least-once), and so is a frame waiting for its receipt whose socket is
+  lost before it (:meth:`Client.request`, a bounded number of times);
 * a frame of a transaction goes on the socket its BEGIN was written on, or
   nowhere: the broker knows the transaction there only, and rolled it back
   when that socket ended (:class:`~amqstomp.exception.TransactionRolledBackError`;
@@ -18,31 +19,36 @@ stomp.py-style connections and the JMS API alike:
   (:class:`~amqstomp.exception.AcknowledgeInterruptedError`): ActiveMQ
   redelivers a lost socket's message on the new socket under the same
   ``message-id``; with a receipt, a written ACK whose receipt never came is
-  in doubt (:class:`~amqstomp.exception.AcknowledgeInDoubtError`);
+  in doubt (:class:`~amqstomp.exception.AcknowledgeInDoubtError`)
+  (:mod:`.acknowledging`);
 * after a reconnect the subscriptions are sent again, each waiting for its
   RECEIPT (ActiveMQ starts dispatching only after it), before anything else
-  is written (:meth:`Client.replay`).
+  is written (:meth:`Client.replay`); a SUBSCRIBE lost with its socket before
+  its RECEIPT is written again unless the replay covered it (:mod:`.subscribing`).
 
 The Client is also the transport's one observer
 (:class:`amqstomp._io.observer.TransportObserver`): MESSAGEs go to the
 subscriptions' flow control, the dispatch decision applies the failover rule
 above, and a lost socket goes to the failover loop.
 
-The facades keep what differs by API: how long a write waits for a new socket
-and what it raises then (``wait_up``), and what they tell their listeners.
+The facades keep what differs by API, as parameters: how long a write waits
+for a new socket and what it raises then (``wait_up``: the stomp.py API's
+``timeout``, the JMS API's call deadline or the failover URI's ``timeout``),
+how a receipt is waited for and what its absence raises (``wait_receipt`` of
+:meth:`Client.request`: the JMS ``jms.sendTimeout`` and ``ResourceAllocationError``),
+how often a frame is written again (the JMS API's ``MAX_SEND_RETRIES``), and
+what they tell their listeners. The JMS producer window is the JMS link's: it
+asks the Client which socket (:meth:`Client.route`) and applies
+:meth:`Client.transaction_lost` to a failed write.
 """
 import logging
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
 from ..exception import (
-    AcknowledgeInDoubtError,
-    AcknowledgeInterruptedError,
-    BrokerError,
     ConnectFailedException,
     ConnectionClosedException,
     NotConnectedException,
@@ -50,20 +56,17 @@ from ..exception import (
     TransactionRolledBackError,
 )
 from .._protocol.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from .._protocol.transactions import TransactionTable, lost_with_socket, rolled_back
-from .ports import TransportPort
+from .._protocol.transactions import TransactionTable, rolled_back, write_lost
+from .acknowledging import Acknowledging
+from .ports import TransportPort, WaitUp
+from .subscribing import Subscribing
 
 __all__ = ["Client", "WaitUp"]
 
 log = logging.getLogger("amqstomp.engine")
 
-#: ``wait_up(command, cause)``: block until a new socket is connected, or raise
-#: (the facade's wait policy and exception); ``cause`` is the failed write's
-#: exception, if any.
-WaitUp = Callable[[str, Optional[BaseException]], None]
 
-
-class Client:
+class Client(Acknowledging, Subscribing):
     """Which socket each frame goes on (see the module docstring).
 
     Args:
@@ -238,24 +241,17 @@ class Client:
             while True:
                 cause: Optional[BaseException] = None
                 try:
-                    seq = self.transaction_socket(cmd, headers)  # a transaction's socket: never waits for another
+                    seq = self.socket_now(cmd, headers)  # a transaction's socket: never waits for another
                 except TransactionRolledBackError:
                     if cmd == "ABORT":
                         return None  # gone with its socket: nothing to abort
                     raise
-                if not seq:
-                    # the socket read first, then the replay flag: a socket connected and not being
-                    # replayed (a write pinned to it cannot land on a newer socket before its CONNECT)
-                    connected = transport.connected_link_seq()
-                    seq = connected if connected and not rc.reconnecting else 0
                 if seq:
                     try:
                         future = transport.send_frame(cmd, headers, body, write_timeout, defer, head, link_seq=seq)
                     except (NotConnectedException, ConnectionClosedException) as exc:
-                        if tx is not None and cmd != "BEGIN":
-                            if cmd == "ABORT":
-                                return None
-                            raise lost_with_socket(cmd, tx) from exc
+                        if self.transaction_lost(cmd, headers, exc):
+                            return None
                         cause = exc
                     else:
                         if cmd == "BEGIN" and tx is not None:
@@ -266,114 +262,109 @@ class Client:
             if ends:
                 self.transaction_ended(tx, cmd == "ABORT")
 
-    def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
-                    receipt_timeout_s: Optional[float] = None, closed: Optional[Callable[[], str]] = None) -> None:
-        """Write an ACK/NACK of a message socket ``link_seq`` delivered (0: the
-        open socket), on that socket only: it goes out even while a reconnect
-        is still replaying later subscriptions, and never on another socket.
-        With ``receipt_timeout_s`` (seconds) wait that long for the RECEIPT the
-        ``headers`` ask for (None: do not wait).
+    def socket_now(self, cmd: str, headers: Mapping[str, Any]) -> int:
+        """The socket a frame goes on now (the rules of the module docstring):
+        its transaction's (:meth:`transaction_socket`), else, with failover, the
+        connected socket when no reconnect is replaying subscriptions on it; 0
+        with failover: none now (wait for one); 0 without failover: the open one.
 
         Raises:
-            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover):
-                nothing was written; the broker redelivers the message.
-            AcknowledgeInDoubtError: written, and the socket was lost (or the
-                wait passed) before the receipt came.
-            TransactionRolledBackError: in a transaction whose socket is not
-                the one that delivered the message.
-            BrokerError: the broker answered ERROR (a receipt was asked for).
-            ConnectionClosedException: the socket is gone and no failover is
-                set (``closed()`` says why).
-            AcknowledgeInterruptedError also: an ACK written after :meth:`hand_back`
-                gave its socket up, which the broker refused.
+            TransactionRolledBackError: its transaction's socket was lost.
         """
-        tx_seq = self.transaction_socket(cmd, headers)
-        if tx_seq and link_seq and tx_seq != link_seq:
-            raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
-                                             "transaction's (failover); the broker redelivers it" % cmd)
-        try:
-            future = self.transport.send_frame(cmd, headers, None, link_seq=link_seq)
-        except (NotConnectedException, ConnectionClosedException) as exc:
-            if self.reconnector is None or not self.reconnector.armed:
-                if closed is None:
+        seq = self.transaction_socket(cmd, headers)
+        rc = self.reconnector
+        if seq or rc is None:
+            return seq
+        # the socket read first, then the replay flag: a socket connected and not being
+        # replayed (a write pinned to it cannot land on a newer socket before its CONNECT)
+        connected = self.transport.connected_link_seq()
+        return connected if connected and not rc.reconnecting else 0
+
+    def route(self, cmd: str, headers: Mapping[str, Any], wait_up: Optional[WaitUp]) -> int:
+        """:meth:`socket_now`, waiting with ``wait_up`` (only called with failover;
+        None without) while there is none: the socket (``link_seq``) a frame
+        written apart from :meth:`write` goes on (0: the open socket, no failover).
+
+        Raises:
+            TransactionRolledBackError: its transaction's socket was lost.
+            whatever ``wait_up`` raises.
+        """
+        if self.reconnector is None:
+            return 0  # (transaction_socket's answer without failover)
+        while True:
+            seq = self.socket_now(cmd, headers)
+            if seq:
+                return seq
+            assert wait_up is not None, "a facade with failover passes its wait"
+            wait_up(cmd, None)
+
+    @staticmethod
+    def transaction_lost(cmd: str, headers: Mapping[str, Any], exc: BaseException) -> bool:
+        """A write of ``cmd`` with ``headers`` failed with ``exc``: the rule for a
+        frame of a transaction whose socket is gone
+        (:func:`amqstomp._protocol.transactions.write_lost`): True for an ABORT
+        (drop it), False when the rule does not apply (the caller handles ``exc``).
+
+        Raises:
+            TransactionRolledBackError: any other frame of such a transaction.
+        """
+        return write_lost(cmd, headers.get("transaction"), exc)
+
+    def request(self, cmd: str, headers: Mapping[str, Any], body: Any, wait_up: Optional[WaitUp],
+                wait_receipt: Callable[["Future[Frame]"], Any], written: Optional[Callable[["Future[Frame]"], Any]] = None,
+                head: Optional[FrameHead] = None, resends: int = 0, what: str = "") -> Any:
+        """Write a frame whose ``headers`` ask for a receipt on :meth:`route`'s
+        socket, call ``written(future)`` (the facade tracks it), then return
+        ``wait_receipt(future)`` (the facade's bounded wait and its exceptions).
+        With failover, a frame outside a transaction is at-least-once: one whose
+        write finds no socket waits (``wait_up``) and goes on the next, and one
+        whose socket is lost before its RECEIPT (``wait_receipt`` raising
+        ConnectionClosedException) is written again on the next socket -- the
+        broker may have applied the first -- at most ``resends`` times (a broker
+        that closes the connection on this very frame would be fed it forever).
+        A frame of a transaction is never written again (:meth:`transaction_lost`).
+        ``what`` names the frame in messages (e.g. ``a send to /queue/a``).
+
+        Returns:
+            what ``wait_receipt`` returns; None for an ABORT of a lost transaction.
+
+        Raises:
+            TransactionRolledBackError: a frame of a transaction whose socket is gone.
+            ConnectionClosedException: the socket was lost before the RECEIPT
+                (no failover, a transaction's frame, or ``resends`` exceeded).
+            NotConnectedException, ConnectionClosedException: no socket (no
+                failover); whatever ``wait_up`` and ``wait_receipt`` raise.
+        """
+        again = self.reconnector is not None and headers.get("transaction") is None
+        losses = 0
+        while True:
+            seq = self.route(cmd, headers, wait_up)
+            try:
+                future = self.transport.send_frame(cmd, headers, body, None, False, head, link_seq=seq)
+            except (NotConnectedException, ConnectionClosedException) as exc:
+                if self.transaction_lost(cmd, headers, exc):
+                    return None
+                if not again:
                     raise
-                raise ConnectionClosedException("%s not sent: %s" % (cmd, closed())) from exc
-            raise AcknowledgeInterruptedError(
-                "%s not sent: the message came on a connection lost since (failover); the broker redelivers it"
-                % cmd) from exc
-        if future is None or receipt_timeout_s is None:
-            return  # no receipt asked for, or the caller does not wait for it (stomp.py's ack(receipt=...))
-        try:
-            future.result(receipt_timeout_s)
-        except FutureTimeout:
-            raise AcknowledgeInDoubtError(
-                "%s written, no receipt within %.3g s: the broker may or may not have applied it"
-                % (cmd, receipt_timeout_s or 0.0)) from None
-        except ConnectionClosedException as exc:
-            raise AcknowledgeInDoubtError(
-                "%s written, then its connection was lost before the receipt: the broker may or may not have "
-                "applied it (if not, it redelivers the message)" % cmd) from exc
-        except BrokerError as exc:  # ActiveMQ's "Not connected": written after the DISCONNECT of a move
-            if link_seq and link_seq == self.handed_back_seq:
-                raise AcknowledgeInterruptedError(
-                    "%s not applied: written after its connection was handed back for a move to a priority "
-                    "broker (priorityBackup); the broker redelivers the message" % cmd) from exc
-            raise
-
-    def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],
-                             subscriptions: Any) -> None:
-        """The stomp.py API's ACK/NACK, which names a message by its ACK identity
-        (not a message object): on the socket the ledger says delivered it, or
-        nowhere; ``subscriptions.check_ack`` refuses one this session does not
-        hold. An ``ack:client`` ACK is cumulative: one that cannot cover earlier
-        messages of a lost socket says so after it was written.
-
-        Which delivery an ACK is for, where several share its identity (STOMP
-        1.0/1.1 after a failover: the lost socket's copy and the redelivered
-        one, same ``message-id`` and ``subscription``), one rule
-        (:meth:`amqstomp.failover.SocketLedger.socket_of`): an ACK made in a
-        listener, on a socket's dispatcher thread, answers that socket's
-        delivery (the one that listener was handed); any other answers the
-        oldest outstanding delivery, since the listeners were handed them in
-        delivery order. So the first ACK of the identity after a failover
-        answers the lost socket's copy and is refused with
-        AcknowledgeInterruptedError, exactly as a STOMP 1.2 ACK of that copy's
-        ``ack`` id is; the next one answers the redelivered copy and is
-        written. Where identities never collide (1.2) it changes nothing.
-
-        Raises:
-            AcknowledgeInterruptedError: the message came on a socket lost since
-                (nothing written; the broker redelivers it), or a cumulative ACK
-                was written but did not cover ``.count`` messages of a lost socket.
-            UnknownMessageError: the session does not hold the message (nothing written).
-        """
-        ledger = self.ledger
-        ack_id = ack_headers.get("id", ack_headers.get("message-id"))
-        tx = frame_headers.get("transaction")
-        cumulative_sub = ledger.subscription_of(ack_headers)
-        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0))
-        why = "the message came on a connection lost since (failover); the broker redelivers it"
-        if seq is not None and not self.transport.link_alive(seq):
-            if cumulative_sub is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
-            raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        self.check_ack(command, ack_headers, tx, subscriptions)
-        try:
-            self.acknowledge(command, frame_headers, seq or 0)
-        except AcknowledgeInterruptedError as exc:
-            if cumulative_sub is not None and seq is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
-            raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
-        if tx is not None and seq is not None:
-            ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
-        if cumulative_sub is not None and seq is not None and command != "ACK":
-            ledger.answered(cumulative_sub, ack_headers, seq, tx)
-        elif cumulative_sub is not None and seq is not None:
-            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx)
-            if missed:  # ack:client: the ACK covers its own socket's deliveries only
-                raise AcknowledgeInterruptedError(
-                    "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
-                    "connection lost since (failover); the broker redelivers them" % (ack_id, missed), missed)
+                assert wait_up is not None
+                wait_up(cmd, exc)  # lost between route() and the write: the next socket
+                continue
+            assert future is not None  # it has a receipt header
+            if written is not None:
+                written(future)
+            try:
+                return wait_receipt(future)
+            except ConnectionClosedException as exc:
+                if not again:
+                    raise
+                losses += 1
+                if losses > resends:
+                    raise ConnectionClosedException(
+                        "%s lost its socket %d times before its receipt; not sent again (a broker that closes the "
+                        "connection on this frame? see its log)" % (what or cmd, losses)) from exc
+                log.info("socket lost before the receipt of %s: writing it again after failover", what or cmd)
+                assert wait_up is not None
+                wait_up(cmd, None)
 
     # ------------------------------------------------------------ dispatch
 
@@ -486,40 +477,3 @@ class Client:
                 transport.wait_future(future, wait_s, "DISCONNECT receipt")
         except StompException as exc:  # gone already, or no receipt in time: the move goes on
             log.debug("DISCONNECT before a planned move: %s", exc)
-
-    # ------------------------------------------------------------ after a reconnect
-
-    def replay(self, manager: Any, wait_s: Optional[float], receipt_prefix: str,
-               skip: Optional[Callable[[Any], bool]] = None,
-               refused: Optional[Callable[[Any, BrokerError], None]] = None) -> None:
-        """Failover thread, on a new socket: SUBSCRIBE every subscription of
-        ``manager`` again (:meth:`SubscriptionManager.renew`: same id and
-        headers, a fresh window), each with a receipt ``<prefix>-<id>-<socket>``
-        and waiting for it up to ``wait_s`` s (ActiveMQ dispatches only after
-        its RECEIPT). ``skip(sub)`` True leaves one out (the facade deals with
-        it); one the broker refuses (ERROR) is discarded, logged and handed to
-        ``refused(sub, error)`` (never retried).
-
-        Raises:
-            ReceiptTimeout, ConnectionClosedException: the socket failed the
-                replay (the reconnect loop then tries again).
-        """
-        transport = self.transport
-        for sub in manager.renew():
-            if manager.get(sub.id) is not sub:
-                continue  # unsubscribed or dropped while the ones before it were replayed
-            if skip is not None and skip(sub):
-                continue
-            sub_headers = dict(sub.headers)
-            sub_headers["receipt"] = "%s-%s-%d" % (receipt_prefix, sub.id, transport.link_seq)
-            transport.own_receipt(sub_headers["receipt"])  # the listeners hear no on_receipt for it
-            future = transport.send_frame("SUBSCRIBE", sub_headers)
-            assert future is not None  # it has a receipt header
-            try:
-                transport.wait_future(future, wait_s, "receipt for the replayed SUBSCRIBE %s" % sub.id)
-            except BrokerError as exc:  # reported once, never retried
-                manager.discard(sub.id)
-                log.error("subscription %s to %s refused after reconnecting; dropped: %s",
-                          sub.id, sub.destination, exc)
-                if refused is not None:
-                    refused(sub, exc)

@@ -12,9 +12,14 @@ would be another.
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Optional, Protocol, Tuple
 
-__all__ = ["TransportPort"]
+__all__ = ["TransportPort", "WaitUp"]
 
 HostAndPort = Tuple[str, int]
+
+#: ``wait_up(command, cause)``: block until a new socket is connected, or raise
+#: (a facade's wait policy and exception, handed to the engine's failover-aware
+#: writes); ``cause`` is the failed write's exception, if any.
+WaitUp = Callable[[str, Optional[BaseException]], None]
 
 
 class TransportPort(Protocol):

@@ -9,14 +9,17 @@ Everything that decides which headers a client frame carries, for every API
 * the identity an ACK names and the ACK/NACK headers of a MESSAGE per STOMP
   version (:func:`ack_identity`, :func:`ack_headers`, STOMP 1.2 "ACK"),
   including ActiveMQ's STOMP 1.0 quirk (``subscription`` on 1.0 ACKs);
-* which command rejects a message (:func:`reject_command`: NACK, or ACK on 1.0).
+* which command rejects a message (:func:`reject_command`: NACK, or ACK on 1.0);
+* SUBSCRIBE headers (:func:`subscribe_headers`, STOMP 1.2 "SUBSCRIBE"), for
+  every API and every SUBSCRIBE of a subscription (its first and its replays).
 """
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ, dialect_of, is_activemq_classic
 
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
-           "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command"]
+           "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command",
+           "subscribe_headers"]
 
 #: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
 ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
@@ -54,6 +57,35 @@ def connect_headers(accept_version: str, host: Optional[str] = None, heartbeats:
     if client_id:
         headers["client-id"] = client_id
     return headers
+
+
+def subscribe_headers(destination: str, id: Any, ack: str, headers: Mapping[str, Any],
+                      options: Mapping[str, Any]) -> Dict[str, Any]:
+    """Headers of a SUBSCRIBE frame (STOMP 1.2 "SUBSCRIBE").
+
+    Args:
+        destination (str): the destination's name, its options taken off
+            (:func:`amqstomp.uri.parse_destination`).
+        id: the ``id`` header (required from STOMP 1.1); left out when None (1.0).
+        ack (str): the ``ack`` header (``auto``, ``client``, ``client-individual``).
+        headers (Mapping): the caller's own headers (``selector``, ``receipt``,
+            ActiveMQ's ``activemq.*``...); they come first.
+        options (Mapping): headers the destination's options make
+            (``?consumer.prefetchSize=10`` -> ``activemq.prefetchSize``; a
+            broker's prefetch header); a caller's header of the same name wins.
+
+    Returns:
+        dict: a new mapping; ``destination``, ``id`` and ``ack`` replace the
+        caller's headers of those names.
+    """
+    out = dict(headers)
+    for key, value in options.items():
+        out.setdefault(key, value)  # the caller's own header wins
+    out["destination"] = destination
+    if id is not None:
+        out["id"] = id
+    out["ack"] = ack
+    return out
 
 
 def ack_identity(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:

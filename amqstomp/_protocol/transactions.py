@@ -31,9 +31,16 @@ Licensed under the Apache License, Version 2.0.
 from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional
 
-from ..exception import DuplicateTransactionError, StompException, TransactionRolledBackError, UnknownTransactionError
+from ..exception import (
+    ConnectionClosedException,
+    DuplicateTransactionError,
+    NotConnectedException,
+    StompException,
+    TransactionRolledBackError,
+    UnknownTransactionError,
+)
 
-__all__ = ["TransactionTable", "TRANSACTIONS_MAX", "rolled_back", "lost_with_socket"]
+__all__ = ["TransactionTable", "TRANSACTIONS_MAX", "rolled_back", "lost_with_socket", "write_lost"]
 
 #: open transactions a table remembers; beyond, the oldest is forgotten (an application
 #: that never ends its transactions); a forgotten one is then an unknown transaction
@@ -66,6 +73,28 @@ class _Open:
     def __init__(self, socket: int) -> None:
         self.socket = socket
         self.taken: Optional[Dict[str, List[Any]]] = None
+
+
+def write_lost(command: str, transaction: Any, exc: BaseException) -> bool:
+    """A write of ``command`` failed with ``exc``: the rule for a frame of
+    ``transaction`` (None: outside one) whose socket is gone. The broker rolled
+    the transaction back with that socket, so the frame is written on no other.
+
+    Returns:
+        bool: True for an ABORT (nothing left to abort: the caller drops it);
+        False when the rule does not apply (no transaction, a BEGIN -- written
+        on the next socket --, or ``exc`` is no lost socket: the caller handles it).
+
+    Raises:
+        TransactionRolledBackError: any other frame of such a transaction
+            (:func:`lost_with_socket`, from ``exc``).
+    """
+    if transaction is None or command == "BEGIN" or \
+            not isinstance(exc, (NotConnectedException, ConnectionClosedException)):
+        return False
+    if command == "ABORT":
+        return True
+    raise lost_with_socket(command, transaction) from exc
 
 
 def _never_lost(seq: int) -> bool:

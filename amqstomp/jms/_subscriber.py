@@ -18,13 +18,7 @@ import time
 from typing import Any, Dict, Optional
 
 from ..codec import Frame
-from ..exception import (
-    BrokerError,
-    ConnectionClosedException,
-    NotConnectedException,
-    ReceiptTimeout,
-    StompException,
-)
+from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._protocol.dialect import BROKERS, refusal
 from .._protocol.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
@@ -198,9 +192,11 @@ class Subscriber:
         try:
             # ActiveMQ starts dispatching only after it sent this RECEIPT
             if link.reconnector is None:
-                link.request("SUBSCRIBE", frame_headers, timeout_s, "SUBSCRIBE receipt")
+                seq = link.transport.link_seq
+                link.client.subscribe_gated(frame_headers, link.client.subscribe_receipt("subscribe", self.sub_id),
+                                            timeout_s, "SUBSCRIBE receipt")
                 if self.browser:
-                    self.browse_seq = link.transport.link_seq
+                    self.browse_seq = seq
             else:
                 self._subscribe_over_failover(frame_headers, sub, timeout_s if wait_s == -1.0 else wait_s, timeout_s)
         except BaseException as exc:
@@ -224,54 +220,28 @@ class Subscriber:
     def _subscribe_over_failover(self, frame_headers: Dict[str, Any], sub: Subscription,
                                  wait_s: Optional[float], receipt_s: float) -> None:
         """The SUBSCRIBE of a registered subscription on a failover link (see
-        :meth:`subscribe`); returns once a RECEIPT came for it on the current
-        socket, either for this SUBSCRIBE or for the reconnect's replay of it."""
+        :meth:`subscribe`): the engine's receipt-gated SUBSCRIBE over failover
+        (:meth:`amqstomp._engine.client.Client.subscribe`); returns once a RECEIPT
+        came for it on the current socket, either for this SUBSCRIBE or for the
+        reconnect's replay of it. A browse is not replayed: its consumer sends it
+        again on the new socket (``replayed=False``)."""
         link = self.link
-        manager = link.manager
-        assert manager is not None
-        transport = link.transport
         deadline = None if wait_s is None else time.monotonic() + wait_s
-        while True:
-            # connected, and any replay finished
-            link.await_up(deadline, "SUBSCRIBE")
-            current = manager.get(self.sub_id)
-            if current is None:
-                if self.browser:  # browses are not replayed
-                    raise BrowseInterruptedError("browse of %s interrupted by a failover; iterate again"
-                                                 % (self.destination,))
-                if self.ledger.closed:
-                    raise IllegalStateError("%r was closed while subscribing" % (self,))
-                raise ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
-                                                "replay)" % (self,))
-            if current is not sub:
-                if not self.browser:
-                    self.sub = current  # a reconnect after the registration replayed it and got its RECEIPT
-                    return
-                # a reconnect renewed this browse before its RECEIPT came and left it to us (browses
-                # are never replayed; nothing was browsed yet): send it on the new socket
-                sub = self.sub = current
-            seq = transport.link_seq
-            headers = dict(frame_headers)
-            headers["receipt"] = "subscribe-%s-%d" % (self.sub_id, seq)
-            try:
-                future = transport.send_frame("SUBSCRIBE", headers)
-                assert future is not None  # it has a receipt header
-                left = receipt_s if deadline is None else max(0.0, min(receipt_s, deadline - time.monotonic()))
-                transport.wait_future(future, left, "SUBSCRIBE receipt")
-                if self.browser:
-                    self.browse_seq = seq
-                return
-            except (ConnectionClosedException, NotConnectedException) as exc:
-                # the socket went before the RECEIPT: the reconnect replays the subscription,
-                # or (when it renewed the subscriptions before this one was registered) the
-                # next turn sends it on the new socket
-                log.info("%r: SUBSCRIBE interrupted by a failover (%s); waiting for the new socket", self, exc)
-            except BrokerError:
-                now = manager.get(self.sub_id)
-                if now is not None and now is not sub:
-                    self.sub = now  # a duplicate of the replay that a reconnect sent meanwhile
-                    return
-                raise
+
+        def vanished() -> BaseException:
+            if self.browser:  # browses are not replayed
+                return BrowseInterruptedError("browse of %s interrupted by a failover; iterate again"
+                                              % (self.destination,))
+            if self.ledger.closed:
+                return IllegalStateError("%r was closed while subscribing" % (self,))
+            return ConnectionClosedException("%r: the subscription was dropped during a failover (refused on "
+                                             "replay)" % (self,))
+
+        self.sub, seq = link.client.subscribe(link.manager, sub, frame_headers,
+                                              lambda what, cause: link.await_up(deadline, what), receipt_s,
+                                              deadline, "subscribe", vanished, replayed=not self.browser)
+        if self.browser and seq:
+            self.browse_seq = seq
 
     def unsubscribe(self) -> None:
         """Unregister the subscription and UNSUBSCRIBE (waiting for the RECEIPT,

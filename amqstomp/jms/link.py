@@ -23,7 +23,12 @@ new socket (bounded), a synchronous SEND whose socket was lost before its
 RECEIPT came is written again on the new one (at-least-once), and ACKs or
 transactional frames of the lost socket's messages and transactions are never
 written on the new one (the broker redelivers those messages; a COMMIT of a
-transaction begun on the lost socket raises TransactionRolledBackError).
+transaction begun on the lost socket raises TransactionRolledBackError). These
+rules are the engine's, shared with the stomp.py API
+(:class:`amqstomp._engine.client.Client`: ``write``, ``request``, ``route``,
+``transaction_lost``, ``acknowledge``, ``subscribe``, ``replay``); the link
+passes what is the JMS API's own: its waits (:meth:`Link.await_up`), the
+receipt wait and its exceptions, ``MAX_SEND_RETRIES`` and the producer window.
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -48,14 +53,13 @@ from ..exception import (
 )
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
-from .._engine.client import Client
+from .._engine.client import Client, WaitUp
 from .._engine.dispatch import ListenerDispatch
 from .._io.connector import Connector
 from .._io.driver import Driver
 from .._io.channel import tls_context
 from .._protocol.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
-from .._protocol.transactions import lost_with_socket
 from ..subscription import SubscriptionManager
 from ..uri import Endpoint
 from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
@@ -306,15 +310,6 @@ class Link:
             return False
         return self.reconnector is None or not self.reconnector.armed
 
-    def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:
-        """The socket a frame of a transaction must be written on
-        (:meth:`amqstomp._engine.client.Client.transaction_socket`).
-
-        Raises:
-            TransactionRolledBackError: that socket was lost.
-        """
-        return self.client.transaction_socket(cmd, headers)
-
     def begin(self, transaction: str) -> None:
         """BEGIN ``transaction`` on this link (no receipt); the connection's
         transaction table (:mod:`amqstomp._protocol.transactions`) notes it.
@@ -404,8 +399,7 @@ class Link:
         :meth:`Transport.send_frame`; ``head`` too."""
         if cmd == "ACK" or cmd == "NACK":
             raise StompException("internal: %s goes through Link.acknowledge (its socket)" % cmd)
-        return self.client.write(cmd, headers, body, lambda what, cause: self.await_up(deadline, what),
-                                 defer=defer, head=head)
+        return self.client.write(cmd, headers, body, self._wait_up(deadline), defer=defer, head=head)
 
     def send(self, cmd: str, headers: Mapping[str, Any], body: Any = None) -> None:
         """Write a frame (no receipt)."""
@@ -471,56 +465,51 @@ class Link:
             ReceiptTimeout: ``timeout_s`` passed.
             FrameEncodeError: a header cannot be written in the socket's STOMP version.
         """
-        transport = self.transport
         if not sync and window is None:
             self._write("SEND", headers, body, defer=True, head=head)
             return
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        tx_seq = self.transaction_socket("SEND", headers)  # a transaction's SENDs go where its BEGIN went
-        if self.reconnector is not None and not tx_seq:
-            tx_seq = transport.connected_link_seq()  # never before a new socket's CONNECT
-            if not tx_seq:
-                self.await_up(deadline, "SEND")
-                tx_seq = transport.connected_link_seq()
-        if not sync:
-            assert window is not None
-            nbytes = len(body) + 64
-            chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
-            if not chunk:
-                try:
-                    transport.send_frame("SEND", headers, body, None, True, head, link_seq=tx_seq)
-                except BaseException as exc:
-                    window.unsent(nbytes, 0)
-                    self._transaction_lost(tx_seq, headers, exc)
-                    raise
-                return
-        receipt = self.tracker.next_id(sync)
-        headers["receipt"] = receipt
-        destination = (head.headers if head is not None else headers)["destination"]
-        if sync and self.reconnector is not None and "transaction" not in headers:
-            self._send_sync_failover(headers, body, deadline, timeout_s, destination, head)
+        if sync:
+            self._send_sync(headers, body, deadline, timeout_s, head)
             return
+        client = self.client
+        assert window is not None
+        # a transaction's SENDs go where its BEGIN went; with failover one waits for a socket
+        seq = client.route("SEND", headers, None if self.reconnector is None else self._wait_up(deadline))
+        nbytes = len(body) + 64
+        chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
+        if chunk:  # this send carries the window chunk's receipt
+            receipt = headers["receipt"] = self.tracker.next_id(False)
         try:
-            future = transport.send_frame("SEND", headers, body, None, not sync, head, link_seq=tx_seq)
+            future = self.transport.send_frame("SEND", headers, body, None, True, head, link_seq=seq)
         except BaseException as exc:
-            if not sync:
-                assert window is not None
-                window.unsent(nbytes, chunk)
-            self._transaction_lost(tx_seq, headers, exc)
+            window.unsent(nbytes, chunk)
+            client.transaction_lost("SEND", headers, exc)
             raise
-        assert future is not None
-        if not sync:
+        if chunk:
+            assert future is not None
+            destination = (head.headers if head is not None else headers)["destination"]
             self.tracker.sent(receipt, destination, future, window, chunk)
-            return
-        self.tracker.sent(receipt, destination, future, None, 0)
-        self._await_receipt(future, destination, deadline, timeout_s)
 
-    @staticmethod
-    def _transaction_lost(tx_seq: int, headers: Mapping[str, Any], exc: BaseException) -> None:
-        """A SEND of a transaction pinned to socket ``tx_seq`` found it gone:
-        raise TransactionRolledBackError (else let ``exc`` go on)."""
-        if "transaction" in headers and isinstance(exc, (NotConnectedException, ConnectionClosedException)):
-            raise lost_with_socket("SEND", headers.get("transaction")) from exc
+    def _wait_up(self, deadline: Optional[float]) -> WaitUp:
+        """The engine's wait for a new socket (:data:`amqstomp._engine.client.WaitUp`):
+        :meth:`await_up` until ``deadline`` or the failover URI's ``timeout``."""
+        return lambda what, cause: self.await_up(deadline, what)
+
+    def _send_sync(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
+                   timeout_s: Optional[float], head: Optional[FrameHead]) -> None:
+        """A synchronous SEND (:meth:`send_message`): the engine's request
+        (:meth:`amqstomp._engine.client.Client.request`), at-least-once over
+        failover: written again on the new socket when its socket is lost before
+        the RECEIPT (the broker may have stored the first one; consumers see the
+        copy as a new message), at most :data:`MAX_SEND_RETRIES` times, until
+        ``deadline``."""
+        receipt = headers["receipt"] = self.tracker.next_id(True)
+        destination = (head.headers if head is not None else headers)["destination"]
+        self.client.request("SEND", headers, body, None if self.reconnector is None else self._wait_up(deadline),
+                            lambda future: self._await_receipt(future, destination, deadline, timeout_s),
+                            lambda future: self.tracker.sent(receipt, destination, future, None, 0),
+                            head, MAX_SEND_RETRIES, "a send to %s" % destination)
 
     @staticmethod
     def _await_receipt(future: "Future[Frame]", destination: str, deadline: Optional[float],
@@ -542,37 +531,3 @@ class Link:
         except FutureTimeout:
             raise ReceiptTimeout("no receipt for a send to %s within %.3g s"
                                  % (destination, timeout_s or 0.0)) from None
-
-    def _send_sync_failover(self, headers: Dict[str, Any], body: bytes, deadline: Optional[float],
-                            timeout_s: Optional[float], destination: str, head: Optional[FrameHead] = None) -> None:
-        """A synchronous SEND over failover: when the socket is lost before the
-        RECEIPT, the SEND is written again on the new socket (at-least-once: the
-        broker may have stored the first one; consumers see the copy as a new
-        message), until ``deadline``."""
-        losses = 0
-        while True:
-            seq = self.transport.connected_link_seq()  # never before a new socket's CONNECT
-            try:
-                if not seq:
-                    raise NotConnectedException("not connected")
-                future = self.transport.send_frame("SEND", headers, body, None, False, head, link_seq=seq)
-            except (NotConnectedException, ConnectionClosedException):
-                self.await_up(deadline, "SEND")
-                continue
-            assert future is not None
-            self.tracker.sent(headers["receipt"], destination, future, None, 0)
-            try:
-                self._await_receipt(future, destination, deadline, timeout_s)
-                return
-            except ConnectionClosedException as exc:
-                losses += 1
-                if losses > MAX_SEND_RETRIES:
-                    # a broker that closes the socket on a frame it cannot take (a bad header) would
-                    # otherwise be fed the same frame forever
-                    raise ConnectionClosedException(
-                        "a send to %s lost its socket %d times before its receipt; not sent again (a broker "
-                        "that closes the connection on this message? see its log)" % (destination, losses)
-                    ) from exc
-                log.info("socket lost before the receipt of a send to %s: sending it again after failover",
-                         destination)
-                self.await_up(deadline, "SEND")
