@@ -8,6 +8,7 @@ application gets it a second time (what amqstomp did before).
 What is visible: the application's deliveries, the client's suppressed count, and
 the broker's queue afterwards (a fresh consumer finds nothing).
 """
+import threading
 import time
 import uuid
 
@@ -15,6 +16,7 @@ import pytest
 from conftest import Collector, wait_until
 
 import amqstomp as stomp
+from amqstomp.exception import TransactionInDoubtError
 from amqstomp.jms import CLIENT_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE, NON_PERSISTENT, ConnectionFactory, Queue, \
     TextMessage
 
@@ -108,4 +110,61 @@ def test_jms_a_settled_message_redelivered_after_its_ack_was_lost(activemq, tcp_
             again = consumer.receive(15)
             assert again is not None and again.message_id == first.message_id and again.redelivered
             again.acknowledge()
+    assert _left_on_broker(activemq, queue) == []
+
+
+def _jms_consumer(activemq, tcp_proxy_factory, **session):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = Queue("dups.%s" % uuid.uuid4().hex[:10])
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        feeder.create_session().create_producer(queue).send(TextMessage("t0"), delivery_mode=NON_PERSISTENT)
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100&jms.checkForDuplicates=true" \
+        % proxy.address
+    conn = ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15)
+    consumer = conn.create_session(**session).create_consumer(queue)
+    conn.start()
+    return proxy, queue, conn, consumer
+
+
+def test_jms_auto_acknowledge_a_consumed_message_is_settled_even_before_its_batched_ack(activemq,
+                                                                                      tcp_proxy_factory):
+    """AUTO_ACKNOWLEDGE: amqstomp owes the ACK once receive() returned; the path stalls before
+    the batched ACK reaches the broker and is cut: the broker's redelivery is not handed over,
+    and is acknowledged on the new socket."""
+    proxy, queue, conn, consumer = _jms_consumer(activemq, tcp_proxy_factory)
+    with conn:
+        link = conn._state.consumer_link
+        first = consumer.receive(5)
+        assert first is not None and first.text == "t0"
+        _lose_the_ack(proxy, lambda: None, link.transport)
+        assert consumer.receive(5) is None
+        assert link.manager.duplicates_suppressed == 1
+    assert _left_on_broker(activemq, queue) == []
+
+
+def test_jms_a_commit_in_doubt_settles_nothing_and_the_message_comes_again(activemq, tcp_proxy_factory):
+    """A COMMIT written into a stalled path, then cut: in doubt, not settled, so with the
+    audit on the broker's redelivery still reaches the application (at-least-once)."""
+    proxy, queue, conn, consumer = _jms_consumer(activemq, tcp_proxy_factory, transacted=True)
+    with conn:
+        session = consumer._core._state.session
+        first = consumer.receive(5)
+        assert first is not None and first.text == "t0"
+        transport = conn._state.consumer_link.transport
+        seq = transport.link_seq
+        proxy.stall()
+
+        def cut_later():
+            time.sleep(0.5)
+            proxy.cut()
+            proxy.unstall()
+
+        threading.Thread(target=cut_later, daemon=True).start()
+        with pytest.raises(TransactionInDoubtError):
+            session.commit()
+        assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+        again = consumer.receive(15)
+        assert again is not None and again.message_id == first.message_id and again.redelivered
+        session.commit()
+        assert conn._state.consumer_link.manager.duplicates_suppressed == 0
     assert _left_on_broker(activemq, queue) == []
