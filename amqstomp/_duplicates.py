@@ -54,9 +54,10 @@ class DuplicateAudits:
         #: has not yet (its ACKs name identities); kept with ``_unacked``
         self._unacked_ids: Dict[Tuple[str, ...], str] = {}
 
-    def _settled_audit(self, destination: str, sub_id: str) -> Optional[SettledAudit]:
-        """The audit of a new subscription: its queue's, else its own (None: not checked)."""
-        if not self.check_for_duplicates:
+    def _settled_audit(self, destination: str, sub_id: str, browser: bool = False) -> Optional[SettledAudit]:
+        """The audit of a new subscription: its queue's, else its own (None: not checked, and
+        never for a queue browser, which settles nothing: as the Java client's dispatch)."""
+        if not self.check_for_duplicates or browser:
             return None
         key = "q" + destination if destination_kind(destination) == "queue" else "s" + sub_id
         audit = self._audits.get(key)

@@ -250,7 +250,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         sub = Subscription(sub_id, name, ack, frame_headers, window, policy, make_window)
-        sub.settled = self._settled_audit(name, sub_id)
+        sub.settled = self._settled_audit(name, sub_id, str(frame_headers.get("browser")) == "true")
         self._subs[sub_id] = sub
         return frame_headers, sub
 

@@ -222,6 +222,9 @@ def test_the_audit_is_per_queue_and_outlives_a_failover_replay() -> None:
     audit = one.settled
     renewed = {sub.id: sub for sub in manager.renew()}
     assert renewed["s"].settled is audit
+    # a queue browser settles nothing: what it browses must not count as settled for the consumers
+    manager.prepare(QUEUE, "b", "auto", {"browser": "true"}, {})
+    assert manager.get("b").settled is None  # type: ignore[union-attr]
 
 
 def test_jms_duplicate_verdicts_applied() -> None:
