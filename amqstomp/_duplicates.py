@@ -21,6 +21,7 @@ Licensed under the Apache License, Version 2.0.
 import logging
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from . import _observe
 from .exception import StompException
 from ._protocol.dialect import ACTIVEMQ
 from ._protocol.duplicates import (DEFAULT_AUDIT_DEPTH, DUPLICATE_ACK, DUPLICATE_HAND_OVER, NOT_DUPLICATE,
@@ -80,8 +81,10 @@ class DuplicateAudits:
                 outstanding = bool(order) and order[0] != ack_identity(self.transport.version, frame.headers)
         verdict = duplicate(sub.settled, frame.headers.get("message-id"), sub.ack, sub.app_acked, outstanding,
                             next_ack_names_newest)
-        if verdict:
+        if verdict and verdict != DUPLICATE_HAND_OVER:
             self.duplicates_suppressed += 1
+            if _observe.messages is not None:
+                _observe.messages.duplicate(self.transport, frame)
             log.debug("message %s of subscription %s was settled here before: duplicate (verdict %d)",
                       frame.headers.get("message-id"), sub.id, verdict)
         return verdict
