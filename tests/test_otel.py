@@ -345,10 +345,11 @@ def test_a_suppressed_duplicate_is_counted(activemq, tcp_proxy_factory, telemetr
     with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
         consumer = conn.create_session().create_consumer(queue)
         conn.start()
-        assert consumer.receive(5) is not None
+        assert wait_until(lambda: len(consumer._buffer) == 1, 10)  # prefetched: the path can stall first
         transport = conn._state.consumer_link.transport
         seq = transport.link_seq
         proxy.stall()
+        assert consumer.receive(5) is not None  # its ACK goes into the stalled path
         time.sleep(0.3)
         assert proxy.cut() >= 1
         proxy.unstall()

@@ -134,9 +134,10 @@ def test_jms_auto_acknowledge_a_consumed_message_is_settled_even_before_its_batc
     proxy, queue, conn, consumer = _jms_consumer(activemq, tcp_proxy_factory)
     with conn:
         link = conn._state.consumer_link
-        first = consumer.receive(5)
-        assert first is not None and first.text == "t0"
-        _lose_the_ack(proxy, lambda: None, link.transport)
+        assert wait_until(lambda: len(consumer._buffer) == 1, 10)  # prefetched: the path can stall first
+        received = []
+        _lose_the_ack(proxy, lambda: received.append(consumer.receive(5)), link.transport)
+        assert received[0] is not None and received[0].text == "t0"
         assert consumer.receive(5) is None
         assert link.manager.duplicates_suppressed == 1
     assert _left_on_broker(activemq, queue) == []
