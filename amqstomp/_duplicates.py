@@ -19,7 +19,7 @@ transaction, once its COMMIT was.
 Licensed under the Apache License, Version 2.0.
 """
 import logging
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _observe
 from .exception import StompException
