@@ -49,3 +49,14 @@ cdef class MessageAudit:
     # once per MESSAGE (the duplicate audit is on by default)
     @cython.locals(count=Py_ssize_t)
     cpdef Py_ssize_t record(self, object message_id) except -1
+
+
+cdef class SettledAudit:
+    cdef readonly Py_ssize_t depth
+    cdef set _ids
+    cdef list _ring
+    cdef Py_ssize_t _next
+
+    # asked once per MESSAGE (``in``) and told once per settled one
+    @cython.locals(at=Py_ssize_t)
+    cpdef settled(self, object message_id)

@@ -27,9 +27,11 @@ What lives here (sources in brackets):
   (``org.apache.activemq.RedeliveryPolicy`` defaults).
 * :class:`MessageAudit` -- a bounded window of message-ids that flags
   duplicates and counts deliveries (like ``ActiveMQMessageAudit``).
+* :class:`SettledAudit` -- the bounded set of message-ids a consumer settled,
+  asked per MESSAGE by the duplicate rule of :mod:`amqstomp._protocol.duplicates`.
 """
 from collections import OrderedDict
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Set
 
 __all__ = [
     "ACK_AUTO",
@@ -44,6 +46,7 @@ __all__ = [
     "SubscriptionWindow",
     "RedeliveryPolicy",
     "MessageAudit",
+    "SettledAudit",
 ]
 
 #: STOMP ``ack:auto``: the broker acks at dispatch (at-most-once).
@@ -482,3 +485,52 @@ class MessageAudit:
 
     def __contains__(self, message_id: Any) -> bool:
         return message_id in self._seen
+
+
+class SettledAudit:
+    """The message ids a consumer settled, the newest ``depth`` of them: the set the
+    duplicate rule (:mod:`amqstomp._protocol.duplicates`) asks, per MESSAGE, with ``in``.
+    A ring of ``depth`` slots names the ids in the order they were settled; the oldest
+    leaves the set when the ring comes round to its slot (an id forgotten and settled
+    again has two slots and leaves at the first: it is kept a shorter time, never longer).
+
+    Args:
+        depth (int): ids kept (>= 1; ActiveMQ's ``auditDepth``, 2048).
+
+    Raises:
+        ValueError: ``depth`` is not an int >= 1.
+    """
+
+    def __init__(self, depth: int = 2048) -> None:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError("audit depth must be an int >= 1, got %r" % (depth,))
+        self.depth = depth
+        self._ids: Set[Any] = set()
+        self._ring: List[Any] = [None] * depth
+        self._next = 0
+
+    def settled(self, message_id: Any) -> None:
+        """``message_id`` was settled (None: a MESSAGE without one, not audited)."""
+        if message_id is None or message_id in self._ids:
+            return
+        at = self._next
+        oldest = self._ring[at]
+        if oldest is not None:
+            self._ids.discard(oldest)
+        self._ring[at] = message_id
+        self._ids.add(message_id)
+        at += 1
+        self._next = 0 if at == self.depth else at
+
+    def forget(self, message_id: Any) -> None:
+        """``message_id`` was NACKed, rolled back or is redelivered locally: not settled."""
+        self._ids.discard(message_id)
+
+    def __contains__(self, message_id: Any) -> bool:
+        return message_id in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return "SettledAudit(depth=%d, %d ids)" % (self.depth, len(self._ids))

@@ -67,6 +67,11 @@ class Observer(Protocol):
         redelivery) or poison it (True: NACKed, the broker's dead-letter queue).
         Called through :data:`messages` only, off the hot path (failures only)."""
 
+    def duplicate(self, driver: Any, frame: Any) -> None:
+        """``frame`` (a MESSAGE) is a delivery of a message this consumer settled before and
+        is not handed over (``checkForDuplicates``, :mod:`amqstomp._protocol.duplicates`).
+        Called through :data:`messages` only, off the hot path (duplicates only)."""
+
     def blocked(self, driver: Any, seconds: float) -> None:
         """A send on ``driver`` waited ``seconds`` (``time.monotonic()`` difference) for
         room in its producer window (ActiveMQ's producer flow control: the broker holds

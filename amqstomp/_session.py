@@ -128,13 +128,14 @@ class StompSession:
     def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
                 auto_reconnect: bool = False, auto_resubscribe: bool = True,
                 attempts_defaulted: bool = False, broker: Optional[str] = None,
-                priority: Tuple[bool, Any] = (False, None)) -> None:
+                priority: Tuple[bool, Any] = (False, None), duplicates: Tuple[Any, Any] = (False, 2048)) -> None:
         """Run this session over ``transport``: flow control, the socket ledger,
         the engine's Client and (``auto_reconnect``) the failover loop with the
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
         (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED).
-        ``priority``: ``(priority_backup, priority_uris)`` of the failover loop."""
+        ``priority``: ``(priority_backup, priority_uris)`` of the failover loop; ``duplicates``:
+        ``(check_for_duplicates, audit_depth)`` (:mod:`amqstomp._protocol.duplicates`)."""
         self.transport = transport
         transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
         self._update_send_frame()  # an instance attribute: read per frame
@@ -155,7 +156,12 @@ class StompSession:
         self.encoding = transport.encoding
         self.auto_decode = transport.auto_decode
         self.auto_content_length = auto_content_length
-        self.subscriptions = SubscriptionManager(transport, track_acks=True, drop_unknown=True)
+        check, depth = duplicates
+        if not isinstance(check, bool) or isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ConfigurationError("check_for_duplicates must be True or False and audit_depth an int >= 1, "
+                                     "got %r, %r" % (check, depth))
+        self.subscriptions = SubscriptionManager(transport, audit_depth=depth, track_acks=True, drop_unknown=True,
+                                                 check_for_duplicates=check)
         self._connect_lock = threading.Lock()
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None

@@ -41,6 +41,7 @@ class UnackedMessages:
     map stayed within :data:`UNACKED_MAX`; otherwise nothing is refused."""
 
     transport: Any
+    _unacked_ids: Dict[Tuple[str, ...], Any]  # the duplicate audits' (amqstomp._duplicates)
 
     def _init_unacked(self, track_acks: bool) -> None:
         self._track_acks = track_acks
@@ -50,6 +51,7 @@ class UnackedMessages:
     def _clear_unacked(self) -> None:
         """A new connection: nothing is held any more."""
         self._unacked.clear()
+        self._unacked_ids.clear()
         self._unacked_complete = self._track_acks
 
     def _forget_unacked(self, sub: Any) -> None:
@@ -58,13 +60,14 @@ class UnackedMessages:
             for key, owner in list(self._unacked.items()):
                 if owner is sub:
                     self._unacked.pop(key, None)
+                    self._unacked_ids.pop(key, None)
 
     def _is_current(self, sub: Any) -> bool:
         """True while ``sub`` is an open subscription of this connection."""
         raise NotImplementedError  # SubscriptionManager's
 
     def check_ack(self, command: str, ack_headers: Mapping[str, Any],
-                  transaction: Optional[Any] = None) -> Optional[List[_Taken]]:
+                  transaction: Optional[Any] = None) -> Optional[List[Any]]:
         """The application is about to send ACK/NACK ``ack_headers``: refuse one
         naming a message this connection has not delivered unacknowledged (with
         ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
@@ -75,7 +78,9 @@ class UnackedMessages:
         Returns:
             list | None: in ``transaction``, what the ACK/NACK took, for the
             transaction table to hand to :meth:`give_back` on ABORT
-            (:meth:`amqstomp._engine.client.Client.check_ack`); else None.
+            (:meth:`amqstomp._engine.client.Client.check_ack`); outside one, while
+            the duplicate audit follows the deliveries, ``(subscription, message-id)``
+            of each message it settles once written (``application_settled``); else None.
 
         Raises:
             UnknownMessageError: no such message (never delivered, or acknowledged
@@ -91,6 +96,8 @@ class UnackedMessages:
                 "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
         if transaction is not None:
             return self._took(key, sub, command == "ACK" and sub.ack == "client")
+        ids = self._unacked_ids  # the duplicate audit's: what this ACK settles, once written
+        settling = [(sub, ids.pop(key, None))] if ids else None
         if command == "ACK" and sub.ack == "client":
             order = sub.unacked
             while order:
@@ -98,7 +105,9 @@ class UnackedMessages:
                 if earlier == key:
                     break
                 self._unacked.pop(earlier, None)
-        return None
+                if settling is not None:
+                    settling.append((sub, ids.pop(earlier, None)))
+        return settling
 
     def _took(self, key: Tuple[str, ...], sub: Any, cumulative: bool) -> List[_Taken]:
         """:meth:`check_ack` in a transaction: what it takes."""

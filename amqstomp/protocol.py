@@ -332,13 +332,16 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
+            taken = None
             if tx is None:
-                self.subscriptions.check_ack(command, ack_headers)
+                taken = self.subscriptions.check_ack(command, ack_headers)
             else:  # what it takes, the table gives back on ABORT
                 self._client.check_ack(command, ack_headers, tx, self.subscriptions)
         except _LOCAL_REFUSALS as exc:
             self._refuse(exc)
         self._client.transport.send_frame(command, frame_headers)
+        if tx is None and taken is not None:  # written: settled (ACK) or not (NACK), for the duplicate audit
+            self.subscriptions.application_settled(command, taken)
 
 
 class Protocol10(BaseProtocol, ConnectionListener):

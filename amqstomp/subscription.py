@@ -29,6 +29,8 @@ from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFE
                    PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow)
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
+from ._duplicates import DuplicateAudits
+from ._unknown_ids import UnknownSubscriptions
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
 from ._protocol.frames import ack_headers, ack_identity, subscribe_headers
 from ._protocol.settle import BY_APPLICATION, BY_LIBRARY, CONSUMED, Poison, after_failure, listener_failed
@@ -48,8 +50,6 @@ _OWNER_PURGE_AT = 50000
 #: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
 #: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
-#: MESSAGEs of one unknown subscription id that are logged at WARNING when dropped (then at DEBUG)
-DROPPED_WARNINGS = 10
 
 
 class Subscription:
@@ -57,7 +57,8 @@ class Subscription:
     window, and the state of local redelivery."""
 
     __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed", "named",
-                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked")
+                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked",
+                 "settled")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
                  window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy,
@@ -83,6 +84,7 @@ class Subscription:
         # messages delivered and not acknowledged yet, in delivery order (see check_ack)
         self.app_acked = ack != "auto" and not window.optimize_acknowledge
         self.unacked: Deque[Tuple[str, ...]] = deque()
+        self.settled: Any = None  # its SettledAudit (amqstomp._duplicates), None: duplicates not checked
 
     def __repr__(self) -> str:
         return "Subscription(id=%r, destination=%r, ack=%r, %r)" % (self.id, self.destination, self.ack, self.window)
@@ -95,7 +97,7 @@ def _option_int(options: Mapping[str, Any], name: str, default: int, low: int = 
     return value
 
 
-class SubscriptionManager(UnackedMessages):
+class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions):
     """The subscriptions of one connection and their flow control (see the module docstring).
 
     Args:
@@ -112,24 +114,22 @@ class SubscriptionManager(UnackedMessages):
             message seen again gets ``frame.delivery_count > 1``. 0 turns it off.
         redelivery_policy (RedeliveryPolicy | None): local redelivery of messages
             whose listener raised (``org.apache.activemq.RedeliveryPolicy`` defaults).
+        check_for_duplicates (bool): suppress deliveries of messages settled here
+            before (:mod:`amqstomp._protocol.duplicates`; ``audit_depth`` ids per audit).
     """
 
     def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
                  audit_depth: int = 2048, redelivery_policy: Optional[RedeliveryPolicy] = None,
                  track_acks: bool = False, deliver: Optional[Callable[[Any], None]] = None,
-                 drop_unknown: bool = False) -> None:
+                 drop_unknown: bool = False, check_for_duplicates: bool = False) -> None:
         self.transport = transport
-        self._drop_unknown = drop_unknown  # the stomp.py API: MESSAGEs of unknown ids are dropped (_dropped_unknown)
-        #: ids of SUBSCRIBEs written as they are (``send_frame``): their MESSAGEs are delivered (bounded by
-        #: the unregistered window), as are those without ``subscription`` (1.0)
-        self.raw_ids: Set[str] = set()
-        self._closed_ids: Deque[str] = deque(maxlen=256)  # recently unsubscribed: their drops log at DEBUG
-        self._dropped: Dict[str, int] = {}  # subscription id -> MESSAGEs dropped
+        self._init_unknown(drop_unknown)
         #: where MESSAGEs go once counted (the dispatch policy, see ``deliver``)
         self.deliver: Callable[[Any], None] = deliver if deliver is not None else transport.deliver_message
         # track_acks (the stomp.py API, whose application names what it ACKs): the identities of delivered,
         # unacknowledged messages of app-acked subscriptions; an ACK/NACK of another is refused (check_ack)
         self._init_unacked(track_acks)
+        self._init_duplicates(check_for_duplicates, audit_depth)
         self.prefetch_policy = prefetch_policy or PrefetchPolicy()
         self.redelivery_policy = redelivery_policy or RedeliveryPolicy()
         self.audit = MessageAudit(audit_depth) if audit_depth else None
@@ -245,6 +245,7 @@ class SubscriptionManager(UnackedMessages):
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         sub = Subscription(sub_id, name, ack, frame_headers, window, policy, make_window)
+        sub.settled = self._settled_audit(name, sub_id, str(frame_headers.get("browser")) == "true")
         self._subs[sub_id] = sub
         return frame_headers, sub
 
@@ -319,6 +320,7 @@ class SubscriptionManager(UnackedMessages):
             window = old.make_window() if old.make_window is not None else old.window
             sub = Subscription(old.id, old.destination, old.ack, old.headers, window,
                                old.redelivery_policy, old.make_window)
+            sub.settled = old.settled  # what was settled stays settled
             self._subs[sub_id] = sub
             fresh.append(sub)
         return fresh
@@ -395,11 +397,14 @@ class SubscriptionManager(UnackedMessages):
             identity = ack_identity(self.transport.version, headers)
             unacked = self._unacked
             unacked[identity] = sub
+            if sub.settled is not None:
+                self._unacked_ids[identity] = message_id
             if sub.ack == "client":
                 sub.unacked.append(identity)
             if len(unacked) > UNACKED_MAX:  # an application that never acks: stop checking
                 self._unacked_complete = False
                 unacked.clear()
+                self._unacked_ids.clear()
         owner = self._owner
         owner[id(frame)] = (sub, size, seq)
         if len(owner) > _OWNER_PURGE_AT:  # frames of closed subscriptions a JMS session dropped
@@ -412,28 +417,6 @@ class SubscriptionManager(UnackedMessages):
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
                 "prefetch": window.prefetch})
         self.deliver(frame)
-
-    def _dropped_unknown(self, sub_id: str, message_id: Any) -> bool:
-        """Reader thread: a MESSAGE for subscription ``sub_id``, which is not open here. Delivered
-        (False) for an id of :attr:`raw_ids`, RabbitMQ's replies to a ``/temp-queue/`` reply-to and
-        a frame the application injects (``transport.process_frame``, stomp.py's way to test listeners);
-        else dropped (True), never given to the listeners, the connection stays up: logged at WARNING
-        for an id never subscribed here (the first :data:`DROPPED_WARNINGS`, then DEBUG), at DEBUG for
-        one unsubscribed (in flight at a clean close: no error). No window counts it, no ACK is due: the
-        broker requeues an UNSUBSCRIBEd client-ack subscription's messages, counted ack:auto ones consumed."""
-        injecting = getattr(self.transport, "injecting", None)
-        if sub_id in self.raw_ids or sub_id.startswith("/temp-queue/") or (injecting is not None and injecting()):
-            return False
-        seen = self._dropped.get(sub_id, 0) + 1
-        if seen == 1 and len(self._dropped) >= 1024:
-            self._dropped.clear()
-        self._dropped[sub_id] = seen
-        closed = sub_id in self._closed_ids
-        log.log(logging.DEBUG if closed or seen > DROPPED_WARNINGS else logging.WARNING,
-                "MESSAGE %s for subscription %s dropped, not given to the listeners: %s%s", message_id, sub_id,
-                "after its UNSUBSCRIBE" if closed else "not subscribed on this connection",
-                " (more of this subscription at DEBUG)" if seen == DROPPED_WARNINGS and not closed else "")
-        return True
 
     def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
         return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
@@ -468,9 +451,12 @@ class SubscriptionManager(UnackedMessages):
             if window.consumed >= window.delivered:  # pragma: no cover - delivered before a reset
                 return
             now = _now_ms()
-            local_redelivery = frame.headers.get("message-id") in sub.failures
+            message_id = frame.headers.get("message-id")
+            local_redelivery = message_id in sub.failures
             if local_redelivery:
-                del sub.failures[frame.headers["message-id"]]
+                del sub.failures[message_id]
+            if sub.settled is not None and not sub.app_acked:  # the broker's or amqstomp's to ACK: settled
+                sub.settled.settled(message_id)
             if seq > sub.newest_seq:
                 sub.newest, sub.newest_seq = frame.headers, seq
             # a cumulative ACK names the newest message consumed in dispatch order

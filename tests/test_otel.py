@@ -340,6 +340,33 @@ def test_jms_local_redeliveries_then_poison_are_told_apart_from_the_brokers(acti
     assert t.total("amqstomp.client.redelivered.messages", **{"amqstomp.redelivery.source": "broker"}) == 0
 
 
+def test_a_suppressed_duplicate_is_counted(activemq, tcp_proxy_factory, telemetry):
+    """checkForDuplicates: the broker's redelivery of a message the JMS consumer had consumed
+    (AUTO_ACKNOWLEDGE; its batched ACK stalled, then the socket cut) is not handed over and is
+    counted in amqstomp.client.duplicate.messages."""
+    t = telemetry()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    queue = Queue(qname())
+    with ConnectionFactory(activemq.url).create_connection() as feeder:
+        feeder.create_session().create_producer(queue).send(TextMessage("t0"), delivery_mode=NON_PERSISTENT)
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100&jms.checkForDuplicates=true" \
+        % proxy.address
+    with ConnectionFactory(url, heartbeats=(1000, 1000)).create_connection(timeout_s=15) as conn:
+        consumer = conn.create_session().create_consumer(queue)
+        conn.start()
+        assert wait_until(lambda: len(consumer._buffer) == 1, 10)  # prefetched: the path can stall first
+        transport = conn._state.consumer_link.transport
+        seq = transport.link_seq
+        proxy.stall()
+        assert consumer.receive(5) is not None  # its ACK goes into the stalled path
+        time.sleep(0.3)
+        assert proxy.cut() >= 1
+        proxy.unstall()
+        assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+        assert consumer.receive(5) is None
+    assert t.total("amqstomp.client.duplicate.messages", **{"messaging.system": "activemq"}) == 1
+
+
 def test_a_transaction_commit_span_counts_its_sends(activemq, telemetry):
     t = telemetry()
     q = qname()

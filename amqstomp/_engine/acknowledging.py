@@ -41,7 +41,7 @@ class Acknowledging:
         raise NotImplementedError
 
     def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any,
-                  subscriptions: Any) -> None:  # pragma: no cover - the Client's
+                  subscriptions: Any) -> Any:  # pragma: no cover - the Client's
         raise NotImplementedError
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
@@ -135,13 +135,15 @@ class Acknowledging:
             if cumulative_sub is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        self.check_ack(command, ack_headers, tx, subscriptions)
+        taken = self.check_ack(command, ack_headers, tx, subscriptions)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
+        if tx is None and taken is not None:  # written: settled (ACK) or not (NACK), for the duplicate audit
+            subscriptions.application_settled(command, taken)
         if tx is not None and seq is not None:
             ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
         if cumulative_sub is not None and seq is not None and command != "ACK":

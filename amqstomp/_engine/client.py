@@ -203,13 +203,14 @@ class Client(Acknowledging, Subscribing):
             if "unacked" in taken and self.manager is not None:
                 self.manager.give_back(taken["unacked"])
 
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> None:
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> Any:
         """``subscriptions.check_ack`` (refuses an ACK/NACK of a message the session
         does not hold); in ``transaction``, what it took is noted in the table
-        (given back on ABORT)."""
+        (given back on ABORT). Returns what it took (see ``check_ack``)."""
         taken = subscriptions.check_ack(command, ack_headers, transaction)
-        if taken:
+        if taken and transaction is not None:
             self.transactions.took(transaction, "unacked", taken)
+        return taken
 
     # ------------------------------------------------------------ writing
 
@@ -403,21 +404,26 @@ class Client(Acknowledging, Subscribing):
         it came on a lost socket in a subscription somebody acknowledges (it could
         not be acknowledged: the broker redelivers it), so a failover does not wait
         for the old socket's buffer to be dispatched; where the application ACKs,
-        the delivery is noted in the ledger with its socket."""
+        the delivery is noted in the ledger with its socket. A delivery of a message
+        settled here before is not handed over either (:mod:`amqstomp._protocol.duplicates`,
+        ``SubscriptionManager.suppress``)."""
         seq = frame.link_seq
         subscriptions = self.manager
         if subscriptions is None:
             return not (seq and seq <= self.disconnected_seq)
-        verdict = hand_over(seq, self.disconnected_seq, subscriptions.subscription_of(frame),
-                            self.reconnector is not None, self.transport)
-        if verdict == HAND_OVER:
-            return True
+        sub = subscriptions.subscription_of(frame)
+        verdict = hand_over(seq, self.disconnected_seq, sub, self.reconnector is not None, self.transport)
         if verdict >= DROP_DISCONNECTED:
             if verdict != DROP_DISCONNECTED:
                 subscriptions.drop(frame)
                 log.debug("dropping message %s of socket %d: %s", frame.headers.get("message-id"), seq,
                           "the broker redelivers it" if verdict == DROP_LOST_SOCKET else "its subscription closed")
             return False
+        if sub is not None and sub.settled is not None and frame.headers.get("message-id") in sub.settled \
+                and subscriptions.suppress(sub, frame):  # settled here before: the duplicates core's verdict
+            return False
+        if verdict == HAND_OVER:
+            return True
         self._dispatching.seq = seq  # an ACK in this thread's listeners answers this socket's delivery
         self.ledger.handed_over(frame, cumulative=verdict == HAND_OVER_NOTE_CUMULATIVE)
         return True

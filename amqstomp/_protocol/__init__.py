@@ -21,5 +21,7 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
 * :mod:`.settle` -- settlement, one machine for both APIs: hand-over, the
   lost-socket rule, what a failed listener means, local redelivery and poison;
+* :mod:`.duplicates` -- a delivery of a message this consumer settled before
+  (ActiveMQ's ``checkForDuplicates``): not handed over, and how it is settled;
 * :mod:`amqstomp.uri` -- broker URIs and their options.
 """

@@ -15,11 +15,12 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._protocol.dialect import BROKERS, refusal
+from .._protocol.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
 from .._protocol.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
@@ -289,6 +290,38 @@ class Subscriber:
         if transaction is not None:
             headers["transaction"] = transaction
         self.link.acknowledge("ACK", headers, frame.link_seq, self.connection.ack_receipt_timeout_s)
+
+    def duplicate(self, sub: Subscription, delivery: Delivery) -> bool:
+        """Session thread: a delivery of a message settled here before: the duplicates core's
+        verdict (:func:`amqstomp._protocol.duplicates.duplicate`) applied; True: not handed over
+        (the consumer's ``delivered`` is what its next ``acknowledge()``/``commit()`` settles)."""
+        manager = self.link.manager
+        assert manager is not None
+        with self.state.cond:
+            outstanding = bool(self.ledger.delivered)
+        verdict = manager.duplicate_of(sub, delivery.frame, outstanding, next_ack_names_newest=True)
+        if verdict == NOT_DUPLICATE or verdict == DUPLICATE_HAND_OVER:
+            return False
+        if not delivery.counted:
+            self.count(delivery)  # its place in the window (AUTO_ACKNOWLEDGE: the batched ACK)
+        if verdict == DUPLICATE_WITH_NEXT:  # settled with the outstanding ones
+            with self.state.cond:
+                self.ledger.delivered.append(delivery)
+        elif verdict == DUPLICATE_ACK:
+            try:
+                self.send_ack(delivery.frame)
+            except StompException as exc:  # its socket is gone: the broker delivers it again
+                log.debug("%r: ACK of duplicate %s not sent: %s", self, delivery.frame.headers.get("message-id"), exc)
+            else:
+                self.window_acked(cumulative=sub.ack == "client")
+        return True
+
+    def settled(self, deliveries: List[Delivery]) -> None:
+        """``deliveries`` were settled (their ACK or COMMIT written): into the duplicate audit
+        (:mod:`amqstomp._protocol.duplicates`)."""
+        sub = self.current_sub()
+        if sub is not None and sub.settled is not None and self.link.manager is not None:
+            self.link.manager.record_settled(sub, [d.frame.headers.get("message-id") for d in deliveries])
 
     def current_sub(self) -> Optional[Subscription]:
         """This consumer's subscription; after a failover replayed it, the new one."""

@@ -210,9 +210,11 @@ class Transaction:
                 raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
             self.tx = None
             with state.cond:
-                settled = [consumer for consumer in state.all_consumers() if consumer.ledger.take_delivered()]
-            for consumer in settled:
+                settled = [(consumer, taken) for consumer in state.all_consumers()
+                           for taken in (consumer.ledger.take_delivered(),) if taken]
+            for consumer, taken in settled:
                 consumer.subscriber.window_acked(cumulative=True)
+                consumer.subscriber.settled(taken)  # committed: into the duplicate audit
             self.finish_deferred_closes()
 
     def rollback(self) -> None:

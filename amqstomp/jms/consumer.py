@@ -201,6 +201,9 @@ class ConsumerCore:
         frame = delivery.frame
         if not self._connection.hands_over(frame, self.subscriber.subscribed):
             return True  # failover: never handed over nor acked; the broker redelivers it
+        sub = self.subscriber.current_sub()
+        if sub is not None and sub.settled is not None and frame.headers.get("message-id") in sub.settled:
+            return self.subscriber.duplicate(sub, delivery)
         unwanted = self.no_local and self._connection.is_local_message(frame)
         if not unwanted:
             expires = frame.headers.get("expires")
@@ -310,6 +313,7 @@ class ConsumerCore:
         finally:
             if not self._connection.is_from_lost_socket(delivery.frame):
                 self.subscriber.window_acked(cumulative=False)
+        self.subscriber.settled([delivery])
 
     def _maybe_ack_in_transaction(self) -> None:
         """Transacted: an ACK in the transaction every batch, so the broker (which
@@ -567,6 +571,7 @@ def acknowledge_delivered(state: SessionState) -> None:
             in_doubt, doubtful = exc, doubtful + len(live)
             continue
         consumer.subscriber.window_acked(cumulative=True)
+        consumer.subscriber.settled(live)
     if in_doubt is not None:
         raise AcknowledgeInDoubtError(
             "%s; %d message(s) in doubt%s" % (in_doubt, doubtful, ", %d more not acknowledged (they came on a "

@@ -196,8 +196,9 @@ class Link:
                 queue_prefetch=options["queue_prefetch"], queue_browser_prefetch=options["queue_browser_prefetch"],
                 durable_topic_prefetch=options["durable_topic_prefetch"], topic_prefetch=options["topic_prefetch"],
                 all=options.get("prefetch_all"))
-            self.manager = SubscriptionManager(self.transport, prefetch_policy,
-                                               audit_depth=int(options.get("audit_depth") or 0), deliver=route)
+            depth = int(options.get("audit_depth") or 0)  # 0: neither audit
+            self.manager = SubscriptionManager(self.transport, prefetch_policy, audit_depth=depth, deliver=route,
+                                               check_for_duplicates=bool(depth and options.get("check_for_duplicates")))
         #: which socket each frame goes on (the rules every API shares); the transport's observer
         self.client = Client(self.transport, self.ledger, self.reconnector, self.manager)
 

@@ -50,6 +50,10 @@ class Instruments:
             "amqstomp.client.poisoned.messages", unit="{message}",
             description="Messages amqstomp's RedeliveryPolicy gave up on after maximumRedeliveries "
                         "(NACKed: the broker's dead-letter queue)")
+        self.duplicates = meter.create_counter(
+            "amqstomp.client.duplicate.messages", unit="{message}",
+            description="Deliveries of a message the consumer had settled, not handed over "
+                        "(checkForDuplicates: acknowledged so the broker drops them)")
         self.rejected = meter.create_counter(
             "amqstomp.client.rejected.messages", unit="{message}",
             description="Messages NACKed (poison after maximumRedeliveries, or the application's NACK)")

@@ -429,6 +429,16 @@ class OtelObserver:
             if len(self._redelivering) > _ACK_IDS_KEPT:  # redeliveries dropped (a socket lost, closed)
                 self._redelivering.popitem(last=False)
 
+    def duplicate(self, driver: Any, frame: Any) -> None:
+        _guarded(self._duplicate, driver, frame)
+
+    def _duplicate(self, driver: Any, frame: Any) -> None:
+        attrs: Dict[str, Any] = {"messaging.system": _SYSTEMS.get(driver.dialect, "stomp")}
+        destination = frame.headers.get("destination")
+        if destination:
+            attrs["messaging.destination.name"] = destination
+        self.metrics.duplicates.add(1, attrs)
+
     def _local_redelivery(self, frame: Any) -> bool:
         """Whether ``frame``, handed over now, is one amqstomp redelivers itself (told by :meth:`redelivery`)."""
         with self._lock:
