@@ -2,13 +2,13 @@
 (:mod:`amqstomp._protocol.duplicates`) in memory, and both APIs' drivers applying it
 without a socket or thread (a recording wire stands for the transport)."""
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Tuple
+from typing import List, Tuple
 
 import pytest
+import test_settle_model
 
 from amqstomp._engine.client import Client
 from amqstomp._protocol import duplicates as dup
-from amqstomp._protocol.dialect import ACTIVEMQ
 from amqstomp.codec import Frame
 from amqstomp.failover import SocketLedger
 from amqstomp.subscription import SubscriptionManager
@@ -70,45 +70,7 @@ def test_the_audit_keeps_the_newest_depth_ids() -> None:
 # ---------------------------------------------------------------- the drivers, in memory
 
 
-class _Wire:
-    """What a SubscriptionManager and a Client use of a driver, recording writes."""
-
-    version = "1.2"
-    dialect = ACTIVEMQ
-    server = "ActiveMQ/5.17.2"
-
-    def __init__(self) -> None:
-        self.link_seq = 1
-        self.writes: List[Tuple[str, Dict[str, Any], int]] = []
-        self.delivered: List[Frame] = []
-
-    def link_alive(self, seq: int) -> bool:
-        return seq == self.link_seq
-
-    def set_observer(self, observer: Any) -> None:
-        self.observer = observer
-
-    def is_open(self) -> bool:
-        return True
-
-    def deliver_message(self, frame: Frame) -> None:
-        self.delivered.append(frame)
-
-    def send_frame(self, cmd: str, headers: Any = None, body: Any = None, write_timeout: Any = None,
-                   defer: bool = False, head: Any = None, link_seq: int = 0, nowait: bool = False) -> None:
-        self.writes.append((cmd, dict(headers or {}), link_seq))
-
-    def call_later(self, delay: float, fn: Callable[..., None], *args: Any) -> Any:
-        return SimpleNamespace(cancel=lambda: None)
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def notify(self, *args: Any) -> None:
-        pass
+_Wire = test_settle_model._Wire  # the drivers' part without a socket or thread, recording writes
 
 
 def _message(n: int, ack_id: str, sub: str = "s") -> Frame:
@@ -238,19 +200,12 @@ def test_jms_duplicate_verdicts_applied() -> None:
     frame_headers, sub = manager.prepare(QUEUE, "s", "client", {}, {})
     acks: List[str] = []
 
-    class _NoLock:
-        def __enter__(self) -> None:
-            return None
-
-        def __exit__(self, *exc: Any) -> None:
-            return None
-
     subscriber = object.__new__(Subscriber)
     subscriber.sub = sub
     subscriber.sub_id = "s"
     subscriber.consumer = "consumer"
     subscriber.ledger = ConsumerLedger()
-    subscriber.state = SimpleNamespace(cond=_NoLock())
+    subscriber.state = SimpleNamespace(cond=test_settle_model._NoLock())
     subscriber.link = SimpleNamespace(manager=manager)
     subscriber.send_ack = lambda frame, transaction=None: acks.append(frame.headers["ack"])  # type: ignore
     first = _message(1, "a-1")
