@@ -21,5 +21,8 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
 * :mod:`.settle` -- settlement, one machine for both APIs: hand-over, the
   lost-socket rule, what a failed listener means, local redelivery and poison;
+* :mod:`.acks` -- acknowledgement: what a subscription's window decides on a
+  delivery, a consumption, a failure, a poison, the flush timer and close
+  (pause, resume, the ACK amqstomp writes), as values;
 * :mod:`amqstomp.uri` -- broker URIs and their options.
 """
