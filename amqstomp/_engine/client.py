@@ -49,6 +49,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
+from .._protocol.frames import ack_identity
 from .._protocol.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
 from .._protocol.transactions import TransactionTable, lost_with_socket, rolled_back
 from .ports import TransportPort
@@ -196,11 +197,12 @@ class Client:
             if "unacked" in taken and self.manager is not None:
                 self.manager.give_back(taken["unacked"])
 
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> None:
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any,
+                  key: Optional[Tuple[str, ...]] = None) -> None:
         """``subscriptions.check_ack`` (refuses an ACK/NACK of a message the session
         does not hold); in ``transaction``, what it took is noted in the table
-        (given back on ABORT)."""
-        taken = subscriptions.check_ack(command, ack_headers, transaction)
+        (given back on ABORT). ``key``: the ACK's identity, if computed already."""
+        taken = subscriptions.check_ack(command, ack_headers, transaction, key)
         if taken:
             self.transactions.took(transaction, "unacked", taken)
 
@@ -346,26 +348,27 @@ class Client:
         ledger = self.ledger
         ack_id = ack_headers.get("id", ack_headers.get("message-id"))
         tx = frame_headers.get("transaction")
-        cumulative_sub = ledger.subscription_of(ack_headers)
-        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0))
+        key = ack_identity(self.transport.version, ack_headers)  # once, for the ledger and the check
+        cumulative_sub = ledger.subscription_of(ack_headers, key)
+        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0), key)
         why = "the message came on a connection lost since (failover); the broker redelivers it"
         if seq is not None and not self.transport.link_alive(seq):
             if cumulative_sub is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
+                ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        self.check_ack(command, ack_headers, tx, subscriptions)
+        self.check_ack(command, ack_headers, tx, subscriptions, key)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
+                ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
         if tx is not None and seq is not None:
-            ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
+            ledger.took(tx, ack_headers, seq, key)  # written in tx: ABORT gives it back (transaction_ended)
         if cumulative_sub is not None and seq is not None and command != "ACK":
-            ledger.answered(cumulative_sub, ack_headers, seq, tx)
+            ledger.answered(cumulative_sub, ack_headers, seq, tx, key)
         elif cumulative_sub is not None and seq is not None:
-            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx)
+            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx, key)
             if missed:  # ack:client: the ACK covers its own socket's deliveries only
                 raise AcknowledgeInterruptedError(
                     "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "
@@ -374,7 +377,9 @@ class Client:
     # ------------------------------------------------------------ dispatch
 
     def on_message(self, frame: Frame) -> None:
-        """Reader thread: a MESSAGE to the subscriptions' flow control, or to the listeners."""
+        """Reader thread: a MESSAGE to the subscriptions' flow control, or to the listeners
+        (with a manager, its ``on_message`` replaces this method on the instance, as
+        its ``on_consumed`` replaces :meth:`on_consumed`)."""
         manager = self.manager
         if manager is not None:
             manager.on_message(frame)
