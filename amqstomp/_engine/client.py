@@ -94,6 +94,9 @@ class Client:
         self.handed_back_seq = 0
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
+        if manager is not None:  # the reader and the dispatcher call it directly: no frame of ours per MESSAGE
+            self.on_message = manager.on_message  # type: ignore[method-assign]
+            self.on_consumed = manager.on_consumed  # type: ignore[method-assign]
         transport.set_observer(self)
         if reconnector is not None:
             reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
