@@ -67,13 +67,14 @@ class UnackedMessages:
         raise NotImplementedError  # SubscriptionManager's
 
     def check_ack(self, command: str, ack_headers: Mapping[str, Any],
-                  transaction: Optional[Any] = None) -> Optional[List[Any]]:
+                  transaction: Optional[Any] = None, key: Optional[Tuple[str, ...]] = None) -> Optional[List[Any]]:
         """The application is about to send ACK/NACK ``ack_headers``: refuse one
         naming a message this connection has not delivered unacknowledged (with
         ``track_acks``); count it acknowledged (an ACK of an ``ack:client``
         subscription acknowledges every earlier delivery of it too, ActiveMQ's
         cumulative ACK). With ``transaction`` (the id of the frame's
         ``transaction`` header) what it takes is returned, not forgotten.
+        ``key``: the ACK's identity when the caller computed it already.
 
         Returns:
             list | None: in ``transaction``, what the ACK/NACK took, for the
@@ -88,7 +89,8 @@ class UnackedMessages:
         """
         if not self._unacked_complete:
             return None
-        key = ack_identity(self.transport.version, ack_headers)
+        if key is None:
+            key = ack_identity(self.transport.version, ack_headers)
         sub = self._unacked.pop(key, None)
         if sub is None:
             raise UnknownMessageError(

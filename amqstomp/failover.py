@@ -449,17 +449,20 @@ class SocketLedger:
                 if len(order) > self.size:
                     self._cumulative_sub.pop(order.popleft()[0], None)
 
-    def subscription_of(self, ack_headers: Mapping[str, Any]) -> Optional[str]:
+    def subscription_of(self, ack_headers: Mapping[str, Any], key: Optional[Tuple[str, ...]] = None) -> Optional[str]:
         """The ``ack:client`` subscription whose hand-over order holds the message
-        an ACK with these headers names, or None."""
-        return self._cumulative_sub.get(self.ack_key(self.transport.version, ack_headers))
+        an ACK with these headers names, or None. ``key``: their identity, if the
+        caller has it (:meth:`ack_key`; computed here when None), as in the methods below."""
+        return self._cumulative_sub.get(key if key is not None else self.ack_key(self.transport.version, ack_headers))
 
-    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None) -> None:
+    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None,
+                 key: Optional[Tuple[str, ...]] = None) -> None:
         """An ACK/NACK naming the copy (identity, socket ``seq``) of an
         ``ack:client`` subscription was sent (in ``transaction``, if not None),
         or refused with AcknowledgeInterruptedError: drop it from the hand-over
         order (a later cumulative ACK does not count it again)."""
-        key = self.ack_key(self.transport.version, ack_headers)
+        if key is None:
+            key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             order = self._cumulative.get(str(subscription))
             if order:
@@ -472,7 +475,8 @@ class SocketLedger:
                             self._cumulative_sub.pop(key, None)
                         break
 
-    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None) -> int:
+    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None,
+                key: Optional[Tuple[str, ...]] = None) -> int:
         """A cumulative ACK of the copy (``ack_headers``' identity, socket ``seq``)
         of ``subscription`` was written: drop it and every message of that
         subscription handed over before it from the hand-over order. Returns how
@@ -480,7 +484,8 @@ class SocketLedger:
         have no redelivered copy among the ones it covers: the ACK does not
         cover them (ActiveMQ acknowledges a socket's own deliveries only) and
         the broker redelivers them."""
-        key = self.ack_key(self.transport.version, ack_headers)
+        if key is None:
+            key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             order = self._cumulative.get(str(subscription))
             if not order or not any(entry[0] == key and entry[1] == seq for entry in order):
@@ -503,7 +508,8 @@ class SocketLedger:
             covered_ids = {entry[2] for entry in taken if entry[1] == seq}
             return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)
 
-    def socket_of(self, ack_headers: Mapping[str, Any], caller_seq: int = 0) -> Optional[int]:
+    def socket_of(self, ack_headers: Mapping[str, Any], caller_seq: int = 0,
+                  key: Optional[Tuple[str, ...]] = None) -> Optional[int]:
         """The socket that delivered the message an ACK/NACK with these headers
         names, and forget that delivery; None when unknown. Of several
         deliveries of one identity (1.0/1.1 after a failover: the lost copy and
@@ -511,7 +517,8 @@ class SocketLedger:
         on that socket's dispatcher thread, by a listener it handed the
         delivery to), else the oldest outstanding one: ACKs answer deliveries
         in the order the listeners were handed them (the class docstring's rule)."""
-        key = self.ack_key(self.transport.version, ack_headers)
+        if key is None:
+            key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             seqs = self._messages.get(key)
             if not seqs:
@@ -521,11 +528,13 @@ class SocketLedger:
                 del self._messages[key]
             return seq
 
-    def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int) -> None:
+    def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int,
+             key: Optional[Tuple[str, ...]] = None) -> None:
         """An ACK/NACK in ``transaction`` took the delivery (``ack_headers``'
         identity, socket ``seq``) :meth:`socket_of` returned: noted in the
         transaction table for :meth:`give_back`."""
-        key = self.ack_key(self.transport.version, ack_headers)
+        if key is None:
+            key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
             self._note(transaction, ("message", key, seq))
 

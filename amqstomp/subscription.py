@@ -1,5 +1,7 @@
 """Consumer flow control of one connection: the glue between the transport's
-threads and the pure per-subscription windows of :mod:`amqstomp.flow`.
+threads and the pure per-subscription windows of :mod:`amqstomp.flow`, whose
+decisions the acknowledgement core (:mod:`amqstomp._protocol.acks`) takes; this
+module applies them under the subscription's lock and reads the clock for them.
 
 Three of the transport's threads call in; a lock per subscription keeps each window consistent:
 
@@ -33,15 +35,16 @@ from ._duplicates import DuplicateAudits
 from ._unknown_ids import UnknownSubscriptions
 from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
 from ._protocol.frames import ack_headers, ack_identity, subscribe_headers
-from ._protocol.settle import BY_APPLICATION, BY_LIBRARY, CONSUMED, Poison, after_failure, listener_failed
+from ._protocol import acks
+from ._protocol.acks import PAUSE, TURNED_SLOW, Acking, application_acks
+from ._protocol.settle import CONSUMED, Poison, after_failure, listener_failed
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
 
 __all__ = ["Subscription", "SubscriptionManager", "TransportPort", "ack_headers"]
 
-def _now_ms() -> int:
-    return int(time.monotonic() * 1000)
+_monotonic = time.monotonic  # read as int(_monotonic() * 1000): ms, only for a clocked subscription
 
 
 #: Largest prefetch ActiveMQ takes (a Java int).
@@ -52,37 +55,29 @@ _OWNER_PURGE_AT = 50000
 UNREGISTERED_MAX_BUFFERED = 1000
 
 
-class Subscription:
+class Subscription(Acking):
     """One subscription of a connection: what was sent (for a later replay), its
-    window, and the state of local redelivery."""
+    window and the state the acknowledgement rules keep (:class:`amqstomp._protocol.acks.Acking`),
+    its lock and flush timer."""
 
-    __slots__ = ("id", "destination", "ack", "headers", "window", "lock", "timer", "slow", "closed", "named",
-                 "redelivery_policy", "failures", "newest", "newest_seq", "make_window", "app_acked", "unacked",
-                 "settled")
+    __slots__ = ("id", "destination", "ack", "headers", "lock", "timer", "redelivery_policy", "make_window",
+                 "app_acked", "unacked", "settled")
 
     def __init__(self, id: str, destination: str, ack: str, headers: Dict[str, Any],
                  window: SubscriptionWindow, redelivery_policy: RedeliveryPolicy,
                  make_window: Optional[Callable[[], SubscriptionWindow]] = None) -> None:
+        Acking.__init__(self, window)
         self.id = id
         self.make_window = make_window  # a fresh window like this one (for a replay on a new socket)
         self.destination = destination
         self.ack = ack
         self.headers = headers
-        self.window = window
         self.lock = threading.Lock()
         self.timer: Any = None
-        self.slow = False
-        self.closed = False
         self.redelivery_policy = redelivery_policy
-        # message-id -> failed deliveries, while it waits for a local redelivery; while any
-        # message waits here no cumulative ACK may be sent (it would ack that one too)
-        self.failures: Dict[str, int] = {}
-        self.newest: Any = None  # headers of the newest message consumed in dispatch order
-        self.newest_seq = 0  # its place in that order (1 = the first delivered)
-        self.named: Any = None  # headers of the message the last ACK amqstomp wrote named
         # the application acknowledges (not auto, not optimize_acknowledge): identities of the
         # messages delivered and not acknowledged yet, in delivery order (see check_ack)
-        self.app_acked = ack != "auto" and not window.optimize_acknowledge
+        self.app_acked = application_acks(ack, window.optimize_acknowledge)
         self.unacked: Deque[Tuple[str, ...]] = deque()
         self.settled: Any = None  # its SettledAudit (amqstomp._duplicates), None: duplicates not checked
 
@@ -282,7 +277,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         self._closed_ids.append(str(id))
         if sub is not None:
             with sub.lock:
-                token = None if sub.failures else sub.window.flush(_now_ms())
+                token = acks.closing(sub, int(_monotonic() * 1000))
             self._retire(sub)
             self._forget_unacked(sub)
             if token is not None:
@@ -387,12 +382,10 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         size = len(frame.body)
         with sub.lock:
             window = sub.window
-            if window.on_delivered(_now_ms(), size) and not sub.closed:
+            todo = acks.delivered(sub, int(_monotonic() * 1000) if sub.clocked else 0, size)
+            if todo & PAUSE:
                 self._pause(sub)  # true while the buffer is full (the rest of one recv's frames)
             seq = window.delivered
-            slow = window.slow_consumer
-            turned_slow = slow and not sub.slow
-            sub.slow = slow
         if sub.app_acked and self._unacked_complete:
             identity = ack_identity(self.transport.version, headers)
             unacked = self._unacked
@@ -411,15 +404,13 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
             for key, entry in list(owner.items()):
                 if entry[0].closed:
                     owner.pop(key, None)
-        if turned_slow:
+        if todo & TURNED_SLOW:
             self.transport.notify("slow_consumer", {
                 "subscription": sub.id, "destination": sub.destination,
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
                 "prefetch": window.prefetch})
         self.deliver(frame)
 
-    def _owner_of(self, frame: Any, pop: bool) -> Optional[Tuple[Subscription, int, int]]:
-        return self._owner.pop(id(frame), None) if pop else self._owner.get(id(frame))
 
     def subscription_of(self, frame: Any) -> Optional[Subscription]:
         """Dispatcher thread: the subscription a queued MESSAGE was counted in (closed
@@ -431,48 +422,36 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         """Dispatcher thread: a queued MESSAGE is dropped before the listeners (its
         socket was lost: the broker redelivers it; no consumer wants it); forget it.
         One of a subscription not made here leaves the buffer bound's count."""
-        entry = self._owner_of(frame, pop=False)
+        entry = self._owner.pop(id(frame), None)
         if entry is not None and entry[0] is self._unregistered:
-            self.on_consumed(frame)
-        else:
-            self._owner_of(frame, pop=True)
+            self.on_consumed(frame, entry)
 
-    def on_consumed(self, frame: Any) -> None:
-        """Dispatcher thread (or a JMS session's): the application had ``frame``."""
-        entry = self._owner_of(frame, pop=True)
+    def on_consumed(self, frame: Any, entry: Optional[Tuple[Subscription, int, int]] = None) -> None:
+        """Dispatcher thread (or a JMS session's): the application had ``frame``
+        (``entry``: its place, taken already by the caller). The acknowledgement
+        core decides (:func:`amqstomp._protocol.acks.consumed`); applied here."""
         if entry is None:
-            return
-        sub, size, seq = entry
-        token = None
+            entry = self._owner.pop(id(frame), None)
+            if entry is None:
+                return
+        sub = entry[0]
         with sub.lock:
-            if sub.closed:
-                return
-            window = sub.window
-            if window.consumed >= window.delivered:  # pragma: no cover - delivered before a reset
-                return
-            now = _now_ms()
-            message_id = frame.headers.get("message-id")
-            local_redelivery = message_id in sub.failures
-            if local_redelivery:
-                del sub.failures[message_id]
+            now = int(_monotonic() * 1000) if sub.clocked else 0
             if sub.settled is not None and not sub.app_acked:  # the broker's or amqstomp's to ACK: settled
-                sub.settled.settled(message_id)
-            if seq > sub.newest_seq:
-                sub.newest, sub.newest_seq = frame.headers, seq
-            # a cumulative ACK names the newest message consumed in dispatch order
-            token = window.on_consumed(sub.newest if window.optimize_acknowledge else frame.headers, now, size)
-            if window.optimize_acknowledge and sub.failures:
-                token = None  # a message waiting for redelivery must not be acked by a cumulative ACK
-            elif local_redelivery and window.optimize_acknowledge and token is None and not sub.failures:
-                token = window.flush(now)  # the ACKs held back meanwhile
-            if window.should_resume():
-                self._unpause(sub)
-            if sub.timer is None:
-                deadline = window.next_deadline_ms()
-                if deadline is not None:
-                    self._arm(sub, deadline, now)
-        if token is not None:
-            self._send_ack(sub, token, link_seq=frame.link_seq)
+                sub.settled.settled(frame.headers.get("message-id"))
+            todo = acks.consumed(sub, frame.headers, entry[2], entry[1], now, sub.timer is not None)
+            if todo is None:
+                return
+            self._apply(sub, todo, now)
+        if todo.ack is not None:
+            self._send_ack(sub, todo.ack, link_seq=frame.link_seq)
+
+    def _apply(self, sub: Subscription, todo: acks.AckDue, now_ms: int) -> None:
+        """Under ``sub.lock``: the resume and the flush timer ``todo`` asks for."""
+        if todo.resume:
+            self._unpause(sub)
+        if todo.flush_at_ms is not None:
+            self._arm(sub, todo.flush_at_ms, now_ms)
 
     def application_acked(self, sub: Subscription, cumulative: bool) -> None:
         """JMS API: an ACK of the application's went out: free ``sub``'s window (one; all if ``cumulative``)."""
@@ -482,39 +461,31 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def poisoned(self, sub: Subscription, frame: Any, counted: bool) -> None:
         """Both APIs: ``frame``'s reject (:class:`amqstomp._protocol.settle.Poison`) was written: count
         it settled (consumed too unless ``counted``), then write the ACK held back for the others, naming
-        the newest of them, never ``frame`` (ActiveMQ answers an ACK of a NACKed message with ERROR)."""
-        entry = self._owner_of(frame, pop=True)
+        the newest of them, never ``frame`` (:func:`amqstomp._protocol.acks.poisoned`)."""
+        entry = self._owner.pop(id(frame), None)
         with sub.lock:
-            window, now = sub.window, _now_ms()
-            sub.failures.pop(frame.headers.get("message-id"), None)
-            due = window.optimize_acknowledge and not (sub.failures or sub.closed)  # else no ACK is due now
-            window.flush(now) if due else None  # the window's count: the ACK below covers these
-            if not counted and window.consumed < window.delivered:  # (a token here names what flush covered)
-                window.on_consumed(sub.newest, now, entry[1] if entry is not None else 0)
-            window.on_application_ack(False)
-            newest = sub.newest  # held back (a batch not full, or while it awaited its redelivery)
-            token = newest if due and newest is not None and newest is not sub.named else None
-            if window.should_resume():
-                self._unpause(sub)
-        if token is not None:
-            self._send_ack(sub, token, link_seq=frame.link_seq)
+            now = int(_monotonic() * 1000)
+            todo = acks.poisoned(sub, frame.headers.get("message-id"), counted,
+                                 entry[1] if entry is not None else 0, now)
+            self._apply(sub, todo, now)
+        if todo.ack is not None:
+            self._send_ack(sub, todo.ack, link_seq=frame.link_seq)
 
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
         was registered ("no listener"): the settlement core's answer applied (``listener_failed``,
         ``after_failure`` of :mod:`amqstomp._protocol.settle`: where amqstomp ACKs, a local
         redelivery or poison; else the application owns its ACK, as in stomp.py: consumed)."""
-        entry = self._owner_of(frame, pop=False)
+        entry = self._owner.get(id(frame))
         if entry is None:
             return
         sub = entry[0]
-        optimized = sub.window.optimize_acknowledge and not sub.closed
-        if listener_failed(BY_LIBRARY if optimized else BY_APPLICATION) == CONSUMED:
-            self.on_consumed(frame)
+        if listener_failed(acks.settled_by(sub)) == CONSUMED:
+            self.on_consumed(frame, self._owner.pop(id(frame), None) or entry)
             return
         message_id, error = frame.headers.get("message-id"), reason == "error"
         with sub.lock:
-            failures = sub.failures[message_id] = sub.failures.get(message_id, 0) + (1 if error else 0)
+            failures = acks.failed(sub, message_id, error)
         action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
                                self.transport.dialect, frame.headers)
         if _observe.messages is not None and (isinstance(action, Poison) or action.redelivered):
@@ -554,22 +525,19 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         after a newer one would name a message the broker no longer holds)."""
         with sub.lock:
             sub.timer = None
-            if sub.closed:
+            now = int(_monotonic() * 1000)
+            todo = acks.timer_due(sub, now)
+            if todo is None:
                 return
-            now = _now_ms()
-            token = None if sub.failures else sub.window.poll(now)
-            deadline = sub.window.next_deadline_ms()
-            if deadline is not None:
-                self._arm(sub, deadline, now)
-            if token is not None:
-                self._send_ack(sub, token, nowait=True)
+            self._apply(sub, todo, now)
+            if todo.ack is not None:
+                self._send_ack(sub, todo.ack, nowait=True)
 
     def _send_ack(self, sub: Subscription, message_headers: Mapping[str, str],
                   write_timeout: Optional[float] = None, link_seq: int = 0, nowait: bool = False) -> None:
         """The ACK the window decided, on socket ``link_seq`` (the one that
         delivered the messages it names; 0: the open one) or not at all;
         ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
-        sub.named = message_headers
         headers = ack_headers(self.transport.version or "1.2", message_headers, self.transport.dialect == ACTIVEMQ)
         if _observe.messages is not None:
             _observe.settling(sub.window.last_ack_count, message_headers)

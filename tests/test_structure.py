@@ -256,9 +256,23 @@ def _subscription_internals(tree):
             yield node
 
 
+def _imports_acks(node) -> bool:
+    """``node`` imports ``amqstomp._protocol.acks`` (or names from it)."""
+    if isinstance(node, ast.Import):
+        return any(a.name == "amqstomp._protocol.acks" for a in node.names)
+    if not isinstance(node, ast.ImportFrom):
+        return False
+    module = (node.module or "").split(".")
+    if module[-1:] == ["acks"]:
+        return True
+    return module[-1:] in (["_protocol"], [""]) and any(a.name == "acks" for a in node.names)
+
+
 def test_a_subscriptions_lock_and_window_are_its_owners():
     """Only ``subscription.SubscriptionManager`` takes a subscription's lock or changes its
-    window (the JMS API asks it: ``application_acked``); issue 22."""
+    window (the JMS API asks it: ``application_acked``); issue 22. The window's rules are the
+    pure acknowledgement core's (``_protocol/acks.py``), which takes no lock and is called by
+    the owner alone, under the lock."""
     found = []
     for name, (path, tree, _) in sorted(_modules().items()):
         if name == "amqstomp.subscription":
@@ -266,11 +280,17 @@ def test_a_subscriptions_lock_and_window_are_its_owners():
         with open(path, encoding="utf-8") as f:
             source = f.read()
         found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
-                     for node in _subscription_internals(tree))
+                     for node in _subscription_internals(tree)
+                     if name != "amqstomp._protocol.acks" or isinstance(node, ast.Attribute))
+        found.extend("%s:%d: imports the acknowledgement core" % (name, node.lineno)
+                     for node in ast.walk(tree) if _imports_acks(node))
     assert found == []
     caught = ast.parse("def f(self, sub):\n    with sub.lock:\n        sub.window.flush(0)\n"
                        "    with self.sub.lock:\n        pass\n")
     assert len(list(_subscription_internals(caught))) == 3  # the check sees what it looks for
+    imports = ast.parse("from ._protocol import acks\nfrom .._protocol.acks import consumed\n"
+                        "import amqstomp._protocol.acks\nfrom ._protocol import settle\nfrom .callbacks import x\n")
+    assert [_imports_acks(node) for node in imports.body] == [True, True, True, False, False]
 
 
 def test_no_module_is_longer_than_600_lines():

@@ -11,7 +11,7 @@ what it acknowledges by its ACK identity, which the socket ledger
 """
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 from ..exception import (
     AcknowledgeInDoubtError,
@@ -21,6 +21,7 @@ from ..exception import (
     NotConnectedException,
     TransactionRolledBackError,
 )
+from .._protocol.frames import ack_identity
 from .ports import TransportPort
 
 __all__ = ["Acknowledging"]
@@ -41,7 +42,7 @@ class Acknowledging:
         raise NotImplementedError
 
     def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any,
-                  subscriptions: Any) -> Any:  # pragma: no cover - the Client's
+                  subscriptions: Any, key: Optional[Tuple[str, ...]] = None) -> Any:  # pragma: no cover - the Client's
         raise NotImplementedError
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
@@ -128,28 +129,29 @@ class Acknowledging:
         ledger = self.ledger
         ack_id = ack_headers.get("id", ack_headers.get("message-id"))
         tx = frame_headers.get("transaction")
-        cumulative_sub = ledger.subscription_of(ack_headers)
-        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0))
+        key = ack_identity(self.transport.version, ack_headers)  # once, for the ledger and the check
+        cumulative_sub = ledger.subscription_of(ack_headers, key)
+        seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0), key)
         why = "the message came on a connection lost since (failover); the broker redelivers it"
         if seq is not None and not self.transport.link_alive(seq):
             if cumulative_sub is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
+                ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
-        taken = self.check_ack(command, ack_headers, tx, subscriptions)
+        taken = self.check_ack(command, ack_headers, tx, subscriptions, key)
         try:
             self.acknowledge(command, frame_headers, seq or 0)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
-                ledger.answered(cumulative_sub, ack_headers, seq)
+                ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
         if tx is None and taken is not None:  # written: settled (ACK) or not (NACK), for the duplicate audit
             subscriptions.application_settled(command, taken)
         if tx is not None and seq is not None:
-            ledger.took(tx, ack_headers, seq)  # written in tx: ABORT gives it back (transaction_ended)
+            ledger.took(tx, ack_headers, seq, key)  # written in tx: ABORT gives it back (transaction_ended)
         if cumulative_sub is not None and seq is not None and command != "ACK":
-            ledger.answered(cumulative_sub, ack_headers, seq, tx)
+            ledger.answered(cumulative_sub, ack_headers, seq, tx, key)
         elif cumulative_sub is not None and seq is not None:
-            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx)
+            missed = ledger.covered(cumulative_sub, ack_headers, seq, tx, key)
             if missed:  # ack:client: the ACK covers its own socket's deliveries only
                 raise AcknowledgeInterruptedError(
                     "ACK for %s sent, but it does not cover %d message(s) handed over before it that came on a "

@@ -96,6 +96,9 @@ class Client(Acknowledging, Subscribing):
         self.handed_back_seq = 0
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
+        if manager is not None:  # the reader and the dispatcher call it directly: no frame of ours per MESSAGE
+            self.on_message = manager.on_message  # type: ignore[method-assign]
+            self.on_consumed = manager.on_consumed  # type: ignore[method-assign]
         transport.set_observer(self)
         if reconnector is not None:
             reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
@@ -203,11 +206,13 @@ class Client(Acknowledging, Subscribing):
             if "unacked" in taken and self.manager is not None:
                 self.manager.give_back(taken["unacked"])
 
-    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any) -> Any:
+    def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any,
+                  key: Optional[Tuple[str, ...]] = None) -> Any:
         """``subscriptions.check_ack`` (refuses an ACK/NACK of a message the session
         does not hold); in ``transaction``, what it took is noted in the table
-        (given back on ABORT). Returns what it took (see ``check_ack``)."""
-        taken = subscriptions.check_ack(command, ack_headers, transaction)
+        (given back on ABORT). ``key``: the ACK's identity, if computed already.
+        Returns what it took (see ``check_ack``)."""
+        taken = subscriptions.check_ack(command, ack_headers, transaction, key)
         if taken and transaction is not None:
             self.transactions.took(transaction, "unacked", taken)
         return taken
@@ -370,7 +375,9 @@ class Client(Acknowledging, Subscribing):
     # ------------------------------------------------------------ dispatch
 
     def on_message(self, frame: Frame) -> None:
-        """Reader thread: a MESSAGE to the subscriptions' flow control, or to the listeners."""
+        """Reader thread: a MESSAGE to the subscriptions' flow control, or to the listeners
+        (with a manager, its ``on_message`` replaces this method on the instance, as
+        its ``on_consumed`` replaces :meth:`on_consumed`)."""
         manager = self.manager
         if manager is not None:
             manager.on_message(frame)

@@ -23,5 +23,8 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
   lost-socket rule, what a failed listener means, local redelivery and poison;
 * :mod:`.duplicates` -- a delivery of a message this consumer settled before
   (ActiveMQ's ``checkForDuplicates``): not handed over, and how it is settled;
+* :mod:`.acks` -- acknowledgement: what a subscription's window decides on a
+  delivery, a consumption, a failure, a poison, the flush timer and close
+  (pause, resume, the ACK amqstomp writes), as values;
 * :mod:`amqstomp.uri` -- broker URIs and their options.
 """
