@@ -1247,6 +1247,7 @@ def test_an_acknowledgement_computes_its_identity_once(ack: str, monkeypatch: py
     """The stomp.py API's ACK over failover (``Client.acknowledge_identity``): the ACK's
     identity is computed once and passed to the ledger and the unacked check (issue 22;
     before: three to four times per ACK), and the ACK still goes on the delivering socket."""
+    import amqstomp._engine.acknowledging
     import amqstomp._unacked
     import amqstomp.failover
     from amqstomp._protocol.frames import ack_identity
@@ -1265,7 +1266,7 @@ def test_an_acknowledgement_computes_its_identity_once(ack: str, monkeypatch: py
     frame = _message()
     manager.on_message(frame)
     assert client.should_dispatch(frame)
-    for module in (engine_client, amqstomp._unacked, amqstomp.failover):
+    for module in (amqstomp._engine.acknowledging, amqstomp._unacked, amqstomp.failover):
         monkeypatch.setattr(module, "ack_identity", counted, raising=False)
     client.acknowledge_identity("ACK", {"id": "a-1"}, {"id": "a-1"}, manager)
     assert calls == [{"id": "a-1"}]
