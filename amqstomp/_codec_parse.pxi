@@ -1,6 +1,14 @@
 # Included by _codec.pyx (Cython include: one extension module): the incremental parser.
 # It uses the interned tables and Frame of _codec.pyx; the pure twin is amqstomp._codec_py.FrameParser.
 
+cdef object _utf8_or_none(const char *p, Py_ssize_t n):
+    """p[:n] decoded from UTF-8, or None when it is not valid UTF-8."""
+    try:
+        return PyUnicode_DecodeUTF8(p, n, NULL)
+    except UnicodeDecodeError:
+        return None
+
+
 cdef class FrameParser:
     """Incremental STOMP frame parser (compiled). See
     :class:`amqstomp._codec_py.FrameParser` for arguments, behaviour and errors."""
@@ -11,16 +19,37 @@ cdef class FrameParser:
     cdef readonly Py_ssize_t max_headers
     cdef readonly Py_ssize_t max_body_length
     cdef bytearray _buf
+    cdef object _direct     # the bytes a feed is parsing in place (not via _buf), else None
     cdef long long _base
     cdef int _state
     cdef Py_ssize_t _pos
     cdef Py_ssize_t _scan
     cdef object _cmd
+    cdef int _cmd_slot
     cdef dict _headers
     cdef Py_ssize_t _nheaders
     cdef long long _clen
-    cdef bint _crlf
+    cdef bint _crlf         # version 1.2: CRLF ends a line, and \\r is an escape
+    cdef bint _v10          # version 1.0: nothing is escaped
     cdef bint _unescape
+    # ActiveMQ's ``ack`` repeats ``message-id``: the last escaped value of this feed (its raw bytes
+    # in _buf, valid until _buf changes: reset at each feed and version change) and its str
+    cdef const char *_esc_p
+    cdef Py_ssize_t _esc_n
+    cdef object _esc_val
+    # The MESSAGE template: a dict of the header names (all known keys, none repeated) the last
+    # MESSAGE built from scratch had, in order, with its values. A MESSAGE starts as a copy of it
+    # (one memcpy, sized already) and only the values that changed are set; a header line that
+    # does not match the template's next name turns the frame back into a fresh dict of the lines
+    # matched so far (_leave_template), which then goes on as without a template.
+    cdef dict _tmpl
+    cdef int _tmpl_n
+    cdef int _tmpl_slots[MAX_TEMPLATE]
+    cdef PyObject *_tmpl_vals[MAX_TEMPLATE]  # borrowed from _tmpl (never changed while it is held)
+    cdef int _tidx          # header lines of this frame matched with the template, or -1: none used
+    cdef bint _fresh_ok     # a frame built without the template can become the template
+    cdef int _nfresh
+    cdef int _fresh_slots[MAX_TEMPLATE]
     cdef object _error
     cdef PyObject *_last_values[TABLE_SIZE]  # known-key slot -> last value (owned ref) or NULL
     cdef PyObject *_big     # bytes being filled in S_BIG / S_BODY_NUL (owned, the only reference) or NULL
@@ -46,12 +75,22 @@ cdef class FrameParser:
         self.max_headers = max_headers
         self.max_body_length = max_body_length
         self._buf = bytearray()
+        self._direct = None
         self._base = 0
         self._state = S_IDLE
         self._pos = 0
         self._scan = 0
         self._cmd = None
+        self._cmd_slot = -1
         self._headers = None
+        self._tmpl = None
+        self._tmpl_n = 0
+        self._tidx = -1
+        self._fresh_ok = False
+        self._nfresh = 0
+        self._esc_p = NULL
+        self._esc_n = 0
+        self._esc_val = None
         self._nheaders = 0
         self._clen = -1
         self._error = None
@@ -84,16 +123,23 @@ cdef class FrameParser:
         self._error = StompProtocolError(message, self._base + pos)
         return self._error
 
-    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n):
-        """Decode a header value, reusing the last str of this header when equal."""
+    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """Decode a header value p[:n] (at buffer position ``pos``), reusing the last
+        str of this header when equal; bad UTF-8 is the twin's StompProtocolError."""
         cdef PyObject *last
+        cdef PyObject *made
         if slot >= 0:
             last = self._last_values[slot]
             if (last != NULL and PyUnicode_IS_COMPACT_ASCII(<object>last)
                     and PyUnicode_GET_LENGTH(<object>last) == n
                     and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
                 return <object>last
-        value = PyUnicode_DecodeUTF8(p, n, NULL)
+        made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
+        if made == NULL:
+            PyErr_Clear()
+            self._decoded(p, n, pos)  # raises, at the first bad byte
+        value = <object>made
+        Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
         if slot >= 0:
             Py_INCREF(value)
             Py_XDECREF(self._last_values[slot])
@@ -103,11 +149,16 @@ cdef class FrameParser:
     cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
         UTF-8; any fault is reported by the twin's exact rules and offsets."""
-        cdef bytearray out = bytearray(n)
-        cdef char *o = PyByteArray_AS_STRING(out)
+        cdef char small[SMALL_VALUE]
+        cdef char *o = small
+        cdef object text = None
+        if n > SMALL_VALUE:
+            o = <char *>PyMem_Malloc(n)
+            if o == NULL:
+                raise MemoryError()
         cdef Py_ssize_t i = 0, m = 0
         cdef char e
-        cdef bint v12 = self.version == "1.2"
+        cdef bint v12 = self._crlf
         while i < n:
             if p[i] != b'\\':
                 o[m] = p[i]
@@ -130,12 +181,51 @@ cdef class FrameParser:
             m += 1
             i += 2
         if i == n:
-            try:
-                return PyUnicode_DecodeUTF8(o, m, NULL)
-            except UnicodeDecodeError:
-                pass
+            text = _utf8_or_none(o, m)
+        if o != small:
+            PyMem_Free(o)
+        if text is not None:
+            return text
         # a bad escape or bad UTF-8: the twin raises with the right message and offset
         return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
+
+    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """_unescaped, reusing the str of the previous escaped value of this feed
+        when the bytes are the same (ActiveMQ's ``ack`` repeats ``message-id``)."""
+        if self._esc_p != NULL and self._esc_n == n and memcmp(self._esc_p, p, n) == 0:
+            return self._esc_val
+        value = self._unescaped(p, n, pos)
+        self._esc_p = p
+        self._esc_n = n
+        self._esc_val = value
+        return value
+
+    cdef int _leave_template(self) except -1:
+        """This frame stops following the MESSAGE template: its headers become a
+        fresh dict of the _tidx names matched so far, in order, with their values."""
+        cdef dict fresh = {}
+        cdef int i
+        cdef object name
+        for i in range(self._tidx):
+            name = _KEYS_T.value(self._tmpl_slots[i])
+            fresh[name] = self._headers[name]
+            self._fresh_slots[i] = self._tmpl_slots[i]
+        self._nfresh = self._tidx
+        self._fresh_ok = True
+        self._headers = fresh
+        self._tidx = -1
+        return 0
+
+    cdef int _keep_template(self) except -1:
+        """The MESSAGE whose headers just ended was built without the template and
+        can be one: it becomes the template (a copy: the frame's dict is the user's)."""
+        cdef int i
+        self._tmpl = PyDict_Copy(self._headers)
+        self._tmpl_n = self._nfresh
+        for i in range(self._nfresh):
+            self._tmpl_slots[i] = self._fresh_slots[i]
+            self._tmpl_vals[i] = PyDict_GetItem(self._tmpl, _KEYS_T.value(self._fresh_slots[i]))
+        return 0
 
     cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
@@ -152,7 +242,8 @@ cdef class FrameParser:
         cdef const char *colon = <const char *>memchr(line, b':', n)
         cdef Py_ssize_t klen, i
         cdef int slot
-        cdef bint is_length
+        cdef bint escaped
+        cdef Py_ssize_t size
         cdef long long clen
         cdef Py_ssize_t start, digits
         cdef const char *p
@@ -164,51 +255,63 @@ cdef class FrameParser:
         klen = colon - line
         if klen == 0:
             raise self._fail("header line without a name before ':'", pos)
-        if self._unescape and memchr(line, b'\\', n) != NULL:
-            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
-            if memchr(line, b'\\', klen) != NULL:
-                name = self._unescaped(line, klen, pos)
-                slot = -1
+        # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+        escaped = self._unescape and memchr(line, b'\\', n) != NULL
+        if escaped and memchr(line, b'\\', klen) != NULL:
+            name = self._unescaped(line, klen, pos)
+            slot = -1
+        else:
+            slot = _KEYS_T.find(line, klen)
+            name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+        if escaped:
+            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1)
+        else:
+            value = self._value(slot, colon + 1, n - klen - 1, pos + klen + 1)
+        if self._tidx >= 0:
+            if slot >= 0 and self._tidx < self._tmpl_n and self._tmpl_slots[self._tidx] == slot:
+                if <PyObject *>value != self._tmpl_vals[self._tidx]:
+                    PyDict_SetItem(self._headers, name, value)
+                self._tidx += 1
             else:
-                slot = _KEYS_T.find(line, klen)
-                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
-            value = self._unescaped(colon + 1, n - klen - 1, pos + klen + 1)
-            if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+                self._leave_template()
+        if self._tidx < 0:
+            # (not "returned value is value": a repeat may carry the very str the first one had)
+            size = len(self._headers)
+            PyDict_SetDefault(self._headers, name, value)
+            if len(self._headers) == size:
+                self._fresh_ok = False
                 return 0  # repeated header: the first one wins
-            if name == "content-length":
-                self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            if slot < 0 or self._nfresh >= MAX_TEMPLATE:
+                self._fresh_ok = False
+            else:
+                self._fresh_slots[self._nfresh] = slot
+                self._nfresh += 1
+        if slot != CONTENT_LENGTH_SLOT:
             return 0
-        slot = _KEYS_T.find(line, klen)
-        is_length = slot == CONTENT_LENGTH_SLOT
-        name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
-        try:
-            value = self._value(slot, colon + 1, n - klen - 1)
-        except UnicodeDecodeError as exc:
-            raise self._fail("header is not valid UTF-8", pos + klen + 1 + exc.start) from None
-        if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
-            return 0  # repeated header: the first one wins
-        if is_length:
-            # ASCII digits, spaces around them tolerated (as ActiveMQ does)
-            clen = 0
-            p = colon + 1
-            i = 0
-            m = n - klen - 1
-            while i < m and p[i] == b' ':
-                i += 1
-            start = i
-            while i < m and b'0' <= p[i] <= b'9':
-                if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
-                    clen = clen * 10 + (p[i] - 48)
-                i += 1
-            digits = i - start
-            while i < m and p[i] == b' ':
-                i += 1
-            if digits == 0 or i != m:
-                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
-            if clen > self.max_body_length:
-                raise self._fail("content-length %s exceeds max_body_length=%d bytes"
-                                 % (value[:32], self.max_body_length), pos)
-            self._clen = clen
+        if escaped:
+            self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            return 0
+        # ASCII digits, spaces around them tolerated (as ActiveMQ does)
+        clen = 0
+        p = colon + 1
+        i = 0
+        m = n - klen - 1
+        while i < m and p[i] == b' ':
+            i += 1
+        start = i
+        while i < m and p[i] >= c'0' and p[i] <= c'9':
+            if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
+                clen = clen * 10 + (p[i] - 48)
+            i += 1
+        digits = i - start
+        while i < m and p[i] == b' ':
+            i += 1
+        if digits == 0 or i != m:
+            raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+        if clen > self.max_body_length:
+            raise self._fail("content-length %s exceeds max_body_length=%d bytes"
+                             % (value[:32], self.max_body_length), pos)
+        self._clen = clen
         return 0
 
     def feed(self, data):
@@ -220,10 +323,22 @@ cdef class FrameParser:
         try:
             self._feed(data, frames)
         except StompProtocolError as exc:
+            self._buffer_direct()
             exc.frames = frames
             self._error = exc
             raise
+        except BaseException:
+            self._buffer_direct()
+            raise
         return frames
+
+    cdef int _buffer_direct(self) except -1:
+        """A feed parsed straight from its input failed: the input goes into _buf, as
+        if it had been appended first (offset and buffered are then what they were)."""
+        if self._direct is not None:
+            self._buf += self._direct
+            self._direct = None
+        return 0
 
     cdef int _start_big(self, const char *p, Py_ssize_t have, Py_ssize_t pos) except -1:
         """Start the large body of content-length _clen with the ``have`` bytes at p
@@ -291,9 +406,18 @@ cdef class FrameParser:
             data = self._fill_big(data)
             if data is None:
                 return 0
-        self._buf += data
-        cdef const char *buf = PyByteArray_AS_STRING(self._buf)
-        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self._buf)
+        cdef const char *buf
+        cdef Py_ssize_t end
+        # Nothing buffered and a bytes input (a socket's read): parse the input where it is and
+        # buffer only what is left of it at the end; else append it to the buffer and parse that.
+        if type(data) is bytes and PyByteArray_GET_SIZE(self._buf) == 0:
+            self._direct = data
+            buf = PyBytes_AS_STRING(data)
+            end = PyBytes_GET_SIZE(data)
+        else:
+            self._buf += data
+            buf = PyByteArray_AS_STRING(self._buf)
+            end = PyByteArray_GET_SIZE(self._buf)
         cdef Py_ssize_t pos = self._pos
         cdef int state = self._state
         cdef const char *lf
@@ -304,6 +428,8 @@ cdef class FrameParser:
         cdef Frame frame
         cdef object cmd, body
         self._crlf = self.version == "1.2"
+        self._v10 = self.version == "1.0"
+        self._esc_p = NULL  # the bytes parsed changed
         while True:
             if state == S_IDLE:
                 while pos < end:
@@ -341,10 +467,19 @@ cdef class FrameParser:
                                      % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
                                      pos)
                 self._cmd = _COMMANDS_T.value(slot)
-                self._headers = {}
+                self._cmd_slot = slot
+                if slot == MESSAGE_SLOT and self._tmpl is not None:
+                    self._headers = PyDict_Copy(self._tmpl)
+                    self._tidx = 0
+                else:
+                    self._headers = {}
+                    self._tidx = -1
+                self._fresh_ok = slot == MESSAGE_SLOT
+                self._nfresh = 0
                 self._nheaders = 0
                 self._clen = -1
-                self._unescape = self.version != "1.0" and self._cmd not in _UNESCAPED
+                self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
+                                      or slot == STOMP_SLOT)
                 pos = lfpos + 1
                 state = S_HEADERS
             if state == S_HEADERS:
@@ -363,6 +498,11 @@ cdef class FrameParser:
                         pos = lfpos + 1
                         state = S_BODY
                         self._scan = pos
+                        if self._tidx >= 0:
+                            if self._tidx != self._tmpl_n:
+                                self._leave_template()
+                        elif self._fresh_ok and self._nfresh:
+                            self._keep_template()
                         break
                     if stop - pos > self.max_header_line_length:
                         raise self._fail("header line longer than max_header_line_length=%d bytes"
@@ -416,13 +556,21 @@ cdef class FrameParser:
                 frames.append(frame)
                 self._headers = None
                 state = S_IDLE
-                if self._cmd == "CONNECTED":
+                if self._cmd_slot == CONNECTED_SLOT:
                     version = frame.headers.get("version", "1.0")
                     if version in VERSIONS:
                         self.version = version
                         self._crlf = version == "1.2"
-        if pos:
+                        self._v10 = version == "1.0"
+                        self._esc_p = NULL  # how \r unescapes follows the version
+        if self._direct is not None:
+            self._direct = None
+            if pos < end:
+                PyByteArray_Resize(self._buf, end - pos)
+                memcpy(PyByteArray_AS_STRING(self._buf), buf + pos, end - pos)
+        elif pos:
             del self._buf[:pos]
+        if pos:
             self._base += pos
             self._scan = max(0, self._scan - pos)
             pos = 0

@@ -149,6 +149,68 @@ def test_first_repeated_header_wins(codec):
     assert frame.headers == {"foo": "1", "bar": ""}
 
 
+def _message(*lines):
+    return b"MESSAGE\n" + b"".join(line + b"\n" for line in lines) + b"\n\x00"
+
+
+def test_each_message_has_its_own_headers(codec):
+    """A MESSAGE stream whose frames share names (as a broker's do), then leave one out, add
+    one, repeat one, reorder, or use a name not interned: each frame has exactly its own
+    headers, in its order, the first of a repeated name winning; a listener changing one
+    frame's headers changes no other frame."""
+    base = (b"destination:/queue/a", b"message-id:ID\\c1", b"subscription:0", b"ack:ID\\c1")
+    stream = [
+        _message(*base),
+        _message(b"destination:/queue/a", b"message-id:ID\\c2", b"subscription:0", b"ack:ID\\c2"),
+        _message(b"destination:/queue/a", b"message-id:ID\\c3", b"subscription:0"),  # one fewer
+        _message(*base, b"redelivered:true"),  # one more
+        _message(b"destination:/queue/b", b"destination:/queue/c", b"message-id:m", b"subscription:0",
+                 b"ack:a"),  # a repeat: the first wins
+        _message(b"message-id:m", b"destination:/queue/a", b"subscription:0", b"ack:a"),  # reordered
+        _message(b"destination:/queue/a", b"x-custom:1", b"message-id:m", b"subscription:0", b"ack:a"),
+        _message(*base),
+        _message(*base),
+    ]
+    expected = [
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+        [("destination", "/queue/a"), ("message-id", "ID:2"), ("subscription", "0"), ("ack", "ID:2")],
+        [("destination", "/queue/a"), ("message-id", "ID:3"), ("subscription", "0")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1"),
+         ("redelivered", "true")],
+        [("destination", "/queue/b"), ("message-id", "m"), ("subscription", "0"), ("ack", "a")],
+        [("message-id", "m"), ("destination", "/queue/a"), ("subscription", "0"), ("ack", "a")],
+        [("destination", "/queue/a"), ("x-custom", "1"), ("message-id", "m"), ("subscription", "0"),
+         ("ack", "a")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+    ]
+    for step in (None, 7):
+        frames = parse_all(codec, b"".join(stream), step=step)
+        assert [list(f.headers.items()) for f in frames] == expected
+        frames[-2].headers["destination"] = "changed"
+        del frames[-2].headers["ack"]
+        assert list(frames[-1].headers.items()) == expected[-1]
+        frames = parse_all(codec, b"".join(stream[:1]), step=step)
+        frames[0].headers["message-id"] = "changed"
+        parser = codec.FrameParser()
+        for data in stream:
+            (frame,) = parser.feed(data)
+            frame.headers["destination"] = "mine"
+        (frame,) = parser.feed(stream[0])
+        assert list(frame.headers.items()) == expected[0]
+
+
+@pytest.mark.parametrize("value", [b"1", b"a\\cb"])
+def test_a_repeat_with_the_same_value_is_still_a_repeat(codec, value):
+    """A name repeated with the same value (the same str object, in the compiled parser) is
+    a repeat: the later MESSAGEs' first value still wins."""
+    parser = codec.FrameParser()
+    frames = parser.feed(_message(b"x:" + value, b"x:" + value) + _message(b"x:2", b"x:3")
+                         + _message(b"x:4", b"x:5"))
+    assert [list(f.headers.items()) for f in frames] == [[("x", "1" if value == b"1" else "a:b")],
+                                                          [("x", "2")], [("x", "4")]]
+
+
 def test_values_split_at_first_colon_and_not_trimmed(codec):
     (frame,) = parse_all(codec, b"MESSAGE\nkey: a:b:c \n\n\x00", version="1.1")
     assert frame.headers == {"key": " a:b:c "}
