@@ -1,14 +1,6 @@
 # Included by _codec.pyx (Cython include: one extension module): the incremental parser.
 # It uses the interned tables and Frame of _codec.pyx; the pure twin is amqstomp._codec_py.FrameParser.
 
-cdef object _utf8_or_none(const char *p, Py_ssize_t n):
-    """p[:n] decoded from UTF-8, or None when it is not valid UTF-8."""
-    try:
-        return PyUnicode_DecodeUTF8(p, n, NULL)
-    except UnicodeDecodeError:
-        return None
-
-
 cdef class FrameParser:
     """Incremental STOMP frame parser (compiled). See
     :class:`amqstomp._codec_py.FrameParser` for arguments, behaviour and errors."""
@@ -137,7 +129,7 @@ cdef class FrameParser:
         made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
         if made == NULL:
             PyErr_Clear()
-            self._decoded(p, n, pos)  # raises, at the first bad byte
+            return self._decoded(p, n, pos)  # raises, at the first bad byte
         value = <object>made
         Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
         if slot >= 0:
@@ -156,16 +148,19 @@ cdef class FrameParser:
             o = <char *>PyMem_Malloc(n)
             if o == NULL:
                 raise MemoryError()
-        cdef Py_ssize_t i = 0, m = 0
+        cdef Py_ssize_t i = 0, m = 0, span
+        cdef const char *slash
+        cdef PyObject *made
         cdef char e
         cdef bint v12 = self._crlf
         while i < n:
-            if p[i] != b'\\':
-                o[m] = p[i]
-                m += 1
-                i += 1
-                continue
-            if i + 1 >= n:
+            # copy up to the next backslash in one go
+            slash = <const char *>memchr(p + i, b'\\', n - i)
+            span = (slash - p) - i if slash != NULL else n - i
+            memcpy(o + m, p + i, span)
+            m += span
+            i += span
+            if slash == NULL or i + 1 >= n:
                 break
             e = p[i + 1]
             if e == b'n':
@@ -181,7 +176,12 @@ cdef class FrameParser:
             m += 1
             i += 2
         if i == n:
-            text = _utf8_or_none(o, m)
+            made = _decode_utf8_raw(o, m, NULL)
+            if made == NULL:
+                PyErr_Clear()  # not UTF-8: the twin says so below
+            else:
+                text = <object>made
+                Py_DECREF(text)  # the new str's own reference, handed to ``text``
         if o != small:
             PyMem_Free(o)
         if text is not None:
@@ -300,7 +300,7 @@ cdef class FrameParser:
             i += 1
         start = i
         while i < m and p[i] >= c'0' and p[i] <= c'9':
-            if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
+            if clen <= 100000000000000000LL:  # beyond 18 digits it exceeds any limit; never overflow
                 clen = clen * 10 + (p[i] - 48)
             i += 1
         digits = i - start
