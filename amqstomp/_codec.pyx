@@ -5,10 +5,14 @@ Same public names and behaviour as the pure-Python twin
 :mod:`amqstomp._codec_py` (whose docstrings are the reference); chosen by
 :mod:`amqstomp.codec`. No I/O, no threads, no clocks: bytes in, frames out.
 
-Speed comes from scanning a C view of the receive buffer with ``memchr``,
-reusing interned ``str`` objects for the command and the header names that
-ActiveMQ sends, and reusing the previous ``str`` of a header whose value did
-not change (destination, subscription, priority ...).
+Speed comes from scanning a C view of the receive buffer (or of a ``bytes``
+input itself, when nothing is buffered) with ``memchr``, reusing interned
+``str`` objects for the command and the header names that ActiveMQ sends,
+reusing the previous ``str`` of a header whose value did not change
+(destination, subscription, priority ...; ``ack`` repeating ``message-id``),
+and starting a MESSAGE's ``headers`` dict as a copy of a template made from an
+earlier MESSAGE with the same names in the same order (sized already; only the
+values that changed are set). The dict a frame gets is always its own.
 
 ``encode_frame`` writes the frame into one C buffer (escaping on the UTF-8
 bytes: every escaped character is ASCII, and no byte of a multi-byte UTF-8
