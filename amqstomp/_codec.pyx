@@ -231,6 +231,7 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
     return f
 
 
-# the parser and the encoder, textually part of this module (Cython "include")
+# the parser (with its large-body fill) and the encoder, textually part of this module (Cython "include")
 include "_codec_parse.pxi"
+include "_codec_big.pxi"
 include "_codec_encode.pxi"

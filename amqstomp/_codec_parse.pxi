@@ -11,7 +11,9 @@ cdef class FrameParser:
     cdef readonly Py_ssize_t max_headers
     cdef readonly Py_ssize_t max_body_length
     cdef bytearray _buf
-    cdef object _direct     # the bytes a feed is parsing in place (not via _buf), else None
+    cdef object _direct     # the bytes a feed parses in place (not via _buf), else None
+    cdef Py_ssize_t _direct_from   # ... from this index on (its head went into _buf: a split)
+    cdef Py_ssize_t _direct_shift  # what _base was moved by when the in-place pass began
     cdef long long _base
     cdef int _state
     cdef Py_ssize_t _pos
@@ -335,87 +337,64 @@ cdef class FrameParser:
     cdef int _buffer_direct(self) except -1:
         """A feed parsed straight from its input failed: the input goes into _buf, as
         if it had been appended first (offset and buffered are then what they were)."""
+        cdef Py_ssize_t n
         if self._direct is not None:
-            self._buf += self._direct
+            n = PyBytes_GET_SIZE(self._direct) - self._direct_from
+            if n:
+                PyByteArray_Resize(self._buf, PyByteArray_GET_SIZE(self._buf) + n)
+                memcpy(PyByteArray_AS_STRING(self._buf) + PyByteArray_GET_SIZE(self._buf) - n,
+                       PyBytes_AS_STRING(self._direct) + self._direct_from, n)
+            self._base -= self._direct_shift
             self._direct = None
         return 0
 
-    cdef int _start_big(self, const char *p, Py_ssize_t have, Py_ssize_t pos) except -1:
-        """Start the large body of content-length _clen with the ``have`` bytes at p
-        (buffer position ``pos``): reserve them plus at most BIG_BODY, not _clen."""
-        cdef Py_ssize_t cap = self._clen if self._clen - have < BIG_BODY else have + BIG_BODY
-        cdef object big
-        try:
-            big = PyBytes_FromStringAndSize(NULL, cap)
-        except MemoryError:
-            raise self._fail("no memory for a body of content-length %d" % self._clen, pos) from None
-        if have:
-            memcpy(<char *>PyBytes_AS_STRING(big), p, have)
-        Py_XDECREF(self._big)
-        Py_INCREF(big)
-        self._big = <PyObject *>big  # the only reference once ``big`` goes: _PyBytes_Resize needs that
-        self._big_cap = cap
-        self._big_fill = have
-        return 0
-
-    cdef int _grow_big(self, Py_ssize_t need) except -1:
-        """Make the large body hold ``need`` bytes: double it, up to _clen."""
-        cdef Py_ssize_t cap = self._big_cap * 2
-        if cap < need:
-            cap = need
-        if cap > self._clen:
-            cap = self._clen
-        try:
-            _PyBytes_Resize(&self._big, cap)  # on failure it frees the body and sets NULL
-        except MemoryError:
-            raise self._fail("no memory for a body of content-length %d" % self._clen,
-                             -self._big_fill) from None  # at the body's start
-        self._big_cap = cap
-        return 0
-
-    cdef object _take_big(self):
-        """The complete large body, handed over."""
-        cdef object body
-        if self._big_cap != self._clen:
-            _PyBytes_Resize(&self._big, self._clen)
-        body = <object>self._big
-        Py_XDECREF(self._big)
-        self._big = NULL
-        self._big_cap = 0
-        return body
-
-    cdef object _fill_big(self, data):
-        """Copy input into the large body; return the input left after it, or None."""
-        cdef const unsigned char[::1] view = data
-        cdef Py_ssize_t n = view.shape[0]
-        cdef Py_ssize_t want = self._clen - self._big_fill
-        cdef Py_ssize_t take = n if n < want else want
-        if take > 0:
-            if self._big_fill + take > self._big_cap:
-                self._grow_big(self._big_fill + take)
-            memcpy(<char *>PyBytes_AS_STRING(<object>self._big) + self._big_fill, &view[0], take)
-            self._big_fill += take
-            self._base += take
-        if self._big_fill < self._clen:
-            return None
-        self._state = S_BODY_NUL
-        return data[take:]
+    cdef Py_ssize_t _head_length(self, data, Py_ssize_t nbuf):
+        """How many bytes of the input end what the buffer holds: the rest of its line
+        (command, header, or a CR between frames), or of its body; 0 when not in it."""
+        cdef const char *p = PyBytes_AS_STRING(data)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        cdef const char *found
+        if self._state == S_BODY:
+            if self._clen >= 0:
+                return self._clen + 1 - nbuf if self._clen + 1 - nbuf <= n else 0
+            found = <const char *>memchr(p, 0, n)
+        elif self._state == S_IDLE or self._state == S_COMMAND or self._state == S_HEADERS:
+            found = <const char *>memchr(p, b'\n', n)
+        else:
+            return 0
+        return found - p + 1 if found != NULL else 0
 
     cdef int _feed(self, data, list frames) except -1:
         if self._state == S_BIG:
-            data = self._fill_big(data)
+            data = _big_fill_from(self, data)
             if data is None:
                 return 0
         cdef const char *buf
         cdef Py_ssize_t end
-        # Nothing buffered and a bytes input (a socket's read): parse the input where it is and
-        # buffer only what is left of it at the end; else append it to the buffer and parse that.
-        if type(data) is bytes and PyByteArray_GET_SIZE(self._buf) == 0:
+        cdef Py_ssize_t nbuf = PyByteArray_GET_SIZE(self._buf)
+        cdef Py_ssize_t k = 0
+        cdef bint split = False
+        self._direct_from = 0
+        self._direct_shift = 0
+        # A bytes input (a socket's read) is parsed where it is, and only what is left of it at
+        # the end is buffered. When the buffer holds the start of a frame, only the head of the
+        # input that ends the frame's line (or body) is appended first ("split"); once that is
+        # parsed, the rest is parsed in place. Any other input is appended to the buffer.
+        if type(data) is bytes and nbuf:
+            k = self._head_length(data, nbuf)
+            split = 0 < k < PyBytes_GET_SIZE(data)
+        if type(data) is bytes and (nbuf == 0 or split):
             self._direct = data
+            self._direct_from = k
+        if nbuf == 0 and self._direct is not None:
             buf = PyBytes_AS_STRING(data)
             end = PyBytes_GET_SIZE(data)
         else:
-            self._buf += data
+            if split:
+                PyByteArray_Resize(self._buf, nbuf + k)
+                memcpy(PyByteArray_AS_STRING(self._buf) + nbuf, PyBytes_AS_STRING(data), k)
+            else:
+                self._buf += data
             buf = PyByteArray_AS_STRING(self._buf)
             end = PyByteArray_GET_SIZE(self._buf)
         cdef Py_ssize_t pos = self._pos
@@ -430,143 +409,165 @@ cdef class FrameParser:
         self._crlf = self.version == "1.2"
         self._v10 = self.version == "1.0"
         self._esc_p = NULL  # the bytes parsed changed
-        while True:
-            if state == S_IDLE:
-                while pos < end:
-                    c = buf[pos]
-                    if c == b'\n':
-                        pos += 1
-                    elif c == b'\r':
-                        if pos + 1 >= end:
+        while True:  # a second pass only after a split (below)
+            while True:
+                if state == S_IDLE:
+                    while pos < end:
+                        c = buf[pos]
+                        if c == b'\n':
+                            pos += 1
+                        elif c == b'\r':
+                            if pos + 1 >= end:
+                                break
+                            if buf[pos + 1] != b'\n':
+                                raise self._fail("CR not followed by LF between frames", pos)
+                            pos += 2
+                        else:
                             break
-                        if buf[pos + 1] != b'\n':
-                            raise self._fail("CR not followed by LF between frames", pos)
-                        pos += 2
-                    else:
+                    if pos >= end or buf[pos] == b'\r':
                         break
-                if pos >= end or buf[pos] == b'\r':
-                    break
-                state = S_COMMAND
-            if state == S_COMMAND:
-                lf = <const char *>memchr(buf + pos, b'\n', end - pos)
-                if lf == NULL:
-                    if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
-                        raise self._fail("command line longer than max_command_length=%d bytes"
-                                         % self.max_command_length, pos)
-                    break
-                lfpos = lf - buf
-                stop = lfpos
-                if self._crlf and stop > pos and buf[stop - 1] == b'\r':
-                    stop -= 1
-                if stop - pos > self.max_command_length:
-                    raise self._fail("command line longer than max_command_length=%d bytes"
-                                     % self.max_command_length, pos)
-                slot = _COMMANDS_T.find(buf + pos, stop - pos)
-                if slot < 0:
-                    raise self._fail("unknown command %r"
-                                     % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
-                                     pos)
-                self._cmd = _COMMANDS_T.value(slot)
-                self._cmd_slot = slot
-                if slot == MESSAGE_SLOT and self._tmpl is not None:
-                    self._headers = PyDict_Copy(self._tmpl)
-                    self._tidx = 0
-                else:
-                    self._headers = {}
-                    self._tidx = -1
-                self._fresh_ok = slot == MESSAGE_SLOT
-                self._nfresh = 0
-                self._nheaders = 0
-                self._clen = -1
-                self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
-                                      or slot == STOMP_SLOT)
-                pos = lfpos + 1
-                state = S_HEADERS
-            if state == S_HEADERS:
-                while True:
+                    state = S_COMMAND
+                if state == S_COMMAND:
                     lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                     if lf == NULL:
-                        if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
-                            raise self._fail("header line longer than max_header_line_length=%d bytes"
-                                             % self.max_header_line_length, pos)
+                        if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
+                            raise self._fail("command line longer than max_command_length=%d bytes"
+                                             % self.max_command_length, pos)
                         break
                     lfpos = lf - buf
                     stop = lfpos
                     if self._crlf and stop > pos and buf[stop - 1] == b'\r':
                         stop -= 1
-                    if stop == pos:
-                        pos = lfpos + 1
-                        state = S_BODY
-                        self._scan = pos
-                        if self._tidx >= 0:
-                            if self._tidx != self._tmpl_n:
-                                self._leave_template()
-                        elif self._fresh_ok and self._nfresh:
-                            self._keep_template()
-                        break
-                    if stop - pos > self.max_header_line_length:
-                        raise self._fail("header line longer than max_header_line_length=%d bytes"
-                                         % self.max_header_line_length, pos)
-                    self._nheaders += 1
-                    if self._nheaders > self.max_headers:
-                        raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
-                    self._header(buf, pos, stop)
+                    if stop - pos > self.max_command_length:
+                        raise self._fail("command line longer than max_command_length=%d bytes"
+                                         % self.max_command_length, pos)
+                    slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                    if slot < 0:
+                        raise self._fail("unknown command %r"
+                                         % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
+                                         pos)
+                    self._cmd = _COMMANDS_T.value(slot)
+                    self._cmd_slot = slot
+                    if slot == MESSAGE_SLOT and self._tmpl is not None:
+                        self._headers = PyDict_Copy(self._tmpl)
+                        self._tidx = 0
+                    else:
+                        self._headers = {}
+                        self._tidx = -1
+                    self._fresh_ok = slot == MESSAGE_SLOT
+                    self._nfresh = 0
+                    self._nheaders = 0
+                    self._clen = -1
+                    self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
+                                          or slot == STOMP_SLOT)
                     pos = lfpos + 1
-                if state != S_BODY:
-                    break
-            if state == S_BODY_NUL:
-                if pos >= end:
-                    break
-                if buf[pos] != 0:
-                    raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
-                pos += 1
-                body = self._take_big()  # _big_fill stays: offset/buffered still see it if this feed fails
-                state = S_BODY
-                self._clen = -2  # emit below
-            if state == S_BODY:
-                clen = self._clen
-                if clen == -2:
-                    pass  # large body completed above
-                elif clen >= 0:
-                    if end - pos < clen + 1:
-                        if clen >= BIG_BODY:
-                            self._start_big(buf + pos, end - pos, pos)
-                            pos = end
-                            state = S_BIG
+                    state = S_HEADERS
+                if state == S_HEADERS:
+                    while True:
+                        lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                        if lf == NULL:
+                            if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
+                                raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                                 % self.max_header_line_length, pos)
+                            break
+                        lfpos = lf - buf
+                        stop = lfpos
+                        if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                            stop -= 1
+                        if stop == pos:
+                            pos = lfpos + 1
+                            state = S_BODY
+                            self._scan = pos
+                            if self._tidx >= 0:
+                                if self._tidx != self._tmpl_n:
+                                    self._leave_template()
+                            elif self._fresh_ok and self._nfresh:
+                                self._keep_template()
+                            break
+                        if stop - pos > self.max_header_line_length:
+                            raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                             % self.max_header_line_length, pos)
+                        self._nheaders += 1
+                        if self._nheaders > self.max_headers:
+                            raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
+                        self._header(buf, pos, stop)
+                        pos = lfpos + 1
+                    if state != S_BODY:
                         break
-                    if buf[pos + clen] != 0:
-                        raise self._fail("frame body of content-length %d not followed by NUL" % clen,
-                                         pos + clen)
-                    body = PyBytes_FromStringAndSize(buf + pos, clen)
-                    pos += clen + 1
-                else:
-                    nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
-                    if nul == NULL:
-                        self._scan = end
-                        if end - pos > self.max_body_length:
+                if state == S_BODY_NUL:
+                    if pos >= end:
+                        break
+                    if buf[pos] != 0:
+                        raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
+                    pos += 1
+                    body = _big_take(self)  # _big_fill stays: offset/buffered still see it if this feed fails
+                    state = S_BODY
+                    self._clen = -2  # emit below
+                if state == S_BODY:
+                    clen = self._clen
+                    if clen == -2:
+                        pass  # large body completed above
+                    elif clen >= 0:
+                        if end - pos < clen + 1:
+                            if clen >= BIG_BODY and not split:  # (after a split: from the input)
+                                _big_start(self, buf + pos, end - pos, pos)
+                                pos = end
+                                state = S_BIG
+                            break
+                        if buf[pos + clen] != 0:
+                            raise self._fail("frame body of content-length %d not followed by NUL" % clen,
+                                             pos + clen)
+                        body = PyBytes_FromStringAndSize(buf + pos, clen)
+                        pos += clen + 1
+                    else:
+                        nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
+                        if nul == NULL:
+                            self._scan = end
+                            if end - pos > self.max_body_length:
+                                raise self._fail("frame body longer than max_body_length=%d bytes"
+                                                 % self.max_body_length, pos)
+                            break
+                        if (nul - buf) - pos > self.max_body_length:
                             raise self._fail("frame body longer than max_body_length=%d bytes"
                                              % self.max_body_length, pos)
-                        break
-                    if (nul - buf) - pos > self.max_body_length:
-                        raise self._fail("frame body longer than max_body_length=%d bytes"
-                                         % self.max_body_length, pos)
-                    body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
-                    pos = (nul - buf) + 1
-                frame = _new_frame(self._cmd, self._headers, body)
-                frames.append(frame)
-                self._headers = None
-                state = S_IDLE
-                if self._cmd_slot == CONNECTED_SLOT:
-                    version = frame.headers.get("version", "1.0")
-                    if version in VERSIONS:
-                        self.version = version
-                        self._crlf = version == "1.2"
-                        self._v10 = version == "1.0"
-                        self._esc_p = NULL  # how \r unescapes follows the version
+                        body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
+                        pos = (nul - buf) + 1
+                    frame = _new_frame(self._cmd, self._headers, body)
+                    frames.append(frame)
+                    self._headers = None
+                    state = S_IDLE
+                    if self._cmd_slot == CONNECTED_SLOT:
+                        version = frame.headers.get("version", "1.0")
+                        if version in VERSIONS:
+                            self.version = version
+                            self._crlf = version == "1.2"
+                            self._v10 = version == "1.0"
+                            self._esc_p = NULL  # how \r unescapes follows the version
+            if split:
+                split = False
+                if pos == end and state != S_BIG:
+                    # the frame the buffer held is complete: parse the rest of the input in place
+                    # (data[k] is at buf[end]: positions shift by k - end, the stream base by nbuf)
+                    self._base += nbuf
+                    self._direct_shift = nbuf
+                    buf = PyBytes_AS_STRING(data)
+                    end = PyBytes_GET_SIZE(data)
+                    pos = k
+                    self._scan = k
+                    self._esc_p = NULL
+                    continue
+                # (not expected) buffer the rest of the input too, and parse on as without a split
+                self._direct = None
+                self._buf += data[k:]
+                buf = PyByteArray_AS_STRING(self._buf)
+                end = PyByteArray_GET_SIZE(self._buf)
+                self._esc_p = NULL
+                continue
+            break
         if self._direct is not None:
             self._direct = None
+            PyByteArray_Resize(self._buf, end - pos)
             if pos < end:
-                PyByteArray_Resize(self._buf, end - pos)
                 memcpy(PyByteArray_AS_STRING(self._buf), buf + pos, end - pos)
         elif pos:
             del self._buf[:pos]

@@ -211,6 +211,30 @@ def test_a_repeat_with_the_same_value_is_still_a_repeat(codec, value):
                                                           [("x", "2")], [("x", "4")]]
 
 
+@pytest.mark.parametrize("cut", [3, 9, 30, 40, 44, 48, 49])
+@pytest.mark.parametrize("bad", [b"x:\\t\n", b"\xff:1\n", b"no colon\n"])
+def test_a_fault_after_a_read_ended_a_buffered_frame(codec, cut, bad):
+    """A read that ends the frame the parser holds a part of and then breaks the protocol:
+    the frames before the fault ride on the error, and offset and buffered are what they
+    were before that read (the compiled parser parses such a read in two passes)."""
+    first = b"MESSAGE\ndestination:/queue/a\ncontent-length:2\n\nhi\x00"
+    stream = first + b"\nMESSAGE\n" + bad + b"\n\x00MESSAGE\n\n\x00"
+    parser = codec.FrameParser()
+    assert parser.feed(stream[:cut]) == []
+    before = parser.offset, parser.buffered
+    with pytest.raises(StompProtocolError) as err:
+        parser.feed(stream[cut:])
+    assert [frame_tuple(f) for f in err.value.frames] == [("MESSAGE", {"destination": "/queue/a",
+                                                                       "content-length": "2"}, b"hi")]
+    assert len(first) + len(b"\nMESSAGE\n") <= err.value.offset < len(first) + len(b"\nMESSAGE\n") + len(bad)
+    assert (parser.offset, parser.buffered) == (before[0], before[1] + len(stream) - cut)
+    twin = _codec_py.FrameParser()
+    twin.feed(stream[:cut])
+    with pytest.raises(StompProtocolError) as twin_err:
+        twin.feed(stream[cut:])
+    assert (str(err.value), err.value.offset) == (str(twin_err.value), twin_err.value.offset)
+
+
 def test_values_split_at_first_colon_and_not_trimmed(codec):
     (frame,) = parse_all(codec, b"MESSAGE\nkey: a:b:c \n\n\x00", version="1.1")
     assert frame.headers == {"key": " a:b:c "}
