@@ -478,11 +478,15 @@ cdef class FrameParser:
                             pos = lfpos + 1
                             state = S_BODY
                             self._scan = pos
-                            if self._tidx >= 0:
-                                if self._tidx != self._tmpl_n:
-                                    self._leave_template()
-                            elif self._fresh_ok and self._nfresh:
-                                self._keep_template()
+                            if self._tidx >= 0 and self._tidx != self._tmpl_n:
+                                self._leave_template()
+                            if self._tidx < 0:
+                                if self._fresh_ok and self._nfresh:
+                                    self._keep_template()
+                                elif self._cmd_slot == MESSAGE_SLOT:
+                                    # unlike the template and unfit to be one (a name not interned,
+                                    # a repeat): the MESSAGEs after it start without one
+                                    self._tmpl = None
                             break
                         if stop - pos > self.max_header_line_length:
                             raise self._fail("header line longer than max_header_line_length=%d bytes"
