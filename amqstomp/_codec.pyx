@@ -5,10 +5,14 @@ Same public names and behaviour as the pure-Python twin
 :mod:`amqstomp._codec_py` (whose docstrings are the reference); chosen by
 :mod:`amqstomp.codec`. No I/O, no threads, no clocks: bytes in, frames out.
 
-Speed comes from scanning a C view of the receive buffer with ``memchr``,
-reusing interned ``str`` objects for the command and the header names that
-ActiveMQ sends, and reusing the previous ``str`` of a header whose value did
-not change (destination, subscription, priority ...).
+Speed comes from scanning a C view of the receive buffer (or of a ``bytes``
+input itself, when nothing is buffered) with ``memchr``, reusing interned
+``str`` objects for the command and the header names that ActiveMQ sends,
+reusing the previous ``str`` of a header whose value did not change
+(destination, subscription, priority ...; ``ack`` repeating ``message-id``),
+and starting a MESSAGE's ``headers`` dict as a copy of a template made from an
+earlier MESSAGE with the same names in the same order (sized already; only the
+values that changed are set). The dict a frame gets is always its own.
 
 ``encode_frame`` writes the frame into one C buffer (escaping on the UTF-8
 bytes: every escaped character is ASCII, and no byte of a multi-byte UTF-8
@@ -19,14 +23,16 @@ body. Anything else, and every case the twin refuses or treats specially
 a character that cannot be escaped), is handed to the twin's
 ``encode_frame`` whole, so output and errors are the twin's by construction.
 """
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.dict cimport PyDict_SetDefault
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetDefault, PyDict_SetItem
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy
+cimport cython
 import copy
 
 from ._codec_py import (
@@ -69,6 +75,9 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     void *PyUnicode_DATA(object o)
     const char *PyUnicode_AsUTF8AndSize(object o, Py_ssize_t *size) except NULL
+    # PyUnicode_DecodeUTF8 returning NULL with the error set, for the caller to handle
+    PyObject *_decode_utf8_raw "PyUnicode_DecodeUTF8"(const char *s, Py_ssize_t size, const char *errors)
+    void PyErr_Clear()
 
 cdef enum:
     S_IDLE = 0
@@ -78,6 +87,8 @@ cdef enum:
     S_BIG = 4       # filling a large content-length body straight from the input (held in _big)
     S_BODY_NUL = 5  # large body complete (held in _big), its NUL still to come
     TABLE_SIZE = 512
+    MAX_TEMPLATE = 32  # header lines a MESSAGE template holds (FrameParser._tmpl)
+    SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped on the C stack
 
 # Commands and the header names brokers send most; each gets one interned str.
 _COMMAND_LIST = sorted(CLIENT_COMMANDS | SERVER_COMMANDS)
@@ -141,9 +152,15 @@ cdef class _Interned:
 cdef _Interned _COMMANDS_T = _Interned(_COMMAND_LIST)
 cdef _Interned _KEYS_T = _Interned(_KNOWN_KEYS)
 cdef int CONTENT_LENGTH_SLOT = _KEYS_T.find(b"content-length", 14)
-assert CONTENT_LENGTH_SLOT >= 0
+cdef int MESSAGE_SLOT = _COMMANDS_T.find(b"MESSAGE", 7)
+cdef int CONNECTED_SLOT = _COMMANDS_T.find(b"CONNECTED", 9)
+cdef int CONNECT_SLOT = _COMMANDS_T.find(b"CONNECT", 7)
+cdef int STOMP_SLOT = _COMMANDS_T.find(b"STOMP", 5)
+assert min(CONTENT_LENGTH_SLOT, MESSAGE_SLOT, CONNECTED_SLOT, CONNECT_SLOT, STOMP_SLOT) >= 0
+assert len(_UNESCAPED) == 3  # the commands whose headers are not escaped: the three slots above
 
 
+@cython.freelist(64)
 cdef class Frame:
     """One STOMP frame: ``cmd`` (str), ``headers`` (dict[str, str]), ``body``
     (bytes as received; a connection with ``auto_decode`` makes it str),
@@ -214,6 +231,7 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
     return f
 
 
-# the parser and the encoder, textually part of this module (Cython "include")
+# the parser (with its large-body fill) and the encoder, textually part of this module (Cython "include")
 include "_codec_parse.pxi"
+include "_codec_big.pxi"
 include "_codec_encode.pxi"

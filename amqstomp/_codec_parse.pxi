@@ -11,16 +11,39 @@ cdef class FrameParser:
     cdef readonly Py_ssize_t max_headers
     cdef readonly Py_ssize_t max_body_length
     cdef bytearray _buf
+    cdef object _direct     # the bytes a feed parses in place (not via _buf), else None
+    cdef Py_ssize_t _direct_from   # ... from this index on (its head went into _buf: a split)
+    cdef Py_ssize_t _direct_shift  # what _base was moved by when the in-place pass began
     cdef long long _base
     cdef int _state
     cdef Py_ssize_t _pos
     cdef Py_ssize_t _scan
     cdef object _cmd
+    cdef int _cmd_slot
     cdef dict _headers
     cdef Py_ssize_t _nheaders
     cdef long long _clen
-    cdef bint _crlf
+    cdef bint _crlf         # version 1.2: CRLF ends a line, and \\r is an escape
+    cdef bint _v10          # version 1.0: nothing is escaped
     cdef bint _unescape
+    # ActiveMQ's ``ack`` repeats ``message-id``: the last escaped value of this feed (its raw bytes
+    # in _buf, valid until _buf changes: reset at each feed and version change) and its str
+    cdef const char *_esc_p
+    cdef Py_ssize_t _esc_n
+    cdef object _esc_val
+    # The MESSAGE template: a dict of the header names (all known keys, none repeated) the last
+    # MESSAGE built from scratch had, in order, with its values. A MESSAGE starts as a copy of it
+    # (one memcpy, sized already) and only the values that changed are set; a header line that
+    # does not match the template's next name turns the frame back into a fresh dict of the lines
+    # matched so far (_leave_template), which then goes on as without a template.
+    cdef dict _tmpl
+    cdef int _tmpl_n
+    cdef int _tmpl_slots[MAX_TEMPLATE]
+    cdef PyObject *_tmpl_vals[MAX_TEMPLATE]  # borrowed from _tmpl (never changed while it is held)
+    cdef int _tidx          # header lines of this frame matched with the template, or -1: none used
+    cdef bint _fresh_ok     # a frame built without the template can become the template
+    cdef int _nfresh
+    cdef int _fresh_slots[MAX_TEMPLATE]
     cdef object _error
     cdef PyObject *_last_values[TABLE_SIZE]  # known-key slot -> last value (owned ref) or NULL
     cdef PyObject *_big     # bytes being filled in S_BIG / S_BODY_NUL (owned, the only reference) or NULL
@@ -46,12 +69,22 @@ cdef class FrameParser:
         self.max_headers = max_headers
         self.max_body_length = max_body_length
         self._buf = bytearray()
+        self._direct = None
         self._base = 0
         self._state = S_IDLE
         self._pos = 0
         self._scan = 0
         self._cmd = None
+        self._cmd_slot = -1
         self._headers = None
+        self._tmpl = None
+        self._tmpl_n = 0
+        self._tidx = -1
+        self._fresh_ok = False
+        self._nfresh = 0
+        self._esc_p = NULL
+        self._esc_n = 0
+        self._esc_val = None
         self._nheaders = 0
         self._clen = -1
         self._error = None
@@ -84,16 +117,23 @@ cdef class FrameParser:
         self._error = StompProtocolError(message, self._base + pos)
         return self._error
 
-    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n):
-        """Decode a header value, reusing the last str of this header when equal."""
+    cdef inline object _value(self, int slot, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """Decode a header value p[:n] (at buffer position ``pos``), reusing the last
+        str of this header when equal; bad UTF-8 is the twin's StompProtocolError."""
         cdef PyObject *last
+        cdef PyObject *made
         if slot >= 0:
             last = self._last_values[slot]
             if (last != NULL and PyUnicode_IS_COMPACT_ASCII(<object>last)
                     and PyUnicode_GET_LENGTH(<object>last) == n
                     and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
                 return <object>last
-        value = PyUnicode_DecodeUTF8(p, n, NULL)
+        made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
+        if made == NULL:
+            PyErr_Clear()
+            return self._decoded(p, n, pos)  # raises, at the first bad byte
+        value = <object>made
+        Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
         if slot >= 0:
             Py_INCREF(value)
             Py_XDECREF(self._last_values[slot])
@@ -103,18 +143,26 @@ cdef class FrameParser:
     cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
         UTF-8; any fault is reported by the twin's exact rules and offsets."""
-        cdef bytearray out = bytearray(n)
-        cdef char *o = PyByteArray_AS_STRING(out)
-        cdef Py_ssize_t i = 0, m = 0
+        cdef char small[SMALL_VALUE]
+        cdef char *o = small
+        cdef object text = None
+        if n > SMALL_VALUE:
+            o = <char *>PyMem_Malloc(n)
+            if o == NULL:
+                raise MemoryError()
+        cdef Py_ssize_t i = 0, m = 0, span
+        cdef const char *slash
+        cdef PyObject *made
         cdef char e
-        cdef bint v12 = self.version == "1.2"
+        cdef bint v12 = self._crlf
         while i < n:
-            if p[i] != b'\\':
-                o[m] = p[i]
-                m += 1
-                i += 1
-                continue
-            if i + 1 >= n:
+            # copy up to the next backslash in one go
+            slash = <const char *>memchr(p + i, b'\\', n - i)
+            span = (slash - p) - i if slash != NULL else n - i
+            memcpy(o + m, p + i, span)
+            m += span
+            i += span
+            if slash == NULL or i + 1 >= n:
                 break
             e = p[i + 1]
             if e == b'n':
@@ -130,12 +178,56 @@ cdef class FrameParser:
             m += 1
             i += 2
         if i == n:
-            try:
-                return PyUnicode_DecodeUTF8(o, m, NULL)
-            except UnicodeDecodeError:
-                pass
+            made = _decode_utf8_raw(o, m, NULL)
+            if made == NULL:
+                PyErr_Clear()  # not UTF-8: the twin says so below
+            else:
+                text = <object>made
+                Py_DECREF(text)  # the new str's own reference, handed to ``text``
+        if o != small:
+            PyMem_Free(o)
+        if text is not None:
+            return text
         # a bad escape or bad UTF-8: the twin raises with the right message and offset
         return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
+
+    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+        """_unescaped, reusing the str of the previous escaped value of this feed
+        when the bytes are the same (ActiveMQ's ``ack`` repeats ``message-id``)."""
+        if self._esc_p != NULL and self._esc_n == n and memcmp(self._esc_p, p, n) == 0:
+            return self._esc_val
+        value = self._unescaped(p, n, pos)
+        self._esc_p = p
+        self._esc_n = n
+        self._esc_val = value
+        return value
+
+    cdef int _leave_template(self) except -1:
+        """This frame stops following the MESSAGE template: its headers become a
+        fresh dict of the _tidx names matched so far, in order, with their values."""
+        cdef dict fresh = {}
+        cdef int i
+        cdef object name
+        for i in range(self._tidx):
+            name = _KEYS_T.value(self._tmpl_slots[i])
+            fresh[name] = self._headers[name]
+            self._fresh_slots[i] = self._tmpl_slots[i]
+        self._nfresh = self._tidx
+        self._fresh_ok = True
+        self._headers = fresh
+        self._tidx = -1
+        return 0
+
+    cdef int _keep_template(self) except -1:
+        """The MESSAGE whose headers just ended was built without the template and
+        can be one: it becomes the template (a copy: the frame's dict is the user's)."""
+        cdef int i
+        self._tmpl = PyDict_Copy(self._headers)
+        self._tmpl_n = self._nfresh
+        for i in range(self._nfresh):
+            self._tmpl_slots[i] = self._fresh_slots[i]
+            self._tmpl_vals[i] = PyDict_GetItem(self._tmpl, _KEYS_T.value(self._fresh_slots[i]))
+        return 0
 
     cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
@@ -152,7 +244,8 @@ cdef class FrameParser:
         cdef const char *colon = <const char *>memchr(line, b':', n)
         cdef Py_ssize_t klen, i
         cdef int slot
-        cdef bint is_length
+        cdef bint escaped
+        cdef Py_ssize_t size
         cdef long long clen
         cdef Py_ssize_t start, digits
         cdef const char *p
@@ -164,51 +257,63 @@ cdef class FrameParser:
         klen = colon - line
         if klen == 0:
             raise self._fail("header line without a name before ':'", pos)
-        if self._unescape and memchr(line, b'\\', n) != NULL:
-            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
-            if memchr(line, b'\\', klen) != NULL:
-                name = self._unescaped(line, klen, pos)
-                slot = -1
+        # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+        escaped = self._unescape and memchr(line, b'\\', n) != NULL
+        if escaped and memchr(line, b'\\', klen) != NULL:
+            name = self._unescaped(line, klen, pos)
+            slot = -1
+        else:
+            slot = _KEYS_T.find(line, klen)
+            name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+        if escaped:
+            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1)
+        else:
+            value = self._value(slot, colon + 1, n - klen - 1, pos + klen + 1)
+        if self._tidx >= 0:
+            if slot >= 0 and self._tidx < self._tmpl_n and self._tmpl_slots[self._tidx] == slot:
+                if <PyObject *>value != self._tmpl_vals[self._tidx]:
+                    PyDict_SetItem(self._headers, name, value)
+                self._tidx += 1
             else:
-                slot = _KEYS_T.find(line, klen)
-                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
-            value = self._unescaped(colon + 1, n - klen - 1, pos + klen + 1)
-            if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
+                self._leave_template()
+        if self._tidx < 0:
+            # (not "returned value is value": a repeat may carry the very str the first one had)
+            size = len(self._headers)
+            PyDict_SetDefault(self._headers, name, value)
+            if len(self._headers) == size:
+                self._fresh_ok = False
                 return 0  # repeated header: the first one wins
-            if name == "content-length":
-                self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            if slot < 0 or self._nfresh >= MAX_TEMPLATE:
+                self._fresh_ok = False
+            else:
+                self._fresh_slots[self._nfresh] = slot
+                self._nfresh += 1
+        if slot != CONTENT_LENGTH_SLOT:
             return 0
-        slot = _KEYS_T.find(line, klen)
-        is_length = slot == CONTENT_LENGTH_SLOT
-        name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
-        try:
-            value = self._value(slot, colon + 1, n - klen - 1)
-        except UnicodeDecodeError as exc:
-            raise self._fail("header is not valid UTF-8", pos + klen + 1 + exc.start) from None
-        if PyDict_SetDefault(self._headers, name, value) != <PyObject *>value:
-            return 0  # repeated header: the first one wins
-        if is_length:
-            # ASCII digits, spaces around them tolerated (as ActiveMQ does)
-            clen = 0
-            p = colon + 1
-            i = 0
-            m = n - klen - 1
-            while i < m and p[i] == b' ':
-                i += 1
-            start = i
-            while i < m and b'0' <= p[i] <= b'9':
-                if clen <= 100000000000000000:  # beyond 18 digits it exceeds any limit; never overflow
-                    clen = clen * 10 + (p[i] - 48)
-                i += 1
-            digits = i - start
-            while i < m and p[i] == b' ':
-                i += 1
-            if digits == 0 or i != m:
-                raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
-            if clen > self.max_body_length:
-                raise self._fail("content-length %s exceeds max_body_length=%d bytes"
-                                 % (value[:32], self.max_body_length), pos)
-            self._clen = clen
+        if escaped:
+            self._clen = _content_length(value, self.max_body_length, self._base + pos)
+            return 0
+        # ASCII digits, spaces around them tolerated (as ActiveMQ does)
+        clen = 0
+        p = colon + 1
+        i = 0
+        m = n - klen - 1
+        while i < m and p[i] == b' ':
+            i += 1
+        start = i
+        while i < m and p[i] >= c'0' and p[i] <= c'9':
+            if clen <= 100000000000000000LL:  # beyond 18 digits it exceeds any limit; never overflow
+                clen = clen * 10 + (p[i] - 48)
+            i += 1
+        digits = i - start
+        while i < m and p[i] == b' ':
+            i += 1
+        if digits == 0 or i != m:
+            raise self._fail("content-length %r is not a non-negative integer" % value[:32], pos)
+        if clen > self.max_body_length:
+            raise self._fail("content-length %s exceeds max_body_length=%d bytes"
+                             % (value[:32], self.max_body_length), pos)
+        self._clen = clen
         return 0
 
     def feed(self, data):
@@ -220,80 +325,78 @@ cdef class FrameParser:
         try:
             self._feed(data, frames)
         except StompProtocolError as exc:
+            self._buffer_direct()
             exc.frames = frames
             self._error = exc
             raise
+        except BaseException:
+            self._buffer_direct()
+            raise
         return frames
 
-    cdef int _start_big(self, const char *p, Py_ssize_t have, Py_ssize_t pos) except -1:
-        """Start the large body of content-length _clen with the ``have`` bytes at p
-        (buffer position ``pos``): reserve them plus at most BIG_BODY, not _clen."""
-        cdef Py_ssize_t cap = self._clen if self._clen - have < BIG_BODY else have + BIG_BODY
-        cdef object big
-        try:
-            big = PyBytes_FromStringAndSize(NULL, cap)
-        except MemoryError:
-            raise self._fail("no memory for a body of content-length %d" % self._clen, pos) from None
-        if have:
-            memcpy(<char *>PyBytes_AS_STRING(big), p, have)
-        Py_XDECREF(self._big)
-        Py_INCREF(big)
-        self._big = <PyObject *>big  # the only reference once ``big`` goes: _PyBytes_Resize needs that
-        self._big_cap = cap
-        self._big_fill = have
+    cdef int _buffer_direct(self) except -1:
+        """A feed parsed straight from its input failed: the input goes into _buf, as
+        if it had been appended first (offset and buffered are then what they were)."""
+        cdef Py_ssize_t n
+        if self._direct is not None:
+            n = PyBytes_GET_SIZE(self._direct) - self._direct_from
+            if n:
+                PyByteArray_Resize(self._buf, PyByteArray_GET_SIZE(self._buf) + n)
+                memcpy(PyByteArray_AS_STRING(self._buf) + PyByteArray_GET_SIZE(self._buf) - n,
+                       PyBytes_AS_STRING(self._direct) + self._direct_from, n)
+            self._base -= self._direct_shift
+            self._direct = None
         return 0
 
-    cdef int _grow_big(self, Py_ssize_t need) except -1:
-        """Make the large body hold ``need`` bytes: double it, up to _clen."""
-        cdef Py_ssize_t cap = self._big_cap * 2
-        if cap < need:
-            cap = need
-        if cap > self._clen:
-            cap = self._clen
-        try:
-            _PyBytes_Resize(&self._big, cap)  # on failure it frees the body and sets NULL
-        except MemoryError:
-            raise self._fail("no memory for a body of content-length %d" % self._clen,
-                             -self._big_fill) from None  # at the body's start
-        self._big_cap = cap
-        return 0
-
-    cdef object _take_big(self):
-        """The complete large body, handed over."""
-        cdef object body
-        if self._big_cap != self._clen:
-            _PyBytes_Resize(&self._big, self._clen)
-        body = <object>self._big
-        Py_XDECREF(self._big)
-        self._big = NULL
-        self._big_cap = 0
-        return body
-
-    cdef object _fill_big(self, data):
-        """Copy input into the large body; return the input left after it, or None."""
-        cdef const unsigned char[::1] view = data
-        cdef Py_ssize_t n = view.shape[0]
-        cdef Py_ssize_t want = self._clen - self._big_fill
-        cdef Py_ssize_t take = n if n < want else want
-        if take > 0:
-            if self._big_fill + take > self._big_cap:
-                self._grow_big(self._big_fill + take)
-            memcpy(<char *>PyBytes_AS_STRING(<object>self._big) + self._big_fill, &view[0], take)
-            self._big_fill += take
-            self._base += take
-        if self._big_fill < self._clen:
-            return None
-        self._state = S_BODY_NUL
-        return data[take:]
+    cdef Py_ssize_t _head_length(self, data, Py_ssize_t nbuf):
+        """How many bytes of the input end what the buffer holds: the rest of its line
+        (command, header, or a CR between frames), or of its body; 0 when not in it."""
+        cdef const char *p = PyBytes_AS_STRING(data)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+        cdef const char *found
+        if self._state == S_BODY:
+            if self._clen >= 0:
+                return self._clen + 1 - nbuf if self._clen + 1 - nbuf <= n else 0
+            found = <const char *>memchr(p, 0, n)
+        elif self._state == S_IDLE or self._state == S_COMMAND or self._state == S_HEADERS:
+            found = <const char *>memchr(p, b'\n', n)
+        else:
+            return 0
+        return found - p + 1 if found != NULL else 0
 
     cdef int _feed(self, data, list frames) except -1:
         if self._state == S_BIG:
-            data = self._fill_big(data)
+            data = _big_fill_from(self, data)
             if data is None:
                 return 0
-        self._buf += data
-        cdef const char *buf = PyByteArray_AS_STRING(self._buf)
-        cdef Py_ssize_t end = PyByteArray_GET_SIZE(self._buf)
+        cdef const char *buf
+        cdef Py_ssize_t end
+        cdef Py_ssize_t nbuf = PyByteArray_GET_SIZE(self._buf)
+        cdef Py_ssize_t k = 0
+        cdef bint split = False
+        self._direct_from = 0
+        self._direct_shift = 0
+        # A bytes input (a socket's read) is parsed where it is, and only what is left of it at
+        # the end is buffered. When the buffer holds the start of a frame, only the head of the
+        # input that ends the frame's line (or body) is appended first ("split"); once that is
+        # parsed, the rest is parsed in place. Any other input is appended to the buffer.
+        if type(data) is bytes and nbuf:
+            k = self._head_length(data, nbuf)
+            split = 0 < k < PyBytes_GET_SIZE(data)
+        if type(data) is bytes and (nbuf == 0 or split):
+            self._direct = data
+            self._direct_from = k
+        if nbuf == 0 and self._direct is not None:
+            buf = PyBytes_AS_STRING(data)
+            end = PyBytes_GET_SIZE(data)
+        else:
+            if split:
+                PyByteArray_Resize(self._buf, nbuf + k)
+                memcpy(PyByteArray_AS_STRING(self._buf) + nbuf, PyBytes_AS_STRING(data), k)
+            else:
+                self._buf += data
+            buf = PyByteArray_AS_STRING(self._buf)
+            end = PyByteArray_GET_SIZE(self._buf)
         cdef Py_ssize_t pos = self._pos
         cdef int state = self._state
         cdef const char *lf
@@ -304,125 +407,175 @@ cdef class FrameParser:
         cdef Frame frame
         cdef object cmd, body
         self._crlf = self.version == "1.2"
-        while True:
-            if state == S_IDLE:
-                while pos < end:
-                    c = buf[pos]
-                    if c == b'\n':
-                        pos += 1
-                    elif c == b'\r':
-                        if pos + 1 >= end:
+        self._v10 = self.version == "1.0"
+        self._esc_p = NULL  # the bytes parsed changed
+        while True:  # a second pass only after a split (below)
+            while True:
+                if state == S_IDLE:
+                    while pos < end:
+                        c = buf[pos]
+                        if c == b'\n':
+                            pos += 1
+                        elif c == b'\r':
+                            if pos + 1 >= end:
+                                break
+                            if buf[pos + 1] != b'\n':
+                                raise self._fail("CR not followed by LF between frames", pos)
+                            pos += 2
+                        else:
                             break
-                        if buf[pos + 1] != b'\n':
-                            raise self._fail("CR not followed by LF between frames", pos)
-                        pos += 2
-                    else:
+                    if pos >= end or buf[pos] == b'\r':
                         break
-                if pos >= end or buf[pos] == b'\r':
-                    break
-                state = S_COMMAND
-            if state == S_COMMAND:
-                lf = <const char *>memchr(buf + pos, b'\n', end - pos)
-                if lf == NULL:
-                    if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
-                        raise self._fail("command line longer than max_command_length=%d bytes"
-                                         % self.max_command_length, pos)
-                    break
-                lfpos = lf - buf
-                stop = lfpos
-                if self._crlf and stop > pos and buf[stop - 1] == b'\r':
-                    stop -= 1
-                if stop - pos > self.max_command_length:
-                    raise self._fail("command line longer than max_command_length=%d bytes"
-                                     % self.max_command_length, pos)
-                slot = _COMMANDS_T.find(buf + pos, stop - pos)
-                if slot < 0:
-                    raise self._fail("unknown command %r"
-                                     % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
-                                     pos)
-                self._cmd = _COMMANDS_T.value(slot)
-                self._headers = {}
-                self._nheaders = 0
-                self._clen = -1
-                self._unescape = self.version != "1.0" and self._cmd not in _UNESCAPED
-                pos = lfpos + 1
-                state = S_HEADERS
-            if state == S_HEADERS:
-                while True:
+                    state = S_COMMAND
+                if state == S_COMMAND:
                     lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                     if lf == NULL:
-                        if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
-                            raise self._fail("header line longer than max_header_line_length=%d bytes"
-                                             % self.max_header_line_length, pos)
+                        if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
+                            raise self._fail("command line longer than max_command_length=%d bytes"
+                                             % self.max_command_length, pos)
                         break
                     lfpos = lf - buf
                     stop = lfpos
                     if self._crlf and stop > pos and buf[stop - 1] == b'\r':
                         stop -= 1
-                    if stop == pos:
-                        pos = lfpos + 1
-                        state = S_BODY
-                        self._scan = pos
-                        break
-                    if stop - pos > self.max_header_line_length:
-                        raise self._fail("header line longer than max_header_line_length=%d bytes"
-                                         % self.max_header_line_length, pos)
-                    self._nheaders += 1
-                    if self._nheaders > self.max_headers:
-                        raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
-                    self._header(buf, pos, stop)
+                    if stop - pos > self.max_command_length:
+                        raise self._fail("command line longer than max_command_length=%d bytes"
+                                         % self.max_command_length, pos)
+                    slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                    if slot < 0:
+                        raise self._fail("unknown command %r"
+                                         % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
+                                         pos)
+                    self._cmd = _COMMANDS_T.value(slot)
+                    self._cmd_slot = slot
+                    if slot == MESSAGE_SLOT and self._tmpl is not None:
+                        self._headers = PyDict_Copy(self._tmpl)
+                        self._tidx = 0
+                    else:
+                        self._headers = {}
+                        self._tidx = -1
+                    self._fresh_ok = slot == MESSAGE_SLOT
+                    self._nfresh = 0
+                    self._nheaders = 0
+                    self._clen = -1
+                    self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
+                                          or slot == STOMP_SLOT)
                     pos = lfpos + 1
-                if state != S_BODY:
-                    break
-            if state == S_BODY_NUL:
-                if pos >= end:
-                    break
-                if buf[pos] != 0:
-                    raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
-                pos += 1
-                body = self._take_big()  # _big_fill stays: offset/buffered still see it if this feed fails
-                state = S_BODY
-                self._clen = -2  # emit below
-            if state == S_BODY:
-                clen = self._clen
-                if clen == -2:
-                    pass  # large body completed above
-                elif clen >= 0:
-                    if end - pos < clen + 1:
-                        if clen >= BIG_BODY:
-                            self._start_big(buf + pos, end - pos, pos)
-                            pos = end
-                            state = S_BIG
+                    state = S_HEADERS
+                if state == S_HEADERS:
+                    while True:
+                        lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                        if lf == NULL:
+                            if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
+                                raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                                 % self.max_header_line_length, pos)
+                            break
+                        lfpos = lf - buf
+                        stop = lfpos
+                        if self._crlf and stop > pos and buf[stop - 1] == b'\r':
+                            stop -= 1
+                        if stop == pos:
+                            pos = lfpos + 1
+                            state = S_BODY
+                            self._scan = pos
+                            if self._tidx >= 0 and self._tidx != self._tmpl_n:
+                                self._leave_template()
+                            if self._tidx < 0:
+                                if self._fresh_ok and self._nfresh:
+                                    self._keep_template()
+                                elif self._cmd_slot == MESSAGE_SLOT:
+                                    # unlike the template and unfit to be one (a name not interned,
+                                    # a repeat): the MESSAGEs after it start without one
+                                    self._tmpl = None
+                            break
+                        if stop - pos > self.max_header_line_length:
+                            raise self._fail("header line longer than max_header_line_length=%d bytes"
+                                             % self.max_header_line_length, pos)
+                        self._nheaders += 1
+                        if self._nheaders > self.max_headers:
+                            raise self._fail("more than max_headers=%d header lines" % self.max_headers, pos)
+                        self._header(buf, pos, stop)
+                        pos = lfpos + 1
+                    if state != S_BODY:
                         break
-                    if buf[pos + clen] != 0:
-                        raise self._fail("frame body of content-length %d not followed by NUL" % clen,
-                                         pos + clen)
-                    body = PyBytes_FromStringAndSize(buf + pos, clen)
-                    pos += clen + 1
-                else:
-                    nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
-                    if nul == NULL:
-                        self._scan = end
-                        if end - pos > self.max_body_length:
+                if state == S_BODY_NUL:
+                    if pos >= end:
+                        break
+                    if buf[pos] != 0:
+                        raise self._fail("frame body of content-length %d not followed by NUL" % self._clen, pos)
+                    pos += 1
+                    body = _big_take(self)  # _big_fill stays: offset/buffered still see it if this feed fails
+                    state = S_BODY
+                    self._clen = -2  # emit below
+                if state == S_BODY:
+                    clen = self._clen
+                    if clen == -2:
+                        pass  # large body completed above
+                    elif clen >= 0:
+                        if end - pos < clen + 1:
+                            if clen >= BIG_BODY and not split:  # (after a split: from the input)
+                                _big_start(self, buf + pos, end - pos, pos)
+                                pos = end
+                                state = S_BIG
+                            break
+                        if buf[pos + clen] != 0:
+                            raise self._fail("frame body of content-length %d not followed by NUL" % clen,
+                                             pos + clen)
+                        body = PyBytes_FromStringAndSize(buf + pos, clen)
+                        pos += clen + 1
+                    else:
+                        nul = <const char *>memchr(buf + self._scan, 0, end - self._scan)
+                        if nul == NULL:
+                            self._scan = end
+                            if end - pos > self.max_body_length:
+                                raise self._fail("frame body longer than max_body_length=%d bytes"
+                                                 % self.max_body_length, pos)
+                            break
+                        if (nul - buf) - pos > self.max_body_length:
                             raise self._fail("frame body longer than max_body_length=%d bytes"
                                              % self.max_body_length, pos)
-                        break
-                    if (nul - buf) - pos > self.max_body_length:
-                        raise self._fail("frame body longer than max_body_length=%d bytes"
-                                         % self.max_body_length, pos)
-                    body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
-                    pos = (nul - buf) + 1
-                frame = _new_frame(self._cmd, self._headers, body)
-                frames.append(frame)
-                self._headers = None
-                state = S_IDLE
-                if self._cmd == "CONNECTED":
-                    version = frame.headers.get("version", "1.0")
-                    if version in VERSIONS:
-                        self.version = version
-                        self._crlf = version == "1.2"
-        if pos:
+                        body = PyBytes_FromStringAndSize(buf + pos, (nul - buf) - pos)
+                        pos = (nul - buf) + 1
+                    frame = _new_frame(self._cmd, self._headers, body)
+                    frames.append(frame)
+                    self._headers = None
+                    state = S_IDLE
+                    if self._cmd_slot == CONNECTED_SLOT:
+                        version = frame.headers.get("version", "1.0")
+                        if version in VERSIONS:
+                            self.version = version
+                            self._crlf = version == "1.2"
+                            self._v10 = version == "1.0"
+                            self._esc_p = NULL  # how \r unescapes follows the version
+            if split:
+                split = False
+                if pos == end and state != S_BIG:
+                    # the frame the buffer held is complete: parse the rest of the input in place
+                    # (data[k] is at buf[end]: positions shift by k - end, the stream base by nbuf)
+                    self._base += nbuf
+                    self._direct_shift = nbuf
+                    buf = PyBytes_AS_STRING(data)
+                    end = PyBytes_GET_SIZE(data)
+                    pos = k
+                    self._scan = k
+                    self._esc_p = NULL
+                    continue
+                # (not expected) buffer the rest of the input too, and parse on as without a split
+                self._direct = None
+                self._buf += data[k:]
+                buf = PyByteArray_AS_STRING(self._buf)
+                end = PyByteArray_GET_SIZE(self._buf)
+                self._esc_p = NULL
+                continue
+            break
+        if self._direct is not None:
+            self._direct = None
+            PyByteArray_Resize(self._buf, end - pos)
+            if pos < end:
+                memcpy(PyByteArray_AS_STRING(self._buf), buf + pos, end - pos)
+        elif pos:
             del self._buf[:pos]
+        if pos:
             self._base += pos
             self._scan = max(0, self._scan - pos)
             pos = 0

@@ -385,13 +385,82 @@ def gen_encode_case(rnd: random.Random) -> Dict[str, Any]:
             "body_kind": body_kind, "auto": rnd.choice((True, False, 0, 1)), "head": head}
 
 
+# names a broker sends on MESSAGE frames (the compiled parser interns them and builds a MESSAGE's
+# headers from the previous one's names), one it does not intern, and an escaped one
+_MESSAGE_NAMES = (b"content-length", b"expires", b"destination", b"subscription", b"priority",
+                  b"message-id", b"persistent", b"timestamp", b"ack", b"redelivered", b"content-type",
+                  b"correlation-id", b"reply-to", b"type", b"JMSXGroupID")
+_ODD_NAMES = (b"x-custom", b"a\\cb", b"message\\nid", b"\xc3\xa9")
+_MESSAGE_VALUES = (b"0", b"4", b"1", b"true", b"/queue/q", b"ID\\cb-1\\c1\\c1", b"ID\\cb-1\\c1\\c2", b"",
+                   b"\\n", b"\\\\", b"caf\xc3\xa9", b"1764489600000", b"1764489600001")
+
+
+def gen_messages_case(rnd: random.Random) -> Dict[str, Any]:
+    """A stream of MESSAGE frames like a broker's: most repeat the names of a base list in its
+    order, some leave one out, add one, repeat one (the first must win), or carry a name that is
+    not a broker's; values repeat (``ack`` often equals ``message-id``) or change; a RECEIPT, an
+    ERROR or a CONNECTED (switching the version) now and then; a fault now and then."""
+    version = rnd.choice(("1.2", "1.2", "1.1", "1.0"))
+    base = rnd.sample(_MESSAGE_NAMES, rnd.randint(1, 10))
+    data = bytearray()
+    marks: List[int] = []
+    for _ in range(rnd.randint(2, 10)):
+        r = rnd.random()
+        cmd = b"MESSAGE" if r < 0.8 else rnd.choice((b"RECEIPT", b"ERROR", b"CONNECTED", b"SEND"))
+        names = list(base)
+        r = rnd.random()
+        if r < 0.1 and names:
+            del names[rnd.randrange(len(names))]
+        elif r < 0.2:
+            names.insert(rnd.randint(0, len(names)), rnd.choice(_MESSAGE_NAMES))
+        elif r < 0.3 and names:
+            names.insert(rnd.randint(0, len(names)), rnd.choice(names))
+        elif r < 0.4:
+            names.insert(rnd.randint(0, len(names)), rnd.choice(_ODD_NAMES))
+        elif r < 0.45:
+            names.extend(rnd.sample(_MESSAGE_NAMES, 2))
+        elif r < 0.5:
+            names = names[:rnd.randint(0, len(names))]
+        lines = []
+        last = rnd.choice(_MESSAGE_VALUES)
+        for name in names:
+            if name == b"content-length":
+                continue
+            last = last if rnd.random() < 0.3 else rnd.choice(_MESSAGE_VALUES)
+            lines.append(name + b":" + last)
+        if cmd == b"CONNECTED" and rnd.random() < 0.7:
+            lines.insert(0, b"version:" + rnd.choice((b"1.0", b"1.1", b"1.2")))
+        body = _body(rnd, False, nul=b"content-length" in names)
+        if b"content-length" in names:
+            lines.insert(names.index(b"content-length"), b"content-length:%d" % len(body))
+        if rnd.random() < 0.05 and lines:
+            k = rnd.randrange(len(lines))
+            lines[k] = _insert(rnd, lines[k], rnd.choice(BAD_ESCAPES + BAD_UTF8 + (b"\r",)))
+        eol = b"\r\n" if version == "1.2" and rnd.random() < 0.2 else b"\n"
+        head = cmd + eol + b"".join(line + eol for line in lines) + eol
+        marks.extend((len(data) + len(head) - 1, len(data) + len(head)))
+        data += head + body + b"\x00" + rnd.choice((b"", b"", b"\n"))
+        marks.append(len(data))
+    size = len(data)
+    points = {rnd.randint(0, size) for _ in range(rnd.choice((0, 0, 1, 2, 4, 8)))}
+    points.update(m + rnd.randint(-1, 1) for m in marks if rnd.random() < 0.2)
+    points = sorted(p for p in points | {0, size} if 0 <= p <= size)
+    chunks = [bytes(data[a:b]) for a, b in zip(points, points[1:])] or [b""]
+    kinds = [rnd.choice(("bytes", "bytes", "bytearray", "memoryview")) for _ in chunks]
+    return {"kind": "parse", "version": version, "limits": {}, "chunks": chunks, "kinds": kinds}
+
+
 def gen_case(rnd: random.Random, kind: str = "any") -> Dict[str, Any]:
     """A case of ``kind``: "parse" (a big body now and then), "small" (none), "big" (one),
-    "encode", or "any" (four parse cases in five)."""
+    "messages" (a broker's MESSAGE stream), "encode", or "any" (parse cases 7 in 10, messages
+    1 in 10, encode cases 2 in 10)."""
     if kind == "any":
-        kind = "parse" if rnd.random() < 0.8 else "encode"
+        r = rnd.random()
+        kind = "parse" if r < 0.7 else "messages" if r < 0.8 else "encode"
     if kind == "encode":
         return gen_encode_case(rnd)
+    if kind == "messages":
+        return gen_messages_case(rnd)
     return gen_parse_case(rnd, {"parse": None, "small": False, "big": True}[kind])
 
 
@@ -475,7 +544,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="fuzz-codec-out", help="directory for reproducers (default ./fuzz-codec-out)")
     ap.add_argument("--replay", metavar="FILE", help="run a reproducer written by an earlier run, and stop")
     ap.add_argument("--case", type=int, metavar="SEED", help="run the one case of this seed, and stop")
-    ap.add_argument("--kind", default="any", choices=("any", "parse", "small", "big", "encode"),
+    ap.add_argument("--kind", default="any", choices=("any", "parse", "small", "big", "messages", "encode"),
                     help="what the cases are (default any; tests/test_codec_fuzz.py names its kind)")
     args = ap.parse_args(argv)
     if _codec_c is None:

@@ -61,7 +61,7 @@ if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$s
   else
     echo "setup: first run: installing amqstomp editable into .venv with its test/bench dependencies, and"
     echo "setup: compiling its two C extensions with Cython + the C compiler: amqstomp._codec (_codec.pyx with"
-    echo "setup: _codec_parse.pxi, _codec_encode.pxi: the frame codec) and amqstomp._flow (_flow_py.py typed by"
+    echo "setup: _codec_parse.pxi, _codec_big.pxi, _codec_encode.pxi: the frame codec) and amqstomp._flow (_flow_py.py typed by"
     echo "setup: _flow.pxd: prefetch windows, ack batching). About 1.5 minutes on 2 CPUs (3 on a loaded machine);"
     echo "setup: later runs skip this unless a .pyx/.pxi/.pxd or _flow_py.py changes."
   fi

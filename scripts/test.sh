@@ -146,7 +146,7 @@ with zipfile.ZipFile(wheel) as zf:
     meta = zf.read(next(n for n in wnames if n.endswith(".dist-info/WHEEL"))).decode()
 problems = []
 for need in ("LICENSE", "setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_codec_parse.pxi",
-             "amqstomp/_codec_encode.pxi", "amqstomp/_flow.pxd",
+             "amqstomp/_codec_big.pxi", "amqstomp/_codec_encode.pxi", "amqstomp/_flow.pxd",
              "amqstomp/_codec_py.py", "amqstomp/_flow_py.py", "tests/conftest.py"):
     if need not in snames:
         problems.append("sdist lacks " + need)

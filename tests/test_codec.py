@@ -149,6 +149,92 @@ def test_first_repeated_header_wins(codec):
     assert frame.headers == {"foo": "1", "bar": ""}
 
 
+def _message(*lines):
+    return b"MESSAGE\n" + b"".join(line + b"\n" for line in lines) + b"\n\x00"
+
+
+def test_each_message_has_its_own_headers(codec):
+    """A MESSAGE stream whose frames share names (as a broker's do), then leave one out, add
+    one, repeat one, reorder, or use a name not interned: each frame has exactly its own
+    headers, in its order, the first of a repeated name winning; a listener changing one
+    frame's headers changes no other frame."""
+    base = (b"destination:/queue/a", b"message-id:ID\\c1", b"subscription:0", b"ack:ID\\c1")
+    stream = [
+        _message(*base),
+        _message(b"destination:/queue/a", b"message-id:ID\\c2", b"subscription:0", b"ack:ID\\c2"),
+        _message(b"destination:/queue/a", b"message-id:ID\\c3", b"subscription:0"),  # one fewer
+        _message(*base, b"redelivered:true"),  # one more
+        _message(b"destination:/queue/b", b"destination:/queue/c", b"message-id:m", b"subscription:0",
+                 b"ack:a"),  # a repeat: the first wins
+        _message(b"message-id:m", b"destination:/queue/a", b"subscription:0", b"ack:a"),  # reordered
+        _message(b"destination:/queue/a", b"x-custom:1", b"message-id:m", b"subscription:0", b"ack:a"),
+        _message(*base),
+        _message(*base),
+    ]
+    expected = [
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+        [("destination", "/queue/a"), ("message-id", "ID:2"), ("subscription", "0"), ("ack", "ID:2")],
+        [("destination", "/queue/a"), ("message-id", "ID:3"), ("subscription", "0")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1"),
+         ("redelivered", "true")],
+        [("destination", "/queue/b"), ("message-id", "m"), ("subscription", "0"), ("ack", "a")],
+        [("message-id", "m"), ("destination", "/queue/a"), ("subscription", "0"), ("ack", "a")],
+        [("destination", "/queue/a"), ("x-custom", "1"), ("message-id", "m"), ("subscription", "0"),
+         ("ack", "a")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+        [("destination", "/queue/a"), ("message-id", "ID:1"), ("subscription", "0"), ("ack", "ID:1")],
+    ]
+    for step in (None, 7):
+        frames = parse_all(codec, b"".join(stream), step=step)
+        assert [list(f.headers.items()) for f in frames] == expected
+        frames[-2].headers["destination"] = "changed"
+        del frames[-2].headers["ack"]
+        assert list(frames[-1].headers.items()) == expected[-1]
+        frames = parse_all(codec, b"".join(stream[:1]), step=step)
+        frames[0].headers["message-id"] = "changed"
+        parser = codec.FrameParser()
+        for data in stream:
+            (frame,) = parser.feed(data)
+            frame.headers["destination"] = "mine"
+        (frame,) = parser.feed(stream[0])
+        assert list(frame.headers.items()) == expected[0]
+
+
+@pytest.mark.parametrize("value", [b"1", b"a\\cb"])
+def test_a_repeat_with_the_same_value_is_still_a_repeat(codec, value):
+    """A name repeated with the same value (the same str object, in the compiled parser) is
+    a repeat: the later MESSAGEs' first value still wins."""
+    parser = codec.FrameParser()
+    frames = parser.feed(_message(b"priority:" + value, b"priority:" + value)
+                         + _message(b"priority:2", b"priority:3") + _message(b"priority:4", b"priority:5"))
+    assert [list(f.headers.items()) for f in frames] == [[("priority", "1" if value == b"1" else "a:b")],
+                                                          [("priority", "2")], [("priority", "4")]]
+
+
+@pytest.mark.parametrize("cut", [3, 9, 30, 40, 44, 48, 49])
+@pytest.mark.parametrize("bad", [b"x:\\t\n", b"\xff:1\n", b"no colon\n"])
+def test_a_fault_after_a_read_ended_a_buffered_frame(codec, cut, bad):
+    """A read that ends the frame the parser holds a part of and then breaks the protocol:
+    the frames before the fault ride on the error, and offset and buffered are what they
+    were before that read (the compiled parser parses such a read in two passes)."""
+    first = b"MESSAGE\ndestination:/queue/a\ncontent-length:2\n\nhi\x00"
+    stream = first + b"\nMESSAGE\n" + bad + b"\n\x00MESSAGE\n\n\x00"
+    parser = codec.FrameParser()
+    assert parser.feed(stream[:cut]) == []
+    before = parser.offset, parser.buffered
+    with pytest.raises(StompProtocolError) as err:
+        parser.feed(stream[cut:])
+    assert [frame_tuple(f) for f in err.value.frames] == [("MESSAGE", {"destination": "/queue/a",
+                                                                       "content-length": "2"}, b"hi")]
+    assert len(first) + len(b"\nMESSAGE\n") <= err.value.offset < len(first) + len(b"\nMESSAGE\n") + len(bad)
+    assert (parser.offset, parser.buffered) == (before[0], before[1] + len(stream) - cut)
+    twin = _codec_py.FrameParser()
+    twin.feed(stream[:cut])
+    with pytest.raises(StompProtocolError) as twin_err:
+        twin.feed(stream[cut:])
+    assert (str(err.value), err.value.offset) == (str(twin_err.value), twin_err.value.offset)
+
+
 def test_values_split_at_first_colon_and_not_trimmed(codec):
     (frame,) = parse_all(codec, b"MESSAGE\nkey: a:b:c \n\n\x00", version="1.1")
     assert frame.headers == {"key": " a:b:c "}

@@ -65,6 +65,21 @@ def test_parsers_agree_on_shrinkable_streams(rnd):
     assert_agree(fuzz_codec.gen_parse_case(rnd, big=False))
 
 
+@settings(FUZZ, max_examples=600)
+@given(seed=seeds)
+def test_parsers_agree_on_message_streams(seed):
+    """A broker's MESSAGE stream: the compiled parser starts each MESSAGE's headers from the
+    previous one's names; frames that leave one out, add, repeat or reorder one must come out
+    as the twin's (same names, order, values, first of a repeated name)."""
+    assert_agree(*seeded(seed, "messages"))
+
+
+@settings(FUZZ, max_examples=300)
+@given(rnd=st.randoms(use_true_random=False))
+def test_parsers_agree_on_shrinkable_message_streams(rnd):
+    assert_agree(fuzz_codec.gen_messages_case(rnd))
+
+
 @settings(FUZZ, max_examples=40)
 @given(seed=seeds)
 def test_parsers_agree_around_a_big_body(seed):

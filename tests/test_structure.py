@@ -22,7 +22,7 @@ import amqstomp
 PACKAGE_DIR = os.path.dirname(os.path.abspath(amqstomp.__file__))
 MAX_LINES = 600
 #: modules allowed above the limit, and the most lines each may have (none: the compiled
-#: codec is _codec.pyx with its parser and encoder in two Cython include files, .pxi)
+#: codec is _codec.pyx with its parser, large-body fill and encoder in Cython include files, .pxi)
 STILL_LONG: Dict[str, int] = {}
 
 #: ``if TYPE_CHECKING:`` imports allowed to point at a module that imports the importer
