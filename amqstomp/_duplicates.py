@@ -4,7 +4,7 @@ message is recorded and where a delivery of a settled one is found, for both API
 :class:`DuplicateAudits` is a part of :class:`amqstomp.subscription.SubscriptionManager`
 (its base class, like :class:`amqstomp._unacked.UnackedMessages`); the rule itself
 -- what is audited, what is a duplicate and how it is settled -- is the core's,
-:mod:`amqstomp._protocol.duplicates`. One :class:`~amqstomp._protocol.duplicates.SettledAudit`
+:mod:`amqstomp._core.duplicates`. One :class:`~amqstomp._core.duplicates.SettledAudit`
 per queue (shared by the connection's subscriptions to it) and one per topic
 subscription; a subscription holds its audit as ``Subscription.settled`` (None:
 not checked) and keeps it across a failover's replay.
@@ -23,10 +23,10 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _observe
 from .exception import StompException
-from ._protocol.dialect import ACTIVEMQ
-from ._protocol.duplicates import (DEFAULT_AUDIT_DEPTH, DUPLICATE_ACK, DUPLICATE_HAND_OVER, NOT_DUPLICATE,
+from ._core.dialect import ACTIVEMQ
+from ._core.duplicates import (DEFAULT_AUDIT_DEPTH, DUPLICATE_ACK, DUPLICATE_HAND_OVER, NOT_DUPLICATE,
                                    SettledAudit, duplicate)
-from ._protocol.frames import ack_headers, ack_identity
+from ._core.frames import ack_headers, ack_identity
 from .uri import destination_kind
 
 __all__ = ["DuplicateAudits"]
@@ -72,7 +72,7 @@ class DuplicateAudits:
                      next_ack_names_newest: bool = False) -> int:
         """Dispatcher or session thread, just before the hand-over of a MESSAGE of
         ``sub`` whose ``message-id`` its audit holds: the core's verdict
-        (:func:`amqstomp._protocol.duplicates.duplicate`). ``outstanding`` None: asked of
+        (:func:`amqstomp._core.duplicates.duplicate`). ``outstanding`` None: asked of
         the stomp.py API's record of unacknowledged deliveries (unknown counts as yes)."""
         if outstanding is None:
             outstanding = True

@@ -28,7 +28,7 @@ What lives here (sources in brackets):
 * :class:`MessageAudit` -- a bounded window of message-ids that flags
   duplicates and counts deliveries (like ``ActiveMQMessageAudit``).
 * :class:`SettledAudit` -- the bounded set of message-ids a consumer settled,
-  asked per MESSAGE by the duplicate rule of :mod:`amqstomp._protocol.duplicates`.
+  asked per MESSAGE by the duplicate rule of :mod:`amqstomp._core.duplicates`.
 """
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set
@@ -489,7 +489,7 @@ class MessageAudit:
 
 class SettledAudit:
     """The message ids a consumer settled, the newest ``depth`` of them: the set the
-    duplicate rule (:mod:`amqstomp._protocol.duplicates`) asks, per MESSAGE, with ``in``.
+    duplicate rule (:mod:`amqstomp._core.duplicates`) asks, per MESSAGE, with ``in``.
     A ring of ``depth`` slots names the ids in the order they were settled; the oldest
     leaves the set when the ring comes round to its slot (an id forgotten and settled
     again has two slots and leaves at the first: it is kept a shorter time, never longer).

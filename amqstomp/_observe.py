@@ -69,7 +69,7 @@ class Observer(Protocol):
 
     def duplicate(self, driver: Any, frame: Any) -> None:
         """``frame`` (a MESSAGE) is a delivery of a message this consumer settled before and
-        is not handed over (``checkForDuplicates``, :mod:`amqstomp._protocol.duplicates`).
+        is not handed over (``checkForDuplicates``, :mod:`amqstomp._core.duplicates`).
         Called through :data:`messages` only, off the hot path (duplicates only)."""
 
     def blocked(self, driver: Any, seconds: float) -> None:

@@ -22,9 +22,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
-from ._protocol.backoff import ReconnectPolicy
-from ._protocol.dialect import check_broker, connect_host
-from ._protocol.frames import connect_headers
+from ._core.backoff import ReconnectPolicy
+from ._core.dialect import check_broker, connect_host
+from ._core.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
 from .exception import (
@@ -133,11 +133,11 @@ class StompSession:
         the engine's Client and (``auto_reconnect``) the failover loop with the
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
-        (:func:`amqstomp._protocol.dialect.check_broker`; None: from CONNECTED).
+        (:func:`amqstomp._core.dialect.check_broker`; None: from CONNECTED).
         ``priority``: ``(priority_backup, priority_uris)`` of the failover loop; ``duplicates``:
-        ``(check_for_duplicates, audit_depth)`` (:mod:`amqstomp._protocol.duplicates`)."""
+        ``(check_for_duplicates, audit_depth)`` (:mod:`amqstomp._core.duplicates`)."""
         self.transport = transport
-        transport.broker = check_broker(broker)  # the dialect: _protocol/dialect.py
+        transport.broker = check_broker(broker)  # the dialect: _core/dialect.py
         self._update_send_frame()  # an instance attribute: read per frame
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = attempts_defaulted
@@ -420,7 +420,7 @@ class StompSession:
                          host: Optional[str] = None) -> Dict[str, Any]:
         """CONNECT's headers; ``host`` is the vhost, a ``host`` header given, else
         none on STOMP 1.0/1.1 (as stomp.py) and ``/`` on 1.2
-        (:func:`amqstomp._protocol.dialect.connect_host`: RabbitMQ's default
+        (:func:`amqstomp._core.dialect.connect_host`: RabbitMQ's default
         virtual host, where stomp.py sends the broker's host name, which
         RabbitMQ refuses as a virtual host; ActiveMQ ignores it)."""
         frame_headers = connect_headers(self.version, self.vhost, self.heartbeats, username, passcode,

@@ -16,12 +16,12 @@ they stay with this subscription until it ends), so they are again the
 application's to ACK or NACK, as stomp.py (which checks nothing) lets it:
 :meth:`UnackedMessages.check_ack` returns what an ACK/NACK in a transaction
 took, which the engine notes in the connection's transaction table
-(:mod:`amqstomp._protocol.transactions`); on ABORT the table hands it back to
+(:mod:`amqstomp._core.transactions`); on ABORT the table hands it back to
 :meth:`UnackedMessages.give_back`, on COMMIT it is forgotten.
 """
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ._protocol.frames import ack_identity
+from ._core.frames import ack_identity
 from .exception import UnknownMessageError
 
 __all__ = ["UnackedMessages", "UNACKED_MAX"]
@@ -35,7 +35,7 @@ _Taken = Tuple[Tuple[str, ...], Any, bool]
 class UnackedMessages:
     """The unacknowledged deliveries of the subscriptions the application
     acknowledges (not ``ack:auto``, not ``optimize_acknowledge``), keyed by the
-    identity an ACK names (:func:`amqstomp._protocol.frames.ack_identity`:
+    identity an ACK names (:func:`amqstomp._core.frames.ack_identity`:
     STOMP 1.2 ``ack``, 1.1 ``message-id`` + ``subscription``, 1.0 ``message-id``).
     Complete only while every MESSAGE came through a known subscription and the
     map stayed within :data:`UNACKED_MAX`; otherwise nothing is refused."""

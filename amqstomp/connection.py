@@ -106,7 +106,7 @@ class BaseConnection(Publisher):
     Keyword-only ``broker`` (every connection class): the broker dialect
     (``"activemq"``, ``"artemis"``, ``"rabbitmq"``, ``"generic"``; None or
     ``"auto"``: what CONNECTED's ``server`` names), which decides the
-    broker-specific headers (:mod:`amqstomp._protocol.dialect`).
+    broker-specific headers (:mod:`amqstomp._core.dialect`).
 
     Keyword-only ``priority_backup`` (bool, False) and ``priority_uris`` (None,
     a str of ``stomp://host:port`` URIs separated by commas, or ``(host, port)``
@@ -121,7 +121,7 @@ class BaseConnection(Publisher):
     delivery of a message this connection settled before (acknowledged, or
     consumed where the broker or amqstomp acknowledges) is not given to the
     listeners; it is acknowledged so the broker drops it
-    (:mod:`amqstomp._protocol.duplicates`, docs/guides/scaling-out.md). Off by
+    (:mod:`amqstomp._core.duplicates`, docs/guides/scaling-out.md). Off by
     default (Java's is on): it costs 4-6 % of the client's instructions per message.
     ConfigurationError: not a bool, or a depth below 1.
 

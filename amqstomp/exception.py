@@ -62,7 +62,7 @@ class WebSocketProtocolError(StompProtocolError):
     and closed the socket: 1002 a protocol error (section 5), 1007 a text
     message that is not UTF-8 (section 8.1), 1009 a message over the largest
     STOMP frame this client takes (sections 7.4.1, 10.4; the limit is
-    :data:`amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`). Listeners get
+    :data:`amqstomp._core.limits.MAX_RECEIVED_FRAME_BYTES`). Listeners get
     it in ``on_protocol_error``, then ``on_disconnected``.
 
     Attributes:

@@ -3,7 +3,7 @@
 
 Two pieces:
 
-* :class:`ReconnectPolicy` (defined in :mod:`amqstomp._protocol.backoff`) --
+* :class:`ReconnectPolicy` (defined in :mod:`amqstomp._core.backoff`) --
   when to try the next broker and when to give up, as pure decisions (no
   sockets, clocks or threads), with FailoverTransport's defaults; ``failover:(stomp://a:61613,stomp://b:61613)?randomize=false``
   URIs are parsed by :func:`amqstomp.uri.parse_uri` and
@@ -32,10 +32,10 @@ from collections import OrderedDict, deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ._protocol.backoff import PriorityReturn, ReconnectPolicy
+from ._core.backoff import PriorityReturn, ReconnectPolicy
 from ._io.probe import PriorityMoves, PriorityProber, stomp_answers
-from ._protocol.frames import ack_identity
-from ._protocol.transactions import TransactionTable
+from ._core.frames import ack_identity
+from ._core.transactions import TransactionTable
 from ._engine.ports import TransportPort
 from ._io.timeouts import clamp_wait
 
@@ -397,7 +397,7 @@ class SocketLedger:
     Where identities never collide (1.2) the rule changes nothing. An ACK/NACK
     inside a transaction takes its delivery until the transaction ends: ABORT
     gives it back (:meth:`give_back`; the taking is kept in the connection's
-    :class:`~amqstomp._protocol.transactions.TransactionTable`, :attr:`transactions`). For ``ack:client``
+    :class:`~amqstomp._core.transactions.TransactionTable`, :attr:`transactions`). For ``ack:client``
     subscriptions (cumulative ACKs) it also keeps their hand-over order, so a
     cumulative ACK can tell which earlier messages it does not cover: those of
     another (lost) socket (:meth:`covered`).
@@ -424,7 +424,7 @@ class SocketLedger:
 
     @staticmethod
     def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
-        """The identity an ACK names (:func:`amqstomp._protocol.frames.ack_identity`)."""
+        """The identity an ACK names (:func:`amqstomp._core.frames.ack_identity`)."""
         return ack_identity(version, headers)
 
     def handed_over(self, frame: Any, cumulative: bool = False) -> None:

@@ -32,8 +32,8 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
     HDR_DESTINATION, HDR_HEARTBEAT, HDR_HOST, HDR_ID, HDR_LOGIN, HDR_MESSAGE_ID, HDR_PASSCODE, HDR_RECEIPT,
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
-from ._protocol.dialect import auto_content_length
-from ._protocol.frames import subscribe_headers
+from ._core.dialect import auto_content_length
+from ._core.frames import subscribe_headers
 from .exception import (
     AcknowledgeInterruptedError, BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError,
     NotConnectedException, RequiredArgumentError, TransactionRolledBackError, UnknownMessageError,

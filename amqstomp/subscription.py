@@ -1,6 +1,6 @@
 """Consumer flow control of one connection: the glue between the transport's
 threads and the pure per-subscription windows of :mod:`amqstomp.flow`, whose
-decisions the acknowledgement core (:mod:`amqstomp._protocol.acks`) takes; this
+decisions the acknowledgement core (:mod:`amqstomp._core.acks`) takes; this
 module applies them under the subscription's lock and reads the clock for them.
 
 Three of the transport's threads call in; a lock per subscription keeps each window consistent:
@@ -16,7 +16,7 @@ Three of the transport's threads call in; a lock per subscription keeps each win
 
 A message is acked only after the application had it (at-least-once): the window sees it consumed
 after the listeners returned. What a failed listener means (local redelivery, then poison) is the
-settlement core's (:mod:`amqstomp._protocol.settle`); no ACK goes past a message awaiting redelivery.
+settlement core's (:mod:`amqstomp._core.settle`); no ACK goes past a message awaiting redelivery.
 ``subscribe``'s own keywords (never sent as headers): :data:`amqstomp.protocol.RESERVED_KEYWORDS`.
 """
 import logging
@@ -33,11 +33,11 @@ from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
 from ._duplicates import DuplicateAudits
 from ._unknown_ids import UnknownSubscriptions
-from ._protocol.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
-from ._protocol.frames import ack_headers, ack_identity, subscribe_headers
-from ._protocol import acks
-from ._protocol.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from ._protocol.settle import CONSUMED, Poison, after_failure, listener_failed
+from ._core.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
+from ._core.frames import ack_headers, ack_identity, subscribe_headers
+from ._core import acks
+from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
+from ._core.settle import CONSUMED, Poison, after_failure, listener_failed
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -57,7 +57,7 @@ UNREGISTERED_MAX_BUFFERED = 1000
 
 class Subscription(Acking):
     """One subscription of a connection: what was sent (for a later replay), its
-    window and the state the acknowledgement rules keep (:class:`amqstomp._protocol.acks.Acking`),
+    window and the state the acknowledgement rules keep (:class:`amqstomp._core.acks.Acking`),
     its lock and flush timer."""
 
     __slots__ = ("id", "destination", "ack", "headers", "lock", "timer", "redelivery_policy", "make_window",
@@ -110,7 +110,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         redelivery_policy (RedeliveryPolicy | None): local redelivery of messages
             whose listener raised (``org.apache.activemq.RedeliveryPolicy`` defaults).
         check_for_duplicates (bool): suppress deliveries of messages settled here
-            before (:mod:`amqstomp._protocol.duplicates`; ``audit_depth`` ids per audit).
+            before (:mod:`amqstomp._core.duplicates`; ``audit_depth`` ids per audit).
     """
 
     def __init__(self, transport: TransportPort, prefetch_policy: Optional[PrefetchPolicy] = None,
@@ -169,7 +169,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         headers (``x-*`` options pass through as headers of their name: RabbitMQ's
         queue arguments); ``options`` holds :data:`amqstomp.protocol.RESERVED_KEYWORDS`
         values. Broker-specific headers are added only when asked for, and only
-        when the broker dialect (:mod:`amqstomp._protocol.dialect`: CONNECTED's
+        when the broker dialect (:mod:`amqstomp._core.dialect`: CONNECTED's
         ``server``, or the ``broker`` option) is the broker they are for.
 
         Returns:
@@ -429,7 +429,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def on_consumed(self, frame: Any, entry: Optional[Tuple[Subscription, int, int]] = None) -> None:
         """Dispatcher thread (or a JMS session's): the application had ``frame``
         (``entry``: its place, taken already by the caller). The acknowledgement
-        core decides (:func:`amqstomp._protocol.acks.consumed`); applied here."""
+        core decides (:func:`amqstomp._core.acks.consumed`); applied here."""
         if entry is None:
             entry = self._owner.pop(id(frame), None)
             if entry is None:
@@ -459,9 +459,9 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
             sub.window.on_application_ack(cumulative)
 
     def poisoned(self, sub: Subscription, frame: Any, counted: bool) -> None:
-        """Both APIs: ``frame``'s reject (:class:`amqstomp._protocol.settle.Poison`) was written: count
+        """Both APIs: ``frame``'s reject (:class:`amqstomp._core.settle.Poison`) was written: count
         it settled (consumed too unless ``counted``), then write the ACK held back for the others, naming
-        the newest of them, never ``frame`` (:func:`amqstomp._protocol.acks.poisoned`)."""
+        the newest of them, never ``frame`` (:func:`amqstomp._core.acks.poisoned`)."""
         entry = self._owner.pop(id(frame), None)
         with sub.lock:
             now = int(_monotonic() * 1000)
@@ -474,7 +474,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
         was registered ("no listener"): the settlement core's answer applied (``listener_failed``,
-        ``after_failure`` of :mod:`amqstomp._protocol.settle`: where amqstomp ACKs, a local
+        ``after_failure`` of :mod:`amqstomp._core.settle`: where amqstomp ACKs, a local
         redelivery or poison; else the application owns its ACK, as in stomp.py: consumed)."""
         entry = self._owner.get(id(frame))
         if entry is None:

@@ -56,7 +56,7 @@ from ._io.connector import Connector
 from ._io.link import DEFER_FLUSH_BYTES as DEFER_FLUSH_BYTES, DEFER_FLUSH_S as DEFER_FLUSH_S
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT as DEFAULT_CLOSE_TIMEOUT
 from ._io.scheduler import Scheduler as Scheduler, TimerHandle as TimerHandle
-from ._protocol.backoff import ReconnectPolicy
+from ._core.backoff import ReconnectPolicy
 from ._transport_base import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT, BaseTransport
 from .exception import ConfigurationError, InvalidHostError, InvalidTimeoutError
 from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
@@ -162,7 +162,7 @@ class Transport(BaseTransport):
             (``on_heartbeat_timeout``, then the socket is closed) after
             ``2 x receive interval x scale`` of silence: ActiveMQ's inactivity
             monitor decides on a fixed grid whether to send a keep-alive and
-            can leave two intervals between bytes (see :data:`amqstomp._protocol.heartbeat.PEER_GRID_FACTOR`).
+            can leave two intervals between bytes (see :data:`amqstomp._core.heartbeat.PEER_GRID_FACTOR`).
             Heart-beats are written whenever nothing was written for half the
             send interval, because ActiveMQ checks reads on a fixed grid with
             no grace.
@@ -251,7 +251,7 @@ class Transport(BaseTransport):
         """Seconds to sleep before connect round ``round_number + 1`` (1-based):
         ``initial * (1 + increase) ** (round_number - 1)``, capped at
         ``reconnect_sleep_max``, plus up to ``jitter`` of it at random
-        (:meth:`amqstomp._protocol.backoff.ReconnectPolicy.stomp_py`)."""
+        (:meth:`amqstomp._core.backoff.ReconnectPolicy.stomp_py`)."""
         return self.backoff.delay_ms(round_number) / 1000.0
 
     # ------------------------------------------------------------ TLS

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 from urllib.parse import unquote
 
-from ._protocol.dialect import BROKERS
+from ._core.dialect import BROKERS
 from .exception import ConfigurationError, InvalidDestinationError
 
 __all__ = [
@@ -191,7 +191,7 @@ CONNECTION_OPTIONS = _table(
            "optimizeAcknowledgeTimeOut and idleAckTimeOut)"),
     Option("amqstomp.broker", "broker", _broker, "auto",
            "the broker's dialect: auto (from CONNECTED's server header), activemq (Classic), artemis, "
-           "rabbitmq or generic (no broker-specific headers); _protocol/dialect.py"),
+           "rabbitmq or generic (no broker-specific headers); _core/dialect.py"),
     Option("amqstomp.releaseAfterRollback", "release_after_rollback", _bool, False,
            "a transacted session's rollback() re-subscribes the consumers that got messages in "
            "the transaction (UNSUBSCRIBE returns them to the queue, for any consumer) instead of "

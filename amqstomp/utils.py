@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, 
 
 from . import codec
 from ._io.timeouts import MAX_WAIT_S as MAX_WAIT_S, clamp_wait as clamp_wait  # amqstomp's, by name
-from ._protocol.heartbeat import negotiate
+from ._core.heartbeat import negotiate
 from .codec import Frame
 from .constants import (
     CMD_ABORT,

@@ -1,4 +1,4 @@
-"""The acknowledgement core (amqstomp._protocol.acks) driven in memory: no broker,
+"""The acknowledgement core (amqstomp._core.acks) driven in memory: no broker,
 no threads, no clock (the model's own ``now_ms``). A hypothesis state machine
 plays one subscription's life -- deliveries, the application consuming them,
 listeners failing (local redelivery by the redelivery policy, then poison),
@@ -23,8 +23,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from amqstomp._protocol import acks
-from amqstomp._protocol.settle import BY_APPLICATION, BY_BROKER, BY_LIBRARY, Poison, after_failure
+from amqstomp._core import acks
+from amqstomp._core.settle import BY_APPLICATION, BY_BROKER, BY_LIBRARY, Poison, after_failure
 from amqstomp.flow import ACK_MODES, RedeliveryPolicy, SubscriptionWindow
 
 pytestmark = pytest.mark.timeout(120)

@@ -136,7 +136,7 @@ def test_verbose_output_is_stomp_pys(activemq, stomp_py, tmp_path):
     theirs, ours = runs["stomp.py"][0], runs["amqstomp"][0]
     # the two differences: amqstomp's SUBSCRIBE asks for the broker's receipt (its reason is in connection.py),
     # and its 1.2 CONNECT's host is "/" where stomp.py sends the broker's host name (RabbitMQ takes that for a
-    # virtual host and refuses it: amqstomp/_protocol/dialect.py connect_host)
+    # virtual host and refuses it: amqstomp/_core/dialect.py connect_host)
     ours = [re.sub(r"'receipt': 'amqstomp-cli-subscribe-<uuid>', ", "", line) for line in ours]
     ours = [line.replace("'host': '/'", "'host': '127.0.0.1'", 1) if line.startswith("Sending {cmd=STOMP") else line
             for line in ours]

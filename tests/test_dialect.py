@@ -1,4 +1,4 @@
-"""Broker dialects and broker reasons without a broker: amqstomp._protocol.dialect (what
+"""Broker dialects and broker reasons without a broker: amqstomp._core.dialect (what
 differs by broker), ProtocolState's ERROR attribution, the content-length rule of
 jms-* transformations, BrokerError's text, the JMS frame mapping of RabbitMQ's
 MESSAGEs and destinations. The same behaviours against the real brokers:
@@ -10,9 +10,9 @@ import pytest
 
 from amqstomp import ConnectionListener
 from amqstomp._engine.dispatch import ListenerDispatch
-from amqstomp._protocol import dialect
-from amqstomp._protocol.dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ
-from amqstomp._protocol.state import CONNECTED, ERROR, UNSUBSCRIBED_ERROR, UNSUBSCRIBED_KEPT, ProtocolState
+from amqstomp._core import dialect
+from amqstomp._core.dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ
+from amqstomp._core.state import CONNECTED, ERROR, UNSUBSCRIBED_ERROR, UNSUBSCRIBED_KEPT, ProtocolState
 from amqstomp.codec import Frame
 from amqstomp.exception import BrokerError, ConfigurationError, ConnectRefusedError, FrameEncodeError, broker_reason
 from amqstomp.jms import BytesMessage, ConnectionFactory, Queue, TemporaryQueue, TextMessage, Topic

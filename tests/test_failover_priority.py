@@ -2,7 +2,7 @@
 to the priority broker once it answers, without losing a message or delivering a
 settled one again (ActiveMQ's FailoverTransport; docs/guides/scaling-out.md).
 
-- the pure plan (amqstomp._protocol.backoff): which brokers are priority ones, the
+- the pure plan (amqstomp._core.backoff): which brokers are priority ones, the
   order of a pass, when to probe and the probes' back-off -- in memory;
 - both APIs on a network of two real brokers: connected to the backup because the
   preferred broker is down, a consumer (synchronous acknowledgements: settled means
@@ -21,7 +21,7 @@ from conftest import wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError
-from amqstomp._protocol.backoff import MIN_PRIORITY_PROBE_MS, PriorityReturn, ReconnectPolicy
+from amqstomp._core.backoff import MIN_PRIORITY_PROBE_MS, PriorityReturn, ReconnectPolicy
 from amqstomp.uri import parse_uri
 
 pytestmark = pytest.mark.timeout(180)

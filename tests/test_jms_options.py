@@ -3,7 +3,7 @@ import ssl
 
 import pytest
 
-from amqstomp._protocol.dialect import ACTIVEMQ, ARTEMIS, RABBITMQ
+from amqstomp._core.dialect import ACTIVEMQ, ARTEMIS, RABBITMQ
 
 from amqstomp.codec import Frame
 from amqstomp.exception import ConfigurationError

@@ -1,5 +1,5 @@
 """The JMS API's transactions pass the connection's one transaction table
-(amqstomp._protocol.transactions), as the stomp.py API's do: a BEGIN of an open
+(amqstomp._core.transactions), as the stomp.py API's do: a BEGIN of an open
 transaction id and a COMMIT/ABORT of one the link never began (or ended) are
 refused before anything is written, with an exception naming the id (ActiveMQ
 would answer ERROR, "The transaction was already started" / "Invalid

@@ -1,4 +1,4 @@
-"""The sans-I/O protocol core (amqstomp._protocol): bytes in, events out; commands in,
+"""The sans-I/O protocol core (amqstomp._core): bytes in, events out; commands in,
 bytes out; deadlines from times passed in. No broker, no socket, no thread, no clock."""
 import ast
 import os
@@ -7,8 +7,8 @@ import threading
 import pytest
 
 import amqstomp
-from amqstomp._protocol import backoff, frames, heartbeat, limits
-from amqstomp._protocol.state import (
+from amqstomp._core import backoff, frames, heartbeat, limits
+from amqstomp._core.state import (
     CONNECT_REFUSED,
     CONNECTED,
     ERROR,
@@ -83,13 +83,13 @@ def _forbidden_imports(start_modules):
 
 
 def test_protocol_core_imports_no_sockets_threads_or_clocks():
-    core = ["amqstomp._protocol." + name[:-3] for name in os.listdir(os.path.join(PACKAGE, "_protocol"))
+    core = ["amqstomp._core." + name[:-3] for name in os.listdir(os.path.join(PACKAGE, "_core"))
             if name.endswith(".py")]
     bad, seen = _forbidden_imports(core + ["amqstomp.codec", "amqstomp.flow", "amqstomp._codec_py",
                                            "amqstomp._flow_py"])
     assert bad == {}
     # the walk reached the modules the core is built on (it would pass vacuously otherwise)
-    assert {"amqstomp.codec", "amqstomp.uri", "amqstomp._protocol.state"} <= seen
+    assert {"amqstomp.codec", "amqstomp.uri", "amqstomp._core.state"} <= seen
     for source in ("_codec.pyx", "_codec_parse.pxi", "_codec_big.pxi", "_codec_encode.pxi"):  # the compiled codec
         with open(os.path.join(PACKAGE, source), encoding="utf-8") as f:
             pyx = f.read()
@@ -100,14 +100,14 @@ def test_protocol_core_imports_no_sockets_threads_or_clocks():
 def test_the_import_check_catches_a_forbidden_import(tmp_path, monkeypatch):
     """The check above can fail: a module importing time (in a function) is reported."""
     fake = tmp_path / "amqstomp"
-    (fake / "_protocol").mkdir(parents=True)
+    (fake / "_core").mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "_protocol" / "__init__.py").write_text("")
-    (fake / "_protocol" / "a.py").write_text("from . import b\n")
-    (fake / "_protocol" / "b.py").write_text("def f():\n    import time\n    return time\n")
+    (fake / "_core" / "__init__.py").write_text("")
+    (fake / "_core" / "a.py").write_text("from . import b\n")
+    (fake / "_core" / "b.py").write_text("def f():\n    import time\n    return time\n")
     monkeypatch.setattr(__import__(__name__), "PACKAGE", str(fake))
-    bad, _ = _forbidden_imports(["amqstomp._protocol.a"])
-    assert bad == {"amqstomp._protocol.b": {"time"}}
+    bad, _ = _forbidden_imports(["amqstomp._core.a"])
+    assert bad == {"amqstomp._core.b": {"time"}}
 
 
 def _connected(state, heart_beat="0,0", server="ActiveMQ/5.17.2", version="1.2", now_ms=0.0):

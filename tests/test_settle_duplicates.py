@@ -1,5 +1,5 @@
 """Duplicate suppression (ActiveMQ's connection audit, issue 24): the pure core
-(:mod:`amqstomp._protocol.duplicates`) in memory, and both APIs' drivers applying it
+(:mod:`amqstomp._core.duplicates`) in memory, and both APIs' drivers applying it
 without a socket or thread (a recording wire stands for the transport)."""
 from types import SimpleNamespace
 from typing import List, Tuple
@@ -8,7 +8,7 @@ import pytest
 import test_settle_model
 
 from amqstomp._engine.client import Client
-from amqstomp._protocol import duplicates as dup
+from amqstomp._core import duplicates as dup
 from amqstomp.codec import Frame
 from amqstomp.failover import SocketLedger
 from amqstomp.subscription import SubscriptionManager

@@ -80,7 +80,7 @@ at-least-once covers it, and JMS's receipts report it as in doubt); thread
 interleavings other than the failover just before / after a write; the JMS
 API's ACK paths (they key on ``frame.link_seq`` directly, see test_failover_settle.py).
 
-The settlement core (``amqstomp._protocol.settle``, the last section): its
+The settlement core (``amqstomp._core.settle``, the last section): its
 rules (hand-over, the lost-socket rule, what a failed delivery means, local
 redelivery, poison) driven in memory, and each API's driver over the same
 facts -- the stomp.py API's ``Client.should_dispatch`` and
@@ -122,9 +122,9 @@ from amqstomp.exception import (
 )
 from amqstomp._engine import client as engine_client
 from amqstomp._engine.client import Client
-from amqstomp._protocol import settle
+from amqstomp._core import settle
 from amqstomp.failover import SocketLedger
-from amqstomp._protocol.transactions import TransactionTable
+from amqstomp._core.transactions import TransactionTable
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -888,7 +888,7 @@ def test_reproducer_stomp10_subscription_without_id() -> None:
 
 # --------------------------------------------------------------------------- the settlement core, both APIs
 #
-# amqstomp._protocol.settle decides hand-over, the lost-socket rule, what a failed delivery means,
+# amqstomp._core.settle decides hand-over, the lost-socket rule, what a failed delivery means,
 # local redelivery and poison for BOTH APIs; the drivers apply its answers. Driven here in memory:
 # the rules themselves (no driver), then each API's driver over the same facts -- the stomp.py
 # API's Client.should_dispatch / SubscriptionManager.on_failed and the JMS API's
@@ -898,7 +898,7 @@ from types import SimpleNamespace  # noqa: E402
 
 from hypothesis import given  # noqa: E402
 
-from amqstomp._protocol.dialect import ACTIVEMQ, GENERIC, RABBITMQ  # noqa: E402
+from amqstomp._core.dialect import ACTIVEMQ, GENERIC, RABBITMQ  # noqa: E402
 from amqstomp.flow import RedeliveryPolicy  # noqa: E402
 from amqstomp.jms import consumer as jms_consumer  # noqa: E402
 from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
@@ -1250,7 +1250,7 @@ def test_an_acknowledgement_computes_its_identity_once(ack: str, monkeypatch: py
     import amqstomp._engine.acknowledging
     import amqstomp._unacked
     import amqstomp.failover
-    from amqstomp._protocol.frames import ack_identity
+    from amqstomp._core.frames import ack_identity
 
     calls: List[Any] = []
 

@@ -171,7 +171,7 @@ FACADE_MODULES = {"amqstomp.connection", "amqstomp.connect", "amqstomp.protocol"
                   "amqstomp.transport", "amqstomp._transport_base", "amqstomp.listener", "amqstomp.utils",
                   "amqstomp.adapter", "amqstomp.adapter.ws"}
 #: below the facades: every API's shared machinery
-BELOW_FACADES = ("amqstomp._protocol", "amqstomp._io", "amqstomp._engine")
+BELOW_FACADES = ("amqstomp._core", "amqstomp._io", "amqstomp._engine")
 BELOW_FACADE_MODULES = {"amqstomp.failover", "amqstomp.subscription", "amqstomp.codec", "amqstomp.flow",
                         "amqstomp._codec_py", "amqstomp._flow_py", "amqstomp._frame_py", "amqstomp.uri",
                         "amqstomp.exception", "amqstomp.log", "amqstomp.constants"}
@@ -257,21 +257,21 @@ def _subscription_internals(tree):
 
 
 def _imports_acks(node) -> bool:
-    """``node`` imports ``amqstomp._protocol.acks`` (or names from it)."""
+    """``node`` imports ``amqstomp._core.acks`` (or names from it)."""
     if isinstance(node, ast.Import):
-        return any(a.name == "amqstomp._protocol.acks" for a in node.names)
+        return any(a.name == "amqstomp._core.acks" for a in node.names)
     if not isinstance(node, ast.ImportFrom):
         return False
     module = (node.module or "").split(".")
     if module[-1:] == ["acks"]:
         return True
-    return module[-1:] in (["_protocol"], [""]) and any(a.name == "acks" for a in node.names)
+    return module[-1:] in (["_core"], [""]) and any(a.name == "acks" for a in node.names)
 
 
 def test_a_subscriptions_lock_and_window_are_its_owners():
     """Only ``subscription.SubscriptionManager`` takes a subscription's lock or changes its
     window (the JMS API asks it: ``application_acked``); issue 22. The window's rules are the
-    pure acknowledgement core's (``_protocol/acks.py``), which takes no lock and is called by
+    pure acknowledgement core's (``_core/acks.py``), which takes no lock and is called by
     the owner alone, under the lock."""
     found = []
     for name, (path, tree, _) in sorted(_modules().items()):
@@ -281,15 +281,15 @@ def test_a_subscriptions_lock_and_window_are_its_owners():
             source = f.read()
         found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
                      for node in _subscription_internals(tree)
-                     if name != "amqstomp._protocol.acks" or isinstance(node, ast.Attribute))
+                     if name != "amqstomp._core.acks" or isinstance(node, ast.Attribute))
         found.extend("%s:%d: imports the acknowledgement core" % (name, node.lineno)
                      for node in ast.walk(tree) if _imports_acks(node))
     assert found == []
     caught = ast.parse("def f(self, sub):\n    with sub.lock:\n        sub.window.flush(0)\n"
                        "    with self.sub.lock:\n        pass\n")
     assert len(list(_subscription_internals(caught))) == 3  # the check sees what it looks for
-    imports = ast.parse("from ._protocol import acks\nfrom .._protocol.acks import consumed\n"
-                        "import amqstomp._protocol.acks\nfrom ._protocol import settle\nfrom .callbacks import x\n")
+    imports = ast.parse("from ._core import acks\nfrom .._core.acks import consumed\n"
+                        "import amqstomp._core.acks\nfrom ._core import settle\nfrom .callbacks import x\n")
     assert [_imports_acks(node) for node in imports.body] == [True, True, True, False, False]
 
 
@@ -367,7 +367,7 @@ def test_jms_has_no_write_over_failover_rule_nor_subscribe_loop_of_its_own():
                                           ast.get_source_segment(source, node) or getattr(node, "name", ""), why)
                      for node, why in _engine_rules(tree))
     assert found == []
-    caught = ast.parse("from .._protocol.transactions import lost_with_socket\n"
+    caught = ast.parse("from .._core.transactions import lost_with_socket\n"
                        "def f(link, headers):\n    seq = link.transport.connected_link_seq()\n"
                        "    future = link.transport.send_frame('SUBSCRIBE', headers)\n"
                        "    link.transport.wait_future(future, 1.0, 'x')\n")

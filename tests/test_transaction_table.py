@@ -1,4 +1,4 @@
-"""The one transaction table (amqstomp._protocol.transactions), in memory: no
+"""The one transaction table (amqstomp._core.transactions), in memory: no
 socket, no thread. Sockets are numbers; ``alive`` says which one is open."""
 import pytest
 
@@ -6,7 +6,7 @@ from amqstomp.exception import (
     BrokerError, ConnectionClosedException, DuplicateTransactionError, NotConnectedException,
     TransactionRolledBackError, UnknownTransactionError,
 )
-from amqstomp._protocol.transactions import TransactionTable, write_lost
+from amqstomp._core.transactions import TransactionTable, write_lost
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -27,7 +27,7 @@ from amqstomp.exception import (
     WebSocketProtocolError,
     WebSocketUnavailableError,
 )
-from amqstomp._protocol.limits import MAX_RECEIVED_FRAME_BYTES
+from amqstomp._core.limits import MAX_RECEIVED_FRAME_BYTES
 from amqstomp.testing import ActiveMQBroker, BrokerNotAvailable
 from conftest import Collector, wait_until
 

@@ -21,7 +21,7 @@ from ..exception import (
     NotConnectedException,
     TransactionRolledBackError,
 )
-from .._protocol.frames import ack_identity
+from .._core.frames import ack_identity
 from .ports import TransportPort
 
 __all__ = ["Acknowledging"]

@@ -55,8 +55,8 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
-from .._protocol.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from .._protocol.transactions import TransactionTable, rolled_back, write_lost
+from .._core.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
+from .._core.transactions import TransactionTable, rolled_back, write_lost
 from .acknowledging import Acknowledging
 from .ports import TransportPort, WaitUp
 from .subscribing import Subscribing
@@ -85,7 +85,7 @@ class Client(Acknowledging, Subscribing):
         self.ledger = ledger
         self.reconnector = reconnector
         self.manager = manager
-        #: the connection's one transaction table (:mod:`amqstomp._protocol.transactions`), the ledger's
+        #: the connection's one transaction table (:mod:`amqstomp._core.transactions`), the ledger's
         self.transactions: TransactionTable = ledger.transactions
         #: the socket (``transport.link_seq``) the last CONNECT of :meth:`handshake` went on; 0 before one
         self.handshake_seq = 0
@@ -162,7 +162,7 @@ class Client(Acknowledging, Subscribing):
     def transaction_refusal(self, cmd: str, transaction: Any) -> Optional[StompException]:
         """What refuses ``cmd`` in ``transaction`` (duplicate BEGIN, unknown id,
         stale transaction), or None: the table's decision
-        (:meth:`amqstomp._protocol.transactions.TransactionTable.refusal`), for
+        (:meth:`amqstomp._core.transactions.TransactionTable.refusal`), for
         every API; the caller raises it."""
         return self.transactions.refusal(cmd, transaction)
 
@@ -308,7 +308,7 @@ class Client(Acknowledging, Subscribing):
     def transaction_lost(cmd: str, headers: Mapping[str, Any], exc: BaseException) -> bool:
         """A write of ``cmd`` with ``headers`` failed with ``exc``: the rule for a
         frame of a transaction whose socket is gone
-        (:func:`amqstomp._protocol.transactions.write_lost`): True for an ABORT
+        (:func:`amqstomp._core.transactions.write_lost`): True for an ABORT
         (drop it), False when the rule does not apply (the caller handles ``exc``).
 
         Raises:
@@ -405,14 +405,14 @@ class Client(Acknowledging, Subscribing):
     def should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread: whether a queued MESSAGE still goes to the
         application, by the settlement core's hand-over rule
-        (:func:`amqstomp._protocol.settle.hand_over`): not after :meth:`disconnect`
+        (:func:`amqstomp._core.settle.hand_over`): not after :meth:`disconnect`
         (as with stomp.py, whose listeners run on the reader), not when its
         client-ack subscription was closed meanwhile, and, with failover, not when
         it came on a lost socket in a subscription somebody acknowledges (it could
         not be acknowledged: the broker redelivers it), so a failover does not wait
         for the old socket's buffer to be dispatched; where the application ACKs,
         the delivery is noted in the ledger with its socket. A delivery of a message
-        settled here before is not handed over either (:mod:`amqstomp._protocol.duplicates`,
+        settled here before is not handed over either (:mod:`amqstomp._core.duplicates`,
         ``SubscriptionManager.suppress``)."""
         seq = frame.link_seq
         subscriptions = self.manager

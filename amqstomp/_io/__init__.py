@@ -11,5 +11,5 @@
 The reader and dispatcher threads and everything above one socket (connect
 with back-off, receipts, listeners, the hooks a failover layer uses) are in
 :mod:`amqstomp.transport`; the protocol decisions they act on are
-:class:`amqstomp._protocol.state.ProtocolState`'s.
+:class:`amqstomp._core.state.ProtocolState`'s.
 """

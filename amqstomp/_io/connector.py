@@ -88,7 +88,7 @@ class Connector:
                 order: Optional[Callable[[List[HostAndPort]], List[HostAndPort]]] = None) -> Tuple[Channel, HostAndPort]:
         """Connect to the first reachable broker, in rounds over :attr:`host_and_ports`
         in the order ``order(host_and_ports)`` gives each round (as listed when
-        None; :meth:`amqstomp._protocol.backoff.ReconnectPolicy.order`), with
+        None; :meth:`amqstomp._core.backoff.ReconnectPolicy.order`), with
         ``backoff_s(round)`` seconds between rounds (stomp.py's attempts:
         each broker tried counts one; ``attempts_max`` -1 for no limit, bounded
         by ``deadline``, a ``time.monotonic()``); or make one attempt to ``only``,

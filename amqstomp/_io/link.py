@@ -1,6 +1,6 @@
 """One socket and everything that lives and dies with it: the link.
 
-A :class:`Link` holds the socket's channel, its :class:`~amqstomp._protocol.state.ProtocolState`, its timer
+A :class:`Link` holds the socket's channel, its :class:`~amqstomp._core.state.ProtocolState`, its timer
 thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue for the dispatcher, and does the
 socket-level work that needs no STOMP decision: writing under the write lock, heart-beat ticks (asking the
 protocol state when one is due and when the peer is overdue), watching a paused socket, and closing. Its
@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
-from .._protocol.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
+from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 from ..codec import HEARTBEAT, Frame
 from ..exception import (
     BrokerError,
@@ -64,7 +64,7 @@ class FrameSink(Protocol):
 
 class Link(LinkWriter):
     """Everything that lives and dies with one socket. ``broker``: the user's broker dialect (None:
-    CONNECTED's ``server`` names it; :class:`~amqstomp._protocol.state.ProtocolState`)."""
+    CONNECTED's ``server`` names it; :class:`~amqstomp._core.state.ProtocolState`)."""
 
     #: an API's own DEBUG lines, or None (:attr:`amqstomp._io.owner.LinkOwner.debug_log`)
     debug_log: Any = None

@@ -3,7 +3,7 @@
 
 A LinkOwner holds at most one live :class:`~amqstomp._io.link.Link` at a time
 and runs exactly three threads per link, all ending with it: the **reader**
-(bytes into the link's :class:`~amqstomp._protocol.state.ProtocolState`;
+(bytes into the link's :class:`~amqstomp._core.state.ProtocolState`;
 MESSAGE frames to the observer, receipts resolved, other events queued), the
 **dispatcher** (listener callbacks in arrival order, so a slow listener never
 delays reading or heart-beats: :meth:`amqstomp._engine.dispatch.ListenerDispatch.run`)
@@ -27,7 +27,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from .. import _observe
 from ..codec import Frame
 from ..exception import ConnectFailedException, NotConnectedException, StompException
-from .._protocol.state import LinkState
+from .._core.state import LinkState
 from .connector import Connector
 from .link import Link, wait_future
 from .observer import ListenersOnly, TransportObserver
@@ -168,7 +168,7 @@ class LinkOwner:
 
     @property
     def dialect(self) -> str:
-        """The broker dialect (:mod:`amqstomp._protocol.dialect`) of the open or
+        """The broker dialect (:mod:`amqstomp._core.dialect`) of the open or
         the last socket: the user's ``broker``, else what its ``server`` names."""
         link = self._link
         return link.proto.dialect if link is not None else (self.broker or "generic")

@@ -9,7 +9,7 @@ whether they answer, and tells the failover loop to move there once one does.
   and close. Bounded by its timeout.
 * :class:`PriorityMoves` -- the planned move of :class:`amqstomp.failover.Reconnector`;
 * :class:`PriorityProber` -- the thread (``<name>-priority``), alive only while
-  probing is due (:class:`amqstomp._protocol.backoff.PriorityReturn` decides
+  probing is due (:class:`amqstomp._core.backoff.PriorityReturn` decides
   when; this module keeps the clock).
 
 Licensed under the Apache License, Version 2.0.
@@ -70,7 +70,7 @@ class PriorityProber:
     another broker, and calls ``move(host_and_port)`` when one answers.
 
     Args:
-        plan: the :class:`~amqstomp._protocol.backoff.PriorityReturn` of the
+        plan: the :class:`~amqstomp._core.backoff.PriorityReturn` of the
             connection (read and updated under this object's lock).
         probe: ``probe(host_and_port) -> bool`` (:func:`stomp_answers` bound to
             the connection's connector).

@@ -31,7 +31,7 @@ import logging
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .._protocol.limits import MAX_RECEIVED_FRAME_BYTES
+from .._core.limits import MAX_RECEIVED_FRAME_BYTES
 from ..exception import (
     ConfigurationError,
     FrameEncodeError,
@@ -285,7 +285,7 @@ class WebSocketChannel:
     time is late; the reader goes on reading.
 
     What it takes in: messages of at most the protocol's ``max_size`` bytes
-    (:data:`~amqstomp._protocol.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
+    (:data:`~amqstomp._core.limits.MAX_RECEIVED_FRAME_BYTES`, the largest
     STOMP frame the codec takes, set by :class:`WebSocketUpgrade`: a frame
     declaring more is refused by its header, never buffered, section 10.4),
     and text messages in UTF-8 (section 8.1; checked incrementally across

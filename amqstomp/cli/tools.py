@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Callable, List
 
-from .._protocol.limits import ACTIVEMQ_LIMITS
+from .._core.limits import ACTIVEMQ_LIMITS
 from .demo import demo
 
 __all__ = ["main", "build_parser"]

@@ -24,7 +24,7 @@ from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
 from ..failover import ReconnectPolicy
 from ..flow import RedeliveryPolicy
-from .._protocol.settle import DROP_DISCONNECTED, Subscribed, from_lost_socket, hand_over
+from .._core.settle import DROP_DISCONNECTED, Subscribed, from_lost_socket, hand_over
 from ._subscriber import is_reply_subscription
 from .destination import Destination, TemporaryDestination, TemporaryQueue, TemporaryTopic
 from .exceptions import IllegalStateError, ResourceAllocationError, is_resource_allocation_error
@@ -237,14 +237,14 @@ class ConnectionState:
     def is_from_lost_socket(self, frame: Frame) -> bool:
         """True for a MESSAGE that came on a consumer socket lost since
         (failover): it must not be handed over or acked; the broker redelivers it
-        (the settlement core's rule, :func:`amqstomp._protocol.settle.from_lost_socket`)."""
+        (the settlement core's rule, :func:`amqstomp._core.settle.from_lost_socket`)."""
         link = self.consumer_link
         return from_lost_socket(frame.link_seq, link.reconnector is not None, link.transport)
 
     def hands_over(self, frame: Frame, subscribed: Subscribed) -> bool:
         """Session thread: whether a MESSAGE of a subscription (its STOMP ``ack`` mode in
         ``subscribed``) still goes to the application (the settlement core's
-        :func:`amqstomp._protocol.settle.hand_over`; a consumer's own close is its own):
+        :func:`amqstomp._core.settle.hand_over`; a consumer's own close is its own):
         not one of a consumer socket lost since in an acknowledged subscription."""
         link = self.consumer_link
         return hand_over(frame.link_seq, 0, subscribed, link.reconnector is not None,

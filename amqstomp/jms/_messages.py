@@ -7,7 +7,7 @@ Licensed under the Apache License, Version 2.0.
 """
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union, cast
 
-from .._protocol.dialect import ACTIVEMQ, BROKERS, TEXT_CONTENT_TYPE
+from .._core.dialect import ACTIVEMQ, BROKERS, TEXT_CONTENT_TYPE
 from ._mapxml import INT_RANGES, MAP_TRANSFORMATION, XML_BAD, TypedEntries, decode_map, encode_map, java_float
 from ._scheduling import check_scheduled_property, is_scheduling_property
 from .constants import DEFAULT_PRIORITY, PERSISTENT
@@ -149,7 +149,7 @@ class Message:
     def _stomp_body(self, dialect: str) -> Tuple[bytes, Dict[str, Any]]:
         """The SEND body (bytes) of this message and the headers that frame it
         (``content-length``: None leaves it out), for a broker of ``dialect``
-        (:mod:`amqstomp._protocol.dialect`).
+        (:mod:`amqstomp._core.dialect`).
 
         Raises:
             MessageFormatError: a body that cannot travel to this broker.
@@ -571,7 +571,7 @@ bind_acknowledge = Message._set_acknowledge
 
 #: ``stomp_body(message, dialect) -> (body, headers)``: the SEND body (bytes) of ``message``
 #: and the headers that frame it (``content-length``: None leaves it out), for a broker of
-#: ``dialect`` (:mod:`amqstomp._protocol.dialect`); MessageFormatError for a body that cannot
+#: ``dialect`` (:mod:`amqstomp._core.dialect`); MessageFormatError for a body that cannot
 #: travel to this broker.
 stomp_body = Message._send_body
 

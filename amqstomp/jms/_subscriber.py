@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
-from .._protocol.dialect import BROKERS, refusal
-from .._protocol.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
-from .._protocol.settle import Poison, Subscribed
+from .._core.dialect import BROKERS, refusal
+from .._core.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
+from .._core.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -293,7 +293,7 @@ class Subscriber:
 
     def duplicate(self, sub: Subscription, delivery: Delivery) -> bool:
         """Session thread: a delivery of a message settled here before: the duplicates core's
-        verdict (:func:`amqstomp._protocol.duplicates.duplicate`) applied; True: not handed over
+        verdict (:func:`amqstomp._core.duplicates.duplicate`) applied; True: not handed over
         (the consumer's ``delivered`` is what its next ``acknowledge()``/``commit()`` settles)."""
         manager = self.link.manager
         assert manager is not None
@@ -318,7 +318,7 @@ class Subscriber:
 
     def settled(self, deliveries: List[Delivery]) -> None:
         """``deliveries`` were settled (their ACK or COMMIT written): into the duplicate audit
-        (:mod:`amqstomp._protocol.duplicates`)."""
+        (:mod:`amqstomp._core.duplicates`)."""
         sub = self.current_sub()
         if sub is not None and sub.settled is not None and self.link.manager is not None:
             self.link.manager.record_settled(sub, [d.frame.headers.get("message-id") for d in deliveries])
@@ -342,7 +342,7 @@ class Subscriber:
 
     def poison(self, delivery: Delivery, action: Poison) -> None:
         """Past maximum_redeliveries: write the settlement core's reject frame
-        (``action``, :func:`amqstomp._protocol.settle.poison`: NACK; ActiveMQ moves it
+        (``action``, :func:`amqstomp._core.settle.poison`: NACK; ActiveMQ moves it
         to the DLQ; on RabbitMQ with ``requeue:false``: dead-lettered, or dropped
         without a dead-letter exchange)."""
         if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered

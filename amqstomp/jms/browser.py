@@ -30,7 +30,7 @@ import threading
 import time
 from typing import Any, Iterator, Optional
 
-from .._protocol.dialect import refusal
+from .._core.dialect import refusal
 from ..exception import ConfigurationError
 from ._state import Delivery, SessionState
 from .constants import AT_MOST_ONCE

@@ -22,7 +22,7 @@ from typing import Any, Callable, Deque, List, Optional, Tuple
 from .. import _observe
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
-from .._protocol.settle import (
+from .._core.settle import (
     BY_APPLICATION,
     BY_BROKER,
     BY_LIBRARY,
@@ -197,7 +197,7 @@ class ConsumerCore:
         ones, are consumed without reaching the application; messages of a
         consumer socket lost since (failover) are dropped unacknowledged, unless
         the broker settled them when it sent them (AT_MOST_ONCE): the settlement
-        core's hand-over rule (:func:`amqstomp._protocol.settle.hand_over`)."""
+        core's hand-over rule (:func:`amqstomp._core.settle.hand_over`)."""
         frame = delivery.frame
         if not self._connection.hands_over(frame, self.subscriber.subscribed):
             return True  # failover: never handed over nor acked; the broker redelivers it
@@ -277,7 +277,7 @@ class ConsumerCore:
 
     def _listener_failed(self, delivery: Delivery) -> None:
         """The listener raised for ``delivery``: the settlement core says what that
-        means in this acknowledge mode (:func:`amqstomp._protocol.settle.listener_failed`)."""
+        means in this acknowledge mode (:func:`amqstomp._core.settle.listener_failed`)."""
         outcome = listener_failed(_SETTLED_BY[self._mode])
         if outcome == REDELIVER:
             self.redeliver([delivery])

@@ -58,8 +58,8 @@ from .._engine.dispatch import ListenerDispatch
 from .._io.connector import Connector
 from .._io.driver import Driver
 from .._io.channel import tls_context
-from .._protocol.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
-from .._protocol.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
+from .._core.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
+from .._core.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
 from ..subscription import SubscriptionManager
 from ..uri import Endpoint
 from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
@@ -78,7 +78,7 @@ MAX_SEND_RETRIES = 3
 
 def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
     """ACK/NACK headers for a MESSAGE on ``link``'s broker and STOMP version
-    (:func:`amqstomp._protocol.frames.ack_headers`, with ActiveMQ's 1.0 quirk)."""
+    (:func:`amqstomp._core.frames.ack_headers`, with ActiveMQ's 1.0 quirk)."""
     return ack_headers(link.version, message_headers, link.is_activemq)
 
 
@@ -158,7 +158,7 @@ class Link:
         self.closing = False
         self.heartbeat_timed_out = False
         self.connected_frame: Optional[Frame] = None
-        #: the broker dialect (:mod:`amqstomp._protocol.dialect`: the ``broker`` option, else
+        #: the broker dialect (:mod:`amqstomp._core.dialect`: the ``broker`` option, else
         #: CONNECTED's ``server``; set on each CONNECTED and kept while a failover replaces
         #: the socket), and whether it is ActiveMQ Classic. Attributes: send() reads them.
         self.dialect = GENERIC
@@ -313,7 +313,7 @@ class Link:
 
     def begin(self, transaction: str) -> None:
         """BEGIN ``transaction`` on this link (no receipt); the connection's
-        transaction table (:mod:`amqstomp._protocol.transactions`) notes it.
+        transaction table (:mod:`amqstomp._core.transactions`) notes it.
 
         Raises:
             DuplicateTransactionError: (a ValueError) this link began ``transaction``

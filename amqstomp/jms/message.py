@@ -31,7 +31,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from ..codec import FrameHead
-from .._protocol.dialect import ACTIVEMQ, is_text, refusal
+from .._core.dialect import ACTIVEMQ, is_text, refusal
 from ._mapxml import MAP_SUBSCRIBE_TRANSFORMATION, MAP_TRANSFORMATION, TypedEntries
 from ._messages import (
     RESERVED_HEADERS,
@@ -116,7 +116,7 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
                     timestamp: bool = True) -> Tuple[Dict[str, Any], bytes]:
     """The SEND headers of ``message`` that follow ``head`` (body framing,
     properties, timestamp, expiration, correlation id, reply-to, type, group),
-    and its body, for a broker of ``dialect`` (:mod:`amqstomp._protocol.dialect`);
+    and its body, for a broker of ``dialect`` (:mod:`amqstomp._core.dialect`);
     sets the message's JMS header fields (destination, delivery mode, priority,
     timestamp, expiration) as ``send`` does. Timestamps are epoch ms (ints: the
     codec writes them).

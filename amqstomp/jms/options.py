@@ -12,7 +12,7 @@ import difflib
 import ssl
 from typing import Any, Dict, Iterable, Mapping
 
-from .._protocol.backoff import ReconnectPolicy, check_priority_members, priority_brokers
+from .._core.backoff import ReconnectPolicy, check_priority_members, priority_brokers
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
 from ..uri import parse_uri

@@ -31,7 +31,7 @@ from typing import Any, Optional, Union
 
 from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
-from .._protocol.dialect import BROKERS, refusal
+from .._core.dialect import BROKERS, refusal
 from .destination import Destination, TemporaryDestination, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
 from .link import Link, ProducerWindow

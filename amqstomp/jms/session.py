@@ -39,7 +39,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
-from .._protocol.dialect import BROKERS, refusal
+from .._core.dialect import BROKERS, refusal
 from ..exception import BrokerError, StompException
 from .._io.timeouts import clamp_wait
 from ._state import Delivery, SessionState

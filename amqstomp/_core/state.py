@@ -11,12 +11,12 @@ What it owns (STOMP 1.2 sections in brackets):
 * framing both ways through :mod:`amqstomp.codec` in the negotiated version
   ("Protocol Negotiation": CONNECTED switches the parser);
 * the CONNECTED state, the broker's ``server`` and dialect, and the frame
-  limits that broker enforces (:mod:`amqstomp._protocol.limits`);
+  limits that broker enforces (:mod:`amqstomp._core.limits`);
 * receipt correlation ("RECEIPT", "ERROR"): a frame sent with a ``receipt``
   header registers an opaque token (the driver's future); the RECEIPT or the
   ERROR carrying that ``receipt-id`` hands it back; a lost connection hands
   back every token still waiting. A broker whose ERRORs carry no
-  ``receipt-id`` (RabbitMQ 3.10: :attr:`~amqstomp._protocol.dialect.Dialect.error_receipts`)
+  ``receipt-id`` (RabbitMQ 3.10: :attr:`~amqstomp._core.dialect.Dialect.error_receipts`)
   answers frames in order, so its ERROR is taken as the answer to the one
   receipt awaited when exactly one is (with more, it answers none of them);
   the last ERROR is kept (:attr:`ProtocolState.last_error`), so that the end
@@ -31,7 +31,7 @@ What it owns (STOMP 1.2 sections in brackets):
 * the ids this side UNSUBSCRIBEd (:attr:`ProtocolState.unsubscribed`, until
   a SUBSCRIBE takes the id again): an ERROR that is only the broker's late
   answer to one of them (RabbitMQ's, after a clean close:
-  :func:`~amqstomp._protocol.dialect.unsubscribed_error`) is no error.
+  :func:`~amqstomp._core.dialect.unsubscribed_error`) is no error.
 
 Events returned by :meth:`ProtocolState.handle` for a received frame other
 than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
@@ -62,7 +62,7 @@ CONNECT_REFUSED = 4
 #: a frame a broker does not send to clients (logged and ignored by the driver).
 UNEXPECTED = 5
 #: an ERROR that is only the broker's late answer to this side's own UNSUBSCRIBE
-#: (:func:`~amqstomp._protocol.dialect.unsubscribed_error`): logged at DEBUG by the
+#: (:func:`~amqstomp._core.dialect.unsubscribed_error`): logged at DEBUG by the
 #: driver, not an error; it answers no receipt (the token is None).
 UNSUBSCRIBED_ERROR = 6
 
@@ -97,7 +97,7 @@ class ProtocolState:
         now_ms (float): the time (ms) the socket opened: silence is counted from it.
 
         broker (str | None): the user's dialect (``broker`` option: a name of
-            :data:`amqstomp._protocol.dialect.BROKERS`); None: the one
+            :data:`amqstomp._core.dialect.BROKERS`); None: the one
             CONNECTED's ``server`` names.
 
     Raises:
@@ -119,7 +119,7 @@ class ProtocolState:
         self.link_state = LinkState.CONNECTING
         self.connected_frame: Optional[Frame] = None
         self.server: Optional[str] = None
-        #: the user's dialect, or None (:func:`~amqstomp._protocol.dialect.dialect_of` the ``server``)
+        #: the user's dialect, or None (:func:`~amqstomp._core.dialect.dialect_of` the ``server``)
         self.broker = broker
         self.dialect = broker or GENERIC
         #: the last ERROR frame received, or None, and the receipt it answered (or None)
@@ -240,7 +240,7 @@ class ProtocolState:
                 for this version (its header lines come first).
 
         A SEND whose ``transformation`` ActiveMQ reads from the body gets no
-        automatic ``content-length`` (:func:`~amqstomp._protocol.dialect.auto_content_length`).
+        automatic ``content-length`` (:func:`~amqstomp._core.dialect.auto_content_length`).
         An UNSUBSCRIBE's ``id`` joins :attr:`unsubscribed`; a SUBSCRIBE's leaves it.
 
         Raises:

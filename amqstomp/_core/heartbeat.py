@@ -1,7 +1,7 @@
 """Heart-beat negotiation and deadlines (STOMP 1.2 "Heart-beating"), no clock.
 
 Times are integers or floats in milliseconds on any monotonic scale the caller
-chooses; this module never reads a clock. :class:`amqstomp._protocol.state.ProtocolState`
+chooses; this module never reads a clock. :class:`amqstomp._core.state.ProtocolState`
 holds one connection's figures; the I/O layer asks it when to write a
 heart-beat and when the peer is overdue.
 """

@@ -211,9 +211,9 @@ class Poison:
 
 def poison(version: Optional[str], dialect: str, message_headers: Mapping[str, str]) -> Poison:
     """The frame that gives a MESSAGE up (module docstring): NACK with its ACK
-    identity (:func:`amqstomp._protocol.frames.ack_headers`; ActiveMQ's 1.0 quirk
+    identity (:func:`amqstomp._core.frames.ack_headers`; ActiveMQ's 1.0 quirk
     included) and, on RabbitMQ, ``requeue:false``
-    (:func:`amqstomp._protocol.dialect.reject_headers`); on STOMP 1.0 an ACK
+    (:func:`amqstomp._core.dialect.reject_headers`); on STOMP 1.0 an ACK
     (``version`` None: 1.2).
 
     Raises:

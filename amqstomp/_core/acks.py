@@ -106,7 +106,7 @@ def application_acks(ack: str, optimize_acknowledge: bool) -> bool:
 
 
 def settled_by(sub: Any) -> str:
-    """Who settles ``sub``'s messages now, as :func:`amqstomp._protocol.settle.listener_failed`
+    """Who settles ``sub``'s messages now, as :func:`amqstomp._core.settle.listener_failed`
     is asked: ``BY_LIBRARY`` (optimized acknowledge, still open), ``BY_BROKER`` (``ack:auto``),
     else ``BY_APPLICATION``."""
     if sub.window.optimize_acknowledge and not sub.closed:

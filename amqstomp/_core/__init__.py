@@ -9,7 +9,7 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
   compiled through ``_flow.pxd``) -- prefetch windows, ack batching,
   redelivery. They sit at the package top because their build names them there;
   they belong to this layer;
-* :mod:`.state` -- :class:`~amqstomp._protocol.state.ProtocolState`, one
+* :mod:`.state` -- :class:`~amqstomp._core.state.ProtocolState`, one
   socket's session: framing, CONNECTED, receipts, heart-beat deadlines;
 * :mod:`.frames` -- frame builders per STOMP version and broker dialect
   (CONNECT, ACK/NACK identities, ActiveMQ's 1.0 quirk);
