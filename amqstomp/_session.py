@@ -454,7 +454,8 @@ class StompSession:
         With ``auto_reconnect`` and ``wait``, the connection is made as a
         reconnect is (:class:`amqstomp.failover.Reconnector`): one attempt per
         broker in the policy's order, each bounded by the connection's
-        ``timeout`` (30 s when None) and the time left, so a broker that resets
+        ``timeout`` (30 s when None) and its share of the time left (equal
+        among the brokers still to try in the pass), so a broker that resets
         the socket, drops it, or accepts it but never answers CONNECTED ends its
         attempt and the next broker is tried; passes repeat with the reconnect
         back-off until ``timeout`` (or ``reconnect_attempts_max`` passes) run

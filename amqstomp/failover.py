@@ -107,8 +107,10 @@ class Reconnector(PriorityMoves):
         self.resumed_at: Optional[float] = None
         #: why the last attempt failed, or the last loss
         self.last_error: Optional[BaseException] = None
-        #: ``time.monotonic()`` by which the running attempts must end (``connect(timeout_s)``), or
-        #: None: an attempt's own waits (CONNECTED) are cut to it
+        #: ``time.monotonic()`` by which the running attempt must end, or None (no limit but the
+        #: attempt's own): with ``connect(timeout_s)``, each attempt of a pass gets an equal share
+        #: of the time left among the brokers still to try in it (the last all of it), so a broker
+        #: that accepts the socket but never answers cannot use up the time of the next ones
         self.attempt_deadline: Optional[float] = None
         self.gave_up: Optional[BaseException] = None
         #: priorityBackup: probes the priority brokers while connected to another (None without it)
@@ -172,6 +174,7 @@ class Reconnector(PriorityMoves):
             self.disarm()
             raise
         finally:
+            self.attempt_deadline = None
             with self._lock:
                 if self._thread is None:
                     self._reconnecting = False
@@ -293,9 +296,13 @@ class Reconnector(PriorityMoves):
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
         while True:
-            for host_and_port in self.policy.order(self.endpoints, failed=self.lost_endpoint):
+            order = self.policy.order(self.endpoints, failed=self.lost_endpoint)
+            for index, host_and_port in enumerate(order):
                 if self._stop.is_set():
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
+                if deadline is not None:  # this attempt's share of the time left (see attempt_deadline)
+                    now = time.monotonic()
+                    self.attempt_deadline = now + max(0.0, deadline - now) / (len(order) - index)
                 try:
                     self._establish(host_and_port)
                 except Exception as exc:  # StompException, OSError, UnicodeError (a bad host name)...

@@ -242,3 +242,32 @@ def test_first_connect_goes_on_past_a_broker_that_accepts_the_socket_but_never_a
         took = time.monotonic() - started
         assert jms_conn._state.consumer_link.transport.current_host_and_port == backup
         assert (0.9 if fault == "never answers" else 0.0) <= took < 10, took
+
+
+@pytest.mark.parametrize("api", ["stomp.py", "jms"])
+def test_a_silent_first_broker_leaves_the_next_ones_their_share_of_the_connect_timeout(
+        api, activemq_persistent, tcp_proxy_factory):
+    """The whole first connection bounded by one timeout (the stomp.py API's connection
+    ``timeout``, JMS ``create_connection(timeout_s)``) shorter than one attempt's own
+    bound: the silent first broker gets its share of it (half: two brokers), not all of
+    it, and the second broker is connected to (a new user found the whole budget used
+    up on the first broker and "no CONNECTED frame within 0.001 s" on the second)."""
+    backup = tuple(activemq_persistent.host_and_ports[0])
+    silent = tcp_proxy_factory(backup)
+    silent.stall()
+    started = time.monotonic()
+    if api == "stomp.py":
+        conn = amqstomp.Connection12([silent.address, backup], timeout=4, reconnect_attempts_max=-1,
+                                     auto_reconnect=True)
+        conn.connect("admin", "admin", wait=True)  # the connection's timeout: 4 s for all of it
+        took = time.monotonic() - started
+        try:
+            assert conn.transport.current_host_and_port == backup and conn.is_connected()
+        finally:
+            conn.disconnect()
+    else:
+        url = "failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false" % (silent.address + backup)
+        with amqstomp.ConnectionFactory(url).create_connection("admin", "admin", timeout_s=4) as jms_conn:
+            took = time.monotonic() - started
+            assert jms_conn._state.consumer_link.transport.current_host_and_port == backup
+    assert 1.9 <= took < 4, took  # about 2 s on the silent broker, then the backup at once
