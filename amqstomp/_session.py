@@ -508,7 +508,15 @@ class StompSession:
             command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
             self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
             wait_s = timeout if timeout is not None else self.timeout
-            rc.connect(wait_s)  # ConnectRefusedError at once; ConnectFailedException when the passes end
+            opened_before = self.transport.link_seq
+            try:
+                rc.connect(wait_s)  # ConnectRefusedError at once; ConnectFailedException when the passes end
+            except ConnectFailedException:
+                if self.transport.link_seq != opened_before:
+                    # a socket was opened and closed (silently, as every attempt's is): the listeners
+                    # hear on_disconnected once, as after the one attempt of connect() without failover
+                    self._tell_disconnected()
+                raise
 
     def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
                           headers: Optional[Mapping[str, Any]], with_connect_command: bool,

@@ -815,3 +815,23 @@ def test_connect_with_auto_reconnect_rides_over_resets_before_connected(activemq
         gives_up.connect("admin", "admin", wait=True, timeout=1.5)
     assert time.monotonic() - started < 5  # bounded by the timeout
     proxy.refuse(False)
+
+
+@pytest.mark.parametrize("mode, heard", [("reset", 1), ("closed", 0)])
+def test_a_failed_first_connect_with_auto_reconnect_is_heard_as_one_disconnect(tcp_proxy_factory, activemq,
+                                                                                mode, heard):
+    """connect(wait=True) with auto_reconnect runs the failover loop, whose attempts close
+    their sockets silently: when it gives up, the listeners hear on_disconnected once if a
+    socket was opened (as after connect() without failover), never if none was."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    proxy.refuse(True, mode=mode)
+    conn = stomp.Connection12([proxy.address], auto_reconnect=True, reconnect_sleep_initial=0.05,
+                              reconnect_attempts_max=-1, timeout=5)
+    rec = Recorder()
+    conn.set_listener("rec", rec)
+    with pytest.raises(ConnectFailedException):
+        conn.connect("admin", "admin", wait=True, timeout=1.0)
+    time.sleep(0.3)  # a late callback would show now
+    assert rec.count("disconnected") == heard, rec.events
+    assert not conn.is_connected()
+    assert wait_until(lambda: not amq_threads(), 10), amq_threads()
