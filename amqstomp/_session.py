@@ -487,14 +487,9 @@ class StompSession:
     def _connect_over_failover(self, username: Optional[str], passcode: Optional[str],
                                headers: Optional[Mapping[str, Any]], with_connect_command: bool,
                                timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
-        """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover
-        loop's passes (:meth:`amqstomp.failover.Reconnector.connect`: the brokers
-        in the policy's order, the back-off between passes, its attempts) on the
-        calling thread, each attempt one broker bounded by the connection's
-        ``timeout`` (30 s when None) and by ``timeout``, so that a broker that
-        accepts the socket but never answers CONNECTED costs its own attempt
-        and the next one is tried (ActiveMQ's FailoverTransport does the same
-        with its connect and negotiation timeouts)."""
+        """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover loop's
+        passes on this thread (:meth:`amqstomp.failover.Reconnector.connect`; each
+        attempt bounded, as ActiveMQ's FailoverTransport's, see :meth:`connect`)."""
         rc = self.reconnector
         assert rc is not None
         with self._connect_lock:  # concurrent callers: one pass at a time; the second finds it connected
@@ -512,10 +507,8 @@ class StompSession:
             try:
                 rc.connect(wait_s)  # ConnectRefusedError at once; ConnectFailedException when the passes end
             except ConnectFailedException:
-                if self.transport.link_seq != opened_before:
-                    # a socket was opened and closed (silently, as every attempt's is): the listeners
-                    # hear on_disconnected once, as after the one attempt of connect() without failover
-                    self._tell_disconnected()
+                if self.transport.link_seq != opened_before:  # a socket was opened (and closed silently):
+                    self._tell_disconnected()  # on_disconnected once, as after connect() without failover
                 raise
 
     def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,

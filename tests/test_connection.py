@@ -91,6 +91,37 @@ def test_disconnect_sequence_of_callbacks(activemq, version):
     conn.disconnect()  # again: harmless
 
 
+def test_a_send_from_on_disconnecting_goes_out_before_the_disconnect(activemq):
+    """on_disconnecting is called before DISCONNECT is written (docs/guides/stomp-py.md), on
+    the thread that called disconnect(): a message a listener sends from it reaches the
+    broker (a new user saw it written after DISCONNECT and lost, send() returning normally)."""
+    q = queue_name()
+    conn = stomp.Connection12(activemq.host_and_ports)
+    commands = []
+
+    class LastWords:
+        def on_send(self, frame):
+            commands.append(frame.cmd)
+
+        def on_disconnecting(self):
+            conn.send(q, "last words", receipt="r-last")
+
+    conn.set_listener("last", LastWords())
+    conn.connect("admin", "admin", wait=True)
+    conn.disconnect()
+    assert commands[-2:] == ["SEND", "DISCONNECT"], commands
+    reader = stomp.Connection12(activemq.host_and_ports)
+    col = Collector()
+    reader.set_listener("c", col)
+    reader.connect("admin", "admin", wait=True)
+    try:
+        reader.subscribe(q, id="s1", ack="auto")
+        (msg,) = col.wait_messages(1)
+        assert msg.body == "last words"
+    finally:
+        reader.disconnect()
+
+
 def test_connection_default_is_stomp_11():
     assert stomp.Connection is stomp.Connection11
     assert stomp.StompConnection12 is stomp.Connection12

@@ -460,8 +460,8 @@ class Client(Acknowledging, Subscribing):
             deadline = time.monotonic() + wait_s
             if manager is not None:
                 manager.close_all(write_timeout=wait_s)
-            if announce:
-                transport.notify("disconnecting")
+            if announce:  # on this thread, before DISCONNECT: a send from on_disconnecting goes out first
+                transport.notify_now("disconnecting")
             try:
                 future = (send or transport.send_frame)("DISCONNECT", headers, None,
                                                         max(0.0, deadline - time.monotonic()))

@@ -223,6 +223,13 @@ class Driver(LinkOwner):
         if link is not None and link.wbuf and not link.closed:
             link.write(b"")
 
+    def notify_now(self, frame_type: str, frame: Any = None) -> None:
+        """Event ``frame_type`` handed to the listeners on the calling thread, now
+        (not queued behind the dispatcher's work): for a callback whose promise
+        is "before": ``on_disconnecting`` runs before DISCONNECT is written, so
+        what a listener sends from it goes out first."""
+        self.dispatch.call(frame_type, frame)
+
     def notify(self, frame_type: str, frame: Any = None) -> None:
         """Event ``frame_type`` (connecting, connected, message, receipt, error,
         heartbeat_timeout, disconnected, transport_interrupted,
