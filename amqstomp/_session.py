@@ -158,8 +158,8 @@ class StompSession:
         self.auto_content_length = auto_content_length
         check, depth = duplicates
         if not isinstance(check, bool) or isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-            raise ConfigurationError("check_for_duplicates must be True or False and audit_depth an int >= 1, "
-                                     "got %r, %r" % (check, depth))
+            raise ConfigurationError("check_for_duplicates must be True or False, got %r" % (check,) if not isinstance(
+                check, bool) else "audit_depth must be an int >= 1 (message-ids per audit), got %r" % (depth,))
         self.subscriptions = SubscriptionManager(transport, audit_depth=depth, track_acks=True, drop_unknown=True,
                                                  check_for_duplicates=check)
         self._connect_lock = threading.Lock()

@@ -225,3 +225,20 @@ def test_jms_duplicate_verdicts_applied() -> None:
     manager.on_message(fourth)
     assert subscriber.duplicate(sub, Delivery(fourth, 1)) is True and acks == ["a-4"]  # nothing held: ACK now
     assert manager.duplicates_suppressed == 2
+
+
+def test_the_duplicate_options_are_checked_one_by_one() -> None:
+    """Each API names the option that is wrong (a new user found one message for both
+    keywords, and jms.auditDepth=0 silently turning off the audit just asked for)."""
+    import amqstomp
+    from amqstomp.exception import ConfigurationError
+    from amqstomp.jms.options import resolve
+
+    with pytest.raises(ConfigurationError, match=r"^check_for_duplicates must be True or False, got 'yes'"):
+        amqstomp.Connection12([("127.0.0.1", 1)], check_for_duplicates="yes")
+    for depth in (0, -1, True, "2048"):
+        with pytest.raises(ConfigurationError, match=r"^audit_depth must be an int >= 1"):
+            amqstomp.Connection12([("127.0.0.1", 1)], check_for_duplicates=True, audit_depth=depth)
+    with pytest.raises(ConfigurationError, match=r"jms.checkForDuplicates=true needs jms.auditDepth >= 1"):
+        resolve("stomp://127.0.0.1:1?jms.checkForDuplicates=true&jms.auditDepth=0", {})
+    assert resolve("stomp://127.0.0.1:1?jms.auditDepth=0", {}).options["audit_depth"] == 0  # audits off: fine

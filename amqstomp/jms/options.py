@@ -164,6 +164,9 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
     if str(options["version"]) not in ("1.0", "1.1", "1.2"):
         raise ConfigurationError("version (stompVersion) must be 1.0, 1.1 or 1.2, got %r" % (options["version"],))
     options["version"] = str(options["version"])
+    if options["check_for_duplicates"] and not options["audit_depth"]:  # 0 turns the audits off
+        raise ConfigurationError("jms.checkForDuplicates=true needs jms.auditDepth >= 1 (message-ids per audit), "
+                                 "got 0")
     if uri.failover:  # the reconnect policy's checks now, not at create_connection
         policy = ReconnectPolicy.from_uri(uri)
         if policy.priority_backup:
