@@ -21,19 +21,34 @@ from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._core.dialect import BROKERS, refusal
 from .._core.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
+from .._core import acks
+from .._core.acks import AckMode
 from .._core.settle import Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
 from ._state import ConsumerLedger, Delivery, SessionState
-from .constants import AT_MOST_ONCE, AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE
+from .constants import (
+    AT_MOST_ONCE,
+    AUTO_ACKNOWLEDGE,
+    CLIENT_ACKNOWLEDGE,
+    DUPS_OK_ACKNOWLEDGE,
+    INDIVIDUAL_ACKNOWLEDGE,
+    SESSION_TRANSACTED,
+)
 from .destination import Destination
 from .exceptions import BrowseInterruptedError, IllegalStateError
 from .link import message_ack_headers
 
-__all__ = ["Subscriber", "is_reply_subscription"]
+__all__ = ["ACK_MODES", "Subscriber", "is_reply_subscription"]
 
 log = logging.getLogger("amqstomp.jms.consumer")
+
+#: the acknowledgement core's rules (:class:`amqstomp._core.acks.AckMode`) of each acknowledge mode
+ACK_MODES: Dict[int, AckMode] = {
+    AUTO_ACKNOWLEDGE: acks.JMS_AUTO, DUPS_OK_ACKNOWLEDGE: acks.JMS_DUPS_OK, AT_MOST_ONCE: acks.JMS_AT_MOST_ONCE,
+    CLIENT_ACKNOWLEDGE: acks.JMS_CLIENT, INDIVIDUAL_ACKNOWLEDGE: acks.JMS_INDIVIDUAL,
+    SESSION_TRANSACTED: acks.JMS_TRANSACTED}
 
 _PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
                      "topic_prefetch")
@@ -58,6 +73,9 @@ class Subscriber:
         durable_name (str | None), browser (bool), transformation (str | None):
             what SUBSCRIBE says.
         mode (int): the acknowledge mode (AT_MOST_ONCE: ``ack:auto``).
+
+    Attributes (besides those):
+        ack_mode (AckMode): the acknowledgement core's rules of ``mode`` (:data:`ACK_MODES`).
 
     Attributes:
         link (Link): the connection's consumer link.
@@ -85,9 +103,9 @@ class Subscriber:
         self.browser = browser
         self.transformation = transformation
         self.mode = mode
+        self.ack_mode = ACK_MODES[mode]
         #: the STOMP ack mode of its SUBSCRIBE
-        self.ack = "auto" if mode == AT_MOST_ONCE else ("client-individual" if mode == INDIVIDUAL_ACKNOWLEDGE
-                                                        else "client")
+        self.ack = self.ack_mode.stomp_ack
         #: what the settlement core's hand-over rule reads of it (the consumer settles on its own close)
         self.subscribed = Subscribed(self.ack)
         self.sub_id = ""
@@ -109,20 +127,7 @@ class Subscriber:
 
     def subscribe_options(self) -> Dict[str, Any]:
         """The SubscriptionManager options of this subscription (ack batching, prefetch)."""
-        options = self.connection.options
-        out: Dict[str, Any] = {}
-        if self.mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
-            out["optimize_acknowledge"] = True
-            # optimize_acknowledge=False: one ACK per consumed message
-            out["ack_batch_cap"] = int(options["ack_batch_cap"]) if options.get("optimize_acknowledge") else 1
-            if self.mode == DUPS_OK_ACKNOWLEDGE:
-                lazy = int(options["dups_ok_ack_timeout_ms"])
-                out["optimize_acknowledge_timeout_ms"] = lazy
-                out["idle_ack_ms"] = lazy
-            else:
-                out["optimize_acknowledge_timeout_ms"] = int(options["optimize_acknowledge_timeout_ms"])
-                out["idle_ack_ms"] = int(options["idle_ack_ms"])
-            out["optimized_ack_scheduled_ack_interval_ms"] = int(options["optimized_ack_scheduled_ack_interval_ms"])
+        out = acks.window_options(self.ack_mode, self.connection.options)
         given = self.connection.factory.resolved.given
         if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
             manager = self.link.manager
@@ -345,7 +350,7 @@ class Subscriber:
         (``action``, :func:`amqstomp._core.settle.poison`: NACK; ActiveMQ moves it
         to the DLQ; on RabbitMQ with ``requeue:false``: dead-lettered, or dropped
         without a dead-letter exchange)."""
-        if self.mode == AT_MOST_ONCE:  # pragma: no cover - never redelivered
+        if self.ack == "auto":  # pragma: no cover - the broker settled it (AT_MOST_ONCE): never redelivered
             return
         frame = delivery.frame
         link = self.link

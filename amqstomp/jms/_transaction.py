@@ -20,6 +20,7 @@ from typing import List, Optional, Tuple
 
 from .. import _observe
 from ..codec import Frame
+from .._core.acks import in_transaction_ack
 from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
 from ._state import SessionState
@@ -147,8 +148,9 @@ class Transaction:
             with state.cond:
                 for consumer in state.all_consumers():
                     ledger = consumer.ledger
-                    if len(ledger.delivered) > ledger.tx_acked:
-                        acks.append((ledger.delivered[-1].frame, len(ledger.delivered) - ledger.tx_acked))
+                    pending = in_transaction_ack(len(ledger.delivered), ledger.tx_acked, 1)
+                    if pending:  # the acknowledgement core's: one ACK naming the newest, covering the rest
+                        acks.append((ledger.delivered[-1].frame, pending))
                         ledger.tx_acked = len(ledger.delivered)
             tx = self.tx
             send_tx = self.send_tx

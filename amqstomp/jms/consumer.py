@@ -11,42 +11,28 @@ The reader thread counts each MESSAGE in the subscription's prefetch window
 consumer's buffer; the session's thread (listener) or the caller of
 ``receive()`` takes it from there. When the application had the message, the
 consumer tells the manager (``on_consumed``), which sends AUTO_ACKNOWLEDGE's
-batched ACKs; the other modes' ACKs are sent here.
+batched ACKs; the other modes' ACKs are written here. Which ACK, when, and
+what a failed listener means are the acknowledgement core's decisions
+(:mod:`amqstomp._core.acks`: the consumer's :class:`~amqstomp._core.acks.AckMode`,
+:func:`~amqstomp._core.acks.application_ack`, :func:`~amqstomp._core.acks.in_transaction_ack`,
+:func:`~amqstomp._core.acks.redeliver`); this module applies them with the
+session's condition, its waits and the consumer socket.
 
 Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional
 
 from .. import _observe
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
-from .._core.settle import (
-    BY_APPLICATION,
-    BY_BROKER,
-    BY_LIBRARY,
-    INDIVIDUAL,
-    RECOVER,
-    REDELIVER,
-    ROLLBACK,
-    TRANSACTED,
-    Poison,
-    after_failure,
-    listener_failed,
-)
+from .._core import acks
+from .._core.settle import RECOVER, REDELIVER, ROLLBACK, listener_failed
 from ..subscription import Subscription
 from .._io.timeouts import clamp_wait
 from ._state import ConsumerLedger, Delivery, SessionState
 from ._subscriber import Subscriber
-from .constants import (
-    AT_MOST_ONCE,
-    AUTO_ACKNOWLEDGE,
-    CLIENT_ACKNOWLEDGE,
-    DUPS_OK_ACKNOWLEDGE,
-    INDIVIDUAL_ACKNOWLEDGE,
-    SESSION_TRANSACTED,
-)
 from .destination import Destination
 from .exceptions import IllegalStateError
 from ._messages import bind_acknowledge
@@ -57,10 +43,6 @@ __all__ = ["ConsumerCore", "MessageConsumer", "MessageListener", "acknowledge_de
 log = logging.getLogger("amqstomp.jms.consumer")
 
 MessageListener = Callable[[Message], Any]
-
-#: who settles a consumer's messages, by acknowledge mode (what the settlement core is asked with)
-_SETTLED_BY = {AUTO_ACKNOWLEDGE: BY_LIBRARY, DUPS_OK_ACKNOWLEDGE: BY_LIBRARY, AT_MOST_ONCE: BY_BROKER,
-               CLIENT_ACKNOWLEDGE: BY_APPLICATION, INDIVIDUAL_ACKNOWLEDGE: INDIVIDUAL, SESSION_TRANSACTED: TRANSACTED}
 
 
 class ConsumerCore:
@@ -85,10 +67,11 @@ class ConsumerCore:
         self.no_local = no_local
         self.durable_name = durable_name
         self._browser = browser
-        self._mode = state.acknowledge_mode if mode is None else mode
         self.ledger = ConsumerLedger()
         self.subscriber = Subscriber(state, self, self.ledger, destination, selector, no_local, durable_name,
-                                     browser, transformation, self._mode)
+                                     browser, transformation, state.acknowledge_mode if mode is None else mode)
+        #: the acknowledgement core's rules of its acknowledge mode
+        self._acks = self.subscriber.ack_mode
 
     def __repr__(self) -> str:
         return "<jms.MessageConsumer %s on %s%s>" % (self.subscriber.sub_id, self.destination,
@@ -216,32 +199,33 @@ class ConsumerCore:
             return False
         self._hand_over(delivery)
         self._consumed(delivery)
-        if self._mode == INDIVIDUAL_ACKNOWLEDGE:
+        if self._acks.acks_when_skipped:
             self._ack_individual(delivery)
         return True
 
     def _hand_over(self, delivery: Delivery) -> Message:
         """The application gets ``delivery`` now: track it and make its Message."""
-        mode = self._mode
-        if mode in (CLIENT_ACKNOWLEDGE, INDIVIDUAL_ACKNOWLEDGE, SESSION_TRANSACTED):
+        mode = self._acks
+        if mode.tracked:  # the application settles it: kept until its ACK / COMMIT
             if not delivery.counted:
                 self.subscriber.count(delivery)
             with self._state.cond:
                 self.ledger.delivered.append(delivery)
         message = message_from_frame(delivery.frame, self._connection.lookup_temporary, delivery.delivery_count)
-        if mode == CLIENT_ACKNOWLEDGE:
-            bind_acknowledge(message, self._state.session.acknowledge)
-        elif mode == INDIVIDUAL_ACKNOWLEDGE:
-            bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
+        if mode.tracked and not mode.transacted:  # Message.acknowledge()
+            if mode.cumulative:
+                bind_acknowledge(message, self._state.session.acknowledge)
+            else:
+                bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
         return message
 
     def _consumed(self, delivery: Delivery) -> None:
         """The application had ``delivery`` (listener returned, receive() returned)."""
-        mode = self._mode
-        if mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, AT_MOST_ONCE):
+        mode = self._acks
+        if not mode.tracked:
             if not delivery.counted:
                 self.subscriber.count(delivery)  # the manager sends the batched ACK
-        elif mode == SESSION_TRANSACTED:
+        elif mode.transacted:
             self._maybe_ack_in_transaction()
 
     def dispatch(self, delivery: Delivery) -> None:
@@ -278,7 +262,7 @@ class ConsumerCore:
     def _listener_failed(self, delivery: Delivery) -> None:
         """The listener raised for ``delivery``: the settlement core says what that
         means in this acknowledge mode (:func:`amqstomp._core.settle.listener_failed`)."""
-        outcome = listener_failed(_SETTLED_BY[self._mode])
+        outcome = listener_failed(self._acks.settled_by)
         if outcome == REDELIVER:
             self.redeliver([delivery])
         elif outcome == RECOVER:
@@ -304,24 +288,26 @@ class ConsumerCore:
             if delivery not in self.ledger.delivered:
                 return  # acked already, or being redelivered
             self.ledger.delivered.remove(delivery)
-        if self._connection.is_from_lost_socket(delivery.frame):  # its window went with the socket
+        lost = self._connection.is_from_lost_socket
+        todo = acks.application_ack(self._acks, [delivery], lambda d: lost(d.frame))
+        if todo.names is None:  # its window went with the socket
             raise AcknowledgeInterruptedError(
                 "message %s not acknowledged: it came on a connection lost since (failover); the broker "
                 "redelivers it" % delivery.frame.headers.get("message-id"))
         try:
-            self.subscriber.send_ack(delivery.frame)
+            self.subscriber.send_ack(todo.names.frame)
         finally:
-            if not self._connection.is_from_lost_socket(delivery.frame):
-                self.subscriber.window_acked(cumulative=False)
-        self.subscriber.settled([delivery])
+            if not lost(delivery.frame):
+                self.subscriber.window_acked(cumulative=todo.cumulative)
+        self.subscriber.settled(todo.settles)
 
     def _maybe_ack_in_transaction(self) -> None:
         """Transacted: an ACK in the transaction every batch, so the broker (which
         counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
         ledger = self.ledger
         with self._state.cond:
-            pending = len(ledger.delivered) - ledger.tx_acked
-            if pending < self.subscriber.tx_threshold:
+            pending = acks.in_transaction_ack(len(ledger.delivered), ledger.tx_acked, self.subscriber.tx_threshold)
+            if not pending:
                 return
             frame = ledger.delivered[-1].frame
             ledger.tx_acked = len(ledger.delivered)
@@ -345,22 +331,9 @@ class ConsumerCore:
         deliveries = [d for d in deliveries if not self._connection.is_from_lost_socket(d.frame)]
         if not deliveries:
             return
-        policy = self._connection.redelivery_policy
         link = self.subscriber.link
-        keep: List[Delivery] = []
-        poison: List[Tuple[Delivery, Poison]] = []
-        delay_ms = 0
-        for delivery in deliveries:
-            delivery.redeliveries += 1
-            # this client's and the broker's redeliveries count (ActiveMQ's redeliveryCounter)
-            action = after_failure(policy, delivery.delivery_count - 1, True, link.version, link.dialect,
-                                   delivery.frame.headers)
-            if isinstance(action, Poison):
-                poison.append((delivery, action))
-            else:
-                if not keep:
-                    delay_ms = action.delay_ms
-                keep.append(delivery)
+        todo = acks.redeliver(self._connection.redelivery_policy, deliveries, link.version, link.dialect)
+        keep, poison, delay_ms = todo.again, todo.poisoned, todo.delay_ms
         if _observe.messages is not None:  # an instrumentation counts them
             for delivery in keep:
                 _observe.messages.redelivery(link.transport, delivery.frame, False)
@@ -556,22 +529,24 @@ def acknowledge_delivered(state: SessionState) -> None:
     in_doubt: Optional[AcknowledgeInDoubtError] = None
     doubtful = 0
     for consumer, deliveries in state.take_delivered():
-        live = [d for d in deliveries if not lost(d.frame)]
-        not_acked += len(deliveries) - len(live)
-        if not live:
+        subscriber = consumer.subscriber
+        todo = acks.application_ack(subscriber.ack_mode, deliveries, lambda d: lost(d.frame))
+        not_acked += todo.not_acked
+        if todo.names is None:
             continue
+        live = todo.settles
         if _observe.messages is not None:
-            _observe.settling(len(live), live[-1].frame.headers)
+            _observe.settling(len(live), todo.names.frame.headers)
         try:
-            consumer.subscriber.send_ack(live[-1].frame)
+            subscriber.send_ack(todo.names.frame)
         except AcknowledgeInterruptedError:
             not_acked += len(live)
             continue
         except AcknowledgeInDoubtError as exc:
             in_doubt, doubtful = exc, doubtful + len(live)
             continue
-        consumer.subscriber.window_acked(cumulative=True)
-        consumer.subscriber.settled(live)
+        subscriber.window_acked(cumulative=todo.cumulative)
+        subscriber.settled(live)
     if in_doubt is not None:
         raise AcknowledgeInDoubtError(
             "%s; %d message(s) in doubt%s" % (in_doubt, doubtful, ", %d more not acknowledged (they came on a "
