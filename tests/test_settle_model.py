@@ -122,7 +122,7 @@ from amqstomp.exception import (
 )
 from amqstomp._engine import client as engine_client
 from amqstomp._engine.client import Client
-from amqstomp._core import settle
+from amqstomp._core import acks, settle
 from amqstomp.failover import SocketLedger
 from amqstomp._core.transactions import TransactionTable
 
@@ -901,6 +901,7 @@ from hypothesis import given  # noqa: E402
 from amqstomp._core.dialect import ACTIVEMQ, GENERIC, RABBITMQ  # noqa: E402
 from amqstomp.flow import RedeliveryPolicy  # noqa: E402
 from amqstomp.jms import consumer as jms_consumer  # noqa: E402
+from amqstomp.jms.constants import AUTO_ACKNOWLEDGE  # noqa: E402
 from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
 from amqstomp.jms._state import ConsumerLedger  # noqa: E402
 from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
@@ -1090,7 +1091,8 @@ def test_listener_failure_by_who_settles() -> None:
                                                 settle.INDIVIDUAL, settle.TRANSACTED)] == [
         settle.CONSUMED, settle.REDELIVER, settle.CONSUMED, settle.RECOVER, settle.ROLLBACK]
     from amqstomp.jms import constants
-    assert {mode: settle.listener_failed(by) for mode, by in jms_consumer._SETTLED_BY.items()} == {
+    from amqstomp.jms._subscriber import ACK_MODES  # each mode's rules, of the acknowledgement core
+    assert {mode: settle.listener_failed(rules.settled_by) for mode, rules in ACK_MODES.items()} == {
         constants.AUTO_ACKNOWLEDGE: settle.REDELIVER, constants.DUPS_OK_ACKNOWLEDGE: settle.REDELIVER,
         constants.AT_MOST_ONCE: settle.CONSUMED, constants.CLIENT_ACKNOWLEDGE: settle.CONSUMED,
         constants.INDIVIDUAL_ACKNOWLEDGE: settle.RECOVER, constants.SESSION_TRANSACTED: settle.ROLLBACK}
@@ -1193,7 +1195,8 @@ def _optimized(wire: _Wire, maximum: int = 0) -> SubscriptionManager:
 def _jms_poison(manager: SubscriptionManager, wire: _Wire, frame: Frame) -> None:
     """The JMS API's driver: Subscriber.poison of a delivery the window did not count (AUTO_ACKNOWLEDGE)."""
     subscriber = object.__new__(Subscriber)
-    subscriber.mode = jms_consumer.AUTO_ACKNOWLEDGE
+    subscriber.mode = AUTO_ACKNOWLEDGE
+    subscriber.ack_mode = acks.JMS_AUTO
     subscriber.sub_id = SUB
     subscriber.sub = manager.get(SUB)
     subscriber.consumer = "consumer"

@@ -23,7 +23,7 @@ from .._core.dialect import BROKERS, refusal
 from .._core.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
 from .._core import acks
 from .._core.acks import AckMode
-from .._core.settle import Poison, Subscribed
+from .._core.settle import BY_BROKER, Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
 from ..uri import destination_kind
@@ -350,7 +350,7 @@ class Subscriber:
         (``action``, :func:`amqstomp._core.settle.poison`: NACK; ActiveMQ moves it
         to the DLQ; on RabbitMQ with ``requeue:false``: dead-lettered, or dropped
         without a dead-letter exchange)."""
-        if self.ack == "auto":  # pragma: no cover - the broker settled it (AT_MOST_ONCE): never redelivered
+        if self.ack_mode.settled_by == BY_BROKER:  # pragma: no cover - AT_MOST_ONCE: never redelivered
             return
         frame = delivery.frame
         link = self.link
