@@ -1,5 +1,6 @@
 """The acknowledgement core (amqstomp._core.acks) driven in memory: no broker,
-no threads, no clock (the model's own ``now_ms``). A hypothesis state machine
+no threads, no clock (the model's own ``now_ms``); and, at the end, the JMS
+acknowledge modes' rules (amqstomp._core.ackmodes) in memory. A hypothesis state machine
 plays one subscription's life -- deliveries, the application consuming them,
 listeners failing (local redelivery by the redelivery policy, then poison),
 timer flushes, close -- for each ack mode, and applies the core's actions as
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from amqstomp._core import acks
+from amqstomp._core import ackmodes, acks
 from amqstomp._core.settle import BY_APPLICATION, BY_BROKER, BY_LIBRARY, Poison, after_failure
 from amqstomp.flow import ACK_MODES, RedeliveryPolicy, SubscriptionWindow
 
@@ -216,8 +217,8 @@ def test_a_redelivered_message_consumed_at_last_flushes_what_was_held_back():
 
 # ---------------------------------------------------------------- the JMS acknowledge modes (in memory)
 
-JMS_MODES = [acks.JMS_AUTO, acks.JMS_DUPS_OK, acks.JMS_AT_MOST_ONCE, acks.JMS_CLIENT, acks.JMS_INDIVIDUAL,
-             acks.JMS_TRANSACTED]
+JMS_MODES = [ackmodes.JMS_AUTO, ackmodes.JMS_DUPS_OK, ackmodes.JMS_AT_MOST_ONCE, ackmodes.JMS_CLIENT, ackmodes.JMS_INDIVIDUAL,
+             ackmodes.JMS_TRANSACTED]
 
 
 class _Frame:
@@ -260,23 +261,23 @@ def test_the_apis_differ_on_purpose_only_in_the_mode_parameter():
     from amqstomp._core.settle import CONSUMED, RECOVER, listener_failed
     stomp_py = Sub(_window("client-individual", False, 10, 10), "client-individual")
     assert listener_failed(acks.settled_by(stomp_py)) == CONSUMED
-    assert listener_failed(acks.JMS_INDIVIDUAL.settled_by) == RECOVER
-    assert acks.JMS_INDIVIDUAL.stomp_ack == stomp_py.ack
+    assert listener_failed(ackmodes.JMS_INDIVIDUAL.settled_by) == RECOVER
+    assert ackmodes.JMS_INDIVIDUAL.stomp_ack == stomp_py.ack
 
 
 def test_window_options_per_mode():
     options = {"optimize_acknowledge": True, "ack_batch_cap": 50, "optimize_acknowledge_timeout_ms": 300,
                "idle_ack_ms": 20, "dups_ok_ack_timeout_ms": 1000, "optimized_ack_scheduled_ack_interval_ms": 0}
-    assert acks.window_options(acks.JMS_AUTO, options) == {
+    assert ackmodes.window_options(ackmodes.JMS_AUTO, options) == {
         "optimize_acknowledge": True, "ack_batch_cap": 50, "optimize_acknowledge_timeout_ms": 300,
         "idle_ack_ms": 20, "optimized_ack_scheduled_ack_interval_ms": 0}
-    lazy = acks.window_options(acks.JMS_DUPS_OK, options)
+    lazy = ackmodes.window_options(ackmodes.JMS_DUPS_OK, options)
     assert lazy["optimize_acknowledge_timeout_ms"] == lazy["idle_ack_ms"] == 1000
-    assert acks.window_options(acks.JMS_AUTO, dict(options, optimize_acknowledge=False))["ack_batch_cap"] == 1
-    for mode in (acks.JMS_AT_MOST_ONCE, acks.JMS_CLIENT, acks.JMS_INDIVIDUAL, acks.JMS_TRANSACTED):
-        assert acks.window_options(mode, options) == {}
+    assert ackmodes.window_options(ackmodes.JMS_AUTO, dict(options, optimize_acknowledge=False))["ack_batch_cap"] == 1
+    for mode in (ackmodes.JMS_AT_MOST_ONCE, ackmodes.JMS_CLIENT, ackmodes.JMS_INDIVIDUAL, ackmodes.JMS_TRANSACTED):
+        assert ackmodes.window_options(mode, options) == {}
     with pytest.raises(KeyError):
-        acks.window_options(acks.JMS_AUTO, {"optimize_acknowledge": True})
+        ackmodes.window_options(ackmodes.JMS_AUTO, {"optimize_acknowledge": True})
 
 
 @given(lost=st.lists(st.booleans(), max_size=12))
@@ -284,8 +285,8 @@ def test_client_acknowledge_names_the_newest_delivery_of_the_open_socket(lost: L
     """CLIENT_ACKNOWLEDGE / transacted: ONE cumulative ACK naming the newest delivery that came on
     the open socket; deliveries of a lost socket are never named and are counted not acknowledged."""
     deliveries = [_Delivery(i, lost=flag) for i, flag in enumerate(lost)]
-    for mode in (acks.JMS_CLIENT, acks.JMS_TRANSACTED):
-        todo = acks.application_ack(mode, deliveries, lambda d: d.lost)
+    for mode in (ackmodes.JMS_CLIENT, ackmodes.JMS_TRANSACTED):
+        todo = ackmodes.application_ack(mode, deliveries, lambda d: d.lost)
         live = [d for d in deliveries if not d.lost]
         assert todo.cumulative and todo.settles == live and todo.not_acked == len(deliveries) - len(live)
         assert todo.names is (live[-1] if live else None)
@@ -293,13 +294,13 @@ def test_client_acknowledge_names_the_newest_delivery_of_the_open_socket(lost: L
 
 def test_individual_acknowledge_acks_the_one_message():
     one = _Delivery(1)
-    todo = acks.application_ack(acks.JMS_INDIVIDUAL, [one], lambda d: False)
+    todo = ackmodes.application_ack(ackmodes.JMS_INDIVIDUAL, [one], lambda d: False)
     assert todo.names is one and todo.settles == [one] and not todo.cumulative and todo.not_acked == 0
-    gone = acks.application_ack(acks.JMS_INDIVIDUAL, [one], lambda d: True)
+    gone = ackmodes.application_ack(ackmodes.JMS_INDIVIDUAL, [one], lambda d: True)
     assert gone.names is None and gone.settles == [] and gone.not_acked == 1
-    for mode in (acks.JMS_AUTO, acks.JMS_DUPS_OK, acks.JMS_AT_MOST_ONCE):
+    for mode in (ackmodes.JMS_AUTO, ackmodes.JMS_DUPS_OK, ackmodes.JMS_AT_MOST_ONCE):
         with pytest.raises(ValueError, match="does not acknowledge"):
-            acks.application_ack(mode, [one], lambda d: False)
+            ackmodes.application_ack(mode, [one], lambda d: False)
 
 
 def test_acks_in_a_transaction_every_batch_and_the_rest_at_commit():
@@ -307,14 +308,14 @@ def test_acks_in_a_transaction_every_batch_and_the_rest_at_commit():
     broker keeps dispatching), and the rest at COMMIT (threshold 1); nothing pending: none."""
     acked, written = 0, []
     for delivered in range(1, 8):
-        pending = acks.in_transaction_ack(delivered, acked, 3)
+        pending = ackmodes.in_transaction_ack(delivered, acked, 3)
         if pending:
             written.append((delivered, pending))
             acked = delivered
     assert written == [(3, 3), (6, 3)]
-    assert acks.in_transaction_ack(7, acked, 1) == 1
-    assert acks.in_transaction_ack(7, 7, 1) == 0
-    assert acks.in_transaction_ack(2, 0, 0) == 2  # a threshold below 1 is 1
+    assert ackmodes.in_transaction_ack(7, acked, 1) == 1
+    assert ackmodes.in_transaction_ack(7, 7, 1) == 0
+    assert ackmodes.in_transaction_ack(2, 0, 0) == 2  # a threshold below 1 is 1
 
 
 def test_local_redelivery_counts_and_poisons_past_the_policy():
@@ -322,13 +323,13 @@ def test_local_redelivery_counts_and_poisons_past_the_policy():
     ACK identity); the delay is the policy's for the first one kept; a broker redelivery counts."""
     policy = RedeliveryPolicy(maximum_redeliveries=2, initial_redelivery_delay_ms=10, redelivery_delay_ms=25)
     fresh, again_from_broker = _Delivery(1), _Delivery(2, broker_count=3)
-    todo = acks.redeliver(policy, [fresh, again_from_broker], "1.2", "activemq")
+    todo = ackmodes.redeliver(policy, [fresh, again_from_broker], "1.2", "activemq")
     assert todo.again == [fresh] and todo.delay_ms == 10
     assert [(d, p.command, p.headers) for d, p in todo.poisoned] == [(again_from_broker, "NACK", {"id": "a2"})]
     assert fresh.redeliveries == 1
-    todo = acks.redeliver(policy, [fresh], "1.2", "activemq")
+    todo = ackmodes.redeliver(policy, [fresh], "1.2", "activemq")
     assert todo.again == [fresh] and todo.delay_ms == 25 and not todo.poisoned
-    todo = acks.redeliver(policy, [fresh], "1.0", "activemq")
+    todo = ackmodes.redeliver(policy, [fresh], "1.0", "activemq")
     assert todo.again == [] and todo.delay_ms == 0
     [(delivery, action)] = todo.poisoned
     assert delivery is fresh and action.command == "ACK" and "3 times" in action.reason  # STOMP 1.0 has no NACK

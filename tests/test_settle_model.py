@@ -122,7 +122,7 @@ from amqstomp.exception import (
 )
 from amqstomp._engine import client as engine_client
 from amqstomp._engine.client import Client
-from amqstomp._core import acks, settle
+from amqstomp._core import ackmodes, settle
 from amqstomp.failover import SocketLedger
 from amqstomp._core.transactions import TransactionTable
 
@@ -1196,7 +1196,7 @@ def _jms_poison(manager: SubscriptionManager, wire: _Wire, frame: Frame) -> None
     """The JMS API's driver: Subscriber.poison of a delivery the window did not count (AUTO_ACKNOWLEDGE)."""
     subscriber = object.__new__(Subscriber)
     subscriber.mode = AUTO_ACKNOWLEDGE
-    subscriber.ack_mode = acks.JMS_AUTO
+    subscriber.ack_mode = ackmodes.JMS_AUTO
     subscriber.sub_id = SUB
     subscriber.sub = manager.get(SUB)
     subscriber.consumer = "consumer"

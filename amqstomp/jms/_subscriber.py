@@ -21,8 +21,8 @@ from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._core.dialect import BROKERS, refusal
 from .._core.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
-from .._core import acks
-from .._core.acks import AckMode
+from .._core import ackmodes
+from .._core.ackmodes import AckMode
 from .._core.settle import BY_BROKER, Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
@@ -44,11 +44,11 @@ __all__ = ["ACK_MODES", "Subscriber", "is_reply_subscription"]
 
 log = logging.getLogger("amqstomp.jms.consumer")
 
-#: the acknowledgement core's rules (:class:`amqstomp._core.acks.AckMode`) of each acknowledge mode
+#: the acknowledgement core's rules (:class:`amqstomp._core.ackmodes.AckMode`) of each acknowledge mode
 ACK_MODES: Dict[int, AckMode] = {
-    AUTO_ACKNOWLEDGE: acks.JMS_AUTO, DUPS_OK_ACKNOWLEDGE: acks.JMS_DUPS_OK, AT_MOST_ONCE: acks.JMS_AT_MOST_ONCE,
-    CLIENT_ACKNOWLEDGE: acks.JMS_CLIENT, INDIVIDUAL_ACKNOWLEDGE: acks.JMS_INDIVIDUAL,
-    SESSION_TRANSACTED: acks.JMS_TRANSACTED}
+    AUTO_ACKNOWLEDGE: ackmodes.JMS_AUTO, DUPS_OK_ACKNOWLEDGE: ackmodes.JMS_DUPS_OK, AT_MOST_ONCE: ackmodes.JMS_AT_MOST_ONCE,
+    CLIENT_ACKNOWLEDGE: ackmodes.JMS_CLIENT, INDIVIDUAL_ACKNOWLEDGE: ackmodes.JMS_INDIVIDUAL,
+    SESSION_TRANSACTED: ackmodes.JMS_TRANSACTED}
 
 _PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
                      "topic_prefetch")
@@ -127,7 +127,7 @@ class Subscriber:
 
     def subscribe_options(self) -> Dict[str, Any]:
         """The SubscriptionManager options of this subscription (ack batching, prefetch)."""
-        out = acks.window_options(self.ack_mode, self.connection.options)
+        out = ackmodes.window_options(self.ack_mode, self.connection.options)
         given = self.connection.factory.resolved.given
         if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
             manager = self.link.manager

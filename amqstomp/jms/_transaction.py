@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 
 from .. import _observe
 from ..codec import Frame
-from .._core.acks import in_transaction_ack
+from .._core.ackmodes import in_transaction_ack
 from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
 from ._state import SessionState

@@ -13,9 +13,9 @@ consumer's buffer; the session's thread (listener) or the caller of
 consumer tells the manager (``on_consumed``), which sends AUTO_ACKNOWLEDGE's
 batched ACKs; the other modes' ACKs are written here. Which ACK, when, and
 what a failed listener means are the acknowledgement core's decisions
-(:mod:`amqstomp._core.acks`: the consumer's :class:`~amqstomp._core.acks.AckMode`,
-:func:`~amqstomp._core.acks.application_ack`, :func:`~amqstomp._core.acks.in_transaction_ack`,
-:func:`~amqstomp._core.acks.redeliver`); this module applies them with the
+(:mod:`amqstomp._core.ackmodes`: the consumer's :class:`~amqstomp._core.ackmodes.AckMode`,
+:func:`~amqstomp._core.ackmodes.application_ack`, :func:`~amqstomp._core.ackmodes.in_transaction_ack`,
+:func:`~amqstomp._core.ackmodes.redeliver`); this module applies them with the
 session's condition, its waits and the consumer socket.
 
 Licensed under the Apache License, Version 2.0.
@@ -27,7 +27,7 @@ from typing import Any, Callable, Deque, List, Optional
 from .. import _observe
 from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
 from ..log import report_callback_error
-from .._core import acks
+from .._core import ackmodes
 from .._core.settle import RECOVER, REDELIVER, ROLLBACK, listener_failed
 from ..subscription import Subscription
 from .._io.timeouts import clamp_wait
@@ -289,7 +289,7 @@ class ConsumerCore:
                 return  # acked already, or being redelivered
             self.ledger.delivered.remove(delivery)
         lost = self._connection.is_from_lost_socket
-        todo = acks.application_ack(self._acks, [delivery], lambda d: lost(d.frame))
+        todo = ackmodes.application_ack(self._acks, [delivery], lambda d: lost(d.frame))
         if todo.names is None:  # its window went with the socket
             raise AcknowledgeInterruptedError(
                 "message %s not acknowledged: it came on a connection lost since (failover); the broker "
@@ -306,7 +306,7 @@ class ConsumerCore:
         counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
         ledger = self.ledger
         with self._state.cond:
-            pending = acks.in_transaction_ack(len(ledger.delivered), ledger.tx_acked, self.subscriber.tx_threshold)
+            pending = ackmodes.in_transaction_ack(len(ledger.delivered), ledger.tx_acked, self.subscriber.tx_threshold)
             if not pending:
                 return
             frame = ledger.delivered[-1].frame
@@ -332,7 +332,7 @@ class ConsumerCore:
         if not deliveries:
             return
         link = self.subscriber.link
-        todo = acks.redeliver(self._connection.redelivery_policy, deliveries, link.version, link.dialect)
+        todo = ackmodes.redeliver(self._connection.redelivery_policy, deliveries, link.version, link.dialect)
         keep, poison, delay_ms = todo.again, todo.poisoned, todo.delay_ms
         if _observe.messages is not None:  # an instrumentation counts them
             for delivery in keep:
@@ -530,7 +530,7 @@ def acknowledge_delivered(state: SessionState) -> None:
     doubtful = 0
     for consumer, deliveries in state.take_delivered():
         subscriber = consumer.subscriber
-        todo = acks.application_ack(subscriber.ack_mode, deliveries, lambda d: lost(d.frame))
+        todo = ackmodes.application_ack(subscriber.ack_mode, deliveries, lambda d: lost(d.frame))
         not_acked += todo.not_acked
         if todo.names is None:
             continue
