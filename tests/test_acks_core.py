@@ -244,14 +244,14 @@ def test_each_jms_mode_names_its_stomp_ack_and_who_settles():
     """The SUBSCRIBE ``ack`` header and what a failed listener means, per JMS acknowledge mode."""
     from amqstomp._core.settle import CONSUMED, RECOVER, REDELIVER, ROLLBACK, listener_failed
     table = {m.name: (m.stomp_ack, listener_failed(m.settled_by), m.tracked, m.cumulative, m.transacted,
-                      m.acks_when_skipped) for m in JMS_MODES}
+                      m.individual, m.acknowledges_all, m.recovers_current) for m in JMS_MODES}
     assert table == {
-        "AUTO_ACKNOWLEDGE": ("client", REDELIVER, False, False, False, False),
-        "DUPS_OK_ACKNOWLEDGE": ("client", REDELIVER, False, False, False, False),
-        "AT_MOST_ONCE": ("auto", CONSUMED, False, False, False, False),
-        "CLIENT_ACKNOWLEDGE": ("client", CONSUMED, True, True, False, False),
-        "INDIVIDUAL_ACKNOWLEDGE": ("client-individual", RECOVER, True, False, False, True),
-        "SESSION_TRANSACTED": ("client", ROLLBACK, True, True, True, False),
+        "AUTO_ACKNOWLEDGE": ("client", REDELIVER, False, False, False, False, False, True),
+        "DUPS_OK_ACKNOWLEDGE": ("client", REDELIVER, False, False, False, False, False, True),
+        "AT_MOST_ONCE": ("auto", CONSUMED, False, False, False, False, False, False),
+        "CLIENT_ACKNOWLEDGE": ("client", CONSUMED, True, True, False, False, True, False),
+        "INDIVIDUAL_ACKNOWLEDGE": ("client-individual", RECOVER, True, False, False, True, False, False),
+        "SESSION_TRANSACTED": ("client", ROLLBACK, True, True, True, False, False, False),
     }
 
 

@@ -81,11 +81,27 @@ class AckMode:
         self.transacted = transacted
 
     @property
-    def acks_when_skipped(self) -> bool:
-        """A message the consumer skips (``no_local``, expired) is acked by amqstomp at once:
-        one ACK per message (INDIVIDUAL); the cumulative modes' next ACK covers it, and the
-        untracked ones count it consumed."""
+    def individual(self) -> bool:
+        """One ACK per message (INDIVIDUAL_ACKNOWLEDGE): a message's ``acknowledge()`` acks
+        that one, and a message the consumer skips (``no_local``, expired) is acked by
+        amqstomp at once (the cumulative modes' next ACK covers it; the untracked ones
+        count it consumed)."""
         return self.tracked and not self.cumulative
+
+    @property
+    def acknowledges_all(self) -> bool:
+        """The application's ``acknowledge()`` (JMS ``Session.acknowledge``, any message's)
+        acks every message handed over so far with one cumulative ACK per consumer
+        (:func:`application_ack`): CLIENT_ACKNOWLEDGE; elsewhere it does nothing but
+        INDIVIDUAL's, which acks its one message."""
+        return self.tracked and self.cumulative and not self.transacted
+
+    @property
+    def recovers_current(self) -> bool:
+        """``recover()`` called from a listener puts the message it runs for back too:
+        amqstomp settles it once the listener returned (AUTO/DUPS_OK), so it is not
+        settled yet; in the tracked modes it is among those handed over already."""
+        return self.settled_by == BY_LIBRARY
 
     def __repr__(self) -> str:
         return "AckMode(%s)" % self.name

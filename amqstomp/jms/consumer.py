@@ -199,7 +199,7 @@ class ConsumerCore:
             return False
         self._hand_over(delivery)
         self._consumed(delivery)
-        if self._acks.acks_when_skipped:
+        if self._acks.individual:
             self._ack_individual(delivery)
         return True
 
@@ -212,11 +212,10 @@ class ConsumerCore:
             with self._state.cond:
                 self.ledger.delivered.append(delivery)
         message = message_from_frame(delivery.frame, self._connection.lookup_temporary, delivery.delivery_count)
-        if mode.tracked and not mode.transacted:  # Message.acknowledge()
-            if mode.cumulative:
-                bind_acknowledge(message, self._state.session.acknowledge)
-            else:
-                bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
+        if mode.acknowledges_all:  # Message.acknowledge()
+            bind_acknowledge(message, self._state.session.acknowledge)
+        elif mode.individual:  # one ACK per message: this one
+            bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
         return message
 
     def _consumed(self, delivery: Delivery) -> None:

@@ -43,10 +43,10 @@ from .._core.dialect import BROKERS, refusal
 from ..exception import BrokerError, StompException
 from .._io.timeouts import clamp_wait
 from ._state import Delivery, SessionState
+from ._subscriber import ACK_MODES
 from ._transaction import Transaction
 from .browser import QueueBrowser
-from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE
-from .constants import SESSION_TRANSACTED
+from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, SESSION_TRANSACTED
 from .consumer import ConsumerCore, MessageConsumer, acknowledge_delivered
 from .destination import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, TransactionRolledBackError
@@ -445,7 +445,7 @@ class Session:
             raise IllegalStateError("recover() is not for a transacted session; use rollback()")
         state = self._state
         if state.on_session_thread() and state.running is not None and \
-                self.acknowledge_mode in (AUTO_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE):
+                ACK_MODES[self.acknowledge_mode].recovers_current:
             state.recover_current = True
         for consumer, deliveries in state.take_delivered():
             consumer.redeliver(deliveries)
@@ -468,7 +468,7 @@ class Session:
             BrokerError: ``jms.sendAcksAsync=false`` only.
         """
         self._check_open(IllegalStateError("the session of this message is closed"))
-        if self.acknowledge_mode != CLIENT_ACKNOWLEDGE:
+        if not ACK_MODES[self.acknowledge_mode].acknowledges_all:  # the core's rule: CLIENT_ACKNOWLEDGE only
             return
         acknowledge_delivered(self._state)
 
