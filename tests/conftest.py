@@ -330,3 +330,14 @@ def connect12(target: Any, made: List[Any], listener: Any = None, **kwargs: Any)
         conn.set_listener("rec", listener)
     conn.connect(target.username, target.password, wait=True, timeout=15)
     return conn
+
+
+def cut_stalled_later(proxy: Any, after_s: float = 0.5) -> None:
+    """From another thread, ``after_s`` seconds from now: cut the TcpProxy's connections, then let
+    it pass bytes again (what was written into the stalled path is lost with the socket)."""
+    def cut() -> None:
+        time.sleep(after_s)
+        proxy.cut()
+        proxy.unstall()
+
+    threading.Thread(target=cut, daemon=True, name="test-cut-stalled-later").start()
