@@ -8,7 +8,6 @@ application gets it a second time (what amqstomp did before).
 What is visible: the application's deliveries, the client's suppressed count, and
 the broker's queue afterwards (a fresh consumer finds nothing).
 """
-import threading
 import time
 import uuid
 
