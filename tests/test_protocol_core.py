@@ -215,6 +215,29 @@ def test_heartbeat_deadlines_from_times_passed_in():
     assert state.next_deadline(5000.0) == min(5000.0 + state.heartbeat_due_in_ms(5000.0), 5000.0 + timeout)
 
 
+def test_connected_deadline_while_connecting():
+    """CONNECT written at 1000 ms with 2000 ms for the answer: due at 3000 (the
+    next deadline while CONNECTING), overdue from then; CONNECTED clears it."""
+    state = ProtocolState("1.2", now_ms=1000.0)
+    assert state.next_deadline(1000.0) is None and not state.connected_overdue(10 ** 9)  # none armed
+    state.encode("CONNECT", {"accept-version": "1.2"}, b"")
+    state.connect_sent(1000.0, 2000.0)
+    assert state.next_deadline(1500.0) == 3000.0
+    assert not state.connected_overdue(2999.0)
+    assert state.connected_overdue(3000.0)
+    with pytest.raises(ValueError, match="within_ms"):
+        state.connect_sent(1000.0, float("nan"))
+    _connected(state, now_ms=2500.0)  # answered in time
+    assert state.link_state is LinkState.OPEN
+    assert not state.connected_overdue(5000.0) and state.next_deadline(5000.0) is None  # heart-beats off
+    state.connect_sent(6000.0, 1.0)  # no effect once connected
+    assert not state.connected_overdue(10 ** 9)
+    closing = ProtocolState("1.2")
+    closing.connect_sent(0.0, 10.0)
+    closing.closing()  # this side closes before the answer: no deadline to report
+    assert not closing.connected_overdue(20.0) and closing.next_deadline(20.0) is None
+
+
 def test_broker_limits_apply_to_activemq_classic_only():
     big = {"x": "y" * 10241}
     classic = ProtocolState("1.2")
