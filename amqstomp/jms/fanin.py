@@ -44,8 +44,10 @@ log = logging.getLogger("amqstomp.jms.fanin")
 #: ``listener(broker_url, exc)``: what went wrong on one broker's connection
 BrokerListener = Callable[[str, BaseException], Any]
 
-#: ``receive()`` waits on one broker at a time for at most this long (s), then looks at the others
-WAIT_SLICE_S = 0.01
+#: ``receive()`` with nothing here waits on one broker at a time, then looks at the others: first
+#: for :data:`FIRST_SLICE_S`, doubling while nothing comes up to :data:`WAIT_SLICE_S` (s)
+FIRST_SLICE_S = 0.001
+WAIT_SLICE_S = 0.016
 
 
 class FanInConsumer:
@@ -184,8 +186,9 @@ class FanInConsumer:
         """The next message of any broker, or None after ``timeout`` seconds
         (None: wait until one comes or the consumer is closed; 0: only one here already).
         Looks at the brokers in turn, starting after the one that gave the last
-        message; while none has one it waits on each in turn for up to
-        :data:`WAIT_SLICE_S`.
+        message; while none has one it waits on each in turn, 1 ms at first,
+        doubling up to :data:`WAIT_SLICE_S` (16 ms): a message is taken at most that
+        long after it arrived.
 
         Raises:
             IllegalStateError: closed, or a listener is set.
@@ -198,6 +201,7 @@ class FanInConsumer:
         self._check_open()
         timeout = clamp_wait(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        slice_s = FIRST_SLICE_S
         while True:
             live = [i for i, member in enumerate(self._members) if member.lost is None]
             if not live:
@@ -217,9 +221,10 @@ class FanInConsumer:
                 return None
             index = live[start % n]
             self._next = (start + 1) % n
-            message = self._take(index, WAIT_SLICE_S if left is None else min(left, WAIT_SLICE_S))
+            message = self._take(index, slice_s if left is None else min(left, slice_s))
             if message is not None:
                 return message
+            slice_s = min(WAIT_SLICE_S, slice_s * 2)
 
     def receive_no_wait(self) -> Optional[Message]:
         """A message some broker has here already, or None."""
