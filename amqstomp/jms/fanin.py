@@ -78,6 +78,9 @@ class FanInConsumer:
         **options: :class:`ConnectionFactory` keywords for every connection
             (failover keywords only where the URLs are ``failover:``).
 
+    Attributes:
+        destination (Destination): what it consumes.
+
     Delivery starts at once. ``receive()`` takes from the brokers in turn (each
     broker's messages in their order; no order across brokers). A listener runs
     on each broker's session thread: with several brokers, concurrently.

@@ -49,6 +49,7 @@ class SpreadingProducer:
         **options: :class:`ConnectionFactory` keywords for every connection.
 
     Attributes:
+        destination (Destination): where every send goes.
         delivery_mode (int), priority (int), time_to_live (int, ms): ``send``'s
             defaults, as :class:`MessageProducer`'s.
 
@@ -142,6 +143,11 @@ class SpreadingProducer:
         ``send_timeout_ms``, the failover ``timeout``). A send refused before it
         was written (the broker's connection broken, or no socket within the
         failover ``timeout``: ``NotConnectedException``) goes to the next broker.
+        (A PERSISTENT send whose socket was lost after it was written and before
+        its RECEIPT is written again on the member's next socket; if none comes
+        within the ``timeout`` it also ends in ``NotConnectedException`` and goes
+        to the next broker, while the lost broker may have stored it: at least
+        once, a duplicate possible, never a loss.)
         Returning means that broker's producer accepted it by the normal rules
         (a PERSISTENT send: the broker's RECEIPT came).
 
