@@ -73,7 +73,8 @@ class FanInConsumer:
             (``jms.prefetchPolicy.all``, else ``queuePrefetch``/``topicPrefetch``,
             1000 for queues). Each broker gets ``prefetch // n``, the first
             ``prefetch % n`` one more, at least 1 each (so at least ``n`` in all).
-        username, password (str | None): as :meth:`ConnectionFactory.create_connection`.
+        username (str | None): as :meth:`ConnectionFactory.create_connection`.
+        password (str | None): as there (never logged).
         timeout_s (float | None): each connection's connect deadline (s), as there.
         **options: :class:`ConnectionFactory` keywords for every connection
             (failover keywords only where the URLs are ``failover:``).
@@ -260,7 +261,7 @@ class FanInConsumer:
         more than once.
 
         Raises:
-            the first error a connection's close raised, after closing the others.
+            StompException: the first error a connection's close raised, after closing the others.
         """
         if self._closed:
             return

@@ -45,7 +45,9 @@ class SpreadingProducer:
             the failover URI's option), else a send caught by a broker's loss waits
             for that broker to come back.
         destination (Destination | str): where every send goes.
-        username, password, timeout_s: as :meth:`ConnectionFactory.create_connection`.
+        username (str | None): as :meth:`ConnectionFactory.create_connection`.
+        password (str | None): as there (never logged).
+        timeout_s (float | None): each connection's connect deadline (s), as there.
         **options: :class:`ConnectionFactory` keywords for every connection.
 
     Attributes:
@@ -152,11 +154,13 @@ class SpreadingProducer:
         (a PERSISTENT send: the broker's RECEIPT came).
 
         Raises:
-            ConnectionClosedException: every broker is lost, or none took it.
-            the chosen producer's errors whose outcome is not "not written"
-            (``ReceiptTimeout``, ``ResourceAllocationError``, a connection lost
-            while a send waited for its receipt...): the message may or may not
-            be on that broker; it is not sent elsewhere.
+            ConnectionClosedException: every broker is lost, or none took it; or
+                the chosen broker's connection was lost while the send waited for
+                its receipt (the message may be on that broker; not sent elsewhere).
+            StompException: another error of the chosen producer whose outcome is
+                not "not written" (``ReceiptTimeout``, ``ResourceAllocationError``,
+                ``BrokerError``...): as :meth:`MessageProducer.send` raises it; the
+                message may be on that broker; it is not sent elsewhere.
             IllegalStateError: closed.
         """
         if self._closed:
@@ -219,7 +223,7 @@ class SpreadingProducer:
         Safe to call more than once.
 
         Raises:
-            the first error a connection's close raised, after closing the others.
+            StompException: the first error a connection's close raised, after closing the others.
         """
         if self._closed:
             return
