@@ -10,6 +10,7 @@ amqstomp.jms.SpreadingProducer; docs/guides/scaling-out.md), on real brokers:
 - a spreading producer puts messages on every member; a stopped member's share goes to
   the others; after its restart a fan-in consumer finds every message sent.
 """
+import threading
 import uuid
 from typing import Any, Dict, List
 
@@ -111,6 +112,7 @@ def test_a_fan_in_consumer_over_standalone_brokers(activemq_factory) -> None:
     for i, broker in enumerate(brokers):
         _produce(broker.url, queue, ["b%d-%03d" % (i, k) for k in range(30)])
     heard: List[str] = []
+    threads = threading.active_count()
     consumer = FanInConsumer([b.url for b in brokers], queue, prefetch=7, timeout_s=30)
     try:
         consumer.set_exception_listener(lambda url, exc: heard.append(url))
@@ -121,6 +123,16 @@ def test_a_fan_in_consumer_over_standalone_brokers(activemq_factory) -> None:
             mine = [body for body in got if body.startswith("b%d-" % i)]
             assert mine == sorted(mine)
         assert consumer.receive(0.3) is None
+        # a listener: on each broker's session thread
+        heard_by_listener: List[str] = []
+        consumer.set_message_listener(lambda message: heard_by_listener.append(message.text))
+        with pytest.raises(amqstomp.jms.IllegalStateError, match="message listener"):
+            consumer.receive(0)
+        for i, broker in enumerate(brokers):
+            _produce(broker.url, queue, ["l%d-%d" % (i, k) for k in range(5)])
+        assert wait_until(lambda: len(heard_by_listener) >= 10, 20), heard_by_listener
+        assert sorted(heard_by_listener) == sorted("l%d-%d" % (i, k) for i in range(2) for k in range(5))
+        consumer.set_message_listener(None)
         # a broker stopped (a stomp:// member: no reconnect) is reported and left out
         brokers[1].stop()
         assert wait_until(lambda: brokers[1].url in consumer.lost, 20), consumer.lost
@@ -129,6 +141,7 @@ def test_a_fan_in_consumer_over_standalone_brokers(activemq_factory) -> None:
         assert _drain(consumer, 5, 20) == ["after-%d" % k for k in range(5)]
     finally:
         consumer.close()
+    assert consumer.closed and wait_until(lambda: threading.active_count() <= threads, 10), threading.enumerate()
     assert wait_until(lambda: _size(brokers[0], queue) == 0, 10)
 
 
