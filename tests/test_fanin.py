@@ -11,6 +11,7 @@ amqstomp.jms.SpreadingProducer; docs/guides/scaling-out.md), on real brokers:
   the others; after its restart a fan-in consumer finds every message sent.
 """
 import threading
+import time
 import uuid
 from typing import Any, Dict, List
 
@@ -173,3 +174,61 @@ def test_a_spreading_producer_spreads_and_skips_a_stopped_broker(activemq_networ
     print("\nspreading producer, member 2 stopped after 30 of 60: sent per member %s, received %d (%d distinct)"
           % (after, len(got), len(set(got))))
     assert set(got) == set(sent)  # none lost
+
+
+def test_a_full_broker_blocks_only_the_send_that_found_it_full(activemq_factory) -> None:
+    """Broker 1 has a 1 MB memory limit with producer flow control, broker 2 room: two threads
+    send 10 kB messages through one spreading producer; the send that finds broker 1 full waits
+    there (its window), while the other thread's sends all go to broker 2. A consumer on broker
+    1 then frees it, the waiting send completes, and every message is on one of the brokers."""
+    full = activemq_factory(memory_limit="1 mb", producer_flow_control=True)
+    roomy = activemq_factory()
+    queue = _queue()
+    body = "x" * 10000
+    per_thread = 150  # 1.5 MB each: more than broker 1 holds
+    done: Dict[int, int] = {0: 0, 1: 0}
+    errors: List[BaseException] = []
+    producer = SpreadingProducer([full.url, roomy.url], queue, producer_window_size=256 * 1024, timeout_s=30)
+    producer.delivery_mode = amqstomp.jms.NON_PERSISTENT
+
+    def send(thread: int) -> None:
+        try:
+            for k in range(per_thread):
+                producer.send(TextMessage("%d-%03d:%s" % (thread, k, body)))
+                done[thread] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True, name="test-sender-%d" % i) for i in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        # one thread finishes, all its later sends on broker 2, while the other waits on broker 1's window
+        assert wait_until(lambda: not all(t.is_alive() for t in threads), 60), (done, producer.sent)
+        assert any(t.is_alive() for t in threads), (done, producer.sent)  # still held by broker 1
+        waiting = producer.sent
+        # broker 1 holds fewer than one thread's worth; the finished thread's later sends all went to broker 2
+        assert errors == [] and waiting[0] < per_thread and sum(waiting) == done[0] + done[1], (waiting, done)
+        drained: List[str] = []
+        conn = amqstomp.ConnectionFactory(full.url).create_connection(timeout_s=30)
+        try:
+            consumer = conn.create_session().create_consumer(amqstomp.Queue(queue))
+            conn.start()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (any(t.is_alive() for t in threads) or
+                                                    len(drained) < producer.sent[0]):
+                message = consumer.receive(0.2)
+                if message is not None:
+                    drained.append(message.text.split(":")[0])
+        finally:
+            conn.close()
+        for thread in threads:
+            thread.join(30)
+        assert errors == [] and done == {0: per_thread, 1: per_thread}
+        sent = producer.sent
+    finally:
+        producer.close()
+    assert sum(sent) == 2 * per_thread and len(drained) == sent[0]
+    print("\nspreading producer, broker 1 full: sent per broker %s (while one send waited: %s)" % (sent, waiting))
+    assert wait_until(lambda: _size(roomy, queue) == sent[1], 10), (_size(roomy, queue), sent)
+    assert len(set(drained)) == len(drained)
