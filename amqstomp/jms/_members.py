@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 from ..uri import redact
 from .connection import Connection
 
-__all__ = ["member_urls", "split_prefetch", "Member"]
+__all__ = ["member_urls", "split_prefetch", "Member", "open_members", "close_members"]
 
 log = logging.getLogger("amqstomp.jms.fanin")
 
