@@ -469,20 +469,28 @@ class Link:
         if not sync and window is None:
             self._write("SEND", headers, body, defer=True, head=head)
             return
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        if sync:
-            self._send_sync(headers, body, deadline, timeout_s, head)
-            return
         client = self.client
+        direct = client.direct_write
+        if direct is None or sync:
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            if sync:
+                self._send_sync(headers, body, deadline, timeout_s, head)
+                return
+            # a transaction's SENDs go where its BEGIN went; with failover one waits for a socket
+            seq = client.route("SEND", headers, self._wait_up(deadline))
+        else:  # no failover: the open socket (the engine's rule, Client.direct_write); no clock read
+            deadline = None
+            seq = 0
         assert window is not None
-        # a transaction's SENDs go where its BEGIN went; with failover one waits for a socket
-        seq = client.route("SEND", headers, None if self.reconnector is None else self._wait_up(deadline))
         nbytes = len(body) + 64
-        chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
+        chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send, timeout_s)
         if chunk:  # this send carries the window chunk's receipt
             receipt = headers["receipt"] = self.tracker.next_id(False)
         try:
-            future = self.transport.send_frame("SEND", headers, body, None, True, head, link_seq=seq)
+            if direct is not None:
+                future = direct("SEND", headers, body, None, True, head)
+            else:
+                future = self.transport.send_frame("SEND", headers, body, None, True, head, link_seq=seq)
         except BaseException as exc:
             window.unsent(nbytes, chunk)
             client.transaction_lost("SEND", headers, exc)

@@ -109,7 +109,7 @@ class MessageProducer:
         connection = self._connection
         if state.closed or state.closing or connection.closed or connection.failure is not None:
             state.check_open()  # raises, naming what is closed
-        if not isinstance(message, Message):
+        if message.__class__ is not BytesMessage and not isinstance(message, Message):
             if isinstance(message, str):
                 message = TextMessage(message)
             elif isinstance(message, (bytes, bytearray, memoryview)):
@@ -125,10 +125,19 @@ class MessageProducer:
             dest = other
         if dest is None:
             raise InvalidDestinationError("this producer has no destination; pass destination=")
+        mode = self.delivery_mode if delivery_mode is None else delivery_mode
+        if priority is None:
+            priority = self.priority
+        head = self._head  # reused while destination, mode and priority repeat (the hot path)
+        # (identity: an int the head was made with is the same object; anything else, e.g. a
+        # bool or an IntEnum, makes a new head, which checks it)
+        if head is None or head.destination is not dest or head.delivery_mode is not mode \
+                or head.priority is not priority:
+            head = self._head = SendHead(dest, mode, priority)
         link = self._link
         reply_to = message.reply_to
         own_temporary = False
-        if isinstance(dest, TemporaryDestination) or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
+        if head.temporary or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
             for named in (dest, reply_to):
                 if isinstance(named, TemporaryDestination) and not named.remote:
                     if named.deleted:
@@ -148,13 +157,6 @@ class MessageProducer:
         transaction = None
         if state.transacted:
             link, transaction = state.transaction.transacted_send(own_temporary)
-        mode = self.delivery_mode if delivery_mode is None else delivery_mode
-        if priority is None:
-            priority = self.priority
-        head = self._head  # reused while destination, mode and priority repeat (the hot path)
-        if (head is None or head.destination is not dest or head.delivery_mode != mode or head.priority != priority
-                or mode.__class__ is not int or priority.__class__ is not int):
-            head = self._head = SendHead(dest, mode, priority)
         headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
                                         link.dialect, not self.disable_message_timestamp)
         window = self._window
