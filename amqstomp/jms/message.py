@@ -132,8 +132,8 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
     if time_to_live.__class__ is not int or time_to_live < 0:
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
-    if message.__class__ is BytesMessage and message.data.__class__ is bytes:
-        body = message.data
+    body = message.data if message.__class__ is BytesMessage else None
+    if body.__class__ is bytes:
         headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage's body inlined: hot path
     else:
         body, headers = stomp_body(message, dialect)

@@ -72,6 +72,7 @@ class MessageProducer:
         self._timeout_s: Optional[float] = timeout_ms / 1000.0 if timeout_ms else None
         self._closed = False
         self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
+        self._sync = False  # whether a send with _head outside a transaction waits for its receipt
         self._link: Link = state.transaction.send_link()  # opens the producer socket on first use
 
     def __repr__(self) -> str:
@@ -134,6 +135,9 @@ class MessageProducer:
         if head is None or head.destination is not dest or head.delivery_mode is not mode \
                 or head.priority is not priority:
             head = self._head = SendHead(dest, mode, priority)
+            # the Java client's rule, decided once per head: a PERSISTENT send outside a transaction
+            # waits for its receipt unless use_async_send; always_sync_send makes every send wait
+            self._sync = self._always_sync or (head.delivery_mode == PERSISTENT and not self._use_async)
         link = self._link
         reply_to = message.reply_to
         own_temporary = False
@@ -166,7 +170,7 @@ class MessageProducer:
             if BROKERS[link.dialect].tx_receipts_at_commit:
                 window = None  # RabbitMQ answers them only with the COMMIT: the COMMIT's receipt covers them
         else:
-            sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
+            sync = self._sync
             if own_temporary and window is None:
                 sync = True  # never a receipt-less SEND on the consumer socket
         try:
