@@ -106,16 +106,16 @@ class ProducerWindow:
         only when the send must wait); without either, when room comes or the
         link is gone.
 
-        Raises:
-            ReceiptTimeout: no room by the deadline.
-            ConnectionClosedException: the link is gone while waiting.
-
         The common send -- room, and no chunk to close -- takes no lock: it reads
         ``closed``/``chunks``, which only the lock's holders change (a stale
         value is a larger one: it can only send it to the locked path), and
         adds to ``unreceipted``, which only senders change (two threads sending
         on one producer at once, which JMS does not allow, could lose an
         addition: a receipt then comes a little later, nothing more).
+
+        Raises:
+            ReceiptTimeout: no room by the deadline.
+            ConnectionClosedException: the link is gone while waiting.
         """
         unreceipted = self.unreceipted + nbytes
         if unreceipted < self.chunk_size and not every_send and (

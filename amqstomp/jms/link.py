@@ -481,6 +481,7 @@ class Link:
             # with failover: a transaction's SENDs go where its BEGIN went; others wait for a socket
             write = partial(self.transport.send_frame, link_seq=client.route("SEND", headers, self._wait_up(deadline)))
         # (the common send: no clock read -- the window reads it only when it must wait)
+        assert window is not None
         nbytes = len(body) + 64
         chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send, timeout_s)
         if chunk:  # this send carries the window chunk's receipt
