@@ -36,9 +36,9 @@ import logging
 import ssl
 import threading
 import time
-from functools import partial
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
