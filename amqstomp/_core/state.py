@@ -257,15 +257,15 @@ class ProtocolState:
                 a NUL in the body of such a SEND).
             FrameLimitError: it breaks a limit the broker enforces (not sent).
         """
-        if cmd == "CONNECT" or cmd == "STOMP":
+        if cmd == "SEND":  # (the most frequent first)
+            if "transformation" in headers and auto_content_length and not _auto_content_length(cmd, headers):
+                auto_content_length = False
+                if b"\x00" in bytes(body):
+                    raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else "
+                                           "ActiveMQ ignores the transformation and makes a BytesMessage), so its "
+                                           "body cannot hold a NUL byte" % (headers.get("transformation"),))
+        elif cmd == "CONNECT" or cmd == "STOMP":
             self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
-        elif auto_content_length and cmd == "SEND" and "transformation" in headers \
-                and not _auto_content_length(cmd, headers):
-            auto_content_length = False
-            if b"\x00" in bytes(body):
-                raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else ActiveMQ "
-                                       "ignores the transformation and makes a BytesMessage), so its body cannot "
-                                       "hold a NUL byte" % (headers.get("transformation"),))
         elif cmd == "UNSUBSCRIBE" or (cmd == "SUBSCRIBE" and self.unsubscribed):
             self._note_subscription(cmd, headers.get("id"))
         if head is None:
