@@ -17,11 +17,11 @@ from setuptools.command.build_ext import build_ext
 
 # extension module -> its source. The codec is a .pyx of its own (with the twin _codec_py.py) that
 # includes _codec_parse.pxi, _codec_big.pxi and _codec_encode.pxi (cythonize tracks included files itself);
-# flow is ONE source: the pure-Python _flow_py.py compiled as it is, typed by amqstomp/_flow.pxd
-# (Cython reads the .pxd of the module's name: amqstomp._flow -> amqstomp/_flow.pxd).
+# flow is ONE source: the pure-Python _flow_py.py compiled as it is, typed by amqstomp/_core/_flow.pxd
+# (Cython reads the .pxd of the module's name: amqstomp._core._flow -> amqstomp/_core/_flow.pxd).
 EXTENSION_MODULES = {
-    "amqstomp._codec": "amqstomp/_codec.pyx",
-    "amqstomp._flow": "amqstomp/_flow_py.py",
+    "amqstomp._core._codec": "amqstomp/_core/_codec.pyx",
+    "amqstomp._core._flow": "amqstomp/_core/_flow_py.py",
 }
 
 
@@ -35,7 +35,7 @@ def extensions():
 
 def _pxd(module):
     """The .pxd Cython reads for ``module``: the one named after the module, whatever the
-    source's name (amqstomp._flow -> amqstomp/_flow.pxd)."""
+    source's name (amqstomp._core._flow -> amqstomp/_core/_flow.pxd)."""
     return module.replace(".", "/") + ".pxd"
 
 
@@ -48,7 +48,7 @@ class cythonize_build_ext(build_ext):
             from Cython.Build import cythonize
 
             for ext in self.extensions:
-                # Cython reads the .pxd named after the module (amqstomp/_flow.pxd), but
+                # Cython reads the .pxd named after the module (amqstomp/_core/_flow.pxd), but
                 # cythonize's staleness check knows only the source's own (_flow_py.pxd):
                 # regenerate the C file when the module's .pxd is newer
                 pxd = _pxd(ext.name)

@@ -17,7 +17,7 @@ __all__ = ["twin_instead"]
 
 
 def twin_instead(name: str, error: ImportError) -> None:
-    """The compiled module ``name`` (``"amqstomp._codec"``) failed to import with
+    """The compiled module ``name`` (``"amqstomp._core._codec"``) failed to import with
     ``error``, and its pure-Python twin is used: warn (RuntimeWarning, shown once
     per module by the default warning filters) unless the module is simply absent.
 

@@ -445,21 +445,26 @@ class StompSession:
 
         Args:
             wait (bool): block until CONNECTED.
-            timeout (float | None): seconds for ``wait``; the connection's
-                ``timeout`` or 30 s when None. With ``wait`` it also ends the
-                socket attempts (``reconnect_attempts_max=-1`` included) once
-                passed (the connection's ``timeout`` when None; no limit when both
-                are None, as in stomp.py).
+            timeout (float | None): seconds: the bound of ``wait``; without
+                ``wait``, the time CONNECTED is due in (with ``auto_reconnect``, the
+                first broker's share, as with ``wait``), else the socket ends as a lost
+                one; the connection's ``timeout`` or 30 s when None. With ``wait`` it also
+                ends the socket attempts (``reconnect_attempts_max=-1`` included)
+                once passed (no limit when both are None, as in stomp.py).
 
-        With ``auto_reconnect`` and ``wait``, the connection is made as a
-        reconnect is (:class:`amqstomp.failover.Reconnector`): one attempt per
-        broker in the policy's order, each bounded by the connection's
-        ``timeout`` (30 s when None) and its share of the time left (equal
-        among the brokers still to try in the pass), so a broker that resets
-        the socket, drops it, or accepts it but never answers CONNECTED ends its
-        attempt and the next broker is tried; passes repeat with the reconnect
-        back-off until ``timeout`` (or ``reconnect_attempts_max`` passes) run
-        out. A broker's ERROR answer ends them at once.
+        With ``auto_reconnect`` the brokers are tried as a reconnect tries them
+        (:class:`amqstomp.failover.Reconnector`): a broker that resets the
+        socket, drops it, or accepts it but never answers CONNECTED ends its
+        attempt and the next broker is tried. With ``wait``, on this thread: one
+        attempt per broker in the policy's order, each bounded by the
+        connection's ``timeout`` (30 s when None) and its share of the time left
+        (equal among the brokers still to try in the pass); passes repeat with
+        the reconnect back-off until ``timeout`` (or ``reconnect_attempts_max``
+        passes) run out; a broker's ERROR answer ends them at once. Without
+        ``wait``, one socket is opened here and CONNECT written; one that ends
+        before CONNECTED is the failover loop's from there, in the background
+        (the broker tried last; the listeners hear ``on_connected`` from the one
+        that answers, or one ``on_disconnected`` when the attempts run out).
 
         Raises:
             ConnectRefusedError: (a ConnectFailedException) with ``wait``, the
@@ -471,8 +476,9 @@ class StompSession:
                 is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
-        if self._transport_replaced():
-            self._connect_replaced(username, passcode, wait, headers, with_connect_command, keyword_headers)
+        if self._transport_replaced():  # stomp.py's frames to the replacement
+            stomppy_wire.connect(self.transport, self.send_frame, self.version, username, passcode,
+                                 merge_headers([headers, keyword_headers]), with_connect_command, wait)
             return
         rc = self.reconnector
         if rc is not None and rc.reconnecting:  # the failover loop is at it already
@@ -511,13 +517,6 @@ class StompSession:
                     self._tell_disconnected()  # on_disconnected once, as after connect() without failover
                 raise
 
-    def _connect_replaced(self, username: Optional[str], passcode: Optional[str], wait: bool,
-                          headers: Optional[Mapping[str, Any]], with_connect_command: bool,
-                          keyword_headers: Dict[str, Any]) -> None:
-        """:meth:`connect` over a replaced ``conn.transport`` (:func:`amqstomp._stomppy_wire.connect`)."""
-        stomppy_wire.connect(self.transport, self.send_frame, self.version, username, passcode,
-                             merge_headers([headers, keyword_headers]), with_connect_command, wait)
-
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
                       headers: Optional[Mapping[str, Any]], with_connect_command: bool,
                       timeout: Optional[float], keyword_headers: Dict[str, Any], silent: bool = False) -> None:
@@ -536,13 +535,14 @@ class StompSession:
                 self._raw_subscriptions.clear()
                 wait_s = timeout if timeout is not None else self.timeout
                 command = "CONNECT" if (with_connect_command or self.version == "1.0") else self._connect_command
+                self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
                 self._client.handshake(  # CONNECTED is waited for below, outside the lock
                     self.version, command,
                     functools.partial(self._connect_headers, username, passcode, headers, keyword_headers), None,
                     deadline=time.monotonic() + wait_s if wait and wait_s is not None else None, silent=silent,
-                    send=self._handshake_send(), reuse=started)
-                self._connect_args = (username, passcode, dict(headers or {}), dict(keyword_headers), command)
-                if rc is not None:
+                    send=self._handshake_send(), reuse=started, hand_over=not wait,
+                    connected_within=None if wait else (wait_s if wait_s is not None else DEFAULT_WAIT_TIMEOUT))
+                if rc is not None and wait:
                     rc.arm()
         if not (opened or started):
             if wait and not self.transport.is_connected():

@@ -1,6 +1,6 @@
-"""Chooses the STOMP codec: the compiled :mod:`amqstomp._codec` when it is
+"""Chooses the STOMP codec: the compiled :mod:`amqstomp._core._codec` when it is
 built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python twin
-:mod:`amqstomp._codec_py`. Both export the same names (type checkers see the
+:mod:`amqstomp._core._codec_py`. Both export the same names (type checkers see the
 twin's, which are the reference).
 
 A compiled module that is there but does not import (a truncated ``.so``...)
@@ -14,22 +14,22 @@ import os
 from typing import TYPE_CHECKING
 
 from ._compiled import twin_instead
-from ._codec_py import __all__  # noqa: F401  (the same in both)
+from ._core._codec_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
 if TYPE_CHECKING:
-    from ._codec_py import *  # noqa: F401,F403
+    from ._core._codec_py import *  # noqa: F401,F403
 elif os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
-    from ._codec_py import *  # noqa: F401,F403
+    from ._core._codec_py import *  # noqa: F401,F403
 
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._codec import *  # noqa: F401,F403
+        from ._core._codec import *  # noqa: F401,F403
 
         IMPLEMENTATION = "cython"
     except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
-        from ._codec_py import *  # noqa: F401,F403
+        from ._core._codec_py import *  # noqa: F401,F403
 
         IMPLEMENTATION = "python"
-        twin_instead("amqstomp._codec", _error)
+        twin_instead("amqstomp._core._codec", _error)

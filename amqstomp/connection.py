@@ -61,7 +61,8 @@ it (:mod:`amqstomp._session`); ``conn.transport`` has stomp.py's transport API
 :class:`amqstomp._transport_base.BaseTransport`).
 """
 import ssl
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+import types
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar, TYPE_CHECKING, cast
 
 from ._session import DEFAULT_DISCONNECT_TIMEOUT, DEFAULT_FAILOVER_HEARTBEATS
 from .listener import ConnectionListener, Publisher
@@ -207,6 +208,26 @@ class BaseConnection(Publisher):
         self.disconnect()
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _renamed(function: _F, qualname: str) -> _F:
+    """``function`` under another qualified name, so that Python's own errors about its arguments
+    name the class the user called, as stomp.py's do (``StompConnection12.__init__() got an
+    unexpected keyword argument ...``), not the class it is inherited from."""
+    code = function.__code__
+    if hasattr(code, "co_qualname"):  # Python 3.11+: argument errors use the code's own name
+        code = code.replace(co_qualname=qualname)
+    renamed = types.FunctionType(code, function.__globals__, function.__name__, function.__defaults__,
+                                 function.__closure__)
+    renamed.__kwdefaults__ = function.__kwdefaults__
+    renamed.__annotations__ = function.__annotations__
+    renamed.__doc__ = function.__doc__
+    renamed.__qualname__ = qualname
+    renamed.__module__ = function.__module__
+    return cast(_F, renamed)
+
+
 class StompConnection10(Protocol10, BaseConnection):
     """A STOMP 1.0 connection (no heart-beats, no NACK, no header escaping).
 
@@ -284,6 +305,8 @@ class StompConnection12(StompConnection11, Protocol12):
     CONNECT carries ``host``. Same constructor as :class:`StompConnection11`."""
 
     version = "1.2"
+    if not TYPE_CHECKING:  # for type checkers the constructor stays StompConnection11's, typed as such
+        __init__ = _renamed(StompConnection11.__init__, "StompConnection12.__init__")
 
     @staticmethod
     def is_eol(c: bytes) -> bool:

@@ -190,6 +190,14 @@ class Reconnector(PriorityMoves):
                 if self.prober is not None and here is not None:
                     self.prober.connected((str(here[0]), int(here[1])))
 
+    def socket_opened(self) -> None:
+        """The facade opened a socket and wrote CONNECT itself after :meth:`arm` (``connect()``
+        without ``wait``): with priorityBackup, the prober watches it, as :meth:`arm` does."""
+        with self._lock:
+            here = self.transport.current_host_and_port
+            if self.prober is not None and here is not None and not self._reconnecting and not self._stop.is_set():
+                self.prober.connected((str(here[0]), int(here[1])))
+
     def check_armed(self) -> None:
         """Failover thread, inside an attempt (after its socket opened, before the
         listeners hear it resumed): go on only while armed.
@@ -237,20 +245,23 @@ class Reconnector(PriorityMoves):
             moving, self._moving_seq = seq == self._moving_seq != 0, 0  # move_to() set the rest
             if self._reconnecting and not moving:
                 return None  # an attempt's socket: the running loop sees it is not connected and goes on
+            # ended before its CONNECTED (connect() without wait): still the first connection, nothing to resume
+            connected = moving or self.transport.connected_frame is not None
             if not moving:
                 self._reconnecting = True
+                self.ever_connected = connected
                 self._up.clear()
                 self.lost_at = time.monotonic()
                 lost = self.transport.last_host_and_port
                 self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
-                log.warning("%s: connection to %s lost (%s); failing over (that broker is tried last)", self.name,
-                            _where(lost), reason)
+                log.warning("%s: connection to %s %s (%s); failing over (that broker is tried last)", self.name,
+                            _where(lost), "lost" if connected else "ended before CONNECTED", reason)
                 if self.prober is not None:
                     self.prober.lost()
             thread = threading.Thread(target=self._run, name=self.name, daemon=True)
             self._thread = thread
         thread.start()
-        return "transport_interrupted"
+        return "transport_interrupted" if connected else None  # (before CONNECTED: the loop's end tells)
 
     def _run(self) -> None:
         try:

@@ -1,7 +1,7 @@
-"""Chooses the flow-control module: the compiled :mod:`amqstomp._flow` when it
+"""Chooses the flow-control module: the compiled :mod:`amqstomp._core._flow` when it
 is built and ``AMQSTOMP_NO_EXTENSIONS`` is not set, else the pure-Python
-:mod:`amqstomp._flow_py`. Both come from one source, ``amqstomp/_flow_py.py``
-(compiled as it is, with the C types of ``amqstomp/_flow.pxd``), so they export
+:mod:`amqstomp._core._flow_py`. Both come from one source, ``amqstomp/_core/_flow_py.py``
+(compiled as it is, with the C types of ``amqstomp/_core/_flow.pxd``), so they export
 the same names; type checkers see that source.
 
 A compiled module that is there but does not import (a truncated ``.so``...)
@@ -15,22 +15,22 @@ import os
 from typing import TYPE_CHECKING
 
 from ._compiled import twin_instead
-from ._flow_py import __all__  # noqa: F401  (the same in both)
+from ._core._flow_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
 if TYPE_CHECKING:
-    from ._flow_py import *  # noqa: F401,F403
+    from ._core._flow_py import *  # noqa: F401,F403
 elif os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
-    from ._flow_py import *  # noqa: F401,F403
+    from ._core._flow_py import *  # noqa: F401,F403
 
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._flow import *  # noqa: F401,F403
+        from ._core._flow import *  # noqa: F401,F403
 
         IMPLEMENTATION = "cython"
     except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
-        from ._flow_py import *  # noqa: F401,F403
+        from ._core._flow_py import *  # noqa: F401,F403
 
         IMPLEMENTATION = "python"
-        twin_instead("amqstomp._flow", _error)
+        twin_instead("amqstomp._core._flow", _error)

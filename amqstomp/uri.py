@@ -32,12 +32,11 @@ __all__ = [
 
 
 def _bool(text: str) -> bool:
+    """``true`` or ``false`` in any case; ActiveMQ's Java client (``Boolean.parseBoolean``) reads any other value as false."""
     lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "on"):
-        return True
-    if lowered in ("false", "0", "no", "off"):
-        return False
-    raise ValueError("expected true or false")
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false (ActiveMQ's Java client reads any other value, 1 and yes included, as false)")
+    return lowered == "true"
 
 
 def _int(text: str) -> int:
@@ -577,7 +576,8 @@ def options_table_markdown() -> str:
     lines = ["# URI options and Python keywords", "",
              "Generated from `amqstomp/uri.py` by `amqstomp options > docs/options.md`; a test keeps",
              "the two equal. URI options keep ActiveMQ's camelCase; Python keywords are snake_case, with",
-             "`_ms` for milliseconds. An unknown option raises `amqstomp.exception.ConfigurationError`.", ""]
+             "`_ms` for milliseconds. An unknown option raises `amqstomp.exception.ConfigurationError`;",
+             "so does a boolean other than `true`/`false` (ActiveMQ's Java client reads `1` or `yes` as false).", ""]
     for title, table in (("Connection options (`jms.*`, `amqstomp.*`)", CONNECTION_OPTIONS),
                          ("Transport options (each `stomp://` member)", TRANSPORT_OPTIONS),
                          ("Failover options (`failover:(...)?...`)", FAILOVER_OPTIONS),

@@ -120,7 +120,7 @@ def big_body_case(repeat: int) -> dict:
     code = (
         "import json, statistics, sys; sys.path.insert(0, %r)\n"
         "from bench.codec import big_body\n"
-        "from amqstomp import _codec, _codec_py\n"
+        "from amqstomp._core import _codec, _codec_py\n"
         "out = {}\n"
         "for name, mod in (('compiled', _codec), ('pure Python', _codec_py)):\n"
         "    t16 = statistics.median(big_body(mod, 16 << 20) for _ in range(%d))\n"
@@ -141,9 +141,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
 
-    from amqstomp import _codec_py
+    from amqstomp._core import _codec_py
     try:
-        from amqstomp import _codec as compiled
+        from amqstomp._core import _codec as compiled
     except ImportError:
         sys.exit("the compiled codec is not built: pip install -e . (or python setup.py build_ext --inplace)")
 

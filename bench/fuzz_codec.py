@@ -1,6 +1,6 @@
 """bench/fuzz_codec: differential fuzzing of the compiled codec against its pure-Python twin.
 
-Every case is fed to :mod:`amqstomp._codec` and :mod:`amqstomp._codec_py`; they must agree:
+Every case is fed to :mod:`amqstomp._core._codec` and :mod:`amqstomp._core._codec_py`; they must agree:
 
 * parsing: the same byte stream, cut into the same ``feed()`` chunks, for the same version and
   limits, gives after every call the same frames (cmd, headers in order, body) or the same error
@@ -34,10 +34,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from amqstomp import _codec_py  # noqa: E402
+from amqstomp._core import _codec_py  # noqa: E402
 
 try:
-    from amqstomp import _codec as _codec_c
+    from amqstomp._core import _codec as _codec_c
 except ImportError:  # a pure build: nothing to compare
     _codec_c = None
 
@@ -477,8 +477,8 @@ def write_reproducer(out_dir: str, seed: int, case: Dict[str, Any], twin: Any, c
     with open(path, "w") as fh:
         fh.write("# bench/fuzz_codec.py disagreement, case seed %d; run it again with:\n"
                  "#   python bench/fuzz_codec.py --replay %s\n" % (seed, path))
-        fh.write("# twin (amqstomp._codec_py):\n#   %s\n" % _clip(twin).replace("\n", "\n#   "))
-        fh.write("# compiled (amqstomp._codec):\n#   %s\n" % _clip(compiled).replace("\n", "\n#   "))
+        fh.write("# twin (amqstomp._core._codec_py):\n#   %s\n" % _clip(twin).replace("\n", "\n#   "))
+        fh.write("# compiled (amqstomp._core._codec):\n#   %s\n" % _clip(compiled).replace("\n", "\n#   "))
         fh.write(repr(case) + "\n")
     return path
 

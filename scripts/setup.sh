@@ -54,14 +54,17 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.amqstomp-installed
-if [ ! -f "$stamp" ] || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '_flow_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
+# built modules where the build puts them (an editable install builds them in the tree; a moved
+# source leaves them elsewhere, with mtimes older than the stamp)
+built() { compgen -G "amqstomp/_core/_codec.*.so" >/dev/null && compgen -G "amqstomp/_core/_flow.*.so" >/dev/null; }
+if [ ! -f "$stamp" ] || ! built || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '_flow_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
   started=$SECONDS
   if [ -f "$stamp" ]; then
-    echo "setup: a Cython source changed: recompiling amqstomp's extensions into .venv (about a minute)"
+    echo "setup: a Cython source changed (or a compiled module is missing): recompiling amqstomp's extensions (about a minute)"
   else
     echo "setup: first run: installing amqstomp editable into .venv with its test/bench dependencies, and"
-    echo "setup: compiling its two C extensions with Cython + the C compiler: amqstomp._codec (_codec.pyx with"
-    echo "setup: _codec_parse.pxi, _codec_big.pxi, _codec_encode.pxi: the frame codec) and amqstomp._flow (_flow_py.py typed by"
+    echo "setup: compiling its two C extensions with Cython + the C compiler: amqstomp._core._codec (_codec.pyx with"
+    echo "setup: _codec_parse.pxi, _codec_big.pxi, _codec_encode.pxi: the frame codec) and amqstomp._core._flow (_flow_py.py typed by"
     echo "setup: _flow.pxd: prefetch windows, ack batching). About 1.5 minutes on 2 CPUs (3 on a loaded machine);"
     echo "setup: later runs skip this unless a .pyx/.pxi/.pxd or _flow_py.py changes."
   fi

@@ -145,9 +145,10 @@ with zipfile.ZipFile(wheel) as zf:
     wnames = zf.namelist()
     meta = zf.read(next(n for n in wnames if n.endswith(".dist-info/WHEEL"))).decode()
 problems = []
-for need in ("LICENSE", "setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_codec.pyx", "amqstomp/_codec_parse.pxi",
-             "amqstomp/_codec_big.pxi", "amqstomp/_codec_encode.pxi", "amqstomp/_flow.pxd",
-             "amqstomp/_codec_py.py", "amqstomp/_flow_py.py", "tests/conftest.py"):
+for need in ("LICENSE", "setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_core/_codec.pyx",
+             "amqstomp/_core/_codec_parse.pxi", "amqstomp/_core/_codec_big.pxi", "amqstomp/_core/_codec_encode.pxi",
+             "amqstomp/_core/_flow.pxd", "amqstomp/_core/_codec_py.py", "amqstomp/_core/_flow_py.py",
+             "tests/conftest.py"):
     if need not in snames:
         problems.append("sdist lacks " + need)
 bad = [n for n in snames if n.endswith((".c", ".so", ".pyc")) or "__pycache__" in n]
@@ -179,7 +180,7 @@ if kind == "pure":
     if so:
         problems.append("pure wheel ships compiled modules %s" % so)
 else:
-    for mod in ("amqstomp/_codec.", "amqstomp/_flow."):
+    for mod in ("amqstomp/_core/_codec.", "amqstomp/_core/_flow."):
         if not any(n.startswith(mod) for n in so):
             problems.append("wheel lacks the compiled %s*.so" % mod)
     if purelib or any(t.endswith("-any") for t in tags):

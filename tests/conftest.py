@@ -296,3 +296,48 @@ def assert_still_usable(conn: Any, col: "Collector", destination: str) -> None:
     conn.send(destination, "after", receipt=receipt)
     conn.wait_for_receipt(receipt, 10)
     assert not col.errors, [e.headers.get("message") for e in col.errors]
+
+
+class SessionQueues:
+    """Destination names unique to this test session (another session's clean-up must not delete
+    them: ``<tag>-<session hex>-<name hex>``), and the RabbitMQ queues among them deleted by
+    :meth:`clean_up` (a module fixture calls it when the module is done)."""
+
+    def __init__(self, tag: str) -> None:
+        self.prefix = "amqstomp-%s-%s-" % (tag, uuid.uuid4().hex[:6])
+        self.rabbitmq_used = False
+
+    def name(self, broker: Any) -> str:
+        """A fresh queue name (without ``/queue/``) on ``broker`` (a ``stomp_broker`` target)."""
+        self.rabbitmq_used = self.rabbitmq_used or broker.name == "rabbitmq"
+        return self.prefix + uuid.uuid4().hex[:12]
+
+    def clean_up(self) -> None:
+        if self.rabbitmq_used:
+            from amqstomp.testing import RabbitMQStomp
+            RabbitMQStomp().delete_queues(self.prefix)
+
+
+def connect12(target: Any, made: List[Any], listener: Any = None, **kwargs: Any) -> Any:
+    """A connected ``amqstomp.Connection12`` to ``target`` (a ``stomp_broker`` target: its
+    hosts, user and password), ``listener`` set as "rec", appended to ``made`` (the caller's
+    list, disconnected when the test ends, also when it failed half-way)."""
+    import amqstomp
+
+    conn = amqstomp.Connection12(target.host_and_ports, **kwargs)
+    made.append(conn)
+    if listener is not None:
+        conn.set_listener("rec", listener)
+    conn.connect(target.username, target.password, wait=True, timeout=15)
+    return conn
+
+
+def cut_stalled_later(proxy: Any, after_s: float = 0.5) -> None:
+    """From another thread, ``after_s`` seconds from now: cut the TcpProxy's connections, then let
+    it pass bytes again (what was written into the stalled path is lost with the socket)."""
+    def cut() -> None:
+        time.sleep(after_s)
+        proxy.cut()
+        proxy.unstall()
+
+    threading.Thread(target=cut, daemon=True, name="test-cut-stalled-later").start()

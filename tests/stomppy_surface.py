@@ -265,9 +265,9 @@ def signature_problem(real: Optional[List[Param]], mine: Optional[List[Param]],
 
 def _my_signature(obj: Any) -> Optional[List[Param]]:
     sig = _signature(obj)
-    if sig is None and getattr(obj, "__module__", None) == "amqstomp._codec":
+    if sig is None and getattr(obj, "__module__", None) == "amqstomp._core._codec":
         # a compiled class has no signature; its pure-Python twin has the same API
-        twin = importlib.import_module("amqstomp._codec_py")
+        twin = importlib.import_module("amqstomp._core._codec_py")
         sig = _signature(getattr(twin, getattr(obj, "__name__", ""), None))
     return sig
 

@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, SessionQueues, connect12, wait_until
 
 import amqstomp
 from amqstomp.exception import (
@@ -40,26 +40,23 @@ from amqstomp.jms import (
     TextMessage,
     Topic,
 )
-from amqstomp.testing import ActiveMQBroker, RabbitMQStomp
+from amqstomp.testing import ActiveMQBroker
 
 pytestmark = pytest.mark.timeout(120)
 
-PREFIX = "amqstomp-bt-%s-" % uuid.uuid4().hex[:6]  # this session's: another session's clean-up must not delete them
+QUEUES = SessionQueues("bt")
 #: what the broker-reason tests allow between the refused call and its exception (s)
 REASON_WITHIN_S = 1.0
-_USED = set()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _delete_rabbitmq_queues():
     yield
-    if "rabbitmq" in _USED:
-        RabbitMQStomp().delete_queues(PREFIX)
+    QUEUES.clean_up()
 
 
 def qname(broker, kind="queue"):
-    _USED.add(broker.name)
-    return "/%s/%s%s" % (kind, PREFIX, uuid.uuid4().hex[:12])
+    return "/%s/%s" % (kind, QUEUES.name(broker))
 
 
 #: the connections stomp12() made in the running test: disconnected when it ends, also when it
@@ -75,12 +72,7 @@ def _disconnect_what_the_test_made():
 
 
 def stomp12(target, listener=None, **kwargs):
-    conn = amqstomp.Connection12(target.host_and_ports, **kwargs)
-    _MADE.append(conn)
-    if listener is not None:
-        conn.set_listener("rec", listener)
-    conn.connect(target.username, target.password, wait=True, timeout=15)
-    return conn
+    return connect12(target, _MADE, listener, **kwargs)
 
 
 def jms(broker, query="", **options):

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqstomp import _codec_py
+from amqstomp._core import _codec_py
 from amqstomp.exception import FrameEncodeError, StompException, StompProtocolError
 
 pytestmark = pytest.mark.timeout(60)
 
 try:
-    from amqstomp import _codec as _codec_c
+    from amqstomp._core import _codec as _codec_c
 except ImportError:  # pragma: no cover - a build without the extension
     _codec_c = None
 
@@ -55,7 +55,7 @@ def test_compiled_codec_is_loaded_by_default():
     if os.environ.get("AMQSTOMP_PURE_BUILD"):  # a py3-none-any install: nothing compiled to load
         assert out[0] == "python"
     else:
-        assert out == ["cython", "amqstomp._codec"], out
+        assert out == ["cython", "amqstomp._core._codec"], out
 
 
 def test_no_extensions_forces_the_twin():

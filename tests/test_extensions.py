@@ -51,11 +51,12 @@ def _copy(tmp_path, broken=(), absent=()):
     those in ``absent`` are not there (nor built)."""
     target = tmp_path / "amqstomp"
     shutil.copytree(PACKAGE_DIR, str(target), ignore=shutil.ignore_patterns("__pycache__", "*.c"))
-    for found in list(target.iterdir()):
+    core = target / "_core"  # where the compiled modules live
+    for found in list(core.iterdir()):
         if found.name.split(".", 1)[0] in list(broken) + list(absent) and found.name.endswith((".so", ".pyd")):
             found.unlink()
     for name in broken:
-        shutil.copyfile(_foreign_extension(), str(target / (name + SUFFIX)))
+        shutil.copyfile(_foreign_extension(), str(core / (name + SUFFIX)))
     return str(tmp_path)
 
 
@@ -78,7 +79,7 @@ def test_a_broken_compiled_module_warns_once_naming_the_import_error(tmp_path):
     impl, warned, stderr = _probe(root)
     assert impl[1] == "python"
     assert len(warned) == 1, stderr
-    assert "amqstomp._flow is installed but does not load (ImportError: " in warned[0], warned
+    assert "amqstomp._core._flow is installed but does not load (ImportError: " in warned[0], warned
     assert "PyInit__flow" in warned[0], warned  # the import error's own words
     assert "pure-Python twin" in warned[0] and "AMQSTOMP_NO_EXTENSIONS=1" in warned[0]
 
@@ -88,7 +89,7 @@ def test_both_broken_each_warns(tmp_path):
     impl, warned, stderr = _probe(root)
     assert impl == ["python", "python"]
     assert len(warned) == 2, stderr
-    assert "amqstomp._codec is installed but does not load" in warned[0] + warned[1]
+    assert "amqstomp._core._codec is installed but does not load" in warned[0] + warned[1]
 
 
 def test_no_extensions_chooses_the_twins_quietly(tmp_path):

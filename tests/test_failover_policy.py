@@ -81,11 +81,22 @@ class _StubTransport:
     """Just enough of a Transport for the loop's own logic (no broker decides anything here)."""
 
     def __init__(self):
+        self.connected_frame = None  # the CONNECTED of the current (or last) socket
         self.connected = False
         self.link_seq = 0
         self.current_host_and_port = None
         self.last_host_and_port = None
         self.closed = 0
+
+    @property
+    def connected(self):
+        return self._connected
+
+    @connected.setter
+    def connected(self, value):
+        self._connected = value
+        if value:
+            self.connected_frame = "CONNECTED"  # kept after a loss, as a Transport keeps its last socket's
 
     def is_connected(self):
         return self.connected
@@ -220,4 +231,32 @@ def test_after_a_loss_the_loop_tries_the_other_broker_first():
     assert rc.on_link_lost(2, "connection reset", None) == "transport_interrupted"
     assert done.wait(5) and rc.wait_connected(5)
     assert calls == [primary, backup, primary]
+    rc.disarm()
+
+
+def test_a_socket_lost_before_its_connected_is_still_the_first_connection():
+    """connect() without wait arms the loop, opens a socket and writes CONNECT; that
+    socket ends before CONNECTED (a reset, or the CONNECTED deadline): the loop takes
+    it over as the first connection -- the listeners hear nothing of it (no
+    ``transport_interrupted``), the start-up limit applies, nothing is resumed -- and
+    tries the next broker first."""
+    import threading
+    from amqstomp.failover import Reconnector
+    transport = _StubTransport()
+    calls = []
+    done = threading.Event()
+
+    def establish(host_and_port):
+        calls.append((host_and_port, rc.ever_connected))  # what the facade's establish reads: resume or not
+        transport.connected = True
+        done.set()
+
+    primary, backup = ("p", 1), ("b", 2)
+    rc = Reconnector(transport, [primary, backup], ReconnectPolicy(randomize=False), establish)
+    rc.arm()  # the facade's connect() without wait, before its socket opens
+    assert not rc.ever_connected
+    transport.last_host_and_port = primary  # its socket, lost before CONNECTED
+    assert rc.on_link_lost(1, "connection reset", None) is None
+    assert done.wait(5) and rc.wait_connected(5)
+    assert calls == [(backup, False)] and rc.ever_connected and rc.failovers == 0
     rc.disarm()

@@ -58,10 +58,11 @@ def test_priority_uris_come_from_the_uri_and_a_bad_one_is_named() -> None:
 
 
 @pytest.mark.parametrize("given", ["stomp://127.0.0.1:2", ["stomp://127.0.0.1:2"], ("stomp://127.0.0.1:2",),
-                                   [("127.0.0.1", 2)], (("127.0.0.1", 2),)])
+                                   [("127.0.0.1", 2)], (("127.0.0.1", 2),), ("127.0.0.1", 2)])
 def test_jms_priority_uris_take_a_str_a_list_or_a_tuple(given: Any) -> None:
     """The keyword as the URI option's text, or a list or tuple of URIs or (host, port) pairs
-    (a tuple was refused, its repr read as a URI)."""
+    (a tuple was refused, its repr read as a URI), or one bare (host, port) pair (its host was
+    read as a URI and refused)."""
     factory = amqstomp.ConnectionFactory("failover:(stomp://127.0.0.1:1,stomp://127.0.0.1:2)",
                                          priority_backup=True, priority_uris=given)
     assert ReconnectPolicy.from_uri(factory.resolved.uri).priority_uris == (("127.0.0.1", 2),)

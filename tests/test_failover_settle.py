@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, cut_stalled_later, wait_until
 
 import amqstomp as stomp
 from amqstomp.exception import AcknowledgeInterruptedError, TransactionInDoubtError, TransactionRolledBackError
@@ -191,12 +191,7 @@ def test_jms_commit_cut_before_the_broker_had_it_is_in_doubt_and_comes_again(act
         assert consumer.receive(5).text == "t0"
         proxy.stall()
 
-        def cut_later():
-            time.sleep(0.5)
-            proxy.cut()
-            proxy.unstall()
-
-        threading.Thread(target=cut_later, daemon=True).start()
+        cut_stalled_later(proxy)
         with pytest.raises(TransactionInDoubtError):
             session.commit()
         again = consumer.receive(15)

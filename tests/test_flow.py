@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqstomp import _flow_py
+from amqstomp._core import _flow_py
 
 pytestmark = pytest.mark.timeout(60)
 
 try:
-    from amqstomp import _flow as _flow_c
+    from amqstomp._core import _flow as _flow_c
 except ImportError:  # pragma: no cover
     _flow_c = None
 
@@ -33,7 +33,7 @@ def test_compiled_flow_loads_by_default():
     if os.environ.get("AMQSTOMP_PURE_BUILD"):
         assert out[0] == "python"
     else:
-        assert out == ["cython", "amqstomp._flow"]
+        assert out == ["cython", "amqstomp._core._flow"]
 
 
 def test_same_names():

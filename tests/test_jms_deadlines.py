@@ -12,7 +12,14 @@ import pytest
 from conftest import wait_until
 
 from amqstomp.exception import TransactionInDoubtError, TransactionPartlyCommittedError
-from amqstomp.jms import ConnectionFactory, Queue, TextMessage, TransactionRolledBackError
+from amqstomp.jms import (
+    NON_PERSISTENT,
+    BytesMessage,
+    ConnectionFactory,
+    Queue,
+    TextMessage,
+    TransactionRolledBackError,
+)
 from amqstomp.testing import queue_statistics
 
 pytestmark = pytest.mark.broker
@@ -124,6 +131,31 @@ def test_a_commit_whose_sends_are_unconfirmed_rolls_back_within_the_send_timeout
                 break
             texts.append(message.text)
         assert texts == ["marker"], texts
+
+
+@pytest.mark.timeout(120)
+def test_an_async_send_that_finds_the_producer_window_full_fails_within_the_send_timeout(activemq, tcp_proxy_factory):
+    """Without failover an asynchronous send reads no clock unless it must wait: the wait
+    for room in a full producer window is still bounded by jms.sendTimeout (ReceiptTimeout),
+    and the sends before it went out (the window counts them)."""
+    from amqstomp.exception import ReceiptTimeout
+
+    queue = _queue("window")
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = "stomp://%s:%d?jms.sendTimeout=1000&jms.closeTimeout=2000" % proxy.address
+    with ConnectionFactory(url, producer_window_size=4096).create_connection() as connection:
+        producer = connection.create_session().create_producer(queue)
+        producer.send(TextMessage("before"), delivery_mode=NON_PERSISTENT)  # the producer socket is open
+        proxy.stall()
+        start = time.monotonic()
+        sent = 0
+        with pytest.raises(ReceiptTimeout, match="no room in the producer window"):
+            for sent in range(1, 101):  # 1 KiB each: the 4 KiB window is full after a few
+                producer.send(BytesMessage(b"x" * 1024), delivery_mode=NON_PERSISTENT)
+        took = time.monotonic() - start
+        assert 2 <= sent < 10, "the window let %d sends of 1 KiB through" % sent
+        assert took < 1.0 + SLACK_S, "a send waited %.1f s for room with jms.sendTimeout=1000" % took
+        proxy.unstall()
 
 
 @pytest.mark.timeout(120)

@@ -284,6 +284,25 @@ def test_producer_window_chunks_receipts_and_blocks_until_one_comes():
         window.acquire(1, link, time.monotonic() + 0.1, False)
 
 
+@pytest.mark.timeout(20)
+def test_producer_window_without_a_deadline_bounds_its_wait_by_timeout_s():
+    """The send without failover passes no deadline (it reads no clock unless it waits):
+    ``timeout_s`` then bounds the wait from when it starts; the common send is unaffected."""
+    import time
+
+    from amqstomp.exception import ReceiptTimeout
+    from amqstomp.jms.link import ProducerWindow
+
+    window, link = ProducerWindow(1000), _FakeLink()
+    assert window.acquire(100, link, None, False, 0.2) == 0  # room: no wait, no clock
+    assert [window.acquire(300, link, None, False, 0.2) for _ in range(3)] == [400, 300, 300]
+    start = time.monotonic()
+    with pytest.raises(ReceiptTimeout, match="no room in the producer window"):
+        window.acquire(200, link, None, False, 0.2)
+    assert 0.15 <= time.monotonic() - start < 5
+    assert link.flushes == 1  # the deferred frames were written before it waited
+
+
 def test_a_text_message_takes_str_or_none_and_refuses_other_types_by_name():
     assert TextMessage(None).text == "" and TextMessage().text == ""  # JMS allows a null text
     headers, body = send_headers(TextMessage(None), Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)

@@ -11,7 +11,7 @@ import time
 import uuid
 
 import pytest
-from conftest import wait_until
+from conftest import SessionQueues, connect12, wait_until
 
 pytest.importorskip("opentelemetry.sdk")  # the otel extra (scripts/setup.sh installs it)
 
@@ -22,33 +22,24 @@ import amqstomp  # noqa: E402
 from amqstomp.jms import (AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE,  # noqa: E402
                           INDIVIDUAL_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage)
 from amqstomp.otel import DUP  # noqa: E402
-from amqstomp.testing import RabbitMQStomp  # noqa: E402
 
 pytestmark = pytest.mark.timeout(90)
 
-PREFIX = "amqstomp-otel-apis-%s-" % uuid.uuid4().hex[:6]
-_USED = set()
+QUEUES = SessionQueues("otel-apis")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _rabbitmq_queues():
     yield
-    if "rabbitmq" in _USED:
-        RabbitMQStomp().delete_queues(PREFIX)
+    QUEUES.clean_up()
 
 
 def qname(broker):
-    _USED.add(broker.name)
-    return PREFIX + uuid.uuid4().hex[:10]
+    return QUEUES.name(broker)
 
 
 def stomp12(target, listener=None, **kwargs):
-    conn = amqstomp.Connection12(target.host_and_ports, **kwargs)
-    _MADE.append(conn)
-    if listener is not None:
-        conn.set_listener("rec", listener)
-    conn.connect(target.username, target.password, wait=True, timeout=15)
-    return conn
+    return connect12(target, _MADE, listener, **kwargs)
 
 
 def _check_common(span, broker, destination):
@@ -181,7 +172,7 @@ def test_a_prefetched_message_has_no_span_until_it_is_handed_over(activemq, tele
     span when receive() returns each, not when they arrive (semconv: no receive/process span
     for a prefetched message)."""
     t = telemetry()
-    name = PREFIX + uuid.uuid4().hex[:10]
+    name = QUEUES.prefix + uuid.uuid4().hex[:10]
     destination = "/queue/" + name
     with ConnectionFactory(activemq.url).create_connection() as connection:
         connection.start()
@@ -208,7 +199,7 @@ def test_jms_producer_socket_spans_carry_the_connections_client_id(activemq, tel
     client-id (ActiveMQ refuses a second connection with the same one); their spans name
     the connection's client id all the same, in both conventions' names."""
     t = telemetry(semconv=DUP)
-    name = PREFIX + uuid.uuid4().hex[:10]
+    name = QUEUES.prefix + uuid.uuid4().hex[:10]
     client_id = "otel-client-" + uuid.uuid4().hex[:8]
     with ConnectionFactory(activemq.url, client_id=client_id).create_connection() as connection:
         producer = connection.create_session().create_producer(Queue(name))
@@ -241,7 +232,7 @@ def test_a_listener_that_raises_is_recorded_on_its_process_span_in_both_apis(act
     """As for a JMS MessageListener, a stomp.py listener's exception is the process span's:
     status ERROR, error.type the exception's class, an exception event."""
     t = telemetry()
-    name = PREFIX + uuid.uuid4().hex[:10]
+    name = QUEUES.prefix + uuid.uuid4().hex[:10]
     destination = "/queue/" + name
     listener = Raising()
     consumer = stomp12_activemq(activemq, listener)
@@ -318,7 +309,7 @@ def test_a_commit_whose_receipt_never_comes_is_counted_in_doubt(activemq, tcp_pr
     _MADE.append(conn)
     conn.connect(wait=True, timeout=15)
     tx = conn.begin()
-    conn.send("/queue/" + PREFIX + uuid.uuid4().hex[:10], "in doubt", transaction=tx)
+    conn.send("/queue/" + QUEUES.prefix + uuid.uuid4().hex[:10], "in doubt", transaction=tx)
     proxy.stall()  # the COMMIT goes out, nothing comes back
     conn.commit(tx, receipt="commit-1")
     assert proxy.cut() == 1

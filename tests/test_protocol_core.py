@@ -85,13 +85,13 @@ def _forbidden_imports(start_modules):
 def test_protocol_core_imports_no_sockets_threads_or_clocks():
     core = ["amqstomp._core." + name[:-3] for name in os.listdir(os.path.join(PACKAGE, "_core"))
             if name.endswith(".py")]
-    bad, seen = _forbidden_imports(core + ["amqstomp.codec", "amqstomp.flow", "amqstomp._codec_py",
-                                           "amqstomp._flow_py"])
+    bad, seen = _forbidden_imports(core + ["amqstomp.codec", "amqstomp.flow", "amqstomp._core._codec_py",
+                                           "amqstomp._core._flow_py"])
     assert bad == {}
     # the walk reached the modules the core is built on (it would pass vacuously otherwise)
     assert {"amqstomp.codec", "amqstomp.uri", "amqstomp._core.state"} <= seen
     for source in ("_codec.pyx", "_codec_parse.pxi", "_codec_big.pxi", "_codec_encode.pxi"):  # the compiled codec
-        with open(os.path.join(PACKAGE, source), encoding="utf-8") as f:
+        with open(os.path.join(PACKAGE, "_core", source), encoding="utf-8") as f:
             pyx = f.read()
         for name in FORBIDDEN:
             assert "import %s\n" % name not in pyx and "from %s import" % name not in pyx
@@ -213,6 +213,29 @@ def test_heartbeat_deadlines_from_times_passed_in():
     state.peer_seen(5000.0)
     assert state.receive_left_ms(5000.0) == timeout
     assert state.next_deadline(5000.0) == min(5000.0 + state.heartbeat_due_in_ms(5000.0), 5000.0 + timeout)
+
+
+def test_connected_deadline_while_connecting():
+    """CONNECT written at 1000 ms with 2000 ms for the answer: due at 3000 (the
+    next deadline while CONNECTING), overdue from then; CONNECTED clears it."""
+    state = ProtocolState("1.2", now_ms=1000.0)
+    assert state.next_deadline(1000.0) is None and not state.connected_overdue(10 ** 9)  # none armed
+    state.encode("CONNECT", {"accept-version": "1.2"}, b"")
+    state.connect_sent(1000.0, 2000.0)
+    assert state.next_deadline(1500.0) == 3000.0
+    assert not state.connected_overdue(2999.0)
+    assert state.connected_overdue(3000.0)
+    with pytest.raises(ValueError, match="within_ms"):
+        state.connect_sent(1000.0, float("nan"))
+    _connected(state, now_ms=2500.0)  # answered in time
+    assert state.link_state is LinkState.OPEN
+    assert not state.connected_overdue(5000.0) and state.next_deadline(5000.0) is None  # heart-beats off
+    state.connect_sent(6000.0, 1.0)  # no effect once connected
+    assert not state.connected_overdue(10 ** 9)
+    closing = ProtocolState("1.2")
+    closing.connect_sent(0.0, 10.0)
+    closing.closing()  # this side closes before the answer: no deadline to report
+    assert not closing.connected_overdue(20.0) and closing.next_deadline(20.0) is None
 
 
 def test_broker_limits_apply_to_activemq_classic_only():

@@ -8,12 +8,11 @@ application gets it a second time (what amqstomp did before).
 What is visible: the application's deliveries, the client's suppressed count, and
 the broker's queue afterwards (a fresh consumer finds nothing).
 """
-import threading
 import time
 import uuid
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, cut_stalled_later, wait_until
 
 import amqstomp as stomp
 from amqstomp.exception import TransactionInDoubtError
@@ -155,12 +154,7 @@ def test_jms_a_commit_in_doubt_settles_nothing_and_the_message_comes_again(activ
         seq = transport.link_seq
         proxy.stall()
 
-        def cut_later():
-            time.sleep(0.5)
-            proxy.cut()
-            proxy.unstall()
-
-        threading.Thread(target=cut_later, daemon=True).start()
+        cut_stalled_later(proxy)
         with pytest.raises(TransactionInDoubtError):
             session.commit()
         assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)

@@ -557,9 +557,9 @@ def test_original_headers_keep_what_arrived(activemq):
 @pytest.mark.parametrize("impl", ["compiled", "pure"])
 def test_frame_original_headers_in_both_codecs(impl):
     if impl == "compiled":
-        codec = pytest.importorskip("amqstomp._codec")
+        codec = pytest.importorskip("amqstomp._core._codec")
     else:
-        import amqstomp._codec_py as codec
+        import amqstomp._core._codec_py as codec
     made = codec.Frame("SEND", {"a": "1"}, b"")
     made.headers["a"] = "2"
     assert made.original_headers == {"a": "1"}  # copied by the constructor, as stomp.py's
@@ -788,3 +788,16 @@ def test_calls_on_a_closed_connection_raise_not_connected_as_stomp_py(version):
     theirs, ours = _closed_outcomes(stomp, version), _closed_outcomes(amqstomp, version)
     assert ours == theirs
     assert set(theirs.values()) == {"NotConnectedException"}
+
+
+@pytest.mark.parametrize("name", ["StompConnection10", "StompConnection11", "StompConnection12", "Connection"])
+def test_an_unknown_keyword_names_the_class_called_as_in_stomp_py(name):
+    """A stomp.py user's test may match the TypeError's text: StompConnection12 inherits its
+    constructor from StompConnection11, yet the error names StompConnection12, as stomp.py's does."""
+    def message(module):
+        with pytest.raises(TypeError) as caught:
+            getattr(module, name)([("127.0.0.1", 1)], no_such_keyword=1)
+        return str(caught.value)
+
+    assert message(amqstomp) == message(stomp)
+    assert "no_such_keyword" in message(amqstomp)

@@ -173,7 +173,7 @@ FACADE_MODULES = {"amqstomp.connection", "amqstomp.connect", "amqstomp.protocol"
 #: below the facades: every API's shared machinery
 BELOW_FACADES = ("amqstomp._core", "amqstomp._io", "amqstomp._engine")
 BELOW_FACADE_MODULES = {"amqstomp.failover", "amqstomp.subscription", "amqstomp.codec", "amqstomp.flow",
-                        "amqstomp._codec_py", "amqstomp._flow_py", "amqstomp._frame_py", "amqstomp.uri",
+                        "amqstomp._core._codec_py", "amqstomp._core._flow_py", "amqstomp._core._frame_py", "amqstomp.uri",
                         "amqstomp.exception", "amqstomp.log", "amqstomp.constants"}
 
 

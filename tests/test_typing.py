@@ -16,7 +16,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(amqstomp.__file__))
 def test_py_typed_marker_is_shipped():
     assert os.path.exists(os.path.join(PACKAGE_DIR, "py.typed"))
     for stub in ("_codec.pyi", "_flow.pyi"):
-        assert os.path.exists(os.path.join(PACKAGE_DIR, stub)), stub
+        assert os.path.exists(os.path.join(PACKAGE_DIR, "_core", stub)), stub
 
 
 def _where(tmp_path):
@@ -47,11 +47,11 @@ def test_stubs_match_the_compiled_modules(tmp_path):
     # stubtest must run where `import amqstomp` finds the package under test: elsewhere it
     # finds nothing and reports success on nothing (hence the module count check)
     cwd, env = _where(tmp_path)
-    found = subprocess.run([sys.executable, "-c", "import amqstomp._codec as m; print(m.__file__)"],
+    found = subprocess.run([sys.executable, "-c", "import amqstomp._core._codec as m; print(m.__file__)"],
                            cwd=cwd, env=env, capture_output=True, text=True, timeout=60).stdout.strip()
-    assert os.path.dirname(found) == PACKAGE_DIR, (found, PACKAGE_DIR)
+    assert os.path.dirname(found) == os.path.join(PACKAGE_DIR, "_core"), (found, PACKAGE_DIR)
     proc = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", os.devnull,
-                           "amqstomp._codec", "amqstomp._flow"],
+                           "amqstomp._core._codec", "amqstomp._core._flow"],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "in 2 modules" in proc.stdout, proc.stdout

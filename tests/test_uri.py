@@ -109,6 +109,10 @@ def test_docs_table_is_generated_from_the_code():
     ("stomp://user:secret@host:1", "jms.userName"),
     ("stomp://[::1", "IPv6"),
     ("failover:(stomp://a:1?jms.clientID=x)", "failover URI's own query"),
+    # Java's Boolean.parseBoolean reads these as false: refused, not read as true
+    ("failover:(stomp://a:1)?randomize=1", "1 and yes included, as false"),
+    ("stomp://h:1?jms.optimizeAcknowledge=yes", "expected true or false"),
+    ("failover:(stomp://a:1)?priorityBackup=on", "expected true or false"),
 ])
 def test_bad_values_are_refused(uri, needle):
     with pytest.raises(ConfigurationError) as err:
@@ -158,3 +162,8 @@ class TestCheckDestinationCache:
             uri.check_destination("/queue/cache.%d" % i)
         assert 0 < len(uri._ACCEPTED) <= uri.ACCEPTED_CACHE_SIZE
         uri.check_destination("/queue/cache.1")  # still accepted after the cache was emptied
+
+
+def test_booleans_are_true_or_false_in_any_case_as_in_java():
+    assert parse_uri("failover:(stomp://a:1)?randomize=FALSE").failover_options["randomize"] is False
+    assert parse_uri("failover:(stomp://a:1)?randomize=True").failover_options["randomize"] is True

@@ -4,11 +4,12 @@ Modules (each pure; a test asserts none of them, nor anything of amqstomp
 they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 ``time``):
 
-* :mod:`amqstomp.codec` (compiled ``_codec.pyx`` + pure twin ``_codec_py.py``)
-  -- frames from bytes and back; :mod:`amqstomp.flow` (``_flow_py.py``,
-  compiled through ``_flow.pxd``) -- prefetch windows, ack batching,
-  redelivery. They sit at the package top because their build names them there;
-  they belong to this layer;
+* ``_codec`` (compiled from ``_codec.pyx`` and its ``.pxi``) and its pure twin
+  ``_codec_py`` (with ``_frame_py``) -- frames from bytes and back; ``_flow``
+  (``_flow_py.py`` compiled as it is, typed by ``_flow.pxd``) and the twin
+  ``_flow_py`` -- prefetch windows, ack batching, redelivery. The rest of
+  amqstomp imports them through :mod:`amqstomp.codec` and :mod:`amqstomp.flow`,
+  which choose the compiled module or the twin;
 * :mod:`.state` -- :class:`~amqstomp._core.state.ProtocolState`, one
   socket's session: framing, CONNECTED, receipts, heart-beat deadlines;
 * :mod:`.frames` -- frame builders per STOMP version and broker dialect

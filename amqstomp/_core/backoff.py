@@ -231,7 +231,7 @@ class ReconnectPolicy:
 def priority_brokers(value: Any, name: str = "priority_uris") -> Tuple[Tuple[str, int], ...]:
     """The priority brokers (``priorityURIs``) as ``(host, port)`` pairs, from ``value``: None
     or empty (none: the first broker listed), ``stomp://host:port`` URIs in a str separated by
-    commas, or a list or tuple of such URIs and ``(host, port)`` pairs.
+    commas, a list or tuple of such URIs and ``(host, port)`` pairs, or one bare ``(host, port)`` pair.
 
     Raises:
         ConfigurationError: (a ValueError) naming ``name`` and the entry that is neither.
@@ -240,6 +240,9 @@ def priority_brokers(value: Any, name: str = "priority_uris") -> Tuple[Tuple[str
         return ()
     if isinstance(value, str):
         entries: List[Any] = [value]
+    elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], int) \
+            and not isinstance(value[1], bool):
+        entries = [value]  # one bare (host, port) pair, not a list of two entries
     elif isinstance(value, (list, tuple)):
         entries = list(value)
     else:

@@ -23,6 +23,12 @@ What it owns (STOMP 1.2 sections in brackets):
   of the connection can give the broker's reason;
 * heart-beats ("Heart-beating"): negotiation, when the next one must be
   written, when the peer is overdue (:meth:`ProtocolState.next_deadline`);
+* the CONNECTED deadline ("Connecting": the server's first frame answers
+  CONNECT): once the driver says CONNECT went out and how long the broker has
+  (:meth:`ProtocolState.connect_sent`), :meth:`ProtocolState.next_deadline`
+  includes it while CONNECTING and :meth:`ProtocolState.connected_overdue`
+  says when it passed with no answer (the driver then ends the socket as a
+  loss: a broker that accepts the socket but never answers);
 * where the socket's session is in its life (:class:`LinkState`, one value
   instead of "connected?" flags): CONNECTING until CONNECTED, OPEN, CLOSING
   once this side asked to close, then CLOSED (closed by this side) or LOST
@@ -107,7 +113,7 @@ class ProtocolState:
     __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
-                 "unsubscribed")
+                 "unsubscribed", "connected_by_ms")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -139,6 +145,8 @@ class ProtocolState:
         #: the subscription ids this side UNSUBSCRIBEd and has not SUBSCRIBEd again,
         #: oldest first (at most :data:`UNSUBSCRIBED_KEPT`; a dict used as an ordered set)
         self.unsubscribed: Dict[str, None] = {}
+        #: when (ms, the ``now_ms`` scale) CONNECTED is due (:meth:`connect_sent`), or None: no deadline
+        self.connected_by_ms: Optional[float] = None
 
     # ------------------------------------------------------------ receiving
 
@@ -204,6 +212,7 @@ class ProtocolState:
         if self.dialect == ACTIVEMQ:  # Classic's StompWireFormat limits (Artemis has its own)
             self.limits = ACTIVEMQ_LIMITS
             self.check_above = LIMITS_SAFE_BYTES
+        self.connected_by_ms = None
         if self.link_state is LinkState.CONNECTING:
             self.link_state = LinkState.OPEN
 
@@ -248,15 +257,15 @@ class ProtocolState:
                 a NUL in the body of such a SEND).
             FrameLimitError: it breaks a limit the broker enforces (not sent).
         """
-        if cmd == "CONNECT" or cmd == "STOMP":
+        if cmd == "SEND":  # (the most frequent first)
+            if "transformation" in headers and auto_content_length and not _auto_content_length(cmd, headers):
+                auto_content_length = False
+                if b"\x00" in bytes(body):
+                    raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else "
+                                           "ActiveMQ ignores the transformation and makes a BytesMessage), so its "
+                                           "body cannot hold a NUL byte" % (headers.get("transformation"),))
+        elif cmd == "CONNECT" or cmd == "STOMP":
             self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
-        elif auto_content_length and cmd == "SEND" and "transformation" in headers \
-                and not _auto_content_length(cmd, headers):
-            auto_content_length = False
-            if b"\x00" in bytes(body):
-                raise FrameEncodeError("a SEND with transformation:%s goes without content-length (else ActiveMQ "
-                                       "ignores the transformation and makes a BytesMessage), so its body cannot "
-                                       "hold a NUL byte" % (headers.get("transformation"),))
         elif cmd == "UNSUBSCRIBE" or (cmd == "SUBSCRIBE" and self.unsubscribed):
             self._note_subscription(cmd, headers.get("id"))
         if head is None:
@@ -322,14 +331,39 @@ class ProtocolState:
 
     def next_deadline(self, now_ms: float) -> Optional[float]:
         """The next time (ms, same scale as ``now_ms``) something is due: a
-        heart-beat to write or the peer's receive deadline; None when heart-beats
-        are off."""
+        heart-beat to write, the peer's receive deadline, or (CONNECTING) the
+        CONNECTED deadline (:meth:`connect_sent`); None when none is."""
         due = []
+        if self.connected_by_ms is not None and self.link_state is LinkState.CONNECTING:
+            due.append(self.connected_by_ms)
         if self.send_ms:
             due.append(now_ms + self.heartbeat_due_in_ms(now_ms))
         if self.recv_ms:
             due.append(self.last_read_ms + self.recv_timeout_ms)
         return min(due) if due else None
+
+    # ------------------------------------------------------------ the CONNECTED deadline
+
+    def connect_sent(self, now_ms: float, within_ms: float) -> None:
+        """CONNECT (or STOMP) went out at ``now_ms``: the broker's CONNECTED is due
+        within ``within_ms`` ms (the driver's connect timeout). No effect once the
+        session is past CONNECTING (CONNECTED came, or the socket is closing or gone).
+
+        Raises:
+            ValueError: ``within_ms`` is not a finite number >= 0.
+        """
+        within = float(within_ms)
+        if not 0.0 <= within < float("inf"):
+            raise ValueError("within_ms must be a finite number of ms >= 0, got %r" % (within_ms,))
+        if self.link_state is LinkState.CONNECTING:
+            self.connected_by_ms = float(now_ms) + within
+
+    def connected_overdue(self, now_ms: float) -> bool:
+        """True when :meth:`connect_sent`'s deadline has passed at ``now_ms`` and the
+        session is still CONNECTING: the broker accepted the socket but did not
+        answer CONNECT in time (the driver ends the socket as a loss)."""
+        due = self.connected_by_ms
+        return due is not None and self.link_state is LinkState.CONNECTING and now_ms >= due
 
 
 def _before_connected(frames: List[Frame]) -> None:

@@ -115,7 +115,8 @@ class Client(Acknowledging, Subscribing):
                   opened: Optional[Callable[[], None]] = None,
                   failing: Optional[Callable[[], None]] = None,
                   send: Optional[Callable[[str, Mapping[str, Any]], Any]] = None,
-                  reuse: bool = False) -> Optional[Frame]:
+                  reuse: bool = False, connected_within: Optional[float] = None,
+                  hand_over: bool = False) -> Optional[Frame]:
         """Open a socket and send CONNECT/STOMP (STOMP 1.2 "Connecting"), for
         every API and for every reconnect: ``transport.open(version, only,
         deadline)``, then ``opened()`` (if given), then ``command`` with
@@ -127,6 +128,19 @@ class Client(Acknowledging, Subscribing):
         the socket open now (stomp.py's ``transport.start()`` opened it), no new one.
         :attr:`handshake_seq` is then that socket's number.
 
+        Not waited for (``wait_s`` None), ``connected_within`` (seconds) arms the
+        socket's CONNECTED deadline once CONNECT is written
+        (:meth:`amqstomp._io.driver.Driver.expect_connected`): unanswered by then,
+        the socket ends as a loss (the failover loop's, else ``on_disconnected``).
+        ``hand_over`` (with failover; not waited for): the failover loop is armed
+        before the socket opens, so its loss, even before CONNECTED, is the
+        loop's (the next broker, with the back-off); a socket that ends under
+        the CONNECT write (a broker that resets it) raises nothing then. When
+        no socket opens at all the loop is disarmed again and the exception raised.
+        The deadline is then this broker's share of ``connected_within`` (equal
+        among the failover brokers), as a waited first connection gives it, so
+        that a send waiting ``connected_within`` for the connection sees the next broker.
+
         Returns:
             Frame | None: CONNECTED (None when not waited for).
 
@@ -137,19 +151,39 @@ class Client(Acknowledging, Subscribing):
                 ``on_disconnected``, another attempt follows).
         """
         transport = self.transport
-        if reuse and transport.current_host_and_port is not None:
-            host = transport.current_host_and_port[0]
-        else:
-            host, _ = transport.open(version, only=only, deadline=deadline)
+        rc = self.reconnector if hand_over and wait_s is None else None
+        if rc is not None:
+            rc.arm()
+        try:
+            if reuse and transport.current_host_and_port is not None:
+                host = transport.current_host_and_port[0]
+            else:
+                host, _ = transport.open(version, only=only, deadline=deadline)
+        except BaseException:
+            if rc is not None:
+                rc.disarm()
+            raise
+        seq = transport.link_seq
         try:
             if opened is not None:
                 opened()
             (send or transport.send_frame)(command, headers_for(host))
             self.handshake_seq = transport.link_seq
             if wait_s is None:
+                if connected_within is not None:  # with failover, this broker's share, as with a wait
+                    share = connected_within / (len(rc.endpoints) if rc is not None else 1)
+                    transport.expect_connected(share, seq)
+                if rc is not None:
+                    rc.socket_opened()
                 return None
             return transport.wait_connected(wait_s)  # type: ignore[no-any-return]
         except StompException as exc:
+            if rc is not None and not transport.link_alive(seq):  # ended as a loss: the armed loop has it
+                log.info("connect: the socket to %s ended under CONNECT (%s): the failover loop tries the next "
+                         "broker", host, exc)
+                return None
+            if rc is not None:
+                rc.disarm()
             if failing is not None:
                 failing()
             transport.close(reason="connect failed: %s" % exc, silent=silent)

@@ -62,6 +62,11 @@ class TransportPort(Protocol):
 
     def wait_connected(self, timeout: Optional[float] = None) -> Any: ...
 
+    def expect_connected(self, within_s: float, link_seq: int) -> None: ...
+
+    @property
+    def connected_frame(self) -> Any: ...
+
     # ------------------------------------------------------------ frames and receipts
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"",
                    write_timeout: Optional[float] = None, defer: bool = False, head: Any = None,

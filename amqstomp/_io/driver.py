@@ -212,6 +212,19 @@ class Driver(LinkOwner):
             raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
         return link
 
+    def expect_connected(self, within_s: float, link_seq: int) -> None:
+        """CONNECT went out on socket ``link_seq``: its CONNECTED is due within
+        ``within_s`` seconds, else the socket ends as a loss
+        (:meth:`amqstomp._io.link.Link.expect_connected`). A no-op when that socket
+        is no longer the current one (a failover loop replaced it meanwhile).
+
+        Raises:
+            ValueError: ``within_s`` is not a finite number >= 0.
+        """
+        link = self._link
+        if link is not None and link.seq == link_seq:
+            link.expect_connected(within_s)
+
     def flush(self) -> None:
         """Write the frames waiting in the write buffer now (blocking while the
         broker does not read). Nothing to do when there are none or no socket.

@@ -87,6 +87,8 @@ class Link(LinkWriter):
         self.close_reason = ""
         self.close_error: Optional[BaseException] = None
         self.connect_future: "Future[Frame]" = Future()
+        #: seconds the broker has to answer CONNECT (:meth:`expect_connected`), 0.0 until armed
+        self.connect_within_s = 0.0
         self.events: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         #: what its threads are called after: ``<connection>.<socket>`` (``amqstomp-timer-3.1``)
         self.name = name or str(seq)
@@ -180,6 +182,40 @@ class Link(LinkWriter):
             raise
         except StompException as exc:
             raise ConnectFailedException(str(exc)) from exc
+
+    def expect_connected(self, within_s: float) -> None:
+        """CONNECT was just written: arm the CONNECTED deadline, ``within_s``
+        seconds from now (:meth:`ProtocolState.connect_sent`). Past it with no
+        CONNECTED, :meth:`connected_check_tick` ends the socket as a loss (not a
+        client close): a failover layer takes it over, else the listeners hear
+        ``on_disconnected``. A no-op once the link is closed or CONNECTED came.
+
+        Raises:
+            ValueError: ``within_s`` is not a finite number >= 0.
+        """
+        with self.state_lock:
+            if self.closed:
+                return
+            self.proto.connect_sent(time.monotonic() * 1000.0, within_s * 1000.0)
+            self.connect_within_s = within_s
+        self.scheduler.call_later(within_s, self.connected_check_tick)
+
+    def connected_check_tick(self) -> None:
+        """Timer thread: the CONNECTED deadline (:meth:`expect_connected`). Passed with
+        no CONNECTED: the link is closed as a loss; not yet: checked again then."""
+        if self.closed:
+            return
+        proto = self.proto
+        now_ms = time.monotonic() * 1000.0
+        if proto.connected_overdue(now_ms):
+            reason = "no CONNECTED frame within %.3g s of CONNECT" % (self.connect_within_s,)
+            log.warning("%s:%s: %s (the broker accepted the socket but did not answer)", self.host_and_port[0],
+                        self.host_and_port[1], reason)
+            self.close(reason, TimeoutError(reason))
+            return
+        due = proto.connected_by_ms
+        if due is not None and proto.connected_frame is None:  # the timer ran early: again at the deadline
+            self.scheduler.call_later(max(0.0, due - now_ms) / 1000.0, self.connected_check_tick)
 
     def on_control_frame(self, frame: Frame, post_receipts: bool) -> bool:
         """Reader thread: a frame other than MESSAGE. Resolves or fails the receipt

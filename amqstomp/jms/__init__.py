@@ -50,11 +50,13 @@ from .exceptions import (
     TransactionPartlyCommittedError,
     TransactionRolledBackError,
 )
+from .fanin import FanInConsumer
 from .link import UsageEvent
 from .message import BytesMessage, MapMessage, Message, TextMessage
 from .options import JMS_OPTIONS
 from .producer import MessageProducer
 from .session import Session
+from .spreading import SpreadingProducer
 
 __all__ = [
     "ConnectionFactory",
@@ -74,6 +76,8 @@ __all__ = [
     "BytesMessage",
     "MapMessage",
     "QueueBrowser",
+    "FanInConsumer",
+    "SpreadingProducer",
     "BrowseTimeoutError",
     "BrowseInterruptedError",
     "UsageEvent",

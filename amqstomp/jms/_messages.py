@@ -249,6 +249,9 @@ class BytesMessage(Message):
         # Message.__init__ inlined: a new message per send is on producers' hot path
         self.properties: Dict[str, PropertyValue] = {}
         self.headers: Dict[str, str] = {}
+        # the fields send() reads, on the instance: CPython 3.11 reads an instance's own
+        # attribute in a few instructions, a class default through the generic lookup
+        self.correlation_id = self.reply_to = self.type = self.group_id = self.group_seq = None
         if data.__class__ is bytes:
             self.data = data
         else:

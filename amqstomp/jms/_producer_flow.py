@@ -95,12 +95,16 @@ class ProducerWindow:
         """Bytes sent and not yet covered by a receipt."""
         return self.closed + self.unreceipted
 
-    def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool) -> int:
+    def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool,
+                timeout_s: Optional[float] = None) -> int:
         """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
         the send's receipt is to release, or 0 when the send asks for no receipt.
         (A send larger than the window goes when nothing else awaits a receipt.)
         Before it waits, the socket's deferred frames are written (the receipts it
-        waits for may be theirs).
+        waits for may be theirs). The wait ends at ``deadline`` (monotonic s);
+        without one, ``timeout_s`` seconds after it starts (the clock is read
+        only when the send must wait); without either, when room comes or the
+        link is gone.
 
         The common send -- room, and no chunk to close -- takes no lock: it reads
         ``closed``/``chunks``, which only the lock's holders change (a stale
@@ -108,6 +112,10 @@ class ProducerWindow:
         adds to ``unreceipted``, which only senders change (two threads sending
         on one producer at once, which JMS does not allow, could lose an
         addition: a receipt then comes a little later, nothing more).
+
+        Raises:
+            ReceiptTimeout: no room by the deadline.
+            ConnectionClosedException: the link is gone while waiting.
         """
         unreceipted = self.unreceipted + nbytes
         if unreceipted < self.chunk_size and not every_send and (
@@ -120,6 +128,8 @@ class ProducerWindow:
                 if not self.chunks or self.closed + self.unreceipted + nbytes <= self.size:
                     return self._count(nbytes, every_send)
                 if flushed:
+                    if deadline is None and timeout_s is not None:
+                        deadline = time.monotonic() + timeout_s
                     observed = _observe.messages
                     if observed is None:
                         self._wait_room(nbytes, link, deadline)

@@ -38,6 +38,7 @@ import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
@@ -466,23 +467,27 @@ class Link:
             ReceiptTimeout: ``timeout_s`` passed.
             FrameEncodeError: a header cannot be written in the socket's STOMP version.
         """
-        if not sync and window is None:
-            self._write("SEND", headers, body, defer=True, head=head)
-            return
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        if sync:
-            self._send_sync(headers, body, deadline, timeout_s, head)
-            return
         client = self.client
+        write = client.direct_write  # without failover the engine's write is the open socket's, bound once
+        deadline = None
+        if sync or window is None or write is None:
+            if window is None and not sync:
+                self._write("SEND", headers, body, defer=True, head=head)
+                return
+            deadline = None if timeout_s is None else time.monotonic() + timeout_s
+            if sync:
+                self._send_sync(headers, body, deadline, timeout_s, head)
+                return
+            # with failover: a transaction's SENDs go where its BEGIN went; others wait for a socket
+            write = partial(self.transport.send_frame, link_seq=client.route("SEND", headers, self._wait_up(deadline)))
+        # (the common send: no clock read -- the window reads it only when it must wait)
         assert window is not None
-        # a transaction's SENDs go where its BEGIN went; with failover one waits for a socket
-        seq = client.route("SEND", headers, None if self.reconnector is None else self._wait_up(deadline))
         nbytes = len(body) + 64
-        chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send)
+        chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send, timeout_s)
         if chunk:  # this send carries the window chunk's receipt
             receipt = headers["receipt"] = self.tracker.next_id(False)
         try:
-            future = self.transport.send_frame("SEND", headers, body, None, True, head, link_seq=seq)
+            future = write("SEND", headers, body, None, True, head)
         except BaseException as exc:
             window.unsent(nbytes, chunk)
             client.transaction_lost("SEND", headers, exc)

@@ -46,7 +46,7 @@ from ._messages import (
 )
 from ._scheduling import SCHEDULING_PROPERTIES, check_scheduled_property
 from .constants import DEFAULT_PRIORITY, NON_PERSISTENT, PERSISTENT
-from .destination import Destination, destination_from_header
+from .destination import Destination, TemporaryDestination, destination_from_header
 from .exceptions import IllegalStateError, MessageFormatError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +63,7 @@ _FRAME_ONLY = frozenset(("destination", "message-id", "subscription", "ack", "co
                          "content-type", "receipt"))  # receipt: RabbitMQ hands on the SEND's
 
 
-_time = time.time
+_time_ns = time.time_ns
 
 
 def _text(value: PropertyValue) -> str:
@@ -92,7 +92,7 @@ class SendHead(FrameHead):
         MessageFormatError: a bad delivery mode or priority.
     """
 
-    __slots__ = ("destination", "delivery_mode", "priority")
+    __slots__ = ("destination", "delivery_mode", "priority", "temporary")
 
     def __init__(self, destination: Destination, delivery_mode: int, priority: int) -> None:
         if isinstance(delivery_mode, bool) or not isinstance(delivery_mode, int) \
@@ -104,6 +104,8 @@ class SendHead(FrameHead):
         self.destination = destination
         self.delivery_mode = int(delivery_mode)
         self.priority = int(priority)
+        #: a temporary destination (send() checks its owner and whether it was deleted)
+        self.temporary = isinstance(destination, TemporaryDestination)
         headers = {"destination": destination.stomp_name}
         if delivery_mode == PERSISTENT:  # ActiveMQ's default is non-persistent
             headers["persistent"] = "true"
@@ -130,8 +132,8 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
     if time_to_live.__class__ is not int or time_to_live < 0:
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
-    if message.__class__ is BytesMessage and message.data.__class__ is bytes:
-        body = message.data
+    body = message.data if message.__class__ is BytesMessage else None
+    if body.__class__ is bytes:
         headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage's body inlined: hot path
     else:
         body, headers = stomp_body(message, dialect)
@@ -142,7 +144,7 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
             headers[name] = _text(value)
         if dialect != ACTIVEMQ and not SCHEDULING_PROPERTIES.isdisjoint(properties):
             raise refusal("scheduled delivery (AMQ_SCHEDULED_* properties)", dialect, None)
-    now = int(_time() * 1000) if (timestamp or time_to_live) else 0
+    now = _time_ns() // 1000000 if (timestamp or time_to_live) else 0  # (no float, no int())
     if timestamp:
         headers["timestamp"] = now
     expiration = now + time_to_live if time_to_live else 0

@@ -72,6 +72,7 @@ class MessageProducer:
         self._timeout_s: Optional[float] = timeout_ms / 1000.0 if timeout_ms else None
         self._closed = False
         self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
+        self._sync = False  # whether a send with _head outside a transaction waits for its receipt
         self._link: Link = state.transaction.send_link()  # opens the producer socket on first use
 
     def __repr__(self) -> str:
@@ -109,7 +110,7 @@ class MessageProducer:
         connection = self._connection
         if state.closed or state.closing or connection.closed or connection.failure is not None:
             state.check_open()  # raises, naming what is closed
-        if not isinstance(message, Message):
+        if message.__class__ is not BytesMessage and not isinstance(message, Message):
             if isinstance(message, str):
                 message = TextMessage(message)
             elif isinstance(message, (bytes, bytearray, memoryview)):
@@ -125,10 +126,22 @@ class MessageProducer:
             dest = other
         if dest is None:
             raise InvalidDestinationError("this producer has no destination; pass destination=")
+        mode = self.delivery_mode if delivery_mode is None else delivery_mode
+        if priority is None:
+            priority = self.priority
+        head = self._head  # reused while destination, mode and priority repeat (the hot path)
+        # (identity: an int the head was made with is the same object; anything else, e.g. a
+        # bool or an IntEnum, makes a new head, which checks it)
+        if head is None or head.destination is not dest or head.delivery_mode is not mode \
+                or head.priority is not priority:
+            head = self._head = SendHead(dest, mode, priority)
+            # the Java client's rule, decided once per head: a PERSISTENT send outside a transaction
+            # waits for its receipt unless use_async_send; always_sync_send makes every send wait
+            self._sync = self._always_sync or (head.delivery_mode == PERSISTENT and not self._use_async)
         link = self._link
         reply_to = message.reply_to
         own_temporary = False
-        if isinstance(dest, TemporaryDestination) or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
+        if head.temporary or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
             for named in (dest, reply_to):
                 if isinstance(named, TemporaryDestination) and not named.remote:
                     if named.deleted:
@@ -148,13 +161,6 @@ class MessageProducer:
         transaction = None
         if state.transacted:
             link, transaction = state.transaction.transacted_send(own_temporary)
-        mode = self.delivery_mode if delivery_mode is None else delivery_mode
-        if priority is None:
-            priority = self.priority
-        head = self._head  # reused while destination, mode and priority repeat (the hot path)
-        if (head is None or head.destination is not dest or head.delivery_mode != mode or head.priority != priority
-                or mode.__class__ is not int or priority.__class__ is not int):
-            head = self._head = SendHead(dest, mode, priority)
         headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
                                         link.dialect, not self.disable_message_timestamp)
         window = self._window
@@ -164,7 +170,7 @@ class MessageProducer:
             if BROKERS[link.dialect].tx_receipts_at_commit:
                 window = None  # RabbitMQ answers them only with the COMMIT: the COMMIT's receipt covers them
         else:
-            sync = self._always_sync or (mode == PERSISTENT and not self._use_async)
+            sync = self._sync
             if own_temporary and window is None:
                 sync = True  # never a receipt-less SEND on the consumer socket
         try:

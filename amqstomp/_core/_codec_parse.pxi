@@ -1,9 +1,9 @@
 # Included by _codec.pyx (Cython include: one extension module): the incremental parser.
-# It uses the interned tables and Frame of _codec.pyx; the pure twin is amqstomp._codec_py.FrameParser.
+# It uses the interned tables and Frame of _codec.pyx; the pure twin is amqstomp._core._codec_py.FrameParser.
 
 cdef class FrameParser:
     """Incremental STOMP frame parser (compiled). See
-    :class:`amqstomp._codec_py.FrameParser` for arguments, behaviour and errors."""
+    :class:`amqstomp._core._codec_py.FrameParser` for arguments, behaviour and errors."""
 
     cdef public str version
     cdef readonly Py_ssize_t max_command_length
@@ -101,12 +101,12 @@ cdef class FrameParser:
 
     @property
     def offset(self):
-        """See :attr:`amqstomp._codec_py.FrameParser.offset`."""
+        """See :attr:`amqstomp._core._codec_py.FrameParser.offset`."""
         return self._base + self._pos - self._held()
 
     @property
     def buffered(self):
-        """See :attr:`amqstomp._codec_py.FrameParser.buffered`."""
+        """See :attr:`amqstomp._core._codec_py.FrameParser.buffered`."""
         return PyByteArray_GET_SIZE(self._buf) - self._pos + self._held()
 
     cdef inline Py_ssize_t _held(self) noexcept:

@@ -1,5 +1,5 @@
 # Included by _codec.pyx (Cython include: one extension module): the frame encoder.
-# The pure twin is amqstomp._codec_py.encode_frame, which this hands every case it does not take.
+# The pure twin is amqstomp._core._codec_py.encode_frame, which this hands every case it does not take.
 
 # --------------------------------------------------------------------------- encoding
 
@@ -247,7 +247,7 @@ cdef object _encode(object command, object headers, object body, object version,
 
 def encode_frame(command, headers=None, body=None, version="1.2", auto_content_length=True, head=b""):
     """Encode one frame as bytes ready for the socket (compiled). See
-    :func:`amqstomp._codec_py.encode_frame` for arguments, output and errors,
+    :func:`amqstomp._core._codec_py.encode_frame` for arguments, output and errors,
     which are the same."""
     out = _encode(command, headers, body, version, auto_content_length, head)
     if out is None:

@@ -2,7 +2,7 @@
 """STOMP frame codec, compiled.
 
 Same public names and behaviour as the pure-Python twin
-:mod:`amqstomp._codec_py` (whose docstrings are the reference); chosen by
+:mod:`amqstomp._core._codec_py` (whose docstrings are the reference); chosen by
 :mod:`amqstomp.codec`. No I/O, no threads, no clocks: bytes in, frames out.
 
 Speed comes from scanning a C view of the receive buffer (or of a ``bytes``
@@ -50,7 +50,7 @@ from ._codec_py import (
 )
 from ._codec_py import encode_frame as _encode_frame_py
 from ._codec_py import FrameHead, encode_headers
-from .exception import StompProtocolError
+from ..exception import StompProtocolError
 
 __all__ = [
     "Frame",
@@ -167,7 +167,7 @@ cdef class Frame:
     ``delivery_count`` (int, set by a connection's duplicate audit),
     ``link_seq`` (int, the socket that delivered it; 0 when none),
     ``original_headers`` (the headers as the frame was made: copied by the
-    constructor, and for a parsed frame when first read). See :class:`amqstomp._frame_py.Frame`."""
+    constructor, and for a parsed frame when first read). See :class:`amqstomp._core._frame_py.Frame`."""
     cdef public object cmd
     cdef public object headers
     cdef public object body

@@ -1,9 +1,9 @@
-# Stub of the compiled codec (amqstomp/_codec.pyx); same API as amqstomp/_codec_py.py.
+# Stub of the compiled codec (amqstomp/_core/_codec.pyx); same API as amqstomp/_core/_codec_py.py.
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from typing_extensions import disjoint_base
 
-from .exception import StompProtocolError as StompProtocolError
+from ..exception import StompProtocolError as StompProtocolError
 
 __all__ = ['Frame', 'FrameParser', 'encode_frame', 'encode_headers', 'FrameHead', 'HEARTBEAT', 'VERSIONS', 'CLIENT_COMMANDS', 'SERVER_COMMANDS', 'DEFAULT_MAX_COMMAND_LENGTH', 'DEFAULT_MAX_HEADER_LINE_LENGTH', 'DEFAULT_MAX_HEADERS', 'DEFAULT_MAX_BODY_LENGTH', 'MAX_LIMIT']
 

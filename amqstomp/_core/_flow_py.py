@@ -1,9 +1,9 @@
 # cython: language_level=3, annotation_typing=False
 """Consumer flow control: the one source of both implementations.
 
-This file runs as it is (the pure-Python module ``amqstomp._flow_py``) and is
-also compiled by Cython, as it is, into the extension ``amqstomp._flow``, with
-the C types of ``amqstomp/_flow.pxd`` (see setup.py; aiohttp compiles its
+This file runs as it is (the pure-Python module ``amqstomp._core._flow_py``) and is
+also compiled by Cython, as it is, into the extension ``amqstomp._core._flow``, with
+the C types of ``amqstomp/_core/_flow.pxd`` (see setup.py; aiohttp compiles its
 ``_websocket/reader_py.py`` the same way). :mod:`amqstomp.flow` chooses one.
 Annotations are for type checkers only (``annotation_typing=False`` above): the
 compiled classes accept the same arguments as the pure ones. In the compiled build

@@ -1,4 +1,4 @@
-# C types for amqstomp/_flow_py.py compiled as it is into the extension amqstomp._flow
+# C types for amqstomp/_core/_flow_py.py compiled as it is into the extension amqstomp._core._flow
 # (setup.py): one source, two builds, as aiohttp's _websocket/reader_py.py -> reader_c.pxd.
 # Cython reads the .pxd named after the module it builds; Python never reads this file.
 # `readonly`: readable from Python (the public attributes); without it, C only. What is

@@ -1,4 +1,4 @@
-"""STOMP frame codec, pure-Python twin of :mod:`amqstomp._codec`.
+"""STOMP frame codec, pure-Python twin of :mod:`amqstomp._core._codec`.
 
 Same public names and behaviour as the compiled module; :mod:`amqstomp.codec`
 chooses between the two (``AMQSTOMP_NO_EXTENSIONS=1`` forces this one).
@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from ._frame_py import Frame, parsed_frame
-from .exception import FrameEncodeError, StompProtocolError
+from ..exception import FrameEncodeError, StompProtocolError
 
 __all__ = ["Frame", "FrameParser", "encode_frame", "encode_headers", "FrameHead", "HEARTBEAT", "VERSIONS",
            "CLIENT_COMMANDS", "SERVER_COMMANDS", "DEFAULT_MAX_COMMAND_LENGTH", "DEFAULT_MAX_HEADER_LINE_LENGTH",

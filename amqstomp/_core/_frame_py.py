@@ -1,6 +1,6 @@
-"""The frame object of the pure-Python codec (:mod:`amqstomp._codec_py`): :class:`Frame`.
+"""The frame object of the pure-Python codec (:mod:`amqstomp._core._codec_py`): :class:`Frame`.
 
-The compiled codec's ``Frame`` (:mod:`amqstomp._codec`) has the same
+The compiled codec's ``Frame`` (:mod:`amqstomp._core._codec`) has the same
 attributes and behaviour; :mod:`amqstomp.codec` exports whichever is loaded.
 """
 import copy

@@ -1,0 +1,165 @@
+"""The brokers of a fan-in consumer or a spreading producer
+(:mod:`amqstomp.jms.fanin`): one JMS :class:`~amqstomp.jms.connection.Connection`
+per broker, and what the composition needs to know of each (lost, between
+sockets, flow-controlled), heard through the connection's public listeners.
+
+A list of brokers is either a sequence of broker URLs (each used as given: a
+``stomp://`` URL connects once, a ``failover:(...)`` URL fails over on its
+own), or one ``failover:(a,b,c)?query`` URI, which becomes one
+``failover:(a)?query`` per member (each member reconnects to its own broker;
+``randomize``, ``priorityBackup`` and ``priorityURIs`` are dropped: they choose
+among brokers, and a member has one).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import logging
+import re
+import threading
+from typing import Any, Callable, List, Optional, Sequence, Union
+
+from ..uri import redact
+from .connection import Connection
+
+__all__ = ["member_urls", "split_prefetch", "Member", "open_members", "close_members"]
+
+log = logging.getLogger("amqstomp.jms.fanin")
+
+#: failover options that choose among brokers: meaningless for a member with one broker
+_CHOOSING = ("randomize", "prioritybackup", "priorityuris")
+
+
+def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
+    """One broker URL per member (see the module docstring).
+
+    Raises:
+        TypeError: ``brokers`` is neither a str nor a sequence of str.
+        ValueError: no broker, or a ``failover:`` URI without parentheses.
+    """
+    if isinstance(brokers, str):
+        text = brokers.strip()
+        if not text.lower().startswith("failover:"):
+            return [text]
+        body = text[len("failover:"):]
+        if not body.startswith("(") or ")" not in body:
+            raise ValueError("brokers: a failover URI must list its members in parentheses, "
+                             "failover:(stomp://a:61613,stomp://b:61613)?..., got %r" % (redact(text),))
+        close = body.index(")")
+        members, query = body[1:close], body[close + 1:].lstrip("?")
+        kept = [pair for pair in query.split("&") if pair and pair.split("=", 1)[0].lower() not in _CHOOSING]
+        suffix = ("?" + "&".join(kept)) if kept else ""
+        urls = ["failover:(%s)%s" % (member.strip(), suffix)
+                for member in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", members) if member.strip()]
+    elif isinstance(brokers, (list, tuple)) and all(isinstance(url, str) for url in brokers):
+        urls = [url.strip() for url in brokers]
+    else:
+        raise TypeError("brokers must be a broker URL (str) or a list of them, got %r" % (brokers,))
+    if not urls or not all(urls):
+        raise ValueError("brokers: at least one broker URL, none empty, got %r" % ([redact(u) for u in urls],))
+    return urls
+
+
+def split_prefetch(total: int, n: int) -> List[int]:
+    """``total`` messages of prefetch over ``n`` members: ``total // n`` each, one
+    more for the first ``total % n``, at least 1 each (so ``n`` when ``total < n``).
+
+    Raises:
+        ValueError: ``total`` is not an int >= 1 or ``n`` < 1.
+    """
+    if isinstance(total, bool) or not isinstance(total, int) or total < 1:
+        raise ValueError("prefetch must be an int >= 1 (messages across all brokers), got %r" % (total,))
+    if n < 1:
+        raise ValueError("at least one broker, got %d" % (n,))
+    return [max(1, total // n + (1 if i < total % n else 0)) for i in range(n)]
+
+
+class Member:
+    """One broker's connection in a composition, and its state as its listeners
+    report it.
+
+    Attributes:
+        url (str): the member's broker URL (as given; :func:`redact` it to log it).
+        connection (Connection): its JMS connection.
+        lost (BaseException | None): why the connection broke for good (the
+            exception listener heard it, or a call raised it); the member is
+            then skipped.
+        interrupted (bool): a ``failover:`` member between sockets.
+        full (bool): its producer flow control holds sends back
+            (``on_usage_full`` heard, ``on_usage_not_full`` not yet).
+        lock (threading.Lock): one caller at a time on its session.
+    """
+
+    def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None]) -> None:
+        self.url = url
+        self.connection = connection
+        self.lost: Optional[BaseException] = None
+        self.interrupted = False
+        self.full = False
+        self.lock = threading.Lock()
+        self._report = report
+        connection.set_exception_listener(self.on_exception)
+        connection.set_transport_listener(self)
+        connection.set_usage_listener(self._on_full, self._on_not_full)
+
+    def __repr__(self) -> str:
+        return "<member %s%s>" % (redact(self.url), " lost" if self.lost is not None else "")
+
+    @property
+    def usable(self) -> bool:
+        """Connected, not lost, not flow-controlled."""
+        return self.lost is None and not self.interrupted and not self.full
+
+    def on_exception(self, exc: BaseException) -> None:
+        """The connection's exception listener; a broken connection loses the member."""
+        if self.connection.failure is not None or self.connection.is_closed:
+            self.mark_lost(self.connection.failure or exc)
+        else:
+            log.warning("broker %s: %s", redact(self.url), exc)
+            self._report(self.url, exc)
+
+    def mark_lost(self, exc: BaseException) -> None:
+        if self.lost is None:
+            self.lost = exc
+            log.warning("broker %s lost: %s", redact(self.url), exc)
+            self._report(self.url, exc)
+
+    def on_transport_interrupted(self) -> None:
+        self.interrupted = True
+        log.info("broker %s: socket lost, reconnecting", redact(self.url))
+
+    def on_transport_resumed(self) -> None:
+        self.interrupted = False
+        log.info("broker %s: reconnected", redact(self.url))
+
+    def _on_full(self, event: Any) -> None:
+        self.full = True
+
+    def _on_not_full(self, event: Any) -> None:
+        self.full = False
+
+
+def open_members(urls: Sequence[str], opener: Callable[[str, int], Connection],
+                 report: Callable[[str, BaseException], None]) -> List[Member]:
+    """``opener(url, index)`` for each URL; on an error the ones opened are closed
+    and the error raised."""
+    members: List[Member] = []
+    try:
+        for index, url in enumerate(urls):
+            members.append(Member(url, opener(url, index), report))
+    except BaseException:
+        close_members(members)
+        raise
+    return members
+
+
+def close_members(members: Sequence[Member]) -> None:
+    """Close every member's connection (each within its ``close_timeout_ms``),
+    even when one raises; the first error is raised after."""
+    first: Optional[BaseException] = None
+    for member in members:
+        try:
+            member.connection.close()
+        except Exception as exc:  # keep closing the others
+            log.debug("closing %r: %s", member, exc)
+            first = first or exc
+    if first is not None:
+        raise first

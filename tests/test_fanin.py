@@ -1,0 +1,270 @@
+"""The fan-in consumer and the spreading producer (amqstomp.jms.FanInConsumer,
+amqstomp.jms.SpreadingProducer; docs/guides/scaling-out.md), on real brokers:
+
+- the stranded-message scenario of tests/test_network_of_brokers.py (20 messages left
+  on member 2 by a consumer that went away unacknowledged, no replayWhenNoConsumers):
+  a fan-in consumer over the members gets all 20, none twice;
+- a fan-in consumer over two standalone brokers (no network) gets what was produced on
+  each, in each broker's order, its prefetch split over them; a broker stopped is reported
+  and left out while the other goes on;
+- a spreading producer puts messages on every member; a stopped member's share goes to
+  the others; after its restart a fan-in consumer finds every message sent.
+"""
+import threading
+import time
+import uuid
+from typing import Any, Dict, List
+
+import pytest
+from conftest import wait_until
+
+import amqstomp
+from amqstomp.exception import AcknowledgeInterruptedError
+from amqstomp.jms import FanInConsumer, SpreadingProducer, TextMessage
+from amqstomp.jms._members import member_urls, split_prefetch
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _queue() -> str:
+    return "amqstomp-fanin-" + uuid.uuid4().hex[:10]
+
+
+def _stat(broker: Any, queue: str, name: str = "size") -> int:
+    try:
+        return int(queue_statistics(broker, queue).get(name, 0))
+    except LookupError:
+        return 0
+
+
+_size = _stat
+
+
+def _produce(url: str, queue: str, bodies: List[str]) -> None:
+    conn = amqstomp.ConnectionFactory(url).create_connection(timeout_s=30)
+    try:
+        session = conn.create_session()
+        producer = session.create_producer(amqstomp.Queue(queue))
+        for body in bodies:
+            producer.send(session.create_text_message(body))
+    finally:
+        conn.close()
+
+
+def _acknowledge(message: Any) -> None:
+    try:
+        message.acknowledge()
+    except AcknowledgeInterruptedError:  # its socket was lost (a broker stopped): it comes again
+        pass
+
+
+def _drain(consumer: FanInConsumer, count: int, seconds: float) -> List[str]:
+    got: List[str] = []
+    for _ in range(int(seconds / 0.2)):  # bounded: at most `seconds`
+        if len(got) >= count:
+            break
+        message = consumer.receive(0.2)
+        if message is not None:
+            got.append(message.text)
+    return got
+
+
+def test_member_urls_and_the_prefetch_split() -> None:
+    assert member_urls("failover:(stomp://a:1,stomp://b:2)?randomize=false&maxReconnectDelay=200"
+                       "&priorityBackup=true") == ["failover:(stomp://a:1)?maxReconnectDelay=200",
+                                                   "failover:(stomp://b:2)?maxReconnectDelay=200"]
+    assert member_urls(["stomp://a:1", "stomp://b:2"]) == ["stomp://a:1", "stomp://b:2"]
+    assert split_prefetch(1000, 3) == [334, 333, 333] and split_prefetch(2, 3) == [1, 1, 1]
+    with pytest.raises(ValueError, match="parentheses"):
+        member_urls("failover:stomp://a:1,stomp://b:2")
+    with pytest.raises(TypeError, match="brokers must be"):
+        member_urls([("a", 1)])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="prefetch must be an int >= 1"):
+        split_prefetch(0, 2)
+    with pytest.raises(ValueError, match="a transaction cannot span brokers"):
+        FanInConsumer(["stomp://127.0.0.1:1"], "q", acknowledge_mode=amqstomp.SESSION_TRANSACTED)
+
+
+def test_a_fan_in_consumer_takes_the_messages_stranded_without_replay(activemq_network_factory) -> None:
+    net = activemq_network_factory(3, replay_when_no_consumers=False)
+    queue = _queue()
+    # as in test_network_of_brokers: a consumer on member 2 takes 20 messages produced on member 1 ...
+    leaver = amqstomp.ConnectionFactory(net.members[1].url).create_connection(timeout_s=30)
+    taker = leaver.create_session(acknowledge_mode=amqstomp.CLIENT_ACKNOWLEDGE).create_consumer(amqstomp.Queue(queue))
+    leaver.start()
+    assert wait_until(lambda: _stat(net.members[0], queue, "consumerCount") >= 1, 20)
+    _produce(net.members[0].url, queue, ["s%02d" % i for i in range(20)])
+    assert all(taker.receive(10) is not None for _ in range(20))
+    leaver.close()  # ... and leaves without acknowledging: the 20 are on member 2, no consumer there
+    assert wait_until(lambda: _size(net.members[1], queue) == 20, 20)
+    # one logical consumer on every member (the URI's members, each its own failover)
+    with FanInConsumer(net.failover_url(maxReconnectDelay=200), amqstomp.Queue(queue),
+                       acknowledge_mode=amqstomp.INDIVIDUAL_ACKNOWLEDGE, prefetch=30, timeout_s=30) as consumer:
+        assert consumer.prefetch_shares == [10, 10, 10]
+        got: List[str] = []
+        for _ in range(100):  # at most 20 s
+            if len(got) >= 20:
+                break
+            message = consumer.receive(0.2)
+            if message is not None:
+                got.append(message.text)
+                message.acknowledge()
+        assert consumer.receive(0.5) is None  # nothing comes twice
+    assert sorted(got) == ["s%02d" % i for i in range(20)]
+
+
+
+def test_a_fan_in_consumer_over_standalone_brokers(activemq_factory) -> None:
+    brokers = [activemq_factory(), activemq_factory()]
+    queue = _queue()
+    for i, broker in enumerate(brokers):
+        _produce(broker.url, queue, ["b%d-%03d" % (i, k) for k in range(30)])
+    heard: List[str] = []
+    threads = threading.active_count()
+    consumer = FanInConsumer([b.url for b in brokers], queue, prefetch=7, timeout_s=30)
+    try:
+        consumer.set_exception_listener(lambda url, exc: heard.append(url))
+        assert consumer.prefetch_shares == [4, 3]
+        got = _drain(consumer, 60, 30)
+        assert sorted(got) == sorted("b%d-%03d" % (i, k) for i in range(2) for k in range(30))
+        for i in range(2):  # each broker's messages in its order
+            mine = [body for body in got if body.startswith("b%d-" % i)]
+            assert mine == sorted(mine)
+        assert consumer.receive(0.3) is None
+        # a listener: on each broker's session thread
+        heard_by_listener: List[str] = []
+        consumer.set_message_listener(lambda message: heard_by_listener.append(message.text))
+        with pytest.raises(amqstomp.jms.IllegalStateError, match="message listener"):
+            consumer.receive(0)
+        for i, broker in enumerate(brokers):
+            _produce(broker.url, queue, ["l%d-%d" % (i, k) for k in range(5)])
+        assert wait_until(lambda: len(heard_by_listener) >= 10, 20), heard_by_listener
+        assert sorted(heard_by_listener) == sorted("l%d-%d" % (i, k) for i in range(2) for k in range(5))
+        consumer.set_message_listener(None)
+        # a broker stopped (a stomp:// member: no reconnect) is reported and left out
+        brokers[1].stop()
+        assert wait_until(lambda: brokers[1].url in consumer.lost, 20), consumer.lost
+        assert heard == [brokers[1].url]
+        _produce(brokers[0].url, queue, ["after-%d" % k for k in range(5)])
+        assert _drain(consumer, 5, 20) == ["after-%d" % k for k in range(5)]
+    finally:
+        consumer.close()
+    assert consumer.closed and wait_until(lambda: threading.active_count() <= threads, 10), threading.enumerate()
+    assert wait_until(lambda: _size(brokers[0], queue) == 0, 10)
+
+
+def test_a_spreading_producer_spreads_and_skips_a_stopped_broker(activemq_network_factory) -> None:
+    """Also: a fan-in consumer whose member's broker stops reconnects to it (its own failover)."""
+    net = activemq_network_factory(3, persistent=True)
+    queue = _queue()
+    # each member its own failover: a send caught by its broker's stop waits 1 s, then goes elsewhere
+    url = net.failover_url(initialReconnectDelay=50, maxReconnectDelay=200, timeout=1000)
+    sent: Dict[str, str] = {}
+    got: List[str] = []
+
+    def drain_until_all(consumer: FanInConsumer, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not set(sent) <= set(got) and time.monotonic() < deadline:
+            message = consumer.receive(0.2)
+            if message is not None:
+                got.append(message.text)
+                _acknowledge(message)
+
+    with SpreadingProducer(url, amqstomp.Queue(queue), timeout_s=30) as producer:
+        brokers = producer.brokers
+        for k in range(30):
+            body = "m%03d" % k
+            sent[body] = producer.send(TextMessage(body))
+        assert producer.sent == [10, 10, 10]  # round robin while all take
+        # no consumer anywhere: each broker keeps what it was sent
+        assert [_size(m, queue) for m in net.members] == [10, 10, 10]
+        with FanInConsumer(net.failover_url(initialReconnectDelay=50, maxReconnectDelay=200), amqstomp.Queue(queue),
+                           acknowledge_mode=amqstomp.INDIVIDUAL_ACKNOWLEDGE, timeout_s=30) as consumer:
+            drain_until_all(consumer, 20)
+            assert sorted(got) == sorted(sent)
+            net.stop_member(1)
+            for k in range(30, 60):
+                body = "m%03d" % k
+                sent[body] = producer.send(TextMessage(body))
+            after = producer.sent
+            # member 2's share went to the others, evenly
+            assert after[1] <= 11 and after[0] >= 24 and after[2] >= 24, after
+            assert all(sent["m%03d" % k] != brokers[1] for k in range(31, 60))
+            net.restart(1)
+            drain_until_all(consumer, 40)
+            # copies come after: a send re-sent after the stop, a message whose ACK went with the stopped
+            # broker's socket, one a bridge had taken: take them until 2 s pass without one (at most 30 s)
+            quiet_since, deadline = time.monotonic(), time.monotonic() + 30
+            while time.monotonic() - quiet_since < 2.0 and time.monotonic() < deadline:
+                message = consumer.receive(0.2)
+                if message is not None:
+                    got.append(message.text)
+                    _acknowledge(message)
+                    quiet_since = time.monotonic()
+            # the member on the stopped broker reconnected (its own failover): not lost
+            assert consumer.lost == {} and consumer.connections[1].failure is None
+    print("\nspreading producer, member 2 stopped after 30 of 60: sent per member %s, received %d (%d distinct): %s"
+          % (after, len(got), len(set(got)), sorted(b for b in set(got) if got.count(b) > 1)))
+    assert set(got) == set(sent)  # none lost
+    assert all(wait_until(lambda b=b: _size(b, queue) == 0, 10) for b in net.members), \
+        [(_size(b, queue), _stat(b, queue, "inflightCount"), _stat(b, queue, "dequeueCount")) for b in net.members]
+
+
+
+def test_a_full_broker_blocks_only_the_send_that_found_it_full(activemq_factory) -> None:
+    """Broker 1 has a 1 MB memory limit with producer flow control, broker 2 room: two threads
+    send 10 kB messages through one spreading producer; the send that finds broker 1 full waits
+    there (its window), while the other thread's sends all go to broker 2. A consumer on broker
+    1 then frees it, the waiting send completes, and every message is on one of the brokers."""
+    full = activemq_factory(memory_limit="1 mb", producer_flow_control=True)
+    roomy = activemq_factory()
+    queue = _queue()
+    body = "x" * 10000
+    per_thread = 150  # 1.5 MB each: more than broker 1 holds
+    done: Dict[int, int] = {0: 0, 1: 0}
+    errors: List[BaseException] = []
+    producer = SpreadingProducer([full.url, roomy.url], queue, producer_window_size=256 * 1024, timeout_s=30)
+    producer.delivery_mode = amqstomp.jms.NON_PERSISTENT
+
+    def send(thread: int) -> None:
+        try:
+            for k in range(per_thread):
+                producer.send(TextMessage("%d-%03d:%s" % (thread, k, body)))
+                done[thread] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True, name="test-sender-%d" % i) for i in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        # one thread finishes, all its later sends on broker 2, while the other waits on broker 1's window
+        assert wait_until(lambda: not all(t.is_alive() for t in threads), 60), (done, producer.sent)
+        assert any(t.is_alive() for t in threads), (done, producer.sent)  # still held by broker 1
+        waiting = producer.sent
+        # broker 1 holds fewer than one thread's worth; the finished thread's later sends all went to broker 2
+        assert errors == [] and waiting[0] < per_thread and sum(waiting) == done[0] + done[1], (waiting, done)
+        drained: List[str] = []
+        conn = amqstomp.ConnectionFactory(full.url).create_connection(timeout_s=30)
+        try:
+            consumer = conn.create_session().create_consumer(amqstomp.Queue(queue))
+            conn.start()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (any(t.is_alive() for t in threads) or
+                                                    len(drained) < producer.sent[0]):
+                message = consumer.receive(0.2)
+                if message is not None:
+                    drained.append(message.text.split(":")[0])
+        finally:
+            conn.close()
+        for thread in threads:
+            thread.join(30)
+        assert errors == [] and done == {0: per_thread, 1: per_thread}
+        sent = producer.sent
+    finally:
+        producer.close()
+    assert sum(sent) == 2 * per_thread and len(drained) == sent[0]
+    print("\nspreading producer, broker 1 full: sent per broker %s (while one send waited: %s)" % (sent, waiting))
+    assert wait_until(lambda: _size(roomy, queue) == sent[1], 10), (_size(roomy, queue), sent)
+    assert len(set(drained)) == len(drained)
