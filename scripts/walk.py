@@ -1,7 +1,7 @@
 """Walk one message through amqstomp and print every amqstomp function it passes, per thread.
 
     .venv/bin/python scripts/walk.py            # starts its own ActiveMQ on 127.0.0.1
-    .venv/bin/python scripts/walk.py --markdown # the tables of docs/architecture.md, "One message, walked"
+    .venv/bin/python scripts/walk.py --write docs/architecture.md  # its "One message, walked" tables
 
 Four walks, each one message on a real broker: the stomp.py API's ``send()`` and its delivery to a
 listener that acknowledges it (``ack="client-individual"``), the JMS API's ``producer.send()``
@@ -127,27 +127,56 @@ def walks(broker: Any) -> List[Tuple[str, List[Hop]]]:
     return out
 
 
+START, END = "<!-- walk:start (scripts/walk.py --write docs/architecture.md) -->", "<!-- walk:end -->"
+
+
+def markdown(result: List[Tuple[str, List[Hop]]]) -> str:
+    """The walks as collapsible blocks of tables (mkdocs-material's ``???``)."""
+    lines: List[str] = []
+    for title, hops in result:
+        files = {h[1] for h in hops if h[1]}
+        threads = []
+        for h in hops:
+            if h[1] and h[0] not in threads:
+                threads.append(h[0])
+        lines += ['??? note "%s: %d functions in %d files, on %s"' % (
+            title, sum(1 for h in hops if h[1]), len(files), ", ".join("`%s`" % t for t in threads)), "",
+            "    | thread | module | function |", "    |---|---|---|"]
+        for thread, path, name in hops:
+            lines.append("    | %s | %s | %s |" % (thread, "`%s`" % path if path else "",
+                                                   "`%s`" % name if path else "*%s*" % name))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    ap.add_argument("--markdown", action="store_true", help="print the Markdown blocks")
+    ap.add_argument("--write", metavar="PATH", help="replace the blocks between the walk markers of PATH")
     args = ap.parse_args()
     broker = start_broker()
     try:
         result = walks(broker)
     finally:
         broker.stop()
-    for title, hops in result:
-        files = {h[1] for h in hops if h[1]}
-        if args.markdown:
-            print("#### %s\n\n%d functions in %d files.\n" % (title, sum(1 for h in hops if h[1]), len(files)))
-            print("| thread | module | function |\n|---|---|---|")
-            for thread, path, name in hops:
-                print("| %s | %s | %s |" % (thread, "`%s`" % path if path else "", "`%s`" % name if path else name))
-            print()
-        else:
+    if args.write:
+        with open(args.write, encoding="utf-8") as f:
+            text = f.read()
+        if START not in text or END not in text:
+            raise SystemExit("%s has no walk markers (%s ... %s)" % (args.write, START, END))
+        head, rest = text.split(START, 1)
+        text = head + START + "\n" + markdown(result) + rest[rest.index(END):]
+        with open(args.write, "w", encoding="utf-8") as f:
+            f.write(text)
+        print("wrote the walks into %s" % args.write)
+    elif args.markdown:
+        print(markdown(result))
+    else:
+        for title, hops in result:
+            files = {h[1] for h in hops if h[1]}
             print("== %s (%d functions, %d files)" % (title, sum(1 for h in hops if h[1]), len(files)))
             for thread, path, name in hops:
-                print("  %-14s %-28s %s" % (thread, path, name))
+                print("  %-20s %-28s %s" % (thread, path, name))
     return 0
 
 
