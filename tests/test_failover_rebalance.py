@@ -290,6 +290,7 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
             "not settled: %s; %d moves, on %s, %d deliveries, %d refused, queues %s" % (
                 sorted(set(sent) - run.settled)[:10], reconnector.prober.moves, transport.current_host_and_port,
                 len(run.deliveries), run.not_settled, [queue_statistics(b, queue_name) for b in brokers])
+        took = time.monotonic() - started
         time.sleep(0.5)  # a late duplicate would show now
     finally:
         run.stop.set()
@@ -301,9 +302,9 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
         per_broker = Counter(broker for _, broker, _ in run.deliveries)
         redelivered = sum(1 for _, _, again in run.deliveries if again)
         delivered = len(run.deliveries)
-    print("\n%s: %d sent, %d moves (%d while producing), %d deliveries (%s), %d redelivered (handed back by a "
+    print("\n%s: all settled in %.1f s; %d sent, %d moves (%d while producing), %d deliveries (%s), %d redelivered (handed back by a "
           "move and drained when the consumer came back), %d acknowledgements refused, left on the brokers %s"
-          % (api, len(sent), reconnector.prober.moves, moves_while_producing, delivered,
+          % (api, took, len(sent), reconnector.prober.moves, moves_while_producing, delivered,
              ", ".join("%s:%s %d" % (b[0], b[1], n) for b, n in per_broker.items() if b), redelivered,
              run.not_settled, left))
     assert run.errors == []
