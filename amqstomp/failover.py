@@ -177,7 +177,7 @@ class Reconnector(PlannedMoves):
         self.arm()
         with self._lock:
             self._reconnecting = True  # an attempt's lost socket is this loop's business
-            self.lost_endpoint = None  # a first connection: the brokers as listed
+            self.lost_endpoint = self.move_target = None  # a first connection: the brokers as listed
         try:
             return self._loop(None if timeout_s is None else time.monotonic() + timeout_s)
         except BaseException:
