@@ -58,7 +58,7 @@ class Observer(Protocol):
     def connection_event(self, driver: Any, event: str, detail: Any = None) -> None:
         """``connected`` (``detail``: the CONNECTED frame), ``link_lost`` (the reason: a
         socket ended that the client did not close), ``moved`` (the reason: a socket the
-        failover loop ended by plan, to move to a priority broker; no loss)."""
+        failover loop ended by plan, to move to another broker; no loss)."""
 
     def redelivery(self, driver: Any, frame: Any, poisoned: bool) -> None:
         """amqstomp's RedeliveryPolicy decided on ``frame`` (a MESSAGE whose listener

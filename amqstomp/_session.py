@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
-from ._core.backoff import ReconnectPolicy
+from ._engine.ledger import SocketLedger
+from ._core.backoff import stomp_py_failover
 from ._core.dialect import check_broker, connect_host
 from ._core.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
@@ -30,7 +31,7 @@ from .codec import Frame
 from .exception import (
     ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
 )
-from .failover import Reconnector, SocketLedger
+from .failover import Reconnector
 from .subscription import SubscriptionManager
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .utils import get_uuid, merge_headers
@@ -128,13 +129,14 @@ class StompSession:
     def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
                 auto_reconnect: bool = False, auto_resubscribe: bool = True,
                 attempts_defaulted: bool = False, broker: Optional[str] = None,
-                priority: Tuple[bool, Any] = (False, None), duplicates: Tuple[Any, Any] = (False, 2048)) -> None:
+                failover: Tuple[Any, ...] = (False, None, 0), duplicates: Tuple[Any, Any] = (False, 2048)) -> None:
         """Run this session over ``transport``: flow control, the socket ledger,
         the engine's Client and (``auto_reconnect``) the failover loop with the
         transport's back-off; registered on it as ``"protocol-listener"``, as
         stomp.py's protocol is. ``broker``: the user's broker dialect
         (:func:`amqstomp._core.dialect.check_broker`; None: from CONNECTED).
-        ``priority``: ``(priority_backup, priority_uris)`` of the failover loop; ``duplicates``:
+        ``failover``: ``(priority_backup, priority_uris, rebalance_interval_ms)`` of the failover loop
+        (:func:`amqstomp._core.backoff.stomp_py_failover`); ``duplicates``:
         ``(check_for_duplicates, audit_depth)`` (:mod:`amqstomp._core.duplicates`)."""
         self.transport = transport
         transport.broker = check_broker(broker)  # the dialect: _core/dialect.py
@@ -177,15 +179,10 @@ class StompSession:
         if not isinstance(auto_reconnect, bool) or not isinstance(auto_resubscribe, bool):
             raise ConfigurationError("auto_reconnect and auto_resubscribe must be True or False, got %r, %r"
                                      % (auto_reconnect, auto_resubscribe))
-        if not isinstance(priority[0], bool):
-            raise ConfigurationError("priority_backup must be True or False, got %r" % (priority[0],))
-        if (priority[0] or priority[1] is not None) and not auto_reconnect:
-            raise ConfigurationError("priority_backup and priority_uris need auto_reconnect=True (they "
-                                     "decide where the failover loop reconnects)")
-        if auto_reconnect:
-            policy = ReconnectPolicy.stomp_py(transport.reconnect_sleep_initial, transport.reconnect_sleep_increase,
-                                              transport.reconnect_sleep_jitter, transport.reconnect_sleep_max,
-                                              transport.reconnect_attempts_max, *priority)
+        sleeps = (transport.reconnect_sleep_initial, transport.reconnect_sleep_increase,
+                  transport.reconnect_sleep_jitter, transport.reconnect_sleep_max)
+        policy = stomp_py_failover(auto_reconnect, sleeps, transport.reconnect_attempts_max, *failover)
+        if policy is not None:
             self.reconnector = Reconnector(transport, transport.host_and_ports, policy,
                                            self._reestablish, self._gave_up,
                                            name="amqstomp-failover-%d" % transport.number,

@@ -117,6 +117,13 @@ class BaseConnection(Publisher):
     another the connection probes them and moves back to one that answers.
     ConfigurationError: a priority broker not among ``host_and_ports``.
 
+    Keyword-only ``rebalance_interval_ms`` (int, 0 = off), with ``auto_reconnect=True``:
+    every this many ms (at least 1000) the connection moves to the next broker of
+    ``host_and_ports`` that answers (round robin), so connections spread over
+    standalone brokers (docs/guides/scaling-out.md "Rebalancing"); the move hands
+    back what it holds as a priorityBackup move does. ConfigurationError: below
+    1000 ms (but 0), with ``priority_backup``, or fewer than two brokers.
+
     Keyword-only ``check_for_duplicates`` (bool, False) and ``audit_depth`` (int,
     2048 message ids): ActiveMQ's ``checkForDuplicates`` and ``auditDepth``: a
     delivery of a message this connection settled before (acknowledged, or
@@ -251,7 +258,7 @@ class StompConnection10(Protocol10, BaseConnection):
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
                  auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
                  priority_backup: bool = False, priority_uris: Any = None,
-                 check_for_duplicates: bool = False, audit_depth: int = 2048) -> None:
+                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
@@ -259,7 +266,7 @@ class StompConnection10(Protocol10, BaseConnection):
         BaseConnection.__init__(self, transport)
         self._attach(transport, (0, 0), auto_content_length, auto_reconnect, auto_resubscribe,
                      reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
-                     (priority_backup, priority_uris), (check_for_duplicates, audit_depth))
+                     (priority_backup, priority_uris, rebalance_interval_ms), (check_for_duplicates, audit_depth))
 
 
 class StompConnection11(Protocol11, BaseConnection):
@@ -288,7 +295,7 @@ class StompConnection11(Protocol11, BaseConnection):
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
                  auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
                  priority_backup: bool = False, priority_uris: Any = None,
-                 check_for_duplicates: bool = False, audit_depth: int = 2048) -> None:
+                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
@@ -297,7 +304,7 @@ class StompConnection11(Protocol11, BaseConnection):
         BaseConnection.__init__(self, transport)
         self._attach(transport, heartbeats, auto_content_length, auto_reconnect, auto_resubscribe,
                      reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
-                     (priority_backup, priority_uris), (check_for_duplicates, audit_depth))
+                     (priority_backup, priority_uris, rebalance_interval_ms), (check_for_duplicates, audit_depth))
 
 
 class StompConnection12(StompConnection11, Protocol12):

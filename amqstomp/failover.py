@@ -15,7 +15,11 @@ Two pieces:
   while reconnecting), and calls the facade's ``establish(host_and_port)``
   for each attempt: open the socket, CONNECT, wait for CONNECTED, replay the
   subscriptions. The facades (:mod:`amqstomp.connection`, :mod:`amqstomp.jms`)
-  own what is replayed; this module owns when.
+  own what is replayed; this module owns when. With ``priorityBackup`` or
+  ``rebalanceInterval`` it also moves the connection by plan (:meth:`Reconnector.move_to`).
+
+:class:`SocketLedger` (which socket delivered each message) is the engine's,
+:mod:`amqstomp._engine.ledger`; imported here too.
 
 What a lost socket means for the application (documented in the "Failover and
 master/slave" page of the documentation, docs/guides/failover.md): messages delivered on it and not acknowledged come again
@@ -28,14 +32,13 @@ Licensed under the Apache License, Version 2.0.
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._core.backoff import PriorityReturn, ReconnectPolicy
-from ._io.probe import PriorityMoves, PriorityProber, stomp_answers
-from ._core.frames import ack_identity
-from ._core.transactions import TransactionTable
+from ._core.rebalance import Rebalance
+from ._io.probe import MoveProber, PlannedMoves, stomp_answers
+from ._engine.ledger import SocketLedger  # (its home since the ledger left this module; imported from here too)
 from ._engine.ports import TransportPort
 from ._io.timeouts import clamp_wait
 
@@ -49,9 +52,10 @@ HostAndPort = Tuple[str, int]
 _MAX_SLEEP_S = 3600.0
 
 
-class Reconnector(PriorityMoves):
+class Reconnector(PlannedMoves):
     """Keeps one transport connected (see the module docstring); with
-    ``priorityBackup``, moves it back to a priority broker (:meth:`move_to`).
+    ``priorityBackup``, moves it back to a priority broker, with
+    ``rebalanceInterval`` to another broker now and then (:meth:`move_to`).
 
     Args:
         transport: the :class:`~amqstomp.transport.Transport` to watch; its
@@ -113,10 +117,16 @@ class Reconnector(PriorityMoves):
         #: that accepts the socket but never answers cannot use up the time of the next ones
         self.attempt_deadline: Optional[float] = None
         self.gave_up: Optional[BaseException] = None
-        #: priorityBackup: probes the priority brokers while connected to another (None without it)
-        self.prober = None if not policy.priority_backup else PriorityProber(PriorityReturn(
-            policy, self.endpoints), lambda hp: stomp_answers(getattr(transport, "connector"), hp), self.move_to,
-            name + "-priority")
+        plan: Optional[Union[PriorityReturn, Rebalance]] = None  # when and where a planned move goes
+        if policy.priority_backup:
+            plan = PriorityReturn(policy, self.endpoints)
+        elif policy.rebalance_interval_ms:
+            plan = Rebalance(policy.rebalance_interval_ms, self.endpoints, policy.randomize)
+        #: priorityBackup or rebalanceInterval: probes the brokers to move to (None without either)
+        self.prober = None if plan is None else MoveProber(
+            plan, lambda hp: stomp_answers(getattr(transport, "connector"), hp), self.move_to, name + "-" + plan.kind)
+        #: the broker a planned move goes to: the failover loop tries it first, on its first pass
+        self.move_target: Optional[HostAndPort] = None
         #: ``hand_back()`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
         self.hand_back: Optional[Callable[[], None]] = None
         self._moving_seq = 0  # the socket a planned move ends
@@ -167,7 +177,7 @@ class Reconnector(PriorityMoves):
         self.arm()
         with self._lock:
             self._reconnecting = True  # an attempt's lost socket is this loop's business
-            self.lost_endpoint = None  # a first connection: the brokers as listed
+            self.lost_endpoint = self.move_target = None  # a first connection: the brokers as listed
         try:
             return self._loop(None if timeout_s is None else time.monotonic() + timeout_s)
         except BaseException:
@@ -306,8 +316,10 @@ class Reconnector(PriorityMoves):
         passes = 0
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
+        first, self.move_target = self.move_target, None
         while True:
-            order = self.policy.order(self.endpoints, failed=self.lost_endpoint)
+            order = self.policy.order(self.endpoints, failed=self.lost_endpoint, first=first)
+            first = None
             for index, host_and_port in enumerate(order):
                 if self._stop.is_set():
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
@@ -391,206 +403,6 @@ class Reconnector(PriorityMoves):
     def __repr__(self) -> str:
         state = "reconnecting" if self._reconnecting else ("armed" if self.armed else "disarmed")
         return "<Reconnector %s %s failovers=%d>" % (self.name, state, self.failovers)
-
-
-class SocketLedger:
-    """Which socket of a transport (its ``link_seq``) delivered each message the
-    application was handed, and which socket each transaction began on, so that
-    a failover layer never writes an ACK/NACK or a transactional frame of a lost
-    socket on the new one (the broker redelivers those messages and rolled those
-    transactions back).
-
-    Messages are keyed by the identity their ACK names (STOMP 1.2 spec "ACK"):
-    1.2 the MESSAGE's ``ack`` header, 1.1 ``message-id`` + ``subscription``, 1.0
-    ``message-id``; never by message-id alone on 1.2, since ActiveMQ redelivers
-    with the same ``message-id`` on the new socket. On 1.0/1.1 the lost copy and
-    the redelivered one share their identity; the application's ACK carries no
-    socket, so one rule (:meth:`socket_of`) says which delivery it is for: an
-    ACK made by a listener on a socket's dispatcher thread answers that
-    socket's delivery; otherwise, the listeners being handed the copies in
-    delivery order, the ACKs of an identity answer its outstanding deliveries
-    oldest first -- the first ACK after a failover answers the lost socket's copy (refused:
-    :class:`~amqstomp.exception.AcknowledgeInterruptedError`, as a 1.2 ACK of
-    that copy's own ``ack`` id is), the next one the redelivered copy (written).
-    Where identities never collide (1.2) the rule changes nothing. An ACK/NACK
-    inside a transaction takes its delivery until the transaction ends: ABORT
-    gives it back (:meth:`give_back`; the taking is kept in the connection's
-    :class:`~amqstomp._core.transactions.TransactionTable`, :attr:`transactions`). For ``ack:client``
-    subscriptions (cumulative ACKs) it also keeps their hand-over order, so a
-    cumulative ACK can tell which earlier messages it does not cover: those of
-    another (lost) socket (:meth:`covered`).
-
-    Args:
-        transport: the :class:`~amqstomp.transport.Transport` (its ``link_seq``
-            names the current socket, ``version`` the negotiated STOMP version).
-        size (int): message identities remembered (the oldest are forgotten first;
-            a forgotten one is acknowledged on the current socket).
-    """
-
-    def __init__(self, transport: TransportPort, size: int = 65536) -> None:
-        self.transport = transport
-        self.size = int(size)
-        self._messages: "OrderedDict[Tuple[str, ...], List[int]]" = OrderedDict()
-        # ack:client subscriptions: subscription id -> (identity, socket, message-id) in hand-over order
-        self._cumulative: Dict[str, Deque[Tuple[Tuple[str, ...], int, str]]] = {}
-        self._cumulative_sub: Dict[Tuple[str, ...], str] = {}  # identity -> its ack:client subscription
-        #: the connection's one transaction table (which socket each began on; what its
-        #: ACK/NACKs took from this ledger: ("message", key, socket) and ("order",
-        #: subscription, [hand-over entries]), under the owner "ledger")
-        self.transactions = TransactionTable(transport.link_alive)
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
-        """The identity an ACK names (:func:`amqstomp._core.frames.ack_identity`)."""
-        return ack_identity(version, headers)
-
-    def handed_over(self, frame: Any, cumulative: bool = False) -> None:
-        """Dispatcher thread: the application is handed ``frame`` (a MESSAGE);
-        ``cumulative``: its subscription is ``ack:client``."""
-        key = self.ack_key(self.transport.version, frame.headers)
-        seq = frame.link_seq or self.transport.link_seq
-        with self._lock:
-            kept = self._messages
-            seqs = kept.get(key)
-            if seqs is None:
-                kept[key] = [seq]
-                while len(kept) > self.size:
-                    kept.popitem(last=False)
-            else:
-                seqs.append(seq)
-            if cumulative:
-                sub_id = str(frame.headers.get("subscription"))
-                order = self._cumulative.setdefault(sub_id, deque())
-                order.append((key, seq, str(frame.headers.get("message-id"))))
-                self._cumulative_sub[key] = sub_id
-                if len(order) > self.size:
-                    self._cumulative_sub.pop(order.popleft()[0], None)
-
-    def subscription_of(self, ack_headers: Mapping[str, Any], key: Optional[Tuple[str, ...]] = None) -> Optional[str]:
-        """The ``ack:client`` subscription whose hand-over order holds the message
-        an ACK with these headers names, or None. ``key``: their identity, if the
-        caller has it (:meth:`ack_key`; computed here when None), as in the methods below."""
-        return self._cumulative_sub.get(key if key is not None else self.ack_key(self.transport.version, ack_headers))
-
-    def answered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None,
-                 key: Optional[Tuple[str, ...]] = None) -> None:
-        """An ACK/NACK naming the copy (identity, socket ``seq``) of an
-        ``ack:client`` subscription was sent (in ``transaction``, if not None),
-        or refused with AcknowledgeInterruptedError: drop it from the hand-over
-        order (a later cumulative ACK does not count it again)."""
-        if key is None:
-            key = self.ack_key(self.transport.version, ack_headers)
-        with self._lock:
-            order = self._cumulative.get(str(subscription))
-            if order:
-                for entry in order:
-                    if entry[0] == key and entry[1] == seq:
-                        order.remove(entry)
-                        if transaction is not None:
-                            self._note(transaction, ("order", str(subscription), [entry]))
-                        if self.transport.version == "1.2" or not any(other[0] == key for other in order):
-                            self._cumulative_sub.pop(key, None)
-                        break
-
-    def covered(self, subscription: str, ack_headers: Mapping[str, Any], seq: int, transaction: Any = None,
-                key: Optional[Tuple[str, ...]] = None) -> int:
-        """A cumulative ACK of the copy (``ack_headers``' identity, socket ``seq``)
-        of ``subscription`` was written: drop it and every message of that
-        subscription handed over before it from the hand-over order. Returns how
-        many of those came on another socket than ``seq`` (a lost one) and
-        have no redelivered copy among the ones it covers: the ACK does not
-        cover them (ActiveMQ acknowledges a socket's own deliveries only) and
-        the broker redelivers them."""
-        if key is None:
-            key = self.ack_key(self.transport.version, ack_headers)
-        with self._lock:
-            order = self._cumulative.get(str(subscription))
-            if not order or not any(entry[0] == key and entry[1] == seq for entry in order):
-                return 0
-            taken = []
-            while order:
-                entry = order.popleft()
-                taken.append(entry)
-                if entry[0] == key and entry[1] == seq:
-                    break
-            if transaction is not None:
-                self._note(transaction, ("order", str(subscription), taken))
-            # on 1.0/1.1 a lost copy and its redelivered copy share an identity; on 1.2 they never do
-            remaining = {entry[0] for entry in order} if self.transport.version != "1.2" else set()
-            for entry in taken:
-                if entry[0] not in remaining:
-                    self._cumulative_sub.pop(entry[0], None)
-            # (the sockets stay noted in _messages: a later ACK naming one goes on its socket or
-            # raises; on 1.0/1.1 it would otherwise name the redelivered copy)
-            covered_ids = {entry[2] for entry in taken if entry[1] == seq}
-            return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)
-
-    def socket_of(self, ack_headers: Mapping[str, Any], caller_seq: int = 0,
-                  key: Optional[Tuple[str, ...]] = None) -> Optional[int]:
-        """The socket that delivered the message an ACK/NACK with these headers
-        names, and forget that delivery; None when unknown. Of several
-        deliveries of one identity (1.0/1.1 after a failover: the lost copy and
-        the redelivered one): the one of socket ``caller_seq`` (the ACK is made
-        on that socket's dispatcher thread, by a listener it handed the
-        delivery to), else the oldest outstanding one: ACKs answer deliveries
-        in the order the listeners were handed them (the class docstring's rule)."""
-        if key is None:
-            key = self.ack_key(self.transport.version, ack_headers)
-        with self._lock:
-            seqs = self._messages.get(key)
-            if not seqs:
-                return None
-            seq = seqs.pop(seqs.index(caller_seq) if caller_seq and len(seqs) > 1 and caller_seq in seqs else 0)
-            if not seqs:
-                del self._messages[key]
-            return seq
-
-    def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int,
-             key: Optional[Tuple[str, ...]] = None) -> None:
-        """An ACK/NACK in ``transaction`` took the delivery (``ack_headers``'
-        identity, socket ``seq``) :meth:`socket_of` returned: noted in the
-        transaction table for :meth:`give_back`."""
-        if key is None:
-            key = self.ack_key(self.transport.version, ack_headers)
-        with self._lock:
-            self._note(transaction, ("message", key, seq))
-
-    def _note(self, transaction: Any, taken: Tuple[Any, ...]) -> None:
-        """Under the lock: a delivery taken by an ACK/NACK of ``transaction``."""
-        self.transactions.took(transaction, "ledger", [taken])
-
-    def give_back(self, taken: List[Tuple[Any, ...]]) -> None:
-        """An ABORT ended the transaction whose ACK/NACKs took ``taken`` (what the
-        transaction table's ``ended`` returned for the owner "ledger"): those
-        deliveries are outstanding again (an ACK of one goes on its socket, or is
-        refused when that socket is gone), in front of later ones."""
-        with self._lock:
-            kept = self._messages
-            for entry in reversed(taken):  # the last taken first: each goes back in front
-                if entry[0] == "message":
-                    key, seq = entry[1], entry[2]
-                    kept.setdefault(key, []).insert(0, seq)
-                    while len(kept) > self.size:
-                        kept.popitem(last=False)
-                else:
-                    sub_id, entries = entry[1], entry[2]
-                    order = self._cumulative.setdefault(sub_id, deque())
-                    order.extendleft(reversed(entries))
-                    for identity in entries:
-                        self._cumulative_sub[identity[0]] = sub_id
-
-    def clear_transactions(self) -> None:
-        """The connection ended (or opened again): no transaction is open any more."""
-        with self._lock:
-            self.transactions.clear()
-
-    def forget_subscription(self, subscription: Any) -> None:
-        """``subscription`` ended (UNSUBSCRIBE): drop its hand-over order."""
-        with self._lock:
-            order = self._cumulative.pop(str(subscription), None)
-            for entry in order or ():
-                self._cumulative_sub.pop(entry[0], None)
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:

@@ -15,13 +15,14 @@ An OpenWire ``tcp://`` URI, an unknown ``jms.*``/transport option, or a bad valu
 raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI.
 """
 import difflib
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Tuple
 from urllib.parse import unquote
 
-from ._core.dialect import BROKERS
+from ._core.option_values import (  # (the tables below use the names they had when defined here)
+    MS as _MS, MS_OR_OFF as _MS_OR_OFF, PREFETCH as _PREFETCH, boolean as _bool, broker_dialect as _broker,
+    float_min as _float_min, heart_beat as _heart_beat, int_in as _int_in, redact as _redact, stomp_version as _version)
 from .exception import ConfigurationError, InvalidDestinationError
 
 __all__ = [
@@ -29,76 +30,6 @@ __all__ = [
     "KEYWORD_ONLY_OPTIONS", "Endpoint", "BrokerURI", "parse_uri", "priority_endpoints", "DESTINATION_PREFIXES",
     "check_destination", "parse_destination", "destination_kind", "options_table_markdown",
 ]
-
-
-def _bool(text: str) -> bool:
-    """``true`` or ``false`` in any case; ActiveMQ's Java client (``Boolean.parseBoolean``) reads any other value as false."""
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("expected true or false (ActiveMQ's Java client reads any other value, 1 and yes included, as false)")
-    return lowered == "true"
-
-
-def _int(text: str) -> int:
-    return int(text.strip(), 10)
-
-
-def _float(text: str) -> float:
-    return float(text.strip())
-
-
-def _int_in(low: int, high: Optional[int] = None) -> Callable[[str], int]:
-    """An int converter that refuses values outside low .. high."""
-    def convert(text: str) -> int:
-        value = int(text.strip(), 10)
-        if value < low or (high is not None and value > high):
-            raise ValueError("expected an integer from %d%s" % (low, " to %d" % high if high is not None else " up"))
-        return value
-    return convert
-
-
-def _float_min(low: float) -> Callable[[str], float]:
-    """A float converter that refuses NaN, infinities and values below ``low``."""
-    def convert(text: str) -> float:
-        value = float(text.strip())
-        if not math.isfinite(value) or value < low:
-            raise ValueError("expected a finite number >= %g" % low)
-        return value
-    return convert
-
-
-def _version(text: str) -> str:
-    if text not in ("1.0", "1.1", "1.2"):
-        raise ValueError("expected 1.0, 1.1 or 1.2")
-    return text
-
-
-def _broker(text: str) -> str:
-    value = text.strip().lower()
-    if value != "auto" and value not in BROKERS:
-        raise ValueError("expected auto, %s" % ", ".join(BROKERS))
-    return value
-
-
-_PREFETCH = _int_in(0, 2 ** 31 - 1)
-_MS = _int_in(0)
-_MS_OR_OFF = _int_in(-1)
-
-
-def _redact(text: str) -> str:
-    """``text`` with passwords and URI credentials masked, for error messages."""
-    text = re.sub(r"((?:password|passcode)=)[^&)\s]*", r"\1***", text, flags=re.I)
-    return re.sub(r"(//)[^/@\s]*@", r"\1***@", text)
-
-
-def _heart_beat(text: str) -> Tuple[int, int]:
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise ValueError("expected two numbers of ms, 'cx,cy'")
-    cx, cy = (int(p.strip(), 10) for p in parts)
-    if cx < 0 or cy < 0:
-        raise ValueError("heart-beat intervals must be >= 0 ms")
-    return cx, cy
 
 
 class Option(NamedTuple):
@@ -230,6 +161,10 @@ FAILOVER_OPTIONS = _table(
            "maxReconnectDelay ms) while connected to another"),
     Option("priorityURIs", "priority_uris", lambda text: priority_endpoints(text), None,
            "with priorityBackup: the members to prefer, stomp:// URIs separated by commas; None: the first one"),
+    Option("rebalanceInterval", "rebalance_interval_ms", _MS, 0,
+           "amqstomp's own: every this many ms (at least 1000; 0 = never) move the connection to the next member "
+           "that answers (at random with randomize), handing back what it holds first; not with priorityBackup. "
+           "ActiveMQ rebalances OpenWire clients from the broker (rebalanceClusterClients), which STOMP never hears"),
 )
 
 

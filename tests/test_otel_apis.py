@@ -300,6 +300,29 @@ def test_a_priority_backup_move_is_a_move_not_a_lost_connection(activemq, tcp_pr
     assert not [s.events for s in failed if s.events]  # no "lost" before a socket that never connected
 
 
+@pytest.mark.timeout(60)
+def test_a_rebalance_move_is_a_move_not_a_lost_connection(activemq, tcp_proxy_factory, telemetry):
+    """rebalanceInterval's moves (DISCONNECT, then the next broker) are counted by
+    amqstomp.client.connection.moves, one per move, never as lost connections. (Two
+    proxies to one broker stand for two brokers.)"""
+    t = telemetry()
+    one, two = (tcp_proxy_factory(activemq.host_and_ports[0]) for _ in range(2))
+    conn = amqstomp.Connection12([one.address, two.address], auto_reconnect=True, reconnect_attempts_max=-1,
+                                 rebalance_interval_ms=1000, timeout=10)
+    _MADE.append(conn)
+    conn.connect(wait=True, timeout=15)
+    assert conn.transport.current_host_and_port == one.address
+    assert wait_until(lambda: conn.transport.current_host_and_port == two.address, 10)  # round robin
+    assert wait_until(lambda: conn.transport.current_host_and_port == one.address, 10)  # and back
+    conn.disconnect()
+    assert conn.reconnector.prober.moves >= 2
+    assert t.total("amqstomp.client.connection.moves") == conn.reconnector.prober.moves
+    assert t.total("amqstomp.client.connection.losses") == 0
+    moved = [e for s in t.exporter.get_finished_spans() if s.name == "connect" for e in s.events]
+    assert moved and all(e.name == "amqstomp.moved" and "rebalanceInterval" in e.attributes["amqstomp.reason"]
+                         for e in moved)
+
+
 def test_a_commit_whose_receipt_never_comes_is_counted_in_doubt(activemq, tcp_proxy_factory, telemetry):
     """A COMMIT written, its socket lost before the RECEIPT: the broker may have committed.
     amqstomp.client.transactions.in_doubt counts it; its commit span says so and is an error."""

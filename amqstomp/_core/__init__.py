@@ -20,6 +20,8 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.heartbeat` -- heart-beat negotiation and deadlines;
 * :mod:`.limits` -- the frame limits a broker enforces;
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
+* :mod:`.rebalance` -- when and where a periodic rebalance moves a failover connection;
+* :mod:`.option_values` -- how a URI option's text becomes its value;
 * :mod:`.settle` -- settlement, one machine for both APIs: hand-over, the
   lost-socket rule, what a failed listener means, local redelivery and poison;
 * :mod:`.duplicates` -- a delivery of a message this consumer settled before

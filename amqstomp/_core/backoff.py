@@ -12,7 +12,8 @@ The order of the brokers on each pass is :meth:`ReconnectPolicy.order` for
 both APIs and every transport: the one lost last goes last (FailoverTransport's
 ``getConnectList()``). With ``priorityBackup``, :class:`PriorityReturn` says
 when to probe the priority members while connected to another one (the
-failover driver probes and moves the connection).
+failover driver probes and moves the connection); with ``rebalanceInterval``,
+:class:`amqstomp._core.rebalance.Rebalance` says when to move it to another one.
 
 Delays are in ms; the caller sleeps (this module reads no clock: the times it
 is given are the caller's ``time.monotonic()``).
@@ -24,9 +25,10 @@ from typing import Any, List, Optional, Sequence, Tuple, TypeVar
 
 from ..exception import ConfigurationError
 from ..uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
+from .rebalance import check_rebalance
 
 __all__ = ["ReconnectPolicy", "PriorityReturn", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS", "priority_brokers",
-           "check_priority_members"]
+           "check_priority_members", "stomp_py_failover"]
 
 T = TypeVar("T")
 
@@ -67,16 +69,20 @@ class ReconnectPolicy:
         timeout_ms (int): how long a send waits while disconnected; -1 = forever.
         jitter (float): up to this fraction is added to each delay at random
             (stomp.py's ``reconnect_sleep_jitter``; FailoverTransport has none: 0).
+        rebalance_interval_ms (int): ``rebalanceInterval``: every this many ms the
+            connection moves to another broker of the list (0: never;
+            :class:`amqstomp._core.rebalance.Rebalance`).
 
     Raises:
-        ConfigurationError: a negative delay, a multiplier < 1, attempts < -1.
+        ConfigurationError: a negative delay, a multiplier < 1, attempts < -1, a
+            rebalance interval below 1000 ms (but 0) or together with ``priority_backup``.
     """
 
     def __init__(self, initial_reconnect_delay_ms: int = 10, max_reconnect_delay_ms: int = 30000,
                  use_exponential_back_off: bool = True, back_off_multiplier: float = 2.0,
                  max_reconnect_attempts: int = -1, startup_max_reconnect_attempts: int = -1,
                  randomize: bool = True, priority_backup: bool = False, timeout_ms: int = -1,
-                 jitter: float = 0.0, priority_uris: Any = None) -> None:
+                 jitter: float = 0.0, priority_uris: Any = None, rebalance_interval_ms: int = 0) -> None:
         for name, value, low in (("initial_reconnect_delay_ms", initial_reconnect_delay_ms, 0),
                                  ("max_reconnect_delay_ms", max_reconnect_delay_ms, 0),
                                  ("max_reconnect_attempts", max_reconnect_attempts, -1),
@@ -104,6 +110,7 @@ class ReconnectPolicy:
         self.priority_uris = priority_brokers(priority_uris)
         self.timeout_ms = timeout_ms
         self.jitter = float(jitter)
+        self.rebalance_interval_ms = check_rebalance(rebalance_interval_ms, self.priority_backup)
 
     @classmethod
     def from_uri(cls, uri: BrokerURI) -> "ReconnectPolicy":
@@ -117,11 +124,11 @@ class ReconnectPolicy:
     def stomp_py(cls, reconnect_sleep_initial: float = 0.1, reconnect_sleep_increase: float = 0.5,
                  reconnect_sleep_jitter: float = 0.1, reconnect_sleep_max: float = 60.0,
                  reconnect_attempts_max: int = 3, priority_backup: bool = False,
-                 priority_uris: Any = None) -> "ReconnectPolicy":
+                 priority_uris: Any = None, rebalance_interval_ms: int = 0) -> "ReconnectPolicy":
         """The policy of stomp.py's keywords (seconds and fractions, stomp.py's
         defaults): delay ``initial x (1 + increase) ** (attempt - 1)``, capped at
         ``max``, plus up to ``jitter`` of it; brokers tried in the order given
-        (``priority_backup`` and ``priority_uris`` as in the constructor).
+        (``priority_backup``, ``priority_uris`` and ``rebalance_interval_ms`` as in the constructor).
 
         Raises:
             ConfigurationError: a value that is not a number of seconds from 0 to
@@ -145,7 +152,7 @@ class ReconnectPolicy:
                    back_off_multiplier=1.0 + reconnect_sleep_increase,
                    max_reconnect_attempts=reconnect_attempts_max, randomize=False,
                    jitter=min(10.0, reconnect_sleep_jitter), priority_backup=priority_backup,
-                   priority_uris=priority_uris)
+                   priority_uris=priority_uris, rebalance_interval_ms=rebalance_interval_ms)
 
     def delay_ms(self, attempt: int) -> int:
         """Delay (ms) before attempt number ``attempt`` (1 = the first retry):
@@ -173,7 +180,7 @@ class ReconnectPolicy:
         return limit != -1 and attempts >= limit
 
     def order(self, endpoints: Sequence[T], rng: Optional[random.Random] = None,
-              failed: Optional[T] = None) -> List[T]:
+              failed: Optional[T] = None, first: Optional[T] = None) -> List[T]:
         """The order to try ``endpoints`` in on one pass (ActiveMQ's
         ``FailoverTransport.getConnectList()``): as listed, or shuffled with
         ``randomize``; with ``priority_backup`` the first one listed (the
@@ -188,6 +195,8 @@ class ReconnectPolicy:
             rng (random.Random | None): the shuffle's source (``random`` when None).
             failed (T | None): the endpoint lost last, None before any loss; one
                 not listed changes nothing; one listed twice goes last twice.
+            first (T | None): the broker a planned move goes to (priorityBackup,
+                rebalanceInterval): first of all; None or one not listed changes nothing.
 
         Returns:
             list[T]: a new list holding every endpoint once per listing.
@@ -200,7 +209,11 @@ class ReconnectPolicy:
         out = [e for e in out if not self.is_priority(e, endpoints)]
         if self.randomize and len(out) > 1:
             (rng or random).shuffle(out)
-        return head + out + lost
+        out = head + out + lost
+        if first is not None and first in out:
+            out.remove(first)
+            out.insert(0, first)
+        return out
 
     def is_priority(self, endpoint: Any, endpoints: Sequence[Any]) -> bool:
         """True when ``endpoint`` is a priority broker of ``endpoints`` (URI
@@ -297,6 +310,9 @@ class PriorityReturn:
             not list (the connection only ever goes to a listed broker).
     """
 
+    #: names for logs and threads: the option, and the probe thread's suffix
+    option, kind = "priorityBackup", "priority"
+
     def __init__(self, policy: ReconnectPolicy, endpoints: Sequence[Any]) -> None:
         self.policy = policy
         self.endpoints = list(endpoints)
@@ -342,3 +358,27 @@ class PriorityReturn:
     def interval_s(self, attempt: int) -> float:
         """Seconds before probe number ``attempt`` (1 = the first)."""
         return max(MIN_PRIORITY_PROBE_MS, self.policy.delay_ms(attempt)) / 1000.0
+
+
+def stomp_py_failover(auto_reconnect: bool, sleeps: Tuple[float, float, float, float], attempts_max: int,
+                      priority_backup: Any = False,
+                      priority_uris: Any = None, rebalance_interval_ms: Any = 0) -> Optional[ReconnectPolicy]:
+    """The failover policy of a stomp.py-API connection (:meth:`ReconnectPolicy.stomp_py` of
+    ``sleeps``, its ``reconnect_sleep_initial``, ``_increase``, ``_jitter`` and ``_max``), or
+    None without ``auto_reconnect``.
+
+    Raises:
+        ConfigurationError: ``priority_backup`` not a bool; ``priority_backup``,
+            ``priority_uris`` or ``rebalance_interval_ms`` given without ``auto_reconnect``
+            (they decide where the failover loop connects); any value the policy refuses.
+    """
+    if not isinstance(priority_backup, bool):
+        raise ConfigurationError("priority_backup must be True or False, got %r" % (priority_backup,))
+    if (priority_backup or priority_uris is not None or rebalance_interval_ms != 0) and not auto_reconnect:
+        raise ConfigurationError("priority_backup, priority_uris and rebalance_interval_ms need auto_reconnect=True "
+                                 "(they decide where the failover loop reconnects)")
+    if not auto_reconnect:
+        return None
+    initial, increase, jitter, longest = sleeps
+    return ReconnectPolicy.stomp_py(initial, increase, jitter, longest, attempts_max, priority_backup, priority_uris,
+                                    rebalance_interval_ms)

@@ -95,8 +95,8 @@ class Acknowledging:
         except BrokerError as exc:  # ActiveMQ's "Not connected": written after the DISCONNECT of a move
             if link_seq and link_seq == self.handed_back_seq:
                 raise AcknowledgeInterruptedError(
-                    "%s not applied: written after its connection was handed back for a move to a priority "
-                    "broker (priorityBackup); the broker redelivers the message" % cmd) from exc
+                    "%s not applied: written after its connection was handed back for a planned move to another "
+                    "broker (priorityBackup, rebalanceInterval); the broker redelivers the message" % cmd) from exc
             raise
 
     def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],

@@ -101,7 +101,7 @@ class Client(Acknowledging, Subscribing):
             self.on_consumed = manager.on_consumed  # type: ignore[method-assign]
         transport.set_observer(self)
         if reconnector is not None:
-            reconnector.hand_back = self.hand_back  # a planned move (priorityBackup) settles first
+            reconnector.hand_back = self.hand_back  # a planned move (priorityBackup, rebalance) settles first
         #: without failover, :meth:`write`'s rule is "on the open socket or not at all": this is
         #: that write, ``direct_write(cmd, headers, body)`` (``transport.send_frame``), for a facade's
         #: hot path (one call from ``send()`` to the encoder); None with failover (use :meth:`write`)
@@ -508,7 +508,7 @@ class Client(Acknowledging, Subscribing):
         transport.close(join_s, reason=reason)
 
     def hand_back(self, wait_s: float = 10.0) -> None:
-        """Before a planned move to another broker (priorityBackup), for every
+        """Before a planned move to another broker (priorityBackup, rebalanceInterval), for every
         API: DISCONNECT with a receipt on the open socket and wait for the
         RECEIPT, at most ``wait_s`` seconds. The broker has then applied every
         ACK written before and takes back the messages delivered and not

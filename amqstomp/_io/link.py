@@ -111,7 +111,7 @@ class Link(LinkWriter):
         self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
         self.silent = False  # a failover attempt abandoned: no disconnected event
-        #: why this socket is being ended by plan (LinkOwner.end_planned: a priorityBackup move), else None
+        #: why this socket is being ended by plan (LinkOwner.end_planned: a priorityBackup or rebalance move), else None
         self.planned_end: Optional[str] = None
 
     def threads(self) -> List[threading.Thread]:

@@ -336,7 +336,7 @@ class LinkOwner:
 
     def end_planned(self, reason: str) -> None:
         """The open socket is about to end by plan (``reason``: a failover layer's move to
-        a priority broker, its DISCONNECT and then :meth:`drop`): an instrumentation
+        another broker, its DISCONNECT and then :meth:`drop`): an instrumentation
         hears of its end as a ``moved`` connection event, not as a lost socket. A
         no-op without a socket."""
         link = self._link

@@ -1,16 +1,20 @@
-"""The probe of ``priorityBackup``: while a failover connection is on a broker
-that is not a priority one, a thread asks the priority brokers now and then
-whether they answer, and tells the failover loop to move there once one does.
+"""The probes of the planned moves of a failover connection: with
+``priorityBackup``, while it is on a broker that is not a priority one, a thread
+asks the priority brokers now and then whether they answer, and tells the
+failover loop to move there once one does; with ``rebalanceInterval``, once
+the interval is up, it asks the other brokers in turn and moves to the first
+that answers.
 
 * :func:`stomp_answers` -- one probe: open a socket to the broker the way the
   connection does (TCP, TLS, WebSocket: its :class:`~amqstomp._io.connector.Connector`),
   write a CONNECT and wait for any frame (CONNECTED, or an ERROR refusing the
   probe's empty login: either way a STOMP broker serves there), then DISCONNECT
   and close. Bounded by its timeout.
-* :class:`PriorityMoves` -- the planned move of :class:`amqstomp.failover.Reconnector`;
-* :class:`PriorityProber` -- the thread (``<name>-priority``), alive only while
-  probing is due (:class:`amqstomp._core.backoff.PriorityReturn` decides
-  when; this module keeps the clock).
+* :class:`PlannedMoves` -- the planned move of :class:`amqstomp.failover.Reconnector`;
+* :class:`MoveProber` -- the thread (``<name>-priority`` or ``<name>-rebalance``),
+  alive only while a move is planned (:class:`amqstomp._core.backoff.PriorityReturn`
+  or :class:`amqstomp._core.rebalance.Rebalance` decides when and where to;
+  this module keeps the clock).
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -19,7 +23,7 @@ import threading
 import time
 from typing import Any, Callable, Optional, Tuple
 
-__all__ = ["PriorityMoves", "PriorityProber", "stomp_answers"]
+__all__ = ["PlannedMoves", "MoveProber", "stomp_answers"]
 
 log = logging.getLogger("amqstomp.failover")
 
@@ -65,24 +69,28 @@ def stomp_answers(connector: Any, host_and_port: HostAndPort, timeout_s: float =
         channel.close()
 
 
-class PriorityProber:
-    """Probes the priority brokers of a failover connection while it is on
-    another broker, and calls ``move(host_and_port)`` when one answers.
+class MoveProber:
+    """Probes the brokers a failover connection's plan names when a move is
+    due (the priority brokers while it is on another one; the other brokers
+    once the rebalance interval is up), and calls ``move(host_and_port, why)``
+    for the first that answers.
 
     Args:
-        plan: the :class:`~amqstomp._core.backoff.PriorityReturn` of the
-            connection (read and updated under this object's lock).
+        plan: the connection's :class:`~amqstomp._core.backoff.PriorityReturn`
+            or :class:`~amqstomp._core.rebalance.Rebalance` (read and updated
+            under this object's lock; its ``option`` names it in logs).
         probe: ``probe(host_and_port) -> bool`` (:func:`stomp_answers` bound to
             the connection's connector).
-        move: ``move(host_and_port) -> bool``: the failover loop's planned move;
-            False when it did not happen (a reconnect in progress, closing).
+        move: ``move(host_and_port, why) -> bool``: the failover loop's planned
+            move (``why``: the plan's option); False when it did not happen (a
+            reconnect in progress, closing).
         name (str): the thread's name.
 
     Thread: ``name``, started by :meth:`connected` when probing is due, ended
     by :meth:`stop` (bounded join) or when the plan has nothing to probe.
     """
 
-    def __init__(self, plan: Any, probe: Callable[[HostAndPort], bool], move: Callable[[HostAndPort], bool],
+    def __init__(self, plan: Any, probe: Callable[[HostAndPort], bool], move: Callable[[HostAndPort, str], bool],
                  name: str) -> None:
         self.plan = plan
         self._probe = probe
@@ -91,11 +99,11 @@ class PriorityProber:
         self._cond = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._stopped = True
-        #: planned moves made (to a priority broker)
+        #: planned moves made (to a priority broker, or rebalancing)
         self.moves = 0
 
     def connected(self, host_and_port: HostAndPort) -> None:
-        """A connection to ``host_and_port`` was made: probe when it is not a priority broker."""
+        """A connection to ``host_and_port`` was made: the plan says whether and when to move."""
         with self._cond:
             self.plan.connected(host_and_port, time.monotonic())
             self._stopped = False
@@ -138,15 +146,16 @@ class PriorityProber:
                 targets = self.plan.due(time.monotonic())
             answered = next((target for target in targets if self._probe(target)), None)
             if answered is not None and not self._stopped:
-                log.info("%s: priority broker %s:%s answers: moving the connection there", self.name, *answered)
-                if self._move(answered):
+                log.info("%s: broker %s:%s answers: moving the connection there (%s)", self.name, answered[0],
+                         answered[1], self.plan.option)
+                if self._move(answered, self.plan.option):
                     self.moves += 1
                     continue  # the plan restarts at the next connected()
             with self._cond:
                 self.plan.probe_failed(time.monotonic())
 
 
-class PriorityMoves:
+class PlannedMoves:
     """The planned move of a failover loop (a mix-in of
     :class:`amqstomp.failover.Reconnector`, whose attributes it uses)."""
 
@@ -156,20 +165,21 @@ class PriorityMoves:
     _reconnecting: bool
     _moving_seq: int
     transport: Any
-    prober: Optional[PriorityProber]
+    prober: Optional[MoveProber]
     hand_back: Optional[Callable[[], None]]
     lost_at: Optional[float]
     lost_endpoint: Optional[HostAndPort]
+    move_target: Optional[HostAndPort]
 
-    def move_to(self, target: HostAndPort) -> bool:
-        """Probe thread (priorityBackup): move the connection to ``target``.
+    def move_to(self, target: HostAndPort, why: str = "priorityBackup") -> bool:
+        """Probe thread (``why``: priorityBackup, rebalanceInterval): move the connection to ``target``.
         New frames wait for the new socket (as during a failover);
         ``hand_back()`` settles the old one (DISCONNECT and its RECEIPT: the
         broker has applied every ACK written before and takes back the
         messages not acknowledged, which it redelivers; ACKs an
         auto-acknowledge subscription batches and has not written yet are
         not written, as at a loss); the socket then ends as lost, and the failover loop
-        connects, priority brokers first, the one left last. Returns False
+        connects, ``target`` first (then priority brokers, the one left last). Returns False
         (nothing done) when not connected, reconnecting or disarmed."""
         with self._lock:
             if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
@@ -178,9 +188,10 @@ class PriorityMoves:
             self._up.clear()
             here = self.transport.last_host_and_port
             self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
+            self.move_target = target
         if self.prober is not None:
             self.prober.lost()
-        reason = "moving to the priority broker %s:%s (priorityBackup)" % target
+        reason = "moving to %s:%s (%s)" % (target[0], target[1], why)
         self.transport.end_planned(reason)  # no loss: an instrumentation counts a move
         if self.hand_back is not None:
             try:

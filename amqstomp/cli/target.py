@@ -52,7 +52,7 @@ class Target:
         headers: extra CONNECT headers (``client-id`` from ``jms.clientID``).
         keywords: constructor keywords of stomp.py's connection classes
             (``timeout`` in s, ``keepalive``, ``vhost``, ``auto_reconnect``, ``reconnect_*``,
-            ``priority_backup``, ``priority_uris``).
+            ``priority_backup``, ``priority_uris``, ``rebalance_interval_ms``).
     """
 
     host_and_ports: List[HostAndPort]
@@ -167,6 +167,8 @@ def _failover_options(uri: BrokerURI, target: Target) -> None:
     if options["priority_backup"]:  # the first member is the priority one unless priorityURIs says (before a shuffle)
         target.keywords.update(priority_backup=True,
                                priority_uris=options["priority_uris"] or [target.host_and_ports[0]])
+    if options["rebalance_interval_ms"]:  # round robin over the members in the order tried
+        target.keywords["rebalance_interval_ms"] = options["rebalance_interval_ms"]
     if options["randomize"]:
         random.shuffle(target.host_and_ports)
 

@@ -13,6 +13,7 @@ import ssl
 from typing import Any, Dict, Iterable, Mapping
 
 from .._core.backoff import ReconnectPolicy, check_priority_members, priority_brokers
+from .._core.rebalance import Rebalance
 from ..exception import ConfigurationError
 from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
 from ..uri import parse_uri
@@ -169,8 +170,10 @@ def resolve(broker_url: str, keywords: Mapping[str, Any]) -> ResolvedOptions:
                                  "got 0")
     if uri.failover:  # the reconnect policy's checks now, not at create_connection
         policy = ReconnectPolicy.from_uri(uri)
+        endpoints = [ep.host_and_port for ep in uri.endpoints]
         if policy.priority_backup:
-            check_priority_members(policy.priority_uris, [ep.host_and_port for ep in uri.endpoints])
+            check_priority_members(policy.priority_uris, endpoints)
+        Rebalance(policy.rebalance_interval_ms, endpoints)  # (an interval needs two brokers at least)
     # times longer than the platform can wait (threading, sockets, timers) wait that long
     for table in (options, uri.failover_options):
         for name, value in table.items():

@@ -70,11 +70,11 @@ class Instruments:
                         "timeout); a failover attempt that never got CONNECTED is none")
         self.moves = meter.create_counter(
             "amqstomp.client.connection.moves", unit="{connection}",
-            description="Sockets the client ended by plan to move to a priority broker (priorityBackup): "
-                        "no loss")
+            description="Sockets the client ended by plan to move to another broker (priorityBackup, "
+                        "rebalanceInterval): no loss")
         self.disconnected = _histogram(
             meter, "amqstomp.client.disconnected.duration", "s", DURATION_BUCKETS_S,
-            "Time from a socket's end (amqstomp.disconnect.cause: loss, or move to a priority broker) "
+            "Time from a socket's end (amqstomp.disconnect.cause: loss, or a planned move to another broker) "
             "to the next CONNECTED of the same connection")
         self.in_doubt = meter.create_counter(
             "amqstomp.client.transactions.in_doubt", unit="{transaction}",

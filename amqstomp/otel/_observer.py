@@ -40,7 +40,7 @@ _ACK_IDS_KEPT = 4096  # ack id -> (destination, subscription) of recent hand-ove
 _ATTRS_KEPT = 256  # attribute sets kept per connection
 _SYSTEMS = {"activemq": "activemq", "artemis": "activemq", "rabbitmq": "rabbitmq"}
 #: ``amqstomp.disconnect.cause`` of a socket's end: lost (not the client's doing), or a planned
-#: move to a priority broker (priorityBackup)
+#: move to another broker (priorityBackup, rebalanceInterval)
 LOSS, MOVE = "loss", "move"
 _END_EVENTS = {LOSS: "amqstomp.link_lost", MOVE: "amqstomp.moved"}
 

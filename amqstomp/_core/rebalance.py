@@ -1,0 +1,122 @@
+"""The periodic rebalance of a failover connection (``rebalanceInterval``), no I/O.
+
+ActiveMQ rebalances its OpenWire clients from the broker side
+(``rebalanceClusterClients``, sent as a ``ConnectionControl`` command that a
+STOMP client never receives), so a STOMP client spreads itself: every
+``rebalance_interval_ms`` it moves its connection to another broker of its
+failover list. :class:`Rebalance` says when and where to; the failover
+driver probes the brokers it names and moves the connection to the first
+that answers (:class:`amqstomp._io.probe.MoveProber`,
+:meth:`amqstomp.failover.Reconnector.move_to`: the move that
+``priorityBackup`` makes, settling or handing back what the connection holds
+first).
+
+Where to: the next broker of the list after the one the connection is on
+(round robin, wrapping), then the ones after it; with ``randomize`` the other
+brokers in random order. Never the broker it is on.
+
+Pure: every method is given ``now_s`` (the caller's ``time.monotonic()``).
+"""
+import random
+from typing import Any, List, Optional, Sequence
+
+from ..exception import ConfigurationError
+
+__all__ = ["Rebalance", "MIN_REBALANCE_INTERVAL_MS", "check_rebalance"]
+
+#: Shortest ``rebalanceInterval`` accepted (ms; 0 turns it off): a move costs a DISCONNECT and
+#: its RECEIPT, a CONNECT and every SUBSCRIBE again, and gives back what the connection prefetched.
+MIN_REBALANCE_INTERVAL_MS = 1000
+
+
+def check_rebalance(interval_ms: Any, priority_backup: bool) -> int:
+    """``interval_ms`` (``rebalanceInterval``) when valid: 0 (off), or an int of at least
+    :data:`MIN_REBALANCE_INTERVAL_MS` ms.
+
+    Raises:
+        ConfigurationError: not an int, between 1 and the minimum, negative, or given
+            with ``priority_backup`` (that one keeps the connection on a priority
+            broker, this one moves it away: they contradict each other).
+    """
+    if isinstance(interval_ms, bool) or not isinstance(interval_ms, int) or interval_ms < 0 \
+            or 0 < interval_ms < MIN_REBALANCE_INTERVAL_MS:
+        raise ConfigurationError("rebalance_interval_ms (rebalanceInterval) must be 0 (off) or an int of at least "
+                                 "%d ms, got %r" % (MIN_REBALANCE_INTERVAL_MS, interval_ms))
+    if interval_ms and priority_backup:
+        raise ConfigurationError("rebalanceInterval and priorityBackup cannot be combined: priorityBackup keeps "
+                                 "the connection on a priority broker, rebalanceInterval moves it away")
+    return interval_ms
+
+
+class Rebalance:
+    """When to move a failover connection to another broker, and which brokers
+    to try (see the module docstring). The same members as
+    :class:`amqstomp._core.backoff.PriorityReturn`, so one probe thread drives
+    either.
+
+    Args:
+        interval_ms (int): ``rebalanceInterval``: ms on one broker before a move;
+            0: never (:func:`check_rebalance` checks it).
+        endpoints (Sequence): the brokers, in URI order (``(host, port)`` pairs).
+        randomize (bool): pick the next broker at random among the others
+            instead of round robin.
+        rng (random.Random | None): the source of that choice (``random`` when None).
+
+    Raises:
+        ConfigurationError: a bad ``interval_ms``; an interval with fewer than two
+            different brokers (there is nowhere to move to).
+    """
+
+    #: names for logs and threads: the option, and the probe thread's suffix
+    option, kind = "rebalanceInterval", "rebalance"
+
+    def __init__(self, interval_ms: int, endpoints: Sequence[Any], randomize: bool = False,
+                 rng: Optional[random.Random] = None) -> None:
+        self.interval_ms = check_rebalance(interval_ms, False)
+        self.endpoints: List[Any] = []
+        for endpoint in endpoints:
+            if endpoint not in self.endpoints:
+                self.endpoints.append(endpoint)
+        if self.interval_ms and len(self.endpoints) < 2:
+            raise ConfigurationError("rebalanceInterval needs at least two different brokers in the failover "
+                                     "list, got %s" % (", ".join("%s:%s" % tuple(e) for e in self.endpoints),))
+        self.randomize = bool(randomize)
+        self.rng = rng
+        #: the broker the connection is on (None while not connected)
+        self.here: Optional[Any] = None
+        #: the brokers to try at the next move, in order (empty while not connected)
+        self.targets: List[Any] = []
+        #: the ``now_s`` of the next move, None when none is planned
+        self.next_at: Optional[float] = None
+
+    def connected(self, endpoint: Any, now_s: float) -> None:
+        """A connection to ``endpoint`` was made (first, after a loss, or after a
+        move): the next move is one interval from now."""
+        if not self.interval_ms:
+            return
+        self.here = endpoint
+        others = [e for e in self.endpoints if e != endpoint]
+        if self.randomize:
+            (self.rng or random).shuffle(others)
+        elif endpoint in self.endpoints:  # round robin: the ones after it first, wrapping
+            after = self.endpoints.index(endpoint)
+            others = [e for e in self.endpoints[after + 1:] + self.endpoints[:after] if e != endpoint]
+        self.targets = others
+        self.next_at = now_s + self.interval_ms / 1000.0
+
+    def stopped(self) -> None:
+        """The connection was lost, closed or is moving: nothing planned until :meth:`connected`."""
+        self.here, self.targets, self.next_at = None, [], None
+
+    def due(self, now_s: float) -> List[Any]:
+        """The brokers to try now, in order (the first that answers is moved to), [] when no move is due."""
+        return list(self.targets) if self.next_at is not None and now_s >= self.next_at else []
+
+    def wait_s(self, now_s: float) -> Optional[float]:
+        """Seconds until the next move is due (0 when due), None when none is planned."""
+        return None if self.next_at is None else max(0.0, self.next_at - now_s)
+
+    def probe_failed(self, now_s: float) -> None:
+        """No other broker answered at ``now_s``: the connection stays, and tries again one interval later."""
+        if self.next_at is not None:
+            self.next_at = now_s + self.interval_ms / 1000.0
