@@ -167,6 +167,51 @@ def test_receipt_correlation_and_errors():
     assert not state.connected and state.receipts == {}
 
 
+def test_an_error_naming_no_receipt_is_matched_once_the_other_receipts_are_answered():
+    # RabbitMQ: the ERROR for the second SEND comes before the first SEND's RECEIPT
+    state = ProtocolState("1.2")
+    _connected(state, server="RabbitMQ/3.10.8")
+    first, second, third = object(), object(), object()
+    state.expect_receipt("ok", first)
+    state.expect_receipt("bad", second)
+    error = encode_frame("ERROR", {"message": "Unknown destination"}, b"", "1.2")
+    receipt = encode_frame("RECEIPT", {"receipt-id": "ok"}, b"", "1.2")
+    (frame,) = state.receive_data(error, 1.0)
+    assert state.handle(frame) == (ERROR, None)  # either may be its answer
+    assert state.take_error_answers() == []
+    state.expect_receipt("later", third)  # sent after the ERROR: no suspect
+    (answer,) = state.receive_data(receipt, 2.0)
+    assert state.handle(answer) == (RECEIPT, first)
+    assert state.take_error_answers() == [("bad", second, frame)]
+    assert state.take_error_answers() == [] and state.receipts == {"later": third}
+    (answer,) = state.receive_data(encode_frame("RECEIPT", {"receipt-id": "later"}, b"", "1.2"), 2.5)
+    assert state.handle(answer) == (RECEIPT, third) and state.take_error_answers() == []
+    # two ERRORs, three receipts awaited: matched in order once one RECEIPT came
+    tokens = {name: object() for name in ("a", "b", "c")}
+    for name, token in tokens.items():
+        state.expect_receipt(name, token)
+    errors = [state.receive_data(encode_frame("ERROR", {"message": m}, b"", "1.2"), 3.0)[0] for m in ("x", "y")]
+    assert [state.handle(e) for e in errors] == [(ERROR, None), (ERROR, None)]
+    (answer,) = state.receive_data(encode_frame("RECEIPT", {"receipt-id": "b"}, b"", "1.2"), 4.0)
+    assert state.handle(answer) == (RECEIPT, tokens["b"])
+    assert state.take_error_answers() == [("a", tokens["a"], errors[0]), ("c", tokens["c"], errors[1])]
+    # the connection ends first: whose answer it was is unknown, every wait gets the loss
+    state.expect_receipt("d", first)
+    state.expect_receipt("e", third)
+    (frame,) = state.receive_data(error, 5.0)
+    assert state.handle(frame) == (ERROR, None)
+    assert state.connection_lost() == [first, third] and state.take_error_answers() == []
+    # ActiveMQ names the receipt: an ERROR naming none answers none of them
+    classic = ProtocolState("1.2")
+    _connected(classic)
+    classic.expect_receipt("ok", first)
+    classic.expect_receipt("bad", second)
+    (frame,) = classic.receive_data(error, 1.0)
+    assert classic.handle(frame) == (ERROR, None)
+    (answer,) = classic.receive_data(receipt, 2.0)
+    assert classic.handle(answer) == (RECEIPT, first) and classic.take_error_answers() == []
+
+
 def test_the_link_state_goes_connecting_open_then_closing_closed_or_lost():
     state = ProtocolState("1.2")
     assert state.link_state is LinkState.CONNECTING and not state.connected and not state.by_client
