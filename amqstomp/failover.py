@@ -32,7 +32,7 @@ from collections import OrderedDict, deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ._core.backoff import PriorityReturn, ReconnectPolicy
+from ._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
 from ._io.probe import PriorityMoves, PriorityProber, stomp_answers
 from ._core.frames import ack_identity
 from ._core.transactions import TransactionTable
@@ -96,6 +96,7 @@ class Reconnector(PriorityMoves):
         self._reconnecting = False
         self._thread: Optional[threading.Thread] = None
         self.ever_connected = False
+        self.streak = LossStreak(policy)  #: losses in a row soon after CONNECTED: the next reconnect backs off
         #: times a lost socket was replaced
         self.failovers = 0
         #: (host, port) whose connection was lost last (None before any loss): tried last on
@@ -252,6 +253,7 @@ class Reconnector(PriorityMoves):
                 self.ever_connected = connected
                 self._up.clear()
                 self.lost_at = time.monotonic()
+                self.streak.lost(self.resumed_at, self.lost_at)  # resumed_at: the reconnect before, if any
                 lost = self.transport.last_host_and_port
                 self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
                 log.warning("%s: connection to %s %s (%s); failing over (that broker is tried last)", self.name,
@@ -265,7 +267,7 @@ class Reconnector(PriorityMoves):
 
     def _run(self) -> None:
         try:
-            self._loop()
+            self._loop(passes=self.streak.failed)
         except ConnectFailedException as exc:
             self._ended(exc)
         except Exception as exc:  # a bug: never end silently, and never leave senders waiting
@@ -298,12 +300,13 @@ class Reconnector(PriorityMoves):
             except Exception:
                 log.exception("%s: %s failed", self.name, what)
 
-    def _loop(self, deadline: Optional[float] = None) -> HostAndPort:
+    def _loop(self, deadline: Optional[float] = None, passes: int = 0) -> HostAndPort:
         """Try the brokers until one is connected; raises ConnectFailedException
         when the policy gives up, ``deadline`` (monotonic) passes or the
-        reconnector is disarmed."""
+        reconnector is disarmed. ``passes``: failed attempts carried over (:class:`LossStreak`)."""
         self.attempt_deadline = deadline
-        passes = 0
+        if passes and (self.streak.gives_up() or self._sleep(self.streak.delay_ms() / 1000.0)):
+            raise ConnectFailedException(self.streak.reason(self.last_error))  # (or disarmed: _ended says)
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
         while True:
@@ -594,6 +597,4 @@ class SocketLedger:
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:
-    if host_and_port is None:
-        return "?"
-    return "%s:%s" % host_and_port
+    return "?" if host_and_port is None else "%s:%s" % host_and_port
