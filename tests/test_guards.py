@@ -264,6 +264,32 @@ def test_a_cr_or_lf_in_a_connect_header_names_the_header_and_never_shows_a_secre
                 or secret in str(r.args) or (r.exc_info and secret in repr(r.exc_info[1]))]
 
 
+@pytest.mark.parametrize("keyword, value, error, named", [
+    ("heart_beat_receive_scale", 0, ValueError, ">= 1"), ("heart_beat_receive_scale", -1, ValueError, ">= 1"),
+    ("heart_beat_receive_scale", 0.99, ValueError, ">= 1"), ("heart_beat_receive_scale", float("nan"), ValueError, "nan"),
+    ("heart_beat_receive_scale", float("inf"), ValueError, "inf"), ("heart_beat_receive_scale", "2", TypeError, "'2'"),
+    ("auto_decode", "yes", TypeError, "'yes'"), ("auto_decode", None, TypeError, "None"),
+    ("vhost", 5, TypeError, "5"), ("reconnect_attempts_max", "3", TypeError, "'3'"),
+    ("reconnect_attempts_max", 3.0, TypeError, "3.0"), ("keepalive", "x", TypeError, "'x'"),
+    ("keepalive", 1, TypeError, "1"), ("keepalive", ("linux",), ValueError, "takes 3"),
+    ("keepalive", ("windows", 1), ValueError, "'linux', 'mac' or 'auto'"), ("keepalive", ("mac", -1), ValueError, "takes 1"),
+])
+def test_a_wrong_connection_keyword_is_refused_by_name(keyword, value, error, named):
+    with pytest.raises(error) as caught:
+        stomp.Connection12([("127.0.0.1", 61613)], **{keyword: value})
+    assert keyword in str(caught.value) and named in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("keyword, value", [
+    ("heart_beat_receive_scale", 1), ("heart_beat_receive_scale", 1.0), ("heart_beat_receive_scale", 2.5),
+    ("auto_decode", False), ("auto_decode", 0), ("auto_decode", 1), ("vhost", "/"), ("vhost", None),
+    ("reconnect_attempts_max", -1), ("keepalive", True), ("keepalive", False), ("keepalive", ("auto",)),
+    ("keepalive", ("linux", 60, 10, 3)), ("keepalive", ["linux", None, None, None]), ("keepalive", ("mac", 3)),
+])
+def test_what_stomp_py_users_pass_is_still_taken(keyword, value):
+    stomp.Connection12([("127.0.0.1", 61613)], **{keyword: value})
+
+
 # --------------------------------------------------------------------------- 4. bad hosts, huge timeouts
 
 
