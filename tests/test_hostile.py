@@ -461,13 +461,18 @@ def test_a_10_subscription_without_an_id_and_a_raw_subscribe_still_deliver(activ
         raw.disconnect()
 
 
-class _GarbageAfterConnected:
-    """A 'broker' on 127.0.0.1 that answers every CONNECT with ``connected``, then sends a MESSAGE
-    whose content-length is not a number (a protocol error: the client drops the socket) and
-    closes; it counts the connections. Accepts for ``lifetime`` seconds at most."""
+GARBAGE = b"MESSAGE\nsubscription:1\nmessage-id:1\ncontent-length:zz\n\nhi\x00"
 
-    def __init__(self, connected=CONNECTED, lifetime=30.0):
-        self.connected = connected
+
+class _GarbageAfterConnected:
+    """A 'broker' on 127.0.0.1 that answers every CONNECT with ``connected``, then sends ``then``
+    (by default a MESSAGE whose content-length is not a number: a protocol error, the client
+    drops the socket) and closes; it counts the connections. ``connected`` may be a list: the
+    answer of each connection in turn, the last one for the rest. Accepts for ``lifetime`` s at most."""
+
+    def __init__(self, connected=CONNECTED, lifetime=30.0, then=GARBAGE):
+        self.connected = connected if isinstance(connected, list) else [connected]
+        self.then = then
         self.count = 0
         self.server = socket.socket()
         self.server.bind(("127.0.0.1", 0))
@@ -486,16 +491,17 @@ class _GarbageAfterConnected:
                 continue
             except OSError:
                 return
+            answer = self.connected[min(self.count, len(self.connected) - 1)]
             self.count += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(sock, answer), daemon=True).start()
 
-    def _serve(self, sock):
+    def _serve(self, sock, answer):
         sock.settimeout(5)
         try:
             sock.recv(65536)
-            sock.sendall(self.connected)
+            sock.sendall(answer)
             time.sleep(0.05)
-            sock.sendall(b"MESSAGE\nsubscription:1\nmessage-id:1\ncontent-length:zz\n\nhi\x00")
+            sock.sendall(self.then)
             sock.recv(65536)  # until the client drops it
         except OSError:
             pass
@@ -546,3 +552,37 @@ def test_connections_failing_right_after_connected_back_off_instead_of_a_storm()
         finally:
             close()
             peer.stop()
+
+
+def test_a_connected_naming_a_version_not_offered_fails_the_connect_and_the_reconnect():
+    """A CONNECTED saying version:9.9 to a client that offered 1.2 is a protocol error naming the
+    version (it was taken, and conn.version said 1.2): on the first connection (both APIs) and
+    on a failover reconnect."""
+    from amqstomp.jms import ConnectionFactory
+    wrong = CONNECTED.replace(b"version:1.2", b"version:9.9")
+    peer = _GarbageAfterConnected(connected=wrong)
+    try:
+        conn = amqstomp.Connection12([("127.0.0.1", peer.port)])
+        with pytest.raises(amqstomp.exception.ConnectFailedException, match="version '9.9'.*did not offer"):
+            conn.connect(wait=True, timeout=5)
+        conn.disconnect(timeout=2)
+        with pytest.raises(amqstomp.exception.ConnectFailedException, match="version '9.9'.*did not offer"):
+            ConnectionFactory("stomp://127.0.0.1:%d" % peer.port).create_connection()
+    finally:
+        peer.stop()
+    # the first connection right (and dropped after a while), the reconnect wrong
+    peer = _GarbageAfterConnected(connected=[CONNECTED, wrong], then=b"")
+    events = Events()
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_reconnect=True, reconnect_attempts_max=1,
+                                 reconnect_sleep_initial=0.05)
+    conn.set_listener("e", events)
+    try:
+        conn.connect(wait=True, timeout=5)
+        assert conn.version == "1.2"
+        assert events.disconnected.wait(15)  # the one reconnect failed: the attempts ran out
+        assert peer.count == 2
+        assert any("version '9.9'" in str(e) for e in events.protocol_errors), events.protocol_errors
+        assert "version '9.9'" in str(conn.reconnector.gave_up), conn.reconnector.gave_up
+    finally:
+        conn.disconnect(timeout=2)
+        peer.stop()

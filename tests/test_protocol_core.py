@@ -18,7 +18,7 @@ from amqstomp._core.state import (
     ProtocolState,
 )
 from amqstomp.codec import encode_frame
-from amqstomp.exception import ConfigurationError, FrameLimitError
+from amqstomp.exception import ConfigurationError, FrameLimitError, StompProtocolError
 
 PACKAGE = os.path.dirname(amqstomp.__file__)
 FORBIDDEN = {"socket", "ssl", "threading", "selectors", "time"}
@@ -210,6 +210,27 @@ def test_an_error_naming_no_receipt_is_matched_once_the_other_receipts_are_answe
     assert classic.handle(frame) == (ERROR, None)
     (answer,) = classic.receive_data(receipt, 2.0)
     assert classic.handle(answer) == (RECEIPT, first) and classic.take_error_answers() == []
+
+
+@pytest.mark.parametrize("accept, answered, taken", [
+    ("1.0,1.1,1.2", "1.2", True), ("1.0,1.1,1.2", "1.1", True), ("1.2", "1.2", True), (None, None, True),
+    ("1.2", "9.9", False), ("1.2", "1.1", False), ("1.1", None, False), (None, "1.2", False), ("1.0,1.1", "1.2", False),
+])
+def test_a_connected_naming_a_version_not_offered_is_a_protocol_error(accept, answered, taken):
+    state = ProtocolState("1.2")
+    state.encode("CONNECT", {} if accept is None else {"accept-version": accept}, b"")
+    headers = {"server": "ActiveMQ/5.17.2"} if answered is None else {"version": answered, "server": "x"}
+    receipt = encode_frame("RECEIPT", {"receipt-id": "early"}, b"", "1.2")
+    data = receipt + encode_frame("CONNECTED", headers, b"", "1.2")
+    if taken:
+        frames = state.receive_data(data, 0.0)
+        assert [f.cmd for f in frames] == ["RECEIPT", "CONNECTED"]
+        return
+    with pytest.raises(StompProtocolError) as caught:
+        state.receive_data(data, 0.0)
+    assert repr(answered or "1.0") in str(caught.value) and "did not offer" in str(caught.value), caught.value
+    assert [f.cmd for f in caught.value.frames] == ["RECEIPT"]  # what came before it is handed on
+    assert state.connected_frame is None and not state.connected
 
 
 def test_the_link_state_goes_connecting_open_then_closing_closed_or_lost():

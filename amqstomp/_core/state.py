@@ -119,7 +119,8 @@ class ProtocolState:
     __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
-                 "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers")
+                 "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers",
+                 "offered_versions")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -159,6 +160,9 @@ class ProtocolState:
         self.unsubscribed: Dict[str, None] = {}
         #: when (ms, the ``now_ms`` scale) CONNECTED is due (:meth:`connect_sent`), or None: no deadline
         self.connected_by_ms: Optional[float] = None
+        #: the versions the CONNECT (or STOMP) frame offered (its ``accept-version``; none: 1.0 only),
+        #: None until one was encoded: CONNECTED must name one of them
+        self.offered_versions: Optional[Tuple[str, ...]] = None
 
     # ------------------------------------------------------------ receiving
 
@@ -174,7 +178,7 @@ class ProtocolState:
         self.last_read_ms = now_ms
         frames = self.parser.feed(data)
         if frames and self.connected_frame is None:  # CONNECTED has not come (not: the socket is closing)
-            _before_connected(frames)
+            _before_connected(frames, self.offered_versions)
         return frames
 
     @property
@@ -271,6 +275,7 @@ class ProtocolState:
         A SEND whose ``transformation`` ActiveMQ reads from the body gets no
         automatic ``content-length`` (:func:`~amqstomp._core.dialect.auto_content_length`).
         An UNSUBSCRIBE's ``id`` joins :attr:`unsubscribed`; a SUBSCRIBE's leaves it.
+        A CONNECT's ``accept-version`` becomes :attr:`offered_versions`.
 
         Raises:
             FrameEncodeError: the frame cannot be written in this version (also:
@@ -279,6 +284,8 @@ class ProtocolState:
         """
         if cmd == "CONNECT" or cmd == "STOMP":
             self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
+            offered = headers.get("accept-version")  # absent: "the client only supports 1.0" (STOMP 1.2)
+            self.offered_versions = tuple(v.strip() for v in str(offered or "1.0").split(","))
         elif auto_content_length and cmd == "SEND" and "transformation" in headers \
                 and not _auto_content_length(cmd, headers):
             auto_content_length = False
@@ -411,17 +418,25 @@ class ProtocolState:
         return due is not None and self.link_state is LinkState.CONNECTING and now_ms >= due
 
 
-def _before_connected(frames: List[Frame]) -> None:
+def _before_connected(frames: List[Frame], offered: Optional[Tuple[str, ...]] = None) -> None:
     """Frames received before CONNECTED was handled: a MESSAGE ahead of the
     CONNECTED frame is a protocol error (STOMP 1.2 "Connecting": the server's
-    first frame answers CONNECT), never a delivery.
+    first frame answers CONNECT), never a delivery; so is a CONNECTED whose
+    ``version`` (none: 1.0) is not one of the ``offered`` versions ("Protocol
+    Negotiation": the server picks the highest version both speak).
 
     Raises:
-        StompProtocolError: with ``.frames`` the frames before the MESSAGE.
+        StompProtocolError: with ``.frames`` the frames before the MESSAGE or CONNECTED.
     """
     for index, frame in enumerate(frames):
         cmd = frame.cmd
         if cmd == "CONNECTED":
+            version = frame.headers.get("version", "1.0")
+            if offered is not None and version not in offered:
+                error = StompProtocolError("the broker's CONNECTED names version %r, which this client did not "
+                                           "offer (accept-version:%s)" % (version, ",".join(offered)))
+                error.frames = frames[:index]
+                raise error
             return
         if cmd == "MESSAGE":
             error = StompProtocolError("a MESSAGE frame before CONNECTED (destination %r)"
