@@ -96,7 +96,7 @@ class Reconnector(PriorityMoves):
         self._reconnecting = False
         self._thread: Optional[threading.Thread] = None
         self.ever_connected = False
-        self.streak = LossStreak(policy)  #: losses in a row soon after CONNECTED: the next reconnect backs off
+        self.streak = LossStreak(policy)  #: protocol errors in a row soon after CONNECTED: back off
         #: times a lost socket was replaced
         self.failovers = 0
         #: (host, port) whose connection was lost last (None before any loss): tried last on
@@ -253,7 +253,7 @@ class Reconnector(PriorityMoves):
                 self.ever_connected = connected
                 self._up.clear()
                 self.lost_at = time.monotonic()
-                self.streak.lost(self.resumed_at, self.lost_at)  # resumed_at: the reconnect before, if any
+                self.streak.lost(self.resumed_at, self.lost_at, error)  # resumed_at: the reconnect before
                 lost = self.transport.last_host_and_port
                 self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
                 log.warning("%s: connection to %s %s (%s); failing over (that broker is tried last)", self.name,
