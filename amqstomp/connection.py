@@ -64,6 +64,8 @@ import ssl
 import types
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypeVar, TYPE_CHECKING, cast
 
+from ._core.heartbeat import check_receive_scale
+from ._io.channel import check_keepalive
 from ._session import DEFAULT_DISCONNECT_TIMEOUT, DEFAULT_FAILOVER_HEARTBEATS
 from .listener import ConnectionListener, Publisher
 from .protocol import AckMode, Protocol10, Protocol11, Protocol12
@@ -95,6 +97,28 @@ class _DefaultInt(int):
 
 #: ``reconnect_attempts_max``'s default (stomp.py's 3): warned about when it ends a failover.
 _ATTEMPTS_DEFAULT = _DefaultInt(3)
+
+
+def _check_arguments(reconnect_attempts_max: Any, keepalive: Any, vhost: Any, auto_decode: Any,
+                     heart_beat_receive_scale: Any) -> None:
+    """The connection keywords whose wrong type stomp.py 9.0 takes and then misuses (a
+    ``TypeError`` at connect, a ``host:5`` header, ``auto_decode="false"`` decoding), refused
+    here; ``auto_decode`` may be 0 or 1 as well as a bool.
+
+    Raises:
+        TypeError: a value of the wrong type, naming the argument.
+        ConfigurationError: (a ValueError) ``heart_beat_receive_scale`` below 1.0 or not
+            finite (:func:`amqstomp._core.heartbeat.check_receive_scale`), a bad
+            ``keepalive`` tuple (:func:`amqstomp._io.channel.check_keepalive`).
+    """
+    if isinstance(reconnect_attempts_max, bool) or not isinstance(reconnect_attempts_max, int):
+        raise TypeError("reconnect_attempts_max must be an int (-1: no limit), got %r" % (reconnect_attempts_max,))
+    if vhost is not None and not isinstance(vhost, str):
+        raise TypeError("vhost must be a str (CONNECT's host header) or None, got %r" % (vhost,))
+    if not isinstance(auto_decode, bool) and auto_decode not in (0, 1):
+        raise TypeError("auto_decode must be a bool, got %r" % (auto_decode,))
+    check_keepalive(keepalive)
+    check_receive_scale(heart_beat_receive_scale)
 
 
 class BaseConnection(Publisher):
@@ -150,9 +174,10 @@ class BaseConnection(Publisher):
                         encoding: str, auto_content_length: bool, heart_beat_receive_scale: float,
                         bind_host_port: Optional[HostAndPort], ssl_context: Optional[ssl.SSLContext],
                         recv_bytes: int) -> Transport:
+        _check_arguments(reconnect_attempts_max, keepalive, vhost, auto_decode, heart_beat_receive_scale)
         return Transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial,
-            reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, int(reconnect_attempts_max),
+            reconnect_sleep_increase, reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max,
             timeout, keepalive, vhost, auto_decode, encoding, recv_bytes, bind_host_port=bind_host_port,
             ssl_context=ssl_context, heart_beat_receive_scale=heart_beat_receive_scale,
             auto_content_length=auto_content_length)

@@ -3,7 +3,9 @@
 for the header names a client writes or reads most (STOMP 1.2 spec, "Client
 Frames" and "Standard Headers").
 
-Every name is a ``str`` equal to the text on the wire.
+Every ``CMD_*`` and ``HDR_*`` name is a ``str`` equal to the text on the wire.
+:data:`SECRET_HEADERS` (amqstomp's own) names the headers whose values no log
+line, exception message or repr shows.
 """
 
 __all__ = [
@@ -42,3 +44,7 @@ CMD_STOMP = "STOMP"
 CMD_SEND = "SEND"
 CMD_SUBSCRIBE = "SUBSCRIBE"
 CMD_UNSUBSCRIBE = "UNSUBSCRIBE"
+
+#: Headers whose values are secrets: no log line, exception message or repr shows them
+#: (amqstomp's own choice; the one place that decides it).
+SECRET_HEADERS = frozenset((HDR_PASSCODE,))

@@ -35,7 +35,7 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ._core.backoff import PriorityReturn, ReconnectPolicy
+from ._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
 from ._core.rebalance import Rebalance
 from ._io.probe import MoveProber, PlannedMoves, stomp_answers
 from ._engine.ledger import SocketLedger  # (its home since the ledger left this module; imported from here too)
@@ -100,6 +100,7 @@ class Reconnector(PlannedMoves):
         self._reconnecting = False
         self._thread: Optional[threading.Thread] = None
         self.ever_connected = False
+        self.streak = LossStreak(policy)  #: protocol errors in a row soon after CONNECTED: back off
         #: times a lost socket was replaced
         self.failovers = 0
         #: (host, port) whose connection was lost last (None before any loss): tried last on
@@ -262,6 +263,7 @@ class Reconnector(PlannedMoves):
                 self.ever_connected = connected
                 self._up.clear()
                 self.lost_at = time.monotonic()
+                self.streak.lost(self.resumed_at, self.lost_at, error)  # resumed_at: the reconnect before
                 lost = self.transport.last_host_and_port
                 self.lost_endpoint = None if lost is None else (str(lost[0]), int(lost[1]))
                 log.warning("%s: connection to %s %s (%s); failing over (that broker is tried last)", self.name,
@@ -275,7 +277,7 @@ class Reconnector(PlannedMoves):
 
     def _run(self) -> None:
         try:
-            self._loop()
+            self._loop(passes=self.streak.failed)
         except ConnectFailedException as exc:
             self._ended(exc)
         except Exception as exc:  # a bug: never end silently, and never leave senders waiting
@@ -308,12 +310,13 @@ class Reconnector(PlannedMoves):
             except Exception:
                 log.exception("%s: %s failed", self.name, what)
 
-    def _loop(self, deadline: Optional[float] = None) -> HostAndPort:
+    def _loop(self, deadline: Optional[float] = None, passes: int = 0) -> HostAndPort:
         """Try the brokers until one is connected; raises ConnectFailedException
         when the policy gives up, ``deadline`` (monotonic) passes or the
-        reconnector is disarmed."""
+        reconnector is disarmed. ``passes``: failed attempts carried over (:class:`LossStreak`)."""
         self.attempt_deadline = deadline
-        passes = 0
+        if passes and (self.streak.gives_up() or self._sleep(self.streak.delay_ms() / 1000.0)):
+            raise ConnectFailedException(self.streak.reason(self.last_error))  # (or disarmed: _ended says)
         last: Optional[BaseException] = None
         final_pass = False  # the deadline comes before the next back-off ends: one last pass at it
         first, self.move_target = self.move_target, None
@@ -406,6 +409,4 @@ class Reconnector(PlannedMoves):
 
 
 def _where(host_and_port: Optional[HostAndPort]) -> str:
-    if host_and_port is None:
-        return "?"
-    return "%s:%s" % host_and_port
+    return "?" if host_and_port is None else "%s:%s" % host_and_port

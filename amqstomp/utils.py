@@ -21,6 +21,7 @@ from . import codec
 from ._io.timeouts import MAX_WAIT_S as MAX_WAIT_S, clamp_wait as clamp_wait  # amqstomp's, by name
 from ._core.heartbeat import negotiate
 from .codec import Frame
+from .constants import SECRET_HEADERS as _SECRET_HEADERS
 from .constants import (
     CMD_ABORT,
     CMD_ACK,
@@ -313,11 +314,14 @@ def parse_frame(frame: bytes) -> Optional[Frame]:
 
 
 def clean_headers(headers: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``headers`` with a ``passcode`` value masked as ``********`` (a copy;
-    the same object when there is none) (stomp.py 9.0 ``stomp.utils.clean_headers``)."""
-    if "passcode" in headers:
+    """``headers`` with a ``passcode`` value (:data:`amqstomp.constants.SECRET_HEADERS`) masked
+    as ``********`` (a copy; the same object when there is none) (stomp.py 9.0
+    ``stomp.utils.clean_headers``)."""
+    if any(name in headers for name in _SECRET_HEADERS):
         masked = copy.copy(headers)
-        masked["passcode"] = "********"  # type: ignore[index]
+        for name in _SECRET_HEADERS:
+            if name in masked:
+                masked[name] = "********"  # type: ignore[index]
         return masked
     return headers
 

@@ -670,6 +670,23 @@ def test_an_invalid_destination_says_the_brokers_reason_at_once(stomp_broker):
             assert isinstance(exc, BrokerError) and reason in str(exc), exc
 
 
+def test_an_error_naming_no_receipt_ends_its_wait_while_other_receipts_are_awaited(stomp_broker):
+    """RabbitMQ's ERROR names no receipt and can come before an earlier SEND's RECEIPT (sent once
+    the message is confirmed): the refused frame's wait ends at once with the broker's reason once
+    the other receipt is answered (it used to sit out its timeout; ActiveMQ names the receipt)."""
+    destination, reason = INVALID[stomp_broker.name]
+    conn = stomp12(stomp_broker)
+    try:
+        for attempt in range(3):  # the SEND's RECEIPT is pending when the ERROR comes (each round)
+            conn.send(qname(stomp_broker), "one", receipt="ok-%d" % attempt)
+            conn.send(destination, "x", receipt="bad-%d" % attempt)
+            exc = _within(REASON_WITHIN_S, lambda: conn.wait_for_receipt("bad-%d" % attempt, 15))
+            assert isinstance(exc, BrokerError) and reason in str(exc) and exc.receipt_id == "bad-%d" % attempt, exc
+            assert conn.wait_for_receipt("ok-%d" % attempt, 15).headers["receipt-id"] == "ok-%d" % attempt
+    finally:
+        conn.disconnect()
+
+
 @pytest.mark.activemq_only("ActiveMQ's header-line limit (RabbitMQ 3.10 takes a 20000-byte header line)")
 def test_a_broker_closing_after_an_oversize_frame_gives_its_reason(stomp_broker):
     """With the dialect forced to generic, amqstomp does not check ActiveMQ's limits: the

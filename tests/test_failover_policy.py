@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from amqstomp.exception import ConfigurationError
+from amqstomp.exception import ConfigurationError, ConnectFailedException, StompProtocolError
 from amqstomp.failover import ReconnectPolicy
 from amqstomp.uri import parse_uri
 
@@ -259,4 +259,62 @@ def test_a_socket_lost_before_its_connected_is_still_the_first_connection():
     assert rc.on_link_lost(1, "connection reset", None) is None
     assert done.wait(5) and rc.wait_connected(5)
     assert calls == [(backup, False)] and rc.ever_connected and rc.failovers == 0
+    rc.disarm()
+
+
+def test_a_loss_soon_after_connected_continues_the_back_off():
+    from amqstomp._core.backoff import STABLE_CONNECTION_MS, LossStreak
+    policy = ReconnectPolicy(initial_reconnect_delay_ms=100, max_reconnect_attempts=3)
+    streak = LossStreak(policy)
+    assert streak.stable_ms == STABLE_CONNECTION_MS == 1000
+    assert LossStreak(ReconnectPolicy(initial_reconnect_delay_ms=5000)).stable_ms == 5000
+    garbage = StompProtocolError("content-length 'zz' is not a non-negative integer")
+    assert streak.lost(None, 50.0, garbage) == 0 and streak.delay_ms() == 0 and not streak.gives_up()  # unknown
+    assert [streak.lost(10.0, 10.05, garbage), streak.lost(11.0, 11.999, garbage)] == [1, 2]  # up less than 1 s
+    assert streak.delay_ms() == 200 and not streak.gives_up()
+    assert streak.lost(12.0, 12.5, garbage) == 3 and streak.gives_up() and "3 connection(s)" in streak.reason("x")
+    assert streak.lost(20.0, 21.0, garbage) == 0 and not streak.gives_up()  # stayed up 1 s: afresh
+    assert streak.lost(22.0, 22.1, garbage) == 1
+    for other in (None, ConnectionResetError(104, "reset"), ConnectFailedException("x")):  # a cut: afresh at once
+        assert streak.lost(30.0, 30.1, other) == 0
+        assert streak.lost(22.0, 22.1, garbage) == 1
+    forever = LossStreak(ReconnectPolicy(initial_reconnect_delay_ms=100, max_reconnect_attempts=-1))
+    for n in range(1, 50):
+        assert forever.lost(0.0, 0.0, garbage) == n and not forever.gives_up()
+    assert forever.delay_ms() == 30000  # capped at max_reconnect_delay_ms
+
+
+def test_connections_lost_right_after_connected_back_off_and_reach_the_limit():
+    """A peer that answers CONNECT and then sends garbage on each socket: each reconnect waits
+    its back-off and the attempt limit ends them (they used to start afresh, forever)."""
+    import threading
+    import time
+    from amqstomp.failover import Reconnector
+    transport = _StubTransport()
+    calls, gave_up = [], []
+    up = threading.Event()
+
+    def establish(host_and_port):
+        calls.append(time.monotonic())
+        transport.connected = True
+        up.set()
+
+    rc = Reconnector(transport, [("h", 1)], ReconnectPolicy(initial_reconnect_delay_ms=100,
+                     max_reconnect_attempts=3), establish, gave_up.append)
+    rc.connect(timeout_s=5)
+    for loss in range(1, 5):
+        up.clear()
+        transport.connected = False  # lost right after its CONNECTED
+        error = StompProtocolError("content-length 'zz' is not a non-negative integer")
+        assert rc.on_link_lost(loss, "protocol error: %s" % error, error) == "transport_interrupted"
+        if loss < 4:
+            assert up.wait(5) and rc.wait_connected(5)
+    deadline = time.monotonic() + 5
+    while not gave_up and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(gave_up) == 1 and "3 connection(s) in a row ended by a protocol error" in str(gave_up[0]), gave_up
+    assert len(calls) == 4  # the first connection, then one attempt per loss before the limit
+    # the first loss (of a connection whose start the loop did not see) retried at once,
+    # the next ones after 100 and 200 ms (the policy's back-off)
+    assert calls[3] - calls[2] >= 0.2 and calls[2] - calls[1] >= 0.1
     rc.disarm()

@@ -3,6 +3,7 @@ refuse are refused before they are written, calls that name what this
 connection does not have raise, every blocking call has a bound, secrets stay
 out of reprs. Against a real ActiveMQ where the broker decides; a tiny fake
 STOMP server (127.0.0.1) where a broker must misbehave."""
+import logging
 import socket
 import threading
 import time
@@ -213,6 +214,80 @@ def test_reprs_mask_the_password(activemq):
             assert secret not in repr(session)
     factory = ConnectionFactory(activemq.url, password=secret)
     assert secret not in repr(factory)
+
+
+def _chain(exc):
+    """``exc`` and its causes, as str and repr (what a traceback shows)."""
+    out = []
+    while exc is not None:
+        out += [str(exc), repr(exc)]
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def test_a_cr_or_lf_in_a_connect_header_names_the_header_and_never_shows_a_secret(fake_broker, caplog):
+    caplog.set_level(logging.DEBUG)
+    broker = fake_broker()
+    secret = "S3cret-" + uuid.uuid4().hex[:6]
+
+    def stomp_py(login="u", passcode="p", vhost=None, headers=None, **options):
+        conn = stomp.Connection12(broker.host_and_ports, vhost=vhost, **options)
+        try:
+            conn.connect(login, passcode, wait=True, timeout=10, headers=headers)
+        finally:
+            conn.disconnect()
+
+    cases = [
+        ("passcode", lambda: stomp_py(passcode=secret + "\nmore")),
+        ("passcode", lambda: stomp_py(passcode=secret + "\r")),
+        ("passcode", lambda: stomp_py(passcode=secret + "\n", auto_reconnect=True, reconnect_sleep_initial=0.01)),
+        ("login", lambda: stomp_py(login="us\ner")),
+        ("host", lambda: stomp_py(vhost="v\nh")),
+        ("client-id", lambda: stomp_py(headers={"client-id": "c\nd"})),
+        ("x-mine", lambda: stomp_py(headers={"x-mine": "a\rb"})),
+        ("passcode", lambda: ConnectionFactory(broker.url).create_connection("u", secret + "\n")),
+        ("login", lambda: ConnectionFactory(broker.url).create_connection("us\ner", "p")),
+        ("client-id", lambda: ConnectionFactory(broker.url, client_id="c\nd").create_connection("u", "p")),
+    ]
+    for header, call in cases:
+        with pytest.raises(stomp.exception.ConnectFailedException) as caught:
+            call()
+        texts = _chain(caught.value)
+        assert "header %r" % header in texts[0] and "CR or LF" in texts[0], texts
+        assert not any(secret in text for text in texts), texts
+    # a frame with escaping: a CR in a STOMP 1.1 header
+    for headers, named in (({"x-mine": "a\rb"}, "x-mine"), ({"passcode": secret + "\r"}, "passcode")):
+        with pytest.raises(stomp.exception.FrameEncodeError) as caught:
+            stomp.codec.encode_frame("SEND", dict(headers, destination="/queue/x"), b"", "1.1")
+        assert "header %r" % named in str(caught.value) and secret not in repr(caught.value), caught.value
+    assert not [r for r in caplog.records if secret in r.getMessage()
+                or secret in str(r.args) or (r.exc_info and secret in repr(r.exc_info[1]))]
+
+
+@pytest.mark.parametrize("keyword, value, error, named", [
+    ("heart_beat_receive_scale", 0, ValueError, ">= 1"), ("heart_beat_receive_scale", -1, ValueError, ">= 1"),
+    ("heart_beat_receive_scale", 0.99, ValueError, ">= 1"), ("heart_beat_receive_scale", float("nan"), ValueError, "nan"),
+    ("heart_beat_receive_scale", float("inf"), ValueError, "inf"), ("heart_beat_receive_scale", "2", TypeError, "'2'"),
+    ("auto_decode", "yes", TypeError, "'yes'"), ("auto_decode", None, TypeError, "None"),
+    ("vhost", 5, TypeError, "5"), ("reconnect_attempts_max", "3", TypeError, "'3'"),
+    ("reconnect_attempts_max", 3.0, TypeError, "3.0"), ("keepalive", "x", TypeError, "'x'"),
+    ("keepalive", 1, TypeError, "1"), ("keepalive", ("linux",), ValueError, "takes 3"),
+    ("keepalive", ("windows", 1), ValueError, "'linux', 'mac' or 'auto'"), ("keepalive", ("mac", -1), ValueError, "takes 1"),
+])
+def test_a_wrong_connection_keyword_is_refused_by_name(keyword, value, error, named):
+    with pytest.raises(error) as caught:
+        stomp.Connection12([("127.0.0.1", 61613)], **{keyword: value})
+    assert keyword in str(caught.value) and named in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("keyword, value", [
+    ("heart_beat_receive_scale", 1), ("heart_beat_receive_scale", 1.0), ("heart_beat_receive_scale", 2.5),
+    ("auto_decode", False), ("auto_decode", 0), ("auto_decode", 1), ("vhost", "/"), ("vhost", None),
+    ("reconnect_attempts_max", -1), ("keepalive", True), ("keepalive", False), ("keepalive", ("auto",)),
+    ("keepalive", ("linux", 60, 10, 3)), ("keepalive", ["linux", None, None, None]), ("keepalive", ("mac", 3)),
+])
+def test_what_stomp_py_users_pass_is_still_taken(keyword, value):
+    stomp.Connection12([("127.0.0.1", 61613)], **{keyword: value})
 
 
 # --------------------------------------------------------------------------- 4. bad hosts, huge timeouts

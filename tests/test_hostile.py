@@ -459,3 +459,130 @@ def test_a_10_subscription_without_an_id_and_a_raw_subscribe_still_deliver(activ
     finally:
         ten.disconnect()
         raw.disconnect()
+
+
+GARBAGE = b"MESSAGE\nsubscription:1\nmessage-id:1\ncontent-length:zz\n\nhi\x00"
+
+
+class _GarbageAfterConnected:
+    """A 'broker' on 127.0.0.1 that answers every CONNECT with ``connected``, then sends ``then``
+    (by default a MESSAGE whose content-length is not a number: a protocol error, the client
+    drops the socket) and closes; it counts the connections. ``connected`` may be a list: the
+    answer of each connection in turn, the last one for the rest. Accepts for ``lifetime`` s at most."""
+
+    def __init__(self, connected=CONNECTED, lifetime=30.0, then=GARBAGE):
+        self.connected = connected if isinstance(connected, list) else [connected]
+        self.then = then
+        self.count = 0
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(50)
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.end = time.monotonic() + lifetime
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while time.monotonic() < self.end:
+            try:
+                sock, _ = self.server.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            answer = self.connected[min(self.count, len(self.connected) - 1)]
+            self.count += 1
+            threading.Thread(target=self._serve, args=(sock, answer), daemon=True).start()
+
+    def _serve(self, sock, answer):
+        sock.settimeout(5)
+        try:
+            sock.recv(65536)
+            sock.sendall(answer)
+            time.sleep(0.05)
+            sock.sendall(self.then)
+            sock.recv(65536)  # until the client drops it
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+    def stop(self):
+        self.end = 0
+        self.server.close()
+        self.thread.join(5)
+
+
+def test_connections_failing_right_after_connected_back_off_instead_of_a_storm():
+    """Each socket fails just after CONNECTED: the reconnects back off as attempts that
+    failed (141 sockets in 8 s before, without end) and the attempt limit ends them."""
+    peer = _GarbageAfterConnected()
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_reconnect=True, reconnect_attempts_max=-1,
+                                 reconnect_sleep_initial=0.1, reconnect_sleep_increase=1.0,
+                                 reconnect_sleep_jitter=0.0)
+    try:
+        conn.connect(wait=True, timeout=5)
+        time.sleep(3.0)  # back-offs 0, 0.1, 0.2, 0.4, 0.8, 1.6 s: at most 7 sockets in 3 s
+        assert 2 <= peer.count <= 8, peer.count
+    finally:
+        conn.disconnect(timeout=2)
+        peer.stop()
+    for api in ("stomp.py", "jms"):  # the attempt limit (3): a fourth quick loss ends the reconnects
+        peer = _GarbageAfterConnected()
+        events = Events()
+        ended = threading.Event()
+        if api == "stomp.py":
+            conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_reconnect=True,
+                                         reconnect_attempts_max=3, reconnect_sleep_initial=0.05)
+            conn.set_listener("e", events)
+            conn.connect(wait=True, timeout=5)
+            close = lambda: conn.disconnect(timeout=2)  # noqa: E731
+            ended = events.disconnected
+        else:
+            from amqstomp.jms import ConnectionFactory
+            connection = ConnectionFactory("failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=50"
+                                           "&maxReconnectAttempts=3" % peer.port).create_connection()
+            connection.set_exception_listener(lambda exc: ended.set())
+            close = connection.close
+        try:
+            assert ended.wait(15), (api, peer.count)
+            time.sleep(0.5)
+            assert peer.count == 4, (api, peer.count)  # the first connection and 3 attempts
+        finally:
+            close()
+            peer.stop()
+
+
+def test_a_connected_naming_a_version_not_offered_fails_the_connect_and_the_reconnect():
+    """A CONNECTED saying version:9.9 to a client that offered 1.2 is a protocol error naming the
+    version (it was taken, and conn.version said 1.2): on the first connection (both APIs) and
+    on a failover reconnect."""
+    from amqstomp.jms import ConnectionFactory
+    wrong = CONNECTED.replace(b"version:1.2", b"version:9.9")
+    peer = _GarbageAfterConnected(connected=wrong)
+    try:
+        conn = amqstomp.Connection12([("127.0.0.1", peer.port)])
+        with pytest.raises(amqstomp.exception.ConnectFailedException, match="version '9.9'.*did not offer"):
+            conn.connect(wait=True, timeout=5)
+        conn.disconnect(timeout=2)
+        with pytest.raises(amqstomp.exception.ConnectFailedException, match="version '9.9'.*did not offer"):
+            ConnectionFactory("stomp://127.0.0.1:%d" % peer.port).create_connection()
+    finally:
+        peer.stop()
+    # the first connection right (and dropped after a while), the reconnect wrong
+    peer = _GarbageAfterConnected(connected=[CONNECTED, wrong], then=b"")
+    events = Events()
+    conn = amqstomp.Connection12([("127.0.0.1", peer.port)], auto_reconnect=True, reconnect_attempts_max=1,
+                                 reconnect_sleep_initial=0.05)
+    conn.set_listener("e", events)
+    try:
+        conn.connect(wait=True, timeout=5)
+        assert conn.version == "1.2"
+        assert events.disconnected.wait(15)  # the one reconnect failed: the attempts ran out
+        assert peer.count == 2
+        assert any("version '9.9'" in str(e) for e in events.protocol_errors), events.protocol_errors
+        assert "version '9.9'" in str(conn.reconnector.gave_up), conn.reconnector.gave_up
+    finally:
+        conn.disconnect(timeout=2)
+        peer.stop()

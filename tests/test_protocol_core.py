@@ -18,7 +18,7 @@ from amqstomp._core.state import (
     ProtocolState,
 )
 from amqstomp.codec import encode_frame
-from amqstomp.exception import ConfigurationError, FrameLimitError
+from amqstomp.exception import ConfigurationError, FrameLimitError, StompProtocolError
 
 PACKAGE = os.path.dirname(amqstomp.__file__)
 FORBIDDEN = {"socket", "ssl", "threading", "selectors", "time"}
@@ -165,6 +165,72 @@ def test_receipt_correlation_and_errors():
     state.expect_receipt("r-3", token)
     assert state.connection_lost() == [other, token]  # what is still awaited: none will come
     assert not state.connected and state.receipts == {}
+
+
+def test_an_error_naming_no_receipt_is_matched_once_the_other_receipts_are_answered():
+    # RabbitMQ: the ERROR for the second SEND comes before the first SEND's RECEIPT
+    state = ProtocolState("1.2")
+    _connected(state, server="RabbitMQ/3.10.8")
+    first, second, third = object(), object(), object()
+    state.expect_receipt("ok", first)
+    state.expect_receipt("bad", second)
+    error = encode_frame("ERROR", {"message": "Unknown destination"}, b"", "1.2")
+    receipt = encode_frame("RECEIPT", {"receipt-id": "ok"}, b"", "1.2")
+    (frame,) = state.receive_data(error, 1.0)
+    assert state.handle(frame) == (ERROR, None)  # either may be its answer
+    assert state.take_error_answers() == []
+    state.expect_receipt("later", third)  # sent after the ERROR: no suspect
+    (answer,) = state.receive_data(receipt, 2.0)
+    assert state.handle(answer) == (RECEIPT, first)
+    assert state.take_error_answers() == [("bad", second, frame)]
+    assert state.take_error_answers() == [] and state.receipts == {"later": third}
+    (answer,) = state.receive_data(encode_frame("RECEIPT", {"receipt-id": "later"}, b"", "1.2"), 2.5)
+    assert state.handle(answer) == (RECEIPT, third) and state.take_error_answers() == []
+    # two ERRORs, three receipts awaited: matched in order once one RECEIPT came
+    tokens = {name: object() for name in ("a", "b", "c")}
+    for name, token in tokens.items():
+        state.expect_receipt(name, token)
+    errors = [state.receive_data(encode_frame("ERROR", {"message": m}, b"", "1.2"), 3.0)[0] for m in ("x", "y")]
+    assert [state.handle(e) for e in errors] == [(ERROR, None), (ERROR, None)]
+    (answer,) = state.receive_data(encode_frame("RECEIPT", {"receipt-id": "b"}, b"", "1.2"), 4.0)
+    assert state.handle(answer) == (RECEIPT, tokens["b"])
+    assert state.take_error_answers() == [("a", tokens["a"], errors[0]), ("c", tokens["c"], errors[1])]
+    # the connection ends first: whose answer it was is unknown, every wait gets the loss
+    state.expect_receipt("d", first)
+    state.expect_receipt("e", third)
+    (frame,) = state.receive_data(error, 5.0)
+    assert state.handle(frame) == (ERROR, None)
+    assert state.connection_lost() == [first, third] and state.take_error_answers() == []
+    # ActiveMQ names the receipt: an ERROR naming none answers none of them
+    classic = ProtocolState("1.2")
+    _connected(classic)
+    classic.expect_receipt("ok", first)
+    classic.expect_receipt("bad", second)
+    (frame,) = classic.receive_data(error, 1.0)
+    assert classic.handle(frame) == (ERROR, None)
+    (answer,) = classic.receive_data(receipt, 2.0)
+    assert classic.handle(answer) == (RECEIPT, first) and classic.take_error_answers() == []
+
+
+@pytest.mark.parametrize("accept, answered, taken", [
+    ("1.0,1.1,1.2", "1.2", True), ("1.0,1.1,1.2", "1.1", True), ("1.2", "1.2", True), (None, None, True),
+    ("1.2", "9.9", False), ("1.2", "1.1", False), ("1.1", None, False), (None, "1.2", False), ("1.0,1.1", "1.2", False),
+])
+def test_a_connected_naming_a_version_not_offered_is_a_protocol_error(accept, answered, taken):
+    state = ProtocolState("1.2")
+    state.encode("CONNECT", {} if accept is None else {"accept-version": accept}, b"")
+    headers = {"server": "ActiveMQ/5.17.2"} if answered is None else {"version": answered, "server": "x"}
+    receipt = encode_frame("RECEIPT", {"receipt-id": "early"}, b"", "1.2")
+    data = receipt + encode_frame("CONNECTED", headers, b"", "1.2")
+    if taken:
+        frames = state.receive_data(data, 0.0)
+        assert [f.cmd for f in frames] == ["RECEIPT", "CONNECTED"]
+        return
+    with pytest.raises(StompProtocolError) as caught:
+        state.receive_data(data, 0.0)
+    assert repr(answered or "1.0") in str(caught.value) and "did not offer" in str(caught.value), caught.value
+    assert [f.cmd for f in caught.value.frames] == ["RECEIPT"]  # what came before it is handed on
+    assert state.connected_frame is None and not state.connected
 
 
 def test_the_link_state_goes_connecting_open_then_closing_closed_or_lost():

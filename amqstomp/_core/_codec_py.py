@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from ._frame_py import Frame, parsed_frame
+from ..constants import SECRET_HEADERS
 from ..exception import FrameEncodeError, StompProtocolError
 
 __all__ = ["Frame", "FrameParser", "encode_frame", "encode_headers", "FrameHead", "HEARTBEAT", "VERSIONS",
@@ -324,23 +325,29 @@ _CHAR_ESCAPES_12 = {"\\": "\\\\", "\n": "\\n", ":": "\\c", "\r": "\\r"}
 _CHAR_ESCAPES_11 = {"\\": "\\\\", "\n": "\\n", ":": "\\c"}
 
 
-def _escape(text: str, version: str, what: str) -> str:
+def _shown(text: Any, secret: bool) -> str:
+    """How an error message shows a header's text: its repr (64 characters at most), never a
+    secret's (:data:`~amqstomp.constants.SECRET_HEADERS`)."""
+    return "(not shown: a secret)" if secret else repr(text[:64])
+
+
+def _escape(text: str, version: str, what: str, secret: bool = False) -> str:
     if version == "1.1" and "\r" in text:
-        raise FrameEncodeError("%s %r holds a CR, which STOMP 1.1 cannot carry" % (what, text[:64]))
+        raise FrameEncodeError("%s %s holds a CR, which STOMP 1.1 cannot carry" % (what, _shown(text, secret)))
     table = _CHAR_ESCAPES_12 if version == "1.2" else _CHAR_ESCAPES_11
     if not any(ch in text for ch in table):
         return text
     return "".join(table.get(ch, ch) for ch in text)
 
 
-def _as_text(value: Any, what: str) -> str:
+def _as_text(value: Any, what: str, secret: bool = False) -> str:
     if isinstance(value, str):
         text = value
     elif isinstance(value, (bytes, bytearray, memoryview)):
         try:
             text = bytes(value).decode("utf-8")
         except UnicodeDecodeError:
-            raise FrameEncodeError("%s %r is not valid UTF-8" % (what, bytes(value)[:64])) from None
+            raise FrameEncodeError("%s %s is not valid UTF-8" % (what, _shown(bytes(value), secret))) from None
     elif isinstance(value, bool):
         text = "true" if value else "false"  # ActiveMQ reads persistent only as the exact "true"
     else:
@@ -348,7 +355,7 @@ def _as_text(value: Any, what: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise FrameEncodeError("%s %r cannot be encoded as UTF-8" % (what, text[:64])) from None
+        raise FrameEncodeError("%s %s cannot be encoded as UTF-8" % (what, _shown(text, secret))) from None
     return text
 
 
@@ -384,7 +391,8 @@ def _header_lines(command: str, headers: Any, version: str, payload: Optional[by
     if headers:
         for key, value in _header_items(headers):
             name = _as_text(key, "header name")
-            text = _as_text(value, "header %r value" % (name,))
+            secret = name in SECRET_HEADERS
+            text = _as_text(value, "header %r: its value" % (name,), secret)
             if name == "content-length":
                 have_length = True
                 if payload is not None and text.strip() != str(len(payload)):
@@ -393,13 +401,15 @@ def _header_lines(command: str, headers: Any, version: str, payload: Optional[by
             if not name:
                 raise FrameEncodeError("empty header name")
             if escape:
-                lines.append(_escape(name, version, "header name") + ":" + _escape(text, version, "header value"))
+                lines.append(_escape(name, version, "header name") + ":"
+                             + _escape(text, version, "header %r: its value" % (name,), secret))
             else:
-                for part, what in ((name, "name"), (text, "value")):
+                for part, what in ((name, "header name %r" % (name[:64],)), (text, "header %r: its value %s"
+                                                                         % (name[:64], _shown(text, secret)))):
                     if "\n" in part or "\r" in part:
                         raise FrameEncodeError(
-                            "header %s %r holds CR or LF, which a %s frame cannot carry (no escaping)"
-                            % (what, part[:64], command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))
+                            "%s holds CR or LF, which a %s frame cannot carry (no escaping)"
+                            % (what, command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))
                 if ":" in name:
                     raise FrameEncodeError("header name %r holds ':', which a %s frame cannot carry"
                                            % (name[:64], command if command in _UNESCAPED_COMMANDS else "STOMP 1.0"))

@@ -8,6 +8,10 @@ up to ``jitter`` of it at random, in two sets of defaults:
 * stomp.py's ``reconnect_sleep_*`` keywords (the stomp.py-style connections):
   :meth:`ReconnectPolicy.stomp_py` (``multiplier = 1 + reconnect_sleep_increase``).
 
+A protocol error soon after CONNECTED continues the back-off of the reconnect
+before it (:class:`LossStreak`): a peer that answers CONNECT and then sends
+garbage makes no reconnect storm.
+
 The order of the brokers on each pass is :meth:`ReconnectPolicy.order` for
 both APIs and every transport: the one lost last goes last (FailoverTransport's
 ``getConnectList()``). With ``priorityBackup``, :class:`PriorityReturn` says
@@ -23,12 +27,12 @@ import math
 import random
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar
 
-from ..exception import ConfigurationError
+from ..exception import ConfigurationError, StompProtocolError
 from ..uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
 from .rebalance import check_rebalance
 
-__all__ = ["ReconnectPolicy", "PriorityReturn", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS", "priority_brokers",
-           "check_priority_members", "stomp_py_failover"]
+__all__ = ["ReconnectPolicy", "PriorityReturn", "LossStreak", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS",
+           "STABLE_CONNECTION_MS", "priority_brokers", "check_priority_members", "stomp_py_failover"]
 
 T = TypeVar("T")
 
@@ -36,6 +40,9 @@ T = TypeVar("T")
 MAX_RECONNECT_SLEEP_S = 86400 * 365
 #: Shortest pause between two probes of the priority members (ms), whatever the back-off says.
 MIN_PRIORITY_PROBE_MS = 100
+#: How long (ms) a connection must stay up, at least, for its loss to start the back-off afresh
+#: (:class:`LossStreak`; the policy's initial delay when that is longer).
+STABLE_CONNECTION_MS = 1000
 
 # option keyword (docs/options.md) -> constructor argument, where they differ (the
 # redelivery policy's options own the plain names)
@@ -239,6 +246,62 @@ class ReconnectPolicy:
     def __repr__(self) -> str:
         fields: Any = ", ".join("%s=%r" % (k, getattr(self, k)) for k in _DEFAULTS)
         return "ReconnectPolicy(%s)" % fields
+
+
+class LossStreak:
+    """How many connections in a row a peer ended with a protocol error soon after
+    CONNECTED: such a loss continues the back-off instead of starting it afresh.
+    Pure: times are the caller's ``time.monotonic()`` (s).
+
+    ActiveMQ's ``FailoverTransport`` starts its attempt count and delay afresh
+    as soon as a connection is made; its brokers speak OpenWire, they do not
+    answer CONNECT and then send what is not STOMP. A STOMP peer that does
+    would make that a reconnect storm (about 20 sockets a second, each with an
+    ERROR line, forever). Here a connection lost to a protocol error
+    (:class:`~amqstomp.exception.StompProtocolError`: garbage, a MESSAGE before
+    CONNECTED, a version not offered...) before it stayed up :attr:`stable_ms`
+    (the larger of :data:`STABLE_CONNECTION_MS` and the policy's initial delay)
+    counts as one more failed attempt, for the delay before the next attempt
+    (:meth:`delay_ms`) and for the attempt limit (:meth:`gives_up`). Any other
+    loss (a reset, an EOF, a heart-beat timeout), or one after that time,
+    starts afresh, as FailoverTransport does: a connection that worked is
+    replaced at once however often the network cuts it.
+
+    Args:
+        policy (ReconnectPolicy): the back-off and the limit.
+    """
+
+    def __init__(self, policy: ReconnectPolicy) -> None:
+        self.policy = policy
+        #: how long (ms) a connection must stay up for its loss to start afresh
+        self.stable_ms = max(STABLE_CONNECTION_MS, policy.initial_reconnect_delay_ms)
+        #: failed attempts carried into the next reconnect (0: it starts afresh)
+        self.failed = 0
+
+    def lost(self, up_since_s: Optional[float], now_s: float, error: Optional[BaseException] = None) -> int:
+        """The connection made at ``up_since_s`` (None: unknown, counted as one
+        that stayed up) was lost at ``now_s`` because of ``error`` (None: no
+        exception, e.g. an EOF). Returns :attr:`failed`."""
+        if up_since_s is None or (now_s - up_since_s) * 1000.0 >= self.stable_ms \
+                or not isinstance(error, StompProtocolError):
+            self.failed = 0
+        else:
+            self.failed += 1
+        return self.failed
+
+    def delay_ms(self) -> int:
+        """The delay (ms) before the reconnect's first attempt (0 when it starts afresh)."""
+        return self.policy.delay_ms(self.failed)
+
+    def gives_up(self) -> bool:
+        """True when the carried failures reach the policy's limit (no attempt is made)."""
+        return self.failed > 0 and self.policy.gives_up(self.failed, True)
+
+    def reason(self, last: Any) -> str:
+        """What a reconnect that :meth:`gives_up` raises with (``last``: the last loss's cause)."""
+        return ("%d connection(s) in a row ended by a protocol error within %.3g s of CONNECTED, the attempt "
+                "limit: %s"
+                % (self.failed, self.stable_ms / 1000.0, last))
 
 
 def priority_brokers(value: Any, name: str = "priority_uris") -> Tuple[Tuple[str, int], ...]:

@@ -6,10 +6,13 @@ holds one connection's figures; the I/O layer asks it when to write a
 heart-beat and when the peer is overdue.
 """
 import logging
-from typing import Optional, Tuple
+import math
+from typing import Any, Optional, Tuple
+
+from ..exception import ConfigurationError
 
 __all__ = ["parse_heartbeat", "broker_heartbeat", "negotiate", "SEND_FRACTION", "PEER_GRID_FACTOR", "DUE_SLACK",
-           "send_period_ms", "receive_timeout_ms"]
+           "MIN_RECEIVE_SCALE", "send_period_ms", "receive_timeout_ms", "check_receive_scale"]
 
 log = logging.getLogger("amqstomp.protocol")
 
@@ -26,6 +29,11 @@ SEND_FRACTION = 0.5
 #: heart-beats, 2.0 s of silence after CONNECTED or after a MESSAGE. The
 #: receive deadline is therefore this many intervals times the grace factor.
 PEER_GRID_FACTOR = 2.0
+#: The smallest receive grace factor (``heart_beat_receive_scale``; the JMS URI's
+#: ``heartBeatGraceFactor`` has the same floor): below 1 the receive check would
+#: declare a live broker dead before the silence its own heart-beating may leave
+#: (:data:`PEER_GRID_FACTOR` intervals); at 0 it fires at once.
+MIN_RECEIVE_SCALE = 1.0
 #: A send tick this close to the period (fraction) counts as due: timers fire
 #: a little early now and then.
 DUE_SLACK = 0.98
@@ -92,3 +100,19 @@ def receive_timeout_ms(receive_ms: int, grace: float) -> float:
     receive interval and a grace factor (stomp.py's ``heart_beat_receive_scale``,
     1.5): ``receive_ms x PEER_GRID_FACTOR x grace``; 0 when ``receive_ms`` is 0."""
     return receive_ms * PEER_GRID_FACTOR * grace
+
+
+def check_receive_scale(value: Any) -> float:
+    """``heart_beat_receive_scale`` checked: a finite number >= :data:`MIN_RECEIVE_SCALE`.
+
+    Raises:
+        TypeError: not an int or a float (a bool neither), naming the argument.
+        ConfigurationError: (a ValueError) NaN, infinite or below 1.0, naming it.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("heart_beat_receive_scale must be a number (a float such as 1.5), got %r" % (value,))
+    if not math.isfinite(value) or value < MIN_RECEIVE_SCALE:
+        raise ConfigurationError("heart_beat_receive_scale must be a finite number >= %g (below 1 the receive "
+                                 "check declares a live broker dead before its own heart-beat interval), got %r"
+                                 % (MIN_RECEIVE_SCALE, value))
+    return float(value)

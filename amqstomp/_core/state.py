@@ -17,10 +17,16 @@ What it owns (STOMP 1.2 sections in brackets):
   ERROR carrying that ``receipt-id`` hands it back; a lost connection hands
   back every token still waiting. A broker whose ERRORs carry no
   ``receipt-id`` (RabbitMQ 3.10: :attr:`~amqstomp._core.dialect.Dialect.error_receipts`)
-  answers frames in order, so its ERROR is taken as the answer to the one
-  receipt awaited when exactly one is (with more, it answers none of them);
-  the last ERROR is kept (:attr:`ProtocolState.last_error`), so that the end
-  of the connection can give the broker's reason;
+  may answer a later frame before an earlier one's RECEIPT (RabbitMQ sends a
+  SEND's RECEIPT once the message is confirmed, an unknown destination's ERROR
+  at once), so its ERROR is taken as the answer to the one receipt awaited
+  when exactly one is; with more, the receipts awaited at that ERROR become
+  its suspects: once RECEIPTs have answered all but as many suspects as there
+  are such ERRORs, those are their answers (:meth:`ProtocolState.take_error_answers`):
+  no wait sits out its timeout for an answer that came; when the connection
+  ends first, whose answer it was is unknown (a connection loss). The last ERROR is kept
+  (:attr:`ProtocolState.last_error`), so that the end of the connection can give
+  the broker's reason;
 * heart-beats ("Heart-beating"): negotiation, when the next one must be
   written, when the peer is overdue (:meth:`ProtocolState.next_deadline`);
 * the CONNECTED deadline ("Connecting": the server's first frame answers
@@ -113,7 +119,8 @@ class ProtocolState:
     __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
-                 "unsubscribed", "connected_by_ms")
+                 "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers",
+                 "offered_versions")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -142,11 +149,20 @@ class ProtocolState:
         self.last_read_ms = float(now_ms)
         self.last_write_ms = float(now_ms)
         self.receipts: Dict[str, Any] = {}
+        #: receipt ids one of the :attr:`unmatched_errors` may answer (an ordered set: a dict)
+        self.error_suspects: Dict[str, None] = {}
+        #: ERRORs naming no receipt, received while several receipts were awaited, not yet matched
+        self.unmatched_errors: List[Frame] = []
+        #: (receipt id, token, ERROR frame) matched, for :meth:`take_error_answers`
+        self.error_answers: List[Tuple[str, Any, Frame]] = []
         #: the subscription ids this side UNSUBSCRIBEd and has not SUBSCRIBEd again,
         #: oldest first (at most :data:`UNSUBSCRIBED_KEPT`; a dict used as an ordered set)
         self.unsubscribed: Dict[str, None] = {}
         #: when (ms, the ``now_ms`` scale) CONNECTED is due (:meth:`connect_sent`), or None: no deadline
         self.connected_by_ms: Optional[float] = None
+        #: the versions the CONNECT (or STOMP) frame offered (its ``accept-version``; none: 1.0 only),
+        #: None until one was encoded: CONNECTED must name one of them
+        self.offered_versions: Optional[Tuple[str, ...]] = None
 
     # ------------------------------------------------------------ receiving
 
@@ -162,7 +178,7 @@ class ProtocolState:
         self.last_read_ms = now_ms
         frames = self.parser.feed(data)
         if frames and self.connected_frame is None:  # CONNECTED has not come (not: the socket is closing)
-            _before_connected(frames)
+            _before_connected(frames, self.offered_versions)
         return frames
 
     @property
@@ -185,14 +201,22 @@ class ProtocolState:
         """
         cmd = frame.cmd
         if cmd == "RECEIPT":
-            return RECEIPT, self.pop_receipt(frame.headers.get("receipt-id"))
+            token = self.pop_receipt(frame.headers.get("receipt-id"))
+            if self.unmatched_errors:
+                self._match_errors()
+            return RECEIPT, token
         if cmd == "ERROR":
             if self.unsubscribed and unsubscribed_error(self.dialect, frame.headers, frame.body, self.unsubscribed):
                 return UNSUBSCRIBED_ERROR, None  # neither the connection's last ERROR nor any receipt's answer
             self.last_error = frame
             receipt_id = frame.headers.get("receipt-id")
-            if receipt_id is None and len(self.receipts) == 1 and not BROKERS[self.dialect].error_receipts:
-                receipt_id = next(iter(self.receipts))  # the one frame it can answer (see the module docstring)
+            if receipt_id is None and self.receipts and not BROKERS[self.dialect].error_receipts:
+                if len(self.receipts) == 1 and not self.unmatched_errors:
+                    receipt_id = next(iter(self.receipts))  # the one frame it can answer (see the module docstring)
+                else:  # one of them, or a frame sent without a receipt: matched later (_match_errors)
+                    self.unmatched_errors.append(frame)
+                    self.error_suspects.update(dict.fromkeys(self.receipts))
+                    self._match_errors()
             self.error_receipt_id = receipt_id
             token = self.pop_receipt(receipt_id)
             return (ERROR if self.connected else CONNECT_REFUSED), token
@@ -251,6 +275,7 @@ class ProtocolState:
         A SEND whose ``transformation`` ActiveMQ reads from the body gets no
         automatic ``content-length`` (:func:`~amqstomp._core.dialect.auto_content_length`).
         An UNSUBSCRIBE's ``id`` joins :attr:`unsubscribed`; a SUBSCRIBE's leaves it.
+        A CONNECT's ``accept-version`` becomes :attr:`offered_versions`.
 
         Raises:
             FrameEncodeError: the frame cannot be written in this version (also:
@@ -266,6 +291,8 @@ class ProtocolState:
                                            "body cannot hold a NUL byte" % (headers.get("transformation"),))
         elif cmd == "CONNECT" or cmd == "STOMP":
             self.client_heartbeat = parse_heartbeat(headers.get("heart-beat"))
+            offered = headers.get("accept-version")  # absent: "the client only supports 1.0" (STOMP 1.2)
+            self.offered_versions = tuple(v.strip() for v in str(offered or "1.0").split(","))
         elif cmd == "UNSUBSCRIBE" or (cmd == "SUBSCRIBE" and self.unsubscribed):
             self._note_subscription(cmd, headers.get("id"))
         if head is None:
@@ -301,12 +328,37 @@ class ProtocolState:
         """The token registered for ``receipt_id`` (forgotten now), or None."""
         if receipt_id is None:
             return None
+        if self.error_suspects:
+            self.error_suspects.pop(receipt_id, None)
         return self.receipts.pop(receipt_id, None)
+
+    def _match_errors(self) -> None:
+        """Match the :attr:`unmatched_errors` with their suspects, in order, once no
+        more suspects are left than such ERRORs (the other ERRORs answered frames
+        sent without a receipt)."""
+        errors, suspects = self.unmatched_errors, self.error_suspects
+        if len(suspects) > len(errors):
+            return
+        for receipt_id, frame in zip(suspects, errors):
+            token = self.receipts.pop(receipt_id, None)
+            if token is not None:
+                self.error_answers.append((receipt_id, token, frame))
+        suspects.clear()
+        errors.clear()
+
+    def take_error_answers(self) -> List[Tuple[str, Any, Frame]]:
+        """The receipts an ERROR naming none was matched with since the last call
+        (see the module docstring), as (receipt id, token, ERROR frame); forgotten now."""
+        answers, self.error_answers = self.error_answers, []
+        return answers
 
     def connection_lost(self) -> List[Any]:
         """The socket is gone: not connected any more; the tokens of every receipt
-        still awaited (none will come). CLOSED when this side asked to close, else LOST."""
+        still awaited (none will come; with an ERROR naming no receipt, more than it
+        could answer: whose it was is unknown). CLOSED when this side asked to close, else LOST."""
         self.link_state = LinkState.CLOSED if self.by_client else LinkState.LOST
+        self.error_suspects.clear()
+        self.unmatched_errors.clear()
         tokens = list(self.receipts.values())
         self.receipts.clear()
         return tokens
@@ -366,17 +418,25 @@ class ProtocolState:
         return due is not None and self.link_state is LinkState.CONNECTING and now_ms >= due
 
 
-def _before_connected(frames: List[Frame]) -> None:
+def _before_connected(frames: List[Frame], offered: Optional[Tuple[str, ...]] = None) -> None:
     """Frames received before CONNECTED was handled: a MESSAGE ahead of the
     CONNECTED frame is a protocol error (STOMP 1.2 "Connecting": the server's
-    first frame answers CONNECT), never a delivery.
+    first frame answers CONNECT), never a delivery; so is a CONNECTED whose
+    ``version`` (none: 1.0) is not one of the ``offered`` versions ("Protocol
+    Negotiation": the server picks the highest version both speak).
 
     Raises:
-        StompProtocolError: with ``.frames`` the frames before the MESSAGE.
+        StompProtocolError: with ``.frames`` the frames before the MESSAGE or CONNECTED.
     """
     for index, frame in enumerate(frames):
         cmd = frame.cmd
         if cmd == "CONNECTED":
+            version = frame.headers.get("version", "1.0")
+            if offered is not None and version not in offered:
+                error = StompProtocolError("the broker's CONNECTED names version %r, which this client did not "
+                                           "offer (accept-version:%s)" % (version, ",".join(offered)))
+                error.frames = frames[:index]
+                raise error
             return
         if cmd == "MESSAGE":
             error = StompProtocolError("a MESSAGE frame before CONNECTED (destination %r)"

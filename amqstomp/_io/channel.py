@@ -358,6 +358,37 @@ def connect(host_and_port: HostAndPort, timeout: float, bind_host_port: Optional
         raise
 
 
+#: keepalive kinds and how many values follow each (None: any number, ignored)
+_KEEPALIVE_KINDS = {"auto": None, "linux": 3, "mac": 1}
+
+
+def check_keepalive(spec: Any) -> Any:
+    """``keepalive`` checked (stomp.py's meaning, :func:`set_keepalive`): None or a
+    bool, or a tuple or list: ``("linux", idle_s, interval_s, count)``,
+    ``("mac", interval_s)`` (each value an int >= 0 or None: the OS default) or
+    ``("auto", ...)``. stomp.py logs anything else at ERROR and goes on without
+    keep-alive (a tuple ``("linux",)`` fails its connect).
+
+    Raises:
+        TypeError: neither None, a bool nor a tuple or list, naming ``keepalive``.
+        ConfigurationError: (a ValueError) an unknown kind or a wrong count or value, naming it.
+    """
+    if spec is None or isinstance(spec, bool):
+        return spec
+    if not isinstance(spec, (tuple, list)):
+        raise TypeError("keepalive must be None, a bool, or a tuple such as ('linux', idle_s, interval_s, count) "
+                        "or ('mac', interval_s), got %r" % (spec,))
+    kind = spec[0] if spec else None
+    if kind not in _KEEPALIVE_KINDS:
+        raise ConfigurationError("keepalive %r: the first item must be 'linux', 'mac' or 'auto'" % (spec,))
+    count, values = _KEEPALIVE_KINDS[kind], tuple(spec[1:])
+    if count is not None and (len(values) != count or not all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) for v in values)):
+        raise ConfigurationError("keepalive %r: %r takes %d value(s), each an int >= 0 or None"
+                                 % (spec, kind, count))
+    return spec
+
+
 def set_keepalive(sock: socket.socket, spec: Any) -> None:
     """TCP keep-alive on ``sock``: ``spec`` True for the OS defaults,
     ``("linux", idle_s, interval_s, count)`` or ``("mac", interval_s)`` to tune

@@ -16,17 +16,17 @@ from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .. import _observe
 from ..codec import Frame, FrameHead
+from ..constants import SECRET_HEADERS
 from ..exception import FrameEncodeError, NotConnectedException
 from .connector import Connector
 from .link import DEFER_FLUSH_BYTES, Link
 from .owner import LinkOwner
 
-__all__ = ["Driver", "MASKED_HEADERS", "masked_headers", "merged_headers"]
+__all__ = ["Driver", "masked_headers", "merged_headers"]
 
 log = logging.getLogger("amqstomp.transport")
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
-MASKED_HEADERS = ("passcode",)  #: headers whose values a log line never shows
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -41,9 +41,10 @@ def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dic
 
 
 def masked_headers(headers: Mapping[str, Any]) -> Dict[str, Any]:
-    """A copy of ``headers`` with the passcode's value masked (``********``), for a log line."""
-    if any(name in headers for name in MASKED_HEADERS):
-        return {k: ("********" if k in MASKED_HEADERS else v) for k, v in headers.items()}
+    """A copy of ``headers`` with the values of :data:`~amqstomp.constants.SECRET_HEADERS` masked
+    (``********``), for a log line."""
+    if any(name in headers for name in SECRET_HEADERS):
+        return {k: ("********" if k in SECRET_HEADERS else v) for k, v in headers.items()}
     return dict(headers)
 
 

@@ -233,6 +233,9 @@ class Link(LinkWriter):
         UNSUBSCRIBE (RabbitMQ's, :data:`UNSUBSCRIBED_ERROR`) is logged at DEBUG, no error."""
         with self.state_lock:  # receipts change under it (expect_receipt, close)
             event, future = self.proto.handle(frame)
+            answers = self.proto.take_error_answers() if self.proto.error_answers else None
+        if answers:  # receipts an ERROR naming none answers (RabbitMQ: ProtocolState.take_error_answers)
+            _fail_with_errors(answers)
         if event == RECEIPT:
             if future is not None:
                 resolve(future, frame)
@@ -518,3 +521,10 @@ class Link(LinkWriter):
     def post(self, event: str, arg: Any) -> None:
         """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""
         self.events.put((event, arg))
+
+
+def _fail_with_errors(answers: List[Tuple[str, "Future[Any]", Frame]]) -> None:
+    """Fail each receipt wait with the ERROR naming no receipt it was matched with (BrokerError)."""
+    for receipt_id, future, frame in answers:
+        fail(future, BrokerError("the broker answered with ERROR (naming no receipt: every other receipt "
+                                 "awaited then was answered)", frame, receipt_id))
