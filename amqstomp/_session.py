@@ -226,7 +226,8 @@ class StompSession:
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
         diverted = method.replaced_on(self) or self._transport_replaced()
         client = getattr(self, "_client", None)  # (and a listener's on_send: see _send_frame_replaced)
-        self._send_frame_replaced = diverted or (client is not None and bool(client.transport.dispatch.on_send))
+        self._send_frame_replaced = diverted or (client is not None and (
+            bool(client.transport.dispatch.on_send) or client.transport.hooked))  # stomp.py's hooks see the body
         return diverted
 
     def _transport_replaced(self) -> bool:

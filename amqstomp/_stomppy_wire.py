@@ -4,12 +4,13 @@ exactly as stomp.py's ``Protocol1x.send_frame`` and ``connect`` build them
 (stomp/protocol.py), so the mock sees what it would see with stomp.py. Used by
 :class:`amqstomp._session.StompSession` only while the transport is replaced.
 """
-from typing import Any, Callable, Dict, Mapping, Optional, cast
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, cast
 
 from .codec import Frame
 from .exception import ConnectFailedException
 
-__all__ = ["transmit", "connect", "disconnect", "escapes", "escaped", "shown_body"]
+__all__ = ["transmit", "connect", "disconnect", "escapes", "escaped", "shown_body", "Shown", "shown_frame",
+           "given_headers"]
 
 
 def escapes(version: str, cmd: str) -> bool:
@@ -32,6 +33,56 @@ def shown_body(cmd: str, body: Any) -> Any:
     if cmd != "SEND" and (body is None or (isinstance(body, (bytes, bytearray)) and not body)):
         return ""
     return body
+
+
+class Shown:
+    """What :func:`shown_frame` changed in a frame's headers, for :func:`given_headers`."""
+
+    __slots__ = ("escaped", "no_length")
+
+    def __init__(self) -> None:
+        self.escaped: Dict[str, Tuple[str, Any]] = {}  # name -> (the escaped value shown, the value given)
+        self.no_length = False  # a content-length: None (no automatic one) was left out
+
+
+def shown_frame(version: str, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Tuple[Frame, Shown]:
+    """The frame a stomp.py listener's ``on_send`` (and a replaced ``transmit``)
+    sees of one amqstomp writes: header values escaped (:func:`escapes`,
+    :func:`escaped`), None values left out, True/False as ``"true"``/``"false"``,
+    the body as given (:func:`shown_body`); and what was changed."""
+    shown = Shown()
+    copied: Dict[str, Any] = {}
+    escape = escapes(version, cmd)
+    if headers:
+        for key, value in headers.items():
+            if value is None:
+                shown.no_length = shown.no_length or key == "content-length"
+                continue
+            if value is True or value is False:
+                value = "true" if value else "false"
+            elif escape and isinstance(value, str):
+                text = escaped(version, value)
+                if text != value:
+                    shown.escaped[key] = (text, value)
+                    value = text
+            copied[key] = value
+    return Frame(cmd, copied, shown_body(cmd, body)), shown
+
+
+def given_headers(headers: Dict[str, Any], shown: Optional[Shown]) -> Dict[str, Any]:
+    """The headers to write after a listener (or ``transmit``) saw the frame of
+    :func:`shown_frame`: a value left as shown goes as it was given (the codec
+    escapes it), one set goes as set, a ``content-length: None`` left out is
+    put back (no automatic one). ``headers`` is not changed."""
+    if shown is None or not (shown.escaped or (shown.no_length and "content-length" not in headers)):
+        return headers
+    out = dict(headers)
+    for key, (text, given) in shown.escaped.items():
+        if out.get(key) is text:
+            out[key] = given
+    if shown.no_length and "content-length" not in out:
+        out["content-length"] = None
+    return out
 
 
 def transmit(transport: Any, version: str, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:

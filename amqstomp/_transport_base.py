@@ -176,41 +176,15 @@ class BaseTransport(Driver, Publisher):
     def _on_send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any, head: Optional[FrameHead],
                        fns: Tuple[Callable[[Frame], Any], ...]) -> Tuple[str, Dict[str, Any], Any]:
         """The frame the listeners' ``on_send`` made of this one: (cmd, headers, body).
-        They see it as stomp.py's listeners do (:mod:`amqstomp._stomppy_wire`):
-        the body as given (``''`` for a frame without one), header values escaped
-        on STOMP 1.1/1.2 but for CONNECT/STOMP; a value they leave as shown is
-        written as it was given (the codec escapes it), one they set is written as set."""
-        no_length = False
-        copied: Dict[str, Any] = {}
-        shown: Dict[str, Tuple[str, Any]] = {}  # name -> (escaped value shown, the value given)
-        version = self._compat.start_version
-        escape = stomppy_wire.escapes(version, cmd)
+        They see it as stomp.py's listeners do (:func:`amqstomp._stomppy_wire.shown_frame`:
+        the body as given, header values escaped on STOMP 1.1/1.2 but for
+        CONNECT/STOMP); a value they leave as shown is written as it was given,
+        one they set as set (:func:`amqstomp._stomppy_wire.given_headers`)."""
         if head is not None:
             headers = merged_headers(head, headers)
-        if headers:
-            for key, value in headers.items():
-                if value is None:
-                    no_length = no_length or key == "content-length"
-                    continue
-                if value is True or value is False:
-                    value = "true" if value else "false"
-                elif escape and isinstance(value, str):
-                    escaped = stomppy_wire.escaped(version, value)
-                    if escaped != value:
-                        shown[key] = (escaped, value)
-                        value = escaped
-                copied[key] = value
-        frame = Frame(cmd, copied, stomppy_wire.shown_body(cmd, body))
+        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body)
         self._on_send(frame, fns)
-        out: Dict[str, Any] = frame.headers
-        if shown or (no_length and "content-length" not in out):
-            out = dict(out)
-            for key, (escaped, given) in shown.items():
-                if out.get(key) is escaped:
-                    out[key] = given
-            if no_length and "content-length" not in out:
-                out["content-length"] = None  # keeps the automatic content-length off
-        return frame.cmd, out, frame.body
+        return frame.cmd, stomppy_wire.given_headers(frame.headers, shown), frame.body
 
     def _write_unlinked(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                         on_send: bool) -> None:
@@ -239,14 +213,16 @@ class BaseTransport(Driver, Publisher):
 
     def _through_transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
-        frame_headers = merged_headers(head, headers) if head is not None else dict(headers or {})
-        frame = Frame(cmd, frame_headers, b"" if body is None else body)
+        if head is not None:
+            headers = merged_headers(head, headers)
+        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body)
         opts = self._compat.local
         opts.write_timeout = write_timeout
+        opts.shown = shown  # what transmit() writes: the values given (stomppy_wire.given_headers)
         try:
             future: "Optional[Future[Frame]]" = self.transmit(frame)
         finally:
-            opts.write_timeout = None
+            opts.write_timeout = opts.shown = None
         return future if isinstance(future, Future) else self.receipt_future(str(frame.headers.get("receipt")))
 
     @replaceable("_update_hooks")
@@ -268,8 +244,10 @@ class BaseTransport(Driver, Publisher):
         if frame.cmd:
             if self._link is None and self.connector is None:
                 return self._write_unlinked(frame.cmd, frame.headers, frame.body, False)
-            return self.send_frame(frame.cmd, frame.headers, frame.body,
-                                   getattr(self._compat.local, "write_timeout", None), hooks=False)
+            local = self._compat.local
+            headers = stomppy_wire.given_headers(frame.headers, getattr(local, "shown", None))
+            local.shown = None  # (this frame's only)
+            return self.send_frame(frame.cmd, headers, frame.body, getattr(local, "write_timeout", None), hooks=False)
         self.send(HEARTBEAT)
         return None
 

@@ -71,4 +71,4 @@ class StompPyState:
         self.start_version = "1.2"  # the STOMP version start() opens a socket with
         self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
         self.down_seq = 0  # set_connected(False) of this socket
-        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
+        self.local = threading.local()  # .write_timeout, .shown (_stomppy_wire.Shown): of a frame on its way through transmit()

@@ -10,6 +10,7 @@ checks. The choices that differ on purpose are in docs/guides/stomp-py.md.
 import logging
 import socket
 import threading
+import time
 import uuid
 from unittest import mock
 
@@ -31,6 +32,13 @@ LIBRARIES = (("stomp.py", stomp), ("amqstomp", amqstomp))
 
 def _queue():
     return "/queue/findings-" + uuid.uuid4().hex[:10]
+
+
+def _until(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.01)
+    return predicate()
 
 
 def _closed_port():
@@ -79,10 +87,9 @@ def test_on_send_sees_the_frame_stomp_py_hands_its_listeners(activemq, version):
     conn.connect("admin", "admin", wait=True)
     conn.subscribe(queue, id="s", ack="auto")
     try:
-        for _ in range(2):
-            assert got.wait_for_message(15)
-        by_body = {body: headers for headers, body in got.message_list}
-        assert by_body["héllo"]["a"] == "x:y" and by_body["héllo"]["b"] == "l1\nl2\\"
+        assert _until(lambda: len(got.message_list) == 4)  # two from each library
+        texts = [(headers["a"], headers["b"]) for headers, body in got.message_list if body == "héllo"]
+        assert texts == [("x:y", "l1\nl2\\")] * 2
     finally:
         conn.disconnect()
 
@@ -113,6 +120,39 @@ def test_a_header_on_send_changes_is_written_as_it_sets_it(activemq):
         headers = got.message_list[0][0]
         assert Changer.shown["cr"] == "a\\rb" and Changer.shown["kept"] == "m\\cn"
         assert headers["cr"] == "a\rb" and headers["kept"] == "m:n" and headers["added"] == "p:q"
+    finally:
+        conn.disconnect()
+
+
+def test_a_replaced_transmit_sees_what_stomp_pys_does(activemq):
+    """M1's frame for a ``transmit`` replaced on the instance: the body as given,
+    header values escaped; the broker still gets the values given."""
+    queue = _queue()
+    seen = {}
+    for name, lib in LIBRARIES:
+        conn = lib.Connection12([("127.0.0.1", activemq.stomp_port)])
+        conn.connect("admin", "admin", wait=True)
+        frames = []
+        original = conn.transport.transmit
+
+        def recording(frame, frames=frames, original=original):
+            frames.append((frame.cmd, {k: v for k, v in frame.headers.items() if k != "content-length"}, frame.body))
+            return original(frame)
+
+        conn.transport.transmit = recording
+        conn.send(queue, "héllo", headers={"a": "x:y"})
+        del conn.transport.transmit
+        conn.disconnect()
+        seen[name] = frames
+    assert seen["amqstomp"] == seen["stomp.py"] == [("SEND", {"a": "x\\cy", "destination": queue}, "héllo")]
+    conn = amqstomp.Connection12([("127.0.0.1", activemq.stomp_port)])
+    got = TestListener(verbose=False)
+    conn.set_listener("got", got)
+    conn.connect("admin", "admin", wait=True)
+    conn.subscribe(queue, id="s", ack="auto")
+    try:
+        assert _until(lambda: len(got.message_list) == 2)  # (one wait_for_message may take both)
+        assert [(headers["a"], body) for headers, body in got.message_list] == [("x:y", "héllo")] * 2
     finally:
         conn.disconnect()
 
