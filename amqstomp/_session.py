@@ -159,7 +159,7 @@ class StompSession:
                 check, bool) else "audit_depth must be an int >= 1 (message-ids per audit), got %r" % (depth,))
         self.subscriptions = SubscriptionManager(transport, audit_depth=depth, track_acks=True, drop_unknown=True,
                                                  check_for_duplicates=check)
-        self._connect_lock = threading.Lock()
+        self._connect_lock = threading.RLock()  # (re-entered: _connect_over_failover -> _connect_once)
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
         # what came on which socket (auto_reconnect), and the connection's one transaction table
@@ -511,6 +511,13 @@ class StompSession:
             opened = not transport.is_open()
             # a socket opened by transport.start() (stomp.py's order) has had no CONNECT yet
             started = not opened and self._client.handshake_seq != transport.link_seq
+            asked = self._connect_args
+            if not (opened or started) and asked is not None and asked[:4] != (
+                    username, passcode, dict(headers or {}), dict(keyword_headers)):
+                raise ConnectFailedException(  # (the passcode never in a message)
+                    "connected already (login %r): a connect() with another login, passcode or headers sends "
+                    "nothing (stomp.py sent a second CONNECT, which ActiveMQ refuses); disconnect() first"
+                    % (asked[0],))
             if opened or started:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()

@@ -297,3 +297,32 @@ def test_override_threading_checks_its_factory(activemq):
         conn.connect("admin", "admin", wait=True)
         assert conn.is_connected()
         conn.disconnect()
+
+
+# --------------------------------------------------------------------------- L3
+
+
+@pytest.mark.timeout(40)
+@pytest.mark.parametrize("auto_reconnect", [False, True])
+def test_a_second_connect_while_connected(activemq, auto_reconnect):
+    """L3 (a documented difference): connect() again with the same arguments does
+    nothing (with ``auto_reconnect`` too: it used to wait for ever on its own lock);
+    with another login, passcode or headers it raises ConnectFailedException naming
+    the login (never the passcode) and the connection stays up. stomp.py sent a
+    second CONNECT, which ActiveMQ answers with ERROR."""
+    conn = amqstomp.Connection12([("127.0.0.1", activemq.stomp_port)], auto_reconnect=auto_reconnect)
+    listener = TestListener(verbose=False)
+    conn.set_listener("t", listener)
+    conn.connect("admin", "admin", wait=True)
+    try:
+        conn.connect("admin", "admin", wait=True)
+        for args, kwargs in ((("other", "admin"), {}), (("admin", "s3cret"), {}),
+                             (("admin", "admin"), {"headers": {"client-id": "z"}})):
+            with pytest.raises(amqstomp.exception.ConnectFailedException, match="login 'admin'") as info:
+                conn.connect(*args, wait=True, **kwargs)
+            assert "s3cret" not in str(info.value)
+        assert conn.is_connected() and listener.connections == 1 and listener.errors == 0
+        conn.send(_queue(), "x", receipt="r")
+        conn.wait_for_receipt("r", 15)
+    finally:
+        conn.disconnect()
