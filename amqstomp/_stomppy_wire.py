@@ -45,20 +45,22 @@ class Shown:
         self.no_length = False  # a content-length: None (no automatic one) was left out
 
 
-def shown_frame(version: str, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Tuple[Frame, Shown]:
+def shown_frame(version: str, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
+                written: bool = True) -> Tuple[Frame, Shown]:
     """The frame a stomp.py listener's ``on_send`` (and a replaced ``transmit``)
     sees of one amqstomp writes: header values escaped (:func:`escapes`,
-    :func:`escaped`), None values left out, True/False as ``"true"``/``"false"``,
-    the body as given (:func:`shown_body`); and what was changed."""
+    :func:`escaped`), the body as given (:func:`shown_body`); with ``written``
+    (``on_send``'s), None values left out and True/False as ``"true"``/``"false"``,
+    as they are written; and what was changed."""
     shown = Shown()
     copied: Dict[str, Any] = {}
     escape = escapes(version, cmd)
     if headers:
         for key, value in headers.items():
-            if value is None:
+            if value is None and written:
                 shown.no_length = shown.no_length or key == "content-length"
                 continue
-            if value is True or value is False:
+            if (value is True or value is False) and written:
                 value = "true" if value else "false"
             elif escape and isinstance(value, str):
                 text = escaped(version, value)

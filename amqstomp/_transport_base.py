@@ -215,7 +215,7 @@ class BaseTransport(Driver, Publisher):
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
         if head is not None:
             headers = merged_headers(head, headers)
-        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body)
+        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body, written=False)
         opts = self._compat.local
         opts.write_timeout = write_timeout
         opts.shown = shown  # what transmit() writes: the values given (stomppy_wire.given_headers)
