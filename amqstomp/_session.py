@@ -18,7 +18,7 @@ import functools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
 
 from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
@@ -37,6 +37,7 @@ from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .utils import get_uuid, merge_headers
 from ._io.timeouts import clamp_wait
 from . import _stomppy_wire as stomppy_wire
+from ._session_wait import never_waits, reconnect_wait
 
 __all__ = ["StompSession", "DEFAULT_DISCONNECT_TIMEOUT", "DEFAULT_FAILOVER_HEARTBEATS"]
 
@@ -53,12 +54,6 @@ DEFAULT_FAILOVER_HEARTBEATS = (5000, 5000)
 _TRANSACTION_COMMANDS = ("BEGIN", "COMMIT", "ABORT")
 #: a frame's own write, as a protocol method would do it: ``write(cmd, headers, body) -> receipt future``
 Write = Callable[[str, Mapping[str, Any], Any], Any]
-
-
-def _never_waits(cmd: str, cause: Optional[BaseException]) -> None:  # pragma: no cover - no failover: never called
-    """The wait of a connection without failover: the engine writes on the open
-    socket or raises, and never asks to wait for another."""
-    raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
 
 
 class StompSession:
@@ -123,7 +118,9 @@ class StompSession:
     #: this connection's subscriptions: ids, flow-control windows, messages not acknowledged yet
     subscriptions: SubscriptionManager
     _connect_command = "STOMP"
-    #: ``send_frame`` is replaced (by a subclass or on the instance): frames go through it
+    #: ``send_frame`` or ``transport`` is replaced (by a subclass or on the instance: frames go through
+    #: it), or a listener has ``on_send`` (``send`` hands the body on as given): frames may leave the
+    #: direct path, :meth:`_update_send_frame` tells whether they go through ``send_frame``
     _send_frame_replaced = False
 
     def _attach(self, transport: Transport, heartbeats: Optional[Tuple[int, int]], auto_content_length: bool,
@@ -164,7 +161,7 @@ class StompSession:
                 check, bool) else "audit_depth must be an int >= 1 (message-ids per audit), got %r" % (depth,))
         self.subscriptions = SubscriptionManager(transport, audit_depth=depth, track_acks=True, drop_unknown=True,
                                                  check_for_duplicates=check)
-        self._connect_lock = threading.Lock()
+        self._connect_lock = threading.RLock()  # (re-entered: _connect_over_failover -> _connect_once)
         self.auto_resubscribe = bool(auto_resubscribe)
         self._connect_args: Optional[Tuple[Any, ...]] = None
         # what came on which socket (auto_reconnect), and the connection's one transaction table
@@ -224,7 +221,10 @@ class StompSession:
         whether frames go through ``send_frame`` (a white-box test may also swap
         the engine's transport after ``transport``: the flag then follows)."""
         method: ReplaceableMethod = vars(StompSession)["send_frame"]
-        self._send_frame_replaced = diverted = method.replaced_on(self) or self._transport_replaced()
+        diverted = method.replaced_on(self) or self._transport_replaced()
+        client = getattr(self, "_client", None)  # (and a listener's on_send: see _send_frame_replaced)
+        self._send_frame_replaced = diverted or (client is not None and (
+            bool(client.transport.dispatch.on_send) or client.transport.hooked))  # stomp.py's hooks see the body
         return diverted
 
     def _transport_replaced(self) -> bool:
@@ -240,10 +240,6 @@ class StompSession:
         amqstomp's local refusals (unknown transaction, subscription, message) stand
         aside and the frame reaches it, as in stomp.py."""
         return self._send_frame_replaced and self._update_send_frame() and not self._client.transport.is_open()
-
-    def _transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any) -> Any:
-        """stomp.py's ``send_frame`` over a replaced ``conn.transport`` (:func:`amqstomp._stomppy_wire.transmit`)."""
-        return stomppy_wire.transmit(self.transport, self.version, cmd, headers, body)
 
     @replaceable("_update_send_frame")
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None, body: Any = b"") -> Any:
@@ -273,7 +269,7 @@ class StompSession:
             # not subscribe()'s: unsubscribe() knows it; noted before the write (MESSAGEs may follow at once)
             self._raw_subscriptions.add(str(headers["id"]))
         if self._send_frame_replaced and self._transport_replaced():
-            future = self._transmit(cmd, headers, body)
+            future = stomppy_wire.transmit(self.transport, self.version, cmd, headers, body)
         else:
             future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
@@ -311,27 +307,9 @@ class StompSession:
         write failed half-way is written again (at-least-once), and a frame of a
         transaction goes on its BEGIN's socket or raises TransactionRolledBackError."""
         if self.reconnector is None:
-            return self._client.write(cmd, headers or {}, body, _never_waits)
+            return self._client.write(cmd, headers or {}, body, never_waits)
         wait_s = self.timeout if self.timeout is not None else DEFAULT_WAIT_TIMEOUT
-        deadline: List[float] = []  # set by the first wait: the clock is read only when a write finds no socket
-
-        def wait_up(cmd, cause):  # type: ignore[no-untyped-def]  # (not annotated: evaluated per call)
-            rc = self.reconnector
-            assert rc is not None  # the engine waits only with failover
-            if not rc.armed and cause is not None:
-                raise cause
-            now = time.monotonic()
-            if not deadline:
-                deadline.append(now + wait_s)
-            left = deadline[0] - now
-            if left <= 0 or not rc.wait_connected(left):
-                if rc.gave_up is not None:
-                    raise NotConnectedException("not connected: reconnecting gave up: %s" % rc.gave_up) from cause
-                if not rc.armed:
-                    raise NotConnectedException("not connected (%s not sent)" % cmd) from cause
-                raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
-
-        return self._client.write(cmd, headers or {}, body, wait_up)
+        return self._client.write(cmd, headers or {}, body, reconnect_wait(self.reconnector, wait_s))
 
     def _reestablish(self, host_and_port: HostAndPort) -> None:
         """One attempt on ``host_and_port`` (Reconnector's ``establish``): socket,
@@ -400,7 +378,8 @@ class StompSession:
                 30 s when None.
 
         Returns:
-            Frame: the RECEIPT frame.
+            Frame: the RECEIPT frame, its body as listeners' ``on_receipt`` get
+            it (``str`` with ``auto_decode``, as stomp.py's, else ``bytes``).
 
         Raises:
             ReceiptTimeout: nothing within ``timeout``.
@@ -410,7 +389,10 @@ class StompSession:
             InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
                 is not a number of seconds (:func:`amqstomp.utils.clamp_wait`).
         """
-        return self.transport.wait_for_receipt(str(receipt_id), timeout)
+        frame = self.transport.wait_for_receipt(str(receipt_id), timeout)
+        if self.auto_decode and isinstance(frame.body, (bytes, bytearray)):  # as the listeners' on_receipt gets it
+            frame.body = bytes(frame.body).decode(self.encoding, errors="replace")
+        return frame
 
     def _connect_headers(self, username: Optional[str], passcode: Optional[str],
                          headers: Optional[Mapping[str, Any]], keyword_headers: Mapping[str, Any],
@@ -473,7 +455,7 @@ class StompSession:
                 is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
-        if self._transport_replaced():  # stomp.py's frames to the replacement
+        if self._transport_replaced():  # stomp.py's calls and frames to the replacement
             stomppy_wire.connect(self.transport, self.send_frame, self.version, username, passcode,
                                  merge_headers([headers, keyword_headers]), with_connect_command, wait)
             return
@@ -526,6 +508,13 @@ class StompSession:
             opened = not transport.is_open()
             # a socket opened by transport.start() (stomp.py's order) has had no CONNECT yet
             started = not opened and self._client.handshake_seq != transport.link_seq
+            asked = self._connect_args
+            if not (opened or started) and asked is not None and asked[:4] != (
+                    username, passcode, dict(headers or {}), dict(keyword_headers)):
+                raise ConnectFailedException(  # (the passcode never in a message)
+                    "connected already (login %r): a connect() with another login, passcode or headers sends "
+                    "nothing (stomp.py sent a second CONNECT, which ActiveMQ refuses); disconnect() first"
+                    % (asked[0],))
             if opened or started:
                 self.subscriptions.reset()
                 self._ledger.clear_transactions()
@@ -572,10 +561,8 @@ class StompSession:
         self._raw_subscriptions.clear()
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["receipt"] = receipt or get_uuid()
-        if self._transport_replaced():  # stomp.py's: only when connected, the receipt marked, then the frame
-            if self.transport.is_connected():
-                self.transport.set_receipt(frame_headers["receipt"], "DISCONNECT")
-                self.send_frame("DISCONNECT", frame_headers)
+        if self._transport_replaced():  # stomp.py's calls and frames to the replacement
+            stomppy_wire.disconnect(self.transport, self.send_frame, frame_headers, receipt)
             return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
         self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,

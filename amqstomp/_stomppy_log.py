@@ -28,6 +28,7 @@ import time
 from typing import Any, Dict, Mapping, Optional
 
 from .codec import Frame
+from ._stomppy_wire import escaped, escapes
 from .utils import clean_lines, convert_frame
 
 __all__ = ["STOMP_PY_LOG", "enabled", "log_sent", "log_received", "log_heartbeat_sent", "log_heartbeats_negotiated",
@@ -54,13 +55,13 @@ def log_sent(cmd: str, headers: Mapping[str, Any], body: Any, version: str = "1.
         body = body.encode(encoding)
     elif isinstance(body, (bytearray, memoryview)):
         body = bytes(body)
-    escape = version != "1.0" and cmd not in ("CONNECT", "STOMP")
+    escape = escapes(version, cmd)
     frame_headers: Dict[str, Any] = {}
     for name, value in headers.items():
         if value is True or value is False:
             value = "true" if value else "false"
         elif escape and isinstance(value, str):
-            value = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+            value = escaped(version, value)
         frame_headers[name] = value
     STOMP_PY_LOG.debug("sending frame: %s", clean_lines(convert_frame(Frame(cmd, frame_headers, body or b""))))
 

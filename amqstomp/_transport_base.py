@@ -23,18 +23,20 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from ._engine.dispatch import ListenerDispatch
+from ._engine.dispatch import PROTOCOL_LISTENER, ListenerDispatch
 from ._io.driver import Driver, merged_headers
 from ._io.link import Link
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, LinkOwner
 from .codec import HEARTBEAT, Frame, FrameHead, encode_frame
 from .exception import (
+    ConfigurationError,
     ConnectFailedException,
     ConnectRefusedError,
     FrameEncodeError,
     NotConnectedException,
 )
 from . import _stomppy_log as stomppy_log
+from . import _stomppy_wire as stomppy_wire
 from ._replaceable import ReplaceableMethod, replaceable
 from ._transport_hooks import ProcessFrameSink, ReceivingChannel, StompPyState
 from .listener import Publisher
@@ -114,6 +116,10 @@ class BaseTransport(Driver, Publisher):
             self.frame_hook = self._hooked_send_frame
         elif "frame_hook" in vars(self):
             del self.frame_hook
+        session = self.dispatch.get(PROTOCOL_LISTENER)  # its send() hands bodies on as given for on_send
+        refresh = getattr(session, "_update_send_frame", None)
+        if refresh is not None:
+            refresh()
 
     # ------------------------------------------------------------ listeners
 
@@ -169,26 +175,16 @@ class BaseTransport(Driver, Publisher):
 
     def _on_send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any, head: Optional[FrameHead],
                        fns: Tuple[Callable[[Frame], Any], ...]) -> Tuple[str, Dict[str, Any], Any]:
-        """The frame the listeners' ``on_send`` made of this one: (cmd, headers, body)."""
-        no_length = False
-        copied: Dict[str, Any] = {}
+        """The frame the listeners' ``on_send`` made of this one: (cmd, headers, body).
+        They see it as stomp.py's listeners do (:func:`amqstomp._stomppy_wire.shown_frame`:
+        the body as given, header values escaped on STOMP 1.1/1.2 but for
+        CONNECT/STOMP); a value they leave as shown is written as it was given,
+        one they set as set (:func:`amqstomp._stomppy_wire.given_headers`)."""
         if head is not None:
             headers = merged_headers(head, headers)
-        if headers:
-            for key, value in headers.items():
-                if value is None:
-                    no_length = no_length or key == "content-length"
-                    continue
-                if value is True or value is False:
-                    value = "true" if value else "false"
-                copied[key] = value
-        frame = Frame(cmd, copied, b"" if body is None else body)
+        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body)
         self._on_send(frame, fns)
-        out: Dict[str, Any] = frame.headers
-        if no_length and "content-length" not in out:
-            out = dict(out)
-            out["content-length"] = None  # keeps the automatic content-length off
-        return frame.cmd, out, frame.body
+        return frame.cmd, stomppy_wire.given_headers(frame.headers, shown), frame.body
 
     def _write_unlinked(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                         on_send: bool) -> None:
@@ -217,14 +213,16 @@ class BaseTransport(Driver, Publisher):
 
     def _through_transmit(self, cmd: str, headers: Optional[Mapping[str, Any]], body: Any,
                           head: Optional[FrameHead], write_timeout: Optional[float]) -> "Optional[Future[Frame]]":
-        frame_headers = merged_headers(head, headers) if head is not None else dict(headers or {})
-        frame = Frame(cmd, frame_headers, b"" if body is None else body)
+        if head is not None:
+            headers = merged_headers(head, headers)
+        frame, shown = stomppy_wire.shown_frame(self._compat.start_version, cmd, headers, body, written=False)
         opts = self._compat.local
         opts.write_timeout = write_timeout
+        opts.shown = shown  # what transmit() writes: the values given (stomppy_wire.given_headers)
         try:
             future: "Optional[Future[Frame]]" = self.transmit(frame)
         finally:
-            opts.write_timeout = None
+            opts.write_timeout = opts.shown = None
         return future if isinstance(future, Future) else self.receipt_future(str(frame.headers.get("receipt")))
 
     @replaceable("_update_hooks")
@@ -246,8 +244,10 @@ class BaseTransport(Driver, Publisher):
         if frame.cmd:
             if self._link is None and self.connector is None:
                 return self._write_unlinked(frame.cmd, frame.headers, frame.body, False)
-            return self.send_frame(frame.cmd, frame.headers, frame.body,
-                                   getattr(self._compat.local, "write_timeout", None), hooks=False)
+            local = self._compat.local
+            headers = stomppy_wire.given_headers(frame.headers, getattr(local, "shown", None))
+            local.shown = None  # (this frame's only)
+            return self.send_frame(frame.cmd, headers, frame.body, getattr(local, "write_timeout", None), hooks=False)
         self.send(HEARTBEAT)
         return None
 
@@ -366,8 +366,26 @@ class BaseTransport(Driver, Publisher):
         """Create the connection's threads with ``create_thread_fc(callback)``,
         which returns a started thread running ``callback`` (stomp.py's
         contract; gevent and eventlet users pass their own). Used for every
-        socket opened from now on: its reader, dispatcher and timer."""
-        self.create_thread_fc = create_thread_fc
+        socket opened from now on: its reader, dispatcher and timer.
+
+        Raises:
+            TypeError: ``create_thread_fc`` is not callable.
+            ConfigurationError: (a ValueError, from ``connect()``) it returned
+                None or a ``threading.Thread`` it did not start (the connection's
+                threads would never run: stomp.py waited for CONNECTED in vain);
+                the socket is closed.
+        """
+        self.create_thread_fc = _checked_thread_factory(create_thread_fc)
+
+    def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
+             deadline: Optional[float] = None) -> HostAndPort:
+        """:meth:`amqstomp._io.owner.LinkOwner.open`; a socket whose threads the
+        :meth:`override_threading` factory did not start is closed again."""
+        try:
+            return Driver.open(self, version, only, deadline)
+        except ThreadFactoryError as exc:
+            self.close(reason=str(exc), silent=True)
+            raise
 
     def attempt_connection(self) -> None:
         """Open a socket (:attr:`start_version` to begin with) and start its
@@ -483,3 +501,26 @@ class BaseTransport(Driver, Publisher):
         if self._replaced("process_frame"):
             return ProcessFrameSink(self)
         return stomppy_log.LoggingFrameSink(self) if stomppy_log.enabled() else self
+
+
+class ThreadFactoryError(ConfigurationError):
+    """The :meth:`BaseTransport.override_threading` factory broke stomp.py's contract."""
+
+
+def _checked_thread_factory(create_thread_fc: Any) -> Callable[[Callable[[], None]], Any]:
+    """``create_thread_fc`` (of :meth:`BaseTransport.override_threading`), checked
+    now (callable) and at each call (it returns the thread it started)."""
+    if not callable(create_thread_fc):
+        raise TypeError("override_threading needs a callable create_thread_fc(callback) that returns "
+                        "the started thread, got %r" % (create_thread_fc,))
+
+    def checked(callback: Callable[[], None]) -> Any:
+        thread = create_thread_fc(callback)
+        if thread is None or (isinstance(thread, threading.Thread) and thread.ident is None):
+            raise ThreadFactoryError("override_threading: create_thread_fc %r returned %s; it must start a thread "
+                                     "running the callback and return it (stomp.py's contract)"
+                                     % (create_thread_fc, "None" if thread is None else "a thread not started"))
+        return thread
+
+    checked.__wrapped__ = create_thread_fc  # type: ignore[attr-defined]
+    return checked

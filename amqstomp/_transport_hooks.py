@@ -1,15 +1,30 @@
 """What :class:`amqstomp._transport_base.BaseTransport` keeps for stomp.py's API: its
 state object, the channel and frame sink used when ``receive``/``process_frame``
-are replaced.
+are replaced, and the connector that logs stomp.py's connect lines.
 """
 import threading
 from typing import Any, Callable, Dict, Optional
 
+from ._io.connector import Channel, Connector, HostAndPort
 from ._io.link import Link
+from ._stomppy_log import STOMP_PY_LOG
 from .codec import Frame, encode_frame
 from .exception import FrameEncodeError
 
-__all__ = ["ReceivingChannel", "ProcessFrameSink", "StompPyState"]
+__all__ = ["ReceivingChannel", "ProcessFrameSink", "StompPyState", "StompPyConnector"]
+
+
+class StompPyConnector(Connector):
+    """The stomp.py API's connector: each socket attempt is logged as stomp.py's
+    ``Transport.attempt_connection`` logs it, under its logger ``"stomp.py"``:
+    ``established connection to host H, port P`` at INFO, ``could not connect to
+    host H, port P: <error>`` at WARNING (instead of amqstomp's own lines)."""
+
+    def attempt_succeeded(self, host_and_port: HostAndPort, channel: Channel) -> None:
+        STOMP_PY_LOG.info("established connection to host %s, port %s", host_and_port[0], host_and_port[1])
+
+    def attempt_failed(self, host_and_port: HostAndPort, exc: BaseException) -> None:
+        STOMP_PY_LOG.warning("could not connect to host %s, port %s: %s", host_and_port[0], host_and_port[1], exc)
 
 class ReceivingChannel:
     """A link's channel whose ``recv`` is the transport's ``receive()`` (a
@@ -56,4 +71,4 @@ class StompPyState:
         self.start_version = "1.2"  # the STOMP version start() opens a socket with
         self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
         self.down_seq = 0  # set_connected(False) of this socket
-        self.local = threading.local()  # .write_timeout: of a frame on its way through transmit()
+        self.local = threading.local()  # .write_timeout, .shown (_stomppy_wire.Shown): of a frame on its way through transmit()

@@ -485,8 +485,8 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
         message_list (list[tuple[dict, Any]]): (headers, body) of each MESSAGE.
         timestamp (str): when it was made, ``time.strftime("%Y%m%d%H%M%S")``
             (stomp.py's attribute; tests use it in unique names).
-        message_received (bool): a message came that no :meth:`wait_for_message`
-            took yet; setting False marks every message so far as taken.
+        message_received (bool): stomp.py's flag: set by each message, cleared
+            by :meth:`wait_for_message` (or by setting it False).
         heartbeat_received (bool): the same for heart-beats and :meth:`wait_for_heartbeat`.
     """
 
@@ -500,31 +500,9 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
         self.message_list: List[Tuple[Any, Any]] = []
         self.message_condition = threading.Condition()
         self.heartbeat_condition = threading.Condition()
-        self._message_seen = 0
-        self._heartbeat_seen = 0
+        self.message_received = False
+        self.heartbeat_received = False
         self.timestamp = time.strftime("%Y%m%d%H%M%S")
-
-    @property
-    def message_received(self) -> bool:
-        with self.message_condition:
-            return len(self.message_list) > self._message_seen
-
-    @message_received.setter
-    def message_received(self, value: bool) -> None:
-        with self.message_condition:
-            seen = len(self.message_list)
-            self._message_seen = min(self._message_seen, seen - 1) if value and seen else seen
-
-    @property
-    def heartbeat_received(self) -> bool:
-        with self.heartbeat_condition:
-            return self.heartbeat_count > self._heartbeat_seen
-
-    @heartbeat_received.setter
-    def heartbeat_received(self, value: bool) -> None:
-        with self.heartbeat_condition:
-            seen = self.heartbeat_count
-            self._heartbeat_seen = min(self._heartbeat_seen, seen - 1) if value and seen else seen
 
     def _out(self, text: str, *body: Any) -> None:
         if self.verbose:
@@ -564,36 +542,46 @@ class TestListener(StatsListener, WaitingListener, PrintingListener):
         PrintingListener.on_message(self, frame)
         with self.message_condition:
             self.message_list.append((frame.headers, frame.body))
+            self.message_received = True
             self.message_condition.notify_all()
 
     def on_heartbeat(self) -> None:
         StatsListener.on_heartbeat(self)
         PrintingListener.on_heartbeat(self)
         with self.heartbeat_condition:
+            self.heartbeat_received = True
             self.heartbeat_condition.notify_all()
 
-    def wait_for_message(self, timeout: Optional[float] = None) -> bool:
-        """Wait for a message not yet waited for, at most ``timeout`` seconds
-        (None: no limit); False on timeout. InvalidTimeoutError: ``timeout``
-        is not a number of seconds."""
-        timeout = clamp_wait(timeout)
-        with self.message_condition:
-            ok = self.message_condition.wait_for(lambda: len(self.message_list) > self._message_seen, timeout)
-            if ok:
-                self._message_seen += 1
-            return ok
+    def wait_for_message(self, timeout: Optional[float] = None) -> Optional[bool]:
+        """Wait until :attr:`message_received` is set, then clear it (stomp.py's
+        flag: one call returns for any number of messages that came since the
+        last). ``timeout``: seconds, amqstomp's (None: no limit, as stomp.py).
+
+        Returns:
+            None without ``timeout`` (stomp.py's); with it, True, or False when
+            none came in time.
+
+        Raises:
+            InvalidTimeoutError: ``timeout`` is not a number of seconds.
+        """
+        return _wait_flag(self.message_condition, self, "message_received", timeout)
 
     def get_latest_message(self) -> Tuple[Any, Any]:
         """(headers, body) of the last message received."""
         return self.message_list[-1]
 
-    def wait_for_heartbeat(self, timeout: Optional[float] = None) -> bool:
-        """Wait for a heart-beat not yet waited for, at most ``timeout`` seconds
-        (None: no limit); False on timeout. InvalidTimeoutError: ``timeout``
-        is not a number of seconds."""
-        timeout = clamp_wait(timeout)
-        with self.heartbeat_condition:
-            ok = self.heartbeat_condition.wait_for(lambda: self.heartbeat_count > self._heartbeat_seen, timeout)
-            if ok:
-                self._heartbeat_seen = self.heartbeat_count
-            return ok
+    def wait_for_heartbeat(self, timeout: Optional[float] = None) -> Optional[bool]:
+        """:meth:`wait_for_message` for :attr:`heartbeat_received` (a heart-beat
+        received)."""
+        return _wait_flag(self.heartbeat_condition, self, "heartbeat_received", timeout)
+
+
+def _wait_flag(condition: threading.Condition, owner: Any, flag: str, timeout: Optional[float]) -> Optional[bool]:
+    """Wait (``timeout`` s, None: no limit) for ``owner.<flag>``, then clear it:
+    None without ``timeout`` (stomp.py's return), else whether it was set."""
+    wait_s = clamp_wait(timeout)
+    with condition:
+        ok = condition.wait_for(lambda: getattr(owner, flag), wait_s)
+        if ok:
+            setattr(owner, flag, False)
+    return None if timeout is None else bool(ok)

@@ -73,9 +73,12 @@ class BaseProtocol(StompSession):
     check of a transaction, subscription or message: applications catch it to
     reconnect and retry."""
 
-    def _refuse(self, error: BaseException) -> None:
-        """Raise ``error``, a local check's refusal, or NotConnectedException (from
-        it) when closed: no open socket, none being replaced (``auto_reconnect``).
+    def _refuse(self, error: BaseException, command: str) -> None:
+        """Raise ``error``, a local check's refusal of a ``command`` frame, or
+        NotConnectedException when closed: no open socket, none being replaced
+        (``auto_reconnect``); its message names the frame not sent, not the
+        refusal (what the connection held, subscriptions, messages, transactions,
+        ended with it: the refusal's reason would mislead).
         Only on the way out of a refused call, never on a frame's way. Returns
         (the frame goes on) when a replaced ``send_frame``/``transport`` is the
         only wire (:meth:`StompSession._checks_waived`), as stomp.py sends it."""
@@ -86,7 +89,7 @@ class BaseProtocol(StompSession):
         opened = is_open() if is_open is not None else transport.is_connected()
         rc = self.reconnector
         if not opened and (rc is None or not rc.armed):
-            raise NotConnectedException("not connected (no open socket): %s" % (error,)) from error
+            raise NotConnectedException("not connected (no open socket): %s not sent" % (command,)) from None
         raise error
 
     def _check_transaction(self, transaction: Optional[str], command: str) -> None:
@@ -99,7 +102,7 @@ class BaseProtocol(StompSession):
             return
         refusal = self._client.transactions.refusal(command, transaction)
         if refusal is not None:
-            self._refuse(refusal)
+            self._refuse(refusal, command)
 
     def send(self, destination: str, body: Any, content_type: Optional[str] = None,
              headers: Optional[Mapping[str, Any]] = None, **keyword_headers: Any) -> None:
@@ -164,10 +167,22 @@ class BaseProtocol(StompSession):
         transaction = frame_headers.get("transaction")
         if transaction is not None:
             self._check_transaction(transaction, "SEND")
-        if replaced:
-            self._send("SEND", frame_headers, body)  # the body as given, as stomp.py's send_frame gets it
+        if replaced:  # (or a listener's on_send)
+            self._send_as_given(frame_headers, body, payload)
         else:
             self._write("SEND", frame_headers, payload)
+
+    def _send_as_given(self, frame_headers: Dict[str, Any], body: Any, payload: Any) -> None:
+        """:meth:`send`'s SEND with the body as given (a ``str`` is encoded by the
+        transport, with the same encoding), as stomp.py's ``send_frame`` and its
+        listeners' ``on_send`` get it: through a replaced ``send_frame``, else
+        written (for a listener's ``on_send``) with ``content-length`` the body's size."""
+        if self._update_send_frame():
+            self._send("SEND", frame_headers, body)
+            return
+        if frame_headers.get("content-length") is not None:
+            frame_headers["content-length"] = len(payload)
+        self._write("SEND", frame_headers, body)
 
     def begin(self, transaction: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
               **keyword_headers: Any) -> str:
@@ -184,7 +199,7 @@ class BaseProtocol(StompSession):
         transaction = transaction or get_uuid()
         refusal = self._client.transaction_refusal("BEGIN", transaction)
         if refusal is not None:
-            self._refuse(refusal)
+            self._refuse(refusal, "BEGIN")
         frame_headers["transaction"] = transaction
         self._send("BEGIN", frame_headers)  # the engine records the socket it went on
         self._client.transaction_began(transaction)
@@ -207,12 +222,12 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'transaction' is required")
         refusal = self._client.transaction_refusal("COMMIT", transaction)  # unknown, or its socket lost
         if isinstance(refusal, UnknownTransactionError):
-            self._refuse(refusal)
+            self._refuse(refusal, "COMMIT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         try:
             if refusal is not None:
-                self._refuse(refusal)
+                self._refuse(refusal, "COMMIT")
             self._send("COMMIT", frame_headers)  # on the socket of its BEGIN only (the engine's rule)
         finally:
             self._client.transaction_ended(transaction, aborted=False)  # its ACKs are final
@@ -231,7 +246,7 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'transaction' is required")
         refusal = self._client.transaction_refusal("ABORT", transaction)  # unknown only: a stale one is dropped
         if refusal is not None:
-            self._refuse(refusal)
+            self._refuse(refusal, "ABORT")
         frame_headers = merge_headers([headers, keyword_headers])
         frame_headers["transaction"] = transaction
         try:
@@ -292,7 +307,7 @@ class BaseProtocol(StompSession):
             self._refuse(UnknownSubscriptionError(
                 "UNSUBSCRIBE of subscription %r, which this connection has not subscribed or unsubscribed "
                 "already (or subscribed before it connected again): ActiveMQ would answer ERROR 'No "
-                "subscription matched.'; nothing sent" % (key,)))
+                "subscription matched.'; nothing sent" % (key,)), "UNSUBSCRIBE")
         self._raw_subscriptions.discard(key)
         self.subscriptions.close(id)
         self._ledger.forget_subscription(id)
@@ -338,7 +353,7 @@ class BaseProtocol(StompSession):
             else:  # what it takes, the table gives back on ABORT
                 self._client.check_ack(command, ack_headers, tx, self.subscriptions)
         except _LOCAL_REFUSALS as exc:
-            self._refuse(exc)
+            self._refuse(exc, command)
         self._client.transport.send_frame(command, frame_headers)
         if tx is None and taken is not None:  # written: settled (ACK) or not (NACK), for the duplicate audit
             self.subscriptions.application_settled(command, taken)

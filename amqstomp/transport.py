@@ -51,13 +51,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import amqstomp as stomp  # stomp.py's module has the package as `stomp` (its `import stomp.listener`)
 from . import exception, log
 from ._io.channel import checked_hosts, order_hosts, tls_context
-from ._io.connector import Connector
 # amqstomp's names here, imported by name (``X as X``: re-exported, outside __all__)
 from ._io.link import DEFER_FLUSH_BYTES as DEFER_FLUSH_BYTES, DEFER_FLUSH_S as DEFER_FLUSH_S
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT as DEFAULT_CLOSE_TIMEOUT
 from ._io.scheduler import Scheduler as Scheduler, TimerHandle as TimerHandle
 from ._core.backoff import ReconnectPolicy
 from ._transport_base import DEFAULT_WAIT_TIMEOUT as DEFAULT_WAIT_TIMEOUT, BaseTransport
+from ._transport_hooks import StompPyConnector
 from .exception import ConfigurationError, InvalidHostError, InvalidTimeoutError
 from .utils import (  # stomp.py's module star-imports stomp.utils (and so stomp.constants)
     CMD_ABORT, CMD_ACK, CMD_BEGIN, CMD_COMMIT, CMD_CONNECT, CMD_DISCONNECT, CMD_NACK, CMD_SEND, CMD_STOMP,
@@ -212,8 +212,8 @@ class Transport(BaseTransport):
         self.keepalive = keepalive
         self.vhost = vhost
         self.bind_host_port = bind_host_port
-        connector = Connector(self.host_and_ports, clamped if clamped is not None else DEFAULT_CONNECT_TIMEOUT,
-                              bind_host_port, keepalive, ssl_context)
+        connector = StompPyConnector(self.host_and_ports, clamped if clamped is not None else DEFAULT_CONNECT_TIMEOUT,
+                                     bind_host_port, keepalive, ssl_context)
         connector.deferred_error = deferred  # (on the connector: no attribute added to this hot object)
         BaseTransport.__init__(self, auto_decode, encoding, is_eol_fc, connector=connector,
                                heart_beat_receive_scale=heart_beat_receive_scale, recv_bytes=recv_bytes,

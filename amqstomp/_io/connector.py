@@ -83,6 +83,14 @@ class Connector:
             return channel
         return self.upgrade(channel, host_and_port, timeout_s)
 
+    def attempt_succeeded(self, host_and_port: HostAndPort, channel: Channel) -> None:
+        """The INFO line of a socket opened (a facade may log its own instead)."""
+        log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1], " (TLS)" if channel.tls else "")
+
+    def attempt_failed(self, host_and_port: HostAndPort, exc: BaseException) -> None:
+        """The WARNING line of one failed attempt of a round (a facade may log its own instead)."""
+        log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+
     def connect(self, attempts_max: int, backoff_s: Callable[[int], float], only: Optional[HostAndPort] = None,
                 deadline: Optional[float] = None,
                 order: Optional[Callable[[List[HostAndPort]], List[HostAndPort]]] = None) -> Tuple[Channel, HostAndPort]:
@@ -111,7 +119,7 @@ class Connector:
             except (OSError, ssl.SSLError, ConnectFailedException) as exc:
                 raise ConnectFailedException("could not connect to %s:%s: %s%s" % (
                     target[0], target[1], exc, refused_hint([target] if _refused(exc) else []))) from exc
-            log.info("connected to %s:%s%s", target[0], target[1], " (TLS)" if channel.tls else "")
+            self.attempt_succeeded(target, channel)
             return channel, target
         attempts = 0
         rounds = 0
@@ -129,10 +137,9 @@ class Connector:
                     last_error = exc
                     if _refused(exc) and host_and_port not in refused:
                         refused.append(host_and_port)
-                    log.warning("could not connect to %s:%s: %s", host_and_port[0], host_and_port[1], exc)
+                    self.attempt_failed(host_and_port, exc)
                     continue
-                log.info("connected to %s:%s%s", host_and_port[0], host_and_port[1],
-                         " (TLS)" if channel.tls else "")
+                self.attempt_succeeded(host_and_port, channel)
                 return channel, host_and_port
             if attempts_max != -1 and attempts >= attempts_max:
                 break
