@@ -249,7 +249,8 @@ def _renamed(function: _F, qualname: str) -> _F:
     unexpected keyword argument ...``), not the class it is inherited from."""
     code = function.__code__
     if hasattr(code, "co_qualname"):  # Python 3.11+: argument errors use the code's own name
-        code = code.replace(co_qualname=qualname)
+        replace: Any = code.replace  # (typed without co_qualname for Python < 3.11)
+        code = replace(co_qualname=qualname)
     renamed = types.FunctionType(code, function.__globals__, function.__name__, function.__defaults__,
                                  function.__closure__)
     renamed.__kwdefaults__ = function.__kwdefaults__
