@@ -37,7 +37,7 @@ from ._core.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
 from ._core.frames import ack_headers, ack_identity, subscribe_headers
 from ._core import acks
 from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from ._core.settle import CONSUMED, Poison, after_failure, listener_failed
+from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
 from .uri import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
@@ -475,7 +475,8 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
         was registered ("no listener"): the settlement core's answer applied (``listener_failed``,
         ``after_failure`` of :mod:`amqstomp._core.settle`: where amqstomp ACKs, a local
-        redelivery or poison; else the application owns its ACK, as in stomp.py: consumed)."""
+        redelivery or poison, counted by ``next_redelivery`` of ``frame.delivery_count``, the
+        broker's redeliveries included; else the application owns its ACK, as in stomp.py: consumed)."""
         entry = self._owner.get(id(frame))
         if entry is None:
             return
@@ -485,9 +486,9 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
             return
         message_id, error = frame.headers.get("message-id"), reason == "error"
         with sub.lock:
-            failures = acks.failed(sub, message_id, error)
-        action = after_failure(sub.redelivery_policy, failures, error, self.transport.version,
-                               self.transport.dialect, frame.headers)
+            acks.failed(sub, message_id, error)  # no ACK past it until it is consumed or poisoned
+        action = after_failure(sub.redelivery_policy, next_redelivery(frame.delivery_count), error,
+                               self.transport.version, self.transport.dialect, frame.headers)
         if _observe.messages is not None and (isinstance(action, Poison) or action.redelivered):
             _observe.messages.redelivery(self.transport, frame, isinstance(action, Poison))
         if isinstance(action, Poison):

@@ -235,6 +235,31 @@ def test_rollback_redelivers_locally_then_poisons_to_the_dlq(activemq):
 
 
 @pytest.mark.timeout(60)
+def test_messages_acked_in_a_transaction_come_back_on_rollback_and_go_on_commit(activemq):
+    """Prefetch 1: each message is ACKed in the transaction as it is consumed (the broker keeps
+    dispatching), so what the transaction consumed is the connection's transaction table's
+    (issue 22): rollback gives it back (local redelivery, in order), COMMIT settles it."""
+    queue = Queue(qname("txtable"))
+    factory = ConnectionFactory(activemq.url + "?jms.prefetchPolicy.queuePrefetch=1", initial_redelivery_delay_ms=0)
+    with factory.create_connection() as conn:
+        producer = conn.create_session().create_producer(queue)
+        for text in ("a", "b", "c"):
+            producer.send(TextMessage(text))
+        session = conn.create_session(transacted=True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert [consumer.receive(5).text for _ in range(3)] == ["a", "b", "c"]
+        session.rollback()
+        again = [consumer.receive(5) for _ in range(3)]
+        assert [(m.text, m.redelivered, m.delivery_count) for m in again] == [
+            ("a", True, 2), ("b", True, 2), ("c", True, 2)]
+        session.commit()
+        assert consumer.receive(0.5) is None
+    assert wait_until(lambda: stats(activemq, queue.name)["dequeueCount"] == 3, 5)
+    assert stats(activemq, queue.name)["size"] == 0
+
+
+@pytest.mark.timeout(60)
 def test_listener_error_in_a_transacted_session_rolls_back(activemq):
     queue = Queue(qname("txlistener"))
     factory = ConnectionFactory(activemq.url, initial_redelivery_delay_ms=50, redelivery_delay_ms=50)

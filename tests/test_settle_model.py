@@ -1113,14 +1113,17 @@ class _NoLock:
         pass
 
 
-def _stomppy_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[List[int], Any]:
+def _stomppy_failures_until_poison(policy: RedeliveryPolicy, redelivered: bool = False) -> Tuple[List[int], Any]:
     """The stomp.py API's driver: a MESSAGE of an optimized-acknowledge subscription whose
     listener always raises; the manager's timers run by hand. Returns the redelivery delays (ms)
-    and the first frame written (command, headers, socket): the reject."""
+    and the first frame written (command, headers, socket): the reject. ``redelivered``: the
+    broker sent it with ``redelivered:true``."""
     wire = _Wire()
     manager = SubscriptionManager(wire, redelivery_policy=policy)  # type: ignore[arg-type]
     manager.prepare(DEST, SUB, "client", {}, {"optimize_acknowledge": True})
     frame = _message()
+    if redelivered:
+        frame.headers["redelivered"] = "true"
     manager.on_message(frame)
     delays: List[int] = []
     for _ in range(20):
@@ -1135,9 +1138,11 @@ def _stomppy_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[List[int],
     raise AssertionError("never poisoned")
 
 
-def _jms_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[int, Any]:
+def _jms_failures_until_poison(policy: RedeliveryPolicy, redelivered: bool = False) -> Tuple[int, Any]:
     """The JMS API's driver (ConsumerCore.redeliver, as an AUTO_ACKNOWLEDGE listener that
-    always raises calls it): returns the local redeliveries and the poison action."""
+    always raises calls it): returns the local redeliveries and the poison action.
+    ``redelivered``: the broker sent it with ``redelivered:true`` (the reader's duplicate
+    audit, ``SubscriptionManager.on_message``, counts it delivered twice)."""
     core = object.__new__(jms_consumer.ConsumerCore)
     poisoned: List[Tuple[Any, Any]] = []
     core._connection = SimpleNamespace(is_from_lost_socket=lambda frame: False, redelivery_policy=policy)
@@ -1145,12 +1150,16 @@ def _jms_failures_until_poison(policy: RedeliveryPolicy) -> Tuple[int, Any]:
                                       poison=lambda delivery, action: poisoned.append((delivery, action)))
     core._state = SimpleNamespace(cond=_NoLock())
     core.ledger = ConsumerLedger()
-    delivery = JmsDelivery(_message(), 1)
-    for redelivered in range(20):
+    frame = _message()
+    if redelivered:
+        frame.headers["redelivered"] = "true"
+        SubscriptionManager(_Wire()).on_message(frame)  # type: ignore[arg-type]  # the reader's audit
+    delivery = JmsDelivery(frame, 1)
+    for count in range(20):
         core.redeliver([delivery])
         if poisoned:
             assert poisoned[0][0] is delivery and not core.ledger.buffer
-            return redelivered, poisoned[0][1]
+            return count, poisoned[0][1]
         assert core.ledger.buffer.popleft() is delivery
     raise AssertionError("never poisoned")
 
@@ -1167,6 +1176,23 @@ def test_both_apis_redeliver_then_poison_by_the_core(maximum: int) -> None:
     redelivered, action = _jms_failures_until_poison(RedeliveryPolicy(maximum, 0))
     assert redelivered == maximum
     assert (action.command, action.headers) == ("NACK", {"id": "a-1"})
+
+
+@pytest.mark.parametrize("maximum", [1, 3])
+def test_both_apis_count_the_brokers_redeliveries_toward_the_maximum(maximum: int) -> None:
+    """One redelivery count for both APIs (settle.next_redelivery): a MESSAGE the broker
+    redelivered (``redelivered:true``: delivery count 2), whose listener always raises, has
+    one local redelivery fewer before it is poisoned -- as ActiveMQ's Java client, whose
+    ``redeliveryCounter`` includes the broker's. (The stomp.py API counted only its own
+    failures before.)"""
+    policy = RedeliveryPolicy(maximum, 10, 20, True, 2.0)
+    delays, rejects = _stomppy_failures_until_poison(policy, redelivered=True)
+    assert delays == [policy.delay_ms(n) for n in range(2, maximum + 1)]
+    assert rejects == ("NACK", {"id": "a-1"}, 1)
+    redelivered, action = _jms_failures_until_poison(RedeliveryPolicy(maximum, 0), redelivered=True)
+    assert redelivered == maximum - 1
+    assert (action.command, action.headers) == ("NACK", {"id": "a-1"})
+    assert action.reason == settle.poisoned_after(maximum + 1, maximum)
 
 
 @pytest.mark.parametrize("maximum", [0, 2])

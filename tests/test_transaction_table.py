@@ -111,3 +111,98 @@ def test_a_frame_of_a_transaction_lost_with_its_socket_goes_on_no_other():
         assert write_lost("BEGIN", "t1", lost) is False
         assert write_lost("SEND", None, lost) is False
     assert write_lost("SEND", "t1", BrokerError("refused")) is False
+
+
+def test_took_says_whether_it_noted_and_taken_reads_an_owners_entries():
+    """took returns False for a transaction that is not open (the owner keeps what it
+    would have given); taken is a copy of one owner's entries, in the order taken."""
+    table = TransactionTable()
+    assert table.took("t1", "consumed", ["d1"]) is False  # never begun
+    assert table.took("t1", "consumed", []) is True  # nothing to note
+    table.began("t1")
+    assert table.took("t1", "consumed", ["d1"]) is True and table.took("t1", "ledger", ["m1"]) is True
+    assert table.took("t1", "consumed", ["d2"]) is True
+    copy = table.taken("t1", "consumed")
+    assert copy == ["d1", "d2"] and table.taken("t1", "unacked") == [] and table.taken("t9", "consumed") == []
+    copy.append("x")
+    assert table.taken("t1", "consumed") == ["d1", "d2"]
+    assert table.ended("t1", aborted=True) == {"consumed": ["d1", "d2"], "ledger": ["m1"]}
+    assert table.taken("t1", "consumed") == [] and table.took("t1", "consumed", ["d3"]) is False
+
+
+class _Transport:
+    """What the engine Client and the SocketLedger read of a transport (no socket)."""
+
+    link_seq = 1
+    version = "1.2"
+
+    def link_alive(self, seq):
+        return seq == 1
+
+    def set_observer(self, observer):
+        pass
+
+    def send_frame(self, *args, **kwargs):
+        raise AssertionError("no frame is written here")
+
+
+def _jms_transaction():
+    """A JMS session's Transaction over the engine's Client and its one table; one
+    consumer (its ledger). Returns (transaction, client, consumer)."""
+    import threading
+    from types import SimpleNamespace
+
+    from amqstomp._engine.client import Client
+    from amqstomp.failover import SocketLedger
+    from amqstomp.jms._state import ConsumerLedger
+    from amqstomp.jms._transaction import Transaction
+
+    transport = _Transport()
+    client = Client(transport, SocketLedger(transport))
+    state = SimpleNamespace(cond=threading.Condition(), transacted=True,
+                            connection=SimpleNamespace(consumer_link=SimpleNamespace(client=client)))
+    consumer = SimpleNamespace(ledger=ConsumerLedger())
+    return Transaction(state), client, consumer
+
+
+def _delivery(n):
+    from amqstomp.codec import Frame
+    from amqstomp.jms._state import Delivery
+
+    return Delivery(Frame("MESSAGE", {"message-id": "m%d" % n, "ack": "a%d" % n, "subscription": "1"}, b""), n)
+
+
+@pytest.mark.parametrize("aborted", [True, False])
+def test_the_jms_consumers_acks_in_a_transaction_are_the_tables(aborted):
+    """Issue 22: what a JMS transaction consumed lives in the one table (owner "consumed"),
+    not beside it: an ACK in the transaction moves the consumer's pending deliveries into
+    the table; ABORT gives them back in front of the ones handed over since, in their order;
+    COMMIT drops them."""
+    transaction, client, consumer = _jms_transaction()
+    first, second, later = _delivery(1), _delivery(2), _delivery(3)
+    ledger = consumer.ledger
+    ledger.delivered = [first, second]
+    client.transaction_began("tx-1")
+    transaction.tx = "tx-1"
+    with transaction.state.cond:
+        assert transaction.took("tx-1", consumer) == (second.frame, 2)  # one ACK names the newest
+    assert ledger.delivered == [] and transaction.holds(consumer)
+    assert client.transactions.taken("tx-1", "consumed") == [(transaction.state, consumer, [first, second])]
+    ledger.delivered.append(later)  # handed over since; not covered by an ACK yet
+    client.transaction_ended("tx-1", aborted)
+    assert ledger.delivered == ([first, second, later] if aborted else [later])
+    assert "tx-1" not in client.transactions
+
+
+def test_a_jms_ack_in_a_transaction_that_is_not_open_leaves_the_deliveries_pending():
+    """took: a transaction ended (or never begun) meanwhile notes nothing; the deliveries
+    stay the consumer's (the next transaction's ACK covers them)."""
+    transaction, client, consumer = _jms_transaction()
+    pending = [_delivery(1)]
+    consumer.ledger.delivered = list(pending)
+    with transaction.state.cond:
+        assert transaction.took("tx-9", consumer) is None
+    assert consumer.ledger.delivered == pending and client.transactions.taken("tx-9", "consumed") == []
+    assert transaction.holds(consumer)  # handed over in the (next) transaction
+    consumer.ledger.delivered = []
+    assert not transaction.holds(consumer)

@@ -30,7 +30,8 @@ Licensed under the Apache License, Version 2.0.
 """
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .settle import BY_APPLICATION, BY_BROKER, BY_LIBRARY, INDIVIDUAL, TRANSACTED, Poison, after_failure
+from .settle import (BY_APPLICATION, BY_BROKER, BY_LIBRARY, INDIVIDUAL, TRANSACTED, Poison, after_failure,
+                     next_redelivery)
 
 __all__ = ["AckMode", "AppAck", "Redelivery", "JMS_AUTO", "JMS_AT_MOST_ONCE", "JMS_CLIENT", "JMS_DUPS_OK",
            "JMS_INDIVIDUAL", "JMS_TRANSACTED", "application_ack", "in_transaction_ack", "redeliver",
@@ -55,6 +56,8 @@ class AckMode:
             a stomp.py ``client-individual`` listener that raised leaves its message consumed
             (``BY_APPLICATION``, ``acks.settled_by``: the application ACKs or NACKs it); a JMS
             ``INDIVIDUAL_ACKNOWLEDGE`` one gets every unacknowledged message again (``INDIVIDUAL``).
+            How often a message was redelivered is no parameter: one count for every mode and
+            API, the broker's redeliveries included (:func:`amqstomp._core.settle.next_redelivery`).
         optimized (bool): amqstomp writes cumulative ACKs in batches (optimized acknowledge,
             the window's ``optimize_acknowledge``).
         lazy (bool): with ``optimized``, the short batch waits DUPS_OK's longer timeout
@@ -221,16 +224,18 @@ def redeliver(policy: Any, deliveries: Sequence[Any], version: Optional[str], di
     """Local redelivery of ``deliveries`` whose listener failed (JMS ``recover()`` too),
     each with ``frame.headers``, ``redeliveries`` (this client's, counted here: one more)
     and ``delivery_count`` (1 + the broker's and this client's redeliveries: ActiveMQ's
-    ``redeliveryCounter``). Each is redelivered or, past ``policy.maximum_redeliveries``,
-    poisoned (:func:`amqstomp._core.settle.after_failure`); the delay is the redelivery
+    ``redeliveryCounter`` + 1). Each is redelivered or, past ``policy.maximum_redeliveries``,
+    poisoned: the one count of every API (:func:`amqstomp._core.settle.next_redelivery`,
+    :func:`~amqstomp._core.settle.after_failure`); the delay is the redelivery
     policy's for the first one kept. Deliveries of a lost socket are the caller's to drop
     first (the broker redelivers them)."""
     again: List[Any] = []
     poisoned_: List[Tuple[Any, Poison]] = []
     delay_ms = 0
     for delivery in deliveries:
+        action = after_failure(policy, next_redelivery(delivery.delivery_count), True, version, dialect,
+                               delivery.frame.headers)
         delivery.redeliveries += 1
-        action = after_failure(policy, delivery.delivery_count - 1, True, version, dialect, delivery.frame.headers)
         if isinstance(action, Poison):
             poisoned_.append((delivery, action))
         else:

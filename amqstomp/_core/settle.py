@@ -48,7 +48,7 @@ __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
     "DROP_LOST_SOCKET", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
-    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "poison", "poisoned_after",
+    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery", "poison", "poisoned_after",
 ]
 
 class Links(Protocol):
@@ -237,6 +237,26 @@ def poisoned_after(deliveries: int, maximum_redeliveries: int) -> str:
         deliveries, deliveries - 1, maximum_redeliveries)
 
 
+def next_redelivery(delivery_count: int) -> int:
+    """The one redelivery count, for every API and acknowledge mode: a hand-over whose
+    delivery count was ``delivery_count`` failed, so the next hand-over is redelivery number
+    ``delivery_count`` (what :func:`after_failure` is asked with).
+
+    ``delivery_count`` is what the application saw (``frame.delivery_count`` in the stomp.py
+    API, ``Message.delivery_count``/JMSXDeliveryCount in the JMS API): 1, + the broker's
+    redeliveries before the MESSAGE arrived (``redelivered:true``, or a message-id the
+    duplicate audit saw before: ``SubscriptionManager.on_message``), + this client's local
+    redeliveries of it so far. The broker's redeliveries count, as in ActiveMQ's Java client,
+    which compares the message's ``redeliveryCounter`` -- the broker's, plus one per local
+    rollback -- with ``RedeliveryPolicy.maximumRedeliveries``
+    (``ActiveMQMessageConsumer.rollback``): a message that already came back from the
+    broker has that many fewer local redeliveries left. (Before issue 22 the stomp.py API
+    counted only this client's failures of the message-id.) A delivery no listener took is
+    no failure: it is offered again without a count (:func:`after_failure` ``error`` False).
+    """
+    return delivery_count if delivery_count > 1 else 1
+
+
 def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[str], dialect: str,
                   message_headers: Mapping[str, str]) -> Union[Redeliver, Poison]:
     """A message amqstomp settles (:data:`REDELIVER`/:data:`RECOVER`) failed:
@@ -244,8 +264,8 @@ def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[s
 
     Args:
         policy (amqstomp.flow.RedeliveryPolicy): ``exceeded`` / ``delay_ms``.
-        redelivery (int): the number of the redelivery this would be (1 = the first;
-            the failures counted so far).
+        redelivery (int): the number of the redelivery this would be (1 = the first):
+            :func:`next_redelivery` of the failed hand-over's delivery count.
         error (bool): a listener raised (False: no listener took it -- offered again
             after :data:`NO_LISTENER_RETRY_MS`, never poisoned for it).
         version, dialect, message_headers: for :func:`poison`.

@@ -17,8 +17,11 @@ JMS API (``jms/link.py``, ``jms/_transaction.py``):
   (:class:`~amqstomp.exception.TransactionRolledBackError`), an ABORT has
   nothing to do, and a BEGIN of the same id is a new transaction;
 * what ACK/NACKs inside a transaction took (by owner: the socket ledger's
-  deliveries, the subscriptions' unacknowledged map) is handed back on ABORT
-  and forgotten on COMMIT (:meth:`TransactionTable.ended`);
+  deliveries, ``"ledger"``; the subscriptions' unacknowledged map, ``"unacked"``;
+  the JMS consumers' deliveries, ``"consumed"``: a transacted session's messages
+  once an ACK in the transaction covers them) is handed back on ABORT and
+  forgotten on COMMIT (:meth:`TransactionTable.ended`); the drivers put each
+  owner's entries back where they came from;
 * everything is forgotten when the connection ends (:meth:`TransactionTable.clear`).
 
 Pure: no socket, thread, lock or clock. Whether a socket is alive is the
@@ -193,16 +196,31 @@ class TransactionTable:
         elif socket:
             record.socket = socket
 
-    def took(self, transaction: Any, owner: str, entries: List[Any]) -> None:
+    def took(self, transaction: Any, owner: str, entries: List[Any]) -> bool:
         """An ACK/NACK in ``transaction`` took ``entries`` from ``owner``'s store
-        (given back to it on ABORT, by :meth:`ended`). Ignored for a transaction
-        that is not open (nothing would give them back)."""
+        (given back to it on ABORT, by :meth:`ended`).
+
+        Returns:
+            bool: True when noted (or nothing to note); False for a transaction
+            that is not open: nothing would give them back, so the owner keeps them.
+        """
         record = self._open.get(str(transaction))
-        if record is None or not entries:
-            return
+        if record is None:
+            return not entries
+        if not entries:
+            return True
         if record.taken is None:
             record.taken = {}
         record.taken.setdefault(owner, []).extend(entries)
+        return True
+
+    def taken(self, transaction: Any, owner: str) -> List[Any]:
+        """What ACK/NACKs in the open ``transaction`` took from ``owner`` so far, in
+        the order taken (a copy; empty for a transaction that is not open)."""
+        record = self._open.get(str(transaction))
+        if record is None or record.taken is None:
+            return []
+        return list(record.taken.get(owner, ()))
 
     def ended(self, transaction: Any, aborted: bool) -> Dict[str, List[Any]]:
         """A COMMIT (``aborted`` False) or an ABORT (True) of ``transaction`` was

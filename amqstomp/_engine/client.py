@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameHead
 from ..exception import (
@@ -87,6 +87,10 @@ class Client(Acknowledging, Subscribing):
         self.manager = manager
         #: the connection's one transaction table (:mod:`amqstomp._core.transactions`), the ledger's
         self.transactions: TransactionTable = ledger.transactions
+        #: owners of the table's entries other than the ledger and the subscriptions' check:
+        #: name -> ``give_back(entries)``, called with what an ABORT hands back (the JMS
+        #: consumers' ``"consumed"``, set by ``jms/_transaction.py``)
+        self.give_back: Dict[str, Callable[[List[Any]], None]] = {}
         #: the socket (``transport.link_seq``) the last CONNECT of :meth:`handshake` went on; 0 before one
         self.handshake_seq = 0
         #: the socket open when the application last called :meth:`disconnect`: what it
@@ -231,14 +235,32 @@ class Client(Acknowledging, Subscribing):
         (STOMP 1.2 "ABORT"; ActiveMQ 5.17 does not redispatch them) -- so a later
         ACK of one is written, on the socket that delivered it; after COMMIT they
         are gone for good. The table hands what they took back to its owners:
-        the ledger (:meth:`amqstomp.failover.SocketLedger.give_back`) and the
-        subscriptions' check (``manager.give_back``)."""
+        the ledger (:meth:`amqstomp.failover.SocketLedger.give_back`), the
+        subscriptions' check (``manager.give_back``) and any other owner
+        registered in :attr:`give_back` (the JMS consumers)."""
         taken = self.transactions.ended(transaction, aborted)
         if taken:
-            if "ledger" in taken:
-                self.ledger.give_back(taken["ledger"])
-            if "unacked" in taken and self.manager is not None:
-                self.manager.give_back(taken["unacked"])
+            for owner, entries in taken.items():
+                if owner == "ledger":
+                    self.ledger.give_back(entries)
+                elif owner == "unacked":
+                    if self.manager is not None:
+                        self.manager.give_back(entries)
+                else:
+                    give_back = self.give_back.get(owner)
+                    if give_back is not None:
+                        give_back(entries)
+
+    def transaction_took(self, transaction: Any, owner: str, entries: List[Any]) -> bool:
+        """An ACK in ``transaction`` took ``entries`` from ``owner`` (given back on
+        ABORT through :attr:`give_back`): the table's
+        :meth:`~amqstomp._core.transactions.TransactionTable.took`; False when
+        ``transaction`` is not open (the owner keeps them)."""
+        return self.transactions.took(transaction, owner, entries)
+
+    def transaction_taken(self, transaction: Any, owner: str) -> List[Any]:
+        """What ACKs in the open ``transaction`` took from ``owner`` so far (a copy)."""
+        return self.transactions.taken(transaction, owner)
 
     def check_ack(self, command: str, ack_headers: Mapping[str, Any], transaction: Any, subscriptions: Any,
                   key: Optional[Tuple[str, ...]] = None) -> Any:

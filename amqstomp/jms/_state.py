@@ -63,28 +63,28 @@ class ConsumerLedger:
         buffer (deque[Delivery]): arrived (or put back for redelivery), not yet
             handed over; the head goes next.
         delivered (list[Delivery]): handed over and not yet acknowledged
-            (CLIENT / INDIVIDUAL / transacted modes).
-        tx_acked (int): how many of ``delivered`` an ACK in the open transaction covers.
+            (CLIENT / INDIVIDUAL / transacted modes); transacted: not yet covered by
+            an ACK in the transaction -- those an ACK covers are the connection's
+            transaction table's (:mod:`amqstomp._core.transactions`, owner
+            ``"consumed"``), given back here on ABORT, gone on COMMIT.
         paused_until (float): ``time.monotonic()`` before which nothing is handed
             over (the redelivery delay).
         listener (callable | None): the consumer's message listener.
         closed (bool): the consumer is closed.
     """
 
-    __slots__ = ("buffer", "delivered", "tx_acked", "paused_until", "listener", "closed")
+    __slots__ = ("buffer", "delivered", "paused_until", "listener", "closed")
 
     def __init__(self) -> None:
         self.buffer: Deque[Delivery] = deque()
         self.delivered: List[Delivery] = []
-        self.tx_acked = 0
         self.paused_until = 0.0
         self.listener: Optional[Callable[[Any], Any]] = None
         self.closed = False
 
     def take_delivered(self) -> List[Delivery]:
-        """Empty ``delivered`` (and ``tx_acked``) and return what it held."""
+        """Empty ``delivered`` and return what it held."""
         taken, self.delivered = self.delivered, []
-        self.tx_acked = 0
         return taken
 
 

@@ -5,6 +5,12 @@ consumers delivered (local redelivery, ``release_after_rollback``, in-doubt
 commits). The session's ``commit()`` / ``rollback()`` and its producers and
 consumers call it; it reaches them through the :class:`SessionState` they share.
 
+What a transaction consumed is recorded in one place for every API: a message
+handed over waits in its consumer's ``ConsumerLedger.delivered`` until an ACK in
+the transaction covers it, then it is the connection's transaction table's
+(:mod:`amqstomp._core.transactions`, owner :data:`CONSUMED`): given back to its
+consumer on ABORT (or when a commit fails), gone on COMMIT.
+
 A session with consumers keeps its SENDs and ACKs in one transaction on the
 consumer socket, committed together; a transaction of a session without
 consumers holds only SENDs and goes on the producer socket (see
@@ -16,20 +22,35 @@ import itertools
 import logging
 import threading
 import time
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from .. import _observe
 from ..codec import Frame
 from .._core.ackmodes import in_transaction_ack
 from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
-from ._state import SessionState
+from ._state import Delivery, SessionState
 from .exceptions import TransactionRolledBackError
 from .link import Link, message_ack_headers
 
-__all__ = ["Transaction"]
+__all__ = ["CONSUMED", "Transaction"]
 
 log = logging.getLogger("amqstomp.jms.session")
+
+#: the transaction table's owner of the JMS consumers' deliveries: entries
+#: ``(SessionState, ConsumerCore, [Delivery])``, one per ACK in the transaction
+CONSUMED = "consumed"
+
+
+def give_back(entries: List[Tuple[SessionState, Any, List[Delivery]]]) -> None:
+    """The transaction table hands back what ACKs in an aborted transaction took
+    (``Client.give_back[CONSUMED]``): each consumer's deliveries go back in front
+    of its ``delivered``, in their order (the rollback then redelivers them, or
+    re-subscribes their consumer). Takes each session's condition: never call with
+    one held."""
+    for state, consumer, deliveries in reversed(entries):
+        with state.cond:
+            consumer.ledger.delivered[:0] = deliveries
 
 
 class Transaction:
@@ -144,14 +165,9 @@ class Transaction:
             if not self.drain_sends(self.left_s()):
                 self.rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
-            acks: List[Tuple[Frame, int]] = []  # the newest message of each consumer, the messages its ACK covers
-            with state.cond:
-                for consumer in state.all_consumers():
-                    ledger = consumer.ledger
-                    pending = in_transaction_ack(len(ledger.delivered), ledger.tx_acked, 1)
-                    if pending:  # the acknowledgement core's: one ACK naming the newest, covering the rest
-                        acks.append((ledger.delivered[-1].frame, pending))
-                        ledger.tx_acked = len(ledger.delivered)
+            with state.cond:  # the acknowledgement core's: one ACK each, naming the newest, covering the rest
+                pending = [consumer for consumer in state.all_consumers()
+                           if in_transaction_ack(len(consumer.ledger.delivered), 0, 1)]
             tx = self.tx
             send_tx = self.send_tx
             if send_tx is not None:
@@ -166,9 +182,12 @@ class Transaction:
                     self.rollback_after_failed_commit()
                     raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
                 self.send_tx = None
+            consumed: List[Tuple[SessionState, Any, List[Delivery]]] = []  # what COMMIT settles
             try:
-                if acks:
+                if pending:
                     tx = self.transaction_id()
+                    with state.cond:
+                        acks = [ack for ack in (self.took(tx, consumer) for consumer in pending) if ack is not None]
                     for frame, count in acks:
                         headers = message_ack_headers(link, frame.headers)
                         headers["transaction"] = tx
@@ -176,13 +195,14 @@ class Transaction:
                             _observe.settling(count, frame.headers)
                         link.acknowledge("ACK", headers, frame.link_seq)
                 if tx is not None:
-                    if acks and self.consumed_on_lost_socket():  # lost while its ACKs were written
+                    if pending and self.consumed_on_lost_socket():  # lost while its ACKs were written
                         try:
                             link.end_transaction("ABORT", tx, None, wait=False)
                         except StompException:
                             pass  # its socket is gone too: the broker rolled it back
                         raise TransactionRolledBackError("messages of this transaction came on a connection lost "
                                                          "since (failover) and will be redelivered")
+                    consumed = link.client.transaction_taken(tx, CONSUMED)  # COMMIT drops it from the table
                     link.end_transaction("COMMIT", tx, self.left_s())
             except TransactionInDoubtError as exc:
                 # the broker has the outcome: if it committed, these messages are settled; if not, it
@@ -203,6 +223,9 @@ class Transaction:
                         link.end_transaction("ABORT", tx, None, wait=False)
                     except StompException:
                         pass  # its socket is gone too: the broker rolled it back
+                if tx is not None:  # not committed: what its ACKs took is the consumers' again
+                    link.transaction_abandoned(tx)  # (failed before COMMIT: still in the table)
+                    give_back(consumed)  # (the COMMIT failed: dropped from the table when it ended)
                 self.rollback_local()
                 self.finish_deferred_closes()
                 if send_tx is not None:
@@ -211,12 +234,12 @@ class Transaction:
                         "consumed messages come again; do not send again): %s" % exc) from exc
                 raise TransactionRolledBackError("commit failed, transaction rolled back: %s" % exc) from exc
             self.tx = None
-            with state.cond:
-                settled = [(consumer, taken) for consumer in state.all_consumers()
-                           for taken in (consumer.ledger.take_delivered(),) if taken]
-            for consumer, taken in settled:
-                consumer.subscriber.window_acked(cumulative=True)
-                consumer.subscriber.settled(taken)  # committed: into the duplicate audit
+            settled: List[Any] = []
+            for _, consumer, deliveries in consumed:
+                if consumer not in settled:
+                    settled.append(consumer)
+                    consumer.subscriber.window_acked(cumulative=True)
+                consumer.subscriber.settled(deliveries)  # committed: into the duplicate audit
             self.finish_deferred_closes()
 
     def rollback(self) -> None:
@@ -233,6 +256,32 @@ class Transaction:
         with self.lock:
             self.rollback_after_failed_commit()
 
+    def took(self, tx: str, consumer: Any) -> Optional[Tuple[Frame, int]]:
+        """Under the session's condition: an ACK in ``tx`` (open) is to cover
+        ``consumer``'s deliveries not yet covered: they move into the transaction
+        table (owner :data:`CONSUMED`). Returns the frame the ACK names (the newest)
+        and how many it covers, or None (nothing pending, or ``tx`` is not open: they
+        stay pending)."""
+        taken = consumer.ledger.delivered
+        if not taken:
+            return None
+        client = self.state.connection.consumer_link.client
+        client.give_back.setdefault(CONSUMED, give_back)
+        if not client.transaction_took(tx, CONSUMED, [(self.state, consumer, taken)]):
+            return None
+        consumer.ledger.delivered = []
+        return taken[-1].frame, len(taken)
+
+    def holds(self, consumer: Any) -> bool:
+        """Whether ``consumer`` has messages in the open transaction (handed over
+        in it; covered by an ACK in it or not)."""
+        if consumer.ledger.delivered:
+            return True
+        tx = self.tx
+        return tx is not None and any(
+            entry[1] is consumer
+            for entry in self.state.connection.consumer_link.client.transaction_taken(tx, CONSUMED))
+
     def forget_delivered(self) -> None:
         """An in-doubt commit: the consumed messages are the broker's to settle
         or redeliver; none is redelivered locally."""
@@ -244,6 +293,11 @@ class Transaction:
         """Whether a message consumed in the open transaction came on a consumer
         socket lost since (failover)."""
         lost = self.state.connection.is_from_lost_socket
+        tx = self.tx
+        if tx is not None and any(lost(d.frame) for _, _, deliveries in
+                                  self.state.connection.consumer_link.client.transaction_taken(tx, CONSUMED)
+                                  for d in deliveries):
+            return True
         with self.state.cond:
             return any(lost(d.frame) for consumer in self.state.all_consumers()
                        for d in consumer.ledger.delivered)

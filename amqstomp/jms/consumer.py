@@ -148,7 +148,7 @@ class ConsumerCore:
                 return
             ledger.closed = True
             ledger.buffer.clear()
-            deferred = state.transacted and bool(ledger.delivered)
+            deferred = state.transacted and state.transaction.holds(self)
             if self in state.consumers:
                 state.consumers.remove(self)
             if deferred:
@@ -303,17 +303,20 @@ class ConsumerCore:
     def _maybe_ack_in_transaction(self) -> None:
         """Transacted: an ACK in the transaction every batch, so the broker (which
         counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
-        ledger = self.ledger
-        with self._state.cond:
-            pending = ackmodes.in_transaction_ack(len(ledger.delivered), ledger.tx_acked, self.subscriber.tx_threshold)
-            if not pending:
+        state = self._state
+        with state.cond:
+            if not ackmodes.in_transaction_ack(len(self.ledger.delivered), 0, self.subscriber.tx_threshold):
                 return
-            frame = ledger.delivered[-1].frame
-            ledger.tx_acked = len(ledger.delivered)
-        if _observe.messages is not None:
-            _observe.settling(pending, frame.headers)
         try:
-            self.subscriber.send_ack(frame, self._state.transaction.transaction_id())
+            tx = state.transaction.transaction_id()
+            with state.cond:  # what the ACK covers moves into the transaction table
+                todo = state.transaction.took(tx, self)
+            if todo is None:
+                return
+            frame, count = todo
+            if _observe.messages is not None:
+                _observe.settling(count, frame.headers)
+            self.subscriber.send_ack(frame, tx)
         except StompException as exc:
             # its socket is gone: commit() finds the message came on a lost socket (or the
             # connection closed) and fails

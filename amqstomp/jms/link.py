@@ -330,7 +330,8 @@ class Link:
     def end_transaction(self, cmd: str, transaction: str, timeout_s: Optional[float], wait: bool = True) -> None:
         """COMMIT or ABORT (``cmd``) ``transaction``: with ``wait`` as :meth:`request`
         (its RECEIPT waited for ``timeout_s`` seconds), else written without one.
-        Either way the transaction leaves the table.
+        Either way the transaction leaves the table (which gives back what its ACKs
+        took after an ABORT).
 
         Raises:
             UnknownTransactionError: (a ValueError) this link did not begin
@@ -349,6 +350,12 @@ class Link:
                 self.send(cmd, {"transaction": transaction})
         finally:
             self.client.transaction_ended(transaction, cmd == "ABORT")  # (nothing for an unknown one)
+
+    def transaction_abandoned(self, transaction: str) -> None:
+        """``transaction`` ends without a COMMIT or ABORT frame (a commit failed before
+        its COMMIT was written): it leaves the table, which gives back what its ACKs
+        took (nothing for a transaction that is not open)."""
+        self.client.transaction_ended(transaction, True)
 
     def acknowledge(self, cmd: str, headers: Mapping[str, Any], link_seq: int,
                     receipt_timeout_s: Optional[float] = None) -> None:
