@@ -97,6 +97,7 @@ regression tests (fixed: transaction frames pinned to their socket; STOMP 1.0
 id-less subscriptions refused under auto_reconnect).
 """
 import itertools
+import types
 from collections import Counter, OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -292,6 +293,8 @@ class FakeTransport:
         self.current_host_and_port = ("model-broker", 61613)  # (the failover layer notes where it is)
         self.writes: List[Write] = []
         self.interleave: Optional[Tuple[str, Tuple[str, ...], Callable[[], None]]] = None
+        self.hooked = False  # no stomp.py transport hook replaced, and no listener's on_send:
+        self.dispatch = types.SimpleNamespace(on_send=None)  # the facade's direct send path
 
     def link_alive(self, seq: int) -> bool:
         return self.open and seq == self.link_seq
