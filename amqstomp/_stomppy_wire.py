@@ -129,7 +129,8 @@ def connect(transport: Any, send_frame: Callable[[str, Dict[str, Any]], Any], ve
     if wait:
         transport.wait_for_connection()
         if transport.connection_error:
-            raise ConnectFailedException("the broker answered CONNECT with ERROR")
+            raise ConnectFailedException("the replaced transport's connection_error is set after "
+                                         "wait_for_connection() (an ERROR answered the CONNECT)")
 
 
 def disconnect(transport: Any, send_frame: Callable[[str, Dict[str, Any]], Any], frame_headers: Dict[str, Any],
