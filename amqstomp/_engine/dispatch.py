@@ -105,42 +105,48 @@ class ListenerDispatch:
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
         """Call the listeners; for a MESSAGE return None when they all had it,
-        "error" when one raised, "no listener" when there was none."""
-        listeners = self.ordered
-        if event == "message" or event == "error" or event == "receipt" or event == "connected" \
-                or event == "connect_refused":
-            if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
-                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
-            if event == "message":
-                if not self.receivers:
-                    return "no listener"
-                failed = False
-                if self.keeps_original:
-                    arg.original_headers  # the copy, before a listener changes the headers
-                for fn in self.before_message:
-                    failed = not _call_fn(fn, arg) or failed
-                for fn in self.on_message:
-                    failed = not _call_fn(fn, arg) or failed
-                return "error" if failed else None
-            name = "on_" + event
-            for listener in listeners:
-                if name == "on_connect_refused" and not hasattr(listener, name):
-                    _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
-                else:
+        "error" when one raised, "no listener" when there was none. A listener
+        that raises is logged per call; a failure of the dispatch itself (e.g. an
+        unknown ``encoding`` for the body) is logged and counts as had (None)."""
+        try:
+            listeners = self.ordered
+            if event == "message" or event == "error" or event == "receipt" or event == "connected" \
+                    or event == "connect_refused":
+                if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
+                    arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+                if event == "message":
+                    if not self.receivers:
+                        return "no listener"
+                    failed = False
+                    if self.keeps_original:
+                        arg.original_headers  # the copy, before a listener changes the headers
+                    for fn in self.before_message:
+                        failed = not _call_fn(fn, arg) or failed
+                    for fn in self.on_message:
+                        failed = not _call_fn(fn, arg) or failed
+                    return "error" if failed else None
+                name = "on_" + event
+                for listener in listeners:
+                    if name == "on_connect_refused" and not hasattr(listener, name):
+                        _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
+                    else:
+                        _call(listener, name, arg)
+            elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
+                    or event == "protocol_error":
+                name = "on_" + event
+                for listener in listeners:
                     _call(listener, name, arg)
-        elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
-                or event == "protocol_error":
-            name = "on_" + event
-            for listener in listeners:
-                _call(listener, name, arg)
-        elif event == "receiver_loop_completed":
-            for listener in listeners:
-                _call(listener, "on_receiver_loop_completed", None)
-        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
-            name = "on_" + event
-            for listener in listeners:
-                _call0(listener, name)
-        return None
+            elif event == "receiver_loop_completed":
+                for listener in listeners:
+                    _call(listener, "on_receiver_loop_completed", None)
+            else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
+                name = "on_" + event
+                for listener in listeners:
+                    _call0(listener, name)
+            return None
+        except BaseException:
+            log.exception("dispatching %s failed", event)
+            return None
 
     def call(self, event: str, arg: Any = None) -> None:
         """Call ``on_<event>`` of every listener on this thread, in name order,
@@ -180,8 +186,7 @@ class ListenerDispatch:
                 except BaseException:
                     log.exception("should_dispatch failed")
                 watcher = _observe.messages  # an instrumentation: its process span around the listeners
-                outcome = self._notify(notify, event, arg) if watcher is None else \
-                    watcher.process(transport, arg, self._notify, notify, event, arg)
+                outcome = notify(event, arg) if watcher is None else watcher.process(transport, arg, notify, event, arg)
                 try:
                     if outcome is None:
                         observer.on_consumed(arg)
@@ -190,17 +195,9 @@ class ListenerDispatch:
                 except BaseException:
                     log.exception("consumed hook failed")
                 continue
-            self._notify(notify, event, arg)
+            notify(event, arg)
             if event == "connected":
                 resolve(link.connect_future, arg)
-
-    @staticmethod
-    def _notify(notify: Callable[[str, Any], Optional[str]], event: str, arg: Any) -> Optional[str]:
-        try:
-            return notify(event, arg)
-        except BaseException:
-            log.exception("dispatching %s failed", event)
-            return None
 
     @staticmethod
     def end_of_link(link: Link, last: Optional[str]) -> None:
