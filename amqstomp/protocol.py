@@ -328,7 +328,9 @@ class BaseProtocol(StompSession):
         UnknownMessageError (a message this connection does not hold),
         AcknowledgeInterruptedError (one of a lost socket), or, on a closed
         connection, NotConnectedException instead of any of them."""
-        frame_headers = merge_headers([ack_headers, keyword_headers])
+        frame_headers = dict(ack_headers)  # a copy: ``ack_headers`` stays the message's identity
+        if keyword_headers:
+            frame_headers.update(keyword_headers)
         if transaction:
             self._check_transaction(transaction, command)
             frame_headers["transaction"] = transaction

@@ -50,9 +50,9 @@ class ListenerDispatch:
         self.ordered: Tuple[Any, ...] = ()
         #: their own ``on_send`` methods (run by ``send_frame``); none: no Frame is built
         self.on_send: Tuple[Callable[[Frame], Any], ...] = ()
-        #: per MESSAGE: their own ``on_before_message`` / ``on_message``, in listener order
-        self.before_message: Tuple[Any, ...] = ()
-        self.on_message: Tuple[Any, ...] = ()
+        #: per MESSAGE: their own ``on_before_message`` methods in listener order, then their
+        #: own ``on_message`` methods in listener order (one tuple: one read per MESSAGE)
+        self.message_calls: Tuple[Any, ...] = ()
         #: listeners that have a MESSAGE (0: it is reported ``"no listener"``)
         self.receivers = 0
         #: a listener has its own ``on_before_message``, which may change a MESSAGE's headers:
@@ -94,9 +94,9 @@ class ListenerDispatch:
         ordered = tuple(listener for _, listener in items)
         self.ordered = ordered
         self.on_send = _own(ordered, "on_send")
-        self.before_message = _own(ordered, "on_before_message")
-        self.on_message = _own(ordered, "on_message")
-        self.keeps_original = bool(self.before_message)
+        before_message = _own(ordered, "on_before_message")
+        self.message_calls = before_message + _own(ordered, "on_message")
+        self.keeps_original = bool(before_message)
         # a protocol object (stomp.py's "protocol-listener": the connection itself) has a
         # MESSAGE only when it has its own callback for it (a subclass's on_message)
         self.receivers = sum(1 for name, listener in items if name != PROTOCOL_LISTENER
@@ -105,42 +105,50 @@ class ListenerDispatch:
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
         """Call the listeners; for a MESSAGE return None when they all had it,
-        "error" when one raised, "no listener" when there was none."""
-        listeners = self.ordered
-        if event == "message" or event == "error" or event == "receipt" or event == "connected" \
-                or event == "connect_refused":
-            if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
-                arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
-            if event == "message":
-                if not self.receivers:
-                    return "no listener"
-                failed = False
-                if self.keeps_original:
-                    arg.original_headers  # the copy, before a listener changes the headers
-                for fn in self.before_message:
-                    failed = not _call_fn(fn, arg) or failed
-                for fn in self.on_message:
-                    failed = not _call_fn(fn, arg) or failed
-                return "error" if failed else None
-            name = "on_" + event
-            for listener in listeners:
-                if name == "on_connect_refused" and not hasattr(listener, name):
-                    _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
-                else:
+        "error" when one raised, "no listener" when there was none. A listener
+        that raises is logged per call; a failure of the dispatch itself (e.g. an
+        unknown ``encoding`` for the body) is logged and counts as had (None)."""
+        try:
+            listeners = self.ordered
+            if event == "message" or event == "error" or event == "receipt" or event == "connected" \
+                    or event == "connect_refused":
+                if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
+                    arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
+                if event == "message":
+                    if not self.receivers:
+                        return "no listener"
+                    failed = False
+                    if self.keeps_original:
+                        arg.original_headers  # the copy, before a listener changes the headers
+                    for fn in self.message_calls:  # each runs, whoever raised before it
+                        try:
+                            fn(arg)
+                        except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
+                            _listener_raised(fn, exc)
+                            failed = True
+                    return "error" if failed else None
+                name = "on_" + event
+                for listener in listeners:
+                    if name == "on_connect_refused" and not hasattr(listener, name):
+                        _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
+                    else:
+                        _call(listener, name, arg)
+            elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
+                    or event == "protocol_error":
+                name = "on_" + event
+                for listener in listeners:
                     _call(listener, name, arg)
-        elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
-                or event == "protocol_error":
-            name = "on_" + event
-            for listener in listeners:
-                _call(listener, name, arg)
-        elif event == "receiver_loop_completed":
-            for listener in listeners:
-                _call(listener, "on_receiver_loop_completed", None)
-        else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
-            name = "on_" + event
-            for listener in listeners:
-                _call0(listener, name)
-        return None
+            elif event == "receiver_loop_completed":
+                for listener in listeners:
+                    _call(listener, "on_receiver_loop_completed", None)
+            else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
+                name = "on_" + event
+                for listener in listeners:
+                    _call0(listener, name)
+            return None
+        except BaseException:
+            log.exception("dispatching %s failed", event)
+            return None
 
     def call(self, event: str, arg: Any = None) -> None:
         """Call ``on_<event>`` of every listener on this thread, in name order,
@@ -180,8 +188,7 @@ class ListenerDispatch:
                 except BaseException:
                     log.exception("should_dispatch failed")
                 watcher = _observe.messages  # an instrumentation: its process span around the listeners
-                outcome = self._notify(notify, event, arg) if watcher is None else \
-                    watcher.process(transport, arg, self._notify, notify, event, arg)
+                outcome = notify(event, arg) if watcher is None else watcher.process(transport, arg, notify, event, arg)
                 try:
                     if outcome is None:
                         observer.on_consumed(arg)
@@ -190,17 +197,9 @@ class ListenerDispatch:
                 except BaseException:
                     log.exception("consumed hook failed")
                 continue
-            self._notify(notify, event, arg)
+            notify(event, arg)
             if event == "connected":
                 resolve(link.connect_future, arg)
-
-    @staticmethod
-    def _notify(notify: Callable[[str, Any], Optional[str]], event: str, arg: Any) -> Optional[str]:
-        try:
-            return notify(event, arg)
-        except BaseException:
-            log.exception("dispatching %s failed", event)
-            return None
 
     @staticmethod
     def end_of_link(link: Link, last: Optional[str]) -> None:
@@ -233,18 +232,13 @@ def _overridden(listener: Any, name: str) -> Any:
     return fn
 
 
-def _call_fn(fn: Any, arg: Any) -> bool:
-    """Call a listener's bound method (a MESSAGE's ``on_before_message``/``on_message``);
-    False when it raised (logged, and told to an instrumentation's process span)."""
-    try:
-        fn(arg)
-        return True
-    except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
-        report_callback_error(log, "listener method %r raised", fn)
-        watcher = _observe.messages
-        if watcher is not None:
-            watcher.listener_raised(exc)
-        return False
+def _listener_raised(fn: Any, exc: BaseException) -> None:
+    """A listener's bound method (a MESSAGE's ``on_before_message``/``on_message``) raised
+    ``exc``: logged, and told to an instrumentation's process span."""
+    report_callback_error(log, "listener method %r raised", fn)
+    watcher = _observe.messages
+    if watcher is not None:
+        watcher.listener_raised(exc)
 
 
 def _call(listener: Any, name: str, arg: Any) -> bool:
