@@ -10,6 +10,7 @@ amqstomp.jms.SpreadingProducer; docs/guides/scaling-out.md), on real brokers:
 - a spreading producer puts messages on every member; a stopped member's share goes to
   the others; after its restart a fan-in consumer finds every message sent.
 """
+import socket
 import threading
 import time
 import uuid
@@ -268,3 +269,61 @@ def test_a_full_broker_blocks_only_the_send_that_found_it_full(activemq_factory)
     print("\nspreading producer, broker 1 full: sent per broker %s (while one send waited: %s)" % (sent, waiting))
     assert wait_until(lambda: _size(roomy, queue) == sent[1], 10), (_size(roomy, queue), sent)
     assert len(set(drained)) == len(drained)
+
+
+def test_no_member_url_shows_its_password(activemq_factory, caplog) -> None:
+    """A member URL's jms.password shows nowhere the composition hands a URL out: the
+    exception listener's argument, ``lost``, ``brokers``, repr, exceptions, logs (any level)."""
+    caplog.set_level("DEBUG", logger="amqstomp")
+    secret = "Secr3tPW-" + uuid.uuid4().hex[:6]
+    broker = activemq_factory()
+    url = "%s?jms.userName=admin&jms.password=%s" % (broker.url, secret)
+    queue = _queue()
+    consumer = FanInConsumer([url], queue, timeout_s=30)
+    producer = SpreadingProducer([url], queue, timeout_s=30)
+    heard: List[str] = []
+    consumer.set_exception_listener(lambda u, exc: heard.append(u))
+    producer.set_exception_listener(lambda u, exc: heard.append(u))
+    shown: List[str] = [repr(consumer), repr(producer), producer.send("x")]
+    try:
+        broker.stop()
+        assert wait_until(lambda: consumer.lost, 20), consumer.lost
+        with pytest.raises(amqstomp.exception.ConnectionClosedException) as receiving:
+            for _ in range(50):  # bounded: each receive waits at most 0.2 s
+                consumer.receive(0.2)
+        with pytest.raises(amqstomp.exception.StompException) as sending:
+            producer.send("y")
+        shown += [str(receiving.value), str(sending.value)]
+        shown += heard + list(consumer.lost) + list(producer.lost) + consumer.brokers + producer.brokers
+        shown += [repr(consumer), repr(producer), caplog.text]
+        assert heard and all("jms.password" in u for u in heard)  # the URL is there, its password not
+        assert not [text for text in shown if secret in text], shown
+    finally:
+        consumer.close()
+        producer.close()
+    assert secret not in caplog.text
+
+
+def test_a_broker_that_never_connects_fails_the_start_up(activemq_factory) -> None:
+    """A failover URI with one broker down, no ``timeout_s``, no ``startupMaxReconnectAttempts``:
+    the construction raises ConnectFailedException after the members' bounded start-up attempts."""
+    broker = activemq_factory()
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        down = sock.getsockname()[1]
+    uri = "failover:(%s,stomp://127.0.0.1:%d)?maxReconnectDelay=200" % (broker.url, down)
+    outcome: List[Any] = []
+
+    def construct() -> None:
+        try:
+            outcome.append(FanInConsumer(uri, _queue()))
+        except BaseException as exc:  # what the construction raised
+            outcome.append(exc)
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert outcome, "the construction still blocks after 60 s"
+    if isinstance(outcome[0], FanInConsumer):
+        outcome[0].close()
+    assert isinstance(outcome[0], amqstomp.exception.ConnectFailedException), outcome
+    assert "127.0.0.1:%d" % down in str(outcome[0])

@@ -18,9 +18,10 @@ import threading
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 from ..uri import redact
-from .connection import Connection
+from .connection import Connection, ConnectionFactory
 
-__all__ = ["member_urls", "split_prefetch", "Member", "open_members", "close_members"]
+__all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "open_members",
+           "close_members"]
 
 log = logging.getLogger("amqstomp.jms.fanin")
 
@@ -58,6 +59,29 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
     return urls
 
 
+#: a ``failover:`` member's ``startupMaxReconnectAttempts`` when nothing else bounds its start-up
+#: (neither that option, nor ``timeout``, nor ``timeout_s``): a broker that does not connect
+#: fails the construction with ConnectFailedException instead of blocking it for ever
+STARTUP_ATTEMPTS = 10
+
+
+def member_factory(url: str, timeout_s: Optional[float], **options: Any) -> ConnectionFactory:
+    """The :class:`ConnectionFactory` of one member: ``url`` with ``options``; a
+    ``failover:`` URL whose start-up nothing bounds (no ``startupMaxReconnectAttempts``
+    and no ``timeout`` in the URL or ``options``, ``timeout_s`` None) gets
+    ``startupMaxReconnectAttempts`` = :data:`STARTUP_ATTEMPTS`.
+
+    Raises:
+        ConfigurationError: a bad URL or option.
+    """
+    factory = ConnectionFactory(url, **options)
+    resolved = factory.resolved
+    if (resolved.uri.failover and timeout_s is None
+            and not resolved.given & {"startup_max_reconnect_attempts", "timeout_ms"}):
+        factory = ConnectionFactory(url, **dict(options, startup_max_reconnect_attempts=STARTUP_ATTEMPTS))
+    return factory
+
+
 def split_prefetch(total: int, n: int) -> List[int]:
     """``total`` messages of prefetch over ``n`` members: ``total // n`` each, one
     more for the first ``total % n``, at least 1 each (so ``n`` when ``total < n``).
@@ -77,7 +101,11 @@ class Member:
     report it.
 
     Attributes:
-        url (str): the member's broker URL (as given; :func:`redact` it to log it).
+        url (str): the member's broker URL (as given: may hold ``jms.password``; never
+            shown outside the object).
+        name (str): ``url`` redacted (:func:`~amqstomp.uri.redact`): what the
+            composition shows of the member (exception listener argument, ``lost``
+            keys, ``brokers``, messages, logs).
         connection (Connection): its JMS connection.
         lost (BaseException | None): why the connection broke for good (the
             exception listener heard it, or a call raised it); the member is
@@ -90,6 +118,7 @@ class Member:
 
     def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None]) -> None:
         self.url = url
+        self.name = redact(url)
         self.connection = connection
         self.lost: Optional[BaseException] = None
         self.interrupted = False
@@ -101,7 +130,7 @@ class Member:
         connection.set_usage_listener(self._on_full, self._on_not_full)
 
     def __repr__(self) -> str:
-        return "<member %s%s>" % (redact(self.url), " lost" if self.lost is not None else "")
+        return "<member %s%s>" % (self.name, " lost" if self.lost is not None else "")
 
     @property
     def usable(self) -> bool:
@@ -113,22 +142,22 @@ class Member:
         if self.connection.failure is not None or self.connection.is_closed:
             self.mark_lost(self.connection.failure or exc)
         else:
-            log.warning("broker %s: %s", redact(self.url), exc)
-            self._report(self.url, exc)
+            log.warning("broker %s: %s", self.name, exc)
+            self._report(self.name, exc)
 
     def mark_lost(self, exc: BaseException) -> None:
         if self.lost is None:
             self.lost = exc
-            log.warning("broker %s lost: %s", redact(self.url), exc)
-            self._report(self.url, exc)
+            log.warning("broker %s lost: %s", self.name, exc)
+            self._report(self.name, exc)
 
     def on_transport_interrupted(self) -> None:
         self.interrupted = True
-        log.info("broker %s: socket lost, reconnecting", redact(self.url))
+        log.info("broker %s: socket lost, reconnecting", self.name)
 
     def on_transport_resumed(self) -> None:
         self.interrupted = False
-        log.info("broker %s: reconnected", redact(self.url))
+        log.info("broker %s: reconnected", self.name)
 
     def _on_full(self, event: Any) -> None:
         self.full = True

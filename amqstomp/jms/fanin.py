@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
-from ._members import Member, close_members, member_urls, open_members, split_prefetch
+from ._members import Member, close_members, member_factory, member_urls, open_members, split_prefetch
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener
@@ -76,6 +76,10 @@ class FanInConsumer:
         username (str | None): as :meth:`ConnectionFactory.create_connection`.
         password (str | None): as there (never logged).
         timeout_s (float | None): each connection's connect deadline (s), as there.
+            None: a ``failover:`` member without ``startupMaxReconnectAttempts`` or
+            ``timeout`` makes at most 10 start-up attempts
+            (:data:`~amqstomp.jms._members.STARTUP_ATTEMPTS`), then
+            ConnectFailedException: the construction never waits for ever.
         **options: :class:`ConnectionFactory` keywords for every connection
             (failover keywords only where the URLs are ``failover:``).
 
@@ -114,7 +118,7 @@ class FanInConsumer:
         self._closed = False
 
         def opener(url: str, index: int) -> Connection:
-            factory = ConnectionFactory(url, **dict(options, prefetch_all=self._shares[index]))
+            factory = member_factory(url, timeout_s, **dict(options, prefetch_all=self._shares[index]))
             connection = factory.create_connection(username, password, timeout_s)
             try:
                 session = connection.create_session(False, acknowledge_mode)
@@ -135,8 +139,8 @@ class FanInConsumer:
 
     @property
     def brokers(self) -> List[str]:
-        """The members' broker URLs, in order (may hold a password: redact before logging)."""
-        return [member.url for member in self._members]
+        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
+        return [member.name for member in self._members]
 
     @property
     def prefetch_shares(self) -> List[int]:
@@ -145,8 +149,8 @@ class FanInConsumer:
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (URL -> why); they are left out."""
-        return {member.url: member.lost for member in self._members if member.lost is not None}
+        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers` -> why); they are left out."""
+        return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property
     def connections(self) -> List[Connection]:
@@ -159,7 +163,7 @@ class FanInConsumer:
         return self._closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
-        """``listener(broker_url, exc)`` hears what goes wrong on a broker's
+        """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`) hears what goes wrong on a broker's
         connection: its loss (the broker is then left out of :meth:`receive`),
         an ERROR no call waits for. It runs on that connection's dispatcher thread."""
         self._exception_listener = listener
@@ -245,7 +249,7 @@ class FanInConsumer:
             if self._closed:
                 return None
             if member.connection.is_closed:  # closed under us: that broker is left out
-                member.mark_lost(IllegalStateError("the connection to %s was closed" % (member.url,)))
+                member.mark_lost(IllegalStateError("the connection to %s was closed" % (member.name,)))
                 return None
             raise
 

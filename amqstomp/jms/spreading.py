@@ -19,9 +19,8 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from ..uri import redact
-from ._members import Member, close_members, member_urls, open_members
-from .connection import Connection, ConnectionFactory
+from ._members import Member, close_members, member_factory, member_urls, open_members
+from .connection import Connection
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
 from .fanin import BrokerListener
@@ -48,6 +47,10 @@ class SpreadingProducer:
         username (str | None): as :meth:`ConnectionFactory.create_connection`.
         password (str | None): as there (never logged).
         timeout_s (float | None): each connection's connect deadline (s), as there.
+            None: a ``failover:`` member without ``startupMaxReconnectAttempts`` or
+            ``timeout`` makes at most 10 start-up attempts
+            (:data:`~amqstomp.jms._members.STARTUP_ATTEMPTS`), then
+            ConnectFailedException: the construction never waits for ever.
         **options: :class:`ConnectionFactory` keywords for every connection.
 
     Attributes:
@@ -76,7 +79,7 @@ class SpreadingProducer:
 
         def opener(url: str, index: int) -> Connection:
             nonlocal first
-            connection = ConnectionFactory(url, **options).create_connection(username, password, timeout_s)
+            connection = member_factory(url, timeout_s, **options).create_connection(username, password, timeout_s)
             try:
                 producer = connection.create_session().create_producer(self.destination)
             except BaseException:
@@ -98,8 +101,8 @@ class SpreadingProducer:
 
     @property
     def brokers(self) -> List[str]:
-        """The members' broker URLs, in order (may hold a password: redact before logging)."""
-        return [member.url for member in self._members]
+        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
+        return [member.name for member in self._members]
 
     @property
     def sent(self) -> List[int]:
@@ -108,8 +111,8 @@ class SpreadingProducer:
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (URL -> why); sends skip them."""
-        return {member.url: member.lost for member in self._members if member.lost is not None}
+        """The brokers whose connection broke for good (redacted URL -> why); sends skip them."""
+        return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property
     def connections(self) -> List[Connection]:
@@ -134,7 +137,7 @@ class SpreadingProducer:
 
     def send(self, message: Union[Message, str, bytes], delivery_mode: Optional[int] = None,
              priority: Optional[int] = None, time_to_live: Optional[int] = None) -> str:
-        """Send ``message`` to one broker and return that broker's URL.
+        """Send ``message`` to one broker and return that broker's URL (redacted, as in :attr:`brokers`).
 
         The brokers are taken in turn (round robin). A broker is passed over
         while another caller's send holds it, while it is between sockets
@@ -177,7 +180,7 @@ class SpreadingProducer:
                 continue
             try:
                 if self._send_on(index, message, delivery_mode, priority, time_to_live):
-                    return member.url
+                    return member.name
             finally:
                 member.lock.release()
             tried.append(index)
@@ -187,9 +190,9 @@ class SpreadingProducer:
                 continue
             with member.lock:
                 if self._send_on(index, message, delivery_mode, priority, time_to_live):
-                    return member.url
+                    return member.name
         raise ConnectionClosedException("no broker of %r took the message; lost: %s" % (
-            self, {redact(url): str(exc) for url, exc in self.lost.items()}))
+            self, {url: str(exc) for url, exc in self.lost.items()}))
 
     def _send_on(self, index: int, message: Union[Message, str, bytes], delivery_mode: Optional[int],
                  priority: Optional[int], time_to_live: Optional[int]) -> bool:
@@ -207,7 +210,7 @@ class SpreadingProducer:
                 self.priority if priority is None else priority,
                 self.time_to_live if time_to_live is None else time_to_live)
         except NotConnectedException as exc:  # no socket within the failover timeout: not written
-            log.info("broker %s: not connected, next broker: %s", redact(member.url), exc)
+            log.info("broker %s: not connected, next broker: %s", member.name, exc)
             return False
         except ConnectionClosedException:
             if connection.failure is not None:
