@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Dict, List
 
 import pytest
-from conftest import wait_until
+from conftest import StallProxy, wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInterruptedError
@@ -327,3 +327,47 @@ def test_a_broker_that_never_connects_fails_the_start_up(activemq_factory) -> No
         outcome[0].close()
     assert isinstance(outcome[0], amqstomp.exception.ConnectFailedException), outcome
     assert "127.0.0.1:%d" % down in str(outcome[0])
+
+
+def test_close_while_a_send_waits_on_silent_brokers_is_bounded(activemq, stall_proxy) -> None:
+    """A spreading producer's close() from another thread, while a PERSISTENT send waits for
+    the RECEIPT of a broker gone silent (each member behind a proxy that forwards nothing),
+    returns within one JMS close timeout (jms.closeTimeout=3000, the members closed at once),
+    not after the send's jms.sendTimeout (60 s) nor one closeTimeout per member (9 s)."""
+    proxies = [stall_proxy] + [StallProxy(("127.0.0.1", activemq.stomp_port)) for _ in range(2)]
+    try:
+        urls = ["stomp://127.0.0.1:%d?jms.closeTimeout=3000&jms.sendTimeout=60000" % p.port for p in proxies]
+        producer = SpreadingProducer(urls, _queue(), timeout_s=30)
+        producer.send("before")
+        for proxy in proxies:
+            proxy.stall()
+        sending: List[Any] = []
+
+        def send() -> None:
+            try:
+                sending.append(producer.send("stuck", amqstomp.jms.PERSISTENT))
+            except BaseException as exc:  # what the stuck send ends with
+                sending.append(exc)
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        sender.join(1.0)
+        assert not sending, sending  # it waits for the silent broker's RECEIPT
+        closing: List[Any] = []
+
+        def close() -> None:
+            try:
+                producer.close()
+                closing.append("returned")
+            except BaseException as exc:
+                closing.append(exc)
+        closer = threading.Thread(target=close, daemon=True)
+        closer.start()
+        closer.join(7)  # one closeTimeout is 3 s; closing the three in turn would take 9 s
+        for proxy in proxies:
+            proxy.resume()
+        assert closing == ["returned"], "close() still blocked 7 s after it began: %r" % (closing,)
+        sender.join(10)
+        assert sending and isinstance(sending[0], amqstomp.exception.StompException), sending
+    finally:
+        for proxy in proxies[1:]:
+            proxy.close()

@@ -15,8 +15,10 @@ Licensed under the Apache License, Version 2.0.
 import logging
 import re
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Union
+import time
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
+from ..exception import StompException
 from ..uri import redact
 from .connection import Connection, ConnectionFactory
 
@@ -180,15 +182,52 @@ def open_members(urls: Sequence[str], opener: Callable[[str, int], Connection],
     return members
 
 
+#: s a close() waits for the members' closing threads beyond the longest ``jms.closeTimeout``
+#: (each connection's close ends within its own; this only bounds the wait should one not)
+CLOSE_SLACK_S = 5.0
+
+
 def close_members(members: Sequence[Member]) -> None:
-    """Close every member's connection (each within its ``close_timeout_ms``),
-    even when one raises; the first error is raised after."""
-    first: Optional[BaseException] = None
-    for member in members:
+    """Close every member's connection at once, each on its own thread and within its
+    ``close_timeout_ms`` (``jms.closeTimeout``), so the whole close takes at most the
+    longest of them, not their sum (a member whose thread calls, a listener's close(),
+    is closed on this thread); even when one raises, the first error is raised after.
+
+    Raises:
+        StompException: the first error a connection's close raised, or a close that
+            did not end within its ``jms.closeTimeout`` and :data:`CLOSE_SLACK_S`.
+    """
+    errors: List[Optional[BaseException]] = [None] * len(members)
+
+    def close(index: int) -> None:
         try:
-            member.connection.close()
+            members[index].connection.close()
         except Exception as exc:  # keep closing the others
-            log.debug("closing %r: %s", member, exc)
-            first = first or exc
+            log.debug("closing %r: %s", members[index], exc)
+            errors[index] = exc
+
+    me = threading.current_thread()
+    inline = [i for i, member in enumerate(members) if me in member.connection.threads()]
+    closers: List[Tuple[int, threading.Thread]] = []
+    for index in range(len(members)):
+        if index not in inline:
+            thread = threading.Thread(target=close, args=(index,), name="amqstomp-jms-close", daemon=True)
+            thread.start()
+            closers.append((index, thread))
+    for index in inline:
+        close(index)
+    longest = max([_close_timeout_s(member) for member in members] or [0.0])
+    deadline = time.monotonic() + longest + CLOSE_SLACK_S
+    for index, thread in closers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive() and errors[index] is None:
+            errors[index] = StompException("closing %s did not end within its jms.closeTimeout (%.1f s)"
+                                           % (members[index].name, _close_timeout_s(members[index])))
+    first = next((exc for exc in errors if exc is not None), None)
     if first is not None:
         raise first
+
+
+def _close_timeout_s(member: Member) -> float:
+    """The member connection's ``jms.closeTimeout`` (s)."""
+    return float(member.connection._state.close_timeout_s)  # the jms package's own state

@@ -260,7 +260,8 @@ class FanInConsumer:
     # ------------------------------------------------------------ life
 
     def close(self) -> None:
-        """Close every broker's connection (each within its ``close_timeout_ms``):
+        """Close every broker's connection, all at once, each within its ``close_timeout_ms``
+        (``jms.closeTimeout``), so within the longest of them:
         messages delivered and not settled go back to their broker. Safe to call
         more than once.
 

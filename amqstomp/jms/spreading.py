@@ -222,7 +222,8 @@ class SpreadingProducer:
         return True
 
     def close(self) -> None:
-        """Close every broker's connection (each within its ``close_timeout_ms``).
+        """Close every broker's connection, all at once, each within its ``close_timeout_ms``
+        (``jms.closeTimeout``), so within the longest of them.
         Safe to call more than once.
 
         Raises:
