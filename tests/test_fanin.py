@@ -371,3 +371,35 @@ def test_close_while_a_send_waits_on_silent_brokers_is_bounded(activemq, stall_p
     finally:
         for proxy in proxies[1:]:
             proxy.close()
+
+
+def test_every_close_waits_for_the_running_listeners(activemq_factory) -> None:
+    """Two threads close a fan-in consumer while its listener runs: neither close()
+    returns before the listener has finished (JMS: close waits for running listeners)."""
+    broker = activemq_factory()
+    queue = _queue()
+    _produce(broker.url, queue, ["m0"])
+    consumer = FanInConsumer([broker.url], queue, timeout_s=30)
+    events: List[str] = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def listener(message: Any) -> None:
+        started.set()
+        release.wait(10)
+        events.append("listener ended")
+    consumer.set_message_listener(listener)
+    assert started.wait(20)
+
+    def close(n: int) -> None:
+        consumer.close()
+        events.append("close %d returned" % n)
+    closers = [threading.Thread(target=close, args=(n,), daemon=True) for n in (1, 2)]
+    closers[0].start()
+    assert wait_until(lambda: consumer.closed, 10)
+    closers[1].start()
+    closers[1].join(1.0)  # the second close has had time to return, were it not to wait
+    release.set()
+    for closer in closers:
+        closer.join(20)
+    assert events[0] == "listener ended" and sorted(events[1:]) == ["close 1 returned", "close 2 returned"], events

@@ -23,7 +23,7 @@ from ..uri import redact
 from .connection import Connection, ConnectionFactory
 
 __all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "open_members",
-           "close_members"]
+           "close_members", "Closing"]
 
 log = logging.getLogger("amqstomp.jms.fanin")
 
@@ -231,3 +231,35 @@ def close_members(members: Sequence[Member]) -> None:
 def _close_timeout_s(member: Member) -> float:
     """The member connection's ``jms.closeTimeout`` (s)."""
     return float(member.connection._state.close_timeout_s)  # the jms package's own state
+
+
+class Closing:
+    """The close() of a composition: the first call closes the members
+    (:func:`close_members`); a concurrent or later call waits until that close has
+    ended (running listeners finished, as JMS asks of every close()), except on a
+    member's own thread (a listener's close(), which that close waits for)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def close(self, members: Sequence[Member]) -> None:
+        """Raises:
+            StompException: as :func:`close_members`; or, for a second call, the first
+                did not end within the longest ``jms.closeTimeout`` and :data:`CLOSE_SLACK_S`."""
+        with self._lock:
+            first = not self.closed
+            self.closed = True
+        if first:
+            try:
+                close_members(members)
+            finally:
+                self._done.set()
+            return
+        me = threading.current_thread()
+        if any(me in member.connection.threads() for member in members):
+            return
+        longest = max([_close_timeout_s(member) for member in members] or [0.0])
+        if not self._done.wait(longest + CLOSE_SLACK_S):
+            raise StompException("another thread's close() did not end within jms.closeTimeout (%.1f s)" % longest)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
-from ._members import Member, close_members, member_factory, member_urls, open_members, split_prefetch
+from ._members import Closing, Member, member_factory, member_urls, open_members, split_prefetch
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener
@@ -115,7 +115,7 @@ class FanInConsumer:
         self._exception_listener: Optional[BrokerListener] = None
         self._consumers: Dict[int, MessageConsumer] = {}
         self._next = 0
-        self._closed = False
+        self._closing = Closing()
 
         def opener(url: str, index: int) -> Connection:
             factory = member_factory(url, timeout_s, **dict(options, prefetch_all=self._shares[index]))
@@ -133,7 +133,7 @@ class FanInConsumer:
 
     def __repr__(self) -> str:
         return "<jms.FanInConsumer of %s on %d brokers%s>" % (self.destination, len(self._members),
-                                                              " closed" if self._closed else "")
+                                                              " closed" if self._closing.closed else "")
 
     # ------------------------------------------------------------ what it is
 
@@ -160,11 +160,11 @@ class FanInConsumer:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._closing.closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
-        """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`) hears what goes wrong on a broker's
-        connection: its loss (the broker is then left out of :meth:`receive`),
+        """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`)
+        hears what goes wrong on a broker's connection: its loss (the broker is then left out of :meth:`receive`),
         an ERROR no call waits for. It runs on that connection's dispatcher thread."""
         self._exception_listener = listener
 
@@ -222,7 +222,7 @@ class FanInConsumer:
                 if message is not None:
                     self._next = (start + k + 1) % n
                     return message
-            if self._closed:
+            if self._closing.closed:
                 return None
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -246,7 +246,7 @@ class FanInConsumer:
             member.mark_lost(exc)
             return None
         except IllegalStateError:
-            if self._closed:
+            if self._closing.closed:
                 return None
             if member.connection.is_closed:  # closed under us: that broker is left out
                 member.mark_lost(IllegalStateError("the connection to %s was closed" % (member.name,)))
@@ -254,7 +254,7 @@ class FanInConsumer:
             raise
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closing.closed:
             raise IllegalStateError("%r is closed" % (self,))
 
     # ------------------------------------------------------------ life
@@ -263,15 +263,13 @@ class FanInConsumer:
         """Close every broker's connection, all at once, each within its ``close_timeout_ms``
         (``jms.closeTimeout``), so within the longest of them:
         messages delivered and not settled go back to their broker. Safe to call
-        more than once.
+        more than once; a call while another thread's close runs waits for it to end
+        (running listeners finished).
 
         Raises:
             StompException: the first error a connection's close raised, after closing the others.
         """
-        if self._closed:
-            return
-        self._closed = True
-        close_members(self._members)
+        self._closing.close(self._members)
 
     def __enter__(self) -> "FanInConsumer":
         return self

@@ -19,7 +19,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from ._members import Member, close_members, member_factory, member_urls, open_members
+from ._members import Closing, Member, member_factory, member_urls, open_members
 from .connection import Connection
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
@@ -73,7 +73,7 @@ class SpreadingProducer:
         self._exception_listener: Optional[BrokerListener] = None
         self._lock = threading.Lock()
         self._next = 0
-        self._closed = False
+        self._closing = Closing()
         self._sent = [0] * len(urls)
         first: Optional[MessageProducer] = None
 
@@ -97,7 +97,7 @@ class SpreadingProducer:
 
     def __repr__(self) -> str:
         return "<jms.SpreadingProducer to %s on %d brokers%s>" % (self.destination, len(self._members),
-                                                                  " closed" if self._closed else "")
+                                                                  " closed" if self._closing.closed else "")
 
     @property
     def brokers(self) -> List[str]:
@@ -121,7 +121,7 @@ class SpreadingProducer:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._closing.closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
         """``listener(broker_url, exc)``: as :meth:`FanInConsumer.set_exception_listener`."""
@@ -166,7 +166,7 @@ class SpreadingProducer:
                 message may be on that broker; it is not sent elsewhere.
             IllegalStateError: closed.
         """
-        if self._closed:
+        if self._closing.closed:
             raise IllegalStateError("%r is closed" % (self,))
         n = len(self._members)
         with self._lock:
@@ -224,15 +224,12 @@ class SpreadingProducer:
     def close(self) -> None:
         """Close every broker's connection, all at once, each within its ``close_timeout_ms``
         (``jms.closeTimeout``), so within the longest of them.
-        Safe to call more than once.
+        Safe to call more than once; a call while another thread's close runs waits for it to end.
 
         Raises:
             StompException: the first error a connection's close raised, after closing the others.
         """
-        if self._closed:
-            return
-        self._closed = True
-        close_members(self._members)
+        self._closing.close(self._members)
 
     def __enter__(self) -> "SpreadingProducer":
         return self
