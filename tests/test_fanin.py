@@ -85,6 +85,20 @@ def test_member_urls_and_the_prefetch_split() -> None:
         split_prefetch(0, 2)
     with pytest.raises(ValueError, match="a transaction cannot span brokers"):
         FanInConsumer(["stomp://127.0.0.1:1"], "q", acknowledge_mode=amqstomp.SESSION_TRANSACTED)
+    # a broker listed twice: refused, naming it (and never its password)
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="B:2 is listed twice") as twice:
+        member_urls(["stomp://a:1", "stomp://b:2", "stomp://B:2?jms.password=pw1"])
+    assert "pw1" not in str(twice.value)
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="a:1 is listed twice"):
+        FanInConsumer("failover:(stomp://a:1,stomp://b:2,stomp://a:1)", "q")
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="a:1 is listed twice"):
+        SpreadingProducer(["failover:(stomp://a:1,stomp://c:3)", "stomp://a:1"], "q")
+    # rebalanceInterval in a URI the fan-in splits into one member per broker: refused, saying so
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="one member per broker"):
+        FanInConsumer("failover:(stomp://a:1,stomp://b:2)?rebalanceInterval=2000", "q")
+    # a selector that is not a str: TypeError naming it
+    with pytest.raises(TypeError, match="selector must be a JMS selector"):
+        FanInConsumer(["stomp://127.0.0.1:1"], "q", selector=42)  # type: ignore[arg-type]
 
 
 def test_a_fan_in_consumer_takes_the_messages_stranded_without_replay(activemq_network_factory) -> None:

@@ -16,10 +16,10 @@ import logging
 import re
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..exception import StompException
-from ..uri import redact
+from ..exception import ConfigurationError, StompException
+from ..uri import parse_uri, redact
 from .connection import Connection, ConnectionFactory
 
 __all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "open_members",
@@ -37,6 +37,8 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
     Raises:
         TypeError: ``brokers`` is neither a str nor a sequence of str.
         ValueError: no broker, or a ``failover:`` URI without parentheses.
+        ConfigurationError: a bad URL, a broker (host:port) listed twice, or
+            ``rebalanceInterval`` in a failover URI (one broker per member: nothing to rebalance).
     """
     if isinstance(brokers, str):
         text = brokers.strip()
@@ -48,6 +50,11 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
                              "failover:(stomp://a:61613,stomp://b:61613)?..., got %r" % (redact(text),))
         close = body.index(")")
         members, query = body[1:close], body[close + 1:].lstrip("?")
+        keys = [pair.split("=", 1)[0].lower() for pair in query.split("&") if pair]
+        if "rebalanceinterval" in keys:
+            raise ConfigurationError("brokers: rebalanceInterval has no meaning here: the fan-in consumer and the "
+                                     "spreading producer split a failover URI into one member per broker (each on "
+                                     "its own broker, nothing to rebalance), got %r" % (redact(text),))
         kept = [pair for pair in query.split("&") if pair and pair.split("=", 1)[0].lower() not in _CHOOSING]
         suffix = ("?" + "&".join(kept)) if kept else ""
         urls = ["failover:(%s)%s" % (member.strip(), suffix)
@@ -58,6 +65,14 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
         raise TypeError("brokers must be a broker URL (str) or a list of them, got %r" % (brokers,))
     if not urls or not all(urls):
         raise ValueError("brokers: at least one broker URL, none empty, got %r" % ([redact(u) for u in urls],))
+    seen: Dict[Tuple[str, int], str] = {}
+    for url in urls:
+        for endpoint in parse_uri(url).endpoints:
+            pair = (endpoint.host.lower(), endpoint.port)
+            if pair in seen:
+                raise ConfigurationError("brokers: %s:%d is listed twice (in %s and %s): one member per broker"
+                                         % (endpoint.host, endpoint.port, redact(seen[pair]), redact(url)))
+            seen[pair] = url
     return urls
 
 

@@ -93,8 +93,9 @@ class FanInConsumer:
     Raises:
         ConnectFailedException: a broker could not be connected (the others are
             closed again).
-        ConfigurationError: a bad URL or option. TypeError / ValueError: bad
-            ``brokers``, ``prefetch`` or ``acknowledge_mode``.
+        ConfigurationError: a bad URL or option, a broker listed twice,
+            ``rebalanceInterval`` in a failover URI. TypeError / ValueError: bad
+            ``brokers``, ``selector``, ``prefetch`` or ``acknowledge_mode``.
     """
 
     def __init__(self, brokers: Union[str, Sequence[str]], destination: Union[Destination, str], *,
@@ -105,6 +106,8 @@ class FanInConsumer:
             raise ValueError("acknowledge_mode must be AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, "
                              "INDIVIDUAL_ACKNOWLEDGE or AT_MOST_ONCE (a transaction cannot span brokers), got %r"
                              % (acknowledge_mode,))
+        if selector is not None and not isinstance(selector, str):
+            raise TypeError("selector must be a JMS selector (str) or None, got %r" % (selector,))
         urls = member_urls(brokers)
         self.destination = as_destination(destination)
         if prefetch is None:

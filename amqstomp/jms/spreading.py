@@ -61,7 +61,8 @@ class SpreadingProducer:
     Raises:
         ConnectFailedException: a broker could not be connected (the others are
             closed again).
-        ConfigurationError, TypeError, ValueError: bad brokers or options.
+        ConfigurationError, TypeError, ValueError: bad brokers or options (as
+            :class:`FanInConsumer`: a broker listed twice, ``rebalanceInterval`` in a failover URI).
     """
 
     def __init__(self, brokers: Union[str, Sequence[str]], destination: Union[Destination, str], *,
