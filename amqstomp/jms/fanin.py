@@ -152,7 +152,8 @@ class FanInConsumer:
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers` -> why); they are left out."""
+        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers`,
+        -> why); they are left out."""
         return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property
