@@ -131,10 +131,13 @@ class Member:
         full (bool): its producer flow control holds sends back
             (``on_usage_full`` heard, ``on_usage_not_full`` not yet).
         lock (threading.Lock): one caller at a time on its session.
+        close_timeout_s (float): its connection's ``jms.closeTimeout`` (s).
     """
 
-    def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None]) -> None:
+    def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None],
+                 close_timeout_s: float = 15.0) -> None:
         self.url = url
+        self.close_timeout_s = close_timeout_s
         self.name = redact(url)
         self.connection = connection
         self.lost: Optional[BaseException] = None
@@ -183,14 +186,16 @@ class Member:
         self.full = False
 
 
-def open_members(urls: Sequence[str], opener: Callable[[str, int], Connection],
+def open_members(urls: Sequence[str], opener: Callable[[str, int], Tuple[Connection, ConnectionFactory]],
                  report: Callable[[str, BaseException], None]) -> List[Member]:
-    """``opener(url, index)`` for each URL; on an error the ones opened are closed
-    and the error raised."""
+    """``opener(url, index)`` (the connection and its factory) for each URL; on an
+    error the ones opened are closed and the error raised."""
     members: List[Member] = []
     try:
         for index, url in enumerate(urls):
-            members.append(Member(url, opener(url, index), report))
+            connection, factory = opener(url, index)
+            close_ms = factory.options.get("close_timeout_ms") or 15000
+            members.append(Member(url, connection, report, close_ms / 1000.0))
     except BaseException:
         close_members(members)
         raise
@@ -231,21 +236,18 @@ def close_members(members: Sequence[Member]) -> None:
             closers.append((index, thread))
     for index in inline:
         close(index)
-    longest = max([_close_timeout_s(member) for member in members] or [0.0])
+    longest = max([member.close_timeout_s for member in members] or [0.0])
     deadline = time.monotonic() + longest + CLOSE_SLACK_S
     for index, thread in closers:
         thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive() and errors[index] is None:
             errors[index] = StompException("closing %s did not end within its jms.closeTimeout (%.1f s)"
-                                           % (members[index].name, _close_timeout_s(members[index])))
+                                           % (members[index].name, members[index].close_timeout_s))
     first = next((exc for exc in errors if exc is not None), None)
     if first is not None:
         raise first
 
 
-def _close_timeout_s(member: Member) -> float:
-    """The member connection's ``jms.closeTimeout`` (s)."""
-    return float(member.connection._state.close_timeout_s)  # the jms package's own state
 
 
 class Closing:
@@ -275,6 +277,6 @@ class Closing:
         me = threading.current_thread()
         if any(me in member.connection.threads() for member in members):
             return
-        longest = max([_close_timeout_s(member) for member in members] or [0.0])
+        longest = max([member.close_timeout_s for member in members] or [0.0])
         if not self._done.wait(longest + CLOSE_SLACK_S):
             raise StompException("another thread's close() did not end within jms.closeTimeout (%.1f s)" % longest)

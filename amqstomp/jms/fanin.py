@@ -25,7 +25,7 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
@@ -120,7 +120,7 @@ class FanInConsumer:
         self._next = 0
         self._closing = Closing()
 
-        def opener(url: str, index: int) -> Connection:
+        def opener(url: str, index: int) -> Tuple[Connection, ConnectionFactory]:
             factory = member_factory(url, timeout_s, **dict(options, prefetch_all=self._shares[index]))
             connection = factory.create_connection(username, password, timeout_s)
             try:
@@ -130,7 +130,7 @@ class FanInConsumer:
             except BaseException:
                 connection.close()
                 raise
-            return connection
+            return connection, factory
 
         self._members: List[Member] = open_members(urls, opener, self._report)
 

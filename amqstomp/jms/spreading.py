@@ -16,11 +16,11 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
 from ._members import Closing, Member, member_factory, member_urls, open_members
-from .connection import Connection
+from .connection import Connection, ConnectionFactory
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
 from .fanin import BrokerListener
@@ -78,9 +78,10 @@ class SpreadingProducer:
         self._sent = [0] * len(urls)
         first: Optional[MessageProducer] = None
 
-        def opener(url: str, index: int) -> Connection:
+        def opener(url: str, index: int) -> Tuple[Connection, ConnectionFactory]:
             nonlocal first
-            connection = member_factory(url, timeout_s, **options).create_connection(username, password, timeout_s)
+            factory = member_factory(url, timeout_s, **options)
+            connection = factory.create_connection(username, password, timeout_s)
             try:
                 producer = connection.create_session().create_producer(self.destination)
             except BaseException:
@@ -88,7 +89,7 @@ class SpreadingProducer:
                 raise
             self._producers[index] = producer
             first = first or producer
-            return connection
+            return connection, factory
 
         self._members: List[Member] = open_members(urls, opener, self._report)
         assert first is not None
