@@ -131,6 +131,9 @@ class Reconnector(PlannedMoves):
         #: ``hand_back()`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
         self.hand_back: Optional[Callable[[], None]] = None
         self._moving_seq = 0  # the socket a planned move ends
+        #: planned moves begun (:meth:`move_to`), counted before their socket ends, and the last one's reason
+        self.planned_moves = 0
+        self.last_move: Optional[str] = None
 
     # ------------------------------------------------------------ state
 

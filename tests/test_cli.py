@@ -566,6 +566,26 @@ def test_a_failover_target_reconnects_and_subscribes_again(activemq, tcp_proxy_f
         assert term.close() == 0, term.text
 
 
+def test_a_failover_target_says_a_planned_move_is_a_move(activemq, tcp_proxy_factory, tmp_path):
+    """rebalanceInterval moves the connection between two proxies of one broker by plan: the
+    shell prints each move as a move (where to, why), never "lost connection"."""
+    proxies = [tcp_proxy_factory(activemq.host_and_ports[0]) for _ in range(2)]
+    uri = "failover:(%s)?randomize=false&rebalanceInterval=1000&initialReconnectDelay=100" % ",".join(
+        "stomp://127.0.0.1:%d" % proxy.address[1] for proxy in proxies)
+    term = Terminal(AMQSTOMP + [uri], str(tmp_path), cli_env(str(tmp_path)))
+    try:
+        term.expect(re.escape(PROMPT))
+        mark = len(term.text)
+        term.expect(r"moving to 127\.0\.0\.1:%d \(rebalanceInterval\) \(a planned move, not a loss\)\n"
+                    % proxies[1].address[1], since=mark)
+        term.expect(r"reconnected to 127\.0\.0\.1:%d\n" % proxies[1].address[1], since=mark)
+        term.settle()
+        assert "lost connection" not in term.text[mark:], term.text[mark:]
+        term.send("quit")
+    finally:
+        assert term.close() == 0, term.text
+
+
 def test_tab_completes_a_destination_subscribed_to(activemq, tmp_path):
     """(stomp.py's completer takes two arguments where cmd passes four: it never completes.)"""
     queue = "/queue/cli.%s.complete" % uuid.uuid4().hex[:10]

@@ -10,13 +10,14 @@ amqstomp.jms.SpreadingProducer; docs/guides/scaling-out.md), on real brokers:
 - a spreading producer puts messages on every member; a stopped member's share goes to
   the others; after its restart a fan-in consumer finds every message sent.
 """
+import socket
 import threading
 import time
 import uuid
 from typing import Any, Dict, List
 
 import pytest
-from conftest import wait_until
+from conftest import StallProxy, wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInterruptedError
@@ -84,6 +85,20 @@ def test_member_urls_and_the_prefetch_split() -> None:
         split_prefetch(0, 2)
     with pytest.raises(ValueError, match="a transaction cannot span brokers"):
         FanInConsumer(["stomp://127.0.0.1:1"], "q", acknowledge_mode=amqstomp.SESSION_TRANSACTED)
+    # a broker listed twice: refused, naming it (and never its password)
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="B:2 is listed twice") as twice:
+        member_urls(["stomp://a:1", "stomp://b:2", "stomp://B:2?jms.password=pw1"])
+    assert "pw1" not in str(twice.value)
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="a:1 is listed twice"):
+        FanInConsumer("failover:(stomp://a:1,stomp://b:2,stomp://a:1)", "q")
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="a:1 is listed twice"):
+        SpreadingProducer(["failover:(stomp://a:1,stomp://c:3)", "stomp://a:1"], "q")
+    # rebalanceInterval in a URI the fan-in splits into one member per broker: refused, saying so
+    with pytest.raises(amqstomp.exception.ConfigurationError, match="one member per broker"):
+        FanInConsumer("failover:(stomp://a:1,stomp://b:2)?rebalanceInterval=2000", "q")
+    # a selector that is not a str: TypeError naming it
+    with pytest.raises(TypeError, match="selector must be a JMS selector"):
+        FanInConsumer(["stomp://127.0.0.1:1"], "q", selector=42)  # type: ignore[arg-type]
 
 
 def test_a_fan_in_consumer_takes_the_messages_stranded_without_replay(activemq_network_factory) -> None:
@@ -268,3 +283,137 @@ def test_a_full_broker_blocks_only_the_send_that_found_it_full(activemq_factory)
     print("\nspreading producer, broker 1 full: sent per broker %s (while one send waited: %s)" % (sent, waiting))
     assert wait_until(lambda: _size(roomy, queue) == sent[1], 10), (_size(roomy, queue), sent)
     assert len(set(drained)) == len(drained)
+
+
+def test_no_member_url_shows_its_password(activemq_factory, caplog) -> None:
+    """A member URL's jms.password shows nowhere the composition hands a URL out: the
+    exception listener's argument, ``lost``, ``brokers``, repr, exceptions, logs (any level)."""
+    caplog.set_level("DEBUG", logger="amqstomp")
+    secret = "Secr3tPW-" + uuid.uuid4().hex[:6]
+    broker = activemq_factory()
+    url = "%s?jms.userName=admin&jms.password=%s" % (broker.url, secret)
+    queue = _queue()
+    consumer = FanInConsumer([url], queue, timeout_s=30)
+    producer = SpreadingProducer([url], queue, timeout_s=30)
+    heard: List[str] = []
+    consumer.set_exception_listener(lambda u, exc: heard.append(u))
+    producer.set_exception_listener(lambda u, exc: heard.append(u))
+    shown: List[str] = [repr(consumer), repr(producer), producer.send("x")]
+    try:
+        broker.stop()
+        assert wait_until(lambda: consumer.lost, 20), consumer.lost
+        with pytest.raises(amqstomp.exception.ConnectionClosedException) as receiving:
+            for _ in range(50):  # bounded: each receive waits at most 0.2 s
+                consumer.receive(0.2)
+        with pytest.raises(amqstomp.exception.StompException) as sending:
+            producer.send("y")
+        shown += [str(receiving.value), str(sending.value)]
+        shown += heard + list(consumer.lost) + list(producer.lost) + consumer.brokers + producer.brokers
+        shown += [repr(consumer), repr(producer), caplog.text]
+        assert heard and all("jms.password" in u for u in heard)  # the URL is there, its password not
+        assert not [text for text in shown if secret in text], shown
+    finally:
+        consumer.close()
+        producer.close()
+    assert secret not in caplog.text
+
+
+def test_a_broker_that_never_connects_fails_the_start_up(activemq_factory) -> None:
+    """A failover URI with one broker down, no ``timeout_s``, no ``startupMaxReconnectAttempts``:
+    the construction raises ConnectFailedException after the members' bounded start-up attempts."""
+    broker = activemq_factory()
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        down = sock.getsockname()[1]
+    uri = "failover:(%s,stomp://127.0.0.1:%d)?maxReconnectDelay=200" % (broker.url, down)
+    outcome: List[Any] = []
+
+    def construct() -> None:
+        try:
+            outcome.append(FanInConsumer(uri, _queue()))
+        except BaseException as exc:  # what the construction raised
+            outcome.append(exc)
+    thread = threading.Thread(target=construct, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert outcome, "the construction still blocks after 60 s"
+    if isinstance(outcome[0], FanInConsumer):
+        outcome[0].close()
+    assert isinstance(outcome[0], amqstomp.exception.ConnectFailedException), outcome
+    assert "127.0.0.1:%d" % down in str(outcome[0])
+
+
+def test_close_while_a_send_waits_on_silent_brokers_is_bounded(activemq, stall_proxy) -> None:
+    """A spreading producer's close() from another thread, while a PERSISTENT send waits for
+    the RECEIPT of a broker gone silent (each member behind a proxy that forwards nothing),
+    returns within one JMS close timeout (jms.closeTimeout=3000, the members closed at once),
+    not after the send's jms.sendTimeout (60 s) nor one closeTimeout per member (9 s)."""
+    proxies = [stall_proxy] + [StallProxy(("127.0.0.1", activemq.stomp_port)) for _ in range(2)]
+    try:
+        urls = ["stomp://127.0.0.1:%d?jms.closeTimeout=3000&jms.sendTimeout=60000" % p.port for p in proxies]
+        producer = SpreadingProducer(urls, _queue(), timeout_s=30)
+        producer.send("before")
+        for proxy in proxies:
+            proxy.stall()
+        sending: List[Any] = []
+
+        def send() -> None:
+            try:
+                sending.append(producer.send("stuck", amqstomp.jms.PERSISTENT))
+            except BaseException as exc:  # what the stuck send ends with
+                sending.append(exc)
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        sender.join(1.0)
+        assert not sending, sending  # it waits for the silent broker's RECEIPT
+        closing: List[Any] = []
+
+        def close() -> None:
+            try:
+                producer.close()
+                closing.append("returned")
+            except BaseException as exc:
+                closing.append(exc)
+        closer = threading.Thread(target=close, daemon=True)
+        closer.start()
+        closer.join(7)  # one closeTimeout is 3 s; closing the three in turn would take 9 s
+        for proxy in proxies:
+            proxy.resume()
+        assert closing == ["returned"], "close() still blocked 7 s after it began: %r" % (closing,)
+        sender.join(10)
+        assert sending and isinstance(sending[0], amqstomp.exception.StompException), sending
+    finally:
+        for proxy in proxies[1:]:
+            proxy.close()
+
+
+def test_every_close_waits_for_the_running_listeners(activemq_factory) -> None:
+    """Two threads close a fan-in consumer while its listener runs: neither close()
+    returns before the listener has finished (JMS: close waits for running listeners)."""
+    broker = activemq_factory()
+    queue = _queue()
+    _produce(broker.url, queue, ["m0"])
+    consumer = FanInConsumer([broker.url], queue, timeout_s=30)
+    events: List[str] = []
+    started = threading.Event()
+    release = threading.Event()
+
+    def listener(message: Any) -> None:
+        started.set()
+        release.wait(10)
+        events.append("listener ended")
+    consumer.set_message_listener(listener)
+    assert started.wait(20)
+
+    def close(n: int) -> None:
+        consumer.close()
+        events.append("close %d returned" % n)
+    closers = [threading.Thread(target=close, args=(n,), daemon=True) for n in (1, 2)]
+    closers[0].start()
+    assert wait_until(lambda: consumer.closed, 10)
+    closers[1].start()
+    closers[1].join(1.0)  # the second close has had time to return, were it not to wait
+    release.set()
+    for closer in closers:
+        closer.join(20)
+    assert events[0] == "listener ended" and sorted(events[1:]) == ["close 1 returned", "close 2 returned"], events

@@ -170,6 +170,8 @@ class PlannedMoves:
     lost_at: Optional[float]
     lost_endpoint: Optional[HostAndPort]
     move_target: Optional[HostAndPort]
+    planned_moves: int
+    last_move: Optional[str]
 
     def move_to(self, target: HostAndPort, why: str = "priorityBackup") -> bool:
         """Probe thread (``why``: priorityBackup, rebalanceInterval): move the connection to ``target``.
@@ -189,9 +191,10 @@ class PlannedMoves:
             here = self.transport.last_host_and_port
             self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
             self.move_target = target
+            reason = "moving to %s:%s (%s)" % (target[0], target[1], why)
+            self.planned_moves, self.last_move = self.planned_moves + 1, reason  # before the listeners hear
         if self.prober is not None:
             self.prober.lost()
-        reason = "moving to %s:%s (%s)" % (target[0], target[1], why)
         self.transport.end_planned(reason)  # no loss: an instrumentation counts a move
         if self.hand_back is not None:
             try:

@@ -122,6 +122,7 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         self._quit = False
         self._busy = True  # a command (or the constructor) runs: async output prints no prompt
         self._connected_shown = threading.Event()
+        self._moves_seen = 0  # the reconnector's planned_moves when on_transport_interrupted last ran
         self._gone = threading.Event()
         self._receipts_shown: Dict[str, threading.Event] = {}  # sendrec's, printed by on_receipt
         self._history_file = _default_history() if history_file is None else history_file
@@ -226,8 +227,11 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         self._gone.set()
 
     def on_transport_interrupted(self) -> None:
-        """amqstomp's: a failover target lost its broker and reconnects."""
-        if not self._quit:
+        """amqstomp's: a failover target lost its broker and reconnects, or moves by plan (``planned_moves`` grew)."""
+        seen, self._moves_seen = self._moves_seen, getattr(getattr(self.conn, "reconnector", None), "planned_moves", 0)
+        if not self._quit and self._moves_seen != seen:
+            self._sysout("%s (a planned move, not a loss)" % (self.conn.reconnector.last_move,))
+        elif not self._quit:
             self._error("lost connection: reconnecting")
 
     def on_transport_resumed(self) -> None:

@@ -15,12 +15,15 @@ Licensed under the Apache License, Version 2.0.
 import logging
 import re
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Union
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..uri import redact
-from .connection import Connection
+from ..exception import ConfigurationError, StompException
+from ..uri import parse_uri, redact
+from .connection import Connection, ConnectionFactory
 
-__all__ = ["member_urls", "split_prefetch", "Member", "open_members", "close_members"]
+__all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "open_members",
+           "close_members", "Closing"]
 
 log = logging.getLogger("amqstomp.jms.fanin")
 
@@ -34,6 +37,8 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
     Raises:
         TypeError: ``brokers`` is neither a str nor a sequence of str.
         ValueError: no broker, or a ``failover:`` URI without parentheses.
+        ConfigurationError: a bad URL, a broker (host:port) listed twice, or
+            ``rebalanceInterval`` in a failover URI (one broker per member: nothing to rebalance).
     """
     if isinstance(brokers, str):
         text = brokers.strip()
@@ -45,6 +50,11 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
                              "failover:(stomp://a:61613,stomp://b:61613)?..., got %r" % (redact(text),))
         close = body.index(")")
         members, query = body[1:close], body[close + 1:].lstrip("?")
+        keys = [pair.split("=", 1)[0].lower() for pair in query.split("&") if pair]
+        if "rebalanceinterval" in keys:
+            raise ConfigurationError("brokers: rebalanceInterval has no meaning here: the fan-in consumer and the "
+                                     "spreading producer split a failover URI into one member per broker (each on "
+                                     "its own broker, nothing to rebalance), got %r" % (redact(text),))
         kept = [pair for pair in query.split("&") if pair and pair.split("=", 1)[0].lower() not in _CHOOSING]
         suffix = ("?" + "&".join(kept)) if kept else ""
         urls = ["failover:(%s)%s" % (member.strip(), suffix)
@@ -55,7 +65,38 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
         raise TypeError("brokers must be a broker URL (str) or a list of them, got %r" % (brokers,))
     if not urls or not all(urls):
         raise ValueError("brokers: at least one broker URL, none empty, got %r" % ([redact(u) for u in urls],))
+    seen: Dict[Tuple[str, int], str] = {}
+    for url in urls:
+        for endpoint in parse_uri(url).endpoints:
+            pair = (endpoint.host.lower(), endpoint.port)
+            if pair in seen:
+                raise ConfigurationError("brokers: %s:%d is listed twice (in %s and %s): one member per broker"
+                                         % (endpoint.host, endpoint.port, redact(seen[pair]), redact(url)))
+            seen[pair] = url
     return urls
+
+
+#: a ``failover:`` member's ``startupMaxReconnectAttempts`` when nothing else bounds its start-up
+#: (neither that option, nor ``timeout``, nor ``timeout_s``): a broker that does not connect
+#: fails the construction with ConnectFailedException instead of blocking it for ever
+STARTUP_ATTEMPTS = 10
+
+
+def member_factory(url: str, timeout_s: Optional[float], **options: Any) -> ConnectionFactory:
+    """The :class:`ConnectionFactory` of one member: ``url`` with ``options``; a
+    ``failover:`` URL whose start-up nothing bounds (no ``startupMaxReconnectAttempts``
+    and no ``timeout`` in the URL or ``options``, ``timeout_s`` None) gets
+    ``startupMaxReconnectAttempts`` = :data:`STARTUP_ATTEMPTS`.
+
+    Raises:
+        ConfigurationError: a bad URL or option.
+    """
+    factory = ConnectionFactory(url, **options)
+    resolved = factory.resolved
+    if (resolved.uri.failover and timeout_s is None
+            and not resolved.given & {"startup_max_reconnect_attempts", "timeout_ms"}):
+        factory = ConnectionFactory(url, **dict(options, startup_max_reconnect_attempts=STARTUP_ATTEMPTS))
+    return factory
 
 
 def split_prefetch(total: int, n: int) -> List[int]:
@@ -77,7 +118,11 @@ class Member:
     report it.
 
     Attributes:
-        url (str): the member's broker URL (as given; :func:`redact` it to log it).
+        url (str): the member's broker URL (as given: may hold ``jms.password``; never
+            shown outside the object).
+        name (str): ``url`` redacted (:func:`~amqstomp.uri.redact`): what the
+            composition shows of the member (exception listener argument, ``lost``
+            keys, ``brokers``, messages, logs).
         connection (Connection): its JMS connection.
         lost (BaseException | None): why the connection broke for good (the
             exception listener heard it, or a call raised it); the member is
@@ -86,10 +131,14 @@ class Member:
         full (bool): its producer flow control holds sends back
             (``on_usage_full`` heard, ``on_usage_not_full`` not yet).
         lock (threading.Lock): one caller at a time on its session.
+        close_timeout_s (float): its connection's ``jms.closeTimeout`` (s).
     """
 
-    def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None]) -> None:
+    def __init__(self, url: str, connection: Connection, report: Callable[[str, BaseException], None],
+                 close_timeout_s: float = 15.0) -> None:
         self.url = url
+        self.close_timeout_s = close_timeout_s
+        self.name = redact(url)
         self.connection = connection
         self.lost: Optional[BaseException] = None
         self.interrupted = False
@@ -101,7 +150,7 @@ class Member:
         connection.set_usage_listener(self._on_full, self._on_not_full)
 
     def __repr__(self) -> str:
-        return "<member %s%s>" % (redact(self.url), " lost" if self.lost is not None else "")
+        return "<member %s%s>" % (self.name, " lost" if self.lost is not None else "")
 
     @property
     def usable(self) -> bool:
@@ -113,22 +162,22 @@ class Member:
         if self.connection.failure is not None or self.connection.is_closed:
             self.mark_lost(self.connection.failure or exc)
         else:
-            log.warning("broker %s: %s", redact(self.url), exc)
-            self._report(self.url, exc)
+            log.warning("broker %s: %s", self.name, exc)
+            self._report(self.name, exc)
 
     def mark_lost(self, exc: BaseException) -> None:
         if self.lost is None:
             self.lost = exc
-            log.warning("broker %s lost: %s", redact(self.url), exc)
-            self._report(self.url, exc)
+            log.warning("broker %s lost: %s", self.name, exc)
+            self._report(self.name, exc)
 
     def on_transport_interrupted(self) -> None:
         self.interrupted = True
-        log.info("broker %s: socket lost, reconnecting", redact(self.url))
+        log.info("broker %s: socket lost, reconnecting", self.name)
 
     def on_transport_resumed(self) -> None:
         self.interrupted = False
-        log.info("broker %s: reconnected", redact(self.url))
+        log.info("broker %s: reconnected", self.name)
 
     def _on_full(self, event: Any) -> None:
         self.full = True
@@ -137,29 +186,97 @@ class Member:
         self.full = False
 
 
-def open_members(urls: Sequence[str], opener: Callable[[str, int], Connection],
+def open_members(urls: Sequence[str], opener: Callable[[str, int], Tuple[Connection, ConnectionFactory]],
                  report: Callable[[str, BaseException], None]) -> List[Member]:
-    """``opener(url, index)`` for each URL; on an error the ones opened are closed
-    and the error raised."""
+    """``opener(url, index)`` (the connection and its factory) for each URL; on an
+    error the ones opened are closed and the error raised."""
     members: List[Member] = []
     try:
         for index, url in enumerate(urls):
-            members.append(Member(url, opener(url, index), report))
+            connection, factory = opener(url, index)
+            close_ms = factory.options.get("close_timeout_ms") or 15000
+            members.append(Member(url, connection, report, close_ms / 1000.0))
     except BaseException:
         close_members(members)
         raise
     return members
 
 
+#: s a close() waits for the members' closing threads beyond the longest ``jms.closeTimeout``
+#: (each connection's close ends within its own; this only bounds the wait should one not)
+CLOSE_SLACK_S = 5.0
+
+
 def close_members(members: Sequence[Member]) -> None:
-    """Close every member's connection (each within its ``close_timeout_ms``),
-    even when one raises; the first error is raised after."""
-    first: Optional[BaseException] = None
-    for member in members:
+    """Close every member's connection at once, each on its own thread and within its
+    ``close_timeout_ms`` (``jms.closeTimeout``), so the whole close takes at most the
+    longest of them, not their sum (a member whose thread calls, a listener's close(),
+    is closed on this thread); even when one raises, the first error is raised after.
+
+    Raises:
+        StompException: the first error a connection's close raised, or a close that
+            did not end within its ``jms.closeTimeout`` and :data:`CLOSE_SLACK_S`.
+    """
+    errors: List[Optional[BaseException]] = [None] * len(members)
+
+    def close(index: int) -> None:
         try:
-            member.connection.close()
+            members[index].connection.close()
         except Exception as exc:  # keep closing the others
-            log.debug("closing %r: %s", member, exc)
-            first = first or exc
+            log.debug("closing %r: %s", members[index], exc)
+            errors[index] = exc
+
+    me = threading.current_thread()
+    inline = [i for i, member in enumerate(members) if me in member.connection.threads()]
+    closers: List[Tuple[int, threading.Thread]] = []
+    for index in range(len(members)):
+        if index not in inline:
+            thread = threading.Thread(target=close, args=(index,), name="amqstomp-jms-close", daemon=True)
+            thread.start()
+            closers.append((index, thread))
+    for index in inline:
+        close(index)
+    longest = max([member.close_timeout_s for member in members] or [0.0])
+    deadline = time.monotonic() + longest + CLOSE_SLACK_S
+    for index, thread in closers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive() and errors[index] is None:
+            errors[index] = StompException("closing %s did not end within its jms.closeTimeout (%.1f s)"
+                                           % (members[index].name, members[index].close_timeout_s))
+    first = next((exc for exc in errors if exc is not None), None)
     if first is not None:
         raise first
+
+
+
+
+class Closing:
+    """The close() of a composition: the first call closes the members
+    (:func:`close_members`); a concurrent or later call waits until that close has
+    ended (running listeners finished, as JMS asks of every close()), except on a
+    member's own thread (a listener's close(), which that close waits for)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def close(self, members: Sequence[Member]) -> None:
+        """Raises:
+            StompException: as :func:`close_members`; or, for a second call, the first
+                did not end within the longest ``jms.closeTimeout`` and :data:`CLOSE_SLACK_S`."""
+        with self._lock:
+            first = not self.closed
+            self.closed = True
+        if first:
+            try:
+                close_members(members)
+            finally:
+                self._done.set()
+            return
+        me = threading.current_thread()
+        if any(me in member.connection.threads() for member in members):
+            return
+        longest = max([member.close_timeout_s for member in members] or [0.0])
+        if not self._done.wait(longest + CLOSE_SLACK_S):
+            raise StompException("another thread's close() did not end within jms.closeTimeout (%.1f s)" % longest)

@@ -25,11 +25,11 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
-from ._members import Member, close_members, member_urls, open_members, split_prefetch
+from ._members import Closing, Member, member_factory, member_urls, open_members, split_prefetch
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener
@@ -76,6 +76,10 @@ class FanInConsumer:
         username (str | None): as :meth:`ConnectionFactory.create_connection`.
         password (str | None): as there (never logged).
         timeout_s (float | None): each connection's connect deadline (s), as there.
+            None: a ``failover:`` member without ``startupMaxReconnectAttempts`` or
+            ``timeout`` makes at most 10 start-up attempts
+            (:data:`~amqstomp.jms._members.STARTUP_ATTEMPTS`), then
+            ConnectFailedException: the construction never waits for ever.
         **options: :class:`ConnectionFactory` keywords for every connection
             (failover keywords only where the URLs are ``failover:``).
 
@@ -89,8 +93,9 @@ class FanInConsumer:
     Raises:
         ConnectFailedException: a broker could not be connected (the others are
             closed again).
-        ConfigurationError: a bad URL or option. TypeError / ValueError: bad
-            ``brokers``, ``prefetch`` or ``acknowledge_mode``.
+        ConfigurationError: a bad URL or option, a broker listed twice,
+            ``rebalanceInterval`` in a failover URI. TypeError / ValueError: bad
+            ``brokers``, ``selector``, ``prefetch`` or ``acknowledge_mode``.
     """
 
     def __init__(self, brokers: Union[str, Sequence[str]], destination: Union[Destination, str], *,
@@ -101,6 +106,8 @@ class FanInConsumer:
             raise ValueError("acknowledge_mode must be AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, "
                              "INDIVIDUAL_ACKNOWLEDGE or AT_MOST_ONCE (a transaction cannot span brokers), got %r"
                              % (acknowledge_mode,))
+        if selector is not None and not isinstance(selector, str):
+            raise TypeError("selector must be a JMS selector (str) or None, got %r" % (selector,))
         urls = member_urls(brokers)
         self.destination = as_destination(destination)
         if prefetch is None:
@@ -111,10 +118,10 @@ class FanInConsumer:
         self._exception_listener: Optional[BrokerListener] = None
         self._consumers: Dict[int, MessageConsumer] = {}
         self._next = 0
-        self._closed = False
+        self._closing = Closing()
 
-        def opener(url: str, index: int) -> Connection:
-            factory = ConnectionFactory(url, **dict(options, prefetch_all=self._shares[index]))
+        def opener(url: str, index: int) -> Tuple[Connection, ConnectionFactory]:
+            factory = member_factory(url, timeout_s, **dict(options, prefetch_all=self._shares[index]))
             connection = factory.create_connection(username, password, timeout_s)
             try:
                 session = connection.create_session(False, acknowledge_mode)
@@ -123,20 +130,20 @@ class FanInConsumer:
             except BaseException:
                 connection.close()
                 raise
-            return connection
+            return connection, factory
 
         self._members: List[Member] = open_members(urls, opener, self._report)
 
     def __repr__(self) -> str:
         return "<jms.FanInConsumer of %s on %d brokers%s>" % (self.destination, len(self._members),
-                                                              " closed" if self._closed else "")
+                                                              " closed" if self._closing.closed else "")
 
     # ------------------------------------------------------------ what it is
 
     @property
     def brokers(self) -> List[str]:
-        """The members' broker URLs, in order (may hold a password: redact before logging)."""
-        return [member.url for member in self._members]
+        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
+        return [member.name for member in self._members]
 
     @property
     def prefetch_shares(self) -> List[int]:
@@ -145,8 +152,9 @@ class FanInConsumer:
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (URL -> why); they are left out."""
-        return {member.url: member.lost for member in self._members if member.lost is not None}
+        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers`,
+        -> why); they are left out."""
+        return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property
     def connections(self) -> List[Connection]:
@@ -156,11 +164,11 @@ class FanInConsumer:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._closing.closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
-        """``listener(broker_url, exc)`` hears what goes wrong on a broker's
-        connection: its loss (the broker is then left out of :meth:`receive`),
+        """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`)
+        hears what goes wrong on a broker's connection: its loss (the broker is then left out of :meth:`receive`),
         an ERROR no call waits for. It runs on that connection's dispatcher thread."""
         self._exception_listener = listener
 
@@ -218,7 +226,7 @@ class FanInConsumer:
                 if message is not None:
                     self._next = (start + k + 1) % n
                     return message
-            if self._closed:
+            if self._closing.closed:
                 return None
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
@@ -242,31 +250,30 @@ class FanInConsumer:
             member.mark_lost(exc)
             return None
         except IllegalStateError:
-            if self._closed:
+            if self._closing.closed:
                 return None
             if member.connection.is_closed:  # closed under us: that broker is left out
-                member.mark_lost(IllegalStateError("the connection to %s was closed" % (member.url,)))
+                member.mark_lost(IllegalStateError("the connection to %s was closed" % (member.name,)))
                 return None
             raise
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._closing.closed:
             raise IllegalStateError("%r is closed" % (self,))
 
     # ------------------------------------------------------------ life
 
     def close(self) -> None:
-        """Close every broker's connection (each within its ``close_timeout_ms``):
+        """Close every broker's connection, all at once, each within its ``close_timeout_ms``
+        (``jms.closeTimeout``), so within the longest of them:
         messages delivered and not settled go back to their broker. Safe to call
-        more than once.
+        more than once; a call while another thread's close runs waits for it to end
+        (running listeners finished).
 
         Raises:
             StompException: the first error a connection's close raised, after closing the others.
         """
-        if self._closed:
-            return
-        self._closed = True
-        close_members(self._members)
+        self._closing.close(self._members)
 
     def __enter__(self) -> "FanInConsumer":
         return self

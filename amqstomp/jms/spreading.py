@@ -16,11 +16,10 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from ..uri import redact
-from ._members import Member, close_members, member_urls, open_members
+from ._members import Closing, Member, member_factory, member_urls, open_members
 from .connection import Connection, ConnectionFactory
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
@@ -48,6 +47,10 @@ class SpreadingProducer:
         username (str | None): as :meth:`ConnectionFactory.create_connection`.
         password (str | None): as there (never logged).
         timeout_s (float | None): each connection's connect deadline (s), as there.
+            None: a ``failover:`` member without ``startupMaxReconnectAttempts`` or
+            ``timeout`` makes at most 10 start-up attempts
+            (:data:`~amqstomp.jms._members.STARTUP_ATTEMPTS`), then
+            ConnectFailedException: the construction never waits for ever.
         **options: :class:`ConnectionFactory` keywords for every connection.
 
     Attributes:
@@ -58,7 +61,8 @@ class SpreadingProducer:
     Raises:
         ConnectFailedException: a broker could not be connected (the others are
             closed again).
-        ConfigurationError, TypeError, ValueError: bad brokers or options.
+        ConfigurationError, TypeError, ValueError: bad brokers or options (as
+            :class:`FanInConsumer`: a broker listed twice, ``rebalanceInterval`` in a failover URI).
     """
 
     def __init__(self, brokers: Union[str, Sequence[str]], destination: Union[Destination, str], *,
@@ -70,13 +74,14 @@ class SpreadingProducer:
         self._exception_listener: Optional[BrokerListener] = None
         self._lock = threading.Lock()
         self._next = 0
-        self._closed = False
+        self._closing = Closing()
         self._sent = [0] * len(urls)
         first: Optional[MessageProducer] = None
 
-        def opener(url: str, index: int) -> Connection:
+        def opener(url: str, index: int) -> Tuple[Connection, ConnectionFactory]:
             nonlocal first
-            connection = ConnectionFactory(url, **options).create_connection(username, password, timeout_s)
+            factory = member_factory(url, timeout_s, **options)
+            connection = factory.create_connection(username, password, timeout_s)
             try:
                 producer = connection.create_session().create_producer(self.destination)
             except BaseException:
@@ -84,7 +89,7 @@ class SpreadingProducer:
                 raise
             self._producers[index] = producer
             first = first or producer
-            return connection
+            return connection, factory
 
         self._members: List[Member] = open_members(urls, opener, self._report)
         assert first is not None
@@ -94,12 +99,12 @@ class SpreadingProducer:
 
     def __repr__(self) -> str:
         return "<jms.SpreadingProducer to %s on %d brokers%s>" % (self.destination, len(self._members),
-                                                                  " closed" if self._closed else "")
+                                                                  " closed" if self._closing.closed else "")
 
     @property
     def brokers(self) -> List[str]:
-        """The members' broker URLs, in order (may hold a password: redact before logging)."""
-        return [member.url for member in self._members]
+        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
+        return [member.name for member in self._members]
 
     @property
     def sent(self) -> List[int]:
@@ -108,8 +113,8 @@ class SpreadingProducer:
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (URL -> why); sends skip them."""
-        return {member.url: member.lost for member in self._members if member.lost is not None}
+        """The brokers whose connection broke for good (redacted URL -> why); sends skip them."""
+        return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property
     def connections(self) -> List[Connection]:
@@ -118,7 +123,7 @@ class SpreadingProducer:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._closing.closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
         """``listener(broker_url, exc)``: as :meth:`FanInConsumer.set_exception_listener`."""
@@ -134,7 +139,7 @@ class SpreadingProducer:
 
     def send(self, message: Union[Message, str, bytes], delivery_mode: Optional[int] = None,
              priority: Optional[int] = None, time_to_live: Optional[int] = None) -> str:
-        """Send ``message`` to one broker and return that broker's URL.
+        """Send ``message`` to one broker and return that broker's URL (redacted, as in :attr:`brokers`).
 
         The brokers are taken in turn (round robin). A broker is passed over
         while another caller's send holds it, while it is between sockets
@@ -163,7 +168,7 @@ class SpreadingProducer:
                 message may be on that broker; it is not sent elsewhere.
             IllegalStateError: closed.
         """
-        if self._closed:
+        if self._closing.closed:
             raise IllegalStateError("%r is closed" % (self,))
         n = len(self._members)
         with self._lock:
@@ -177,7 +182,7 @@ class SpreadingProducer:
                 continue
             try:
                 if self._send_on(index, message, delivery_mode, priority, time_to_live):
-                    return member.url
+                    return member.name
             finally:
                 member.lock.release()
             tried.append(index)
@@ -187,9 +192,9 @@ class SpreadingProducer:
                 continue
             with member.lock:
                 if self._send_on(index, message, delivery_mode, priority, time_to_live):
-                    return member.url
+                    return member.name
         raise ConnectionClosedException("no broker of %r took the message; lost: %s" % (
-            self, {redact(url): str(exc) for url, exc in self.lost.items()}))
+            self, {url: str(exc) for url, exc in self.lost.items()}))
 
     def _send_on(self, index: int, message: Union[Message, str, bytes], delivery_mode: Optional[int],
                  priority: Optional[int], time_to_live: Optional[int]) -> bool:
@@ -207,7 +212,7 @@ class SpreadingProducer:
                 self.priority if priority is None else priority,
                 self.time_to_live if time_to_live is None else time_to_live)
         except NotConnectedException as exc:  # no socket within the failover timeout: not written
-            log.info("broker %s: not connected, next broker: %s", redact(member.url), exc)
+            log.info("broker %s: not connected, next broker: %s", member.name, exc)
             return False
         except ConnectionClosedException:
             if connection.failure is not None:
@@ -219,16 +224,14 @@ class SpreadingProducer:
         return True
 
     def close(self) -> None:
-        """Close every broker's connection (each within its ``close_timeout_ms``).
-        Safe to call more than once.
+        """Close every broker's connection, all at once, each within its ``close_timeout_ms``
+        (``jms.closeTimeout``), so within the longest of them.
+        Safe to call more than once; a call while another thread's close runs waits for it to end.
 
         Raises:
             StompException: the first error a connection's close raised, after closing the others.
         """
-        if self._closed:
-            return
-        self._closed = True
-        close_members(self._members)
+        self._closing.close(self._members)
 
     def __enter__(self) -> "SpreadingProducer":
         return self
