@@ -22,8 +22,8 @@ from ..exception import ConfigurationError, StompException
 from ..uri import parse_uri, redact
 from .connection import Connection, ConnectionFactory
 
-__all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "open_members",
-           "close_members", "Closing"]
+__all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "MemberGroup",
+           "open_members", "close_members", "Closing"]
 
 log = logging.getLogger("amqstomp.jms.fanin")
 
@@ -280,3 +280,43 @@ class Closing:
         longest = max([member.close_timeout_s for member in members] or [0.0])
         if not self._done.wait(longest + CLOSE_SLACK_S):
             raise StompException("another thread's close() did not end within jms.closeTimeout (%.1f s)" % longest)
+
+
+class MemberGroup:
+    """What a fan-in consumer and a spreading producer share about their brokers: the members
+    (``_members``, set by the subclass), their close (``_closing``) and the exception listener
+    (``_exception_listener``), read the same way by both."""
+
+    _members: List[Member]
+    _closing: Closing
+    _exception_listener: Optional[Callable[[str, BaseException], None]] = None
+
+    @property
+    def brokers(self) -> List[str]:
+        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
+        return [member.name for member in self._members]
+
+    @property
+    def lost(self) -> Dict[str, BaseException]:
+        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers`,
+        -> why); they are left out (no message is received from or sent to them)."""
+        return {member.name: member.lost for member in self._members if member.lost is not None}
+
+    @property
+    def connections(self) -> List[Connection]:
+        """Each broker's JMS connection, in the order of :attr:`brokers` (to look at, e.g.
+        ``threads()``, ``failure``; closing one loses that broker)."""
+        return [member.connection for member in self._members]
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closing.closed
+
+    def _report(self, url: str, exc: BaseException) -> None:
+        listener = self._exception_listener
+        if listener is not None:
+            try:
+                listener(url, exc)
+            except Exception:  # the application's: logged, not raised into the connection
+                log.exception("exception listener of %r failed", self)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
-from ._members import Closing, Member, member_factory, member_urls, open_members, split_prefetch
+from ._members import Closing, Member, MemberGroup, member_factory, member_urls, open_members, split_prefetch
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener
@@ -50,7 +50,7 @@ FIRST_SLICE_S = 0.001
 WAIT_SLICE_S = 0.016
 
 
-class FanInConsumer:
+class FanInConsumer(MemberGroup):
     """One consumer of ``destination`` on every broker of ``brokers``.
 
     Args:
@@ -141,44 +141,15 @@ class FanInConsumer:
     # ------------------------------------------------------------ what it is
 
     @property
-    def brokers(self) -> List[str]:
-        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
-        return [member.name for member in self._members]
-
-    @property
     def prefetch_shares(self) -> List[int]:
         """Each broker's prefetch (messages), in the order of :attr:`brokers`."""
         return list(self._shares)
-
-    @property
-    def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers`,
-        -> why); they are left out."""
-        return {member.name: member.lost for member in self._members if member.lost is not None}
-
-    @property
-    def connections(self) -> List[Connection]:
-        """Each broker's JMS connection, in the order of :attr:`brokers` (to look at, e.g.
-        ``threads()``, ``failure``; closing one loses that broker)."""
-        return [member.connection for member in self._members]
-
-    @property
-    def closed(self) -> bool:
-        return self._closing.closed
 
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
         """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`)
         hears what goes wrong on a broker's connection: its loss (the broker is then left out of :meth:`receive`),
         an ERROR no call waits for. It runs on that connection's dispatcher thread."""
         self._exception_listener = listener
-
-    def _report(self, url: str, exc: BaseException) -> None:
-        listener = self._exception_listener
-        if listener is not None:
-            try:
-                listener(url, exc)
-            except Exception:  # the application's: logged, not raised into the connection
-                log.exception("exception listener of %r failed", self)
 
     # ------------------------------------------------------------ messages
 

@@ -19,7 +19,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from ._members import Closing, Member, member_factory, member_urls, open_members
+from ._members import Closing, Member, MemberGroup, member_factory, member_urls, open_members
 from .connection import Connection, ConnectionFactory
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
@@ -32,7 +32,7 @@ __all__ = ["SpreadingProducer"]
 log = logging.getLogger("amqstomp.jms.fanin")
 
 
-class SpreadingProducer:
+class SpreadingProducer(MemberGroup):
     """A producer of ``destination`` on every broker of ``brokers``; each
     :meth:`send` goes to the next broker in turn that can take it.
 
@@ -102,40 +102,13 @@ class SpreadingProducer:
                                                                   " closed" if self._closing.closed else "")
 
     @property
-    def brokers(self) -> List[str]:
-        """The members' broker URLs, in order, redacted (:func:`amqstomp.uri.redact`: no password)."""
-        return [member.name for member in self._members]
-
-    @property
     def sent(self) -> List[int]:
         """Messages each broker accepted (sends that returned), in the order of :attr:`brokers`."""
         return list(self._sent)
 
-    @property
-    def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (redacted URL -> why); sends skip them."""
-        return {member.name: member.lost for member in self._members if member.lost is not None}
-
-    @property
-    def connections(self) -> List[Connection]:
-        """Each broker's JMS connection, in the order of :attr:`brokers`."""
-        return [member.connection for member in self._members]
-
-    @property
-    def closed(self) -> bool:
-        return self._closing.closed
-
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
         """``listener(broker_url, exc)``: as :meth:`FanInConsumer.set_exception_listener`."""
         self._exception_listener = listener
-
-    def _report(self, url: str, exc: BaseException) -> None:
-        listener = self._exception_listener
-        if listener is not None:
-            try:
-                listener(url, exc)
-            except Exception:
-                log.exception("exception listener of %r failed", self)
 
     def send(self, message: Union[Message, str, bytes], delivery_mode: Optional[int] = None,
              priority: Optional[int] = None, time_to_live: Optional[int] = None) -> str:
