@@ -29,7 +29,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
-from ._members import Closing, Member, MemberGroup, member_factory, member_urls, open_members, split_prefetch
+from .._members import Closing, member_urls, split_prefetch
+from ._members import Member, MemberGroup, member_factory, open_members
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener

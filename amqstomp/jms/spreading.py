@@ -19,7 +19,8 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from ._members import Closing, Member, MemberGroup, member_factory, member_urls, open_members
+from .._members import Closing, member_urls
+from ._members import Member, MemberGroup, member_factory, open_members
 from .connection import Connection, ConnectionFactory
 from .destination import Destination, as_destination
 from .exceptions import IllegalStateError
