@@ -66,6 +66,17 @@ class UnackedMessages:
         """True while ``sub`` is an open subscription of this connection."""
         raise NotImplementedError  # SubscriptionManager's
 
+    def holds(self, ack_headers: Mapping[str, Any]) -> Optional[bool]:
+        """Whether this connection holds the message ``ack_headers`` name (the
+        identity an ACK names: :func:`amqstomp._core.frames.ack_identity`),
+        delivered and not acknowledged yet; nothing changes. None: not known (the
+        check is off: a MESSAGE of a subscription not made here came, or more
+        than :data:`UNACKED_MAX` wait). A composition of connections
+        (:class:`amqstomp.fanin.FanInConnection`) asks it to find the one an ACK is for."""
+        if not self._unacked_complete:
+            return None
+        return ack_identity(self.transport.version, ack_headers) in self._unacked
+
     def check_ack(self, command: str, ack_headers: Mapping[str, Any],
                   transaction: Optional[Any] = None, key: Optional[Tuple[str, ...]] = None) -> Optional[List[Any]]:
         """The application is about to send ACK/NACK ``ack_headers``: refuse one
