@@ -34,6 +34,9 @@ from ._compat import tuple_version
 from . import colours as colours
 from ._compat import install_as_stomp as install_as_stomp
 from .listener import TestListener as TestListener
+# client-side balancing over several brokers (docs/guides/scaling-out.md)
+from .fanin import FanInConnection as FanInConnection
+from .spreading import SpreadingConnection as SpreadingConnection
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers; at run time __getattr__ loads them
     from .jms import (
