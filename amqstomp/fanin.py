@@ -109,7 +109,9 @@ class FanInConnection(StompGroup):
         first ``total % n``, at least 1 each). A broker with no prefetch header
         (a generic one) gets none unless ``prefetch_size`` is given.
         ``ack='client'`` is cumulative per broker: an ACK covers the earlier
-        messages of the broker that delivered it only.
+        messages of the broker that delivered it only. All or nothing: when one
+        broker's connection refuses, those subscribed are unsubscribed again; a
+        ``stomp://`` broker found gone is marked lost and left out instead.
 
         Raises:
             ConfigurationError: a prefetch header (``activemq.prefetchSize``,
@@ -135,8 +137,16 @@ class FanInConnection(StompGroup):
                 extra_kw = dict(keyword_headers)
                 if share:
                     extra_kw["prefetch_size"] = share
-                member.connection.subscribe(destination, id, ack, headers, **extra_kw)
+                try:
+                    member.connection.subscribe(destination, id, ack, headers, **extra_kw)
+                except NotConnectedException as exc:
+                    if member.failover:  # no new socket within its timeout: the subscription would be missing there
+                        raise
+                    member.mark_lost(exc)  # a stomp:// member gone: left out, the others go on
+                    continue
                 done.append(member)
+            if not done:
+                self._live()  # every broker lost: NotConnectedException
         except BaseException:
             for member in done:
                 try:

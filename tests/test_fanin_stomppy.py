@@ -366,3 +366,43 @@ def test_disconnect_of_silent_brokers_is_bounded_and_parallel(activemq) -> None:
         for proxy in proxies:
             proxy.close()
     assert wait_until(lambda: threading.active_count() <= threads, 15), threading.enumerate()
+
+
+def test_a_stomp_member_lost_is_reported_and_left_out_its_password_never_shown(activemq_factory, caplog) -> None:
+    """Two standalone brokers, ``stomp://`` members (no reconnect), the second URL with a
+    jms.password: it connects with it; stopping that broker reports it once (redacted), it is
+    left out, the other broker's messages still come, and the password shows nowhere."""
+    caplog.set_level("DEBUG", logger="amqstomp")
+    secret = "Secr3tPW-" + uuid.uuid4().hex[:6]
+    brokers = [activemq_factory(), activemq_factory()]
+    name = _queue()
+    queue = "/queue/" + name
+    urls = [brokers[0].url, "%s?jms.userName=admin&jms.password=%s" % (brokers[1].url, secret)]
+    conn = amqstomp.FanInConnection(urls, timeout=10)
+    heard: List[Tuple[str, str]] = []
+    conn.set_exception_listener(lambda url, exc: heard.append((url, str(exc))))
+    acker = Acker(conn)
+    conn.set_listener("", acker)
+    try:
+        conn.connect()
+        conn.subscribe(queue, "x", ack="client-individual", prefetch_size=7)
+        assert conn.prefetch_shares("x") == [4, 3]
+        for i, broker in enumerate(brokers):
+            _produce(broker, queue, ["b%d-%d" % (i, k) for k in range(10)])
+        assert wait_until(lambda: len(acker.got) >= 20, 20), acker.got
+        for i in range(2):  # each broker's in its order
+            mine = [body for broker, body in acker.got if broker == conn.brokers[i]]
+            assert mine == ["b%d-%d" % (i, k) for k in range(10)], mine
+        brokers[1].stop()
+        assert wait_until(lambda: conn.brokers[1] in conn.lost, 20), conn.lost
+        assert [url for url, _ in heard] == [conn.brokers[1]] and "jms.password=***" in heard[0][0]
+        _produce(brokers[0], queue, ["after-%d" % k for k in range(5)])
+        assert wait_until(lambda: len(acker.got) >= 25, 20), acker.got
+        conn.subscribe("/queue/" + _queue(), "y")  # the lost broker left out
+        assert conn.is_connected()
+        shown = [repr(conn), str(conn.lost), str(heard), str(conn.brokers), caplog.text]
+        assert not [text for text in shown if secret in text], shown
+    finally:
+        conn.disconnect()
+    assert wait_until(lambda: _stat(brokers[0], name) == 0, 10)
+    assert secret not in caplog.text
