@@ -107,7 +107,9 @@ class FanInConnection(StompGroup):
         the destination's kind, 1000 for an ActiveMQ queue) split by
         :func:`amqstomp._members.split_prefetch` (``total // n`` each, one more for the
         first ``total % n``, at least 1 each). A broker with no prefetch header
-        (a generic one) gets none unless ``prefetch_size`` is given.
+        (a generic one) gets none unless ``prefetch_size`` is given; RabbitMQ, whose
+        plain subscription sends no ``prefetch-count`` (no limit), gets its share of
+        the same default (:class:`amqstomp.flow.PrefetchPolicy`, ActiveMQ 5.17's).
         ``ack='client'`` is cumulative per broker: an ACK covers the earlier
         messages of the broker that delivered it only. All or nothing: when one
         broker's connection refuses, those subscribed are unsubscribed again; a
