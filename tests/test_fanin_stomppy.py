@@ -8,9 +8,9 @@ amqstomp.SpreadingConnection; docs/guides/scaling-out.md), on real brokers:
   the same message-id (a topic message forwarded over a network: STOMP 1.1 ACKs name
   message-id + subscription): in the listener by its thread, elsewhere by ``broker=``,
   and an ambiguous one refused with nothing sent;
-- a member killed (kill -9) mid-run, persistent messages, client-individual ACKs:
-  nothing lost, every queue empty, threads and fds back to their baseline after
-  ``disconnect()``;
+- a member killed (kill -9) mid-run, persistent messages, client-individual ACKs
+  waiting for their receipts: nothing lost, no settled message delivered again, every
+  queue empty, threads and fds back to their baseline after ``disconnect()``;
 - spreading: N sends land evenly on every broker; a stopped broker is skipped; a
   fan-in connection then finds every message sent (0 lost); a broker whose producer
   flow control holds a send keeps only that send, the other thread's go elsewhere;
@@ -26,7 +26,9 @@ import pytest
 from conftest import StallProxy, wait_until
 
 import amqstomp
-from amqstomp.exception import AcknowledgeInterruptedError, ConfigurationError, UnknownMessageError
+from amqstomp.exception import (
+    AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError, UnknownMessageError,
+)
 from amqstomp.fanin import AmbiguousMessageError
 from amqstomp.testing import queue_statistics
 
@@ -66,10 +68,14 @@ class Acker(amqstomp.ConnectionListener):
     """Takes every MESSAGE; with ``ack`` set, ACKs it in the listener (on the thread of
     the connection that delivered it) through the fan-in connection."""
 
-    def __init__(self, fanin: Any, ack: bool = True, delay_s: float = 0.0) -> None:
+    def __init__(self, fanin: Any, ack: bool = True, delay_s: float = 0.0, receipts: bool = False) -> None:
         self.fanin = fanin
         self.ack = ack
         self.delay_s = delay_s
+        self.receipts = receipts  # each ACK waits for its RECEIPT: once it returns, the message is settled
+        self.settled: Set[str] = set()
+        self.settled_again: List[str] = []
+        self.in_doubt = 0
         self.got: List[Tuple[str, str]] = []  # (broker, body)
         self.frames: List[Tuple[str, Any]] = []
         self.interrupted = 0
@@ -83,15 +89,25 @@ class Acker(amqstomp.ConnectionListener):
             time.sleep(self.delay_s)
         with self.lock:
             self.frames.append((broker, frame))
+        with self.lock:
+            if frame.body in self.settled:
+                self.settled_again.append(frame.body)
         if self.ack:
             try:
-                self.fanin.ack(frame.headers["ack"])
+                self.fanin.ack(frame.headers["ack"], receipt="a-%s" % uuid.uuid4().hex if self.receipts else None)
             except AcknowledgeInterruptedError:  # its socket was lost (a broker killed): it comes again
                 with self.lock:
                     self.interrupted += 1
                 return
+            except AcknowledgeInDoubtError:  # written, the RECEIPT lost with the socket: it may come again
+                with self.lock:
+                    self.in_doubt += 1
+                    self.got.append((broker, frame.body))
+                return
         with self.lock:
             self.got.append((broker, frame.body))
+            if self.receipts:
+                self.settled.add(frame.body)
 
     def on_error(self, frame: Any) -> None:
         self.errors.append(frame.headers.get("message"))
@@ -230,7 +246,7 @@ def test_a_member_killed_mid_run_loses_nothing(activemq_factory) -> None:
     conn = amqstomp.FanInConnection(urls, timeout=10)
     lost: List[str] = []
     conn.set_exception_listener(lambda url, exc: lost.append(url))
-    acker = Acker(conn, delay_s=0.01)  # slow enough that the kill comes mid-run
+    acker = Acker(conn, delay_s=0.01, receipts=True)  # slow enough that the kill comes mid-run
     conn.set_listener("", acker)
     try:
         conn.connect()
@@ -245,8 +261,11 @@ def test_a_member_killed_mid_run_loses_nothing(activemq_factory) -> None:
         assert all(wait_until(lambda b=b: _stat(b, queue) == 0, 20) for b in brokers), \
             [(_stat(b, queue), _stat(b, queue, "inflightCount")) for b in brokers]
         assert conn.lost == {} and lost == [] and acker.errors == []  # the member on it reconnected by itself
+        time.sleep(1.0)  # a settled message delivered again would come by now
+        assert acker.settled_again == []  # an ACK whose RECEIPT came is never undone
         print("\nfan-in connection, broker 2 killed mid-run: %d deliveries for %d messages, %d ACKs refused "
-              "(their socket lost: redelivered)" % (len(acker.got), len(everything), acker.interrupted))
+              "(their socket lost: redelivered), %d in doubt, 0 settled messages delivered again"
+              % (len(acker.got), len(everything), acker.interrupted, acker.in_doubt))
     finally:
         conn.disconnect()
     assert wait_until(lambda: threading.active_count() <= threads and _fds() <= fds, 15), (
