@@ -148,8 +148,8 @@ def _failover_options(uri: BrokerURI, target: Target) -> None:
     options = {o.keyword: o.default for o in FAILOVER_OPTIONS.values()}
     for name, value in uri.failover_options.items():
         if name in _FAILOVER_UNUSED:
-            raise ConfigurationError("failover option %s is not used by stomp.py's API (the command-line client, FanInConnection, "
-                                     "SpreadingConnection): %s"
+            raise ConfigurationError("failover option %s is not used by stomp.py's API (the command-line client, "
+                                     "FanInConnection, SpreadingConnection): %s"
                                      % (_uri_name(name), _FAILOVER_UNUSED[name]))
         options[name] = value
     exponential = options["reconnect_use_exponential_back_off"]

@@ -18,6 +18,8 @@ EXPORTED = [
     # stomp.py's other names (amqstomp.install_as_stomp, tests/test_stomppy_surface.py)
     "install_as_stomp", "tuple_version", "adapter", "colours", "connect", "constants", "log",
     "WSConnection", "WSStompConnection", "protocol", "transport",
+    # client-side balancing over several brokers (amqstomp.fanin, amqstomp.spreading)
+    "FanInConnection", "SpreadingConnection",
 ]
 #: what ``from amqstomp import *`` gives: stomp.py 9.0's ``from stomp import *`` (tests/test_stomppy_surface.py)
 STAR = [
