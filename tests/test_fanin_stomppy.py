@@ -118,6 +118,8 @@ def test_arguments_refused_before_anything_is_sent() -> None:
         amqstomp.FanInConnection("failover:(stomp://a:1,stomp://b:2,stomp://a:1)")
     with pytest.raises(ConfigurationError, match="one member per broker"):
         amqstomp.SpreadingConnection("failover:(stomp://a:1,stomp://b:2)?rebalanceInterval=2000")
+    with pytest.raises(ConfigurationError, match="failover option timeout is not used by stomp.py's API"):
+        amqstomp.SpreadingConnection("failover:(stomp://a:1,stomp://b:2)?timeout=1000")
     with pytest.raises(ValueError, match="version must be"):
         amqstomp.FanInConnection(["stomp://127.0.0.1:1"], version="2.0")
     conn = amqstomp.FanInConnection(["stomp://127.0.0.1:1", "stomp://127.0.0.1:2?jms.password=pw1"])
