@@ -181,13 +181,15 @@ class StompGroup(shared.MemberGroup[Any]):
 
     # ------------------------------------------------------------ life
 
-    def connect(self, username: Optional[str] = None, passcode: Optional[str] = None,
-                headers: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None,
-                **keyword_headers: Any) -> None:
-        """Connect every broker's connection (``connect(wait=True)``, in turn), each with
+    def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = True,
+                headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
+                timeout: Optional[float] = None, **keyword_headers: Any) -> None:
+        """Connect every broker's connection (its ``connect(wait=True)``, in turn), each with
         ``username``/``passcode`` (else its URL's ``jms.userName``/``jms.password``) and
-        the CONNECT ``headers``. Bounded: each connect waits at most ``timeout`` s (else
-        the connection's ``timeout``, else 30 s), a ``failover:`` member's passes included.
+        the CONNECT ``headers`` (stomp.py's signature; ``wait`` is accepted and the call
+        always waits: a composition needs to know which brokers it has). Bounded: each
+        connect waits at most ``timeout`` s (else the connection's ``timeout``, else
+        30 s), a ``failover:`` member's passes included.
 
         Raises:
             ConnectFailedException: a broker could not be connected (those connected
@@ -203,7 +205,8 @@ class StompGroup(shared.MemberGroup[Any]):
                 wait_s = timeout if timeout is not None else member.wait_s
                 member.connection.connect(username if username is not None else member.username,
                                           passcode if passcode is not None else member.password,
-                                          wait=True, headers=merged, timeout=wait_s, **keyword_headers)
+                                          wait=True, headers=merged, with_connect_command=with_connect_command,
+                                          timeout=wait_s, **keyword_headers)
         except BaseException:
             self.disconnect()
             raise

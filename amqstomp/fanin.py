@@ -207,7 +207,10 @@ class FanInConnection(StompGroup):
            held by more than one (message-ids are per broker: a collision),
            :class:`AmbiguousMessageError`, nothing sent;
         4. held by none: the connections are asked in turn and answer by their own
-           rules (a message of a lost socket: AcknowledgeInterruptedError).
+           rules (a message of a lost socket: AcknowledgeInterruptedError); one whose
+           record is off (``holds`` None: a MESSAGE of a SUBSCRIBE it did not make, or
+           more than 131072 unacknowledged) is asked first and writes it, as a plain
+           connection then would.
 
         With ``receipt`` it returns only once that broker's RECEIPT came.
 

@@ -160,7 +160,7 @@ def test_the_stranded_messages_come_to_a_fan_in_connection(activemq_network_fact
     acker = Acker(conn)
     conn.set_listener("", acker)
     try:
-        conn.connect()
+        conn.connect("admin", "admin", wait=True)  # stomp.py's call
         conn.subscribe("/queue/" + queue, "fan", ack="client-individual", prefetch_size=30)
         assert conn.prefetch_shares("fan") == [10, 10, 10]
         assert wait_until(lambda: len(acker.got) >= 20, 30), acker.got
