@@ -14,7 +14,9 @@ amqstomp.SpreadingConnection; docs/guides/scaling-out.md), on real brokers:
 - spreading: N sends land evenly on every broker; a stopped broker is skipped; a
   fan-in connection then finds every message sent (0 lost); a broker whose producer
   flow control holds a send keeps only that send, the other thread's go elsewhere;
-- ``disconnect()`` of brokers gone silent is bounded and runs in parallel.
+- ``disconnect()`` of brokers gone silent is bounded and runs in parallel;
+- a ``stomp://`` member lost (no reconnect) is reported once, redacted, and left out,
+  by both compositions.
 """
 import os
 import threading
@@ -427,3 +429,23 @@ def test_a_stomp_member_lost_is_reported_and_left_out_its_password_never_shown(a
         conn.disconnect()
     assert wait_until(lambda: _stat(brokers[0], name) == 0, 10)
     assert secret not in caplog.text
+
+
+def test_a_spreading_connection_leaves_a_lost_stomp_member_out(activemq_factory) -> None:
+    """``stomp://`` members (no reconnect): a stopped broker is reported once and its
+    share goes to the other; every send with a receipt is on a broker (0 lost)."""
+    brokers = [activemq_factory(), activemq_factory()]
+    name = _queue()
+    heard: List[str] = []
+    with amqstomp.SpreadingConnection([b.url for b in brokers], timeout=10) as producer:
+        producer.set_exception_listener(lambda url, exc: heard.append(url))
+        producer.connect()
+        for k in range(10):
+            producer.send("/queue/" + name, "a%d" % k, receipt="ra-%d" % k)
+        assert producer.sent == [5, 5]
+        brokers[1].stop()
+        for k in range(10):
+            assert producer.send("/queue/" + name, "b%d" % k, receipt="rb-%d" % k) == producer.brokers[0]
+        assert producer.sent == [15, 5] and list(producer.lost) == [producer.brokers[1]]
+        assert heard == [producer.brokers[1]]
+    assert _stat(brokers[0], name) == 15
