@@ -25,7 +25,8 @@ from conftest import wait_until
 
 import amqstomp
 from amqstomp._core.backoff import ReconnectPolicy
-from amqstomp._core.rebalance import MIN_REBALANCE_INTERVAL_MS, Rebalance
+from amqstomp._core import settle
+from amqstomp._core.rebalance import MAX_SETTLE_MS, MIN_REBALANCE_INTERVAL_MS, Rebalance
 from amqstomp.exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError
 from amqstomp.testing.statistics import queue_statistics
 from amqstomp.uri import parse_uri
@@ -55,6 +56,33 @@ def test_a_move_is_due_one_interval_after_each_connection_to_the_next_broker_rou
     two = Rebalance(1000, [A, B, A])  # a broker listed twice is one broker
     two.connected(A, 0.0)
     assert two.due(1.0) == [B]
+
+
+def test_a_due_move_settles_first_until_nothing_is_held_or_the_bound_passes() -> None:
+    plan = Rebalance(2500, [A, B])
+    assert plan.settle_ms == 2500 and Rebalance(600000, [A, B]).settle_ms == MAX_SETTLE_MS
+    plan.connected(A, 0.0)
+    assert plan.move_now(2.5, 7)  # not settling: nothing to wait for
+    plan.settling(2.5)  # a broker answered: nothing new is handed over from now
+    assert not plan.move_now(2.6, 3) and plan.settle_wait_s(2.6) == pytest.approx(2.4)
+    assert plan.move_now(2.7, 0)  # the application settled all it held: move at once
+    assert not plan.move_now(4.99, 1) and plan.move_now(5.0, 1)  # the bound: what it holds is handed back
+    assert plan.settle_wait_s(6.0) == 0.0
+    plan.stopped()  # moving (or lost): no longer settling
+    assert plan.settle_until is None and plan.settle_wait_s(6.0) == 0.0 and plan.move_now(6.0, 9)
+
+
+def test_a_socket_settling_before_a_move_hands_nothing_more_over() -> None:
+    class Alive:
+        def link_alive(self, seq: int) -> bool:
+            return seq == 4
+
+    acked, auto = settle.Subscribed("client-individual", app_acked=True), settle.Subscribed("auto")
+    assert settle.hand_over(4, 0, acked, True, Alive()) == settle.HAND_OVER_NOTE
+    assert settle.hand_over(4, 0, acked, True, Alive(), moving_seq=4) == settle.DROP_MOVING
+    assert settle.hand_over(4, 0, auto, True, Alive(), moving_seq=4) == settle.HAND_OVER  # settled by the broker
+    assert settle.hand_over(4, 0, settle.Subscribed("client"), True, Alive(), moving_seq=4) == settle.DROP_MOVING
+    assert settle.hand_over(4, 0, acked, True, Alive(), moving_seq=3) == settle.HAND_OVER_NOTE  # an older move's
 
 
 def test_with_randomize_the_next_broker_is_another_one_at_random() -> None:
@@ -316,3 +344,101 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
     assert redelivered > 0  # the moves handed back a prefetched backlog, drained on coming back
     assert transport.current_host_and_port is None  # closed
     assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.endswith("-rebalance")], 10)
+
+
+# --------------------------------------------------------------------------- settle before moving, large prefetch
+
+#: the settle-first run's bound on the whole run (s): 300 messages at 40 ms each are 12 s of work
+SETTLE_RUN_BOUND_S = 90.0
+
+
+def _stomppy_listener_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run,
+                               prefetch: Optional[int]) -> Tuple[Any, Any, Any, Any]:
+    """stomp.py's usual consumer: the work and a synchronous ACK in the listener (on the dispatcher
+    thread), so what the broker prefetched waits in amqstomp's buffer, not in the application's."""
+    conn = amqstomp.Connection12(addresses, auto_reconnect=True, reconnect_attempts_max=-1,
+                                 reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
+                                 rebalance_interval_ms=INTERVAL_MS, timeout=10)
+    count = iter(range(1, 1 << 30))
+
+    class Worker:
+        def on_message(self, frame: Any) -> None:
+            body = frame.body if isinstance(frame.body, str) else frame.body.decode()
+            run.got(body, conn.transport.current_host_and_port, frame.headers.get("redelivered") == "true")
+            time.sleep(CONSUME_S)
+            receipt = "ack-%d" % next(count)
+            try:
+                conn.ack(frame.headers["ack"], receipt=receipt)
+                conn.wait_for_receipt(receipt, timeout=10)
+            except AcknowledgeInterruptedError:  # handed back by a move: it comes again
+                run.not_settled += 1
+                return
+            except Exception as exc:
+                run.errors.append(exc)
+                return
+            run.settle(body)
+
+    conn.set_listener("worker", Worker())
+    conn.connect(wait=True)
+    headers = {} if prefetch is None else {"activemq.prefetchSize": prefetch}
+    conn.subscribe("/queue/" + queue_name, id="s1", ack="client-individual", headers=headers)
+    return conn, lambda: run.stop.wait(SETTLE_RUN_BOUND_S + 30), conn.transport, conn.reconnector
+
+
+@pytest.mark.parametrize("prefetch", [1000, None], ids=["prefetch1000", "default"])
+@pytest.mark.parametrize("api", ["stomppy", "jms"])
+def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(activemq_factory, api, prefetch) -> None:
+    """ActiveMQ's default prefetch (1000): the consumer is handed more than it can work through
+    in an interval; each move first stops handing it new messages and waits for it to settle
+    what it has, so every message is delivered to the application about once."""
+    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-settle-%d" % i) for i in (1, 2)]
+    first, other = (b.host_and_ports[0] for b in brokers)
+    queue_name = "amqstomp-settle-" + uuid.uuid4().hex[:10]
+    run = Run()
+    if api == "jms":
+        url = "failover:(%s,%s)?randomize=false&rebalanceInterval=%d&initialReconnectDelay=100" \
+              "&maxReconnectDelay=500" % (brokers[0].url, brokers[1].url, INTERVAL_MS)
+        if prefetch is not None:
+            url += "&jms.prefetchPolicy.queuePrefetch=%d" % prefetch
+        conn, loop, transport, reconnector = _jms_consumer(url, queue_name, run)
+    else:
+        conn, loop, transport, reconnector = _stomppy_listener_consumer([first, other], queue_name, run, prefetch)
+    sent: List[str] = []
+    produced = threading.Event()
+    threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
+               threading.Thread(target=_produce, name="test-producer", daemon=True,
+                                args=(brokers, queue_name, sent, produced))]
+    try:
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        assert produced.wait(90)
+        assert wait_until(lambda: run.settled_all(sent), SETTLE_RUN_BOUND_S, interval=0.1), \
+            "not settled in %.0f s: %d of %d; %d moves, %d deliveries, %d refused, queues %s" % (
+                time.monotonic() - started, len(run.settled), len(sent), reconnector.prober.moves,
+                len(run.deliveries), run.not_settled, [queue_statistics(b, queue_name) for b in brokers])
+        took = time.monotonic() - started
+        time.sleep(0.5)  # a late duplicate would show now
+    finally:
+        run.stop.set()
+        for thread in threads:
+            thread.join(30)
+        conn.close() if api == "jms" else conn.disconnect()
+    left = [queue_statistics(broker, queue_name)["size"] for broker in brokers]
+    moves = reconnector.prober.moves
+    with run.lock:
+        per_broker = Counter(broker for _, broker, _ in run.deliveries)
+        delivered = len(run.deliveries)
+    print("\n%s prefetch %s: all settled in %.1f s; %d moves, %d deliveries of %d messages (%s), %d acknowledgements "
+          "refused, left on the brokers %s" % (api, prefetch or "default", took, moves, delivered, len(sent),
+                                               ", ".join("%s:%s %d" % (b[0], b[1], n) for b, n in per_broker.items()
+                                                         if b), run.not_settled, left))
+    assert run.errors == []
+    assert len(sent) == MESSAGES and run.settled_again == []  # every one settled, none twice
+    assert left == [0, 0]
+    assert moves >= 2 and per_broker[first] > 0 and per_broker[other] > 0  # it moved away and came back
+    # each move hands back at most what the application held at the settle bound (here: nothing or the
+    # one in hand), not the prefetched backlog: about one delivery per message
+    assert delivered <= MESSAGES + moves, "%d deliveries of %d messages in %d moves" % (delivered, MESSAGES, moves)
+    assert run.not_settled <= moves
+    assert took < SETTLE_RUN_BOUND_S
