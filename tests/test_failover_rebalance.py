@@ -251,7 +251,8 @@ class _Frames:
         self.queue.put(frame)
 
 
-def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run) -> Tuple[Any, Any, Any, Any]:
+def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run,
+                      prefetch: Optional[int] = PREFETCH) -> Tuple[Any, Any, Any, Any]:
     conn = amqstomp.Connection12(addresses, auto_reconnect=True, reconnect_attempts_max=-1,
                                  reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
                                  rebalance_interval_ms=INTERVAL_MS, timeout=10)
@@ -259,7 +260,7 @@ def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Ru
     conn.set_listener("frames", frames)
     conn.connect(wait=True)
     conn.subscribe("/queue/" + queue_name, id="s1", ack="client-individual",
-                   headers={"activemq.prefetchSize": PREFETCH})
+                   headers={} if prefetch is None else {"activemq.prefetchSize": prefetch})
 
     def loop() -> None:
         deadline = time.monotonic() + 200
@@ -352,37 +353,42 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
 SETTLE_RUN_BOUND_S = 90.0
 
 
-def _stomppy_listener_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run,
-                               prefetch: Optional[int]) -> Tuple[Any, Any, Any, Any]:
-    """stomp.py's usual consumer: the work and a synchronous ACK in the listener (on the dispatcher
-    thread), so what the broker prefetched waits in amqstomp's buffer, not in the application's."""
-    conn = amqstomp.Connection12(addresses, auto_reconnect=True, reconnect_attempts_max=-1,
-                                 reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
-                                 rebalance_interval_ms=INTERVAL_MS, timeout=10)
-    count = iter(range(1, 1 << 30))
+def _jms_batch_consumer(url: str, queue_name: str, run: Run) -> Tuple[Any, Any, Any, Any]:
+    """A JMS CLIENT_ACKNOWLEDGE consumer that acknowledges in batches: every 10 messages, and
+    whatever it holds when receive() finds nothing (acknowledge() covers the session's messages)."""
+    conn = amqstomp.ConnectionFactory(url + "&jms.sendAcksAsync=false").create_connection(timeout_s=30)
+    consumer = conn.create_session(acknowledge_mode=amqstomp.CLIENT_ACKNOWLEDGE) \
+        .create_consumer(amqstomp.Queue(queue_name))
+    conn.start()
+    transport = conn._state.consumer_link.transport
 
-    class Worker:
-        def on_message(self, frame: Any) -> None:
-            body = frame.body if isinstance(frame.body, str) else frame.body.decode()
-            run.got(body, conn.transport.current_host_and_port, frame.headers.get("redelivered") == "true")
-            time.sleep(CONSUME_S)
-            receipt = "ack-%d" % next(count)
+    def loop() -> None:
+        deadline = time.monotonic() + SETTLE_RUN_BOUND_S + 30
+        batch: List[Any] = []
+        while not run.stop.is_set() and time.monotonic() < deadline:
             try:
-                conn.ack(frame.headers["ack"], receipt=receipt)
-                conn.wait_for_receipt(receipt, timeout=10)
-            except AcknowledgeInterruptedError:  # handed back by a move: it comes again
-                run.not_settled += 1
-                return
+                message = consumer.receive(0.1)
             except Exception as exc:
                 run.errors.append(exc)
                 return
-            run.settle(body)
+            if message is not None:
+                run.got(message.text, transport.current_host_and_port, bool(message.redelivered))
+                time.sleep(CONSUME_S)
+                batch.append(message)
+            if not batch or (message is not None and len(batch) < 10):
+                continue
+            try:
+                batch[-1].acknowledge()
+            except (AcknowledgeInterruptedError, AcknowledgeInDoubtError):
+                run.not_settled += len(batch)  # handed back by a move: they come again
+            except Exception as exc:
+                run.errors.append(exc)
+            else:
+                for settled in batch:
+                    run.settle(settled.text)
+            batch = []
 
-    conn.set_listener("worker", Worker())
-    conn.connect(wait=True)
-    headers = {} if prefetch is None else {"activemq.prefetchSize": prefetch}
-    conn.subscribe("/queue/" + queue_name, id="s1", ack="client-individual", headers=headers)
-    return conn, lambda: run.stop.wait(SETTLE_RUN_BOUND_S + 30), conn.transport, conn.reconnector
+    return conn, loop, transport, conn._state.consumer_link.reconnector
 
 
 @pytest.mark.parametrize("prefetch", [1000, None], ids=["prefetch1000", "default"])
@@ -400,9 +406,9 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(active
               "&maxReconnectDelay=500" % (brokers[0].url, brokers[1].url, INTERVAL_MS)
         if prefetch is not None:
             url += "&jms.prefetchPolicy.queuePrefetch=%d" % prefetch
-        conn, loop, transport, reconnector = _jms_consumer(url, queue_name, run)
+        conn, loop, transport, reconnector = _jms_batch_consumer(url, queue_name, run)
     else:
-        conn, loop, transport, reconnector = _stomppy_listener_consumer([first, other], queue_name, run, prefetch)
+        conn, loop, transport, reconnector = _stomppy_consumer([first, other], queue_name, run, prefetch)
     sent: List[str] = []
     produced = threading.Event()
     threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
@@ -437,8 +443,10 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(active
     assert len(sent) == MESSAGES and run.settled_again == []  # every one settled, none twice
     assert left == [0, 0]
     assert moves >= 2 and per_broker[first] > 0 and per_broker[other] > 0  # it moved away and came back
-    # each move hands back at most what the application held at the settle bound (here: nothing or the
-    # one in hand), not the prefetched backlog: about one delivery per message
-    assert delivered <= MESSAGES + moves, "%d deliveries of %d messages in %d moves" % (delivered, MESSAGES, moves)
-    assert run.not_settled <= moves
+    # a move hands back only what the application still held at the settle bound (the stomp.py consumer
+    # queues every frame it is handed: what it did not get through within the bound; the JMS one: nothing),
+    # not the prefetched backlog: without settling first, 3,052 deliveries of 300 in 120 s, never done
+    bound = MESSAGES * 3 // 2 if api == "stomppy" else MESSAGES + moves
+    assert delivered <= bound, "%d deliveries of %d messages in %d moves" % (delivered, MESSAGES, moves)
+    assert run.not_settled == delivered - MESSAGES  # each refused one came again, and only those
     assert took < SETTLE_RUN_BOUND_S
