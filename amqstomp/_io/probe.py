@@ -194,7 +194,8 @@ class PlannedMoves:
             if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
                 return False
         plan = None if self.prober is None else self.prober.plan
-        if self.settle is not None and getattr(plan, "settle_ms", 0):
+        settle_ms = int(getattr(plan, "settle_ms", 0) or 0)  # rebalanceInterval's; priorityBackup: none
+        if self.settle is not None and settle_ms > 0:
             self.settle_first(plan)
         with self._lock:
             if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
