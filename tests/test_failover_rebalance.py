@@ -450,3 +450,69 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(active
     assert delivered <= bound, "%d deliveries of %d messages in %d moves" % (delivered, MESSAGES, moves)
     assert run.not_settled == delivered - MESSAGES  # each refused one came again, and only those
     assert took < SETTLE_RUN_BOUND_S
+
+
+def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_broker_error(activemq_factory) -> None:
+    """The race injected: the application ACKs (with a receipt) a message it still holds at the
+    settle bound just as the move writes its DISCONNECT (from a listener's on_send of it). The ACK
+    is refused unwritten with AcknowledgeInterruptedError -- not ActiveMQ's ERROR "Not connected."
+    (BrokerError) nor a bare ConnectionClosedException -- and the message comes again."""
+    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-race-%d" % i) for i in (1, 2)]
+    queue_name = "/queue/amqstomp-race-" + uuid.uuid4().hex[:10]
+    conn = amqstomp.Connection12([b.host_and_ports[0] for b in brokers], auto_reconnect=True,
+                                 reconnect_attempts_max=-1, reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
+                                 rebalance_interval_ms=MIN_REBALANCE_INTERVAL_MS, timeout=10)
+    frames = _Frames()
+    outcome: "queue.Queue[Any]" = queue.Queue()
+
+    class RacingAck:
+        held: Optional[Any] = None
+
+        def on_send(self, frame: Any) -> None:
+            if frame.cmd == "DISCONNECT" and str(frame.headers.get("receipt", "")).startswith("amqstomp-move-") \
+                    and self.held is not None:
+                held, self.held = self.held, None
+
+                def ack() -> None:
+                    try:
+                        conn.ack(held.headers["ack"], receipt="racing")
+                        conn.wait_for_receipt("racing", timeout=10)
+                        outcome.put("applied")
+                    except Exception as exc:
+                        outcome.put(exc)
+
+                racer = threading.Thread(target=ack, name="test-racing-ack", daemon=True)
+                racer.start()
+                racer.join(0.5)  # it waits for the DISCONNECT to go out (or, unguarded, races it)
+
+    racing = RacingAck()
+    conn.set_listener("frames", frames)
+    conn.set_listener("racing", racing)
+    try:
+        conn.connect(wait=True)
+        conn.subscribe(queue_name, id="s1", ack="client-individual", headers={"activemq.prefetchSize": 1})
+        sender = amqstomp.Connection12([brokers[0].host_and_ports[0]])
+        sender.connect(wait=True)
+        sender.send(queue_name, "held", headers={"persistent": "true", "receipt": "sent"})
+        sender.wait_for_receipt("sent", timeout=10)
+        sender.disconnect()
+        first = frames.queue.get(timeout=10)
+        racing.held = first  # held past the settle bound (1 s): the move hands it back
+        result = outcome.get(timeout=MIN_REBALANCE_INTERVAL_MS / 1000.0 * 2 + MOVE_BOUND_S)
+        assert isinstance(result, AcknowledgeInterruptedError), result
+        # it comes again, once the connection is back on the broker it left
+        again = None
+        deadline = time.monotonic() + 30
+        while again is None and time.monotonic() < deadline:
+            try:
+                frame = frames.queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if frame.body == "held":
+                again = frame
+        assert again is not None and again.headers.get("redelivered") == "true"
+        conn.ack(again.headers["ack"], receipt="again")
+        conn.wait_for_receipt("again", timeout=10)
+    finally:
+        conn.disconnect()
+    assert [queue_statistics(b, queue_name.rsplit("/", 1)[1])["size"] for b in brokers] == [0, 0]
