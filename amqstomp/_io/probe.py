@@ -231,14 +231,13 @@ class PlannedMoves:
         assert settle is not None
         seq = settle.settling()
         started = time.monotonic()
-        with self._lock:
-            plan.settling(started)
+        # (the plan's settle state is this thread's; a stop or loss meanwhile clears it: the move goes on, and
+        # the checks after this call see why)
+        plan.settling(started)
         held = settle.held(seq)
         while True:
             now = time.monotonic()
-            with self._lock:
-                move = plan.move_now(now, held)
-                wait = plan.settle_wait_s(now)
+            move, wait = plan.move_now(now, held), plan.settle_wait_s(now)
             if move or self._stop.is_set() or not self.transport.link_alive(seq):
                 break
             self._stop.wait(min(_SETTLE_POLL_S, wait))
