@@ -85,6 +85,36 @@ def test_a_socket_settling_before_a_move_hands_nothing_more_over() -> None:
     assert settle.hand_over(4, 0, acked, True, Alive(), moving_seq=3) == settle.HAND_OVER_NOTE  # an older move's
 
 
+def test_the_ledger_counts_what_the_application_holds_per_socket() -> None:
+    """What a stomp.py-API move waits for (SocketLedger.held): handed over and not answered by an ACK/NACK."""
+    from amqstomp._engine.ledger import SocketLedger
+
+    class Transport:
+        version, link_seq = "1.2", 3
+
+        def link_alive(self, seq: int) -> bool:
+            return seq == self.link_seq
+
+    class Frame:
+        def __init__(self, ack: str, sub: str = "s1") -> None:
+            self.headers = {"ack": ack, "subscription": sub, "message-id": "m-" + ack}
+            self.link_seq = 3
+
+    ledger = SocketLedger(Transport())  # type: ignore[arg-type]
+    for name in ("a", "b", "c"):
+        ledger.handed_over(Frame(name))
+    for name in ("x", "y", "z"):
+        ledger.handed_over(Frame(name, "s2"), cumulative=True)
+    assert ledger.held(3) == 6 and ledger.held(2) == 0
+    assert ledger.socket_of({"id": "b"}) == 3 and ledger.held(3) == 5  # an individual ACK
+    assert ledger.socket_of({"id": "y"}) == 3
+    assert ledger.covered("s2", {"id": "y"}, 3) == 0 and ledger.held(3) == 3  # cumulative: y and x before it
+    ledger.socket_of({"id": "a"})
+    ledger.socket_of({"id": "c"})
+    ledger.socket_of({"id": "z"})
+    assert ledger.held(3) == 0
+
+
 def test_with_randomize_the_next_broker_is_another_one_at_random() -> None:
     plan = Rebalance(1000, [A, B, C], randomize=True, rng=random.Random(7))
     firsts = set()
