@@ -32,7 +32,7 @@ Licensed under the Apache License, Version 2.0.
 import logging
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from ._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
@@ -130,6 +130,8 @@ class Reconnector(PlannedMoves):
         self.move_target: Optional[HostAndPort] = None
         #: ``hand_back()`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
         self.hand_back: Optional[Callable[[], None]] = None
+        #: the engine's Client when it settles before a rebalance's move (``settling()``, ``held(seq)``)
+        self.settle: Optional[Any] = None
         self._moving_seq = 0  # the socket a planned move ends
         #: planned moves begun (:meth:`move_to`), counted before their socket ends, and the last one's reason
         self.planned_moves = 0

@@ -17,6 +17,17 @@ prefetch 1000 per consumer or, for a fan-in consumer, 1000 across its brokers):
 * ``solo3-fanin``: 3 standalone brokers (no network), one producer per broker
   and one fan-in consumer (what the fan-in consumer is for when the brokers do
   not forward).
+* ``rmq3-quorum-kill``: a RabbitMQ cluster of the bench's own 3 nodes
+  (:class:`amqstomp.testing.rabbitmq_cluster.RabbitMQCluster`, never the machine's
+  node), one quorum queue (``x-queue-type:quorum``), the stomp.py-style API with
+  failover over the three nodes: one producer starting on each node (persistent,
+  each SEND waits for its RECEIPT; one whose socket is lost first is sent again
+  after the failover: a possible duplicate, never a loss) and one consumer
+  (``client-individual``, ``prefetch-count`` 100, an ACK per message) starting on
+  node 2, which is killed (SIGKILL) once a third of the messages were consumed.
+  Lost (produced -- a RECEIPT came -- and never consumed) must be 0; duplicates
+  (deliveries of a message consumed already) are counted. Its own default count
+  (5,000; ``--quick`` 1,500): persistent quorum-queue sends waiting for their receipt.
 
 Every producer and consumer is a thread of this process (the GIL: the client
 side is one Python process). The producers send ``count`` messages in all (split
@@ -58,7 +69,11 @@ import amqstomp  # noqa: E402
 from amqstomp.jms import NON_PERSISTENT, FanInConsumer, SpreadingProducer  # noqa: E402
 from amqstomp.testing import ActiveMQBroker, ActiveMQNetwork  # noqa: E402
 
-CASES = ("net1", "net2", "net3", "net3-fanin", "net3-fanin3k", "net3-spread-fanin", "solo3-fanin")
+CASES = ("net1", "net2", "net3", "net3-fanin", "net3-fanin3k", "net3-spread-fanin", "solo3-fanin",
+         "rmq3-quorum-kill")
+#: the RabbitMQ case's count (messages) when none is given, and with --quick
+RMQ_COUNT, RMQ_QUICK_COUNT = 5000, 1500
+QUORUM = {"x-queue-type": "quorum", "durable": "true", "auto-delete": "false"}
 BODY = "x" * 256
 #: a case that has not consumed everything after this long (s) fails
 CASE_DEADLINE_S = 300.0
@@ -230,6 +245,112 @@ def run_case(name: str, count: int) -> Dict[str, Any]:
             "client_cpu_us_per_msg": client_cpu / count * 1e6}
 
 
+def _rmq_producer(cluster: Any, first: int, queue: str, count: int, tag: str, produced: List[str],
+                  done: List[float], errors: List[BaseException]) -> None:
+    """Persistent SENDs, each waiting for its RECEIPT; one lost with its socket is sent again after the
+    failover (bounded attempts): ``produced`` holds each body once its RECEIPT came."""
+    nodes = cluster.nodes
+    order = [hp for i in range(len(nodes)) for hp in nodes[(first + i) % len(nodes)].host_and_ports]
+    conn = amqstomp.Connection12(order, vhost="/", heartbeats=(5000, 5000), auto_reconnect=True,
+                                 reconnect_attempts_max=200, reconnect_sleep_initial=0.2, reconnect_sleep_max=2.0,
+                                 timeout=30)
+    try:
+        conn.connect("guest", "guest", wait=True)
+        for i in range(count):
+            body = "%s-%d" % (tag, i)
+            for attempt in range(20):
+                receipt = "%s-%d" % (body, attempt)
+                try:
+                    conn.send(queue, body, headers=dict(QUORUM, persistent="true", receipt=receipt))
+                    conn.wait_for_receipt(receipt, timeout=30)
+                    break
+                except amqstomp.exception.StompException:  # lost with its socket: again, once reconnected
+                    if not conn.reconnector.wait_connected(60):
+                        raise
+            else:
+                raise RuntimeError("%s: not sent in 20 attempts" % body)
+            produced.append(body)
+        done.append(time.monotonic())
+    except BaseException as exc:
+        errors.append(exc)
+    finally:
+        conn.disconnect()
+
+
+def run_rabbitmq_case(name: str, count: int) -> Dict[str, Any]:
+    """``rmq3-quorum-kill`` (module docstring)."""
+    from amqstomp.testing.rabbitmq_cluster import RabbitMQCluster
+
+    why = RabbitMQCluster.available()
+    if why:
+        raise RuntimeError("%s: %s" % (name, why))
+    queue = "/queue/bench-qq-" + uuid.uuid4().hex[:8]
+    lock = threading.Lock()
+    seen: Dict[str, int] = {}
+    counter = Counter(count)
+    with RabbitMQCluster(3) as cluster:
+        victim = cluster.nodes[1]
+        order = [hp for i in (1, 2, 0) for hp in cluster.nodes[i].host_and_ports]
+        consumer = amqstomp.Connection12(order, vhost="/", heartbeats=(5000, 5000), auto_reconnect=True,
+                                         reconnect_attempts_max=200, reconnect_sleep_initial=0.2,
+                                         reconnect_sleep_max=2.0, timeout=30)
+
+        class Listener(amqstomp.ConnectionListener):
+            def on_message(self, frame: Any) -> None:
+                body = frame.body if isinstance(frame.body, str) else frame.body.decode()
+                with lock:
+                    seen[body] = seen.get(body, 0) + 1
+                    first = seen[body] == 1
+                try:
+                    consumer.ack(frame.headers["ack"])
+                except amqstomp.exception.StompException:
+                    pass  # its socket is gone: the message comes again
+                if first:
+                    counter.add()
+
+        consumer.set_listener("bench", Listener())
+        consumer.connect("guest", "guest", wait=True)
+        produced: List[str] = []
+        done: List[float] = []
+        errors: List[BaseException] = []
+        threads: List[threading.Thread] = []
+        try:
+            consumer.subscribe(queue, id="1", ack="client-individual", headers=dict(QUORUM, **{"prefetch-count": "100"}))
+            time.sleep(1.0)
+            cpu0 = sum(_cpu_of_tree(node.pid) for node in cluster.nodes)
+            started = time.monotonic()
+            shares = [count // 3 + (1 if i < count % 3 else 0) for i in range(3)]
+            threads = [threading.Thread(target=_rmq_producer, args=(cluster, i, queue, shares[i], "p%d" % i,
+                                                                    produced, done, errors)) for i in range(3)]
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + CASE_DEADLINE_S
+            while counter.count < count // 3 and time.monotonic() < deadline and not errors:
+                time.sleep(0.05)
+            on_victim = consumer.transport.current_host_and_port == victim.host_and_ports[0]
+            victim_cpu = _cpu_of_tree(victim.pid)
+            victim.kill()
+            killed_at = time.monotonic()
+            counter.all_in.wait(max(0.0, deadline - time.monotonic()))
+            for thread in threads:
+                thread.join(max(1.0, deadline - time.monotonic()))
+            cpu = victim_cpu + sum(_cpu_of_tree(node.pid) for node in cluster.nodes if node is not victim) - cpu0
+            time.sleep(1.0)  # a late duplicate would show now
+        finally:
+            consumer.disconnect()
+    if errors:
+        raise RuntimeError("%s: %r" % (name, errors[0]))
+    lost = sorted(set(produced) - set(seen))
+    duplicates = sum(n - 1 for n in seen.values())
+    if not done or len(produced) != count:
+        raise RuntimeError("%s: %d of %d produced" % (name, len(produced), count))
+    return {"case": name, "brokers": 3, "count": count, "produce_rate": count / (max(done) - started),
+            "consume_rate": count / (counter.last - started) if counter.last else 0.0,
+            "broker_cpu_us_per_msg": cpu / count * 1e6, "client_cpu_us_per_msg": 0.0,
+            "lost": len(lost), "duplicates": duplicates, "consumer_on_killed_node": on_victim,
+            "killed_after_s": killed_at - started, "deliveries": sum(seen.values())}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="3,000 messages a case")
@@ -246,13 +367,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     results = []
     for name in chosen:
         each = []
+        case_count = count if not name.startswith("rmq") else args.count or (RMQ_QUICK_COUNT if args.quick
+                                                                             else RMQ_COUNT)
         for run in range(runs):
-            print("running %s (%d messages, run %d of %d)..." % (name, count, run + 1, runs), file=sys.stderr,
+            print("running %s (%d messages, run %d of %d)..." % (name, case_count, run + 1, runs), file=sys.stderr,
                   flush=True)
-            each.append(run_case(name, count))
+            if name.startswith("rmq"):
+                each.append(run_rabbitmq_case(name, case_count))
+                print("  lost %(lost)d, duplicates %(duplicates)d, deliveries %(deliveries)d, consumer on the killed "
+                      "node: %(consumer_on_killed_node)s, killed %(killed_after_s).1f s in" % each[-1],
+                      file=sys.stderr, flush=True)
+            else:
+                each.append(run_case(name, count))
         median = dict(each[0], runs=each)
         for key in ("produce_rate", "consume_rate", "broker_cpu_us_per_msg", "client_cpu_us_per_msg"):
             median[key] = statistics.median(r[key] for r in each)
+        if name.startswith("rmq"):
+            median["lost"] = sum(r["lost"] for r in each)  # over every run: must be 0
+            median["duplicates"] = statistics.median(r["duplicates"] for r in each)
         results.append(median)
     rows = [[r["case"], r["brokers"], "%.0f" % r["produce_rate"], "%.0f" % r["consume_rate"],
              "%.1f" % r["broker_cpu_us_per_msg"], "%.1f" % r["client_cpu_us_per_msg"]] for r in results]
@@ -260,6 +392,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                               "client CPU us/msg"]))
     print("(%d cores shared by the brokers and this client: rates are bounded by the machine; CPU per message "
           "is not)" % (os.cpu_count() or 0))
+    for r in results:
+        if "lost" in r:
+            print("%s: lost %d (all runs), duplicates %s (median), persistent, a node killed mid-run; the client "
+                  "CPU is not measured there (the 3 producers and the consumer share this process)"
+                  % (r["case"], r["lost"], r["duplicates"]))
     if args.json:
         print("written", write_json(args.json, {"machine": machine_info(), "results": results}))
     return 0

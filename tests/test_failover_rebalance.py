@@ -25,7 +25,8 @@ from conftest import wait_until
 
 import amqstomp
 from amqstomp._core.backoff import ReconnectPolicy
-from amqstomp._core.rebalance import MIN_REBALANCE_INTERVAL_MS, Rebalance
+from amqstomp._core import settle
+from amqstomp._core.rebalance import MAX_SETTLE_MS, MIN_REBALANCE_INTERVAL_MS, Rebalance
 from amqstomp.exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError
 from amqstomp.testing.statistics import queue_statistics
 from amqstomp.uri import parse_uri
@@ -55,6 +56,63 @@ def test_a_move_is_due_one_interval_after_each_connection_to_the_next_broker_rou
     two = Rebalance(1000, [A, B, A])  # a broker listed twice is one broker
     two.connected(A, 0.0)
     assert two.due(1.0) == [B]
+
+
+def test_a_due_move_settles_first_until_nothing_is_held_or_the_bound_passes() -> None:
+    plan = Rebalance(2500, [A, B])
+    assert plan.settle_ms == 2500 and Rebalance(600000, [A, B]).settle_ms == MAX_SETTLE_MS
+    plan.connected(A, 0.0)
+    assert plan.move_now(2.5, 7)  # not settling: nothing to wait for
+    plan.settling(2.5)  # a broker answered: nothing new is handed over from now
+    assert not plan.move_now(2.6, 3) and plan.settle_wait_s(2.6) == pytest.approx(2.4)
+    assert plan.move_now(2.7, 0)  # the application settled all it held: move at once
+    assert not plan.move_now(4.99, 1) and plan.move_now(5.0, 1)  # the bound: what it holds is handed back
+    assert plan.settle_wait_s(6.0) == 0.0
+    plan.stopped()  # moving (or lost): no longer settling
+    assert plan.settle_until is None and plan.settle_wait_s(6.0) == 0.0 and plan.move_now(6.0, 9)
+
+
+def test_a_socket_settling_before_a_move_hands_nothing_more_over() -> None:
+    class Alive:
+        def link_alive(self, seq: int) -> bool:
+            return seq == 4
+
+    acked, auto = settle.Subscribed("client-individual", app_acked=True), settle.Subscribed("auto")
+    assert settle.hand_over(4, 0, acked, True, Alive()) == settle.HAND_OVER_NOTE
+    assert settle.hand_over(4, 0, acked, True, Alive(), moving_seq=4) == settle.DROP_MOVING
+    assert settle.hand_over(4, 0, auto, True, Alive(), moving_seq=4) == settle.HAND_OVER  # settled by the broker
+    assert settle.hand_over(4, 0, settle.Subscribed("client"), True, Alive(), moving_seq=4) == settle.DROP_MOVING
+    assert settle.hand_over(4, 0, acked, True, Alive(), moving_seq=3) == settle.HAND_OVER_NOTE  # an older move's
+
+
+def test_the_ledger_counts_what_the_application_holds_per_socket() -> None:
+    """What a stomp.py-API move waits for (SocketLedger.held): handed over and not answered by an ACK/NACK."""
+    from amqstomp._engine.ledger import SocketLedger
+
+    class Transport:
+        version, link_seq = "1.2", 3
+
+        def link_alive(self, seq: int) -> bool:
+            return seq == self.link_seq
+
+    class Frame:
+        def __init__(self, ack: str, sub: str = "s1") -> None:
+            self.headers = {"ack": ack, "subscription": sub, "message-id": "m-" + ack}
+            self.link_seq = 3
+
+    ledger = SocketLedger(Transport())  # type: ignore[arg-type]
+    for name in ("a", "b", "c"):
+        ledger.handed_over(Frame(name))
+    for name in ("x", "y", "z"):
+        ledger.handed_over(Frame(name, "s2"), cumulative=True)
+    assert ledger.held(3) == 6 and ledger.held(2) == 0
+    assert ledger.socket_of({"id": "b"}) == 3 and ledger.held(3) == 5  # an individual ACK
+    assert ledger.socket_of({"id": "y"}) == 3
+    assert ledger.covered("s2", {"id": "y"}, 3) == 0 and ledger.held(3) == 3  # cumulative: y and x before it
+    ledger.socket_of({"id": "a"})
+    ledger.socket_of({"id": "c"})
+    ledger.socket_of({"id": "z"})
+    assert ledger.held(3) == 0
 
 
 def test_with_randomize_the_next_broker_is_another_one_at_random() -> None:
@@ -128,10 +186,8 @@ INTERVAL_MS = 2500
 #: the consumer's pace (s per message): slower than the messages arrive, so that it holds a
 #: prefetched backlog when the connection moves (the move's DISCONNECT hands it back)
 CONSUME_S = 0.04
-#: the consumer's prefetch (messages): what it holds is handed back at each move, so it must get
-#: through it well within the interval (at 1000, ActiveMQ's default, this consumer received 3,052
-#: deliveries of 300 messages in 120 s and had 2,956 of its ACKs refused: each visit handed it
-#: more than it could work through before the next move took the socket away)
+#: the consumer's prefetch (messages) in the first test; the settle-first test below runs at 1000
+#: (ActiveMQ's default) and the broker's default
 PREFETCH = 10
 #: from a move being due to the connection being on the next broker: the probe, DISCONNECT's
 #: receipt, CONNECT and the re-SUBSCRIBE
@@ -223,7 +279,8 @@ class _Frames:
         self.queue.put(frame)
 
 
-def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run) -> Tuple[Any, Any, Any, Any]:
+def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Run,
+                      prefetch: Optional[int] = PREFETCH) -> Tuple[Any, Any, Any, Any]:
     conn = amqstomp.Connection12(addresses, auto_reconnect=True, reconnect_attempts_max=-1,
                                  reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
                                  rebalance_interval_ms=INTERVAL_MS, timeout=10)
@@ -231,7 +288,7 @@ def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Ru
     conn.set_listener("frames", frames)
     conn.connect(wait=True)
     conn.subscribe("/queue/" + queue_name, id="s1", ack="client-individual",
-                   headers={"activemq.prefetchSize": PREFETCH})
+                   headers={} if prefetch is None else {"activemq.prefetchSize": prefetch})
 
     def loop() -> None:
         deadline = time.monotonic() + 200
@@ -316,3 +373,174 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
     assert redelivered > 0  # the moves handed back a prefetched backlog, drained on coming back
     assert transport.current_host_and_port is None  # closed
     assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.endswith("-rebalance")], 10)
+
+
+# --------------------------------------------------------------------------- settle before moving, large prefetch
+
+#: the settle-first run's bound on the whole run (s): 300 messages at 40 ms each are 12 s of work
+SETTLE_RUN_BOUND_S = 90.0
+
+
+def _jms_batch_consumer(url: str, queue_name: str, run: Run) -> Tuple[Any, Any, Any, Any]:
+    """A JMS CLIENT_ACKNOWLEDGE consumer that acknowledges in batches: every 10 messages, and
+    whatever it holds when receive() finds nothing (acknowledge() covers the session's messages)."""
+    conn = amqstomp.ConnectionFactory(url + "&jms.sendAcksAsync=false").create_connection(timeout_s=30)
+    consumer = conn.create_session(acknowledge_mode=amqstomp.CLIENT_ACKNOWLEDGE) \
+        .create_consumer(amqstomp.Queue(queue_name))
+    conn.start()
+    transport = conn._state.consumer_link.transport
+
+    def loop() -> None:
+        deadline = time.monotonic() + SETTLE_RUN_BOUND_S + 30
+        batch: List[Any] = []
+        while not run.stop.is_set() and time.monotonic() < deadline:
+            try:
+                message = consumer.receive(0.1)
+            except Exception as exc:
+                run.errors.append(exc)
+                return
+            if message is not None:
+                run.got(message.text, transport.current_host_and_port, bool(message.redelivered))
+                time.sleep(CONSUME_S)
+                batch.append(message)
+            if not batch or (message is not None and len(batch) < 10):
+                continue
+            try:
+                batch[-1].acknowledge()
+            except (AcknowledgeInterruptedError, AcknowledgeInDoubtError):
+                run.not_settled += len(batch)  # handed back by a move: they come again
+            except Exception as exc:
+                run.errors.append(exc)
+            else:
+                for settled in batch:
+                    run.settle(settled.text)
+            batch = []
+
+    return conn, loop, transport, conn._state.consumer_link.reconnector
+
+
+@pytest.mark.parametrize("prefetch", [1000, None], ids=["prefetch1000", "default"])
+@pytest.mark.parametrize("api", ["stomppy", "jms"])
+def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(activemq_factory, api, prefetch) -> None:
+    """ActiveMQ's default prefetch (1000): the consumer is handed more than it can work through
+    in an interval; each move first stops handing it new messages and waits for it to settle
+    what it has, so every message is delivered to the application about once."""
+    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-settle-%d" % i) for i in (1, 2)]
+    first, other = (b.host_and_ports[0] for b in brokers)
+    queue_name = "amqstomp-settle-" + uuid.uuid4().hex[:10]
+    run = Run()
+    if api == "jms":
+        url = "failover:(%s,%s)?randomize=false&rebalanceInterval=%d&initialReconnectDelay=100" \
+              "&maxReconnectDelay=500" % (brokers[0].url, brokers[1].url, INTERVAL_MS)
+        if prefetch is not None:
+            url += "&jms.prefetchPolicy.queuePrefetch=%d" % prefetch
+        conn, loop, transport, reconnector = _jms_batch_consumer(url, queue_name, run)
+    else:
+        conn, loop, transport, reconnector = _stomppy_consumer([first, other], queue_name, run, prefetch)
+    sent: List[str] = []
+    produced = threading.Event()
+    threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
+               threading.Thread(target=_produce, name="test-producer", daemon=True,
+                                args=(brokers, queue_name, sent, produced))]
+    try:
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        assert produced.wait(90)
+        assert wait_until(lambda: run.settled_all(sent), SETTLE_RUN_BOUND_S, interval=0.1), \
+            "not settled in %.0f s: %d of %d; %d moves, %d deliveries, %d refused, queues %s" % (
+                time.monotonic() - started, len(run.settled), len(sent), reconnector.prober.moves,
+                len(run.deliveries), run.not_settled, [queue_statistics(b, queue_name) for b in brokers])
+        took = time.monotonic() - started
+        time.sleep(0.5)  # a late duplicate would show now
+    finally:
+        run.stop.set()
+        for thread in threads:
+            thread.join(30)
+        conn.close() if api == "jms" else conn.disconnect()
+    left = [queue_statistics(broker, queue_name)["size"] for broker in brokers]
+    moves = reconnector.prober.moves
+    with run.lock:
+        per_broker = Counter(broker for _, broker, _ in run.deliveries)
+        delivered = len(run.deliveries)
+    print("\n%s prefetch %s: all settled in %.1f s; %d moves, %d deliveries of %d messages (%s), %d acknowledgements "
+          "refused, left on the brokers %s" % (api, prefetch or "default", took, moves, delivered, len(sent),
+                                               ", ".join("%s:%s %d" % (b[0], b[1], n) for b, n in per_broker.items()
+                                                         if b), run.not_settled, left))
+    assert run.errors == []
+    assert len(sent) == MESSAGES and run.settled_again == []  # every one settled, none twice
+    assert left == [0, 0]
+    assert moves >= 2 and per_broker[first] > 0 and per_broker[other] > 0  # it moved away and came back
+    # a move hands back only what the application still held at the settle bound (the stomp.py consumer
+    # queues every frame it is handed: what it did not get through within the bound; the JMS one: nothing),
+    # not the prefetched backlog: without settling first, 3,052 deliveries of 300 in 120 s, never done
+    bound = MESSAGES * 3 // 2 if api == "stomppy" else MESSAGES + moves
+    assert delivered <= bound, "%d deliveries of %d messages in %d moves" % (delivered, MESSAGES, moves)
+    assert run.not_settled == delivered - MESSAGES  # each refused one came again, and only those
+    assert took < SETTLE_RUN_BOUND_S
+
+
+def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_broker_error(activemq_factory) -> None:
+    """The race injected: the application ACKs (with a receipt) a message it still holds at the
+    settle bound just as the move writes its DISCONNECT (from a listener's on_send of it). The ACK
+    is refused unwritten with AcknowledgeInterruptedError -- not ActiveMQ's ERROR "Not connected."
+    (BrokerError) nor a bare ConnectionClosedException -- and the message comes again."""
+    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-race-%d" % i) for i in (1, 2)]
+    queue_name = "/queue/amqstomp-race-" + uuid.uuid4().hex[:10]
+    conn = amqstomp.Connection12([b.host_and_ports[0] for b in brokers], auto_reconnect=True,
+                                 reconnect_attempts_max=-1, reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,
+                                 rebalance_interval_ms=MIN_REBALANCE_INTERVAL_MS, timeout=10)
+    frames = _Frames()
+    outcome: "queue.Queue[Any]" = queue.Queue()
+
+    class RacingAck:
+        held: Optional[Any] = None
+
+        def on_send(self, frame: Any) -> None:
+            if frame.cmd == "DISCONNECT" and str(frame.headers.get("receipt", "")).startswith("amqstomp-move-") \
+                    and self.held is not None:
+                held, self.held = self.held, None
+
+                def ack() -> None:
+                    try:
+                        conn.ack(held.headers["ack"], receipt="racing")
+                        conn.wait_for_receipt("racing", timeout=10)
+                        outcome.put("applied")
+                    except Exception as exc:
+                        outcome.put(exc)
+
+                racer = threading.Thread(target=ack, name="test-racing-ack", daemon=True)
+                racer.start()
+                racer.join(0.5)  # it waits for the DISCONNECT to go out (or, unguarded, races it)
+
+    racing = RacingAck()
+    conn.set_listener("frames", frames)
+    conn.set_listener("racing", racing)
+    try:
+        conn.connect(wait=True)
+        conn.subscribe(queue_name, id="s1", ack="client-individual", headers={"activemq.prefetchSize": 1})
+        sender = amqstomp.Connection12([brokers[0].host_and_ports[0]])
+        sender.connect(wait=True)
+        sender.send(queue_name, "held", headers={"persistent": "true", "receipt": "sent"})
+        sender.wait_for_receipt("sent", timeout=10)
+        sender.disconnect()
+        first = frames.queue.get(timeout=10)
+        racing.held = first  # held past the settle bound (1 s): the move hands it back
+        result = outcome.get(timeout=MIN_REBALANCE_INTERVAL_MS / 1000.0 * 2 + MOVE_BOUND_S)
+        assert isinstance(result, AcknowledgeInterruptedError), result
+        # it comes again, once the connection is back on the broker it left
+        again = None
+        deadline = time.monotonic() + 30
+        while again is None and time.monotonic() < deadline:
+            try:
+                frame = frames.queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if frame.body == "held":
+                again = frame
+        assert again is not None and again.headers.get("redelivered") == "true"
+        conn.ack(again.headers["ack"], receipt="again")
+        conn.wait_for_receipt("again", timeout=10)
+    finally:
+        conn.disconnect()
+    assert [queue_statistics(b, queue_name.rsplit("/", 1)[1])["size"] for b in brokers] == [0, 0]

@@ -46,7 +46,7 @@ from .frames import ack_headers, reject_command
 
 __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
-    "DROP_LOST_SOCKET", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
+    "DROP_LOST_SOCKET", "DROP_MOVING", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
     "after_failure", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery", "poison", "poisoned_after",
 ]
@@ -71,6 +71,9 @@ DROP_DISCONNECTED = 3
 DROP_CLOSED = 4
 #: drop: it came on a socket lost since (failover; the broker redelivers it on the new one)
 DROP_LOST_SOCKET = 5
+#: drop: its socket is settling before a planned move (rebalanceInterval): the move's DISCONNECT
+#: hands it back unacknowledged and the broker redelivers it (:mod:`amqstomp._core.rebalance`)
+DROP_MOVING = 6
 
 
 def from_lost_socket(link_seq: int, failover: bool, links: Links) -> bool:
@@ -95,7 +98,8 @@ class Subscribed:
         self.app_acked = app_acked
 
 
-def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover: bool, links: Links) -> int:
+def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover: bool, links: Links,
+              moving_seq: int = 0) -> int:
     """Whether a queued MESSAGE still goes to the application (dispatcher or
     session thread, just before the application gets it).
 
@@ -108,10 +112,13 @@ def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover
             here (as ``ack:auto``).
         failover (bool): a lost socket is replaced (the lost-socket rule applies).
         links (Links): asked only for an acknowledged delivery under failover.
+        moving_seq (int): the socket settling before a planned move (0: none): what it
+            delivers in an acknowledged subscription is no longer handed over.
 
     Returns:
         int: :data:`HAND_OVER`, :data:`HAND_OVER_NOTE`, :data:`HAND_OVER_NOTE_CUMULATIVE`
-        or a drop (:data:`DROP_DISCONNECTED`, :data:`DROP_CLOSED`, :data:`DROP_LOST_SOCKET`).
+        or a drop (:data:`DROP_DISCONNECTED`, :data:`DROP_CLOSED`, :data:`DROP_LOST_SOCKET`,
+        :data:`DROP_MOVING`).
     """
     if link_seq and link_seq <= disconnected_seq:
         return DROP_DISCONNECTED
@@ -126,6 +133,8 @@ def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover
         return HAND_OVER
     if link_seq and not links.link_alive(link_seq):
         return DROP_LOST_SOCKET
+    if moving_seq and link_seq == moving_seq:
+        return DROP_MOVING
     if not sub.app_acked:
         return HAND_OVER
     return HAND_OVER_NOTE_CUMULATIVE if ack == "client" else HAND_OVER_NOTE

@@ -36,6 +36,9 @@ class Acknowledging:
     reconnector: Any
     #: the socket :meth:`Client.hand_back` gave up for a planned move (0: none)
     handed_back_seq: int
+    #: with planned moves: held while an ACK/NACK is checked and written, and while
+    #: :meth:`Client.hand_back` writes its DISCONNECT (None: no planned moves)
+    move_gate: Optional[Any]
     _dispatching: threading.local
 
     def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:  # pragma: no cover - the Client's
@@ -63,15 +66,28 @@ class Acknowledging:
             BrokerError: the broker answered ERROR (a receipt was asked for).
             ConnectionClosedException: the socket is gone and no failover is
                 set (``closed()`` says why).
-            AcknowledgeInterruptedError also: an ACK written after :meth:`hand_back`
-                gave its socket up, which the broker refused.
+            AcknowledgeInterruptedError also: an ACK/NACK of the socket
+                :meth:`hand_back` gave up (a planned move): with planned moves
+                it is refused before it is written (never after the move's
+                DISCONNECT); without, one the broker refused.
         """
         tx_seq = self.transaction_socket(cmd, headers)
         if tx_seq and link_seq and tx_seq != link_seq:
             raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
                                              "transaction's (failover); the broker redelivers it" % cmd)
         try:
-            future = self.transport.send_frame(cmd, headers, None, link_seq=link_seq)
+            gate = self.move_gate
+            if gate is None:
+                future = self.transport.send_frame(cmd, headers, None, link_seq=link_seq)
+            else:
+                with gate:  # never after the DISCONNECT of a planned move (ActiveMQ: ERROR "Not connected.")
+                    if self.handed_back_seq and (link_seq or self.transport.link_seq) == self.handed_back_seq:
+                        raise AcknowledgeInterruptedError(
+                            "%s not sent: its connection was handed back for a planned move to another broker "
+                            "(priorityBackup, rebalanceInterval); the broker redelivers the message" % cmd)
+                    future = self.transport.send_frame(cmd, headers, None, link_seq=link_seq)
+        except AcknowledgeInterruptedError:
+            raise
         except (NotConnectedException, ConnectionClosedException) as exc:
             if self.reconnector is None or not self.reconnector.armed:
                 if closed is None:

@@ -55,7 +55,8 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
-from .._core.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, hand_over
+from .._core.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, DROP_MOVING, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, \
+    hand_over
 from .._core.transactions import TransactionTable, rolled_back, write_lost
 from .acknowledging import Acknowledging
 from .ports import TransportPort, WaitUp
@@ -98,6 +99,16 @@ class Client(Acknowledging, Subscribing):
         self.disconnected_seq = 0
         #: the socket :meth:`hand_back` gave up for a planned move (0: none)
         self.handed_back_seq = 0
+        #: the socket settling before a planned move (:meth:`settling`; 0: none): what it
+        #: delivers is no longer handed to the application
+        self.moving_seq = 0
+        #: ``held(seq)``: messages socket ``seq`` delivered that the application holds
+        #: unsettled (:meth:`held`); the JMS connection sets its own (its consumers' count)
+        self.held_by_application: Optional[Callable[[int], int]] = None
+        #: with planned moves: no ACK/NACK of the socket :meth:`hand_back` gives up is written after
+        #: its DISCONNECT (refused before, AcknowledgeInterruptedError); None without planned moves
+        self.move_gate: Optional[Any] = threading.Lock() \
+            if reconnector is not None and getattr(reconnector, "prober", None) is not None else None
         # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
         if manager is not None:  # the reader and the dispatcher call it directly: no frame of ours per MESSAGE
@@ -106,6 +117,7 @@ class Client(Acknowledging, Subscribing):
         transport.set_observer(self)
         if reconnector is not None:
             reconnector.hand_back = self.hand_back  # a planned move (priorityBackup, rebalance) settles first
+            reconnector.settle = self  # rebalance: settling() and held() before the move
         #: without failover, :meth:`write`'s rule is "on the open socket or not at all": this is
         #: that write, ``direct_write(cmd, headers, body)`` (``transport.send_frame``), for a facade's
         #: hot path (one call from ``send()`` to the encoder); None with failover (use :meth:`write`)
@@ -475,12 +487,14 @@ class Client(Acknowledging, Subscribing):
         if subscriptions is None:
             return not (seq and seq <= self.disconnected_seq)
         sub = subscriptions.subscription_of(frame)
-        verdict = hand_over(seq, self.disconnected_seq, sub, self.reconnector is not None, self.transport)
+        verdict = hand_over(seq, self.disconnected_seq, sub, self.reconnector is not None, self.transport,
+                            self.moving_seq)
         if verdict >= DROP_DISCONNECTED:
             if verdict != DROP_DISCONNECTED:
                 subscriptions.drop(frame)
                 log.debug("dropping message %s of socket %d: %s", frame.headers.get("message-id"), seq,
-                          "the broker redelivers it" if verdict == DROP_LOST_SOCKET else "its subscription closed")
+                          "the broker redelivers it" if verdict in (DROP_LOST_SOCKET, DROP_MOVING)
+                          else "its subscription closed")
             return False
         if sub is not None and sub.settled is not None and frame.headers.get("message-id") in sub.settled \
                 and subscriptions.suppress(sub, frame):  # settled here before: the duplicates core's verdict
@@ -529,6 +543,21 @@ class Client(Acknowledging, Subscribing):
                 log.debug("DISCONNECT: %s", exc)
         transport.close(join_s, reason=reason)
 
+    def settling(self) -> int:
+        """Before a rebalance's move (:mod:`amqstomp._core.rebalance`), for every API: from
+        now on nothing the open socket delivers in a subscription somebody acknowledges is
+        handed to the application (the move's DISCONNECT hands it back). Returns that
+        socket's number (``transport.link_seq``)."""
+        self.moving_seq = seq = self.transport.link_seq
+        return seq
+
+    def held(self, seq: int) -> int:
+        """Messages (count) socket ``seq`` delivered that the application was handed and
+        has not acknowledged yet: the JMS connection's count (:attr:`held_by_application`),
+        else the socket ledger's (:meth:`amqstomp._engine.ledger.SocketLedger.held`)."""
+        count = self.held_by_application
+        return count(seq) if count is not None else self.ledger.held(seq)
+
     def hand_back(self, wait_s: float = 10.0) -> None:
         """Before a planned move to another broker (priorityBackup, rebalanceInterval), for every
         API: DISCONNECT with a receipt on the open socket and wait for the
@@ -537,11 +566,17 @@ class Client(Acknowledging, Subscribing):
         acknowledged (it redelivers them, on the next broker through the
         network). The failover loop ends the socket afterwards. Never raises."""
         transport = self.transport
-        self.handed_back_seq = transport.link_seq
         receipt = "amqstomp-move-%d" % transport.link_seq
         try:
             transport.own_receipt(receipt)  # no listener's on_receipt
-            future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+            gate = self.move_gate
+            if gate is None:
+                self.handed_back_seq = transport.link_seq
+                future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+            else:
+                with gate:  # an ACK/NACK of this socket goes out before the DISCONNECT, or not at all
+                    self.handed_back_seq = transport.link_seq
+                    future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
             if future is not None:
                 transport.wait_future(future, wait_s, "DISCONNECT receipt")
         except StompException as exc:  # gone already, or no receipt in time: the move goes on

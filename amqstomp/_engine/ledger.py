@@ -62,6 +62,8 @@ class SocketLedger:
         #: subscription, [hand-over entries]), under the owner "ledger")
         self.transactions = TransactionTable(transport.link_alive)
         self._lock = threading.Lock()
+        # socket -> deliveries handed over on it and not answered by an ACK/NACK yet (:meth:`held`)
+        self._held: Dict[int, int] = {}
 
     @staticmethod
     def ack_key(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[str, ...]:
@@ -74,6 +76,10 @@ class SocketLedger:
         key = self.ack_key(self.transport.version, frame.headers)
         seq = frame.link_seq or self.transport.link_seq
         with self._lock:
+            held = self._held
+            if seq not in held and held:  # a new socket: the earlier ones' counts are of no use
+                held.clear()
+            held[seq] = held.get(seq, 0) + 1
             kept = self._messages
             seqs = kept.get(key)
             if seqs is None:
@@ -132,11 +138,14 @@ class SocketLedger:
             if not order or not any(entry[0] == key and entry[1] == seq for entry in order):
                 return 0
             taken = []
+            held = self._held
             while order:
                 entry = order.popleft()
                 taken.append(entry)
                 if entry[0] == key and entry[1] == seq:
                     break
+                if entry[1] in held:  # settled by this cumulative ACK (its own was counted by socket_of)
+                    held[entry[1]] -= 1
             if transaction is not None:
                 self._note(transaction, ("order", str(subscription), taken))
             # on 1.0/1.1 a lost copy and its redelivered copy share an identity; on 1.2 they never do
@@ -167,7 +176,18 @@ class SocketLedger:
             seq = seqs.pop(seqs.index(caller_seq) if caller_seq and len(seqs) > 1 and caller_seq in seqs else 0)
             if not seqs:
                 del self._messages[key]
+            if seq in self._held:
+                self._held[seq] -= 1
             return seq
+
+    def held(self, seq: int) -> int:
+        """Messages socket ``seq`` delivered that the application was handed (in a
+        subscription it acknowledges) and has not answered with an ACK/NACK yet (a
+        cumulative ACK answers the earlier ones too); counted while ``seq`` is the
+        newest socket that handed one over. What a rebalance waits for before it
+        moves (:mod:`amqstomp._core.rebalance`)."""
+        with self._lock:
+            return max(0, self._held.get(seq, 0))
 
     def took(self, transaction: Any, ack_headers: Mapping[str, Any], seq: int,
              key: Optional[Tuple[str, ...]] = None) -> None:
@@ -194,6 +214,8 @@ class SocketLedger:
                 if entry[0] == "message":
                     key, seq = entry[1], entry[2]
                     kept.setdefault(key, []).insert(0, seq)
+                    if seq in self._held:
+                        self._held[seq] += 1
                     while len(kept) > self.size:
                         kept.popitem(last=False)
                 else:

@@ -32,6 +32,9 @@ HostAndPort = Tuple[str, int]
 #: Longest single probe (s): connect, CONNECT, the first frame back.
 PROBE_TIMEOUT_S = 5.0
 
+#: How often (s) a move settling first asks how many messages the application still holds.
+_SETTLE_POLL_S = 0.02
+
 
 def stomp_answers(connector: Any, host_and_port: HostAndPort, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """True when a STOMP broker answers CONNECT at ``host_and_port`` within
@@ -167,6 +170,8 @@ class PlannedMoves:
     transport: Any
     prober: Optional[MoveProber]
     hand_back: Optional[Callable[[], None]]
+    #: the engine's Client (``settling() -> seq``, ``held(seq) -> int``), set by it; None: no settling
+    settle: Optional[Any]
     lost_at: Optional[float]
     lost_endpoint: Optional[HostAndPort]
     move_target: Optional[HostAndPort]
@@ -182,10 +187,19 @@ class PlannedMoves:
         auto-acknowledge subscription batches and has not written yet are
         not written, as at a loss); the socket then ends as lost, and the failover loop
         connects, ``target`` first (then priority brokers, the one left last). Returns False
-        (nothing done) when not connected, reconnecting or disarmed."""
+        (nothing done) when not connected, reconnecting or disarmed.
+
+        With ``rebalanceInterval`` the connection settles first (:meth:`settle_first`)."""
         with self._lock:
             if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
                 return False
+        plan = None if self.prober is None else self.prober.plan
+        settle_ms = int(getattr(plan, "settle_ms", 0) or 0)  # rebalanceInterval's; priorityBackup: none
+        if self.settle is not None and settle_ms > 0:
+            self.settle_first(plan)
+        with self._lock:
+            if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
+                return False  # lost or closing meanwhile: that socket's end hands everything back
             self._reconnecting, self._moving_seq, self.lost_at = True, self.transport.link_seq, time.monotonic()
             self._up.clear()
             here = self.transport.last_host_and_port
@@ -203,3 +217,30 @@ class PlannedMoves:
                 log.exception("priority move: handing back failed")
         self.transport.drop(reason)
         return True
+
+    def settle_first(self, plan: Any) -> None:
+        """Probe thread, before a rebalance's move: nothing more is handed to the
+        application from the open socket (``settle.settling()``), and the move waits
+        until the application has acknowledged what it was handed on it
+        (``settle.held(seq)`` is 0) or the plan's bound passes
+        (:meth:`amqstomp._core.rebalance.Rebalance.move_now`; at most
+        :attr:`~amqstomp._core.rebalance.Rebalance.settle_ms` ms), or the socket ends.
+        What it still holds then is handed back with the rest (the broker
+        redelivers it; its ACKs are refused with AcknowledgeInterruptedError)."""
+        settle = self.settle
+        assert settle is not None
+        seq = settle.settling()
+        started = time.monotonic()
+        # (the plan's settle state is this thread's; a stop or loss meanwhile clears it: the move goes on, and
+        # the checks after this call see why)
+        plan.settling(started)
+        held = settle.held(seq)
+        while True:
+            now = time.monotonic()
+            move, wait = plan.move_now(now, held), plan.settle_wait_s(now)
+            if move or self._stop.is_set() or not self.transport.link_alive(seq):
+                break
+            self._stop.wait(min(_SETTLE_POLL_S, wait))
+            held = settle.held(seq)
+        log.info("settled before moving in %.3f s; %d message(s) still held by the application are handed back",
+                 time.monotonic() - started, held)

@@ -110,6 +110,7 @@ class ConnectionState:
         self._producer_link: Optional[Link] = None
         self.consumer_link = Link(self, "consumer", self.endpoint, options, options.get("client_id"),
                                   self.route, self.endpoints, self.reconnect_policy)
+        self.consumer_link.client.held_by_application = self.held_on  # what a rebalance waits for
 
     @contextlib.contextmanager
     def within(self, seconds: Optional[float]) -> Iterator[None]:
@@ -248,7 +249,14 @@ class ConnectionState:
         not one of a consumer socket lost since in an acknowledged subscription."""
         link = self.consumer_link
         return hand_over(frame.link_seq, 0, subscribed, link.reconnector is not None,
-                         link.transport) < DROP_DISCONNECTED
+                         link.transport, link.client.moving_seq) < DROP_DISCONNECTED
+
+    def held_on(self, seq: int) -> int:
+        """Messages consumer socket ``seq`` delivered that the application was handed and
+        has not acknowledged yet (CLIENT, INDIVIDUAL, transacted: each consumer's
+        ``delivered``), what a rebalance waits for before it moves
+        (:mod:`amqstomp._core.rebalance`)."""
+        return sum(consumer.held_on(seq) for consumer in self.consumers().values())
 
     def is_local_message(self, frame: Frame) -> bool:
         """True when ``frame`` was sent by this connection's producer socket (for

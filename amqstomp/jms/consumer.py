@@ -168,6 +168,11 @@ class ConsumerCore:
             raise IllegalStateError("%r is closed" % (self,))
         self._state.check_open()
 
+    def held_on(self, seq: int) -> int:
+        """Messages of socket ``seq`` handed to the application and not acknowledged yet."""
+        with self._state.cond:
+            return sum(1 for delivery in self.ledger.delivered if delivery.frame.link_seq == seq)
+
     # ------------------------------------------------------------ delivery
 
     def deliver(self, frame: Any) -> None:
