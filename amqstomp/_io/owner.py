@@ -331,9 +331,9 @@ class LinkOwner:
             self._join(link, timeout)
 
     def close_requested(self) -> None:
-        """This side is about to end the open socket (a DISCONNECT on its way, an API's
-        close): from now its end is the client's (:meth:`ProtocolState.closing`), no
-        loss, whoever closes the socket first. A no-op without a socket."""
+        """This side ends the open socket (it closes it next; no frame is written on
+        it any more: the core's CLOSING): from now its end is the client's, no loss,
+        whoever closes the socket first. A no-op without a socket."""
         link = self._link
         if link is not None:
             with link.state_lock:

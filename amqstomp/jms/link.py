@@ -301,9 +301,8 @@ class Link:
 
     def close(self, timeout_s: float) -> None:
         """Ack what the manager still holds, DISCONNECT (waiting up to ``timeout_s``
-        for the receipt), close the socket and wait for the link's threads. From
-        now the socket's end is this side's (the core's CLOSING), not a loss."""
-        self.transport.close_requested()
+        for the receipt), close the socket and wait for the link's threads (the
+        connection is closed first: its end is no loss to report)."""
         self.client.disconnect(self.manager, timeout_s, {"receipt": "disconnect"}, disarm_s=timeout_s)
 
     # ------------------------------------------------------------ frames
