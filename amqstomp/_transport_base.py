@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from ._engine.dispatch import PROTOCOL_LISTENER, ListenerDispatch
 from ._io.driver import Driver, merged_headers
 from ._io.link import Link
-from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, LinkOwner
+from ._io.owner import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT
 from .codec import HEARTBEAT, Frame, FrameHead, encode_frame
 from .exception import (
     ConfigurationError,
@@ -81,6 +81,8 @@ class BaseTransport(Driver, Publisher):
     #: stomp.py's DEBUG lines (sending frame / received frame / heart-beats) while its logger is enabled
     debug_log = stomppy_log
     _compat: StompPyState
+    #: the listeners, and the dispatcher loop that calls them (the stomp.py API's EventSink)
+    dispatch: ListenerDispatch
 
     def __init__(self, auto_decode: bool = True, encoding: str = "utf-8",
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
@@ -304,8 +306,9 @@ class BaseTransport(Driver, Publisher):
             receipt = frame.headers.get("receipt-id")
             with self._lock:
                 value = state.receipt_marks.pop(receipt, None) if receipt is not None else None
-            if value == "DISCONNECT":
-                state.down_seq = link.seq
+            if value == "DISCONNECT":  # the session is over for stomp.py's API (the core's usable)
+                with link.state_lock:
+                    link.proto.set_down(True)
                 if receipt == self.disconnect_receipt:
                     self.disconnect_receipt = None
                     self.close(None, reason="the receipt of DISCONNECT came")
@@ -352,15 +355,20 @@ class BaseTransport(Driver, Publisher):
 
     def is_connected(self) -> bool:
         """True while a socket is open and the broker's CONNECTED has arrived
-        (and :meth:`set_connected` did not say otherwise since)."""
-        return LinkOwner.is_connected(self) and self.link_seq != self._compat.down_seq
+        (and :meth:`set_connected` did not say otherwise since): the core's
+        :attr:`~amqstomp._core.state.ProtocolState.usable`."""
+        link = self._link
+        return link is not None and link.proto.usable
 
     def set_connected(self, connected: bool) -> None:
         """stomp.py's ``set_connected``: False makes :meth:`is_connected` False
         for the open socket (stomp.py's heart-beat listener calls it before
         ``disconnect_socket``); True undoes that (it cannot stand in for the
         broker's CONNECTED)."""
-        self._compat.down_seq = 0 if connected else self.link_seq
+        link = self._link
+        if link is not None:
+            with link.state_lock:
+                link.proto.set_down(not connected)
 
     def override_threading(self, create_thread_fc: Callable[[Callable[[], None]], Any]) -> None:
         """Create the connection's threads with ``create_thread_fc(callback)``,

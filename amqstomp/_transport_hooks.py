@@ -64,11 +64,10 @@ class ProcessFrameSink:
 class StompPyState:
     """What only stomp.py's API keeps, in one object per transport."""
 
-    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "down_seq", "local")
+    __slots__ = ("is_eol_fc", "start_version", "receipt_marks", "local")
 
     def __init__(self, is_eol_fc: Callable[[bytes], bool]) -> None:
         self.is_eol_fc = is_eol_fc
         self.start_version = "1.2"  # the STOMP version start() opens a socket with
         self.receipt_marks: Dict[str, Any] = {}  # set_receipt()
-        self.down_seq = 0  # set_connected(False) of this socket
         self.local = threading.local()  # .write_timeout, .shown (_stomppy_wire.Shown): of a frame on its way through transmit()

@@ -255,6 +255,50 @@ def test_the_link_state_goes_connecting_open_then_closing_closed_or_lost():
     assert early.link_state is LinkState.CLOSING and early.connected
 
 
+def test_the_core_records_how_a_link_ended_and_whether_it_is_usable():
+    """One state answers "usable / ended / by whom / reported" (issue 22): the end
+    record, the silent end of an abandoned attempt, the API's word that it is down."""
+    state = ProtocolState("1.2")
+    assert not state.usable and state.end is None
+    _connected(state)
+    assert state.usable
+    state.set_down(True)  # stomp.py's set_connected(False), a DISCONNECT's receipt
+    assert not state.usable and state.connected and state.link_state is LinkState.OPEN
+    state.set_down(False)
+    assert state.usable
+    error = OSError("reset")
+    assert state.connection_lost("connection lost: reset", error) == []
+    end = state.end
+    assert end is not None and end.reason == "connection lost: reset" and end.error is error
+    assert not end.by_client and not state.silent and not state.usable
+    state.connection_lost("again", None)  # the first end is the record
+    assert state.end is end and bool(end)
+    attempt = ProtocolState("1.2")
+    attempt.closing(silent=True)  # a failover layer abandons its own attempt: its end is not reported
+    attempt.connection_lost("failover attempt abandoned")
+    assert attempt.silent and attempt.end is not None and attempt.end.by_client
+    attempt.closing()  # a later close keeps it silent
+    assert attempt.silent
+
+
+def test_link_events_are_typed_and_named_once():
+    from amqstomp._core import events
+    from amqstomp._engine.dispatch import LISTENER_CALLS
+
+    assert isinstance(events.event_named("heartbeat"), events.HeartbeatIn)
+    refused = events.event_named("connect_refused", "frame")
+    assert type(refused) is events.ConnectRefused and refused.arg == "frame"
+    frame = object()
+    assert events.event_named("message", frame) is frame  # a MESSAGE is its own event
+    notice = events.event_named("disconnecting")
+    assert type(notice) is events.Notice and notice.name == "disconnecting"
+    # every named event class has its stomp.py listener method, under the same name
+    assert {cls: LISTENER_CALLS[cls][0] for cls in events.EVENT_NAMES.values()} == \
+        {cls: name for name, cls in events.EVENT_NAMES.items()}
+    with pytest.raises(AttributeError):
+        events.HeartbeatIn().other = 1  # __slots__: cheap, and no stray fields
+
+
 def test_unexpected_frames_are_reported_not_fatal():
     state = ProtocolState("1.2")
     (frame,) = state.receive_data(encode_frame("SEND", {"destination": "/queue/x"}, b"", "1.2"), 0.0)

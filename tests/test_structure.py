@@ -372,3 +372,45 @@ def test_jms_has_no_write_over_failover_rule_nor_subscribe_loop_of_its_own():
                        "    future = link.transport.send_frame('SUBSCRIBE', headers)\n"
                        "    link.transport.wait_future(future, 1.0, 'x')\n")
     assert len(list(_engine_rules(caught))) == 4  # the check sees what it looks for
+
+
+#: the ways a link event was once named by a string; posted as typed events now
+#: (:mod:`amqstomp._core.events`), mapped to stomp.py's names in one table
+#: (``_engine/dispatch.LISTENER_CALLS``); ``notify(name)`` stays stomp.py's public API
+#: (``Driver.notify``, a facade's), not the driver's way to post
+_POSTS = ("post", "events.put")
+
+
+def _posts_by_name(tree):
+    """``x.post("<name>", ...)`` / ``x.events.put(("<name>", ...))`` calls: an event named by a string."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+            continue
+        func = node.func
+        name = func.attr
+        if name == "put" and isinstance(func.value, ast.Attribute) and func.value.attr == "events":
+            name = "events.put"
+        if name not in _POSTS:
+            continue
+        first = node.args[0]
+        if isinstance(first, ast.Tuple) and first.elts:
+            first = first.elts[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            yield node
+
+
+def test_link_events_are_typed_not_named_by_strings():
+    """No module posts a link event by name: ``Link.post`` and ``LinkOwner.post``
+    take :mod:`amqstomp._core.events` classes (issue 22); the JMS API observes its
+    links through the typed ``LinkObserver``, not a stomp.py listener."""
+    found = []
+    for name, (path, tree, _) in sorted(_modules().items()):
+        found.extend("%s:%d" % (name, node.lineno) for node in _posts_by_name(tree))
+    assert found == []
+    jms = [name for name, (_, tree, _) in _modules().items() if name.startswith("amqstomp.jms")
+           and any(isinstance(node, (ast.Name, ast.Attribute, ast.alias)) and
+                   getattr(node, "id", getattr(node, "attr", getattr(node, "name", None))) == "ListenerDispatch"
+                   for node in ast.walk(tree))]
+    assert jms == []
+    caught = ast.parse("link.post('heartbeat', None)\nlink.events.put(('message', f))\nlink.post(HeartbeatIn())\n")
+    assert len(list(_posts_by_name(caught))) == 2  # the check sees what it looks for

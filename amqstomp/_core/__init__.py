@@ -11,7 +11,10 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
   amqstomp imports them through :mod:`amqstomp.codec` and :mod:`amqstomp.flow`,
   which choose the compiled module or the twin;
 * :mod:`.state` -- :class:`~amqstomp._core.state.ProtocolState`, one
-  socket's session: framing, CONNECTED, receipts, heart-beat deadlines;
+  socket's session: framing, CONNECTED, receipts, heart-beat deadlines, the
+  one link state (usable, ended, by whom, reported);
+* :mod:`.events` -- the typed events a link reports (RECEIPT, ERROR,
+  heart-beats, the end of a link ...) and :class:`~amqstomp._core.events.LinkEnd`;
 * :mod:`.frames` -- frame builders per STOMP version and broker dialect
   (CONNECT, ACK/NACK identities, ActiveMQ's 1.0 quirk);
 * :mod:`.dialect` -- what differs by broker (ActiveMQ Classic, Artemis,

@@ -38,7 +38,13 @@ What it owns (STOMP 1.2 sections in brackets):
 * where the socket's session is in its life (:class:`LinkState`, one value
   instead of "connected?" flags): CONNECTING until CONNECTED, OPEN, CLOSING
   once this side asked to close, then CLOSED (closed by this side) or LOST
-  (ended by the peer, the network or an error).
+  (ended by the peer, the network or an error); how it ended
+  (:attr:`ProtocolState.end`, a :class:`~amqstomp._core.events.LinkEnd`:
+  why, the error, by whom), whether that end is reported to the API
+  (:attr:`ProtocolState.silent`: a failover attempt abandoned is not), and
+  whether the API declared the session down while the socket lives
+  (:attr:`ProtocolState.down`: stomp.py's ``set_connected(False)``, a
+  DISCONNECT's receipt). The driver asks :attr:`ProtocolState.usable`.
 
 * the ids this side UNSUBSCRIBEd (:attr:`ProtocolState.unsubscribed`, until
   a SUBSCRIBE takes the id again): an ERROR that is only the broker's late
@@ -55,6 +61,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
 from ..exception import FrameEncodeError, StompProtocolError
+from .events import LinkEnd
 from .dialect import ACTIVEMQ, BROKERS, GENERIC, dialect_of, unsubscribed_error
 from .dialect import auto_content_length as _auto_content_length
 from .heartbeat import DUE_SLACK, broker_heartbeat, negotiate, parse_heartbeat, receive_timeout_ms, send_period_ms
@@ -120,7 +127,7 @@ class ProtocolState:
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
                  "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers",
-                 "offered_versions")
+                 "offered_versions", "end", "silent", "down")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -163,6 +170,12 @@ class ProtocolState:
         #: the versions the CONNECT (or STOMP) frame offered (its ``accept-version``; none: 1.0 only),
         #: None until one was encoded: CONNECTED must name one of them
         self.offered_versions: Optional[Tuple[str, ...]] = None
+        #: how the socket ended (:meth:`connection_lost`), None while it lives
+        self.end: Optional[LinkEnd] = None
+        #: its end is not reported to the API (a failover layer abandoning one attempt of its own)
+        self.silent = False
+        #: the API declared the session down while the socket lives (:meth:`set_down`)
+        self.down = False
 
     # ------------------------------------------------------------ receiving
 
@@ -252,9 +265,24 @@ class ProtocolState:
         state = self.link_state
         return state is LinkState.CLOSING or state is LinkState.CLOSED
 
-    def closing(self) -> None:
+    @property
+    def usable(self) -> bool:
+        """True while CONNECTED came, the socket lives, nobody asked to close it and
+        the API did not declare it down (:meth:`set_down`)."""
+        return self.link_state is LinkState.OPEN and not self.down
+
+    def set_down(self, down: bool) -> None:
+        """The API declares the session down (True: stomp.py's ``set_connected(False)``,
+        the receipt of a DISCONNECT it marked) or up again (False) while the socket
+        lives: :attr:`usable` answers so; nothing else changes."""
+        self.down = down
+
+    def closing(self, silent: bool = False) -> None:
         """This side asks to close the socket (CLOSING; CLOSED if it ended already:
-        its end is then the client's, no loss to recover from)."""
+        its end is then the client's, no loss to recover from). ``silent``: its end
+        is not reported to the API (:attr:`silent`; once set, it stays)."""
+        if silent:
+            self.silent = True
         state = self.link_state
         if state is LinkState.LOST or state is LinkState.CLOSED:
             self.link_state = LinkState.CLOSED
@@ -352,11 +380,15 @@ class ProtocolState:
         answers, self.error_answers = self.error_answers, []
         return answers
 
-    def connection_lost(self) -> List[Any]:
+    def connection_lost(self, reason: str = "", error: Optional[BaseException] = None) -> List[Any]:
         """The socket is gone: not connected any more; the tokens of every receipt
         still awaited (none will come; with an ERROR naming no receipt, more than it
-        could answer: whose it was is unknown). CLOSED when this side asked to close, else LOST."""
-        self.link_state = LinkState.CLOSED if self.by_client else LinkState.LOST
+        could answer: whose it was is unknown). CLOSED when this side asked to close, else LOST;
+        :attr:`end` records ``reason``, ``error`` and by whom (the first end only)."""
+        by_client = self.by_client
+        self.link_state = LinkState.CLOSED if by_client else LinkState.LOST
+        if self.end is None:
+            self.end = LinkEnd(reason, error, by_client)
         self.error_suspects.clear()
         self.unmatched_errors.clear()
         tokens = list(self.receipts.values())

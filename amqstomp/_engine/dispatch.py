@@ -1,24 +1,49 @@
 """stomp.py listener fan-out: the registry of listeners and how each event reaches them.
 
-One :class:`ListenerDispatch` per connection. The transport's dispatcher
-thread calls :meth:`ListenerDispatch.notify` for every event in arrival
-order; a listener that raises is logged and the others still run (a MESSAGE
-is then reported as not consumed: ``"error"``). Listener methods that are
+One :class:`ListenerDispatch` per connection: the stomp.py facade's
+:class:`~amqstomp._io.observer.EventSink`. The link's dispatcher thread
+(:meth:`ListenerDispatch.run`) takes its typed events
+(:mod:`amqstomp._core.events`) in arrival order and maps each class ONCE, by
+:data:`LISTENER_CALLS`, to the stomp.py listener method and its arguments; a
+MESSAGE frame goes to ``on_before_message``/``on_message``
+(:meth:`ListenerDispatch.notify_message`). A listener that raises is logged
+and the others still run (a MESSAGE is then reported as not consumed:
+``"error"``). Listener methods that are
 :class:`~amqstomp.listener.ConnectionListener`'s own no-ops are never called
 (none per MESSAGE costs nothing), and ``on_send`` of listeners runs on the
 sending thread, before the frame is encoded.
 """
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 from .. import _observe
+from .._core.events import (
+    Connected,
+    Connecting,
+    ConnectRefused,
+    Disconnected,
+    ErrorIn,
+    HeartbeatIn,
+    HeartbeatTimeout,
+    LinkEvent,
+    Notice,
+    ProtocolErrorIn,
+    ReceiptIn,
+    ReceiverLoopCompleted,
+    SlowConsumer,
+    TransportInterrupted,
+    TransportResumed,
+    UsageFull,
+    UsageNotFull,
+    event_named,
+)
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..exception import RequiredArgumentError
 from ..log import report_callback_error
 
-__all__ = ["ListenerDispatch", "PROTOCOL_LISTENER"]
+__all__ = ["ListenerDispatch", "PROTOCOL_LISTENER", "LISTENER_CALLS"]
 
 #: the name stomp.py registers a connection's protocol object under (``stomp/protocol.py``)
 PROTOCOL_LISTENER = "protocol-listener"
@@ -29,6 +54,34 @@ _WITH_ARG = frozenset(["connecting", "connected", "before_message", "message", "
 _DECODED = frozenset(["connected", "before_message", "message", "receipt", "error"])
 
 log = logging.getLogger("amqstomp.transport")
+
+# how a listener method is called for an event (stomp.py 9.0's ``BaseTransport.notify``)
+_ARG = 0  # fn(event.arg)
+_BODY = 1  # fn(frame), its body decoded first (auto_decode)
+_REFUSED = 2  # as _BODY, ``on_connect_refused`` or, for a listener without one, ``on_error``
+_NONE = 3  # fn(None)
+_NO_ARG = 4  # fn()
+
+#: event class -> (stomp.py's event name: the listener method is ``on_<name>``, how it is called)
+LISTENER_CALLS: Dict[Type[LinkEvent], Tuple[str, int]] = {
+    Connecting: ("connecting", _ARG),
+    Connected: ("connected", _BODY),
+    ReceiptIn: ("receipt", _BODY),
+    ErrorIn: ("error", _BODY),
+    ConnectRefused: ("connect_refused", _REFUSED),
+    HeartbeatIn: ("heartbeat", _NO_ARG),
+    HeartbeatTimeout: ("heartbeat_timeout", _NO_ARG),
+    ProtocolErrorIn: ("protocol_error", _ARG),
+    ReceiverLoopCompleted: ("receiver_loop_completed", _NONE),
+    Disconnected: ("disconnected", _NO_ARG),
+    TransportInterrupted: ("transport_interrupted", _NO_ARG),
+    TransportResumed: ("transport_resumed", _NO_ARG),
+    UsageFull: ("usage_full", _NO_ARG),
+    UsageNotFull: ("usage_not_full", _NO_ARG),
+    SlowConsumer: ("slow_consumer", _ARG),
+}
+#: stomp.py events named only (:class:`~amqstomp._core.events.Notice`) whose callback takes the argument
+_NOTICES_WITH_ARG = frozenset(["before_message", "send"])
 
 
 class ListenerDispatch:
@@ -104,51 +157,76 @@ class ListenerDispatch:
         self.wants_receipts = any(_overridden(l, "on_receipt") is not None for l in ordered)
 
     def notify(self, event: str, arg: Any) -> Optional[str]:
-        """Call the listeners; for a MESSAGE return None when they all had it,
-        "error" when one raised, "no listener" when there was none. A listener
-        that raises is logged per call; a failure of the dispatch itself (e.g. an
-        unknown ``encoding`` for the body) is logged and counts as had (None)."""
+        """stomp.py's named event ``event`` (:func:`~amqstomp._core.events.event_named`)
+        to the listeners, as :meth:`notify_event` / :meth:`notify_message`."""
+        item = event_named(event, arg)
+        if isinstance(item, LinkEvent):
+            self.notify_event(item)
+            return None
+        return self.notify_message(item)
+
+    def notify_message(self, frame: Any) -> Optional[str]:
+        """A MESSAGE to every listener's ``on_before_message`` then ``on_message``:
+        None when they all had it, "error" when one raised, "no listener" when there
+        was none. A listener that raises is logged per call; a failure of the
+        dispatch itself (e.g. an unknown ``encoding`` for the body) is logged and
+        counts as had (None)."""
         try:
+            if self.auto_decode and isinstance(frame.body, (bytes, bytearray)):
+                frame.body = bytes(frame.body).decode(self.encoding, errors="replace")
+            if not self.receivers:
+                return "no listener"
+            failed = False
+            if self.keeps_original:
+                frame.original_headers  # the copy, before a listener changes the headers
+            for fn in self.message_calls:  # each runs, whoever raised before it
+                try:
+                    fn(frame)
+                except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
+                    _listener_raised(fn, exc)
+                    failed = True
+            return "error" if failed else None
+        except BaseException:
+            log.exception("dispatching message failed")
+            return None
+
+    def notify_event(self, event: LinkEvent) -> None:
+        """``event`` to the listeners, by :data:`LISTENER_CALLS` (a
+        :class:`~amqstomp._core.events.Notice` by its name): ``on_<name>`` of each,
+        in name order. A listener that raises is logged and the others still run."""
+        spec = LISTENER_CALLS.get(event.__class__)
+        if spec is not None:
+            name, how = spec
+        elif isinstance(event, Notice):
+            name = event.name
+            how = _ARG if name in _NOTICES_WITH_ARG else _NO_ARG
+        else:
+            log.warning("no stomp.py listener method for %r", event)
+            return
+        try:
+            arg = event.arg
+            method = "on_" + name
             listeners = self.ordered
-            if event == "message" or event == "error" or event == "receipt" or event == "connected" \
-                    or event == "connect_refused":
+            if how is _BODY or how is _REFUSED:
                 if self.auto_decode and isinstance(arg.body, (bytes, bytearray)):
                     arg.body = bytes(arg.body).decode(self.encoding, errors="replace")
-                if event == "message":
-                    if not self.receivers:
-                        return "no listener"
-                    failed = False
-                    if self.keeps_original:
-                        arg.original_headers  # the copy, before a listener changes the headers
-                    for fn in self.message_calls:  # each runs, whoever raised before it
-                        try:
-                            fn(arg)
-                        except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
-                            _listener_raised(fn, exc)
-                            failed = True
-                    return "error" if failed else None
-                name = "on_" + event
                 for listener in listeners:
-                    if name == "on_connect_refused" and not hasattr(listener, name):
+                    if how is _REFUSED and not hasattr(listener, method):
                         _call(listener, "on_error", arg)  # a listener of its own kind: an ERROR like the others
                     else:
-                        _call(listener, name, arg)
-            elif event == "connecting" or event == "slow_consumer" or event == "before_message" or event == "send" \
-                    or event == "protocol_error":
-                name = "on_" + event
+                        _call(listener, method, arg)
+            elif how is _ARG or how is _NONE:
+                if how is _NONE:
+                    arg = None
                 for listener in listeners:
-                    _call(listener, name, arg)
-            elif event == "receiver_loop_completed":
+                    _call(listener, method, arg)
+            else:
                 for listener in listeners:
-                    _call(listener, "on_receiver_loop_completed", None)
-            else:  # heartbeat, heartbeat_timeout, disconnecting, disconnected, transport_interrupted/resumed
-                name = "on_" + event
-                for listener in listeners:
-                    _call0(listener, name)
-            return None
+                    _call0(listener, method)
         except BaseException:
-            log.exception("dispatching %s failed", event)
-            return None
+            log.exception("dispatching %s failed", name)
+
+    call_event = notify_event
 
     def call(self, event: str, arg: Any = None) -> None:
         """Call ``on_<event>`` of every listener on this thread, in name order,
@@ -174,42 +252,34 @@ class ListenerDispatch:
         when every listener returned, failed otherwise. CONNECTED resolves the
         link's connect wait after ``on_connected`` ran."""
         events = link.events
-        notify = self.notify
+        notify_message = self.notify_message
+        notify_event = self.notify_event
+        frame_class = Frame
         while True:
             item = events.get()
-            if item is STOP:
-                break
-            event, arg = item
-            if event == "message":
-                observer = transport.observer
-                try:
-                    if not observer.should_dispatch(arg):
-                        continue
-                except BaseException:
-                    log.exception("should_dispatch failed")
-                watcher = _observe.messages  # an instrumentation: its process span around the listeners
-                outcome = notify(event, arg) if watcher is None else watcher.process(transport, arg, notify, event, arg)
-                try:
-                    if outcome is None:
-                        observer.on_consumed(arg)
-                    else:
-                        observer.on_failed(arg, outcome)
-                except BaseException:
-                    log.exception("consumed hook failed")
-                continue
-            notify(event, arg)
-            if event == "connected":
-                resolve(link.connect_future, arg)
-
-    @staticmethod
-    def end_of_link(link: Link, last: Optional[str]) -> None:
-        """Reader thread, its socket ended: queue ``on_receiver_loop_completed`` and
-        ``last`` (``"disconnected"``, ``"transport_interrupted"``; None: neither),
-        then the end of the dispatcher's queue."""
-        if last is not None:
-            link.post("receiver_loop_completed", None)
-            link.post(last, None)
-        link.events.put(STOP)
+            if item.__class__ is not frame_class:  # (a MESSAGE, the frame itself, is the usual item)
+                if item is STOP:
+                    break
+                if isinstance(item, LinkEvent):
+                    notify_event(item)
+                    if item.__class__ is Connected:
+                        resolve(link.connect_future, item.arg)
+                    continue
+            observer = transport.observer
+            try:
+                if not observer.should_dispatch(item):
+                    continue
+            except BaseException:
+                log.exception("should_dispatch failed")
+            watcher = _observe.messages  # an instrumentation: its process span around the listeners
+            outcome = notify_message(item) if watcher is None else watcher.process(transport, item, notify_message, item)
+            try:
+                if outcome is None:
+                    observer.on_consumed(item)
+                else:
+                    observer.on_failed(item, outcome)
+            except BaseException:
+                log.exception("consumed hook failed")
 
 
 def _own(listeners: Tuple[Any, ...], name: str) -> Tuple[Any, ...]:

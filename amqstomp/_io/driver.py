@@ -4,7 +4,8 @@ A :class:`Driver` is a :class:`~amqstomp._io.owner.LinkOwner` (one live socket
 at a time, its reader, dispatcher and timer threads) that also encodes and
 writes frames (:meth:`Driver.send_frame`: the socket rule of ``link_seq``, the
 broker's limits, the receipt registered before the bytes go out, the nowait
-and deferred writes) and posts events to the dispatcher (:meth:`Driver.notify`).
+and deferred writes) and posts typed events to the dispatcher
+(:meth:`~amqstomp._io.owner.LinkOwner.post`; stomp.py's named ones: :meth:`Driver.notify`).
 It knows no API: the stomp.py facade's
 :class:`amqstomp._transport_base.BaseTransport` adds stomp.py's hooks on top of
 it (listeners' ``on_send``, ``transmit``/``send`` replaced by a subclass), and
@@ -15,11 +16,13 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .. import _observe
+from .._core.events import event_named
 from ..codec import Frame, FrameHead
 from ..constants import SECRET_HEADERS
 from ..exception import FrameEncodeError, NotConnectedException
 from .connector import Connector
 from .link import DEFER_FLUSH_BYTES, Link
+from .observer import EventSink
 from .owner import LinkOwner
 
 __all__ = ["Driver", "masked_headers", "merged_headers"]
@@ -53,8 +56,8 @@ class Driver(LinkOwner):
 
     Args:
         connector (Connector | None): where and how sockets are made (None: none can be).
-        dispatch: the event registry and dispatcher loop
-            (:class:`amqstomp._engine.dispatch.ListenerDispatch`).
+        dispatch (EventSink): who serves the dispatcher thread
+            (:class:`amqstomp._io.observer.EventSink`).
         heart_beat_receive_scale (float): grace factor of the receive check.
         recv_bytes (int): bytes asked for per ``recv``.
         auto_content_length (bool): add ``content-length`` to frames with a body
@@ -77,7 +80,7 @@ class Driver(LinkOwner):
     frame_hook: Optional[Callable[..., Any]] = None
     write_hook: Optional[Callable[[bytes], Any]] = None
 
-    def __init__(self, connector: Optional[Connector], dispatch: Any, heart_beat_receive_scale: float = 1.5,
+    def __init__(self, connector: Optional[Connector], dispatch: EventSink, heart_beat_receive_scale: float = 1.5,
                  recv_bytes: int = 65536, auto_content_length: bool = True, encoding: str = "utf-8",
                  timeout: Optional[float] = None) -> None:
         LinkOwner.__init__(self, connector, dispatch, heart_beat_receive_scale, recv_bytes)  # type: ignore[arg-type]
@@ -245,13 +248,14 @@ class Driver(LinkOwner):
         self.dispatch.call(frame_type, frame)
 
     def notify(self, frame_type: str, frame: Any = None) -> None:
-        """Event ``frame_type`` (connecting, connected, message, receipt, error,
-        heartbeat_timeout, disconnected, transport_interrupted,
-        transport_resumed, usage_full, slow_consumer...): queued on the
-        dispatcher after everything already queued once a socket was opened,
-        else handed to the dispatch here."""
+        """stomp.py's ``notify``: the event stomp.py names ``frame_type`` (connecting,
+        connected, message, receipt, error, heartbeat_timeout, disconnected,
+        transport_interrupted, transport_resumed, usage_full, slow_consumer...:
+        :func:`amqstomp._core.events.event_named`) queued on the dispatcher after
+        everything already queued once a socket was opened, else handed to the
+        dispatch here."""
         link = self._link
         if link is not None:
-            link.post(frame_type, frame)
+            link.events.put(event_named(frame_type, frame))
         else:
             self.dispatch.call(frame_type, frame)

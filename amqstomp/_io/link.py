@@ -19,6 +19,16 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
+from .._core.events import (
+    ConnectRefused,
+    ErrorIn,
+    HeartbeatIn,
+    HeartbeatTimeout,
+    LinkEnd,
+    LinkEvent,
+    ProtocolErrorIn,
+    ReceiptIn,
+)
 from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 from ..codec import HEARTBEAT, Frame
 from ..exception import (
@@ -83,9 +93,9 @@ class Link(LinkWriter):
         # count as the peer's liveness only then (peer_alive); a reader stuck elsewhere cannot read them
         self.in_recv = True
         self.state_lock = threading.Lock()
-        self.closed = False
-        self.close_reason = ""
-        self.close_error: Optional[BaseException] = None
+        #: the core's end record (``proto.end``), set by :meth:`close` under ``state_lock``; None while
+        #: the link lives (read without the lock on the hot path: a write, a heart-beat tick)
+        self.closed: Optional[LinkEnd] = None
         self.connect_future: "Future[Frame]" = Future()
         #: seconds the broker has to answer CONNECT (:meth:`expect_connected`), 0.0 until armed
         self.connect_within_s = 0.0
@@ -110,7 +120,6 @@ class Link(LinkWriter):
         self.paused_waiting = -1  # bytes waiting in the socket at the last look while paused
         self.hb_suspect = False  # a receive deadline passed with no sign of the peer: confirming
         self.seq = seq
-        self.silent = False  # a failover attempt abandoned: no disconnected event
         #: why this socket is being ended by plan (LinkOwner.end_planned: a priorityBackup or rebalance move), else None
         self.planned_end: Optional[str] = None
 
@@ -240,7 +249,7 @@ class Link(LinkWriter):
             if future is not None:
                 resolve(future, frame)
             if post_receipts:
-                self.post("receipt", frame)
+                self.post(ReceiptIn(frame))
         elif event == ERROR or event == CONNECT_REFUSED:
             self.last_error_at = time.monotonic()
             log.warning("broker ERROR: %s", broker_reason(frame))
@@ -248,9 +257,9 @@ class Link(LinkWriter):
                 fail(future, BrokerError("the broker answered with ERROR", frame, self.proto.error_receipt_id))
             if event == CONNECT_REFUSED:
                 fail(self.connect_future, ConnectRefusedError("the broker refused the connection", frame))
-                self.post("connect_refused", frame)
+                self.post(ConnectRefused(frame))
             else:
-                self.post("error", frame)
+                self.post(ErrorIn(frame))
         elif event == CONNECTED:
             return True
         elif event == UNSUBSCRIBED_ERROR:
@@ -348,7 +357,7 @@ class Link(LinkWriter):
         reason = "heart-beat timeout: nothing received for %.2f s (negotiated %d ms)" % (
             now - proto.last_read_ms / 1000.0, proto.recv_ms)
         log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-        self.post("heartbeat_timeout", None)
+        self.post(HeartbeatTimeout())
         self.close(reason)
 
     def paused_look(self) -> bool:
@@ -396,21 +405,27 @@ class Link(LinkWriter):
         window = receive_window(channel.sock)
         return window is None or window < _CLOSED_WINDOW
 
+    @property
+    def close_error(self) -> Optional[BaseException]:
+        """The exception that ended the link, or None (also while it lives)."""
+        end = self.closed
+        return end.error if end is not None else None
+
     def close(self, reason: str, error: Optional[BaseException] = None) -> bool:
-        """End the link: fail every awaited receipt and the CONNECTED wait (ConnectionClosedException /
-        ConnectFailedException), end a pause, stop the timer, shut the socket down (the reader
-        then ends). False when it was closed already."""
+        """End the link: the core records how (:meth:`ProtocolState.connection_lost`: LOST, or
+        CLOSED when this side asked), then every awaited receipt and the CONNECTED wait fail
+        (ConnectionClosedException / ConnectFailedException), a pause ends, the timer stops and
+        the socket is shut down (the reader then ends). False when it was closed already."""
         with self.state_lock:
             if self.closed:
                 return False
-            if not self.proto.by_client:
+            proto = self.proto
+            by_client = proto.by_client
+            if not by_client:
                 reason += self.error_note()
-            self.closed = True
-            self.close_reason = reason
-            self.close_error = error
-            was_connected = self.proto.connected_frame is not None
-            by_client = self.proto.by_client
-            receipts = self.proto.connection_lost()
+            was_connected = proto.connected_frame is not None
+            receipts = proto.connection_lost(reason, error)
+            self.closed = proto.end
         # release every waiter before the socket goes: on_disconnected (posted
         # by the reader once the shutdown wakes it) must find them released
         closed = ConnectionClosedException("connection closed: %s" % reason)
@@ -482,7 +497,7 @@ class Link(LinkWriter):
                     debug_log = self.debug_log
                     if debug_log is not None and debug_log.enabled():
                         debug_log.log_heartbeat_received()
-                    self.post("heartbeat", None)
+                    self.post(HeartbeatIn())
         except StompProtocolError as exc:
             for frame in exc.frames:  # complete frames that came before the fault
                 try:
@@ -492,7 +507,7 @@ class Link(LinkWriter):
             error = exc
             reason = "protocol error: %s" % exc
             log.error("closing connection to %s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-            self.post("protocol_error", exc)  # the listeners' on_protocol_error; the frames are the broker's only
+            self.post(ProtocolErrorIn(exc))  # the listeners' on_protocol_error; the frames are the broker's only
         except OSError as exc:
             if not self.closed:
                 error = exc
@@ -518,9 +533,10 @@ class Link(LinkWriter):
                 channel.close()
         return reason, error
 
-    def post(self, event: str, arg: Any) -> None:
-        """Queue listener event ``on_<event>(arg)`` for this socket's dispatcher."""
-        self.events.put((event, arg))
+    def post(self, event: LinkEvent) -> None:
+        """Queue ``event`` (:mod:`amqstomp._core.events`) for this socket's dispatcher
+        (a MESSAGE frame is queued as it is: :meth:`amqstomp._io.owner.LinkOwner.deliver_message`)."""
+        self.events.put(event)
 
 
 def _fail_with_errors(answers: List[Tuple[str, "Future[Any]", Frame]]) -> None:

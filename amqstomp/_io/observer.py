@@ -1,19 +1,47 @@
-"""What a transport's threads report to the layer above it: one typed interface.
+"""What a driver's threads report to the layers above it: typed interfaces.
 
-:class:`TransportObserver` is the single seam between the I/O layer
-(:class:`amqstomp.transport.Transport` and its :class:`~amqstomp._io.link.Link`)
-and the engine (:class:`amqstomp._engine.client.Client` implements it and
-installs itself with :meth:`Transport.set_observer`). Until an observer is set,
-:class:`ListenersOnly` applies: every MESSAGE goes to the listeners and a lost
-socket is the end of the connection.
+* :class:`TransportObserver`, the seam between the I/O layer
+  (:class:`~amqstomp._io.owner.LinkOwner` and its :class:`~amqstomp._io.link.Link`)
+  and the engine (:class:`amqstomp._engine.client.Client` implements it and
+  installs itself with ``set_observer``): MESSAGEs, their outcome, lost sockets.
+  Until an observer is set, :class:`ListenersOnly` applies: every MESSAGE goes
+  to the dispatcher and a lost socket is the end of the connection.
+* :class:`EventSink`, who serves a link's dispatcher thread: the link's typed
+  events (:mod:`amqstomp._core.events`) in arrival order. The stomp.py facade's
+  :class:`amqstomp._engine.dispatch.ListenerDispatch` is one (events to
+  listener methods, by one table); :class:`ObserverLoop` is the other, which
+  hands them to a typed :class:`LinkObserver` (a JMS link).
 """
-from typing import Any, Optional, Protocol
+import logging
+from typing import Any, Callable, Dict, Optional, Protocol, Type
 
-__all__ = ["TransportObserver", "ListenersOnly", "DISCONNECTED", "INTERRUPTED"]
+from .._core.events import (
+    Connected,
+    ConnectRefused,
+    Disconnected,
+    ErrorIn,
+    HeartbeatTimeout,
+    LinkEvent,
+    SlowConsumer,
+    TransportInterrupted,
+    TransportResumed,
+    UsageFull,
+    UsageNotFull,
+    event_named,
+)
+from .futures import resolve
+from .link import STOP
 
-#: :meth:`TransportObserver.on_link_lost` results: what the listeners hear last
+__all__ = ["TransportObserver", "ListenersOnly", "DISCONNECTED", "INTERRUPTED", "LAST_EVENTS", "EventSink",
+           "LinkObserver", "ObserverLoop"]
+
+log = logging.getLogger("amqstomp.transport")
+
+#: :meth:`TransportObserver.on_link_lost` results: what the link's last event is
 DISCONNECTED = "disconnected"
 INTERRUPTED = "transport_interrupted"
+#: those results -> the event class queued last (:mod:`amqstomp._core.events`)
+LAST_EVENTS: Dict[str, Type[LinkEvent]] = {DISCONNECTED: Disconnected, INTERRUPTED: TransportInterrupted}
 
 
 class TransportObserver(Protocol):
@@ -64,3 +92,113 @@ class ListenersOnly:
 
     def on_link_lost(self, link_seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
         return DISCONNECTED
+
+
+class EventSink(Protocol):
+    """Who serves a link's dispatcher thread (:class:`~amqstomp._io.owner.LinkOwner`'s ``dispatch``)."""
+
+    #: RECEIPTs are queued for it (:class:`~amqstomp._core.events.ReceiptIn`) only when True
+    wants_receipts: bool
+
+    def run(self, link: Any, owner: Any) -> None:
+        """Dispatcher thread of ``link``: take ``link.events`` in order until
+        :data:`amqstomp._io.link.STOP`: typed events, and MESSAGE frames as they are
+        (report each one's outcome to ``owner.observer``); after
+        :class:`~amqstomp._core.events.Connected`, resolve ``link.connect_future``
+        with its frame."""
+
+    def call_event(self, event: Any) -> None:
+        """``event`` with no socket to queue it on: handled on the calling thread."""
+
+    def call(self, event: str, arg: Any = None) -> None:
+        """stomp.py's named event (``notify_now``, ``notify`` without a socket) on the calling thread."""
+
+
+class LinkObserver(Protocol):
+    """A link's events as typed calls, on its dispatcher thread, never on the reader
+    (:class:`ObserverLoop` makes them). None may block for long: they delay the
+    events behind them."""
+
+    def on_error(self, frame: Any) -> None:
+        """An ERROR frame after CONNECTED (STOMP 1.2 "ERROR")."""
+
+    def on_connect_refused(self, frame: Any) -> None:
+        """An ERROR answering CONNECT (the connect attempt raises ConnectRefusedError too)."""
+
+    def on_heartbeat_timeout(self) -> None:
+        """The peer was silent past the receive heart-beat bound; the link is closing."""
+
+    def on_disconnected(self) -> None:
+        """The link's last event: the socket ended and no failover took it over
+        (``owner.ended_by_client()`` tells this side's end from a loss)."""
+
+    def on_transport_interrupted(self) -> None:
+        """The link's last event: a failover layer took the loss over."""
+
+    def on_transport_resumed(self) -> None:
+        """A failover layer's new socket is CONNECTED and replayed."""
+
+    def on_usage(self, full: bool) -> None:
+        """Producer flow control began (``full``) or ended."""
+
+    def on_slow_consumer(self, info: Any) -> None:
+        """A subscription's buffer stayed full (``info``: what it is)."""
+
+
+def _calls(observer: LinkObserver) -> Dict[type, Callable[[Any], None]]:
+    """The event class -> call table of ``observer`` (events not in it are not its business)."""
+    return {
+        ErrorIn: observer.on_error,
+        ConnectRefused: observer.on_connect_refused,
+        HeartbeatTimeout: lambda arg: observer.on_heartbeat_timeout(),
+        Disconnected: lambda arg: observer.on_disconnected(),
+        TransportInterrupted: lambda arg: observer.on_transport_interrupted(),
+        TransportResumed: lambda arg: observer.on_transport_resumed(),
+        UsageFull: lambda arg: observer.on_usage(True),
+        UsageNotFull: lambda arg: observer.on_usage(False),
+        SlowConsumer: observer.on_slow_consumer,
+    }
+
+
+class ObserverLoop:
+    """The :class:`EventSink` of an API that observes its links with a typed
+    :class:`LinkObserver` (the JMS API): each event to its call by one table,
+    on the dispatcher thread; what the observer raises is logged and the loop goes on."""
+
+    wants_receipts = False
+
+    def __init__(self, observer: LinkObserver) -> None:
+        self.observer = observer
+        self._calls = _calls(observer)
+
+    def call_event(self, event: Any) -> None:
+        fn = self._calls.get(event.__class__)
+        if fn is None:
+            return
+        try:
+            fn(event.arg)
+        except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+            log.exception("link observer %r raised on %r", self.observer, event)
+
+    def call(self, event: str, arg: Any = None) -> None:
+        item = event_named(event, arg)
+        if isinstance(item, LinkEvent):
+            self.call_event(item)
+
+    def run(self, link: Any, owner: Any) -> None:
+        events = link.events
+        call_event = self.call_event
+        while True:
+            item = events.get()
+            if item is STOP:
+                break
+            if not isinstance(item, LinkEvent):  # a MESSAGE: its API routes them past the dispatcher
+                log.debug("a MESSAGE reached a link observer's dispatcher: not delivered")
+                try:
+                    owner.observer.on_failed(item, "no listener")
+                except BaseException:
+                    log.exception("on_failed failed")
+                continue
+            call_event(item)
+            if item.__class__ is Connected:
+                resolve(link.connect_future, item.arg)

@@ -4,13 +4,13 @@
 A LinkOwner holds at most one live :class:`~amqstomp._io.link.Link` at a time
 and runs exactly three threads per link, all ending with it: the **reader**
 (bytes into the link's :class:`~amqstomp._core.state.ProtocolState`;
-MESSAGE frames to the observer, receipts resolved, other events queued), the
-**dispatcher** (listener callbacks in arrival order, so a slow listener never
-delays reading or heart-beats: :meth:`amqstomp._engine.dispatch.ListenerDispatch.run`)
-and the **timer** (heart-beats, deferred-write flushes, ack timers). It
-answers what the open socket is (host, STOMP version, heart-beats, number),
-opens and closes sockets, pauses reading, and reports upward through ONE typed
-interface, :class:`~amqstomp._io.observer.TransportObserver`.
+MESSAGE frames to the observer, receipts resolved, typed events
+(:mod:`amqstomp._core.events`) queued), the **dispatcher** (those events in
+arrival order, so a slow callback never delays reading or heart-beats: the
+API's :class:`~amqstomp._io.observer.EventSink`) and the **timer**
+(heart-beats, deferred-write flushes, ack timers). It answers what the open
+socket is, opens and closes sockets, pauses reading, and reports MESSAGEs and
+losses through :class:`~amqstomp._io.observer.TransportObserver`.
 
 The frame-level API (``send_frame``, receipts by id, the listener registry)
 is :class:`amqstomp.transport.Transport`'s, which adds it to this class.
@@ -27,10 +27,11 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from .. import _observe
 from ..codec import Frame
 from ..exception import ConnectFailedException, NotConnectedException, StompException
+from .._core.events import Connected, Connecting, LinkEvent, ReceiverLoopCompleted
 from .._core.state import LinkState
 from .connector import Connector
-from .link import Link, wait_future
-from .observer import ListenersOnly, TransportObserver
+from .link import STOP, Link, wait_future
+from .observer import LAST_EVENTS, EventSink, ListenersOnly, TransportObserver
 from .scheduler import TimerHandle
 from .timeouts import clamp_wait
 
@@ -58,8 +59,8 @@ class LinkOwner:
 
     Args:
         connector (Connector): where and how sockets are made.
-        dispatch (ListenerDispatch): the listeners and the dispatcher loop
-            (:class:`amqstomp._engine.dispatch.ListenerDispatch`).
+        dispatch (EventSink): who serves the dispatcher thread (the stomp.py facade's
+            listeners, a JMS link's :class:`~amqstomp._io.observer.ObserverLoop`).
         heart_beat_receive_scale (float): grace factor of the receive check.
         recv_bytes (int): bytes asked for per ``recv``.
     """
@@ -69,11 +70,11 @@ class LinkOwner:
     #: :class:`amqstomp._io.link.Link`): the stomp.py facade's :mod:`amqstomp._stomppy_log`
     debug_log: Any = None
 
-    def __init__(self, connector: Connector, dispatch: Any, heart_beat_receive_scale: float,
+    def __init__(self, connector: Connector, dispatch: EventSink, heart_beat_receive_scale: float,
                  recv_bytes: int) -> None:
         #: where and how sockets are made (brokers, TLS per broker, the TCP connect)
         self.connector = connector
-        #: the stomp.py listeners and how they are called (:class:`amqstomp._engine.dispatch.ListenerDispatch`)
+        #: who hears the link's events on its dispatcher thread (:class:`~amqstomp._io.observer.EventSink`)
         self.dispatch = dispatch
         self.heart_beat_receive_scale = float(heart_beat_receive_scale)
         self.recv_bytes = int(recv_bytes)
@@ -132,10 +133,8 @@ class LinkOwner:
 
     @property
     def heartbeat_thread(self) -> Optional[threading.Thread]:
-        """The thread that sends and checks the open socket's heart-beats (its
-        timer thread, ``amqstomp-timer-<n>.<m>``) once CONNECTED negotiated some
-        (STOMP 1.2 "Heart-beating"), else None: stomp.py's
-        ``HeartbeatListener.heartbeat_thread`` (stomp/listener.py)."""
+        """The open socket's timer thread (``amqstomp-timer-<n>.<m>``) once CONNECTED
+        negotiated heart-beats, else None: stomp.py's ``HeartbeatListener.heartbeat_thread``."""
         link = self._link
         if link is None or link.closed or not (link.proto.send_ms or link.proto.recv_ms):
             return None
@@ -239,10 +238,9 @@ class LinkOwner:
 
     def open(self, version: str = "1.2", only: Optional[HostAndPort] = None,
              deadline: Optional[float] = None) -> HostAndPort:
-        """Open a socket to the first reachable broker and start the link's threads.
-
-        Listeners get ``on_connecting((host, port))`` first. No STOMP frame is
-        sent: the caller sends CONNECT/STOMP with :meth:`send_frame`.
+        """Open a socket to the first reachable broker and start the link's threads
+        (its first event: :class:`~amqstomp._core.events.Connecting`). No STOMP frame
+        is sent: the caller sends CONNECT/STOMP with :meth:`send_frame`.
 
         Args:
             version (str): STOMP version to encode and parse with until the
@@ -273,7 +271,7 @@ class LinkOwner:
         link.debug_log = self.debug_log
         with self._lock:
             self._link = link
-        link.post("connecting", host_and_port)  # always the link's first event
+        link.post(Connecting(host_and_port))  # always the link's first event
         factory = self.create_thread_fc
         if factory is None:
             link.scheduler.start()
@@ -313,26 +311,40 @@ class LinkOwner:
               silent: bool = False) -> None:
         """Close the socket (no DISCONNECT frame) and wait for the link's threads.
 
-        Pending receipt futures fail with ConnectionClosedException; listeners
-        get ``on_receiver_loop_completed`` and ``on_disconnected`` (after every
-        event already queued). Safe to call more than once and from a listener
-        (the calling thread is not waited for).
+        Pending receipt futures fail with ConnectionClosedException; the link's
+        last events (:class:`~amqstomp._core.events.ReceiverLoopCompleted`,
+        :class:`~amqstomp._core.events.Disconnected`) come after every event
+        already queued. Safe to call more than once and from a listener.
 
         Args:
             timeout (float | None): seconds to wait for the threads in all
                 (not waited for when None).
-            silent (bool): no ``on_receiver_loop_completed`` / ``on_disconnected``
-                (a failover layer abandoning one attempt of its own).
+            silent (bool): no last events (a failover layer abandoning an attempt).
         """
         link = self._link
         if link is None:
             return
         with link.state_lock:
-            link.proto.closing()  # by the client (not lost): no failover
-        link.silent = link.silent or silent
+            link.proto.closing(silent)  # by the client (not lost): no failover
         link.close(reason)
         if timeout is not None:
             self._join(link, timeout)
+
+    def close_requested(self) -> None:
+        """This side ends the open socket (it closes it next; no frame is written on
+        it any more: the core's CLOSING): from now its end is the client's, no loss,
+        whoever closes the socket first. A no-op without a socket."""
+        link = self._link
+        if link is not None:
+            with link.state_lock:
+                link.proto.closing()
+
+    def ended_by_client(self) -> bool:
+        """True when this side ends or ended the open or last socket on purpose
+        (:meth:`close`, :meth:`close_requested`; not an attempt abandoned ``silent``ly,
+        whose loss stays the connection's): no loss to report."""
+        link = self._link
+        return link is not None and link.proto.by_client and not link.proto.silent
 
     def end_planned(self, reason: str) -> None:
         """The open socket is about to end by plan (``reason``: a failover layer's move to
@@ -366,8 +378,7 @@ class LinkOwner:
                             thread.name, timeout)
 
     def set_observer(self, observer: Optional[TransportObserver]) -> None:
-        """Report MESSAGEs, their dispatch and outcome, and lost sockets to
-        ``observer`` (:class:`amqstomp._io.observer.TransportObserver`: the engine's
+        """Report MESSAGEs, their outcome and lost sockets to ``observer`` (the engine's
         Client); None restores :class:`~amqstomp._io.observer.ListenersOnly`."""
         self.observer = observer if observer is not None else ListenersOnly(self)
 
@@ -375,21 +386,24 @@ class LinkOwner:
         """Queue a MESSAGE for the listeners (``on_before_message`` then ``on_message``)."""
         link = self._link
         if link is not None:
-            link.post("message", frame)
+            link.events.put(frame)  # a MESSAGE is its own event (:mod:`amqstomp._core.events`)
+
+    def post(self, event: LinkEvent) -> None:
+        """Queue ``event`` on the open or last socket's dispatcher, after everything
+        queued before it; without a socket yet, hand it to the dispatch here."""
+        link = self._link
+        if link is not None:
+            link.post(event)
+        else:
+            self.dispatch.call_event(event)
 
     def pause_reading(self) -> None:
         """Stop reading the socket after the current ``recv`` (TCP then pushes
         back on the broker). A pause is a state, not a count: the last call of
-        this and :meth:`resume_reading` wins (they are serialised), so a caller
-        that decides and calls under one lock of its own loses no resume.
-
-        While paused the peer is still watched: a reset or an EOF waiting in
-        the socket ends the pause (the reader reads what came before it, then
-        the link is lost as usual), and silence counts against the peer unless
-        this side's receive window is closed (we hold it back) -- see
-        :meth:`_heartbeat_check_tick`. Closing the link ends a pause; so does a
-        receipt wait on the dispatcher thread, for its duration (see
-        :meth:`wait_future`)."""
+        this and :meth:`resume_reading` wins (they are serialised). While paused
+        the peer is still watched (:meth:`amqstomp._io.link.Link.heartbeat_check_tick`);
+        closing the link ends a pause, a receipt wait on the dispatcher thread
+        lifts it for its duration (:meth:`wait_future`)."""
         link = self._link
         if link is not None:
             link.set_paused(True)
@@ -482,16 +496,8 @@ class LinkOwner:
             return self._done_receipts.get(receipt_id)
 
     def wait_for_receipt(self, receipt_id: str, timeout: Optional[float] = None) -> Frame:
-        """Block until the RECEIPT for ``receipt_id`` arrives.
-
-        Args:
-            receipt_id (str): the ``receipt`` header value of a frame sent on
-                this transport.
-            timeout (float | None): seconds; ``self.timeout`` or
-                :data:`DEFAULT_WAIT_TIMEOUT` when None.
-
-        Returns:
-            Frame: the RECEIPT frame.
+        """The RECEIPT for ``receipt_id`` (the ``receipt`` header of a frame sent on this
+        transport), waited for ``timeout`` s (None: ``self.timeout`` or :data:`DEFAULT_WAIT_TIMEOUT`).
 
         Raises:
             ReceiptTimeout: nothing within ``timeout``.
@@ -525,14 +531,8 @@ class LinkOwner:
         return link.wait(future, self._wait_s(timeout), what)
 
     def wait_connected(self, timeout: Optional[float] = None) -> Frame:
-        """Block until the broker's CONNECTED frame arrives.
-
-        Args:
-            timeout (float | None): seconds; ``self.timeout`` or
-                :data:`DEFAULT_WAIT_TIMEOUT` when None.
-
-        Returns:
-            Frame: the CONNECTED frame.
+        """The broker's CONNECTED frame, waited for ``timeout`` s (None: ``self.timeout``
+        or :data:`DEFAULT_WAIT_TIMEOUT`).
 
         Raises:
             ConnectFailedException: an ERROR came instead, the connection
@@ -562,19 +562,21 @@ class LinkOwner:
             reason, error = link.read_loop(self.recv_bytes, self.frame_sink())
         finally:
             last: Optional[str] = "disconnected"
-            if not link.proto.by_client:
+            proto = link.proto
+            if not proto.by_client:
                 try:
                     last = self.observer.on_link_lost(link.seq, reason, error)
                 except Exception:
                     log.exception("on_link_lost failed")
-            if link.silent:
-                last = None
             if _observe.observer is not None:
                 if link.planned_end is not None:  # (its DISCONNECT made it the client's end)
                     _observe.observer.connection_event(self, "moved", link.planned_end)
-                elif not link.proto.by_client:
+                elif not proto.by_client:
                     _observe.observer.connection_event(self, "link_lost", reason)
-            self.dispatch.end_of_link(link, last)
+            if last is not None and not proto.silent:  # the link's last events, unless its end is unreported
+                link.post(ReceiverLoopCompleted())
+                link.post(LAST_EVENTS[last]())
+            link.events.put(STOP)
 
     def on_frame(self, link: Link, frame: Frame) -> None:
         """Reader thread: one frame received on ``link`` (:class:`amqstomp._io.link.FrameSink`)."""
@@ -591,7 +593,7 @@ class LinkOwner:
                 _observe.observer.connection_event(self, "connected", frame)
             # the dispatcher resolves connect_future once on_connected has run, so
             # connect(wait=True) returns with the listeners already told
-            link.post("connected", frame)
+            link.post(Connected(frame))
         self.control_frame_seen(link, frame)
 
     def _dispatch_loop(self, link: Link) -> None:

@@ -24,6 +24,7 @@ from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable, Deque, List, Optional
 
+from .._core.events import LinkEnd
 from ..exception import ConnectionClosedException
 from .scheduler import Scheduler
 
@@ -66,12 +67,19 @@ class LinkWriter:
     channel: Any
     proto: Any
     scheduler: Scheduler
-    closed: bool
-    close_reason: str
+    #: how the link ended (the core's record, :attr:`amqstomp._core.state.ProtocolState.end`),
+    #: None while it lives: read without a lock on the hot path
+    closed: Optional[LinkEnd]
     reader: Optional[threading.Thread]
     read_done: threading.Event
     flush_owed: Optional[Callable[[], Any]]
     connect_future: "Future[Any]"
+
+    @property
+    def close_reason(self) -> str:
+        """Why the link ended; "" while it lives."""
+        end = self.closed
+        return end.reason if end is not None else ""
 
     def close(self, reason: str, error: Optional[BaseException] = None) -> bool:  # pragma: no cover - Link's
         raise NotImplementedError

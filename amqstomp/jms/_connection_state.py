@@ -368,7 +368,7 @@ class ConnectionState:
         """Failover or dispatcher thread of ``link``: its socket is lost for good
         (no failover, or the failover gave up): the connection is broken, the
         other link is closed, waiters wake and the exception listener hears of it."""
-        if link.closing or self.closed:
+        if link.ended_by_client() or self.closed:
             return
         reason = link.close_reason()
         if gave_up is not None:
@@ -379,7 +379,7 @@ class ConnectionState:
         self.failure = exc
         for other in self.links():
             if other is not link:
-                other.closing = True
+                other.transport.close_requested()
                 if other.reconnector is not None:
                     other.reconnector.disarm(0.0)
                 other.transport.close(None, reason="the %s socket was lost" % link.role)

@@ -12,9 +12,10 @@ CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
 * on every link, a :class:`SendTracker`: receipts of SENDs in flight, the
   usage-full detector (a RECEIPT later than ``usage_full_after_ms``) and the
   errors of asynchronous sends;
-* a :class:`_LinkListener` on the driver's dispatcher thread, which is the
-  connection's "executor" (as in the Java client): exception listener and
-  usage callbacks run there, never on the reader.
+* a :class:`_LinkObserver` (the driver's typed
+  :class:`~amqstomp._io.observer.LinkObserver`, no stomp.py listener) on the
+  driver's dispatcher thread, which is the connection's "executor" (as in the
+  Java client): exception listener and usage callbacks run there, never on the reader.
 
 With a ``failover:`` URI a link has a :class:`amqstomp.failover.Reconnector`:
 a lost socket is replaced (same CONNECT, same client id), the consumer link's
@@ -55,9 +56,10 @@ from ..exception import (
 from ..failover import ReconnectPolicy, Reconnector, SocketLedger
 from ..flow import PrefetchPolicy
 from .._engine.client import Client, WaitUp
-from .._engine.dispatch import ListenerDispatch
+from .._core.events import TransportResumed
 from .._io.connector import Connector
 from .._io.driver import Driver
+from .._io.observer import ObserverLoop
 from .._io.channel import tls_context
 from .._core.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._core.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
@@ -83,8 +85,9 @@ def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dic
     return ack_headers(link.version, message_headers, link.is_activemq)
 
 
-class _LinkListener:
-    """Runs on the link's dispatcher thread (the connection's executor)."""
+class _LinkObserver:
+    """A link's events (:class:`amqstomp._io.observer.LinkObserver`), on its
+    dispatcher thread (the connection's executor)."""
 
     def __init__(self, link: "Link") -> None:
         self.link = link
@@ -107,13 +110,10 @@ class _LinkListener:
     def on_transport_resumed(self) -> None:
         self.link.connection.on_transport_event(self.link, "on_transport_resumed")
 
-    def on_usage_full(self) -> None:
+    def on_usage(self, full: bool) -> None:  # (the tracker's event says which)
         event = self.link.tracker.pop_event()
         if event is not None:
             self.link.connection.on_usage(event)
-
-    def on_usage_not_full(self) -> None:
-        self.on_usage_full()
 
     def on_slow_consumer(self, info: Dict[str, Any]) -> None:
         log.info("slow consumer: %r", info)
@@ -156,7 +156,6 @@ class Link:
         self.endpoints = list(endpoints or [endpoint])
         self.options = options
         self.client_id = client_id
-        self.closing = False
         self.heartbeat_timed_out = False
         self.connected_frame: Optional[Frame] = None
         #: the broker dialect (:mod:`amqstomp._core.dialect`: the ``broker`` option, else
@@ -169,7 +168,7 @@ class Link:
         connector = Connector([ep.host_and_port for ep in self.endpoints], self.connect_timeout_s,
                               keepalive=bool(options.get("keepalive")) or None)
         #: the socket, its threads and the frames written (the driver every API shares)
-        self.transport = Driver(connector, ListenerDispatch(auto_decode=False),
+        self.transport = Driver(connector, ObserverLoop(_LinkObserver(self)),
                                 float(options.get("heart_beat_receive_scale") or 1.5),
                                 timeout=self.connect_timeout_s)
         self.transport.broker = check_broker(options.get("broker"), "broker (amqstomp.broker)")
@@ -177,7 +176,6 @@ class Link:
         tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
         if tls_hosts:
             self.transport.set_ssl_context(make_ssl_context(options), tls_hosts)
-        self.transport.dispatch.set("amqstomp-jms", _LinkListener(self))
         #: the failover loop (a ``failover:`` URI), else None
         self.reconnector: Optional[Reconnector] = None
         #: what came / began on which socket (failover)
@@ -228,6 +226,11 @@ class Link:
             return None
         return self.connected_frame.headers.get("session")
 
+    def ended_by_client(self) -> bool:
+        """True when this side ended (or is ending) the socket: :meth:`close`, a
+        failed attempt, the connection's end (the core's link state, not a loss)."""
+        return self.transport.ended_by_client()
+
     def close_reason(self) -> str:
         return self.transport.close_reason or "not connected"
 
@@ -258,7 +261,7 @@ class Link:
         self._connect(host_and_port)
         if resumed:
             self.reconnector.check_armed()  # close() was called meanwhile: not resumed
-            self.transport.notify("transport_resumed")
+            self.transport.post(TransportResumed())
             self.connection.on_link_resumed(self)
 
     def _gave_up(self, exc: BaseException) -> None:
@@ -286,7 +289,7 @@ class Link:
 
         def failing() -> None:
             if self.reconnector is None:
-                self.closing = True  # a failed attempt ends the link for good
+                self.transport.close_requested()  # a failed attempt ends the link for good: no loss
 
         self.connected_frame = self.client.handshake(version, "CONNECT", headers_for, wait_s, only=only,
                                                      deadline=deadline, silent=self.reconnector is not None,
@@ -298,8 +301,8 @@ class Link:
 
     def close(self, timeout_s: float) -> None:
         """Ack what the manager still holds, DISCONNECT (waiting up to ``timeout_s``
-        for the receipt), close the socket and wait for the link's threads."""
-        self.closing = True
+        for the receipt), close the socket and wait for the link's threads (the
+        connection is closed first: its end is no loss to report)."""
         self.client.disconnect(self.manager, timeout_s, {"receipt": "disconnect"}, disarm_s=timeout_s)
 
     # ------------------------------------------------------------ frames
