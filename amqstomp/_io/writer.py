@@ -103,7 +103,8 @@ class LinkWriter:
         it took some since the last look, when none wait, or when the kernel does
         not tell: :func:`amqstomp._io.channel.send_progress`, Linux only). Looks at
         the kernel's counters only: never takes the write lock, never blocks."""
-        progress = send_progress(self.channel.sock)
+        sock = getattr(self.channel, "sock", None)
+        progress = None if sock is None else send_progress(sock)
         if progress is None:
             return 0.0
         acked, waiting = progress
