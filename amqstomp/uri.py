@@ -134,7 +134,8 @@ TRANSPORT_OPTIONS = _table(
     Option("heartBeat", "heartbeats", _heart_beat, (0, 0),
            "STOMP heart-beat 'cx,cy' in ms: what we send, what we want (STOMP 1.2 'Heart-beating')"),
     Option("heartBeatGraceFactor", "heart_beat_receive_scale", _float_min(1.0), 1.5,
-           "silence tolerated, as a multiple of the negotiated receive interval"),
+           "silence tolerated, as a multiple of the negotiated receive interval (and, Linux, a broker "
+           "taking none of the bytes written, of the send interval)"),
     Option("keepAlive", "keepalive", _bool, False, "TCP keep-alive on the socket"),
     Option("stompVersion", "version", _version, "1.2", "highest STOMP version to ask for: 1.0, 1.1 or 1.2"),
     Option("host", "vhost", str, None, "CONNECT's host header (virtual host); default: / (RabbitMQ's default "

@@ -243,6 +243,50 @@ def test_stall_after_forwards_exactly_the_budget_to_the_client_then_stalls(tcp_p
 
 
 @pytest.mark.timeout(20)
+def test_stop_reading_holds_the_client_after_its_frame_and_keeps_the_broker_side_alive(tcp_proxy_factory, echo):
+    """stop_reading: the client's frame in progress goes on to its NUL, nothing after
+    it; the broker side gets a heart-beat (EOL) every keepalive and what it sends
+    still reaches the client; the client's writes fill the buffers (rcvbuf 64 KiB);
+    resume_reading forwards the held bytes first, in order."""
+    proxy = tcp_proxy_factory(echo.address, rcvbuf=65536)
+    with dial(proxy) as sock:
+        sock.sendall(b"x")
+        assert recv_exactly(sock, 1) == b"x"
+        proxy.stop_reading(keepalive=0.1)
+        sock.sendall(b"ab\0cd")
+        assert wait_until(lambda: echo.got().count(b"\n") >= 3, 5), echo.got()  # heart-beats to the broker
+        assert echo.got().replace(b"\n", b"") == b"xab\0"  # nothing after the frame's end
+        assert recv_exactly(sock, 4) == b"ab\0\n"  # the broker's bytes still reach the client
+        sock.setblocking(False)
+        written = 0
+        for _ in range(10000):  # bounded: the buffers fill, the proxy reads nothing more
+            try:
+                written += sock.send(b"y" * 65536)
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the client's writes never blocked")
+        time.sleep(0.3)
+        assert echo.got().replace(b"\n", b"") == b"xab\0"
+        proxy.resume_reading()
+        want = b"xab\0cd" + b"y" * written
+
+        def forwarded():
+            for _ in range(1000):  # take the echoes, so the echo server never blocks on them
+                try:
+                    if not sock.recv(1 << 20):
+                        break
+                except BlockingIOError:
+                    break
+            return echo.got().replace(b"\n", b"")
+        assert wait_until(lambda: forwarded() == want, 10), len(echo.got())
+    with pytest.raises(ValueError, match="keepalive"):
+        proxy.stop_reading(keepalive=0)
+    with pytest.raises(ValueError, match="rcvbuf"):
+        TcpProxy(echo.address, rcvbuf=0)
+
+
+@pytest.mark.timeout(20)
 def test_half_close_to_client_gives_eof_while_client_still_writes(tcp_proxy_factory, echo):
     proxy = tcp_proxy_factory(echo.address)
     sock = dial(proxy)

@@ -643,8 +643,9 @@ def test_a_huge_websocket_frame_fails_the_connection_at_the_stomp_limit():
 
 @pytest.mark.timeout(90)
 def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
-    """A peer that completes CONNECT (heart-beats 1000,1000), then sends pings (125-byte
-    payloads, until the client stops taking them or 25 MB went) and never reads again: the
+    """A peer that completes CONNECT (heart-beats 1000,1000; the client's 5000,1000), then
+    sends pings (125-byte payloads, until the client stops taking them or 25 MB went) and
+    never reads again: the
     client's reader keeps reading -- the MESSAGE sent after the pings arrives; it never
     writes a pong itself --, disconnect() (timeout=5) returns in time although nothing is
     read, and no thread of the client is left."""
@@ -669,7 +670,10 @@ def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
 
     server = FakeWebSocketServer(script, heart_beat=(1000, 1000), rcvbuf=4096)
     before = set(threading.enumerate())
-    conn, listener = _fake_ws_conn(server, heartbeats=(1000, 1000))
+    # the client sends every 5000 ms (receives every 1000 ms): a peer that takes none of its bytes
+    # (pongs) for 2 x 5000 x 1.5 = 15 s is given up (Link.heartbeat_send_tick), longer than the
+    # pings take here (at most 10 s); with 1000 ms it could be given up (3 s) before the MESSAGE
+    conn, listener = _fake_ws_conn(server, heartbeats=(5000, 1000))
     took = None
     try:
         conn.subscribe("/queue/a", id="1")

@@ -12,7 +12,7 @@ from typing import Any, Optional, Tuple
 from ..exception import ConfigurationError
 
 __all__ = ["parse_heartbeat", "broker_heartbeat", "negotiate", "SEND_FRACTION", "PEER_GRID_FACTOR", "DUE_SLACK",
-           "MIN_RECEIVE_SCALE", "send_period_ms", "receive_timeout_ms", "check_receive_scale"]
+           "MIN_RECEIVE_SCALE", "send_period_ms", "receive_timeout_ms", "send_stall_timeout_ms", "check_receive_scale"]
 
 log = logging.getLogger("amqstomp.protocol")
 
@@ -100,6 +100,20 @@ def receive_timeout_ms(receive_ms: int, grace: float) -> float:
     receive interval and a grace factor (stomp.py's ``heart_beat_receive_scale``,
     1.5): ``receive_ms x PEER_GRID_FACTOR x grace``; 0 when ``receive_ms`` is 0."""
     return receive_ms * PEER_GRID_FACTOR * grace
+
+
+def send_stall_timeout_ms(send_ms: int, grace: float) -> float:
+    """How long (ms) the peer may take none of the bytes this side has written
+    before it is declared to have stopped reading: the receive bound applied to
+    this side's own send interval, ``send_ms x PEER_GRID_FACTOR x grace``; 0
+    when ``send_ms`` is 0 (no heart-beats sent: no such check).
+
+    This side promised a byte every ``send_ms`` (STOMP 1.2 "Heart-beating"); a
+    peer that takes nothing for this long gets none of them, so it either
+    declared this side dead already or is not reading (ActiveMQ's producer flow
+    control holding its transport thread looks the same: the socket is given
+    up either way, and a failover connection moves on)."""
+    return send_ms * PEER_GRID_FACTOR * grace
 
 
 def check_receive_scale(value: Any) -> float:

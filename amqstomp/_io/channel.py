@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 from ..exception import ConfigurationError, ConnectFailedException
 
 __all__ = ["PlainChannel", "TLSChannel", "connect", "set_keepalive", "tls_context", "look_at_socket",
-           "receive_window", "checked_hosts", "local_host_names", "order_hosts", "LOCAL_NAMES"]
+           "receive_window", "send_progress", "checked_hosts", "local_host_names", "order_hosts", "LOCAL_NAMES"]
 
 log = logging.getLogger("amqstomp.transport")
 
@@ -45,6 +45,9 @@ _POLL_GONE = (getattr(select, "POLLERR", 0) | getattr(select, "POLLHUP", 0) | ge
 _POLL_IN = getattr(select, "POLLIN", 1)
 _TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform.startswith("linux") else None
 _TCPI_RCV_WND = 232  # offsetof(struct tcp_info, tcpi_rcv_wnd), Linux >= 6.2
+_TCPI_UNACKED = 24  # offsetof(struct tcp_info, tcpi_unacked): segments sent, not yet acknowledged
+_TCPI_BYTES_ACKED = 120  # offsetof(struct tcp_info, tcpi_bytes_acked), Linux >= 4.1
+_TCPI_NOTSENT = 144  # offsetof(struct tcp_info, tcpi_notsent_bytes), Linux >= 4.6
 
 
 def look_at_socket(sock: socket.socket) -> Tuple[bool, int]:
@@ -107,6 +110,25 @@ def receive_window(sock: socket.socket) -> Optional[int]:
     if len(info) < _TCPI_RCV_WND + 4:
         return None
     return int(struct.unpack_from("I", info, _TCPI_RCV_WND)[0])
+
+
+def send_progress(sock: socket.socket) -> Optional[Tuple[int, bool]]:
+    """How far the peer has taken what this side wrote, from the kernel (Linux's
+    ``TCP_INFO``, >= 4.6): (bytes it acknowledged so far, whether bytes of ours
+    wait unacknowledged or unsent), or None when the kernel does not tell (not
+    Linux, a closed socket). A peer that stops reading closes its receive
+    window: its kernel acknowledges nothing more while our bytes wait."""
+    if _TCP_INFO is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 512)
+    except (OSError, ValueError):
+        return None
+    if len(info) < _TCPI_NOTSENT + 4:
+        return None
+    acked = int(struct.unpack_from("Q", info, _TCPI_BYTES_ACKED)[0])
+    waiting = struct.unpack_from("I", info, _TCPI_UNACKED)[0] or struct.unpack_from("I", info, _TCPI_NOTSENT)[0]
+    return acked, bool(waiting)
 
 
 # --------------------------------------------------------------------------- channels

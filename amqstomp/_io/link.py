@@ -29,6 +29,7 @@ from .._core.events import (
     ProtocolErrorIn,
     ReceiptIn,
 )
+from .._core.heartbeat import send_stall_timeout_ms
 from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 from ..codec import HEARTBEAT, Frame
 from ..exception import (
@@ -292,12 +293,30 @@ class Link(LinkWriter):
 
     def heartbeat_send_tick(self) -> None:
         """Timer thread: write a heart-beat when the protocol state says one is
-        due (never blocking: a writer holding the lock is activity enough)."""
+        due (never blocking: a writer holding the lock is activity enough).
+
+        Also the send side's liveness: when the peer has taken none of the bytes
+        written to the socket for :func:`~amqstomp._core.heartbeat.send_stall_timeout_ms`
+        (2 x the negotiated send interval x the grace factor; Linux's ``TCP_INFO``,
+        :meth:`write_stalled`), the link is closed as a loss (a ``TimeoutError``
+        cause): a blocked write raises ``ConnectionClosedException``, a failover
+        connection moves on. A peer that keeps sending would never trip the
+        receive check."""
         if self.closed:
             return
         proto = self.proto
         period = proto.send_period_ms / 1000.0
-        due_in = proto.heartbeat_due_in_ms(time.monotonic() * 1000.0) / 1000.0
+        now_ms = time.monotonic() * 1000.0
+        stalled_ms = self.write_stalled(now_ms)
+        if stalled_ms and stalled_ms >= send_stall_timeout_ms(proto.send_ms, proto.grace):
+            # our heart-beats cannot reach the peer: it stopped reading (or is gone) while it may
+            # still be sending (the receive check cannot see that): give the socket up as a loss
+            reason = "the broker stopped reading: it took none of our bytes for %.2f s (heart-beats every %d ms)" % (
+                stalled_ms / 1000.0, proto.send_ms)
+            log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+            self.close(reason, TimeoutError(reason))
+            return
+        due_in = proto.heartbeat_due_in_ms(now_ms) / 1000.0
         if not due_in:
             # never wait for the write lock: whoever holds it is writing, which
             # counts as activity; and a full socket buffer must not stall the

@@ -26,6 +26,7 @@ from typing import Any, Callable, Deque, List, Optional
 
 from .._core.events import LinkEnd
 from ..exception import ConnectionClosedException
+from .channel import send_progress
 from .scheduler import Scheduler
 
 __all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S"]
@@ -99,6 +100,27 @@ class LinkWriter:
         # the order they were queued; every writer writes them first, under the write lock
         self.nowait: Deque[bytes] = deque()
         self.nowait_scheduled = False  # a timer flush of `nowait` is pending
+        # the peer's progress at the last look (write_stalled): bytes it acknowledged, and since when
+        # (ms, the protocol state's clock) it took none of ours while some waited
+        self.acked_mark = -1
+        self.stalled_since_ms = 0.0
+
+    def write_stalled(self, now_ms: float) -> float:
+        """Timer thread (the heart-beat send tick): how long (ms) the peer has taken
+        none of the bytes this side wrote while some wait in the socket (0.0 when
+        it took some since the last look, when none wait, or when the kernel does
+        not tell: :func:`amqstomp._io.channel.send_progress`, Linux only). Looks at
+        the kernel's counters only: never takes the write lock, never blocks."""
+        sock = getattr(self.channel, "sock", None)
+        progress = None if sock is None else send_progress(sock)
+        if progress is None:
+            return 0.0
+        acked, waiting = progress
+        if not waiting or acked != self.acked_mark:
+            self.acked_mark = acked
+            self.stalled_since_ms = now_ms
+            return 0.0
+        return now_ms - self.stalled_since_ms
 
     def take_buffer(self) -> bytes:
         """Under the write lock: the deferred frames as one bytes, the buffer emptied."""

@@ -5,7 +5,7 @@ bytes they move and the faults done to them.
 upstream one), keeps the proxy's selector interested in exactly what each
 socket can do next, moves bytes with back-pressure (at most ``CHUNK`` bytes
 held per direction), and carries out the faults on live pairs: :meth:`Pump.cut`,
-:meth:`Pump.set_stalled`, :meth:`Pump.half_close`.  :class:`ProxyCounters`
+:meth:`Pump.set_stalled`, :meth:`Pump.half_close`, :meth:`Pump.stop_reading`.  :class:`ProxyCounters`
 holds the numbers tests wait on.  Everything here except
 :class:`ProxyCounters`' reads runs on the proxy thread.
 """
@@ -24,6 +24,9 @@ __all__ = ["DIRECTIONS", "Flow", "Pair", "ProxyCounters", "Pump"]
 
 #: What :meth:`Pump.half_close` can shut down.
 DIRECTIONS = ("to_client", "to_broker", "both")
+#: :attr:`Flow.hold` values (:meth:`Pump.stop_reading`): forwarding as usual; forwarding up to
+#: the end of the frame in progress (its NUL byte); holding (reading nothing, forwarding nothing).
+FORWARDING, TO_FRAME_END, HOLDING = 0, 1, 2
 
 
 class ProxyCounters:
@@ -77,7 +80,7 @@ class ProxyCounters:
 class Flow:
     """One direction of a pair: bytes read from ``src`` wait in ``buf`` for ``dst``."""
 
-    __slots__ = ("src", "dst", "buf", "eof", "shut", "discard", "name")
+    __slots__ = ("src", "dst", "buf", "eof", "shut", "discard", "name", "hold", "held")
 
     def __init__(self, src: socket.socket, dst: socket.socket, name: str) -> None:
         self.src = src
@@ -87,6 +90,17 @@ class Flow:
         self.eof = False      # src sent EOF
         self.shut = False     # dst's write side is shut down
         self.discard = False  # half-closed: read src, drop the bytes
+        self.hold = FORWARDING  # stop_reading(): see FORWARDING, TO_FRAME_END, HOLDING
+        self.held = bytearray()  # read from src after the frame end, kept for resume_reading()
+
+    def cut_at_frame_end(self) -> None:
+        """TO_FRAME_END: once ``buf`` holds a NUL byte (a STOMP frame's end), keep
+        what follows it in ``held`` and hold from there on."""
+        end = self.buf.find(b"\0")
+        if end >= 0:
+            self.held += self.buf[end + 1:]
+            del self.buf[end + 1:]
+            self.hold = HOLDING
 
     @property
     def done(self) -> bool:
@@ -128,6 +142,8 @@ class Pump:
             opened (the proxy's ``start()``), None before.
         port (int): the proxy's listening port, for log records.
         stalled (bool): no byte is forwarded while true (:meth:`set_stalled`).
+        keepalive (float or None): set by :meth:`stop_reading`: seconds between the
+            heart-beats (one EOL) sent to the broker on a held pair; None: reading as usual.
         to_client_budget (int or None): bytes still to forward to clients before
             the pump stalls itself (:meth:`stall_after`); None: no budget.
     """
@@ -139,6 +155,8 @@ class Pump:
         self.port = 0
         self.stalled = False
         self.to_client_budget: Optional[int] = None
+        self.keepalive: Optional[float] = None
+        self._next_keepalive = 0.0
         self._pairs: List[Pair] = []
         self._by_sock: Dict[socket.socket, Pair] = {}
         self._interest: Dict[socket.socket, int] = {}
@@ -174,6 +192,8 @@ class Pump:
             upstream.close()
             return
         pair = Pair(client, upstream, peer, time.monotonic() + connect_timeout)
+        if self.keepalive is not None:
+            pair.up.hold = TO_FRAME_END
         self._pairs.append(pair)
         self._by_sock[client] = pair
         self._by_sock[upstream] = pair
@@ -253,6 +273,42 @@ class Pump:
         else:
             self._refresh_all()
 
+    def stop_reading(self, keepalive: Optional[float]) -> None:
+        """Stop (``keepalive`` seconds) or resume (None) reading what clients send,
+        on every pair, present and future, while the broker's bytes still reach
+        them. Each pair first forwards the frame in progress to its end (the next
+        NUL byte: bodies must hold none), then reads nothing more from the client
+        (its writes fill the socket buffers) and sends the broker one EOL (a STOMP
+        heart-beat, between frames) every ``keepalive`` seconds, so the broker's
+        inactivity check is satisfied as ActiveMQ's is while flow control holds
+        its transport thread. On resume the held bytes go first."""
+        self.keepalive = keepalive
+        self._next_keepalive = time.monotonic()
+        for pair in list(self._pairs):
+            flow = pair.up
+            if keepalive is None:
+                flow.hold = FORWARDING
+                flow.buf += flow.held
+                flow.held = bytearray()
+            elif flow.hold == FORWARDING:
+                flow.hold = TO_FRAME_END
+                flow.cut_at_frame_end()
+        self._refresh_all()
+
+    def keep_alive(self) -> None:
+        """Proxy thread, every pass: a heart-beat to the broker of every held pair
+        whose frame in progress went out, once every ``keepalive`` seconds."""
+        now = time.monotonic()
+        if self.keepalive is None or now < self._next_keepalive:
+            return
+        self._next_keepalive = now + self.keepalive
+        for pair in self._pairs:
+            if pair.up.hold == HOLDING and not pair.up.buf and not pair.connecting:
+                try:
+                    pair.upstream.send(b"\n")
+                except OSError:  # full, or gone: the pair's own events say which
+                    pass
+
     def half_close(self, direction: str) -> int:
         """Shut ``direction`` (one of :data:`DIRECTIONS`) of every connected pair
         down and drop its bytes from now on; returns how many pairs."""
@@ -286,6 +342,8 @@ class Pump:
         if flow.discard:
             return
         flow.buf += data
+        if flow.hold == TO_FRAME_END:
+            flow.cut_at_frame_end()
         self._flush(flow)
 
     def _flush(self, flow: Flow) -> None:
@@ -317,7 +375,7 @@ class Pump:
             return 0
         mask = 0
         for flow in (pair.up, pair.down):
-            if flow.src is sock and not flow.eof and len(flow.buf) < CHUNK:
+            if flow.src is sock and not flow.eof and len(flow.buf) < CHUNK and flow.hold != HOLDING:
                 mask |= selectors.EVENT_READ
             if flow.dst is sock and flow.buf:
                 mask |= selectors.EVENT_WRITE

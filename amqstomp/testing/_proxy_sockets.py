@@ -11,7 +11,7 @@ import logging
 import select
 import socket
 import struct
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = [
     "CHUNK",
@@ -87,12 +87,15 @@ def arm_quickack(sock: socket.socket) -> None:
         quiet(lambda: sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1))
 
 
-def bind_loopback(port: int) -> socket.socket:
+def bind_loopback(port: int, rcvbuf: Optional[int] = None) -> socket.socket:
     """A non-blocking TCP socket listening on ``LISTEN_HOST:port`` (0: a free
-    port), ``SO_REUSEADDR`` set.  Raises :class:`OSError` (the socket is closed)."""
+    port), ``SO_REUSEADDR`` set, and ``SO_RCVBUF`` = ``rcvbuf`` bytes when given
+    (the accepted sockets inherit it).  Raises :class:`OSError` (the socket is closed)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if rcvbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         sock.bind((LISTEN_HOST, port))
         sock.listen(128)
         sock.setblocking(False)

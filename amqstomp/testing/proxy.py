@@ -11,6 +11,12 @@ break the path between a client and the broker in the ways networks break:
 ``stall()`` / ``unstall()``
     stop forwarding bytes in both directions while both sockets stay open: the
     client sees silence, never an EOF (only heart-beats can tell).
+``stop_reading()`` / ``resume_reading()``
+    stop forwarding (and reading) what the client sends, at the end of the
+    STOMP frame in progress, while what the broker sends still reaches the
+    client, and keep the broker's side alive with heart-beats: a broker that
+    stops reading while it keeps sending (the client's writes fill the socket
+    buffers; only the client's own write progress can tell).
 ``half_close(direction)``
     shut one direction down: ``"to_client"`` sends the client an EOF while
     what it writes still reaches the broker; ``"to_broker"`` the reverse;
@@ -105,6 +111,11 @@ class TcpProxy:
         quickack (bool): re-arm ``TCP_QUICKACK`` before every read (default
             True; see the module documentation); False leaves the kernel's
             delayed ACKs alone.
+        rcvbuf (int or None): ``SO_RCVBUF`` in bytes of the sockets accepted
+            from clients (None: the kernel's, which grows to many MB on Linux).
+            A broker's is fixed (ActiveMQ's ``socketBufferSize``, 64 KiB): give
+            that to see how much a client can write to a broker that stopped
+            reading (:meth:`stop_reading`) before TCP holds its bytes back.
 
     Raises:
         ValueError: ``listen_host`` is not 127.0.0.1, or bad arguments.
@@ -119,13 +130,17 @@ class TcpProxy:
     """
 
     def __init__(self, target: Tuple[str, int], listen_host: str = LISTEN_HOST,
-                 listen_port: int = 0, connect_timeout: float = 5.0, quickack: bool = True) -> None:
+                 listen_port: int = 0, connect_timeout: float = 5.0, quickack: bool = True,
+                 rcvbuf: Optional[int] = None) -> None:
         if listen_host != LISTEN_HOST:
             raise ValueError("TcpProxy listens on 127.0.0.1 only, not %r" % (listen_host,))
         if not 0 <= int(listen_port) <= 65535:
             raise ValueError("listen_port out of range: %r" % (listen_port,))
         if connect_timeout <= 0:
             raise ValueError("connect_timeout must be > 0 seconds")
+        if rcvbuf is not None and rcvbuf <= 0:
+            raise ValueError("rcvbuf must be > 0 bytes or None, got %r" % (rcvbuf,))
+        self.rcvbuf = rcvbuf
         self._target = (str(target[0]), int(target[1]))
         self._target_addr = resolve(self._target)
         self._listen_host = listen_host
@@ -164,7 +179,7 @@ class TcpProxy:
                 selector.close()
                 raise
             try:
-                listener = bind_loopback(self._listen_port)
+                listener = bind_loopback(self._listen_port, self.rcvbuf)
             except OSError:
                 self._channel.close()
                 selector.close()
@@ -339,6 +354,37 @@ class TcpProxy:
         self._call(lambda: self._pump.set_stalled(False))
         log.info("proxy :%d: unstalled", self._listen_port)
 
+    def stop_reading(self, keepalive: float = 0.25) -> None:
+        """Stop reading what clients send, on every connection, present and
+        future, while the broker's bytes keep reaching them: each connection
+        first forwards the STOMP frame in progress up to its NUL byte (bodies
+        must hold none), then reads nothing more from its client, whose writes
+        fill the socket buffers, and sends the broker a heart-beat (one EOL)
+        every ``keepalive`` seconds, so the broker's inactivity check holds the
+        connection up (as ActiveMQ's does while producer flow control holds its
+        transport thread). A client that closes its socket meanwhile is not
+        seen (nothing is read): :meth:`cut` ends such connections.
+
+        Raises:
+            ValueError: ``keepalive`` is not > 0 seconds.
+            ProxyError: the proxy thread did not do it within ``COMMAND_TIMEOUT``.
+        """
+        if not keepalive > 0:
+            raise ValueError("stop_reading: keepalive must be > 0 seconds, got %r" % (keepalive,))
+        self._call(lambda: self._pump.stop_reading(float(keepalive)))
+        log.info("proxy :%d: stopped reading from clients (heart-beats to the broker every %.3g s)",
+                 self._listen_port, keepalive)
+
+    def resume_reading(self) -> None:
+        """Read and forward what clients send again after :meth:`stop_reading`
+        (the bytes held go first).
+
+        Raises:
+            ProxyError: the proxy thread did not do it within ``COMMAND_TIMEOUT``.
+        """
+        self._call(lambda: self._pump.stop_reading(None))
+        log.info("proxy :%d: reading from clients again", self._listen_port)
+
     def half_close(self, direction: str = "to_client") -> int:
         """Shut one direction of every live connection down; returns how many
         pairs were affected.
@@ -401,7 +447,7 @@ class TcpProxy:
             else:
                 self._close_black_hole()
                 if self._listener is None:
-                    self._listener = bind_loopback(self._listen_port)
+                    self._listener = bind_loopback(self._listen_port, self.rcvbuf)
                     selector.register(self._listener, selectors.EVENT_READ)
                 self._refusing = None
         self._call(run)
@@ -464,6 +510,7 @@ class TcpProxy:
                             pump.service(pair, sock, mask)
                 channel.run_pending()
                 pump.check_connect_deadlines()
+                pump.keep_alive()
         except Exception:  # pragma: no cover - a bug: log it, release the sockets
             log.exception("proxy :%d: loop failed", self._listen_port)
         finally:

@@ -1,0 +1,348 @@
+"""A broker that stops reading while it keeps sending is noticed within the heart-beat
+bound and failed over, with nothing lost (issue 22) -- for both APIs.
+
+The fault (``TcpProxy.stop_reading``): the proxy forwards the client's frame in
+progress to its end, then reads nothing more from the client, while the broker's
+heart-beats and MESSAGE frames still reach it; the proxy sends the broker a
+heart-beat every 0.25 s so the broker keeps the connection up (as ActiveMQ's
+inactivity check does while producer flow control holds its transport thread).
+The client keeps writing (64 KiB SENDs, receipted SENDs, ACKs), so its writes
+fill the socket buffers. Its receive check sees a live broker; only the send
+side can tell: the peer takes none of the bytes written.
+
+Bound asserted, from the negotiated heart-beats (500 ms each way) and the code:
+the link gives the socket up once the peer took none of its bytes for
+``send_stall_timeout_ms(500, 1.5)`` = 500 x 2 (``PEER_GRID_FACTOR``) x 1.5 (the
+grace, ``heart_beat_receive_scale`` / ``heartBeatGraceFactor``) = 1.5 s, looked
+at by the heart-beat send tick every 250 ms (``SEND_FRACTION`` x 500 ms): at
+most 1.75 s after the last byte the broker's side took. Before that the socket
+buffers must fill (the broker side's 64 KiB and the client's send buffer, with
+64 KiB SENDs: well under 0.5 s); the assertion allows 1.25 s for it and the
+machine's load: noticed within 3.0 s of the stall (measured 1.5-2.0 s), on the
+second address within 1 s more. Without the send-side check
+the client never notices (shown by disabling it: the tests then fail at the
+"interrupted" wait).
+"""
+import logging
+import threading
+import time
+import uuid
+
+import pytest
+from conftest import Collector, wait_until
+
+import amqstomp
+import amqstomp as stomp
+import amqstomp.jms
+from amqstomp._core.heartbeat import SEND_FRACTION, send_stall_timeout_ms
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(60)]
+
+HB_MS = 500
+GRACE = 1.5  # the default receive grace, both APIs (the send side uses the same factor)
+STALL_S = send_stall_timeout_ms(HB_MS, GRACE) / 1000.0  # 1.5 s without progress: the socket is given up
+TICK_S = HB_MS * SEND_FRACTION / 1000.0  # the send tick looks this often
+FILL_S = 1.25  # the socket buffers fill, and the machine's load
+NOTICE_S = STALL_S + TICK_S + FILL_S
+FAILOVER_S = 1.0  # on the second address within this much more
+FILLER = b"f" * 65536  # 64 KiB: a few dozen fill the socket buffers
+#: the proxy's receive buffer from clients, as a broker's (ActiveMQ's ``socketBufferSize``): what
+#: the client writes beyond it (and its own send buffer) waits for a broker that does not read
+BROKER_RCVBUF = 65536
+PRODUCE_S = 40.0  # every producer loop ends by this deadline (and a count)
+
+
+def names(tag):
+    suffix = uuid.uuid4().hex[:10]
+    return "amqstomp-sr-%s-%s" % (tag, suffix), "amqstomp-sr-out-%s" % suffix
+
+
+def client_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("amqstomp-")]
+
+
+class Times:
+    """Transport events with their time (both APIs' transport listeners)."""
+
+    def __init__(self):
+        self.times = {}
+        self.events = []
+
+    def on_transport_interrupted(self):
+        self.times.setdefault("interrupted", time.monotonic())
+        self.events.append("interrupted")
+
+    def on_transport_resumed(self):
+        self.times.setdefault("resumed", time.monotonic())
+        self.events.append("resumed")
+
+    def on_heartbeat_timeout(self):
+        self.events.append("heartbeat_timeout")
+
+
+class Loop(threading.Thread):
+    """Calls ``step(i)`` until stopped, ``PRODUCE_S`` pass or a million steps; a step
+    that raises is counted (the failover) and tried again 10 ms later. ``longest``:
+    the longest step in seconds (a write blocked by the stall); ``slow``: the steps
+    that took over 0.5 s, ``{i: (start, end)}`` (``time.monotonic()``)."""
+
+    def __init__(self, name, step):
+        super().__init__(name="test-" + name, daemon=True)
+        self.step = step
+        self.stop = threading.Event()
+        self.done = 0
+        self.errors = 0
+        self.longest = 0.0
+        self.slow = {}
+
+    def run(self):
+        deadline = time.monotonic() + PRODUCE_S
+        for i in range(1000000):
+            if self.stop.is_set() or time.monotonic() > deadline:
+                return
+            t0 = time.monotonic()
+            try:
+                self.step(i)
+                self.done += 1
+            except Exception:
+                self.errors += 1
+                time.sleep(0.01)
+            t1 = time.monotonic()
+            self.longest = max(self.longest, t1 - t0)
+            if t1 - t0 > 0.5:
+                self.slow[i] = (t0, t1)
+
+
+def stop_reading_and_measure(proxy, times, ready):
+    """Stop the proxy reading once traffic flows; returns (seconds to the loss,
+    seconds from it to the resumed connection)."""
+    assert wait_until(ready, 30), "no traffic before the fault"
+    proxy.refuse(True, mode="closed")  # the stalled address answers no more: failover goes to the second
+    to_client = proxy.bytes_to_client
+    proxy.stop_reading(keepalive=0.25)
+    stalled_at = time.monotonic()
+    assert wait_until(lambda: times.times.get("interrupted") is not None, NOTICE_S + 10), \
+        "the client never noticed the broker stopped reading: %s" % times.events[-8:]
+    noticed = times.times["interrupted"] - stalled_at
+    # the broker kept sending while it did not read (the fault is the one meant)
+    assert proxy.bytes_to_client > to_client
+    assert wait_until(lambda: times.times.get("resumed") is not None, 15), times.events[-8:]
+    resumed = times.times["resumed"] - times.times["interrupted"]
+    # the stalled pair: the proxy no longer reads its client, so it would never see the
+    # client's close; end it so the broker gives back what it dispatched there
+    proxy.cut()
+    return noticed, resumed
+
+
+def assert_noticed_by_the_send_side(caplog, times, noticed, resumed):
+    assert noticed <= NOTICE_S, "noticed %.2f s after the stall (bound %.2f s)" % (noticed, NOTICE_S)
+    assert resumed <= FAILOVER_S, "on the second address %.2f s after the loss" % resumed
+    text = caplog.text
+    assert "the broker stopped reading" in text, "lost for another reason"
+    assert "heart-beat timeout" not in text and "heartbeat_timeout" not in times.events
+
+
+def assert_nothing_lost(expected, got, redelivered, resent=()):
+    """Every message in ``expected`` consumed; a second delivery only where
+    at-least-once allows one: of a message the broker marks redelivered (its ACK
+    was on the stalled socket), or of one whose send was in flight at the loss
+    (``resent``: a synchronous send is written again on the new socket)."""
+    assert wait_until(lambda: expected <= set(got), 30), "lost: %s" % sorted(expected - set(got))[:10]
+    seen = set()
+    for n in got:
+        if n in seen:
+            assert n in redelivered or n in resent, "message %s delivered twice, not as a redelivery" % n
+        seen.add(n)
+    return len(got) - len(seen)
+
+
+def in_flight(loop, times):
+    """The steps of ``loop`` under way when the socket was lost."""
+    lost = times.times["interrupted"]
+    return {i for i, (t0, t1) in loop.slow.items() if t0 <= lost <= t1}
+
+
+# ------------------------------------------------------------------ stomp.py API
+
+
+def test_stomppy_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(
+        activemq, tcp_proxy_factory, caplog):
+    caplog.set_level(logging.WARNING, logger="amqstomp.transport")
+    baseline = len(client_threads())
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0], rcvbuf=BROKER_RCVBUF)
+    direct = tuple(activemq.host_and_ports[0])
+    queue, topic = names("stomppy")
+    conn = stomp.Connection12([proxy.address, direct], auto_reconnect=True, heartbeats=(HB_MS, HB_MS),
+                              reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=10)
+    times = Times()
+    got, redelivered, receipted = [], set(), set()
+
+    class Listener(stomp.ConnectionListener):
+        on_transport_interrupted = times.on_transport_interrupted
+        on_transport_resumed = times.on_transport_resumed
+        on_heartbeat_timeout = times.on_heartbeat_timeout
+
+        def on_receipt(self, frame):
+            receipt = frame.headers["receipt-id"]
+            if receipt.startswith("r-"):  # not the DISCONNECT's
+                receipted.add(int(receipt[2:]))
+
+        def on_message(self, frame):
+            n = int(frame.headers["seq"])
+            got.append(n)
+            if frame.headers.get("redelivered") == "true":
+                redelivered.add(n)
+            try:
+                conn.ack(frame.headers["ack"])
+            except Exception:
+                pass  # a message of the lost socket: the broker redelivers it
+
+    conn.set_listener("l", Listener())
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    assert conn.transport.current_host_and_port == proxy.address
+    conn.subscribe("/queue/" + queue, id="s1", ack="client-individual", prefetch_size=50)
+
+    def produce(i):
+        # a persistent message with a receipt (not waited for: the listener records it), and
+        # filler nobody keeps: the writes that fill the socket buffers once the broker stops reading
+        conn.send("/queue/" + queue, "m", headers={"seq": i, "receipt": "r-%d" % i, "persistent": "true"})
+        conn.send("/topic/" + topic, FILLER)
+
+    producer = Loop("producer", produce)
+    producer.start()
+    try:
+        noticed, resumed = stop_reading_and_measure(proxy, times, lambda: len(got) >= 50)
+        assert_noticed_by_the_send_side(caplog, times, noticed, resumed)
+        assert conn.transport.current_host_and_port == direct
+        done = producer.done
+        assert wait_until(lambda: producer.done >= done + 50, 15), "no sends after the failover"
+    finally:
+        producer.stop.set()
+        producer.join(15)
+    assert not producer.is_alive()
+    assert producer.longest >= 1.0, "no write was blocked (%.2f s): the fault did not happen" % producer.longest
+    # every message the broker receipted is consumed; the last receipts come after the producer stops
+    time.sleep(0.5)
+    expected = set(receipted)
+    assert len(expected) >= 100, len(expected)
+    dups = assert_nothing_lost(expected, got, redelivered)
+    logging.getLogger("amqstomp.test").info("stomp.py: noticed %.2f s, resumed %.2f s, %d receipted, %d dups, "
+                                            "longest send %.2f s", noticed, resumed, len(expected), dups,
+                                            producer.longest)
+    t0 = time.monotonic()
+    conn.disconnect(timeout=5)
+    assert time.monotonic() - t0 < 10
+    assert wait_until(lambda: len(client_threads()) <= baseline, 10), client_threads()
+
+
+# ------------------------------------------------------------------ JMS API
+
+
+def test_jms_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(activemq, tcp_proxy_factory, caplog):
+    caplog.set_level(logging.WARNING, logger="amqstomp.transport")
+    baseline = len(client_threads())
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0], rcvbuf=BROKER_RCVBUF)
+    queue, topic = names("jms")
+    # one socket for sends, ACKs and consumption: what the filler writes fills the socket the ACKs use
+    url = ("failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false&initialReconnectDelay=10"
+           "&maxReconnectDelay=100&amqstomp.separateProducerSocket=false"
+           % (proxy.address + tuple(activemq.host_and_ports[0])))
+    factory = amqstomp.ConnectionFactory(url, heartbeats=(HB_MS, HB_MS))
+    times = Times()
+    got, redelivered, sent = [], set(), set()
+    with factory.create_connection(timeout_s=15) as conn:
+        conn.set_transport_listener(times)
+        session = conn.create_session(acknowledge_mode=amqstomp.INDIVIDUAL_ACKNOWLEDGE)
+        consumer = session.create_consumer(amqstomp.Queue(queue + "?consumer.prefetchSize=50"))
+
+        def on_message(message):
+            n = int(message.text[2:])
+            got.append(n)
+            if message.redelivered:
+                redelivered.add(n)
+            try:
+                message.acknowledge()
+            except Exception:
+                pass  # a message of the lost socket: the broker redelivers it
+
+        consumer.set_message_listener(on_message)
+        conn.start()
+        sender = conn.create_session().create_producer(amqstomp.Queue(queue))
+        filler = conn.create_session().create_producer(amqstomp.Topic(topic))
+
+        def send(i):  # PERSISTENT: waits for its receipt, at-least-once over failover
+            sender.send("m-%d" % i)
+            sent.add(i)
+
+        producer = Loop("producer", send)
+        flooder = Loop("filler", lambda i: filler.send(FILLER, delivery_mode=amqstomp.jms.NON_PERSISTENT))
+        producer.start()
+        flooder.start()
+        try:
+            noticed, resumed = stop_reading_and_measure(proxy, times, lambda: len(got) >= 50)
+            assert_noticed_by_the_send_side(caplog, times, noticed, resumed)
+            done = producer.done
+            assert wait_until(lambda: producer.done >= done + 50, 15), "no sends after the failover"
+        finally:
+            producer.stop.set()
+            flooder.stop.set()
+            producer.join(15)
+            flooder.join(15)
+        assert not producer.is_alive() and not flooder.is_alive()
+        assert max(producer.longest, flooder.longest) >= 1.0, "no write was blocked: the fault did not happen"
+        expected = set(sent)
+        assert len(expected) >= 100, len(expected)
+        dups = assert_nothing_lost(expected, got, redelivered, in_flight(producer, times))
+        logging.getLogger("amqstomp.test").info("jms: noticed %.2f s, resumed %.2f s, %d sent, %d dups",
+                                                noticed, resumed, len(expected), dups)
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < 10, "close() took too long"
+    assert wait_until(lambda: len(client_threads()) <= baseline, 10), client_threads()
+
+
+# ------------------------------------------------------------------ the check itself, no broker
+
+
+@pytest.mark.skipif(not hasattr(__import__("socket"), "TCP_INFO"), reason="the send-side check needs TCP_INFO (Linux)")
+def test_write_stalled_counts_from_the_last_byte_the_peer_took():
+    """``LinkWriter.write_stalled``: 0 while nothing of ours waits; once the peer
+    stops reading and bytes wait, the ms since the last look that saw it take some;
+    0 again as soon as it reads."""
+    import socket
+
+    from amqstomp._io.channel import PlainChannel
+    from amqstomp._io.link import Link
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    ours = socket.create_connection(listener.getsockname(), timeout=5)
+    theirs, _ = listener.accept()
+    listener.close()
+    link = Link(PlainChannel(ours), ("127.0.0.1", 1), "1.2", 1, 1.5)
+    clock = [1000.0]
+
+    def look(step=1.0):  # the send tick's look, ``step`` ms after the last one
+        clock[0] += step
+        return link.write_stalled(clock[0])
+
+    try:
+        assert look() == 0.0  # nothing waits
+        ours.setblocking(False)
+        for _ in range(10000):  # the peer reads nothing: fill both buffers (bounded)
+            try:
+                ours.send(b"x" * 65536)
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the socket never filled")
+        # once the peer's kernel took what fits, each look counts from the last that saw progress
+        assert wait_until(lambda: look() == 1.0, 5)
+        assert look(1500.0) == 1501.0
+        theirs.setblocking(False)
+        theirs.recv(1 << 20)  # the peer reads: its window opens, our bytes move
+        assert wait_until(lambda: look() == 0.0, 5)
+    finally:
+        link.scheduler.stop()
+        ours.close()
+        theirs.close()
