@@ -158,8 +158,8 @@ def test_send_error_is_broker_error(activemq):
         async with amqstomp.aio.connect(url(activemq)) as client:
             with pytest.raises(BrokerError) as info:
                 # ActiveMQ refuses a SEND in a transaction it does not know; bypass the table's guard
-                link = client._require()
-                await client._write_frame(link, "SEND", {"destination": queue(), "transaction": "nope"}, b"x",
+                link = client.require()
+                await client.write_frame(link, "SEND", {"destination": queue(), "transaction": "nope"}, b"x",
                                           True, 5, "a SEND")
             assert info.value.reason
     run(main())

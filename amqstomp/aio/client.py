@@ -18,7 +18,7 @@ import collections
 import itertools
 import logging
 import ssl as _ssl
-from typing import Any, Deque, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
@@ -38,6 +38,8 @@ __all__ = ["connect", "Client"]
 log = logging.getLogger("amqstomp.aio")
 
 Hosts = Union[str, Sequence[Tuple[str, int]]]
+#: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
+AckMode = Literal["auto", "client", "client-individual"]
 
 #: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
 DEFAULT_PRODUCER_WINDOW = 1024 * 1024
@@ -235,7 +237,7 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    def _require(self) -> AioLink:
+    def require(self) -> AioLink:
         link = self.link
         if link is None:
             raise NotConnectedException("not connected: await the client (or use it in async with) first")
@@ -270,12 +272,12 @@ class Client:
 
     # ------------------------------------------------------------ writing
 
-    def _timeout(self, timeout: Optional[float]) -> float:
+    def timeout_s(self, timeout: Optional[float]) -> float:
         if timeout is None:
             return self.receipt_timeout
         return clamp_wait(timeout, "timeout") or 0.0
 
-    async def _write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
+    async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
                            timeout: Optional[float], what: str) -> Optional[Frame]:
         """Write one frame (whole, at once) and, with ``receipt``, wait for its RECEIPT.
 
@@ -285,7 +287,7 @@ class Client:
             ReceiptTimeout: no RECEIPT within ``timeout`` seconds.
             BrokerError: the broker answered ERROR.
         """
-        wait = self._timeout(timeout)
+        wait = self.timeout_s(timeout)
         if not receipt:
             link.write(link.encode(cmd, headers, body))
             if link.write_paused:
@@ -339,7 +341,7 @@ class Client:
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
             InvalidDestinationError, FrameEncodeError: nothing written.
         """
-        link = self._require()
+        link = self.require()
         check_destination(destination, "SEND")
         data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
         frame_headers: Dict[str, Any] = dict(headers) if headers else {}
@@ -349,13 +351,13 @@ class Client:
         elif isinstance(body, str):
             frame_headers.setdefault("content-type", "text/plain; charset=utf-8")
         if transaction is not None:
-            self._transaction_check("SEND", transaction)
+            self.transaction_check("SEND", transaction)
             frame_headers["transaction"] = transaction
         what = "the SEND to %s" % destination
         if not receipt:
-            await self._write_frame(link, "SEND", frame_headers, data, False, timeout, what)
+            await self.write_frame(link, "SEND", frame_headers, data, False, timeout, what)
             return
-        wait = self._timeout(timeout)
+        wait = self.timeout_s(timeout)
         size = len(data)
         loop = self.loop
         deadline = loop.time() + wait
@@ -371,7 +373,7 @@ class Client:
                                      "within %.3g s" % (what, self._in_flight, wait)) from None
         self._in_flight += size
         try:
-            await self._write_frame(link, "SEND", frame_headers, data, True, max(0.0, deadline - loop.time()), what)
+            await self.write_frame(link, "SEND", frame_headers, data, True, max(0.0, deadline - loop.time()), what)
         except LostAfterWrite as exc:  # written: the broker may have it
             raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
                                        "may or may not have the message (%s)" % (what, exc)) from exc
@@ -386,7 +388,7 @@ class Client:
 
     # ------------------------------------------------------------ subscriptions
 
-    def subscribe(self, destination: str, *, ack: str = "auto", prefetch_size: Optional[int] = None,
+    def subscribe(self, destination: str, *, ack: AckMode = "auto", prefetch_size: Optional[int] = None,
                   optimize_acknowledge: bool = False, headers: Optional[Mapping[str, Any]] = None,
                   timeout: Optional[float] = None) -> Subscription:
         """A subscription to use as ``async with client.subscribe(...) as sub: async for message in sub``
@@ -407,7 +409,7 @@ class Client:
                 or a prefetch this broker takes no header for.
             InvalidDestinationError: nothing sent.
         """
-        link = self._require()
+        link = self.require()
         if ack not in ("auto", "client", "client-individual"):
             raise ConfigurationError("ack must be auto, client or client-individual, got %r" % (ack,))
         if optimize_acknowledge and ack != "client":
@@ -423,15 +425,15 @@ class Client:
             given = frame_headers.get("activemq.prefetchSize", frame_headers.get("prefetch-count"))
             prefetch = int(given) if given is not None else self.prefetch_policy.prefetch_for(destination_kind(name))
         return Subscription(self, sub_id, name, ack, frame_headers, prefetch, optimize_acknowledge,
-                            self._timeout(timeout))
+                            self.timeout_s(timeout))
 
-    async def _subscribe(self, sub: Subscription) -> None:
-        link = self._require()
+    async def confirm_subscription(self, sub: Subscription) -> None:
+        link = self.require()
         sub.link = link
         sub.closed = False
         self._subs[sub.id] = sub
         try:
-            await self._write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
+            await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
                                     "the SUBSCRIBE to %s" % sub.destination)
         except BaseException:
             self._subs.pop(sub.id, None)
@@ -443,7 +445,7 @@ class Client:
                     pass
             raise
 
-    def _forget(self, sub: Subscription) -> None:
+    def forget(self, sub: Subscription) -> None:
         self._subs.pop(sub.id, None)
 
     # ------------------------------------------------------------ transactions
@@ -452,9 +454,9 @@ class Client:
         """A transaction, as ``async with client.transaction() as tx``: BEGIN on entry,
         COMMIT (its RECEIPT awaited ``timeout`` seconds) on a normal exit, ABORT on an
         exception (see :class:`~amqstomp.aio.transaction.Transaction`)."""
-        return Transaction(self, "tx-%d" % next(self._ids), self._timeout(timeout))
+        return Transaction(self, "tx-%d" % next(self._ids), self.timeout_s(timeout))
 
-    def _transaction_check(self, cmd: str, transaction: str) -> None:
+    def transaction_check(self, cmd: str, transaction: str) -> None:
         refusal = self.transactions.refusal(cmd, transaction)
         if refusal is not None:
             raise refusal
@@ -476,7 +478,7 @@ class Client:
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss
             try:
-                await self._write_frame(link, "DISCONNECT", {}, b"", True, wait, "DISCONNECT")
+                await self.write_frame(link, "DISCONNECT", {}, b"", True, wait, "DISCONNECT")
             except (StompException, asyncio.TimeoutError) as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
             if link.transport is not None:

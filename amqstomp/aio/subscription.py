@@ -32,7 +32,7 @@ from .._core.frames import ack_headers, reject_command
 
 if TYPE_CHECKING:
     from ._link import AioLink
-    from .client import Client
+    from ._port import ClientPort
 
 __all__ = ["Subscription", "Message", "SubscriptionClosedError"]
 
@@ -97,14 +97,14 @@ class Message:
                 written; the broker redelivers it (never written on another socket).
             ReceiptTimeout, BrokerError: with ``receipt``.
         """
-        await self.subscription._settle(self, "ACK", transaction, receipt, timeout)
+        await self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
 
     async def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
                    timeout: Optional[float] = None) -> None:
         """Give this message back (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no
         NACK). ActiveMQ redelivers it or, past its redelivery policy, sends it to its DLQ.
         Raises as :meth:`ack`."""
-        await self.subscription._settle(self, "NACK", transaction, receipt, timeout)
+        await self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
 
     def __repr__(self) -> str:
         return "<aio.Message %s from %s>" % (self.message_id, self.destination)
@@ -119,7 +119,7 @@ class Subscription(Acking):
         window (SubscriptionWindow): the core's prefetch window.
     """
 
-    def __init__(self, client: "Client", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
+    def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
                  prefetch: int, optimize_acknowledge: bool, timeout: float) -> None:
         window = SubscriptionWindow(max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize_acknowledge,
                                     optimize_acknowledge=optimize_acknowledge)
@@ -266,7 +266,7 @@ class Subscription(Acking):
 
     # ------------------------------------------------------------ settling
 
-    async def _settle(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
+    async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
                       timeout: Optional[float]) -> None:
         if not self.app_acks:
             raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
@@ -287,7 +287,7 @@ class Subscription(Acking):
         if cmd == "NACK":
             cmd = reject_command(version)
         if transaction is not None:
-            self.client._transaction_check(cmd, transaction)
+            self.client.transaction_check(cmd, transaction)
             headers["transaction"] = transaction
         # decided and written with no await in between: a cancellation leaves no half state
         cumulative = self.ack == "client"
@@ -299,15 +299,14 @@ class Subscription(Acking):
         else:
             message.settled = True
             del self._unacked[key]
-        self.window.on_application_ack(cumulative)
-        if self.window.should_resume():
+        if acks.acked_by_application(self, cumulative):
             link.release_reading(self)
-        await self.client._write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
+        await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
 
     # ------------------------------------------------------------ life
 
     async def __aenter__(self) -> "Subscription":
-        await self.client._subscribe(self)
+        await self.client.confirm_subscription(self)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -327,7 +326,7 @@ class Subscription(Acking):
         link = self.link
         self._ended = _ClosedByApp("closed by the application")
         self._cancel_timer()
-        self.client._forget(self)
+        self.client.forget(self)
         if link is None or link.closed:
             self.closed = True
             self.lost(self._ended)
@@ -338,7 +337,7 @@ class Subscription(Acking):
             link.write(link.encode("ACK", ack_headers(link.proto.version, token, link.proto.dialect == "activemq")))
         link.release_reading(self)
         self.lost(self._ended)
-        await self.client._write_frame(link, "UNSUBSCRIBE", {"id": self.id}, b"", True, timeout,
+        await self.client.write_frame(link, "UNSUBSCRIBE", {"id": self.id}, b"", True, timeout,
                                        "UNSUBSCRIBE of %s" % self.id)
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ from ..exception import (BrokerError, ReceiptTimeout, StompException, Transactio
 from ._link import LostAfterWrite
 
 if TYPE_CHECKING:
-    from .client import Client
+    from ._port import ClientPort
     from .subscription import Message
 
 __all__ = ["Transaction"]
@@ -34,7 +34,7 @@ class Transaction:
         timeout (float): seconds COMMIT's and ABORT's RECEIPTs are awaited.
     """
 
-    def __init__(self, client: "Client", transaction_id: str, timeout: float) -> None:
+    def __init__(self, client: "ClientPort", transaction_id: str, timeout: float) -> None:
         self.client = client
         self.id = transaction_id
         self.timeout = timeout
@@ -47,9 +47,9 @@ class Transaction:
             DuplicateTransactionError: begun already; ConnectionClosedException: no socket.
         """
         client = self.client
-        link = client._require()
-        client._transaction_check("BEGIN", self.id)
-        await client._write_frame(link, "BEGIN", {"transaction": self.id}, b"", False, self.timeout,
+        link = client.require()
+        client.transaction_check("BEGIN", self.id)
+        await client.write_frame(link, "BEGIN", {"transaction": self.id}, b"", False, self.timeout,
                                   "BEGIN of %s" % self.id)
         client.transactions.began(self.id, link.seq)
 
@@ -100,13 +100,13 @@ class Transaction:
                 table.ended(self.id, True)
                 self.ended = True
             raise refusal
-        link = client._require()
-        wait = self.timeout if timeout is None else client._timeout(timeout)
+        link = client.require()
+        wait = self.timeout if timeout is None else client.timeout_s(timeout)
         table.ended(self.id, cmd == "ABORT")  # written below with no await before: no longer open
         self.ended = True
         what = "%s of %s" % (cmd, self.id)
         try:
-            await client._write_frame(link, cmd, {"transaction": self.id}, b"", True, wait, what)
+            await client.write_frame(link, cmd, {"transaction": self.id}, b"", True, wait, what)
         except LostAfterWrite as exc:
             if cmd == "COMMIT":
                 raise TransactionInDoubtError("the connection was lost after %s was written and before its receipt: "
