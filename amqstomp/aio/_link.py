@@ -26,6 +26,8 @@ Licensed under the Apache License, Version 2.0.
 """
 import asyncio
 import logging
+import socket
+import sys
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from ..codec import Frame
@@ -38,6 +40,9 @@ __all__ = ["AioLink", "LostAfterWrite"]
 log = logging.getLogger("amqstomp.aio")
 
 _EOL = b"\n"
+#: Linux: re-armed after every read, as the threaded reader does (ActiveMQ leaves Nagle on: with the
+#: client's TCP ACK delayed, each window of small MESSAGE frames would wait up to 40 ms for it)
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
 
 
 class LostAfterWrite(ConnectionClosedException):
@@ -68,6 +73,7 @@ class AioLink(asyncio.Protocol):
         self.on_lost = on_lost
         self.proto = ProtocolState(version, grace, loop.time() * 1000.0, broker)
         self.transport: Optional[asyncio.Transport] = None
+        self._sock: Any = None
         self.connected: "asyncio.Future[Frame]" = loop.create_future()
         self.closed = False
         self.close_reason = ""
@@ -84,10 +90,22 @@ class AioLink(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if _QUICKACK is not None and sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            self._sock = sock
+            self._quickack()
+
+    def _quickack(self) -> None:
+        try:
+            self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:  # the socket is closing
+            self._sock = None
 
     def data_received(self, data: bytes) -> None:
         """The loop read ``data``: frames to the core, MESSAGEs to their subscription."""
         proto = self.proto
+        if self._sock is not None:
+            self._quickack()
         try:
             frames = proto.receive_data(data, self.loop.time() * 1000.0)
         except StompProtocolError as exc:
