@@ -198,16 +198,14 @@ class Subscription(Acking):
             if self._ended is not None:
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
             loop = self.client.loop
-            waiter = self._waiter
-            if waiter is None or waiter.done():
-                waiter = self._waiter = loop.create_future()
-            try:
+            waiter = self._waiter = loop.create_future()
+            try:  # (a cancelled or timed-out wait cancels only its own waiter: deliver() skips a done one)
                 if timeout is None:
-                    await asyncio.shield(waiter)
+                    await waiter
                 else:
-                    await asyncio.wait_for(asyncio.shield(waiter), timeout)
+                    await asyncio.wait_for(waiter, timeout)
             finally:
-                if self._waiter is waiter and waiter.done():
+                if self._waiter is waiter:
                     self._waiter = None
             if not queue:
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
