@@ -257,3 +257,27 @@ def test_the_guide_example_runs(activemq, capsys):
     exec(compile(code, path, "exec"), {"__name__": "guide"})
     assert capsys.readouterr().out.splitlines() == ["b'message 0'", "b'message 1'", "b'message 2'",
                                                     "b'sent at COMMIT'"]
+
+
+def test_an_aborted_transactions_ack_is_given_back(activemq):
+    """ABORT gives the transaction's ACKs back (the core's table: ``took``/``ended``): the
+    message is unacknowledged again, on the broker (ActiveMQ keeps it dispatched to the
+    subscription) and here, so a new ACK outside the transaction settles it."""
+    dest = queue()
+
+    async def main() -> None:
+        async with amqstomp.aio.connect(url(activemq)) as client:
+            await client.send(dest, b"one")
+            async with client.subscribe(dest, ack="client-individual") as sub:
+                message = await sub.get(timeout=10)
+                tx = client.transaction()
+                await tx.begin()
+                await tx.ack(message)
+                with pytest.raises(UnknownMessageError):
+                    await message.ack()  # taken by the transaction
+                await tx.abort()
+                await message.ack(receipt=True)  # given back: acknowledged now
+            async with client.subscribe(dest, ack="client-individual") as sub:
+                with pytest.raises(asyncio.TimeoutError):
+                    await sub.get(timeout=0.5)
+    run(main())

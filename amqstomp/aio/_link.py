@@ -35,11 +35,13 @@ from ..exception import (BrokerError, ConnectFailedException, ConnectionClosedEx
                          StompProtocolError)
 from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 
-__all__ = ["AioLink", "LostAfterWrite"]
+__all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES"]
 
 log = logging.getLogger("amqstomp.aio")
 
 _EOL = b"\n"
+#: Bytes of deferred frames (:meth:`AioLink.write`) written at once, without waiting for the loop's turn.
+DEFER_FLUSH_BYTES = 65536
 #: Linux: re-armed after every read, as the threaded reader does (ActiveMQ leaves Nagle on: with the
 #: client's TCP ACK delayed, each window of small MESSAGE frames would wait up to 40 ms for it)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
@@ -82,6 +84,8 @@ class AioLink(asyncio.Protocol):
         self._suspect = False
         self._write_paused = False
         self._drain_waiters: List["asyncio.Future[None]"] = []
+        self._deferred = bytearray()
+        self._flush_armed = False
         self._read_holders: Set[Any] = set()
         self.ended: "asyncio.Future[None]" = loop.create_future()
 
@@ -179,16 +183,44 @@ class AioLink(asyncio.Protocol):
 
     # ------------------------------------------------------------ writing
 
-    def write(self, data: bytes) -> None:
-        """Write one whole frame's bytes now (never part of one).
+    def write(self, data: bytes, defer: bool = False) -> None:
+        """Write one whole frame's bytes (never part of one), in order.
+
+        ``defer`` (SENDs nobody awaits a RECEIPT for): the frame may wait in this link's
+        buffer until the loop's next turn (``call_soon``) or :data:`DEFER_FLUSH_BYTES`:
+        many small frames then go out in one ``send`` instead of one each (as the
+        threaded writer coalesces deferred frames). A frame written without ``defer``
+        goes out at once, behind what waits.
 
         Raises:
             ConnectionClosedException: the socket is gone; nothing written.
         """
         if self.closed or self.transport is None:
             raise ConnectionClosedException("connection closed: %s" % (self.close_reason or "not open"))
-        self.transport.write(data)
-        self.proto.last_write_ms = self.loop.time() * 1000.0
+        buffer = self._deferred
+        if defer:
+            buffer += data
+            if len(buffer) >= DEFER_FLUSH_BYTES:
+                self.flush()
+            elif not self._flush_armed:
+                self._flush_armed = True
+                self.loop.call_soon(self.flush)
+            return
+        if buffer:
+            buffer += data
+            self.flush()
+        else:
+            self.transport.write(data)
+            self.proto.last_write_ms = self.loop.time() * 1000.0
+
+    def flush(self) -> None:
+        """Write what deferred writes left in the buffer (nothing when the socket is gone)."""
+        self._flush_armed = False
+        buffer = self._deferred
+        if buffer and not self.closed and self.transport is not None:
+            self.transport.write(bytes(buffer))
+            self.proto.last_write_ms = self.loop.time() * 1000.0
+        buffer.clear()
 
     def encode(self, cmd: str, headers: Dict[str, Any], body: bytes = b"") -> bytes:
         """The frame's bytes in the session's version (:meth:`ProtocolState.encode`)."""
@@ -271,9 +303,7 @@ class AioLink(asyncio.Protocol):
             self.lose("no CONNECTED frame within the connect timeout")
             return
         if proto.send_ms and proto.connected and proto.heartbeat_due_in_ms(now) <= 0.0:
-            assert self.transport is not None
-            self.transport.write(_EOL)
-            proto.data_written(now)
+            self.write(_EOL)
         if proto.recv_ms and proto.connected:
             if self._read_holders:
                 proto.peer_seen(now)  # reading is held here: the silence is ours

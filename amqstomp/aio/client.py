@@ -289,7 +289,7 @@ class Client:
         """
         wait = self.timeout_s(timeout)
         if not receipt:
-            link.write(link.encode(cmd, headers, body))
+            link.write(link.encode(cmd, headers, body), cmd == "SEND")
             if link.write_paused:
                 try:
                     await asyncio.wait_for(link.drain(), wait)

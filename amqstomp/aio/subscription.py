@@ -34,7 +34,11 @@ if TYPE_CHECKING:
     from ._link import AioLink
     from ._port import ClientPort
 
-__all__ = ["Subscription", "Message", "SubscriptionClosedError"]
+__all__ = ["Subscription", "Message", "SubscriptionClosedError", "TAKEN_BY"]
+
+#: The owner name under which a transaction's ACK/NACKs note what they took
+#: (:meth:`amqstomp._core.transactions.TransactionTable.took`).
+TAKEN_BY = "aio"
 
 log = logging.getLogger("amqstomp.aio")
 
@@ -290,18 +294,26 @@ class Subscription(Acking):
         # decided and written with no await in between: a cancellation leaves no half state
         cumulative = self.ack == "client"
         if cumulative:
-            for other_key, other in list(self._unacked.items()):
-                if other.seq <= message.seq:
-                    other.settled = True
-                    del self._unacked[other_key]
+            taken = [other for other in self._unacked.values() if other.seq <= message.seq]
         else:
-            message.settled = True
-            del self._unacked[key]
+            taken = [message]
+        for other in taken:
+            other.settled = True
+            del self._unacked[self._identity(other)]
+        if transaction is not None:  # an ABORT gives them back (Transaction, the core's table)
+            self.client.transactions.took(transaction, TAKEN_BY, taken)
         if acks.acked_by_application(self, cumulative):
             link.release_reading(self)
         await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
 
     # ------------------------------------------------------------ life
+
+    def given_back(self, message: Message) -> None:
+        """The transaction whose ACK/NACK took ``message`` was aborted: it is unsettled again
+        (the application may ACK it again; the broker redelivers what stays unacknowledged)."""
+        if self.link is message.link and not self.closed:
+            message.settled = False
+            self._unacked[self._identity(message)] = message
 
     async def __aenter__(self) -> "Subscription":
         await self.client.confirm_subscription(self)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 from ..exception import (BrokerError, ReceiptTimeout, StompException, TransactionInDoubtError,
                          TransactionRolledBackError)
 from ._link import LostAfterWrite
+from .subscription import TAKEN_BY
 
 if TYPE_CHECKING:
     from ._port import ClientPort
@@ -102,7 +103,8 @@ class Transaction:
             raise refusal
         link = client.require()
         wait = self.timeout if timeout is None else client.timeout_s(timeout)
-        table.ended(self.id, cmd == "ABORT")  # written below with no await before: no longer open
+        for message in table.ended(self.id, cmd == "ABORT").get(TAKEN_BY, ()):  # (written below, no await before)
+            message.subscription.given_back(message)
         self.ended = True
         what = "%s of %s" % (cmd, self.id)
         try:
