@@ -127,3 +127,32 @@ def test_acked_by_application_frees_the_window():
     assert cumulative.window.unacked == 3
     assert acks.acked_by_application(cumulative, True) is False
     assert cumulative.window.unacked == 0
+
+
+def test_aio_imports_no_threaded_driver_nor_facade():
+    """amqstomp.aio reuses the core, never the threaded driver (threads and locks) or a facade
+    (checked on its modules' own import statements: ``import amqstomp.aio`` loads the package's
+    ``__init__``, so the import closure says nothing)."""
+    import ast
+    import os
+
+    import amqstomp.aio
+
+    forbidden = ("_io.link", "_io.owner", "_io.driver", "_io.writer", "_engine", "connection", "transport",
+                 "protocol", "_session", "listener", "subscription", "failover", "jms", "utils")
+    folder = os.path.dirname(amqstomp.aio.__file__)
+    found = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:  # from ..X import (outside aio/)
+                module = node.module or ""
+                if any(module == bad or module.startswith(bad + ".") for bad in forbidden):
+                    found.append("%s: from %s%s" % (name, "." * node.level, module))
+            elif isinstance(node, ast.Import):
+                found.extend("%s: import %s" % (name, a.name) for a in node.names
+                             if a.name.startswith("amqstomp.") and not a.name.startswith("amqstomp.aio"))
+    assert found == []
