@@ -67,7 +67,13 @@ def test_connect_failed_and_refused(activemq):
         run(nobody())
 
     with pytest.raises(ConfigurationError):
-        amqstomp.aio.connect("failover:(stomp://127.0.0.1:61613)")
+        amqstomp.aio.connect("tcp://127.0.0.1:61616")  # OpenWire, not STOMP
+
+    async def gives_up() -> None:
+        await amqstomp.aio.connect("failover:(stomp://127.0.0.1:1)?startupMaxReconnectAttempts=2"
+                                   "&initialReconnectDelay=10", connect_timeout=2)
+    with pytest.raises(ConnectFailedException, match="gave up after 2"):
+        run(gives_up())
 
 
 def test_client_individual_prefetch_1(activemq):

@@ -22,8 +22,9 @@ the socket's protocol object (:mod:`amqstomp.aio._link`), which feeds the core
 heart-beat deadlines) and appends each MESSAGE to its subscription's queue; the
 prefetch window and ACK batching are :mod:`amqstomp._core.acks` and
 :mod:`amqstomp.flow`, the transaction guards :mod:`amqstomp._core.transactions`.
-Exceptions are :mod:`amqstomp.exception`'s, as in the threaded APIs. Failover URIs
-are not supported yet (a ``failover:`` URI raises ConfigurationError).
+Exceptions are :mod:`amqstomp.exception`'s, as in the threaded APIs. A ``failover:``
+URI reconnects by the core's plan (:mod:`amqstomp._core.backoff`) and replays the
+subscriptions; an ACK of a lost socket's message raises AcknowledgeInterruptedError.
 
 Licensed under the Apache License, Version 2.0.
 """

@@ -24,11 +24,14 @@ from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
                          NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
 from ..flow import PrefetchPolicy
+from .._core.backoff import ReconnectPolicy
+from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
 from ..uri import check_destination, destination_kind, parse_destination, parse_uri
 from .._core.dialect import connect_host, prefetch_header
 from .._core.frames import ACCEPT_VERSIONS, connect_headers, subscribe_headers
 from .._core.transactions import TransactionTable
 from .._io.timeouts import clamp_wait
+from ._failover import Failover
 from ._link import AioLink, LostAfterWrite
 from .subscription import Subscription
 from .transaction import Transaction
@@ -41,6 +44,9 @@ Hosts = Union[str, Sequence[Tuple[str, int]]]
 #: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
 AckMode = Literal["auto", "client", "client-individual"]
 
+#: With failover, how many times a SEND whose socket was lost before its RECEIPT is written again
+#: on the next socket before SendInDoubtError (at least once: the broker may then have it twice).
+SEND_RESENDS = 2
 #: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
 DEFAULT_PRODUCER_WINDOW = 1024 * 1024
 
@@ -58,8 +64,10 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             ``stomp+ssl://host:port`` (the URI grammar of :func:`amqstomp.uri.parse_uri`; its
             ``heartBeat``, ``host``, ``stompVersion``, ``jms.userName``/``jms.password``,
             ``jms.clientID`` options fill the arguments left at their defaults), or
-            (host, port) pairs tried in order until one connects. ``failover:`` URIs are
-            refused in this release (ConfigurationError).
+            (host, port) pairs tried in order until one connects, or a ``failover:(...)?...`` URI:
+            reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
+            ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
+            subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
         login, passcode (str | None): CONNECT's credentials (the passcode is never logged).
         heartbeats (tuple[int, int]): (cx, cy) ms (STOMP 1.2 "Heart-beating").
         vhost (str | None): CONNECT's ``host`` header (default ``/``).
@@ -75,7 +83,7 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             beyond waits for room (back-pressure; ActiveMQ's ``producerWindowSize``).
 
     Raises:
-        ConfigurationError: a URI that is not understood, or a ``failover:`` one.
+        ConfigurationError: a URI that is not understood.
         InvalidTimeoutError: a timeout that is not a finite number >= 0.
     """
     return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,
@@ -97,11 +105,13 @@ class Client:
         self.receipt_timeout = clamp_wait(receipt_timeout, "receipt_timeout", strict=True) or 0.0
         self.close_timeout = clamp_wait(close_timeout, "close_timeout", strict=True) or 0.0
         self.hosts: List[Tuple[str, int, bool]] = []
+        #: the reconnect plan of a ``failover:`` URI, else None
+        self.policy: Optional[ReconnectPolicy] = None
+        self.failover: Optional[Failover] = None
         if isinstance(url_or_hosts, str):
             uri = parse_uri(url_or_hosts)
             if uri.failover:
-                raise ConfigurationError("failover: URIs are not supported by amqstomp.aio yet; give one broker's "
-                                         "stomp://host:port, or a list of (host, port) tried in order")
+                self.policy = ReconnectPolicy.from_uri(uri)
             opts = uri.options
             for endpoint in uri.endpoints:
                 self.hosts.append((endpoint.host, endpoint.port, endpoint.tls))
@@ -141,7 +151,7 @@ class Client:
         self._seq = 0
         self._ids = itertools.count(1)
         self._subs: Dict[str, Subscription] = {}
-        self.transactions = TransactionTable(self._link_alive)
+        self.transactions = TransactionTable(self.link_alive)
         self._in_flight = 0
         self._room: Deque["asyncio.Future[None]"] = collections.deque()
         self._closing = False
@@ -166,9 +176,18 @@ class Client:
         """CONNECTED's ``server`` header (None before, or when the broker sends none)."""
         return None if self.link is None else self.link.proto.server
 
-    def _link_alive(self, seq: int) -> bool:
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one (the settlement core's ``Links``)."""
         link = self.link
         return link is not None and link.seq == seq and not link.closed
+
+    def hands_over(self, sub: Subscription, link: AioLink) -> bool:
+        """Whether a queued MESSAGE of socket ``link`` still goes to the application: the
+        settlement core's hand-over rule (:func:`amqstomp._core.settle.hand_over`: with
+        failover, an acknowledged delivery of a socket lost since is dropped -- the broker
+        redelivers it on the new one)."""
+        verdict = hand_over(link.seq, 0, sub, self.failover is not None, self)
+        return verdict == HAND_OVER or verdict == HAND_OVER_NOTE or verdict == HAND_OVER_NOTE_CUMULATIVE
 
     async def open(self) -> "Client":
         """Open the socket and wait for CONNECTED (each (host, port) in order, each within
@@ -180,6 +199,10 @@ class Client:
         """
         if self.link is not None:
             raise ConnectFailedException("this client was opened already (make a new one with connect())")
+        if self.policy is not None:
+            self.failover = Failover(self.loop, self.policy, self.hosts, self._open_one, self._reconnected)
+            self.link = await self.failover.first()
+            return self
         reasons = []
         for host, port, tls in self.hosts:
             try:
@@ -237,6 +260,17 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
+    async def ready(self, timeout: Optional[float], what: str) -> AioLink:
+        """The open socket; with failover, waits for one while reconnecting (``timeout`` seconds).
+
+        Raises:
+            ConnectionClosedException: closed (or failover gave up); NotConnectedException: none in time.
+        """
+        failover = self.failover
+        if failover is not None and not self._closing and (self.link is None or self.link.closed):
+            await failover.wait_up(self.timeout_s(timeout), what)
+        return self.require()
+
     def require(self) -> AioLink:
         link = self.link
         if link is None:
@@ -262,13 +296,38 @@ class Client:
             return
         if not link.proto.by_client:
             log.warning("connection lost: %s", link.close_reason)
-        error = ConnectionClosedException("connection closed: %s" % link.close_reason)
-        for sub in list(self._subs.values()):
-            sub.lost(error)
-        self.transactions.clear()
+        failover = self.failover
+        if failover is not None and not self._closing and not link.proto.by_client:
+            for sub in list(self._subs.values()):
+                sub.interrupted()  # replayed on the next socket; the transactions become stale
+            failover.lost(link.close_error)
+        else:
+            error = ConnectionClosedException("connection closed: %s" % link.close_reason)
+            for sub in list(self._subs.values()):
+                sub.lost(error)
+            self.transactions.clear()
         for waiter in self._room:
             if not waiter.done():
                 waiter.set_result(None)
+
+    async def _reconnected(self, link: AioLink) -> None:
+        """Failover: the new socket is up: replay every open subscription on it, each SUBSCRIBE
+        confirmed by its RECEIPT (a refused one ends that subscription, saying why)."""
+        self.link = link
+        log.info("reconnected (%s): replaying %d subscription(s)", link.proto.server, len(self._subs))
+        for sub in list(self._subs.values()):
+            sub.replayed(link)
+            try:
+                await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
+                                       "the SUBSCRIBE to %s (replay)" % sub.destination)
+            except BrokerError as exc:
+                self._subs.pop(sub.id, None)
+                sub.lost(exc)
+            except (ConnectionClosedException, ReceiptTimeout) as exc:
+                log.warning("replay of the SUBSCRIBE to %s failed (%s): the connection is ended and "
+                            "replaced", sub.destination, exc)
+                link.lose("a subscription replay failed: %s" % exc)
+                return
 
     # ------------------------------------------------------------ writing
 
@@ -335,14 +394,18 @@ class Client:
 
         Raises:
             BrokerError: the broker answered ERROR (its reason in the message).
-            SendInDoubtError: written, and the socket was lost before the RECEIPT.
+            SendInDoubtError: written, and the socket was lost before the RECEIPT (with failover,
+                outside a transaction: after it was written again on :data:`SEND_RESENDS` new
+                sockets; each resend is at least once: the broker may then have it twice).
+            NotConnectedException: failover: no socket came back within ``timeout`` (or the
+                URI's ``timeout``); nothing written.
             ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
             ConnectionClosedException / NotConnectedException: no socket; nothing written.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
             InvalidDestinationError, FrameEncodeError: nothing written.
         """
-        link = self.require()
         check_destination(destination, "SEND")
+        link = await self.ready(timeout, "the SEND to %s" % destination)
         data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
         frame_headers: Dict[str, Any] = dict(headers) if headers else {}
         frame_headers["destination"] = destination
@@ -373,7 +436,20 @@ class Client:
                                      "within %.3g s" % (what, self._in_flight, wait)) from None
         self._in_flight += size
         try:
-            await self.write_frame(link, "SEND", frame_headers, data, True, max(0.0, deadline - loop.time()), what)
+            losses = 0
+            while True:
+                try:
+                    await self.write_frame(link, "SEND", dict(frame_headers), data, True,
+                                           max(0.0, deadline - loop.time()), what)
+                    return
+                except LostAfterWrite:
+                    # failover, outside a transaction: written again on the next socket, a bounded
+                    # number of times (as the threaded engine's request(): at least once)
+                    losses += 1
+                    if self.failover is None or transaction is not None or losses > SEND_RESENDS:
+                        raise
+                    log.info("socket lost before the receipt of %s: writing it again after failover", what)
+                    link = await self.ready(max(0.0, deadline - loop.time()), what)
         except LostAfterWrite as exc:  # written: the broker may have it
             raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
                                        "may or may not have the message (%s)" % (what, exc)) from exc
@@ -409,7 +485,9 @@ class Client:
                 or a prefetch this broker takes no header for.
             InvalidDestinationError: nothing sent.
         """
-        link = self.require()
+        link = self.link
+        if link is None:
+            raise NotConnectedException("not connected: await the client (or use it in async with) first")
         if ack not in ("auto", "client", "client-individual"):
             raise ConfigurationError("ack must be auto, client or client-individual, got %r" % (ack,))
         if optimize_acknowledge and ack != "client":
@@ -428,7 +506,7 @@ class Client:
                             self.timeout_s(timeout))
 
     async def confirm_subscription(self, sub: Subscription) -> None:
-        link = self.require()
+        link = await self.ready(sub.timeout, "the SUBSCRIBE to %s" % sub.destination)
         sub.link = link
         sub.closed = False
         self._subs[sub.id] = sub
@@ -471,6 +549,10 @@ class Client:
         if link is None or self._closing:
             return
         self._closing = True
+        if self.failover is not None:
+            await self.failover.stop()
+            link = self.link
+            assert link is not None
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         for sub in list(self._subs.values()):
             sub.lost(ConnectionClosedException("connection closed: the client closed"))

@@ -135,7 +135,7 @@ class Subscription(Acking):
         self.ack = ack
         self.headers = headers
         self.timeout = timeout
-        self.app_acks = acks.application_acks(ack, optimize_acknowledge)
+        self.app_acked = acks.application_acks(ack, optimize_acknowledge)
         self.link: Optional["AioLink"] = None
         self._queue: Deque[Message] = collections.deque()
         self._waiter: "Optional[asyncio.Future[None]]" = None
@@ -173,6 +173,24 @@ class Subscription(Acking):
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+
+    def interrupted(self) -> None:
+        """Failover: its socket was lost; it stays open and is replayed on the next one. What
+        the lost socket's window counted is void (the broker redelivers what was not
+        acknowledged): reset, with the ACK batching state, so no ACK of the lost socket's
+        messages is ever written on the new one."""
+        self._cancel_timer()
+        self.window.reset()
+        self.failures.clear()
+        self.newest = None
+        self.named = None
+        self.slow = False
+        self._unacked.clear()  # their ACKs are refused (AcknowledgeInterruptedError: the socket is gone)
+
+    def replayed(self, link: "AioLink") -> None:
+        """Failover: its SUBSCRIBE goes out again on ``link``; deliveries count from zero."""
+        self.interrupted()
+        self.link = link
 
     # ------------------------------------------------------------ receiving
 
@@ -214,8 +232,10 @@ class Subscription(Acking):
             if not queue:
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
         message = queue.popleft()
+        if message.link is not self.link and not self.client.hands_over(self, message.link):
+            return await self.get(timeout)  # a lost socket's delivery: the broker redelivers it (failover)
         self._handed = message
-        if self.app_acks:
+        if self.app_acked:
             self._unacked[self._identity(message)] = message
         return message
 
@@ -270,7 +290,7 @@ class Subscription(Acking):
 
     async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
                       timeout: Optional[float]) -> None:
-        if not self.app_acks:
+        if not self.app_acked:
             raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
                                       % (cmd, message, self.id, self.ack,
                                          ", optimize_acknowledge" if self.window.optimize_acknowledge else "",

@@ -48,7 +48,7 @@ class Transaction:
             DuplicateTransactionError: begun already; ConnectionClosedException: no socket.
         """
         client = self.client
-        link = client.require()
+        link = await client.ready(self.timeout, "BEGIN of %s" % self.id)
         client.transaction_check("BEGIN", self.id)
         await client.write_frame(link, "BEGIN", {"transaction": self.id}, b"", False, self.timeout,
                                   "BEGIN of %s" % self.id)
