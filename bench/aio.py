@@ -15,6 +15,7 @@ Each case runs ``--runs`` times (3), and the report gives the median.
 Usage::
 
     python bench/aio.py [--count N] [--runs R] [--json [PATH]]
+    python bench/aio.py --reader-probe     # asyncio.Protocol vs a StreamReader task, no broker
 """
 import argparse
 import asyncio
@@ -131,6 +132,70 @@ def child_main(spec_json: str) -> None:
     print(json.dumps(result))
 
 
+def reader_probe(count: int = 200000, runs: int = 3) -> Dict[str, Any]:
+    """asyncio.Protocol against a StreamReader task, the two ways to read a socket on the loop:
+    a local server writes ``count`` MESSAGE frames (256 B bodies) over loopback TCP at once; the
+    client feeds what it reads to the core's ProtocolState (the compiled codec). CPU seconds of
+    this process per message (the server's share included, the same in both), median of ``runs``."""
+    from amqstomp._core.state import ProtocolState
+    from amqstomp.codec import encode_frame
+
+    frame = encode_frame("MESSAGE", {"subscription": "1", "message-id": "ID:x-1:1:1:1:1", "destination": "/queue/a",
+                                     "ack": "1"}, b"x" * BODY)
+    payload = frame * count
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(payload)
+        await writer.drain()
+        writer.close()
+
+    class Counting(asyncio.Protocol):
+        def __init__(self, done: "asyncio.Future[None]") -> None:
+            self.proto = ProtocolState()
+            self.proto.connected_frame = self.proto.parser.feed(b"CONNECTED\nversion:1.2\n\n\x00")[0]
+            self.n = 0
+            self.done = done
+
+        def data_received(self, data: bytes) -> None:
+            self.n += len(self.proto.receive_data(data, 0.0))
+            if self.n >= count and not self.done.done():
+                self.done.set_result(None)
+
+    async def one(kind: str) -> float:
+        loop = asyncio.get_running_loop()
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        c0 = _cpu()
+        if kind == "protocol":
+            done: "asyncio.Future[None]" = loop.create_future()
+            transport, _ = await loop.create_connection(lambda: Counting(done), "127.0.0.1", port)
+            await done
+            transport.close()
+        else:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            proto = ProtocolState()
+            proto.connected_frame = proto.parser.feed(b"CONNECTED\nversion:1.2\n\n\x00")[0]
+            n = 0
+            while n < count:
+                data = await reader.read(262144)
+                if not data:
+                    break
+                n += len(proto.receive_data(data, 0.0))
+            writer.close()
+        cpu = _cpu() - c0
+        server.close()
+        await server.wait_closed()
+        return cpu / count * 1e6
+
+    out: Dict[str, Any] = {}
+    for kind in ("protocol", "stream-reader"):
+        values = [asyncio.run(one(kind)) for _ in range(runs)]
+        out[kind] = {"cpu_us_per_msg": statistics.median(values), "runs": values}
+        print("reader probe %-14s %.2f us CPU/msg (runs: %s)" % (kind, out[kind]["cpu_us_per_msg"],
+                                                                 ", ".join("%.2f" % v for v in values)), flush=True)
+    return out
+
+
 CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individual", 1), ("produce", "", 0)]
 
 
@@ -141,10 +206,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--deadline", type=float, default=120.0)
     parser.add_argument("--json", nargs="?", const=default_json_path("aio"), default=None)
     parser.add_argument("--child", default=None)
+    parser.add_argument("--reader-probe", action="store_true",
+                        help="only compare asyncio.Protocol with a StreamReader task (no broker)")
     args = parser.parse_args(argv)
     if args.child is not None:
         child_main(args.child)
         return {}
+    if args.reader_probe:
+        return reader_probe()
     rows: List[Dict[str, Any]] = []
     with start_broker() as broker:
         host, port = broker.host_and_ports[0]
