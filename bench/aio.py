@@ -206,6 +206,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--deadline", type=float, default=120.0)
     parser.add_argument("--json", nargs="?", const=default_json_path("aio"), default=None)
     parser.add_argument("--child", default=None)
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--reader-probe", action="store_true",
                         help="only compare asyncio.Protocol with a StreamReader task (no broker)")
     args = parser.parse_args(argv)
@@ -219,6 +220,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         host, port = broker.host_and_ports[0]
         url = "stomp://%s:%d" % (host, port)
         for case, ack, prefetch in CASES:
+            if args.cases and case not in args.cases.split(","):
+                continue
             runs: Dict[str, List[Dict[str, Any]]] = {"aio": [], "threaded": []}
             for _ in range(args.runs):
                 for api in ("aio", "threaded"):  # interleaved: the machine's load moves both alike

@@ -102,15 +102,19 @@ class Failover:
 
     async def _reconnect(self, failed: int) -> None:
         try:
-            if self.streak.gives_up():
-                raise ConnectFailedException(self.streak.reason(self.last))
-            if failed:
-                await asyncio.sleep(self.streak.delay_ms() / 1000.0)
-            link = await self._passes(failed, True)
-            self.reconnects += 1
-            await self.connected(link)
-            if not link.closed:
-                self.up.set()
+            while True:
+                if self.streak.gives_up():
+                    raise ConnectFailedException(self.streak.reason(self.last))
+                if failed:
+                    await asyncio.sleep(self.streak.delay_ms() / 1000.0)
+                link = await self._passes(failed, True)
+                self.reconnects += 1
+                await self.connected(link)
+                if not link.closed:
+                    self.up.set()
+                    return
+                # lost during its replay (this task was still running: nobody else reconnects)
+                failed = self.streak.lost(self.up_since, self.loop.time(), link.close_error)
         except ConnectFailedException as exc:
             self.gave_up = str(exc)
             log.error("failover gave up: %s", exc)

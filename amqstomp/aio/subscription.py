@@ -233,7 +233,10 @@ class Subscription(Acking):
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
         message = queue.popleft()
         if message.link is not self.link and not self.client.hands_over(self, message.link):
-            return await self.get(timeout)  # a lost socket's delivery: the broker redelivers it (failover)
+            # a lost socket's delivery (failover): the broker redelivers it; drop every such one
+            while queue and queue[0].link is message.link:
+                queue.popleft()
+            return await self.get(timeout)
         self._handed = message
         if self.app_acked:
             self._unacked[self._identity(message)] = message
