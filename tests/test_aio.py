@@ -293,3 +293,36 @@ def test_an_aborted_transactions_ack_is_given_back(activemq):
                 with pytest.raises(asyncio.TimeoutError):
                     await sub.get(timeout=0.5)
     run(main())
+
+
+def test_tls(tmp_path, activemq_factory):
+    """stomp+ssl:// (the loop's TLS transport under the buffered protocol): messages both ways."""
+    import shutil
+    import ssl
+    import subprocess
+
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("keytool (from the JDK) is needed to make a keystore")
+    keystore = tmp_path / "broker.p12"
+    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", str(keystore),
+                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
+    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # a self-signed test certificate
+    dest = queue()
+
+    async def main() -> List[bytes]:
+        async with amqstomp.aio.connect(broker.ssl_url, ssl=context) as client:
+            async with client.subscribe(dest, ack="client-individual", prefetch_size=5) as sub:
+                for i in range(50):
+                    await client.send(dest, b"%d" % i + b"x" * 70000 * (i % 2))  # some above one TLS record
+                got = []
+                for _ in range(50):
+                    message = await sub.get(timeout=10)
+                    await message.ack()
+                    got.append(message.body[:2].rstrip(b"x"))
+                return got
+    assert run(main()) == [b"%d" % i for i in range(50)]
