@@ -63,7 +63,9 @@ def test_many_reconnects_in_a_row_each_replays(activemq):
 
     async def main() -> int:
         with TcpProxy(activemq.host_and_ports[0]) as proxy:
-            async with amqstomp.aio.connect(failover_url(proxy)) as client:
+            events = []
+            async with amqstomp.aio.connect(failover_url(proxy), on_interrupted=events.append,
+                                            on_resumed=lambda: events.append("resumed")) as client:
                 async with client.subscribe(dest) as sub:
                     got = 0
                     for i in range(cycles):
@@ -73,6 +75,8 @@ def test_many_reconnects_in_a_row_each_replays(activemq):
                         assert message.body == b"%d" % i
                         got += 1
                     assert client.failover is not None and client.failover.reconnects == cycles
+                    assert events.count("resumed") == cycles and len(events) == 2 * cycles
+                    assert all("lost" in e or "closed" in e for e in events if e != "resumed"), events[:4]
                     return got
     assert run(main()) == cycles
 

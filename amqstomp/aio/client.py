@@ -18,7 +18,7 @@ import collections
 import itertools
 import logging
 import ssl as _ssl
-from typing import Any, Deque, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
@@ -55,7 +55,9 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None, client_id: Optional[str] = None,
             connect_timeout: float = 10.0, receipt_timeout: float = 10.0, close_timeout: float = 5.0,
             version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None, heart_beat_receive_scale: float = 1.5,
-            broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW) -> "Client":
+            broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW,
+            on_interrupted: Optional[Callable[[str], None]] = None,
+            on_resumed: Optional[Callable[[], None]] = None) -> "Client":
     """A client for one broker: ``async with connect(...) as client`` (or
     ``client = await connect(...)`` and ``await client.close()``).
 
@@ -81,6 +83,11 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
         broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...); None: CONNECTED's ``server``.
         producer_window (int): bytes of SEND bodies awaiting RECEIPTs at once; a send
             beyond waits for room (back-pressure; ActiveMQ's ``producerWindowSize``).
+        on_interrupted (Callable[[str], None] | None): failover: called on the loop when the
+            socket is lost and a reconnect begins, with the reason (ActiveMQ's
+            ``TransportListener.transportInterrupted``); it must not block.
+        on_resumed (Callable[[], None] | None): failover: called on the loop once a new socket
+            is up and the subscriptions were replayed (``transportResumed``).
 
     Raises:
         ConfigurationError: a URI that is not understood.
@@ -89,7 +96,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
     return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,
                   client_id=client_id, connect_timeout=connect_timeout, receipt_timeout=receipt_timeout,
                   close_timeout=close_timeout, version=version, ssl=ssl,
-                  heart_beat_receive_scale=heart_beat_receive_scale, broker=broker, producer_window=producer_window)
+                  heart_beat_receive_scale=heart_beat_receive_scale, broker=broker, producer_window=producer_window,
+                  on_interrupted=on_interrupted, on_resumed=on_resumed)
 
 
 class Client:
@@ -100,7 +108,9 @@ class Client:
                  client_id: Optional[str] = None, connect_timeout: float = 10.0, receipt_timeout: float = 10.0,
                  close_timeout: float = 5.0, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
-                 producer_window: int = DEFAULT_PRODUCER_WINDOW) -> None:
+                 producer_window: int = DEFAULT_PRODUCER_WINDOW,
+                 on_interrupted: Optional[Callable[[str], None]] = None,
+                 on_resumed: Optional[Callable[[], None]] = None) -> None:
         self.connect_timeout = clamp_wait(connect_timeout, "connect_timeout", strict=True) or 0.0
         self.receipt_timeout = clamp_wait(receipt_timeout, "receipt_timeout", strict=True) or 0.0
         self.close_timeout = clamp_wait(close_timeout, "close_timeout", strict=True) or 0.0
@@ -146,6 +156,8 @@ class Client:
         self.grace = heart_beat_receive_scale
         self.broker = broker
         self.producer_window = producer_window
+        self.on_interrupted = on_interrupted
+        self.on_resumed = on_resumed
         self.prefetch_policy = PrefetchPolicy()
         self.link: Optional[AioLink] = None
         self._seq = 0
@@ -301,6 +313,7 @@ class Client:
             for sub in list(self._subs.values()):
                 sub.interrupted()  # replayed on the next socket; the transactions become stale
             failover.lost(link.close_error)
+            self._notify(self.on_interrupted, link.close_reason)
         else:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
@@ -328,6 +341,16 @@ class Client:
                             "replaced", sub.destination, exc)
                 link.lose("a subscription replay failed: %s" % exc)
                 return
+        self._notify(self.on_resumed)
+
+    @staticmethod
+    def _notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:  # the application's: logged, never the driver's end
+            log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
 
     # ------------------------------------------------------------ writing
 
