@@ -109,3 +109,33 @@ def test_failover_gives_up_per_the_uri(activemq):
                 assert client.failover is not None and client.failover.gave_up is not None
                 return time.monotonic() - started
     assert run(main()) < 10
+
+
+def test_a_silent_broker_is_failed_over_with_nothing_lost(activemq):
+    """The proxy stops forwarding both ways (the broker looks alive at TCP level): the
+    heart-beat deadline (1000 x 2 x 1.5 = 3 s) ends the socket, failover reconnects once
+    the path is back, the subscription is replayed and every message arrives."""
+    dest = queue()
+
+    async def main() -> float:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            interrupted = asyncio.Event()
+            url = failover_url(proxy, "initialReconnectDelay=10&maxReconnectDelay=200")
+            async with amqstomp.aio.connect(url, heartbeats=(1000, 1000), connect_timeout=2,
+                                            on_interrupted=lambda reason: interrupted.set()) as client:
+                async with client.subscribe(dest, ack="client-individual") as sub:
+                    await client.send(dest, b"before")
+                    first = await sub.get(timeout=10)
+                    await first.ack(receipt=True)
+                    proxy.stall()
+                    started = time.monotonic()
+                    await asyncio.wait_for(interrupted.wait(), 10)
+                    noticed = time.monotonic() - started
+                    proxy.unstall()
+                    await client.send(dest, b"after", timeout=20)
+                    second = await sub.get(timeout=20)
+                    assert second.body == b"after"
+                    await second.ack()
+                    return noticed
+    noticed = run(main())
+    assert noticed < 3.0 + 1.5, noticed
