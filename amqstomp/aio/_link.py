@@ -28,14 +28,15 @@ import asyncio
 import logging
 import socket
 import sys
-from typing import Any, Callable, Dict, List, Optional, Set
+import ssl as _ssl
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConnectFailedException, ConnectionClosedException, ConnectRefusedError,
                          StompProtocolError)
 from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
 
-__all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES"]
+__all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES", "open_link"]
 
 log = logging.getLogger("amqstomp.aio")
 
@@ -389,3 +390,37 @@ class AioLink(asyncio.BufferedProtocol):
         if not self.ended.done():
             self.ended.set_result(None)
         self.on_lost(self)
+
+
+async def open_link(loop: asyncio.AbstractEventLoop, factory: Callable[[], AioLink], host: str, port: int,
+                    context: Optional[_ssl.SSLContext], headers: Mapping[str, Any], timeout_s: float) -> AioLink:
+    """Open a socket to ``host:port`` (TLS with ``context``), write CONNECT with ``headers`` and
+    wait for CONNECTED: all within ``timeout_s`` seconds (the CONNECTED deadline is the core's,
+    :meth:`ProtocolState.connect_sent`).
+
+    Raises:
+        ConnectRefusedError: the broker answered CONNECT with ERROR (its reason in the message).
+        ConnectFailedException: no TCP connection, or no CONNECTED, in time; or the socket ended first.
+    """
+    deadline = loop.time() + timeout_s
+    try:
+        _transport, link = await asyncio.wait_for(loop.create_connection(factory, host, port, ssl=context), timeout_s)
+    except asyncio.TimeoutError:
+        raise ConnectFailedException("no TCP connection within %.3g s" % timeout_s) from None
+    except OSError as exc:
+        raise ConnectFailedException(str(exc)) from exc
+    try:
+        link.write(link.encode("CONNECT", dict(headers)))
+        left = max(0.0, deadline - loop.time())
+        link.connect_sent(left)
+        await asyncio.wait_for(asyncio.shield(link.connected), left + 1.0)  # the core's deadline ends it first
+    except asyncio.TimeoutError:
+        link.lose("no CONNECTED frame within %.3g s" % timeout_s)
+        raise ConnectFailedException("no CONNECTED frame within %.3g s" % timeout_s) from None
+    except ConnectionClosedException as exc:
+        raise ConnectFailedException(str(exc)) from exc
+    except BaseException:
+        link.abort()
+        raise
+    log.info("connected to %s:%d (%s, STOMP %s)", host, port, link.proto.server, link.proto.version)
+    return link

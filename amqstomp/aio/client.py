@@ -32,7 +32,7 @@ from .._core.frames import ACCEPT_VERSIONS, connect_headers, subscribe_headers
 from .._core.transactions import TransactionTable
 from .._io.timeouts import clamp_wait
 from ._failover import Failover
-from ._link import AioLink, LostAfterWrite
+from ._link import AioLink, LostAfterWrite, open_link
 from .subscription import Subscription
 from .transaction import Transaction
 
@@ -227,39 +227,17 @@ class Client:
         raise ConnectFailedException("could not connect: %s" % "; ".join(reasons))
 
     async def _open_one(self, host: str, port: int, tls: bool) -> AioLink:
-        loop = self.loop
-        deadline = loop.time() + self.connect_timeout
         self._seq += 1
         seq = self._seq
+        loop = self.loop
         context = self.ssl if self.ssl is not None else (_ssl.create_default_context() if tls else None)
+        headers = connect_headers(ACCEPT_VERSIONS[self.version], connect_host(self.version, self.vhost),
+                                  self.heartbeats, self._login, self._passcode, self.client_id)
 
         def factory() -> AioLink:
             return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker)
 
-        try:
-            _transport, link = await asyncio.wait_for(
-                loop.create_connection(factory, host, port, ssl=context), self.connect_timeout)
-        except asyncio.TimeoutError:
-            raise ConnectFailedException("no TCP connection within %.3g s" % self.connect_timeout) from None
-        except OSError as exc:
-            raise ConnectFailedException(str(exc)) from exc
-        headers = connect_headers(ACCEPT_VERSIONS[self.version], connect_host(self.version, self.vhost),
-                                  self.heartbeats, self._login, self._passcode, self.client_id)
-        try:
-            link.write(link.encode("CONNECT", headers))
-            left = max(0.0, deadline - loop.time())
-            link.connect_sent(left)
-            await asyncio.wait_for(asyncio.shield(link.connected), left + 1.0)  # the core's deadline ends it first
-        except asyncio.TimeoutError:
-            link.lose("no CONNECTED frame within %.3g s" % self.connect_timeout)
-            raise ConnectFailedException("no CONNECTED frame within %.3g s" % self.connect_timeout) from None
-        except ConnectionClosedException as exc:
-            raise ConnectFailedException(str(exc)) from exc
-        except BaseException:
-            link.abort()
-            raise
-        log.info("connected to %s:%d (%s, STOMP %s)", host, port, link.proto.server, link.proto.version)
-        return link
+        return await open_link(loop, factory, host, port, context, headers, self.connect_timeout)
 
     def __await__(self) -> Generator[Any, None, "Client"]:
         return self.open().__await__()
