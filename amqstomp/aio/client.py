@@ -388,7 +388,10 @@ class Client:
             receipt (bool): True: return once the broker's RECEIPT came (the broker has
                 the message); sends awaiting RECEIPTs hold at most ``producer_window``
                 bytes of bodies (a send beyond waits for room). False: return once the
-                frame is in the socket's buffer (a send waits while that buffer is full).
+                frame is queued for the socket: written by the loop's next turn (or at once
+                past 64 KiB queued), in order; a send waits while the transport's buffer is
+                above its high-water mark. Nothing says the broker got it (a lost socket
+                loses what was queued, as with any send without a receipt).
             transaction (str | None): the open transaction it belongs to.
             content_type (str | None): the ``content-type`` header.
             timeout (float | None): seconds for room and the RECEIPT (default ``receipt_timeout``).
