@@ -304,6 +304,16 @@ class TransactionPartlyCommittedError(TransactionInDoubtError):
         self.acks_in_doubt = acks_in_doubt
 
 
+class SendInDoubtError(ConnectionClosedException):
+    """A SEND that waited for its RECEIPT was written, then its socket was lost
+    before the RECEIPT came: the broker may or may not have the message (STOMP
+    1.2 "RECEIPT": only a RECEIPT says the broker processed the frame). Not sent
+    again (a second copy could be a duplicate). A
+    :class:`ConnectionClosedException`, so code written for the threaded API's
+    ``send(..., receipt=...)`` on a lost socket keeps catching it. Raised by
+    :meth:`amqstomp.aio.Client.send`."""
+
+
 class AcknowledgeInterruptedError(ConnectionClosedException):
     """An ACK or NACK was not sent: the message came on a socket that was lost
     since (failover). It is never written on another socket (the broker answers

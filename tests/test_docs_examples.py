@@ -37,3 +37,16 @@ def test_the_front_page_example_prints_its_message(activemq, path, after):
     assert re.search(r"^\S+ hello$", proc.stdout, re.M), (proc.stdout, proc.stderr)
     stats = queue_statistics(activemq, queue[len("/queue/"):])
     assert stats["size"] == 0, stats  # acknowledged before DISCONNECT
+
+
+def test_the_readme_asyncio_example_prints_its_message(activemq):
+    code = _first_python_block("README.md", "### asyncio")
+    assert '"stomp://127.0.0.1:61613"' in code and '"/queue/orders"' in code, code
+    queue = "/queue/orders." + uuid.uuid4().hex[:8]
+    code = code.replace('"stomp://127.0.0.1:61613"', repr("stomp://127.0.0.1:%d" % activemq.stomp_port))
+    code = code.replace('"/queue/orders"', repr(queue))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "b'hello'", (proc.stdout, proc.stderr)
+    stats = queue_statistics(activemq, queue[len("/queue/"):])
+    assert stats["size"] == 0, stats  # acknowledged

@@ -72,3 +72,52 @@ def test_a_misspelt_ack_mode_fails_type_checking(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "user_program.py:4:" in errors[0] and "clint" in errors[0], proc.stdout
+
+
+AIO_PROGRAM = '''import asyncio
+from typing import List
+
+import amqstomp.aio
+from amqstomp.exception import BrokerError
+
+
+async def main() -> List[bytes]:
+    got: List[bytes] = []
+    async with amqstomp.aio.connect("stomp://127.0.0.1:61613", heartbeats=(1000, 1000)) as client:
+        try:
+            await client.send("/queue/a", b"x", {"persistent": "true"}, timeout=5.0)
+        except BrokerError as exc:
+            print(exc.reason)
+        async with client.subscribe("/queue/a", ack="client-individual", prefetch_size=1) as sub:
+            async for message in sub:
+                body = message.body
+                got.append(body if isinstance(body, bytes) else body.encode())
+                await message.ack()
+                break
+            one: amqstomp.aio.Message = await sub.get(timeout=1.0)
+            await one.nack()
+        async with client.transaction(timeout=5.0) as tx:
+            await tx.send("/queue/b", "text")
+    return got
+
+
+asyncio.run(main())
+'''
+
+
+def test_an_asyncio_user_program_passes_mypy_strict(tmp_path):
+    """amqstomp.aio is typed for its users: a program using connect, send, subscribe
+    (async with / async for), ack, nack and a transaction passes ``mypy --strict``;
+    a misspelt ack mode fails it."""
+    pytest.importorskip("mypy")
+    cwd, env = _where(tmp_path)
+    good = tmp_path / "aio_program.py"
+    good.write_text(AIO_PROGRAM)
+    bad = tmp_path / "aio_bad.py"
+    bad.write_text(AIO_PROGRAM.replace('ack="client-individual"', 'ack="clint"'))
+    for program, code in ((good, 0), (bad, 1)):
+        proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                               "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(program)],
+                              cwd=cwd, env=env, capture_output=True, text=True, timeout=280)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "clint" in proc.stdout

@@ -46,7 +46,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from .settle import BY_APPLICATION, BY_BROKER, BY_LIBRARY
 
-__all__ = ["PAUSE", "TURNED_SLOW", "Acking", "AckDue", "application_acks", "closing", "consumed",
+__all__ = ["PAUSE", "TURNED_SLOW", "Acking", "AckDue", "acked_by_application", "application_acks", "closing", "consumed",
            "delivered", "failed", "poisoned", "settled_by", "timer_due"]
 
 #: :func:`delivered`: stop reading the socket (the subscription's local buffer is full)
@@ -214,6 +214,16 @@ def poisoned(sub: Any, message_id: Any, counted: bool, size: int, now_ms: int) -
     if token is not None:
         sub.named = token
     return AckDue(token, window.should_resume())
+
+
+def acked_by_application(sub: Any, cumulative: bool) -> bool:
+    """The application's own ACK (or NACK) of a message of ``sub`` was decided (manual
+    ``client``: ``cumulative``, every message consumed so far; ``client-individual``:
+    one): the window gives the credit back. Returns True when reading may resume (a
+    paused buffer drained to half). ActiveMQ 5.17 ``ActiveMQMessageConsumer.acknowledge``."""
+    window = sub.window
+    window.on_application_ack(cumulative)
+    return bool(window.should_resume())
 
 
 def closing(sub: Any, now_ms: int) -> Optional[Mapping[str, Any]]:

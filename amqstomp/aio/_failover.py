@@ -1,0 +1,153 @@
+"""Failover for :mod:`amqstomp.aio`: a ``failover:(...)`` URI's reconnect loop on the event loop.
+
+The plan is the core's (:class:`amqstomp._core.backoff.ReconnectPolicy`: the order of the
+brokers on each pass, the delay between passes, when to give up, ActiveMQ's
+``FailoverTransport`` rules; :class:`~amqstomp._core.backoff.LossStreak`: a peer that ends
+connections with a protocol error soon after CONNECTED continues the back-off instead of
+starting a reconnect storm). This module only runs it: one task per reconnect (none while
+connected), which opens the next socket, lets the client replay its subscriptions (each
+SUBSCRIBE confirmed by its RECEIPT) and then wakes whoever waits for a socket
+(:meth:`Failover.wait_up`, bounded by the caller's timeout and the URI's ``timeout``).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable, List, Optional, Tuple
+
+from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException
+from .._core.backoff import LossStreak, ReconnectPolicy
+from ._link import AioLink
+
+__all__ = ["Failover"]
+
+log = logging.getLogger("amqstomp.aio")
+
+Endpoint = Tuple[str, int, bool]
+OpenOne = Callable[[str, int, bool], Awaitable[AioLink]]
+
+
+class Failover:
+    """The reconnect loop of one client (see the module docstring).
+
+    Args:
+        loop (asyncio.AbstractEventLoop): the client's loop.
+        policy (ReconnectPolicy): from the URI (:meth:`ReconnectPolicy.from_uri`).
+        endpoints (list[tuple[str, int, bool]]): (host, port, tls) in URI order.
+        open_one (Callable): opens one socket and waits for CONNECTED (raises ConnectFailedException).
+        connected (Callable[[AioLink], Awaitable[None]]): the client takes the new socket
+            (replays its subscriptions) before the waiters are woken.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, policy: ReconnectPolicy, endpoints: List[Endpoint],
+                 open_one: OpenOne, connected: Callable[[AioLink], Awaitable[None]]) -> None:
+        self.loop = loop
+        self.policy = policy
+        self.endpoints = endpoints
+        self.open_one = open_one
+        self.connected = connected
+        self.streak = LossStreak(policy)
+        self.up = asyncio.Event()
+        self.task: "Optional[asyncio.Task[None]]" = None
+        self.gave_up: Optional[str] = None
+        self.ever_connected = False
+        self.last: Optional[Endpoint] = None
+        self.up_since: Optional[float] = None
+        self.reconnects = 0
+
+    async def first(self) -> AioLink:
+        """The first socket: passes over the brokers until one connects, or the policy's
+        ``startupMaxReconnectAttempts`` (else ``maxReconnectAttempts``) gives up.
+
+        Raises:
+            ConnectRefusedError: a broker refused CONNECT (a login: trying again will not help).
+            ConnectFailedException: given up (the last reasons in the message).
+        """
+        link = await self._passes(0, False)
+        self.ever_connected = True
+        return link
+
+    async def _passes(self, failed: int, ever: bool) -> AioLink:
+        attempts = failed
+        while True:
+            reasons = []
+            for endpoint in self.policy.order(self.endpoints, failed=self.last):
+                host, port, tls = endpoint
+                try:
+                    link = await self.open_one(host, port, tls)
+                except ConnectFailedException as exc:
+                    if isinstance(exc, BrokerError) and not ever:
+                        raise
+                    reasons.append("%s:%d: %s" % (host, port, exc))
+                    continue
+                self.last = endpoint
+                self.up_since = self.loop.time()
+                return link
+            attempts += 1
+            if self.policy.gives_up(attempts, ever):
+                raise ConnectFailedException("failover gave up after %d attempt(s): %s" % (attempts, "; ".join(reasons)))
+            level = self.policy.log_level(attempts, False)
+            if level is not None:
+                log.log(level, "failed to connect to %s after %d attempt(s), continuing to retry",
+                        [("%s:%d" % e[:2]) for e in self.endpoints], attempts)
+            await asyncio.sleep(self.policy.delay_ms(attempts) / 1000.0)
+
+    def lost(self, error: Optional[BaseException]) -> None:
+        """The open socket was lost (not closed by the client): reconnect in a task."""
+        self.up.clear()
+        if self.task is not None and not self.task.done():
+            return
+        failed = self.streak.lost(self.up_since, self.loop.time(), error)
+        self.task = self.loop.create_task(self._reconnect(failed))
+
+    async def _reconnect(self, failed: int) -> None:
+        try:
+            while True:
+                if self.streak.gives_up():
+                    raise ConnectFailedException(self.streak.reason(self.last))
+                if failed:
+                    await asyncio.sleep(self.streak.delay_ms() / 1000.0)
+                link = await self._passes(failed, True)
+                self.reconnects += 1
+                await self.connected(link)
+                if not link.closed:
+                    self.up.set()
+                    return
+                # lost during its replay (this task was still running: nobody else reconnects)
+                failed = self.streak.lost(self.up_since, self.loop.time(), link.close_error)
+        except ConnectFailedException as exc:
+            self.gave_up = str(exc)
+            log.error("failover gave up: %s", exc)
+            self.up.set()  # the waiters see gave_up
+        except asyncio.CancelledError:
+            raise
+
+    async def wait_up(self, timeout: float, what: str) -> None:
+        """Wait (``timeout`` seconds, and at most the URI's ``timeout``) until a socket is up.
+
+        Raises:
+            ConnectionClosedException: failover gave up.
+            NotConnectedException: no socket came in time (nothing was written).
+        """
+        policy_s = self.policy.timeout_ms / 1000.0 if self.policy.timeout_ms >= 0 else timeout
+        wait = min(timeout, policy_s)
+        try:
+            await asyncio.wait_for(self.up.wait(), wait)
+        except asyncio.TimeoutError:
+            raise NotConnectedException("%s not sent: no broker reconnected within %.3g s" % (what, wait)) from None
+        if self.gave_up is not None:
+            raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, self.gave_up))
+
+    async def stop(self) -> None:
+        """End the reconnect task, if one runs (the client closes)."""
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # ended: its outcome no longer matters
+                pass
+        self.task = None
+
+    def describe(self) -> Any:
+        return {"reconnects": self.reconnects, "gave_up": self.gave_up}

@@ -1,0 +1,576 @@
+"""The asyncio client: :func:`connect` and :class:`Client`.
+
+One socket per client, one :class:`~amqstomp.aio._link.AioLink` protocol object on
+it (no reading task: the loop delivers bytes to it), the sans-I/O core for every
+protocol decision (:mod:`amqstomp._core`). Every public await takes a timeout
+(seconds; the client's default when None) and none waits longer.
+
+Errors are those of the threaded APIs (:mod:`amqstomp.exception`): a refused
+CONNECT is :class:`~amqstomp.exception.ConnectRefusedError`, an ERROR answering a
+frame :class:`~amqstomp.exception.BrokerError` with the broker's reason, no
+RECEIPT in time :class:`~amqstomp.exception.ReceiptTimeout`, a SEND written whose
+socket was lost before its RECEIPT :class:`~amqstomp.exception.SendInDoubtError`.
+
+Licensed under the Apache License, Version 2.0.
+"""
+import asyncio
+import collections
+import itertools
+import logging
+import ssl as _ssl
+from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from ..codec import Frame
+from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
+from ..flow import PrefetchPolicy
+from .._core.backoff import ReconnectPolicy
+from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
+from ..uri import check_destination, destination_kind, parse_destination, parse_uri
+from .._core.dialect import connect_host, prefetch_header
+from .._core.frames import ACCEPT_VERSIONS, connect_headers, subscribe_headers
+from .._core.transactions import TransactionTable
+from .._io.timeouts import clamp_wait
+from ._failover import Failover
+from ._link import AioLink, LostAfterWrite, open_link
+from .subscription import Subscription
+from .transaction import Transaction
+
+__all__ = ["connect", "Client"]
+
+log = logging.getLogger("amqstomp.aio")
+
+Hosts = Union[str, Sequence[Tuple[str, int]]]
+#: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
+AckMode = Literal["auto", "client", "client-individual"]
+
+#: With failover, how many times a SEND whose socket was lost before its RECEIPT is written again
+#: on the next socket before SendInDoubtError (at least once: the broker may then have it twice).
+SEND_RESENDS = 2
+#: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
+DEFAULT_PRODUCER_WINDOW = 1024 * 1024
+
+
+def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
+            heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None, client_id: Optional[str] = None,
+            connect_timeout: float = 10.0, receipt_timeout: float = 10.0, close_timeout: float = 5.0,
+            version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None, heart_beat_receive_scale: float = 1.5,
+            broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW,
+            on_interrupted: Optional[Callable[[str], None]] = None,
+            on_resumed: Optional[Callable[[], None]] = None) -> "Client":
+    """A client for one broker: ``async with connect(...) as client`` (or
+    ``client = await connect(...)`` and ``await client.close()``).
+
+    Args:
+        url_or_hosts (str | list[tuple[str, int]]): ``stomp://host:port`` or
+            ``stomp+ssl://host:port`` (the URI grammar of :func:`amqstomp.uri.parse_uri`; its
+            ``heartBeat``, ``host``, ``stompVersion``, ``jms.userName``/``jms.password``,
+            ``jms.clientID`` options fill the arguments left at their defaults), or
+            (host, port) pairs tried in order until one connects, or a ``failover:(...)?...`` URI:
+            reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
+            ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
+            subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
+        login, passcode (str | None): CONNECT's credentials (the passcode is never logged).
+        heartbeats (tuple[int, int]): (cx, cy) ms (STOMP 1.2 "Heart-beating").
+        vhost (str | None): CONNECT's ``host`` header (default ``/``).
+        client_id (str | None): ActiveMQ's ``client-id`` (durable subscriptions).
+        connect_timeout (float): seconds for the socket and the CONNECTED frame, per host.
+        receipt_timeout (float): default seconds a RECEIPT is awaited.
+        close_timeout (float): default seconds :meth:`Client.close` waits for DISCONNECT's RECEIPT.
+        version (str): the highest STOMP version offered (``1.0``, ``1.1``, ``1.2``).
+        ssl (ssl.SSLContext | None): for ``stomp+ssl://`` (default: ``ssl.create_default_context()``).
+        heart_beat_receive_scale (float): receive grace factor (1.5).
+        broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...); None: CONNECTED's ``server``.
+        producer_window (int): bytes of SEND bodies awaiting RECEIPTs at once; a send
+            beyond waits for room (back-pressure; ActiveMQ's ``producerWindowSize``).
+        on_interrupted (Callable[[str], None] | None): failover: called on the loop when the
+            socket is lost and a reconnect begins, with the reason (ActiveMQ's
+            ``TransportListener.transportInterrupted``); it must not block.
+        on_resumed (Callable[[], None] | None): failover: called on the loop once a new socket
+            is up and the subscriptions were replayed (``transportResumed``).
+
+    Raises:
+        ConfigurationError: a URI that is not understood.
+        InvalidTimeoutError: a timeout that is not a finite number >= 0.
+    """
+    return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,
+                  client_id=client_id, connect_timeout=connect_timeout, receipt_timeout=receipt_timeout,
+                  close_timeout=close_timeout, version=version, ssl=ssl,
+                  heart_beat_receive_scale=heart_beat_receive_scale, broker=broker, producer_window=producer_window,
+                  on_interrupted=on_interrupted, on_resumed=on_resumed)
+
+
+class Client:
+    """An asyncio STOMP client (made by :func:`connect`; see the module docstring)."""
+
+    def __init__(self, url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
+                 heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None,
+                 client_id: Optional[str] = None, connect_timeout: float = 10.0, receipt_timeout: float = 10.0,
+                 close_timeout: float = 5.0, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
+                 heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
+                 producer_window: int = DEFAULT_PRODUCER_WINDOW,
+                 on_interrupted: Optional[Callable[[str], None]] = None,
+                 on_resumed: Optional[Callable[[], None]] = None) -> None:
+        self.connect_timeout = clamp_wait(connect_timeout, "connect_timeout", strict=True) or 0.0
+        self.receipt_timeout = clamp_wait(receipt_timeout, "receipt_timeout", strict=True) or 0.0
+        self.close_timeout = clamp_wait(close_timeout, "close_timeout", strict=True) or 0.0
+        self.hosts: List[Tuple[str, int, bool]] = []
+        #: the reconnect plan of a ``failover:`` URI, else None
+        self.policy: Optional[ReconnectPolicy] = None
+        self.failover: Optional[Failover] = None
+        if isinstance(url_or_hosts, str):
+            uri = parse_uri(url_or_hosts)
+            if uri.failover:
+                self.policy = ReconnectPolicy.from_uri(uri)
+            opts = uri.options
+            for endpoint in uri.endpoints:
+                self.hosts.append((endpoint.host, endpoint.port, endpoint.tls))
+                heartbeats = endpoint.options.get("heartbeats", heartbeats) if heartbeats == (0, 0) else heartbeats
+                vhost = vhost or endpoint.options.get("vhost")
+                if version == "1.2":
+                    version = endpoint.options.get("version", version)
+            login = login if login is not None else opts.get("username")
+            passcode = passcode if passcode is not None else opts.get("password")
+            client_id = client_id or opts.get("client_id")
+        else:
+            for entry in url_or_hosts:
+                host, port = entry
+                self.hosts.append((str(host), int(port), ssl is not None))
+        if not self.hosts:
+            raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
+        if version not in ACCEPT_VERSIONS:
+            raise ConfigurationError("version must be one of 1.0, 1.1, 1.2, got %r" % (version,))
+        cx, cy = heartbeats
+        if isinstance(cx, bool) or isinstance(cy, bool) or not isinstance(cx, int) or not isinstance(cy, int) \
+                or cx < 0 or cy < 0:
+            raise ConfigurationError("heartbeats must be two ints >= 0 (ms), got %r" % (heartbeats,))
+        if isinstance(producer_window, bool) or not isinstance(producer_window, int) or producer_window < 1:
+            raise ConfigurationError("producer_window must be an int >= 1 (bytes), got %r" % (producer_window,))
+        self.version = version
+        self.heartbeats = (cx, cy)
+        self.vhost = vhost
+        self.client_id = client_id
+        self._login = login
+        self._passcode = passcode
+        self.ssl = ssl
+        self.grace = heart_beat_receive_scale
+        self.broker = broker
+        self.producer_window = producer_window
+        self.on_interrupted = on_interrupted
+        self.on_resumed = on_resumed
+        self.prefetch_policy = PrefetchPolicy()
+        self.link: Optional[AioLink] = None
+        self._seq = 0
+        self._ids = itertools.count(1)
+        self._subs: Dict[str, Subscription] = {}
+        self.transactions = TransactionTable(self.link_alive)
+        self._in_flight = 0
+        self._room: Deque["asyncio.Future[None]"] = collections.deque()
+        self._closing = False
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+
+    # ------------------------------------------------------------ connecting
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    @property
+    def connected(self) -> bool:
+        """True from CONNECTED until the socket ends or :meth:`close`."""
+        link = self.link
+        return link is not None and not link.closed and link.proto.connected and not self._closing
+
+    @property
+    def server(self) -> Optional[str]:
+        """CONNECTED's ``server`` header (None before, or when the broker sends none)."""
+        return None if self.link is None else self.link.proto.server
+
+    def link_alive(self, seq: int) -> bool:
+        """True while socket number ``seq`` is the open one (the settlement core's ``Links``)."""
+        link = self.link
+        return link is not None and link.seq == seq and not link.closed
+
+    def hands_over(self, sub: Subscription, link: AioLink) -> bool:
+        """Whether a queued MESSAGE of socket ``link`` still goes to the application: the
+        settlement core's hand-over rule (:func:`amqstomp._core.settle.hand_over`: with
+        failover, an acknowledged delivery of a socket lost since is dropped -- the broker
+        redelivers it on the new one)."""
+        verdict = hand_over(link.seq, 0, sub, self.failover is not None, self)
+        return verdict == HAND_OVER or verdict == HAND_OVER_NOTE or verdict == HAND_OVER_NOTE_CUMULATIVE
+
+    async def open(self) -> "Client":
+        """Open the socket and wait for CONNECTED (each (host, port) in order, each within
+        ``connect_timeout`` seconds).
+
+        Raises:
+            ConnectRefusedError: the broker answered CONNECT with ERROR (its reason in the message).
+            ConnectFailedException: no broker connected (the reasons, per host, in the message).
+        """
+        if self.link is not None:
+            raise ConnectFailedException("this client was opened already (make a new one with connect())")
+        if self.policy is not None:
+            self.failover = Failover(self.loop, self.policy, self.hosts, self._open_one, self._reconnected)
+            self.link = await self.failover.first()
+            return self
+        reasons = []
+        for host, port, tls in self.hosts:
+            try:
+                self.link = await self._open_one(host, port, tls)
+                return self
+            except ConnectFailedException as exc:
+                if isinstance(exc, BrokerError):
+                    raise
+                reasons.append("%s:%d: %s" % (host, port, exc))
+        raise ConnectFailedException("could not connect: %s" % "; ".join(reasons))
+
+    async def _open_one(self, host: str, port: int, tls: bool) -> AioLink:
+        self._seq += 1
+        seq = self._seq
+        loop = self.loop
+        context = self.ssl if self.ssl is not None else (_ssl.create_default_context() if tls else None)
+        headers = connect_headers(ACCEPT_VERSIONS[self.version], connect_host(self.version, self.vhost),
+                                  self.heartbeats, self._login, self._passcode, self.client_id)
+
+        def factory() -> AioLink:
+            return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker)
+
+        return await open_link(loop, factory, host, port, context, headers, self.connect_timeout)
+
+    def __await__(self) -> Generator[Any, None, "Client"]:
+        return self.open().__await__()
+
+    async def __aenter__(self) -> "Client":
+        if self.link is None:
+            await self.open()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def ready(self, timeout: Optional[float], what: str) -> AioLink:
+        """The open socket; with failover, waits for one while reconnecting (``timeout`` seconds).
+
+        Raises:
+            ConnectionClosedException: closed (or failover gave up); NotConnectedException: none in time.
+        """
+        failover = self.failover
+        if failover is not None and not self._closing and (self.link is None or self.link.closed):
+            await failover.wait_up(self.timeout_s(timeout), what)
+        return self.require()
+
+    def require(self) -> AioLink:
+        link = self.link
+        if link is None:
+            raise NotConnectedException("not connected: await the client (or use it in async with) first")
+        if link.closed:
+            raise ConnectionClosedException("connection closed: %s" % link.close_reason)
+        if self._closing:
+            raise ConnectionClosedException("connection closed: the client is closing")
+        return link
+
+    # ------------------------------------------------------------ the loop side
+
+    def _on_message(self, frame: Frame) -> None:
+        sub = self._subs.get(frame.headers.get("subscription", ""))
+        link = self.link
+        if sub is None or link is None:
+            log.debug("MESSAGE for no open subscription (%r): dropped", frame.headers.get("subscription"))
+            return
+        sub.deliver(frame, link)
+
+    def _on_lost(self, link: AioLink) -> None:
+        if link is not self.link:
+            return
+        if not link.proto.by_client:
+            log.warning("connection lost: %s", link.close_reason)
+        failover = self.failover
+        if failover is not None and not self._closing and not link.proto.by_client:
+            for sub in list(self._subs.values()):
+                sub.interrupted()  # replayed on the next socket; the transactions become stale
+            failover.lost(link.close_error)
+            self._notify(self.on_interrupted, link.close_reason)
+        else:
+            error = ConnectionClosedException("connection closed: %s" % link.close_reason)
+            for sub in list(self._subs.values()):
+                sub.lost(error)
+            self.transactions.clear()
+        for waiter in self._room:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _reconnected(self, link: AioLink) -> None:
+        """Failover: the new socket is up: replay every open subscription on it, each SUBSCRIBE
+        confirmed by its RECEIPT (a refused one ends that subscription, saying why)."""
+        self.link = link
+        log.info("reconnected (%s): replaying %d subscription(s)", link.proto.server, len(self._subs))
+        for sub in list(self._subs.values()):
+            sub.replayed(link)
+            try:
+                await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
+                                       "the SUBSCRIBE to %s (replay)" % sub.destination)
+            except BrokerError as exc:
+                self._subs.pop(sub.id, None)
+                sub.lost(exc)
+            except (ConnectionClosedException, ReceiptTimeout) as exc:
+                log.warning("replay of the SUBSCRIBE to %s failed (%s): the connection is ended and "
+                            "replaced", sub.destination, exc)
+                link.lose("a subscription replay failed: %s" % exc)
+                return
+        self._notify(self.on_resumed)
+
+    @staticmethod
+    def _notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:  # the application's: logged, never the driver's end
+            log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
+
+    # ------------------------------------------------------------ writing
+
+    def timeout_s(self, timeout: Optional[float]) -> float:
+        if timeout is None:
+            return self.receipt_timeout
+        return clamp_wait(timeout, "timeout") or 0.0
+
+    async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
+                           timeout: Optional[float], what: str) -> Optional[Frame]:
+        """Write one frame (whole, at once) and, with ``receipt``, wait for its RECEIPT.
+
+        Raises:
+            ConnectionClosedException: the socket is gone (nothing written), or, with a
+                receipt, it ended after the frame was written (the caller names the doubt).
+            ReceiptTimeout: no RECEIPT within ``timeout`` seconds.
+            BrokerError: the broker answered ERROR.
+        """
+        wait = self.timeout_s(timeout)
+        if not receipt:
+            link.write(link.encode(cmd, headers, body), cmd == "SEND")
+            if link.write_paused:
+                try:
+                    await asyncio.wait_for(link.drain(), wait)
+                except asyncio.TimeoutError:
+                    raise ReceiptTimeout("%s: the socket took no more bytes within %.3g s" % (what, wait)) from None
+            return None
+        receipt_id = "%s-%d" % (cmd.lower(), next(self._ids))
+        headers["receipt"] = receipt_id
+        data = link.encode(cmd, headers, body)  # (raises before anything is registered)
+        future = link.expect_receipt(receipt_id)
+        try:
+            link.write(data)
+        except BaseException:
+            link.forget_receipt(receipt_id)
+            future.cancel()
+            raise
+        try:
+            return await asyncio.wait_for(future, wait)
+        except ConnectionClosedException as exc:
+            raise LostAfterWrite(str(exc)) from exc
+        except asyncio.TimeoutError:
+            raise ReceiptTimeout("no receipt for %s within %.3g s" % (what, wait)) from None
+        finally:
+            if not future.done() or future.cancelled():
+                link.forget_receipt(receipt_id)
+
+    async def send(self, destination: str, body: Union[bytes, str], headers: Optional[Mapping[str, Any]] = None,
+                   *, receipt: bool = True, transaction: Optional[str] = None, content_type: Optional[str] = None,
+                   timeout: Optional[float] = None) -> None:
+        """SEND a message (STOMP 1.2 "SEND").
+
+        Args:
+            destination (str): ``/queue/a``, ``/topic/b``...
+            body (bytes | str): a str is sent UTF-8 encoded.
+            headers (Mapping | None): more headers (``persistent``, ``priority``...).
+            receipt (bool): True: return once the broker's RECEIPT came (the broker has
+                the message); sends awaiting RECEIPTs hold at most ``producer_window``
+                bytes of bodies (a send beyond waits for room). False: return once the
+                frame is queued for the socket: written by the loop's next turn (or at once
+                past 64 KiB queued), in order; a send waits while the transport's buffer is
+                above its high-water mark. Nothing says the broker got it (a lost socket
+                loses what was queued, as with any send without a receipt).
+            transaction (str | None): the open transaction it belongs to.
+            content_type (str | None): the ``content-type`` header.
+            timeout (float | None): seconds for room and the RECEIPT (default ``receipt_timeout``).
+
+        Raises:
+            BrokerError: the broker answered ERROR (its reason in the message).
+            SendInDoubtError: written, and the socket was lost before the RECEIPT (with failover,
+                outside a transaction: after it was written again on :data:`SEND_RESENDS` new
+                sockets; each resend is at least once: the broker may then have it twice).
+            NotConnectedException: failover: no socket came back within ``timeout`` (or the
+                URI's ``timeout``); nothing written.
+            ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
+            ConnectionClosedException / NotConnectedException: no socket; nothing written.
+            UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
+            InvalidDestinationError, FrameEncodeError: nothing written.
+        """
+        check_destination(destination, "SEND")
+        link = await self.ready(timeout, "the SEND to %s" % destination)
+        data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        frame_headers: Dict[str, Any] = dict(headers) if headers else {}
+        frame_headers["destination"] = destination
+        if content_type is not None:
+            frame_headers["content-type"] = content_type
+        elif isinstance(body, str):
+            frame_headers.setdefault("content-type", "text/plain; charset=utf-8")
+        if transaction is not None:
+            self.transaction_check("SEND", transaction)
+            frame_headers["transaction"] = transaction
+        what = "the SEND to %s" % destination
+        if not receipt:
+            await self.write_frame(link, "SEND", frame_headers, data, False, timeout, what)
+            return
+        wait = self.timeout_s(timeout)
+        size = len(data)
+        loop = self.loop
+        deadline = loop.time() + wait
+        while self._in_flight and self._in_flight + size > self.producer_window:
+            if link.closed:
+                raise ConnectionClosedException("%s not sent: connection closed: %s" % (what, link.close_reason))
+            waiter: "asyncio.Future[None]" = loop.create_future()
+            self._room.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise ReceiptTimeout("%s not sent: no room in the producer window (%d bytes awaiting receipts) "
+                                     "within %.3g s" % (what, self._in_flight, wait)) from None
+        self._in_flight += size
+        try:
+            losses = 0
+            while True:
+                try:
+                    await self.write_frame(link, "SEND", dict(frame_headers), data, True,
+                                           max(0.0, deadline - loop.time()), what)
+                    return
+                except LostAfterWrite:
+                    # failover, outside a transaction: written again on the next socket, a bounded
+                    # number of times (as the threaded engine's request(): at least once)
+                    losses += 1
+                    if self.failover is None or transaction is not None or losses > SEND_RESENDS:
+                        raise
+                    log.info("socket lost before the receipt of %s: writing it again after failover", what)
+                    link = await self.ready(max(0.0, deadline - loop.time()), what)
+        except LostAfterWrite as exc:  # written: the broker may have it
+            raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
+                                       "may or may not have the message (%s)" % (what, exc)) from exc
+            raise
+        finally:
+            self._in_flight -= size
+            while self._room:
+                waiter = self._room.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    break
+
+    # ------------------------------------------------------------ subscriptions
+
+    def subscribe(self, destination: str, *, ack: AckMode = "auto", prefetch_size: Optional[int] = None,
+                  optimize_acknowledge: bool = False, headers: Optional[Mapping[str, Any]] = None,
+                  timeout: Optional[float] = None) -> Subscription:
+        """A subscription to use as ``async with client.subscribe(...) as sub: async for message in sub``
+        (SUBSCRIBE on entry, confirmed by its RECEIPT within ``timeout`` seconds; UNSUBSCRIBE on exit).
+
+        Args:
+            destination (str): with ActiveMQ's ``?consumer.*`` options if wanted.
+            ack (str): ``auto``, ``client`` (cumulative) or ``client-individual`` (STOMP 1.2 "SUBSCRIBE").
+            prefetch_size (int | None): messages the broker sends ahead (ActiveMQ's
+                ``activemq.prefetchSize``, RabbitMQ's ``prefetch-count``); None: the broker's
+                default (ActiveMQ 1000 for a queue), which the local window assumes.
+            optimize_acknowledge (bool): ``ack:client`` only: amqstomp acknowledges, one
+                cumulative ACK per batch (ActiveMQ's optimizeAcknowledge).
+            headers (Mapping | None): more SUBSCRIBE headers (``selector``...).
+
+        Raises:
+            ConfigurationError: an unknown ack mode, optimize_acknowledge without ``ack:client``,
+                or a prefetch this broker takes no header for.
+            InvalidDestinationError: nothing sent.
+        """
+        link = self.link
+        if link is None:
+            raise NotConnectedException("not connected: await the client (or use it in async with) first")
+        if ack not in ("auto", "client", "client-individual"):
+            raise ConfigurationError("ack must be auto, client or client-individual, got %r" % (ack,))
+        if optimize_acknowledge and ack != "client":
+            raise ConfigurationError("optimize_acknowledge needs ack='client' (cumulative ACKs)")
+        name, options = parse_destination(destination)
+        if prefetch_size is not None:
+            key, value = prefetch_header(link.proto.dialect, prefetch_size, link.proto.server)
+            options[key] = value
+        sub_id = str(next(self._ids))
+        frame_headers = subscribe_headers(name, sub_id, ack, headers or {}, options)
+        prefetch = prefetch_size
+        if prefetch is None:
+            given = frame_headers.get("activemq.prefetchSize", frame_headers.get("prefetch-count"))
+            prefetch = int(given) if given is not None else self.prefetch_policy.prefetch_for(destination_kind(name))
+        return Subscription(self, sub_id, name, ack, frame_headers, prefetch, optimize_acknowledge,
+                            self.timeout_s(timeout))
+
+    async def confirm_subscription(self, sub: Subscription) -> None:
+        link = await self.ready(sub.timeout, "the SUBSCRIBE to %s" % sub.destination)
+        sub.link = link
+        sub.closed = False
+        self._subs[sub.id] = sub
+        try:
+            await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
+                                    "the SUBSCRIBE to %s" % sub.destination)
+        except BaseException:
+            self._subs.pop(sub.id, None)
+            sub.lost(StompException("the SUBSCRIBE to %s was not confirmed" % sub.destination))
+            if not link.closed:  # a refusal or a timeout: make sure the broker stops delivering
+                try:
+                    link.write(link.encode("UNSUBSCRIBE", {"id": sub.id}))
+                except StompException:
+                    pass
+            raise
+
+    def forget(self, sub: Subscription) -> None:
+        self._subs.pop(sub.id, None)
+
+    # ------------------------------------------------------------ transactions
+
+    def transaction(self, *, timeout: Optional[float] = None) -> Transaction:
+        """A transaction, as ``async with client.transaction() as tx``: BEGIN on entry,
+        COMMIT (its RECEIPT awaited ``timeout`` seconds) on a normal exit, ABORT on an
+        exception (see :class:`~amqstomp.aio.transaction.Transaction`)."""
+        return Transaction(self, "tx-%d" % next(self._ids), self.timeout_s(timeout))
+
+    def transaction_check(self, cmd: str, transaction: str) -> None:
+        refusal = self.transactions.refusal(cmd, transaction)
+        if refusal is not None:
+            raise refusal
+
+    # ------------------------------------------------------------ closing
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """DISCONNECT (its RECEIPT awaited ``timeout`` seconds, default ``close_timeout``),
+        then close the socket; every timer this client armed ends with it. Idempotent;
+        returns within ``timeout`` (+ the socket's close) whatever the broker does."""
+        link = self.link
+        if link is None or self._closing:
+            return
+        self._closing = True
+        if self.failover is not None:
+            await self.failover.stop()
+            link = self.link
+            assert link is not None
+        wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
+        for sub in list(self._subs.values()):
+            sub.lost(ConnectionClosedException("connection closed: the client closed"))
+        self._subs.clear()
+        if not link.closed:
+            link.closing()  # the broker's close after the RECEIPT is no loss
+            try:
+                await self.write_frame(link, "DISCONNECT", {}, b"", True, wait, "DISCONNECT")
+            except (StompException, asyncio.TimeoutError) as exc:
+                log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
+            if link.transport is not None:
+                link.transport.close()
+            try:
+                await asyncio.wait_for(asyncio.shield(link.ended), max(wait, 0.5))
+            except asyncio.TimeoutError:
+                link.abort()
+        log.info("closed")

@@ -1,0 +1,382 @@
+"""Subscriptions and messages of :mod:`amqstomp.aio`.
+
+A :class:`Subscription` is an async context manager (SUBSCRIBE confirmed by its
+RECEIPT on entry, UNSUBSCRIBE on exit) and an async iterator of :class:`Message`.
+The socket's protocol object appends each MESSAGE to the subscription's own queue
+(a deque and at most one waiting future: no task per message); the prefetch
+window, the pause of reading and the ACK batching are the core's
+(:mod:`amqstomp._core.acks`, :class:`amqstomp.flow.SubscriptionWindow`), the
+ACK/NACK headers too (:func:`amqstomp._core.frames.ack_headers`).
+
+When a message counts as consumed (STOMP's ``ack`` modes; ActiveMQ 5.17
+``ActiveMQMessageConsumer``): once the application asks for the next one (or the
+subscription closes) -- the previous message was then handled, as a listener
+that returned. With ``optimize_acknowledge`` that is when amqstomp's cumulative
+ACK may cover it (at-least-once: a message is never acked before the
+application asked for the one after it).
+
+Licensed under the Apache License, Version 2.0.
+"""
+import asyncio
+import collections
+import logging
+from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Optional, Tuple, Union
+
+from ..codec import Frame
+from ..exception import (AcknowledgeInterruptedError, ConnectionClosedException, StompException,
+                         UnknownMessageError)
+from ..flow import ACK_MODES, SubscriptionWindow
+from .._core import acks
+from .._core.acks import PAUSE, Acking
+from .._core.frames import ack_headers, reject_command
+
+if TYPE_CHECKING:
+    from ._link import AioLink
+    from ._port import ClientPort
+
+__all__ = ["Subscription", "Message", "SubscriptionClosedError", "TAKEN_BY"]
+
+#: The owner name under which a transaction's ACK/NACKs note what they took
+#: (:meth:`amqstomp._core.transactions.TransactionTable.took`).
+TAKEN_BY = "aio"
+
+log = logging.getLogger("amqstomp.aio")
+
+
+class SubscriptionClosedError(ConnectionClosedException):
+    """The subscription ended while a receive waited: its socket was lost (no failover
+    in this release), or it was closed. A :class:`ConnectionClosedException`."""
+
+
+class Message:
+    """One MESSAGE handed to the application.
+
+    Attributes:
+        headers (dict[str, str]): the frame's headers.
+        body (bytes | str): the body (bytes; str for a ``text/*`` content type when
+            the codec decodes it).
+        destination (str | None), message_id (str | None): from the headers.
+    """
+
+    __slots__ = ("frame", "subscription", "link", "seq", "size", "settled")
+
+    def __init__(self, frame: Frame, subscription: "Subscription", link: "AioLink", seq: int, size: int) -> None:
+        self.frame = frame
+        self.subscription = subscription
+        self.link = link
+        self.seq = seq
+        self.size = size
+        self.settled = False
+
+    @property
+    def headers(self) -> Dict[str, str]:
+        return self.frame.headers
+
+    @property
+    def body(self) -> Union[bytes, str]:
+        return self.frame.body
+
+    @property
+    def destination(self) -> Optional[str]:
+        return self.frame.headers.get("destination")
+
+    @property
+    def message_id(self) -> Optional[str]:
+        return self.frame.headers.get("message-id")
+
+    async def ack(self, *, transaction: Optional[str] = None, receipt: bool = False,
+                  timeout: Optional[float] = None) -> None:
+        """Acknowledge this message (STOMP 1.2 "ACK"; ``ack:client`` acknowledges every
+        earlier one of its subscription too, as ActiveMQ does).
+
+        Args:
+            transaction (str | None): the transaction the ACK belongs to (``Transaction.ack``).
+            receipt (bool): wait for the broker's RECEIPT (``timeout`` seconds).
+            timeout (float | None): seconds; default the client's ``receipt_timeout``.
+
+        Raises:
+            UnknownMessageError: acknowledged already, or an ``ack:auto`` / optimized
+                subscription (the broker or amqstomp acknowledges): nothing written.
+            AcknowledgeInterruptedError: the socket that delivered it is gone: nothing
+                written; the broker redelivers it (never written on another socket).
+            ReceiptTimeout, BrokerError: with ``receipt``.
+        """
+        await self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
+
+    async def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
+                   timeout: Optional[float] = None) -> None:
+        """Give this message back (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no
+        NACK). ActiveMQ redelivers it or, past its redelivery policy, sends it to its DLQ.
+        Raises as :meth:`ack`."""
+        await self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
+
+    def __repr__(self) -> str:
+        return "<aio.Message %s from %s>" % (self.message_id, self.destination)
+
+
+class Subscription(Acking):
+    """One subscription (see the module docstring); made by :meth:`Client.subscribe`.
+
+    Attributes:
+        id (str): the subscription id (the SUBSCRIBE's ``id`` header).
+        destination (str), ack (str): as subscribed.
+        window (SubscriptionWindow): the core's prefetch window.
+    """
+
+    def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
+                 prefetch: int, optimize_acknowledge: bool, timeout: float) -> None:
+        window = SubscriptionWindow(max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize_acknowledge,
+                                    optimize_acknowledge=optimize_acknowledge)
+        Acking.__init__(self, window)
+        self.closed = True  # until SUBSCRIBEd
+        self.client = client
+        self.id = sub_id
+        self.destination = destination
+        self.ack = ack
+        self.headers = headers
+        self.timeout = timeout
+        self.app_acked = acks.application_acks(ack, optimize_acknowledge)
+        self.link: Optional["AioLink"] = None
+        self._queue: Deque[Message] = collections.deque()
+        self._waiter: "Optional[asyncio.Future[None]]" = None
+        self._seq = 0
+        self._handed: Optional[Message] = None  # handed over, its consumption not yet counted
+        self._unacked: Dict[Tuple[str, ...], Message] = {}
+        self._timer: Optional[asyncio.TimerHandle] = None
+        self._ended: Optional[BaseException] = None
+
+    # ------------------------------------------------------------ the loop side (the socket's protocol)
+
+    def deliver(self, frame: Frame, link: "AioLink") -> None:
+        """A MESSAGE for this subscription (called by the client on the loop)."""
+        body = frame.body
+        size = len(body)
+        now = int(link.loop.time() * 1000) if self.clocked else 0
+        self._seq += 1
+        flags = acks.delivered(self, now, size)
+        if flags & PAUSE:
+            link.hold_reading(self)
+        self._queue.append(Message(frame, self, link, self._seq, size))
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def lost(self, error: BaseException) -> None:
+        """Its socket ended: receives waiting and to come raise ``error`` once the queue is empty."""
+        self._ended = error
+        self.closed = True
+        self._cancel_timer()
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def interrupted(self) -> None:
+        """Failover: its socket was lost; it stays open and is replayed on the next one. What
+        the lost socket's window counted is void (the broker redelivers what was not
+        acknowledged): reset, with the ACK batching state, so no ACK of the lost socket's
+        messages is ever written on the new one."""
+        self._cancel_timer()
+        self.window.reset()
+        self.failures.clear()
+        self.newest = None
+        self.named = None
+        self.slow = False
+        self._unacked.clear()  # their ACKs are refused (AcknowledgeInterruptedError: the socket is gone)
+
+    def replayed(self, link: "AioLink") -> None:
+        """Failover: its SUBSCRIBE goes out again on ``link``; deliveries count from zero."""
+        self.interrupted()
+        self.link = link
+
+    # ------------------------------------------------------------ receiving
+
+    def __aiter__(self) -> AsyncIterator[Message]:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self.get(None)
+        except SubscriptionClosedError:
+            if self._ended is not None and not isinstance(self._ended, _ClosedByApp):
+                raise
+            raise StopAsyncIteration from None
+
+    async def get(self, timeout: Optional[float] = None) -> Message:
+        """The next message, within ``timeout`` seconds (None: until one comes or the
+        subscription ends).
+
+        Raises:
+            asyncio.TimeoutError: none came in time (nothing taken: a cancelled or timed-out
+                receive leaves the queue as it was).
+            SubscriptionClosedError: the subscription ended (its socket lost, or closed).
+        """
+        self._count_handed()
+        queue = self._queue
+        if not queue:
+            if self._ended is not None:
+                raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
+            loop = self.client.loop
+            waiter = self._waiter = loop.create_future()
+            try:  # (a cancelled or timed-out wait cancels only its own waiter: deliver() skips a done one)
+                if timeout is None:
+                    await waiter
+                else:
+                    await asyncio.wait_for(waiter, timeout)
+            finally:
+                if self._waiter is waiter:
+                    self._waiter = None
+            if not queue:
+                raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
+        message = queue.popleft()
+        if message.link is not self.link and not self.client.hands_over(self, message.link):
+            # a lost socket's delivery (failover): the broker redelivers it; drop every such one
+            while queue and queue[0].link is message.link:
+                queue.popleft()
+            return await self.get(timeout)
+        self._handed = message
+        if self.app_acked:
+            self._unacked[self._identity(message)] = message
+        return message
+
+    def _identity(self, message: Message) -> Tuple[str, ...]:
+        version = message.link.proto.version
+        if version == "1.2" and "ack" in message.frame.headers:
+            return (message.frame.headers["ack"],)
+        return (str(message.frame.headers.get("message-id")),)
+
+    def _count_handed(self) -> None:
+        """The message handed before was handled: the core counts it consumed (which may
+        decide an ACK, a resume of reading, a flush deadline)."""
+        message = self._handed
+        if message is None:
+            return
+        self._handed = None
+        link = message.link
+        if link is not self.link or self.closed:
+            return  # a lost socket's delivery: its window is gone
+        now = int(link.loop.time() * 1000) if self.clocked else 0
+        todo = acks.consumed(self, message.frame.headers, message.seq, message.size, now, self._timer is not None)
+        if todo is not None:
+            self._apply(todo, link)
+
+    def _apply(self, todo: acks.AckDue, link: "AioLink") -> None:
+        if todo.resume:
+            link.release_reading(self)
+        if todo.ack is not None:
+            try:
+                link.write(link.encode("ACK", ack_headers(link.proto.version, todo.ack,
+                                                         link.proto.dialect == "activemq")))
+            except StompException as exc:  # the socket is gone: the broker redelivers
+                log.debug("batched ACK of subscription %s not written: %s", self.id, exc)
+        if todo.flush_at_ms is not None and self._timer is None and not link.closed:
+            self._timer = link.loop.call_at(todo.flush_at_ms / 1000.0, self._flush_due)
+
+    def _flush_due(self) -> None:
+        self._timer = None
+        link = self.link
+        if link is None or link.closed:
+            return
+        todo = acks.timer_due(self, int(link.loop.time() * 1000))
+        if todo is not None:
+            self._apply(todo, link)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    # ------------------------------------------------------------ settling
+
+    async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
+                      timeout: Optional[float]) -> None:
+        if not self.app_acked:
+            raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
+                                      % (cmd, message, self.id, self.ack,
+                                         ", optimize_acknowledge" if self.window.optimize_acknowledge else "",
+                                         "the broker" if self.ack == "auto" else "amqstomp"))
+        link = message.link
+        if link.closed or link is not self.link:
+            raise AcknowledgeInterruptedError(
+                "%s of %r not sent: the connection that delivered it was lost (%s); the broker redelivers it"
+                % (cmd, message, link.close_reason))
+        key = self._identity(message)
+        if message.settled or key not in self._unacked:
+            raise UnknownMessageError("%s of %r: acknowledged already (or by a cumulative ACK); nothing sent"
+                                      % (cmd, message))
+        version = link.proto.version
+        headers: Dict[str, Any] = ack_headers(version, message.frame.headers, link.proto.dialect == "activemq")
+        if cmd == "NACK":
+            cmd = reject_command(version)
+        if transaction is not None:
+            self.client.transaction_check(cmd, transaction)
+            headers["transaction"] = transaction
+        # decided and written with no await in between: a cancellation leaves no half state
+        cumulative = self.ack == "client"
+        if cumulative:
+            taken = [other for other in self._unacked.values() if other.seq <= message.seq]
+        else:
+            taken = [message]
+        for other in taken:
+            other.settled = True
+            del self._unacked[self._identity(other)]
+        if transaction is not None:  # an ABORT gives them back (Transaction, the core's table)
+            self.client.transactions.took(transaction, TAKEN_BY, taken)
+        if acks.acked_by_application(self, cumulative):
+            link.release_reading(self)
+        await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
+
+    # ------------------------------------------------------------ life
+
+    def given_back(self, message: Message) -> None:
+        """The transaction whose ACK/NACK took ``message`` was aborted: it is unsettled again
+        (the application may ACK it again; the broker redelivers what stays unacknowledged)."""
+        if self.link is message.link and not self.closed:
+            message.settled = False
+            self._unacked[self._identity(message)] = message
+
+    async def __aenter__(self) -> "Subscription":
+        await self.client.confirm_subscription(self)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """UNSUBSCRIBE (after the ACK amqstomp holds back for what was consumed, with
+        optimized acknowledge), waiting for its RECEIPT ``timeout`` seconds (default the
+        client's ``receipt_timeout``). No effect when closed already or its socket is gone.
+
+        Raises:
+            ReceiptTimeout: no RECEIPT in time (the broker may still deliver until it answers).
+        """
+        if self._ended is not None:
+            return
+        self._count_handed()
+        link = self.link
+        self._ended = _ClosedByApp("closed by the application")
+        self._cancel_timer()
+        self.client.forget(self)
+        if link is None or link.closed:
+            self.closed = True
+            self.lost(self._ended)
+            return
+        token = acks.closing(self, int(link.loop.time() * 1000))
+        self.closed = True
+        if token is not None:
+            link.write(link.encode("ACK", ack_headers(link.proto.version, token, link.proto.dialect == "activemq")))
+        link.release_reading(self)
+        self.lost(self._ended)
+        await self.client.write_frame(link, "UNSUBSCRIBE", {"id": self.id}, b"", True, timeout,
+                                       "UNSUBSCRIBE of %s" % self.id)
+
+    def __repr__(self) -> str:
+        return "<aio.Subscription %s %s ack:%s>" % (self.id, self.destination, self.ack)
+
+
+class _ClosedByApp(StompException):
+    """Marks a subscription the application closed (its iteration then just ends)."""
+

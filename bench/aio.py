@@ -1,0 +1,259 @@
+"""bench/aio: amqstomp.aio against amqstomp's threaded API, consumers and a producer, in one run.
+
+One local ActiveMQ (non-persistent) serves every case. Consumer cases: a fresh queue is
+filled with the backlog (not timed, 256 B bodies), then a child process
+(``python bench/aio.py --child SPEC``) connects with the API under test, subscribes and
+consumes the whole backlog; it reports msg/s from the first message to the last and its
+CPU seconds over the same span (``resource.getrusage``: every thread of the child). The
+threaded API's consumer is a stomp.py-style listener that acks in ``on_message``; the aio
+one an ``async for`` loop that awaits ``message.ack()``.
+
+Cases: ``auto`` at prefetch 1000; ``client-individual`` at prefetch 1 (an ACK per message);
+``produce``: sends without receipts, then one with a receipt (timed to its RECEIPT).
+Each case runs ``--runs`` times (3), and the report gives the median.
+
+Usage::
+
+    python bench/aio.py [--count N] [--runs R] [--json [PATH]]
+    python bench/aio.py --reader-probe     # asyncio.Protocol vs a StreamReader task, no broker
+"""
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import sys
+import threading
+import time
+import uuid
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench._common import (default_json_path, fill_queue, format_table, machine_info, run_child,  # noqa: E402
+                           start_broker, write_json)
+
+BODY = 256
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+async def _aio_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
+    import amqstomp.aio
+
+    count = spec["count"]
+    ack = spec["ack"]
+    async with amqstomp.aio.connect(spec["url"]) as client:
+        async with client.subscribe(spec["queue"], ack=ack, prefetch_size=spec["prefetch"]) as sub:
+            received = 0
+            t0 = c0 = 0.0
+            async for message in sub:
+                if received == 0:
+                    t0, c0 = time.perf_counter(), _cpu()
+                received += 1
+                if ack != "auto":
+                    await message.ack()
+                if received == count:
+                    break
+            t1, c1 = time.perf_counter(), _cpu()
+    return {"received": received, "seconds": t1 - t0, "cpu": c1 - c0}
+
+
+def _threaded_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
+    import amqstomp
+
+    count = spec["count"]
+    ack = spec["ack"]
+    state: Dict[str, Any] = {"n": 0, "t0": 0.0, "c0": 0.0, "t1": 0.0, "c1": 0.0}
+    done = threading.Event()
+    host, port = spec["url"][len("stomp://"):].split(":")
+    conn = amqstomp.Connection12([(host, int(port))], auto_decode=False, heartbeats=(0, 0))
+
+    class Listener(amqstomp.ConnectionListener):
+        def on_message(self, frame: Any) -> None:
+            if state["n"] == 0:
+                state["t0"], state["c0"] = time.perf_counter(), _cpu()
+            state["n"] += 1
+            if ack != "auto":
+                conn.ack(frame.headers["ack"])
+            if state["n"] == count:
+                state["t1"], state["c1"] = time.perf_counter(), _cpu()
+                done.set()
+
+    conn.set_listener("bench", Listener())
+    conn.connect(wait=True, timeout=30)
+    conn.subscribe(spec["queue"], id="1", ack=ack, headers={"activemq.prefetchSize": spec["prefetch"]})
+    done.wait(spec["deadline"])
+    conn.disconnect()
+    return {"received": state["n"], "seconds": state["t1"] - state["t0"], "cpu": state["c1"] - state["c0"]}
+
+
+async def _aio_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
+    import amqstomp.aio
+
+    body = b"x" * BODY
+    async with amqstomp.aio.connect(spec["url"]) as client:
+        t0, c0 = time.perf_counter(), _cpu()
+        for _ in range(spec["count"] - 1):
+            await client.send(spec["queue"], body, receipt=False)
+        await client.send(spec["queue"], body, receipt=True, timeout=60)
+        t1, c1 = time.perf_counter(), _cpu()
+    return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
+
+
+def _threaded_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
+    import amqstomp
+
+    body = b"x" * BODY
+    host, port = spec["url"][len("stomp://"):].split(":")
+    conn = amqstomp.Connection12([(host, int(port))], auto_decode=False, heartbeats=(0, 0))
+    conn.connect(wait=True, timeout=30)
+    t0, c0 = time.perf_counter(), _cpu()
+    for _ in range(spec["count"] - 1):
+        conn.send(spec["queue"], body)
+    receipt = "r-" + uuid.uuid4().hex
+    conn.send(spec["queue"], body, headers={"receipt": receipt})
+    conn.wait_for_receipt(receipt, timeout=60)
+    t1, c1 = time.perf_counter(), _cpu()
+    conn.disconnect()
+    return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
+
+
+def child_main(spec_json: str) -> None:
+    spec = json.loads(spec_json)
+    if spec["api"] == "aio":
+        result = asyncio.run(_aio_produce(spec) if spec["case"] == "produce" else _aio_consume(spec))
+    else:
+        result = _threaded_produce(spec) if spec["case"] == "produce" else _threaded_consume(spec)
+    print(json.dumps(result))
+
+
+def reader_probe(count: int = 200000, runs: int = 3) -> Dict[str, Any]:
+    """asyncio.Protocol against a StreamReader task, the two ways to read a socket on the loop:
+    a local server writes ``count`` MESSAGE frames (256 B bodies) over loopback TCP at once; the
+    client feeds what it reads to the core's ProtocolState (the compiled codec). CPU seconds of
+    this process per message (the server's share included, the same in both), median of ``runs``."""
+    from amqstomp._core.state import ProtocolState
+    from amqstomp.codec import encode_frame
+
+    frame = encode_frame("MESSAGE", {"subscription": "1", "message-id": "ID:x-1:1:1:1:1", "destination": "/queue/a",
+                                     "ack": "1"}, b"x" * BODY)
+    payload = frame * count
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(payload)
+        await writer.drain()
+        writer.close()
+
+    class Counting(asyncio.Protocol):
+        def __init__(self, done: "asyncio.Future[None]") -> None:
+            self.proto = ProtocolState()
+            self.proto.connected_frame = self.proto.parser.feed(b"CONNECTED\nversion:1.2\n\n\x00")[0]
+            self.n = 0
+            self.done = done
+
+        def data_received(self, data: bytes) -> None:
+            self.n += len(self.proto.receive_data(data, 0.0))
+            if self.n >= count and not self.done.done():
+                self.done.set_result(None)
+
+    async def one(kind: str) -> float:
+        loop = asyncio.get_running_loop()
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        c0 = _cpu()
+        if kind == "protocol":
+            done: "asyncio.Future[None]" = loop.create_future()
+            transport, _ = await loop.create_connection(lambda: Counting(done), "127.0.0.1", port)
+            await done
+            transport.close()
+        else:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            proto = ProtocolState()
+            proto.connected_frame = proto.parser.feed(b"CONNECTED\nversion:1.2\n\n\x00")[0]
+            n = 0
+            while n < count:
+                data = await reader.read(262144)
+                if not data:
+                    break
+                n += len(proto.receive_data(data, 0.0))
+            writer.close()
+        cpu = _cpu() - c0
+        server.close()
+        await server.wait_closed()
+        return cpu / count * 1e6
+
+    out: Dict[str, Any] = {}
+    for kind in ("protocol", "stream-reader"):
+        values = [asyncio.run(one(kind)) for _ in range(runs)]
+        out[kind] = {"cpu_us_per_msg": statistics.median(values), "runs": values}
+        print("reader probe %-14s %.2f us CPU/msg (runs: %s)" % (kind, out[kind]["cpu_us_per_msg"],
+                                                                 ", ".join("%.2f" % v for v in values)), flush=True)
+    return out
+
+
+CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individual", 1), ("produce", "", 0)]
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--deadline", type=float, default=120.0)
+    parser.add_argument("--json", nargs="?", const=default_json_path("aio"), default=None)
+    parser.add_argument("--child", default=None)
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--reader-probe", action="store_true",
+                        help="only compare asyncio.Protocol with a StreamReader task (no broker)")
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        child_main(args.child)
+        return {}
+    if args.reader_probe:
+        return reader_probe()
+    rows: List[Dict[str, Any]] = []
+    with start_broker() as broker:
+        host, port = broker.host_and_ports[0]
+        url = "stomp://%s:%d" % (host, port)
+        for case, ack, prefetch in CASES:
+            if args.cases and case not in args.cases.split(","):
+                continue
+            runs: Dict[str, List[Dict[str, Any]]] = {"aio": [], "threaded": []}
+            for _ in range(args.runs):
+                for api in ("aio", "threaded"):  # interleaved: the machine's load moves both alike
+                    queue = "/queue/bench-aio-%s" % uuid.uuid4().hex[:8]
+                    if case != "produce":
+                        fill_queue(broker.host_and_ports, queue, args.count, BODY)
+                    spec = {"api": api, "case": case, "ack": ack, "prefetch": prefetch, "count": args.count,
+                            "queue": queue, "url": url, "deadline": args.deadline}
+                    child = run_child([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+                                      args.deadline + 30)
+                    try:
+                        result = json.loads(child.stdout.strip().splitlines()[-1])
+                    except (ValueError, IndexError):
+                        raise SystemExit("%s %s failed: %s" % (api, case, child.stderr[-2000:]))
+                    if result["received"] != args.count:
+                        raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], args.count))
+                    runs[api].append(result)
+            for api in ("aio", "threaded"):
+                rates = [r["received"] / r["seconds"] for r in runs[api]]
+                cpus = [r["cpu"] / r["received"] * 1e6 for r in runs[api]]
+                rows.append({"case": case, "api": api, "msg_per_s": statistics.median(rates),
+                             "cpu_us_per_msg": statistics.median(cpus), "runs": runs[api]})
+                print("%-22s %-9s %9.0f msg/s %6.1f us CPU/msg  (runs: %s; %s us)" % (
+                    case, api, rows[-1]["msg_per_s"], rows[-1]["cpu_us_per_msg"],
+                    ", ".join("%.0f" % r for r in rates), ", ".join("%.1f" % c for c in cpus)), flush=True)
+    print(format_table([[r["case"], r["api"], "%.0f" % r["msg_per_s"], "%.1f" % r["cpu_us_per_msg"]] for r in rows],
+                       ["case", "API", "msg/s (median)", "CPU us/msg (median)"]))
+    report = {"machine": machine_info(), "count": args.count, "body": BODY, "rows": rows}
+    if args.json:
+        write_json(args.json, report)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""amqstomp.aio with a ``failover:`` URI through the fault-injecting TcpProxy to the real
+ActiveMQ: reconnect with the core's plan, subscriptions replayed (receipt-gated) on every
+new socket, no ACK of a lost socket's message written on the new one, a transaction of a
+lost socket refused, and giving up per the URI's attempts."""
+import asyncio
+import time
+import uuid
+from typing import Any, Awaitable
+
+import pytest
+
+import amqstomp.aio
+from amqstomp.exception import (AcknowledgeInterruptedError, ConnectionClosedException, NotConnectedException,
+                                TransactionRolledBackError)
+from amqstomp.testing import TcpProxy
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run(coro: Awaitable[Any], bound: float = 50.0) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, bound)
+    return asyncio.run(bounded())
+
+
+def queue() -> str:
+    return "/queue/aio-fo-%s" % uuid.uuid4().hex[:10]
+
+
+def failover_url(proxy: Any, query: str = "initialReconnectDelay=10&maxReconnectDelay=200") -> str:
+    return "failover:(stomp://%s:%d)?%s" % (proxy.address[0], proxy.address[1], query)
+
+
+def test_reconnect_replays_and_refuses_a_stale_ack(activemq):
+    dest = queue()
+
+    async def main() -> None:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            async with amqstomp.aio.connect(failover_url(proxy)) as client:
+                assert client.failover is not None
+                async with client.subscribe(dest, ack="client-individual") as sub:
+                    await client.send(dest, b"one")
+                    first = await sub.get(timeout=10)
+                    old_link = client.link
+                    proxy.cut()
+                    again = await sub.get(timeout=15)  # redelivered on the new socket (the replay)
+                    assert client.link is not old_link and client.failover.reconnects == 1
+                    assert again.body == b"one" and again.headers.get("redelivered") == "true"
+                    with pytest.raises(AcknowledgeInterruptedError):
+                        await first.ack()  # never written on the new socket
+                    await again.ack(receipt=True)
+                async with client.subscribe(dest, ack="client-individual") as sub:
+                    with pytest.raises(asyncio.TimeoutError):
+                        await sub.get(timeout=0.5)
+    run(main())
+
+
+def test_many_reconnects_in_a_row_each_replays(activemq):
+    """Each cut is followed by a send that waits for the new socket and a receive through the
+    replayed subscription: a client whose replay worked once only, or not receipt-gated, fails."""
+    dest = queue()
+    cycles = 30
+
+    async def main() -> int:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            events = []
+            async with amqstomp.aio.connect(failover_url(proxy), on_interrupted=events.append,
+                                            on_resumed=lambda: events.append("resumed")) as client:
+                async with client.subscribe(dest) as sub:
+                    got = 0
+                    for i in range(cycles):
+                        proxy.cut()
+                        await client.send(dest, b"%d" % i, timeout=15)
+                        message = await sub.get(timeout=15)
+                        assert message.body == b"%d" % i
+                        got += 1
+                    assert client.failover is not None and client.failover.reconnects == cycles
+                    assert events.count("resumed") == cycles and len(events) == 2 * cycles
+                    assert all("lost" in e or "closed" in e for e in events if e != "resumed"), events[:4]
+                    return got
+    assert run(main()) == cycles
+
+
+def test_a_transaction_of_a_lost_socket_is_refused(activemq):
+    async def main() -> None:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            async with amqstomp.aio.connect(failover_url(proxy)) as client:
+                tx = client.transaction()
+                await tx.begin()
+                await tx.send(queue(), b"x")
+                proxy.cut()
+                await asyncio.sleep(0.3)
+                with pytest.raises(TransactionRolledBackError):
+                    await tx.commit()
+                await client.send(queue(), b"after", timeout=10)  # the connection itself is back
+    run(main())
+
+
+def test_failover_gives_up_per_the_uri(activemq):
+    async def main() -> float:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            url = failover_url(proxy, "initialReconnectDelay=10&maxReconnectDelay=50&maxReconnectAttempts=3")
+            async with amqstomp.aio.connect(url, connect_timeout=2) as client:
+                proxy.refuse(True, "closed")
+                proxy.cut()
+                started = time.monotonic()
+                with pytest.raises((ConnectionClosedException, NotConnectedException)):
+                    await client.send(queue(), b"x", timeout=10)
+                assert client.failover is not None and client.failover.gave_up is not None
+                return time.monotonic() - started
+    assert run(main()) < 10
+
+
+def test_a_silent_broker_is_failed_over_with_nothing_lost(activemq):
+    """The proxy stops forwarding both ways (the broker looks alive at TCP level): the
+    heart-beat deadline (1000 x 2 x 1.5 = 3 s) ends the socket, failover reconnects once
+    the path is back, the subscription is replayed and every message arrives."""
+    dest = queue()
+
+    async def main() -> float:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            interrupted = asyncio.Event()
+            url = failover_url(proxy, "initialReconnectDelay=10&maxReconnectDelay=200")
+            async with amqstomp.aio.connect(url, heartbeats=(1000, 1000), connect_timeout=2,
+                                            on_interrupted=lambda reason: interrupted.set()) as client:
+                async with client.subscribe(dest, ack="client-individual") as sub:
+                    await client.send(dest, b"before")
+                    first = await sub.get(timeout=10)
+                    await first.ack(receipt=True)
+                    proxy.stall()
+                    started = time.monotonic()
+                    await asyncio.wait_for(interrupted.wait(), 10)
+                    noticed = time.monotonic() - started
+                    proxy.unstall()
+                    await client.send(dest, b"after", timeout=20)
+                    second = await sub.get(timeout=20)
+                    assert second.body == b"after"
+                    await second.ack()
+                    return noticed
+    noticed = run(main())
+    assert noticed < 3.0 + 1.5, noticed
