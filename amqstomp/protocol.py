@@ -47,7 +47,7 @@ from . import listener as _listener
 from .transport import Transport
 from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
 from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
-from .uri import check_destination, parse_destination
+from ._core.destinations import check_destination, parse_destination
 from .utils import get_uuid, merge_headers
 
 #: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,

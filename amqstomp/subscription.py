@@ -38,7 +38,7 @@ from ._core.frames import ack_headers, ack_identity, subscribe_headers
 from ._core import acks
 from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
 from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
-from .uri import destination_kind, parse_destination
+from ._core.destinations import destination_kind, parse_destination
 
 log = logging.getLogger("amqstomp.subscription")
 

@@ -29,5 +29,8 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.acks` -- acknowledgement: what a subscription's window decides on a
   delivery, a consumption, a failure, a poison, the flush timer and close
   (pause, resume, the ACK amqstomp writes), as values;
-* :mod:`amqstomp.uri` -- broker URIs and their options.
+* :mod:`.uri` -- the broker URI grammar (``stomp://``, ``failover:(...)``) and the
+  failover options; :mod:`.uri_options` -- the other option tables and how an
+  option's text is read; :mod:`.destinations` -- destination names, their
+  ``consumer.*`` options and checks. :mod:`amqstomp.uri` re-exports them.
 """

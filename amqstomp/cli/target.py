@@ -22,7 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .._io.connector import refused_hint
 from ..exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, BrokerURI, parse_uri
+from .._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
+from .._core.uri_options import CONNECTION_OPTIONS
 
 __all__ = ["Target", "is_uri", "parse_target", "connect_failure"]
 

@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConfigurationError, StompException
-from ..uri import parse_uri, redact
+from .._core.uri import parse_uri, redact
 from .connection import Connection, ConnectionFactory
 
 __all__ = ["member_urls", "split_prefetch", "member_factory", "STARTUP_ATTEMPTS", "Member", "MemberGroup",

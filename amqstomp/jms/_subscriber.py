@@ -26,7 +26,7 @@ from .._core.ackmodes import AckMode
 from .._core.settle import BY_BROKER, Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
-from ..uri import destination_kind
+from .._core.destinations import destination_kind
 from ._state import ConsumerLedger, Delivery, SessionState
 from .constants import (
     AT_MOST_ONCE,
