@@ -27,7 +27,7 @@ from ._core.dialect import ACTIVEMQ
 from ._core.duplicates import (DEFAULT_AUDIT_DEPTH, DUPLICATE_ACK, DUPLICATE_HAND_OVER, NOT_DUPLICATE,
                                    SettledAudit, duplicate)
 from ._core.frames import ack_headers, ack_identity
-from .uri import destination_kind
+from ._core.destinations import destination_kind
 
 __all__ = ["DuplicateAudits"]
 

@@ -29,7 +29,7 @@ import time
 from typing import Callable, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .exception import ConfigurationError, StompException
-from .uri import parse_uri, redact
+from ._core.uri import parse_uri, redact
 
 __all__ = ["member_urls", "split_prefetch", "Member", "MemberGroup", "close_members", "Closing", "CLOSE_SLACK_S",
            "BrokerListener"]

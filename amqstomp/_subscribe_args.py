@@ -2,19 +2,21 @@
 taken out of the headers (:func:`pop_reserved`), the ``ack`` default told apart
 from the same text given, and destination/id/ack reconciled with the same
 names among the headers (:func:`subscribe_arguments`). Used by
-:mod:`amqstomp.protocol`, which re-exports ``RESERVED_KEYWORDS`` and ``pop_reserved``."""
+:mod:`amqstomp.protocol`, which re-exports ``RESERVED_KEYWORDS`` and ``pop_reserved``.
+Only stomp.py's arguments are read here; the SUBSCRIBE itself is prepared by the
+pure core (:mod:`amqstomp._core.subscriptions`), for every API."""
 import difflib
 from typing import Any, Dict, Literal, MutableMapping, Tuple, cast
 
+from ._core.subscriptions import SUBSCRIBE_OPTIONS
 from .exception import ConfigurationError
 
 __all__ = ["RESERVED_KEYWORDS", "AckMode", "ACK_DEFAULT", "pop_reserved", "subscribe_arguments"]
 
 
-#: ``subscribe`` keywords that configure amqstomp and are never sent as headers.
-RESERVED_KEYWORDS = ("optimize_acknowledge", "prefetch_size", "ack_batch_cap", "optimize_acknowledge_timeout_ms",
-                     "optimized_ack_scheduled_ack_interval_ms", "idle_ack_ms", "max_buffered", "max_buffered_bytes",
-                     "redelivery_policy")
+#: ``subscribe`` keywords that configure amqstomp and are never sent as headers: the options the
+#: pure core's SUBSCRIBE preparation reads (:data:`amqstomp._core.subscriptions.SUBSCRIBE_OPTIONS`).
+RESERVED_KEYWORDS = SUBSCRIBE_OPTIONS
 
 # names close to a reserved keyword, which stomp.py's rule would otherwise send as headers
 _ALIASES = {"prefetch": "prefetch_size", "prefetchSize": "prefetch_size", "prefetch_count": "prefetch_size",

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .exception import ConfigurationError
-from .uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, BrokerURI, parse_uri
+from ._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
+from ._core.uri_options import CONNECTION_OPTIONS
 
 __all__ = ["Target", "is_uri", "parse_target"]
 

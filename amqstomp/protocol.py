@@ -33,7 +33,7 @@ from .constants import (  # stomp.py's module star-imports stomp.listener (and i
     HDR_SUBSCRIPTION, HDR_TRANSACTION,
 )
 from ._core.dialect import auto_content_length
-from ._core.frames import subscribe_headers
+from ._core.subscriptions import plain_headers
 from .exception import (
     AcknowledgeInterruptedError, BrokerError, ConfigurationError, ConnectFailedException, DuplicateTransactionError,
     NotConnectedException, RequiredArgumentError, TransactionRolledBackError, UnknownMessageError,
@@ -47,7 +47,7 @@ from . import listener as _listener
 from .transport import Transport
 from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
 from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
-from .uri import check_destination, parse_destination
+from ._core.destinations import check_destination
 from .utils import get_uuid, merge_headers
 
 #: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
@@ -265,7 +265,7 @@ class BaseProtocol(StompSession):
             raise RequiredArgumentError("'id' is required")
         # a replaced send_frame/transport is the only wire: stomp.py's frame, no bookkeeping (argument errors first)
         if not (id is None and (options or self.reconnector is not None)) and self._checks_waived():
-            self._send("SUBSCRIBE", subscribe_headers(destination, id, ack, frame_headers, {}))
+            self._send("SUBSCRIBE", plain_headers(destination, id, ack, frame_headers, destination_options=False))
             return
         if id is None:  # STOMP 1.0 allows it; no flow control without an id to match MESSAGEs
             if options:
@@ -273,8 +273,7 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 raise ConfigurationError("auto_reconnect replays subscriptions by their id and acknowledges on "
                                          "the socket that delivered each message: give subscribe() an 'id'")
-            name, extra = parse_destination(destination)
-            self._send("SUBSCRIBE", subscribe_headers(name, None, ack, frame_headers, extra), b"", self._write_plain)
+            self._send("SUBSCRIBE", plain_headers(destination, None, ack, frame_headers), b"", self._write_plain)
             return
         frame_headers, sub = self.subscriptions.prepare(destination, id, ack, frame_headers, options, self.timeout)
         try:

@@ -26,33 +26,25 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from . import _observe
-from .exception import ConfigurationError, NotConnectedException, StompException
-from .flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFERED_BYTES, MessageAudit,
-                   PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow)
+from .exception import NotConnectedException, StompException
+from .flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
 from ._engine.ports import TransportPort
 from ._unacked import UNACKED_MAX, UnackedMessages
 from ._duplicates import DuplicateAudits
 from ._unknown_ids import UnknownSubscriptions
-from ._core.dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
-from ._core.frames import ack_headers, ack_identity, subscribe_headers
+from ._core.dialect import ACTIVEMQ
+from ._core.frames import ack_headers, ack_identity
 from ._core import acks
 from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
 from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
-from .uri import destination_kind, parse_destination
+from ._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
 
 log = logging.getLogger("amqstomp.subscription")
 
 __all__ = ["Subscription", "SubscriptionManager", "TransportPort", "ack_headers"]
 
 _monotonic = time.monotonic  # read as int(_monotonic() * 1000): ms, only for a clocked subscription
-
-
-#: Largest prefetch ActiveMQ takes (a Java int).
-MAX_PREFETCH = 2 ** 31 - 1
 _OWNER_PURGE_AT = 50000
-#: MESSAGEs of subscriptions not made with ``subscribe()`` (STOMP 1.0 without an id, ``send_frame``,
-#: an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
-UNREGISTERED_MAX_BUFFERED = 1000
 
 
 class Subscription(Acking):
@@ -83,13 +75,6 @@ class Subscription(Acking):
 
     def __repr__(self) -> str:
         return "Subscription(id=%r, destination=%r, ack=%r, %r)" % (self.id, self.destination, self.ack, self.window)
-
-
-def _option_int(options: Mapping[str, Any], name: str, default: int, low: int = 0) -> int:
-    value = options.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigurationError("%s must be an int >= %d, got %r" % (name, low, value))
-    return value
 
 
 class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions):
@@ -138,11 +123,8 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
 
     def _unregistered_sub(self) -> Subscription:
         """The one window bounding the MESSAGEs of every subscription not made here
-        (:data:`UNREGISTERED_MAX_BUFFERED`, 64 MiB): an ``ack:auto`` window that
-        pauses reading when full; no ACK is decided for them."""
-        window = SubscriptionWindow(UNREGISTERED_MAX_BUFFERED, ACK_AUTO, auto_ack=False,
-                                    max_buffered=UNREGISTERED_MAX_BUFFERED)
-        return Subscription("", "", "auto", {}, window, self.redelivery_policy)
+        (:func:`amqstomp._core.subscriptions.unregistered_window`); no ACK is decided for them."""
+        return Subscription("", "", "auto", {}, unregistered_window(), self.redelivery_policy)
 
     # ------------------------------------------------------------------ setup
 
@@ -152,22 +134,27 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def __len__(self) -> int:
         return len(self._subs)
 
-    def _server(self, wait_timeout: Optional[float]) -> str:
-        server = self.transport.server
-        if server is None and self.transport.is_open():
+    def _server(self, wait_timeout: Optional[float]) -> Optional[str]:
+        """The broker's CONNECTED ``server``, waiting up to ``wait_timeout`` s for
+        CONNECTED on an open socket that has not had it yet (None: not known)."""
+        if self.transport.server is None and self.transport.is_open():
             self.transport.wait_connected(wait_timeout)
-            server = self.transport.server
-        return server or ""
+        server: Optional[str] = self.transport.server
+        return server
 
     def prepare(self, destination: str, id: Any, ack: str, headers: Dict[str, Any],
                 options: Mapping[str, Any], wait_timeout: Optional[float] = None) -> Tuple[Dict[str, Any], Subscription]:
         """Build the SUBSCRIBE headers and register the subscription (before the
-        frame is sent: messages may follow it at once).
+        frame is sent: messages may follow it at once). The headers and the
+        window are the pure core's decision (:func:`amqstomp._core.subscriptions.subscribe_request`,
+        then :func:`~amqstomp._core.subscriptions.subscribe_plan`), the one
+        place every API's SUBSCRIBE is prepared; this applies it, waiting up to
+        ``wait_timeout`` s for CONNECTED when the decision needs the broker.
 
         ``destination`` may carry ActiveMQ consumer options
         (``/queue/a?consumer.prefetchSize=10``), which become ``activemq.*``
         headers (``x-*`` options pass through as headers of their name: RabbitMQ's
-        queue arguments); ``options`` holds :data:`amqstomp.protocol.RESERVED_KEYWORDS`
+        queue arguments); ``options`` holds :data:`amqstomp._core.subscriptions.SUBSCRIBE_OPTIONS`
         values. Broker-specific headers are added only when asked for, and only
         when the broker dialect (:mod:`amqstomp._core.dialect`: CONNECTED's
         ``server``, or the ``broker`` option) is the broker they are for.
@@ -188,80 +175,13 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         sub_id = str(id)
         if sub_id in self._subs:
             raise ValueError("subscription id %r is in use on this connection; unsubscribe it first" % sub_id)
-        if ack not in ACK_MODES:
-            raise ConfigurationError("ack must be one of %s, got %r" % (", ".join(ACK_MODES), ack))
-        name, extra = parse_destination(destination)
-        optimize = options.get("optimize_acknowledge", False)
-        if not isinstance(optimize, bool):
-            raise ConfigurationError("optimize_acknowledge must be True or False, got %r" % (optimize,))
-        if optimize and ack != "client":
-            raise ConfigurationError(
-                "optimize_acknowledge=True needs ack='client' (cumulative ACKs; got ack=%r)" % ack)
-        policy = options.get("redelivery_policy", self.redelivery_policy)
-        if not isinstance(policy, RedeliveryPolicy):
-            raise ConfigurationError("redelivery_policy must be an amqstomp.flow.RedeliveryPolicy, got %r" % (policy,))
-        prefetch_size = options.get("prefetch_size")
-        if extra or prefetch_size is not None or "selector" in headers:
-            server = self._server(wait_timeout)
-            dialect = self.transport.dialect
-            if prefetch_size is not None:
-                if isinstance(prefetch_size, bool) or not isinstance(prefetch_size, int):
-                    raise ConfigurationError("prefetch_size must be an int, got %r" % (prefetch_size,))
-                key, value = prefetch_header(dialect, prefetch_size, server)
-                extra[key] = value
-            activemq_only = [k for k in extra if k.startswith("activemq.")]
-            if activemq_only and not BROKERS[dialect].classic:
-                raise refusal("destination options %s" % ", ".join(sorted(activemq_only)), dialect, server)
-            if (extra.get("selector") or headers.get("selector")) and not BROKERS[dialect].selectors:
-                raise refusal("a selector", dialect, server, "a broker that applies selectors (ActiveMQ, Artemis)")
-        frame_headers = subscribe_headers(name, id, ack, headers, extra)
-        prefetch = self._prefetch(name, frame_headers, self.transport.dialect)
-        if prefetch == 0:
-            dialect = self.transport.dialect
-            if dialect == ACTIVEMQ or (BROKERS[dialect].prefetch or "") in frame_headers:
-                prefetch_header(dialect, 0, self.transport.server)  # raises, naming the broker
-        window_prefetch, window_mode = max(prefetch, 1), ACK_MODES[ack]
-        ack_batch_cap = _option_int(options, "ack_batch_cap", DEFAULT_ACK_BATCH_CAP, 1)
-        timeout_ms = _option_int(options, "optimize_acknowledge_timeout_ms", 300)
-        interval_ms = _option_int(options, "optimized_ack_scheduled_ack_interval_ms", 0)
-        idle_ms = _option_int(options, "idle_ack_ms", 50)
-        max_buffered = options.get("max_buffered")
-        max_bytes = _option_int(options, "max_buffered_bytes", DEFAULT_MAX_BUFFERED_BYTES)
-
-        def make_window() -> SubscriptionWindow:
-            return SubscriptionWindow(
-                window_prefetch, window_mode, auto_ack=optimize, optimize_acknowledge=optimize,
-                ack_batch_cap=ack_batch_cap, optimize_acknowledge_timeout_ms=timeout_ms,
-                optimized_ack_scheduled_ack_interval_ms=interval_ms, idle_ack_ms=idle_ms,
-                max_buffered=max_buffered, max_buffered_bytes=max_bytes)
-
-        try:
-            window = make_window()
-        except ValueError as exc:
-            raise ConfigurationError(str(exc)) from None
-        sub = Subscription(sub_id, name, ack, frame_headers, window, policy, make_window)
-        sub.settled = self._settled_audit(name, sub_id, str(frame_headers.get("browser")) == "true")
+        request = subscribe_request(destination, id, ack, headers, options, self.redelivery_policy)
+        server = self._server(wait_timeout) if request.needs_broker else self.transport.server
+        plan = subscribe_plan(request, self.transport.dialect, server, self.prefetch_policy)
+        sub = Subscription(sub_id, plan.name, ack, plan.headers, plan.window, plan.redelivery_policy, plan.new_window)
+        sub.settled = self._settled_audit(plan.name, sub_id, plan.browser)
         self._subs[sub_id] = sub
-        return frame_headers, sub
-
-    def _prefetch(self, destination: str, headers: Mapping[str, Any], dialect: str) -> int:
-        """The local window's size: the prefetch header this broker reads (ActiveMQ's
-        ``activemq.prefetchSize``, RabbitMQ's ``prefetch-count``; either on a generic
-        broker), else the policy's default for the destination's kind."""
-        known = BROKERS[dialect].prefetch
-        for key in ((known,) if known else ("activemq.prefetchSize", "prefetch-count")):
-            if key in headers:
-                try:
-                    value = int(str(headers[key]).strip())
-                except (TypeError, ValueError):
-                    raise ConfigurationError("%s must be an integer, got %r" % (key, headers[key])) from None
-                if not 0 <= value <= MAX_PREFETCH:
-                    raise ConfigurationError("%s must be from 0 to %d, got %d (ActiveMQ then delivers nothing)"
-                                             % (key, MAX_PREFETCH, value))
-                return value
-        durable = "activemq.subscriptionName" in headers or "durable-subscription-name" in headers
-        kind = destination_kind(destination, durable=durable, browser=str(headers.get("browser")) == "true")
-        return self.prefetch_policy.prefetch_for(kind)
+        return plan.headers, sub
 
     def discard(self, id: Any) -> None:
         """Forget a subscription whose SUBSCRIBE could not be sent."""

@@ -14,6 +14,7 @@
 """
 import ast
 import os
+import re
 from typing import Dict, Iterator, List, Set, Tuple
 
 
@@ -414,3 +415,121 @@ def test_link_events_are_typed_not_named_by_strings():
     assert jms == []
     caught = ast.parse("link.post('heartbeat', None)\nlink.events.put(('message', f))\nlink.post(HeartbeatIn())\n")
     assert len(list(_posts_by_name(caught))) == 2  # the check sees what it looks for
+
+
+#: what the pure core never imports, over its whole import closure inside amqstomp (issue 22):
+#: sockets, threads, locks, the clock, event loops (the drivers bring them)
+CORE_FORBIDDEN = {"socket", "ssl", "threading", "_thread", "selectors", "time", "asyncio", "concurrent",
+                  "multiprocessing"}
+#: the compiled modules' sources, checked by text (``ast`` cannot read Cython)
+CORE_CYTHON = (".pyx", ".pxi", ".pxd")
+
+
+def _outside_imports(tree: ast.AST) -> Set[str]:
+    """Top-level names of the modules outside amqstomp that ``tree`` imports, at any depth
+    (functions, ``if TYPE_CHECKING:`` blocks too)."""
+    out = set()
+    for node, _ in _imports(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out - {"amqstomp"}
+
+
+def _core_closure(modules: Dict[str, Tuple[str, ast.Module, bool]]) -> Tuple[Set[str], Dict[str, Set[str]]]:
+    """Every module under ``amqstomp._core`` and every amqstomp module they import, transitively
+    (TYPE_CHECKING imports counted), with the forbidden modules each imports."""
+    runtime, typing = _graphs(modules)
+    todo = [name for name in modules if name == "amqstomp._core" or name.startswith("amqstomp._core.")]
+    seen: Set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(runtime[name] | typing[name])
+    bad = {name: _outside_imports(modules[name][1]) & CORE_FORBIDDEN for name in seen}
+    return seen, {name: hit for name, hit in bad.items() if hit}
+
+
+def _cython_forbidden(directory: str) -> Dict[str, Set[str]]:
+    """The forbidden modules each Cython source of ``directory`` imports (``import x``,
+    ``from x import``, ``cimport``)."""
+    found: Dict[str, Set[str]] = {}
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(CORE_CYTHON):
+            with open(os.path.join(directory, name), encoding="utf-8") as f:
+                text = f.read()
+            hit = {m for m in CORE_FORBIDDEN
+                   if re.search(r"^\s*(?:c?import\s+%s\b|from\s+%s(?:\.\w+)*\s+c?import\b)" % (m, m), text, re.M)}
+            if hit:
+                found[name] = hit
+    return found
+
+
+def test_the_core_imports_no_socket_thread_clock_or_event_loop_over_its_import_closure():
+    """``amqstomp/_core/`` and everything of amqstomp it imports, transitively, import none of
+    :data:`CORE_FORBIDDEN` (issue 22: the core takes time as ``now_ms`` and returns actions).
+    The package ``amqstomp`` itself (the facades' entry) is not counted: a module's own
+    package is how packages work, not an import of it."""
+    modules = _modules()
+    seen, bad = _core_closure(modules)
+    assert {"amqstomp._core.state", "amqstomp._core.subscriptions", "amqstomp._core.uri", "amqstomp.codec",
+            "amqstomp.flow", "amqstomp.exception"} <= seen, "the walk missed modules the core is built on"
+    assert "amqstomp.subscription" not in seen and "amqstomp._io.driver" not in seen
+    assert bad == {}
+    assert _cython_forbidden(os.path.join(PACKAGE_DIR, "_core")) == {}
+
+
+def test_the_core_closure_check_finds_a_forbidden_import(tmp_path):
+    """The check above can fail: a clock read two imports away (in a function, under
+    TYPE_CHECKING, or from a Cython source) is reported."""
+    package = tmp_path / "amqstomp"
+    (package / "_core").mkdir(parents=True)
+    (package / "__init__.py").write_text("import threading\n")  # the package itself: not counted
+    (package / "_core" / "__init__.py").write_text("")
+    (package / "_core" / "a.py").write_text("from ..helper import f\n")
+    (package / "helper.py").write_text("def f():\n    import time\n    return time.monotonic()\n")
+    (package / "_core" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                            "    from concurrent.futures import Future\n")
+    (package / "_core" / "c.pyx").write_text("cimport cython\nfrom asyncio import sleep\n")
+    (package / "driver.py").write_text("import socket\n")  # outside the closure: not counted
+    seen, bad = _core_closure(_modules(str(package)))
+    assert "amqstomp.driver" not in seen
+    assert bad == {"amqstomp.helper": {"time"}, "amqstomp._core.b": {"concurrent"}}
+    assert _cython_forbidden(str(package / "_core")) == {"c.pyx": {"asyncio"}}
+
+
+#: the calls that prepare a SUBSCRIBE (its headers, prefetch and window): the pure core's
+#: ``amqstomp._core.subscriptions`` alone makes them, for every API (issue 22)
+SUBSCRIBE_PREPARATION = {"subscribe_headers", "prefetch_header", "parse_destination", "prefetch_for",
+                         "SubscriptionWindow"}
+SUBSCRIBE_PREPARERS = {"amqstomp._core.subscriptions"}
+
+
+def _subscribe_preparation(tree):
+    """Calls of :data:`SUBSCRIBE_PREPARATION` names (``f(...)``, ``x.f(...)``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if name in SUBSCRIBE_PREPARATION:
+                yield node
+
+
+def test_subscribe_headers_are_prepared_in_one_place():
+    """SUBSCRIBE headers, the prefetch they set and the window that goes with them are decided
+    by ``amqstomp._core.subscriptions`` only; the stomp.py facade, the JMS consumers, the engine
+    and the subscription table call it (the codec and flow modules, which define the window, aside)."""
+    found = []
+    for name, (path, tree, _) in sorted(_modules().items()):
+        if name in SUBSCRIBE_PREPARERS or name.startswith(("amqstomp._core._flow", "amqstomp._core._codec")):
+            continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
+                     for node in _subscribe_preparation(tree))
+    assert found == []
+    caught = ast.parse("def f(policy, d):\n    h = subscribe_headers(d, 1, 'auto', {}, {})\n"
+                       "    return policy.prefetch_for('queue'), frames.prefetch_header('activemq', 1, None)\n")
+    assert len(list(_subscribe_preparation(caught))) == 3  # the check sees what it looks for

@@ -157,11 +157,11 @@ class TestCheckDestinationCache:
                 check_destination(bad)
 
     def test_bounded(self):
-        from amqstomp import uri
-        for i in range(3 * uri.ACCEPTED_CACHE_SIZE):
-            uri.check_destination("/queue/cache.%d" % i)
-        assert 0 < len(uri._ACCEPTED) <= uri.ACCEPTED_CACHE_SIZE
-        uri.check_destination("/queue/cache.1")  # still accepted after the cache was emptied
+        from amqstomp._core import destinations
+        for i in range(3 * destinations.ACCEPTED_CACHE_SIZE):
+            destinations.check_destination("/queue/cache.%d" % i)
+        assert 0 < len(destinations._ACCEPTED) <= destinations.ACCEPTED_CACHE_SIZE
+        destinations.check_destination("/queue/cache.1")  # still accepted after the cache was emptied
 
 
 def test_booleans_are_true_or_false_in_any_case_as_in_java():

@@ -1,8 +1,8 @@
 """The protocol core: everything about STOMP that needs no socket, thread or clock.
 
-Modules (each pure; a test asserts none of them, nor anything of amqstomp
-they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
-``time``):
+Modules (each pure; ``tests/test_structure.py`` asserts none of them, nor
+anything of amqstomp they import, transitively, imports ``socket``, ``ssl``,
+``threading``, ``selectors``, ``time``, ``asyncio`` or ``concurrent``):
 
 * ``_codec`` (compiled from ``_codec.pyx`` and its ``.pxi``) and its pure twin
   ``_codec_py`` (with ``_frame_py``) -- frames from bytes and back; ``_flow``
@@ -32,5 +32,10 @@ they import, imports ``socket``, ``ssl``, ``threading``, ``selectors`` or
 * :mod:`.acks` -- acknowledgement: what a subscription's window decides on a
   delivery, a consumption, a failure, a poison, the flush timer and close
   (pause, resume, the ACK amqstomp writes), as values;
-* :mod:`amqstomp.uri` -- broker URIs and their options.
+* :mod:`.subscriptions` -- SUBSCRIBE preparation, once for every API: the
+  frame's headers and the prefetch window that goes with them, by broker dialect;
+* :mod:`.uri` -- the broker URI grammar (``stomp://``, ``failover:(...)``) and the
+  failover options; :mod:`.uri_options` -- the other option tables and how an
+  option's text is read; :mod:`.destinations` -- destination names, their
+  ``consumer.*`` options and checks. :mod:`amqstomp.uri` re-exports them.
 """

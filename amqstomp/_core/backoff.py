@@ -28,7 +28,7 @@ import random
 from typing import Any, List, Optional, Sequence, Tuple, TypeVar
 
 from ..exception import ConfigurationError, StompProtocolError
-from ..uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
+from .uri import FAILOVER_OPTIONS, BrokerURI, priority_endpoints
 from .rebalance import check_rebalance
 
 __all__ = ["ReconnectPolicy", "PriorityReturn", "LossStreak", "MAX_RECONNECT_SLEEP_S", "MIN_PRIORITY_PROBE_MS",

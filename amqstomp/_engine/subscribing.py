@@ -15,13 +15,15 @@ no listener's ``on_receipt``). Written once here and used by both APIs:
   replay replaced it meanwhile (:meth:`Subscribing.subscription_refused`, the
   stomp.py ``subscribe()``'s and the JMS consumers').
 
-The registration itself, with the SUBSCRIBE's headers, is the subscription
-table's (:meth:`amqstomp.subscription.SubscriptionManager.prepare`).
+The registration itself is the subscription table's
+(:meth:`amqstomp.subscription.SubscriptionManager.prepare`); the SUBSCRIBE's
+headers, its receipt among them, the pure core's (:mod:`amqstomp._core.subscriptions`).
 """
 import logging
 import time
 from typing import Any, Callable, Mapping, Optional, Tuple
 
+from .._core.subscriptions import gated_headers, receipt_id
 from ..exception import BrokerError, ConnectionClosedException, NotConnectedException
 from .ports import TransportPort, WaitUp
 
@@ -72,7 +74,7 @@ class Subscribing:
         """The receipt id of a SUBSCRIBE this client waits for itself on the
         open socket: ``<prefix>-<id>-<socket number>`` (unique per socket, so a
         late RECEIPT of a lost socket never answers the new socket's)."""
-        return "%s-%s-%d" % (prefix, sub_id, self.transport.link_seq)
+        return receipt_id(prefix, sub_id, self.transport.link_seq)
 
     def write_subscribe(self, headers: Mapping[str, Any], receipt: str,
                         send: Optional[Callable[[str, Mapping[str, Any]], Any]] = None) -> Any:
@@ -87,8 +89,7 @@ class Subscribing:
         Returns:
             what ``send`` returns: the receipt future (None from a replaced send).
         """
-        wire = dict(headers)
-        wire["receipt"] = receipt
+        wire = gated_headers(headers, receipt)
         self.transport.own_receipt(receipt)
         return (send or self.transport.send_frame)("SUBSCRIBE", wire)
 

@@ -91,7 +91,7 @@ def _broker(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> int:
-    from ..uri import options_table_markdown
+    from .._core.uri import options_table_markdown
 
     print(options_table_markdown(), end="")
     return 0

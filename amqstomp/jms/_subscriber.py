@@ -19,14 +19,14 @@ from typing import Any, Dict, List, Optional
 
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
-from .._core.dialect import BROKERS, refusal
+from .._core.dialect import BROKERS
 from .._core.duplicates import DUPLICATE_ACK, DUPLICATE_HAND_OVER, DUPLICATE_WITH_NEXT, NOT_DUPLICATE
 from .._core import ackmodes
 from .._core.ackmodes import AckMode
 from .._core.settle import BY_BROKER, Poison, Subscribed
 from ..flow import optimized_ack_threshold
 from ..subscription import Subscription
-from ..uri import destination_kind
+from .._core.subscriptions import consumer_headers, policy_prefetch
 from ._state import ConsumerLedger, Delivery, SessionState
 from .constants import (
     AT_MOST_ONCE,
@@ -132,9 +132,8 @@ class Subscriber:
         if any(name in given for name in _PREFETCH_OPTIONS) and "consumer.prefetchSize" not in self.destination.options:
             manager = self.link.manager
             assert manager is not None
-            kind = destination_kind(self.destination.stomp_name, durable=self.durable_name is not None,
-                                    browser=self.browser)
-            out["prefetch_size"] = manager.prefetch_policy.prefetch_for(kind)
+            out["prefetch_size"] = policy_prefetch(manager.prefetch_policy, self.destination.stomp_name,
+                                                   durable=self.durable_name is not None, browser=self.browser)
         return out
 
     def subscribe(self, wait_s: Optional[float] = -1.0, timeout_s: Optional[float] = None) -> None:
@@ -168,19 +167,8 @@ class Subscriber:
         manager = link.manager
         assert manager is not None
         ack = self.ack
-        headers: Dict[str, Any] = {}
-        if self.selector:
-            headers["selector"] = self.selector
-        if self.no_local:
-            if not link.is_activemq:
-                raise refusal("no_local (activemq.noLocal)", link.dialect, link.server)
-            headers["activemq.noLocal"] = "true"
-        if self.durable_name is not None:
-            headers["activemq.subscriptionName"] = self.durable_name
-        if self.browser:
-            headers["browser"] = "true"
-        if self.transformation is not None:
-            headers["transformation"] = self.transformation
+        headers = consumer_headers(link.dialect, link.server, self.selector, self.no_local, self.durable_name,
+                                   self.browser, self.transformation)
         reply_only = self.destination.is_temporary and BROKERS[link.dialect].temp_reply_only
         if reply_only:  # RabbitMQ: see the module docstring
             self.sub_id = self.destination.stomp_name

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, Optional
 
 from ..exception import StompException
 from ..flow import RedeliveryPolicy
-from ..uri import redact
+from .._core.uri import redact
 from .._io.timeouts import clamp_wait
 from ._connection_state import ConnectionState, ExceptionListener, UsageListener
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED

@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterable, Mapping
 from .._core.backoff import ReconnectPolicy, check_priority_members, priority_brokers
 from .._core.rebalance import Rebalance
 from ..exception import ConfigurationError
-from ..uri import CONNECTION_OPTIONS, FAILOVER_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, BrokerURI, Option
-from ..uri import parse_uri
+from .._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
+from .._core.uri_options import CONNECTION_OPTIONS, KEYWORD_ONLY_OPTIONS, TRANSPORT_OPTIONS, Option
 from .._io.timeouts import MAX_WAIT_S
 
 __all__ = ["JMS_OPTIONS", "EXTRA_KEYWORDS", "ResolvedOptions", "resolve", "defaults", "FAILOVER_HEARTBEATS"]
