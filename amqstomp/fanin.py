@@ -28,20 +28,17 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._core.dialect import BROKERS
+from ._core.subscriptions import PREFETCH_HEADERS, default_prefetch, prefetch_named
 from ._members import split_prefetch
 from ._stomppy_members import StompGroup, StompMember
 from .exception import (
     AcknowledgeInDoubtError, ConfigurationError, ConnectionClosedException, NotConnectedException,
     ReceiptTimeout, RequiredArgumentError, UnknownMessageError,
 )
-from .uri import destination_kind, parse_destination
 
 __all__ = ["FanInConnection", "AmbiguousMessageError", "PREFETCH_HEADERS"]
 
 log = logging.getLogger("amqstomp.fanin")
-
-#: the brokers' prefetch headers: a fan-in subscription takes its budget as ``prefetch_size`` instead
-PREFETCH_HEADERS = ("activemq.prefetchSize", "prefetch-count")
 
 
 class AmbiguousMessageError(UnknownMessageError):
@@ -126,8 +123,7 @@ class FanInConnection(StompGroup):
         if id is None:
             raise RequiredArgumentError("'id' is required (each broker's MESSAGEs carry it as 'subscription')")
         total = keyword_headers.pop("prefetch_size", None)
-        name, extra = parse_destination(destination)
-        given = [k for k in PREFETCH_HEADERS if k in (headers or {}) or k in keyword_headers or k in extra]
+        name, given = prefetch_named(destination, headers or {}, keyword_headers)
         if given:
             raise ConfigurationError("%s: a fan-in subscription has one prefetch budget across its brokers; give it "
                                      "as prefetch_size= (messages), which is split over them" % ", ".join(given))
@@ -165,9 +161,7 @@ class FanInConnection(StompGroup):
             with_header = [m for m in live if BROKERS[m.connection.transport.dialect].prefetch]
             if not with_header:
                 return [0] * len(live)
-            durable = "activemq.subscriptionName" in headers or "durable-subscription-name" in headers
-            kind = destination_kind(name, durable=durable, browser=str(headers.get("browser")) == "true")
-            total = with_header[0].connection.subscriptions.prefetch_policy.prefetch_for(kind)
+            total = default_prefetch(with_header[0].connection.subscriptions.prefetch_policy, name, headers)
             shares = iter(split_prefetch(max(1, int(total)), len(with_header)))
             return [next(shares) if m in with_header else 0 for m in live]
         return split_prefetch(total, len(live))

@@ -24,7 +24,7 @@ a SUBSCRIBE that amqstomp gates on its RECEIPT (:func:`gated_headers`,
 and the one window bounding the MESSAGEs of subscriptions not made through
 the table (:func:`unregistered_window`).
 """
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..exception import ConfigurationError
 from ..flow import (ACK_AUTO, ACK_MODES, DEFAULT_ACK_BATCH_CAP, DEFAULT_MAX_BUFFERED_BYTES, PrefetchPolicy,
@@ -33,12 +33,16 @@ from .destinations import destination_kind, parse_destination
 from .dialect import ACTIVEMQ, BROKERS, prefetch_header, refusal
 from .frames import subscribe_headers
 
-__all__ = ["MAX_PREFETCH", "UNREGISTERED_MAX_BUFFERED", "SUBSCRIBE_OPTIONS", "option_int", "policy_prefetch",
-           "window_prefetch", "SubscribeRequest", "subscribe_request", "SubscribePlan", "subscribe_plan",
+__all__ = ["MAX_PREFETCH", "PREFETCH_HEADERS", "UNREGISTERED_MAX_BUFFERED", "SUBSCRIBE_OPTIONS", "option_int",
+           "policy_prefetch", "window_prefetch", "default_prefetch", "prefetch_named", "SubscribeRequest",
+           "subscribe_request", "SubscribePlan", "subscribe_plan",
            "consumer_headers", "plain_headers", "unregistered_window", "gated_headers", "receipt_id"]
 
 #: Largest prefetch ActiveMQ takes (a Java int).
 MAX_PREFETCH = 2 ** 31 - 1
+
+#: the SUBSCRIBE headers that set a subscription's prefetch (messages): ActiveMQ's, RabbitMQ's
+PREFETCH_HEADERS = ("activemq.prefetchSize", "prefetch-count")
 #: MESSAGEs of subscriptions not made through the subscription table (STOMP 1.0 without an id, a raw
 #: SUBSCRIBE, an unknown id) that may wait for the listeners before reading pauses (ActiveMQ's queue prefetch)
 UNREGISTERED_MAX_BUFFERED = 1000
@@ -88,8 +92,30 @@ def window_prefetch(destination: str, headers: Mapping[str, Any], dialect: str, 
                 raise ConfigurationError("%s must be from 0 to %d, got %d (ActiveMQ then delivers nothing)"
                                          % (key, MAX_PREFETCH, value))
             return value
+    return default_prefetch(policy, destination, headers)
+
+
+def default_prefetch(policy: PrefetchPolicy, destination: str, headers: Mapping[str, Any]) -> int:
+    """The prefetch (messages) ``policy`` gives a SUBSCRIBE of ``destination`` (a
+    name, without options) with ``headers`` that name no prefetch: by the
+    destination's kind, a durable subscription naming itself with
+    ``activemq.subscriptionName`` or ``durable-subscription-name``, a queue
+    browser with ``browser:true`` (ActiveMQPrefetchPolicy)."""
     durable = "activemq.subscriptionName" in headers or "durable-subscription-name" in headers
     return policy_prefetch(policy, destination, durable, str(headers.get("browser")) == "true")
+
+
+def prefetch_named(destination: str, *header_maps: Mapping[str, Any]) -> Tuple[str, List[str]]:
+    """``destination``'s name (its ``?consumer.*`` options taken off) and the
+    prefetch headers (:data:`PREFETCH_HEADERS`) that its options or any of
+    ``header_maps`` name (``?consumer.prefetchSize=`` is ``activemq.prefetchSize``).
+
+    Raises:
+        ConfigurationError: an unknown destination option
+            (:func:`amqstomp._core.destinations.parse_destination`).
+    """
+    name, extra = parse_destination(destination)
+    return name, [k for k in PREFETCH_HEADERS if k in extra or any(k in h for h in header_maps)]
 
 
 class SubscribeRequest:

@@ -23,12 +23,13 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
                          NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
-from ..flow import PrefetchPolicy
+from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from ..uri import check_destination, destination_kind, parse_destination, parse_uri
-from .._core.dialect import connect_host, prefetch_header
-from .._core.frames import ACCEPT_VERSIONS, connect_headers, subscribe_headers
+from ..uri import check_destination, parse_uri
+from .._core.dialect import connect_host
+from .._core.frames import ACCEPT_VERSIONS, connect_headers
+from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
 from .._io.timeouts import clamp_wait
 from ._failover import Failover
@@ -37,6 +38,10 @@ from .subscription import Subscription
 from .transaction import Transaction
 
 __all__ = ["connect", "Client"]
+
+#: the redelivery policy a subscription is planned with (this API redelivers nothing locally:
+#: a NACK leaves it to the broker)
+DEFAULT_REDELIVERY = RedeliveryPolicy()
 
 log = logging.getLogger("amqstomp.aio")
 
@@ -492,21 +497,12 @@ class Client:
         link = self.link
         if link is None:
             raise NotConnectedException("not connected: await the client (or use it in async with) first")
-        if ack not in ("auto", "client", "client-individual"):
-            raise ConfigurationError("ack must be auto, client or client-individual, got %r" % (ack,))
-        if optimize_acknowledge and ack != "client":
-            raise ConfigurationError("optimize_acknowledge needs ack='client' (cumulative ACKs)")
-        name, options = parse_destination(destination)
-        if prefetch_size is not None:
-            key, value = prefetch_header(link.proto.dialect, prefetch_size, link.proto.server)
-            options[key] = value
-        sub_id = str(next(self._ids))
-        frame_headers = subscribe_headers(name, sub_id, ack, headers or {}, options)
-        prefetch = prefetch_size
-        if prefetch is None:
-            given = frame_headers.get("activemq.prefetchSize", frame_headers.get("prefetch-count"))
-            prefetch = int(given) if given is not None else self.prefetch_policy.prefetch_for(destination_kind(name))
-        return Subscription(self, sub_id, name, ack, frame_headers, prefetch, optimize_acknowledge,
+        # the SUBSCRIBE and its window, decided as for every API (_core/subscriptions.py)
+        request = subscribe_request(destination, str(next(self._ids)), ack, headers or {},
+                                    {"optimize_acknowledge": optimize_acknowledge, "prefetch_size": prefetch_size},
+                                    DEFAULT_REDELIVERY)
+        plan = subscribe_plan(request, link.proto.dialect, link.proto.server, self.prefetch_policy)
+        return Subscription(self, request.sub_id, plan.name, ack, plan.headers, plan.window, request.optimize,
                             self.timeout_s(timeout))
 
     async def confirm_subscription(self, sub: Subscription) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Optional, Tup
 from ..codec import Frame
 from ..exception import (AcknowledgeInterruptedError, ConnectionClosedException, StompException,
                          UnknownMessageError)
-from ..flow import ACK_MODES, SubscriptionWindow
+from ..flow import SubscriptionWindow
 from .._core import acks
 from .._core.acks import PAUSE, Acking
 from .._core.frames import ack_headers, reject_command
@@ -124,9 +124,7 @@ class Subscription(Acking):
     """
 
     def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
-                 prefetch: int, optimize_acknowledge: bool, timeout: float) -> None:
-        window = SubscriptionWindow(max(prefetch, 1), ACK_MODES[ack], auto_ack=optimize_acknowledge,
-                                    optimize_acknowledge=optimize_acknowledge)
+                 window: SubscriptionWindow, optimize_acknowledge: bool, timeout: float) -> None:
         Acking.__init__(self, window)
         self.closed = True  # until SUBSCRIBEd
         self.client = client
