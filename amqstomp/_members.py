@@ -32,7 +32,7 @@ from .exception import ConfigurationError, StompException
 from ._core.uri import parse_uri, redact
 
 __all__ = ["member_urls", "split_prefetch", "Member", "MemberGroup", "close_members", "Closing", "CLOSE_SLACK_S",
-           "BrokerListener"]
+           "BrokerListener", "Turns"]
 
 log = logging.getLogger("amqstomp.members")
 
@@ -222,6 +222,31 @@ def close_members(members: Sequence[Member[C]]) -> None:
     first = next((exc for exc in errors if exc is not None), None)
     if first is not None:
         raise first
+
+
+class Turns:
+    """Whose turn it is among ``n`` brokers (a spreading producer's round robin,
+    both APIs): :meth:`order` gives each send the member indexes to try, from its
+    turn on; :meth:`took` moves the turn past the member that took a send, so a
+    skipped member's share spreads evenly over the others. Thread-safe."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def order(self) -> List[int]:
+        """The member indexes to try for one send, this send's turn first."""
+        n = self._n
+        with self._lock:
+            start = self._next
+            self._next = (start + 1) % n
+        return [(start + k) % n for k in range(n)]
+
+    def took(self, index: int) -> None:
+        """Member ``index`` took a send: the next turn is the member after it."""
+        with self._lock:
+            self._next = (index + 1) % self._n
 
 
 class Closing:

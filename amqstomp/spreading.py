@@ -18,9 +18,9 @@ A class apart from :class:`~amqstomp.fanin.FanInConnection`: see there why.
 Licensed under the Apache License, Version 2.0.
 """
 import logging
-import threading
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
+from ._members import Turns
 from ._stomppy_members import StompGroup, StompMember
 from .exception import ConnectionClosedException, NotConnectedException
 
@@ -46,9 +46,8 @@ class SpreadingConnection(StompGroup):
 
     def __init__(self, brokers: Union[str, Sequence[str]], version: str = "1.2", **keywords: Any) -> None:
         super().__init__(brokers, version, **keywords)
-        self._lock = threading.Lock()
-        self._next = 0
         self._sent = [0] * len(self._members)
+        self._turns = Turns(len(self._members))
 
     def __repr__(self) -> str:
         return "<SpreadingConnection on %d brokers%s>" % (len(self._members), " closed" if self.closed else "")
@@ -90,11 +89,7 @@ class SpreadingConnection(StompGroup):
         if self.closed:
             raise NotConnectedException("%r is disconnected: SEND not sent" % (self,))
         receipt = keyword_headers.get("receipt", (headers or {}).get("receipt"))
-        n = len(self._members)
-        with self._lock:
-            start = self._next
-            self._next = (start + 1) % n
-        order = [(start + k) % n for k in range(n)]
+        order = self._turns.order()
         tried: List[int] = []
         for index in [i for i in order if self._members[i].usable]:  # free, connected, not held
             member = self._members[index]
@@ -140,6 +135,5 @@ class SpreadingConnection(StompGroup):
                             "sent to the next broker (at least once): %s", member.name, exc)
                 return False
         self._sent[index] += 1
-        with self._lock:  # the turn moves past the broker that took it
-            self._next = (index + 1) % len(self._members)
+        self._turns.took(index)
         return True

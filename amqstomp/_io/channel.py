@@ -101,15 +101,22 @@ def _wait_writable(sock: socket.socket, deadline: float, unwritten: int) -> None
 def receive_window(sock: socket.socket) -> Optional[int]:
     """The receive window this side advertised last, in bytes (Linux >= 6.2's
     ``tcpi_rcv_wnd``), or None when the kernel does not tell."""
+    info = _tcp_info(sock, _TCPI_RCV_WND + 4)
+    if info is None:
+        return None
+    return int(struct.unpack_from("I", info, _TCPI_RCV_WND)[0])
+
+
+def _tcp_info(sock: socket.socket, need: int) -> Optional[bytes]:
+    """The socket's Linux ``TCP_INFO`` record when the kernel gives at least ``need``
+    bytes of it, else None (not Linux, an older kernel, a closed socket)."""
     if _TCP_INFO is None:
         return None
     try:
         info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 512)
     except (OSError, ValueError):
         return None
-    if len(info) < _TCPI_RCV_WND + 4:
-        return None
-    return int(struct.unpack_from("I", info, _TCPI_RCV_WND)[0])
+    return info if len(info) >= need else None
 
 
 def send_progress(sock: socket.socket) -> Optional[Tuple[int, bool]]:
@@ -118,13 +125,8 @@ def send_progress(sock: socket.socket) -> Optional[Tuple[int, bool]]:
     wait unacknowledged or unsent), or None when the kernel does not tell (not
     Linux, a closed socket). A peer that stops reading closes its receive
     window: its kernel acknowledges nothing more while our bytes wait."""
-    if _TCP_INFO is None:
-        return None
-    try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 512)
-    except (OSError, ValueError):
-        return None
-    if len(info) < _TCPI_NOTSENT + 4:
+    info = _tcp_info(sock, _TCPI_NOTSENT + 4)
+    if info is None:
         return None
     acked = int(struct.unpack_from("Q", info, _TCPI_BYTES_ACKED)[0])
     waiting = struct.unpack_from("I", info, _TCPI_UNACKED)[0] or struct.unpack_from("I", info, _TCPI_NOTSENT)[0]

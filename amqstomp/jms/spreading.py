@@ -15,11 +15,10 @@ RECEIPT...). Nothing of the protocol is here.
 Licensed under the Apache License, Version 2.0.
 """
 import logging
-import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConnectionClosedException, NotConnectedException
-from .._members import Closing, member_urls
+from .._members import Closing, Turns, member_urls
 from ._members import Member, MemberGroup, member_factory, open_members
 from .connection import Connection, ConnectionFactory
 from .destination import Destination, as_destination
@@ -73,10 +72,9 @@ class SpreadingProducer(MemberGroup):
         self.destination = as_destination(destination)
         self._producers: Dict[int, MessageProducer] = {}
         self._exception_listener: Optional[BrokerListener] = None
-        self._lock = threading.Lock()
-        self._next = 0
         self._closing = Closing()
         self._sent = [0] * len(urls)
+        self._turns = Turns(len(urls))
         first: Optional[MessageProducer] = None
 
         def opener(url: str, index: int) -> Tuple[Connection, ConnectionFactory]:
@@ -144,11 +142,7 @@ class SpreadingProducer(MemberGroup):
         """
         if self._closing.closed:
             raise IllegalStateError("%r is closed" % (self,))
-        n = len(self._members)
-        with self._lock:
-            start = self._next
-            self._next = (start + 1) % n
-        order = [(start + k) % n for k in range(n)]
+        order = self._turns.order()
         tried: List[int] = []
         for index in [i for i in order if self._members[i].usable]:  # free, connected, not held back
             member = self._members[index]
@@ -193,8 +187,7 @@ class SpreadingProducer(MemberGroup):
                 member.mark_lost(connection.failure)
             raise
         self._sent[index] += 1
-        with self._lock:  # the turn moves past the broker that took it (a skipped one's share spreads evenly)
-            self._next = (index + 1) % len(self._members)
+        self._turns.took(index)
         return True
 
     def close(self) -> None:
