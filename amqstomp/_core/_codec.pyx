@@ -89,6 +89,7 @@ cdef enum:
     TABLE_SIZE = 512
     MAX_TEMPLATE = 32  # header lines a MESSAGE template holds (FrameParser._tmpl)
     SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped on the C stack
+    TEMPLATE_BYTES = 4096  # raw header line bytes a MESSAGE template holds (_codec_template.pxi)
 
 # Commands and the header names brokers send most; each gets one interned str.
 _COMMAND_LIST = sorted(CLIENT_COMMANDS | SERVER_COMMANDS)
@@ -233,5 +234,6 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
 
 # the parser (with its large-body fill) and the encoder, textually part of this module (Cython "include")
 include "_codec_parse.pxi"
+include "_codec_template.pxi"
 include "_codec_big.pxi"
 include "_codec_encode.pxi"

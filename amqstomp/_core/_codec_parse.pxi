@@ -41,6 +41,14 @@ cdef class FrameParser:
     cdef int _tmpl_slots[MAX_TEMPLATE]
     cdef PyObject *_tmpl_vals[MAX_TEMPLATE]  # borrowed from _tmpl (never changed while it is held)
     cdef int _tidx          # header lines of this frame matched with the template, or -1: none used
+    cdef int _tmpl_vcode    # _vcode() of the version the template was made under
+    cdef long long _tmpl_clen  # its content-length (when one of its lines is content-length)
+    # raw line i of the template is _tmpl_raw[_tmpl_off[i]:_tmpl_off[i + 1]]; a line with exactly
+    # these bytes has the template's value (same version): nothing to decode (_codec_template.pxi)
+    cdef Py_ssize_t _tmpl_off[MAX_TEMPLATE + 1]
+    cdef char _tmpl_raw[TEMPLATE_BYTES]
+    cdef Py_ssize_t _fresh_off[MAX_TEMPLATE + 1]  # the same for the frame built without a template
+    cdef char _fresh_raw[TEMPLATE_BYTES]
     cdef bint _fresh_ok     # a frame built without the template can become the template
     cdef int _nfresh
     cdef int _fresh_slots[MAX_TEMPLATE]
@@ -112,6 +120,10 @@ cdef class FrameParser:
     cdef inline Py_ssize_t _held(self) noexcept:
         """Bytes of a large body held outside the buffer (already counted in _base)."""
         return self._big_fill if self._state == S_BIG or self._state == S_BODY_NUL else 0
+
+    cdef inline int _vcode(self) noexcept:
+        """What of the version decides how a header line reads: CRLF (1.2), escapes (not 1.0)."""
+        return self._crlf + 2 * self._v10
 
     cdef object _fail(self, str message, Py_ssize_t pos):
         self._error = StompProtocolError(message, self._base + pos)
@@ -202,33 +214,6 @@ cdef class FrameParser:
         self._esc_val = value
         return value
 
-    cdef int _leave_template(self) except -1:
-        """This frame stops following the MESSAGE template: its headers become a
-        fresh dict of the _tidx names matched so far, in order, with their values."""
-        cdef dict fresh = {}
-        cdef int i
-        cdef object name
-        for i in range(self._tidx):
-            name = _KEYS_T.value(self._tmpl_slots[i])
-            fresh[name] = self._headers[name]
-            self._fresh_slots[i] = self._tmpl_slots[i]
-        self._nfresh = self._tidx
-        self._fresh_ok = True
-        self._headers = fresh
-        self._tidx = -1
-        return 0
-
-    cdef int _keep_template(self) except -1:
-        """The MESSAGE whose headers just ended was built without the template and
-        can be one: it becomes the template (a copy: the frame's dict is the user's)."""
-        cdef int i
-        self._tmpl = PyDict_Copy(self._headers)
-        self._tmpl_n = self._nfresh
-        for i in range(self._nfresh):
-            self._tmpl_slots[i] = self._fresh_slots[i]
-            self._tmpl_vals[i] = PyDict_GetItem(self._tmpl, _KEYS_T.value(self._fresh_slots[i]))
-        return 0
-
     cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
         twin's StompProtocolError, at the offset of the first bad byte."""
@@ -275,7 +260,7 @@ cdef class FrameParser:
                     PyDict_SetItem(self._headers, name, value)
                 self._tidx += 1
             else:
-                self._leave_template()
+                _tmpl_leave(self)
         if self._tidx < 0:
             # (not "returned value is value": a repeat may carry the very str the first one had)
             size = len(self._headers)
@@ -285,9 +270,8 @@ cdef class FrameParser:
                 return 0  # repeated header: the first one wins
             if slot < 0 or self._nfresh >= MAX_TEMPLATE:
                 self._fresh_ok = False
-            else:
-                self._fresh_slots[self._nfresh] = slot
-                self._nfresh += 1
+            elif self._fresh_ok:
+                _tmpl_record(self, slot, line, n)
         if slot != CONTENT_LENGTH_SLOT:
             return 0
         if escaped:
@@ -448,7 +432,7 @@ cdef class FrameParser:
                                          pos)
                     self._cmd = _COMMANDS_T.value(slot)
                     self._cmd_slot = slot
-                    if slot == MESSAGE_SLOT and self._tmpl is not None:
+                    if slot == MESSAGE_SLOT and self._tmpl is not None and self._tmpl_vcode == self._vcode():
                         self._headers = PyDict_Copy(self._tmpl)
                         self._tidx = 0
                     else:
@@ -456,6 +440,7 @@ cdef class FrameParser:
                         self._tidx = -1
                     self._fresh_ok = slot == MESSAGE_SLOT
                     self._nfresh = 0
+                    self._fresh_off[0] = 0
                     self._nheaders = 0
                     self._clen = -1
                     self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
@@ -464,6 +449,11 @@ cdef class FrameParser:
                     state = S_HEADERS
                 if state == S_HEADERS:
                     while True:
+                        if self._tidx >= 0:
+                            lfpos = _tmpl_match(self, buf, pos, end)
+                            if lfpos >= 0:  # the template's line: its value is in the dict already
+                                pos = lfpos + 1
+                                continue
                         lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                         if lf == NULL:
                             if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
@@ -479,10 +469,10 @@ cdef class FrameParser:
                             state = S_BODY
                             self._scan = pos
                             if self._tidx >= 0 and self._tidx != self._tmpl_n:
-                                self._leave_template()
+                                _tmpl_leave(self)
                             if self._tidx < 0:
                                 if self._fresh_ok and self._nfresh:
-                                    self._keep_template()
+                                    _tmpl_keep(self)
                                 elif self._cmd_slot == MESSAGE_SLOT:
                                     # unlike the template and unfit to be one (a name not interned,
                                     # a repeat): the MESSAGEs after it start without one

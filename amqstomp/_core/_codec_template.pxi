@@ -1,0 +1,89 @@
+# Included by _codec.pyx after _codec_parse.pxi (Cython "include": one extension module): the
+# MESSAGE template of FrameParser. Functions of the parser (its C attributes are theirs to change),
+# called by FrameParser._feed and FrameParser._header.
+#
+# A MESSAGE built without a template whose header names are all interned known keys, none
+# repeated, becomes the template: a dict of its headers (each later MESSAGE starts as a copy of
+# it: one memcpy, sized already) and the raw bytes of its header lines. A later MESSAGE's line i
+# with exactly the bytes of the template's line i, under the same version rules (_vcode), has its
+# value: nothing to look up or decode (the header line scan of _feed skips it in one memcmp). A
+# line that differs is parsed as usual; its value replaces the copied one when it is another str.
+# A line whose name is not the template's next one turns the frame back into a fresh dict of the
+# lines matched so far (_tmpl_leave); such a frame does not become the template, and the MESSAGE
+# after it starts without one (and becomes the next template).
+
+
+cdef inline Py_ssize_t _tmpl_match(FrameParser self, const char *buf, Py_ssize_t pos, Py_ssize_t end) noexcept:
+    """Position of the LF ending the header line at buf[pos] when that line is the template's
+    next one byte for byte (self._tidx is then one further, and content-length the template's);
+    else -1 (the line is parsed as usual, and may still arrive whole)."""
+    cdef int t = self._tidx
+    if t >= self._tmpl_n:
+        return -1
+    cdef Py_ssize_t start = self._tmpl_off[t]
+    cdef Py_ssize_t q = pos + (self._tmpl_off[t + 1] - start)  # where its EOL must be
+    cdef Py_ssize_t lfpos
+    if q >= end:
+        return -1
+    if buf[q] == b'\n':
+        lfpos = q
+    elif buf[q] == b'\r' and self._crlf and q + 1 < end and buf[q + 1] == b'\n':
+        lfpos = q + 1
+    else:
+        return -1
+    if memcmp(buf + pos, self._tmpl_raw + start, q - pos) != 0:
+        return -1
+    # (the template's lines were within every limit, and the frame's first lines are the
+    # template's: at most _tmpl_n <= max_headers lines so far, none repeated)
+    self._nheaders += 1
+    if self._tmpl_slots[t] == CONTENT_LENGTH_SLOT:
+        self._clen = self._tmpl_clen
+    self._tidx = t + 1
+    return lfpos
+
+
+cdef inline int _tmpl_record(FrameParser self, int slot, const char *line, Py_ssize_t n) noexcept:
+    """A frame that may become the template got its line ``line[:n]`` (name of ``slot``):
+    keep its raw bytes. A line that would not fit, or ends with a CR (which a CRLF of 1.2 would
+    strip), makes the frame unfit."""
+    cdef int k = self._nfresh
+    cdef Py_ssize_t off = self._fresh_off[k]
+    if off + n > TEMPLATE_BYTES or (n and line[n - 1] == b'\r'):
+        self._fresh_ok = False
+        return 0
+    memcpy(self._fresh_raw + off, line, n)
+    self._fresh_off[k + 1] = off + n
+    self._fresh_slots[k] = slot
+    self._nfresh = k + 1
+    return 0
+
+
+cdef int _tmpl_leave(FrameParser self) except -1:
+    """This frame stops following the MESSAGE template: its headers become a fresh dict of the
+    _tidx names matched so far, in order, with their values; it will not be a template."""
+    cdef dict fresh = {}
+    cdef int i
+    cdef object name
+    for i in range(self._tidx):
+        name = _KEYS_T.value(self._tmpl_slots[i])
+        fresh[name] = self._headers[name]
+    self._fresh_ok = False
+    self._headers = fresh
+    self._tidx = -1
+    return 0
+
+
+cdef int _tmpl_keep(FrameParser self) except -1:
+    """The MESSAGE whose headers just ended was built without the template and can be one: it
+    becomes the template (a copy: the frame's dict is the user's), with its raw lines."""
+    cdef int i
+    self._tmpl = PyDict_Copy(self._headers)
+    self._tmpl_n = self._nfresh
+    for i in range(self._nfresh):
+        self._tmpl_slots[i] = self._fresh_slots[i]
+        self._tmpl_vals[i] = PyDict_GetItem(self._tmpl, _KEYS_T.value(self._fresh_slots[i]))
+    memcpy(self._tmpl_off, self._fresh_off, (self._nfresh + 1) * sizeof(Py_ssize_t))
+    memcpy(self._tmpl_raw, self._fresh_raw, self._fresh_off[self._nfresh])
+    self._tmpl_clen = self._clen
+    self._tmpl_vcode = self._vcode()
+    return 0
