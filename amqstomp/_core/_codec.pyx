@@ -31,6 +31,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 cimport cython
 import copy
@@ -78,6 +79,7 @@ cdef extern from "Python.h":
     # PyUnicode_DecodeUTF8 returning NULL with the error set, for the caller to handle
     PyObject *_decode_utf8_raw "PyUnicode_DecodeUTF8"(const char *s, Py_ssize_t size, const char *errors)
     void PyErr_Clear()
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
 
 cdef enum:
     S_IDLE = 0
@@ -108,6 +110,25 @@ cdef inline unsigned int _slot(const char *p, Py_ssize_t n) noexcept nogil:
         return 0
     return (<unsigned int>n * 31u + <unsigned char>p[0] * 7u + <unsigned char>p[n - 1] * 3u
             + <unsigned char>p[n >> 1]) % TABLE_SIZE
+
+
+cdef inline object _ascii_str(const char *p, Py_ssize_t n):
+    """p[:n] as a new str when every byte is ASCII (what UTF-8 decoding gives, without the
+    decoder's general path), else None."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t word, acc = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        acc |= word
+        i += 8
+    while i < n:
+        acc |= <unsigned char>p[i]
+        i += 1
+    if acc & 0x8080808080808080ULL:
+        return None
+    text = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(text), p, n)
+    return text
 
 
 # A body with a content-length of at least this many bytes is copied straight

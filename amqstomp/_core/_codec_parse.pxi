@@ -140,12 +140,14 @@ cdef class FrameParser:
                     and PyUnicode_GET_LENGTH(<object>last) == n
                     and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
                 return <object>last
-        made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
-        if made == NULL:
-            PyErr_Clear()
-            return self._decoded(p, n, pos)  # raises, at the first bad byte
-        value = <object>made
-        Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
+        value = _ascii_str(p, n)
+        if value is None:
+            made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
+            if made == NULL:
+                PyErr_Clear()
+                return self._decoded(p, n, pos)  # raises, at the first bad byte
+            value = <object>made
+            Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
         if slot >= 0:
             Py_INCREF(value)
             Py_XDECREF(self._last_values[slot])
@@ -190,6 +192,8 @@ cdef class FrameParser:
             m += 1
             i += 2
         if i == n:
+            text = _ascii_str(o, m)
+        if i == n and text is None:
             made = _decode_utf8_raw(o, m, NULL)
             if made == NULL:
                 PyErr_Clear()  # not UTF-8: the twin says so below
@@ -226,7 +230,7 @@ cdef class FrameParser:
         """Parse the header line buf[pos:stop] into self._headers."""
         cdef const char *line = buf + pos
         cdef Py_ssize_t n = stop - pos
-        cdef const char *colon = <const char *>memchr(line, b':', n)
+        cdef const char *colon = NULL
         cdef Py_ssize_t klen, i
         cdef int slot
         cdef bint escaped
@@ -237,19 +241,28 @@ cdef class FrameParser:
         cdef Py_ssize_t m
         cdef object name = None
         cdef object value = None
+        if self._tidx >= 0:  # the template's next name, with another value? (no colon search, no hash)
+            slot = _tmpl_name(self, line, n)
+            if slot >= 0:
+                klen = _KEYS_T.klen[slot]
+                colon = line + klen
+                name = _KEYS_T.value(slot)
+                escaped = self._unescape and memchr(colon + 1, b'\\', n - klen - 1) != NULL
         if colon == NULL:
-            raise self._fail("header line without ':'", pos)
-        klen = colon - line
-        if klen == 0:
-            raise self._fail("header line without a name before ':'", pos)
-        # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
-        escaped = self._unescape and memchr(line, b'\\', n) != NULL
-        if escaped and memchr(line, b'\\', klen) != NULL:
-            name = self._unescaped(line, klen, pos)
-            slot = -1
-        else:
-            slot = _KEYS_T.find(line, klen)
-            name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+            colon = <const char *>memchr(line, b':', n)
+            if colon == NULL:
+                raise self._fail("header line without ':'", pos)
+            klen = colon - line
+            if klen == 0:
+                raise self._fail("header line without a name before ':'", pos)
+            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+            escaped = self._unescape and memchr(line, b'\\', n) != NULL
+            if escaped and memchr(line, b'\\', klen) != NULL:
+                name = self._unescaped(line, klen, pos)
+                slot = -1
+            else:
+                slot = _KEYS_T.find(line, klen)
+                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
         if escaped:
             value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1)
         else:

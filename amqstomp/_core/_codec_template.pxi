@@ -87,3 +87,16 @@ cdef int _tmpl_keep(FrameParser self) except -1:
     self._tmpl_clen = self._clen
     self._tmpl_vcode = self._vcode()
     return 0
+
+
+cdef inline int _tmpl_name(FrameParser self, const char *line, Py_ssize_t n) noexcept:
+    """Slot of the template's next name when the header line ``line[:n]`` starts with it and a
+    ':' (its value differs from the template's), else -1 (the line is parsed from scratch)."""
+    cdef int t = self._tidx
+    if t >= self._tmpl_n:
+        return -1
+    cdef int slot = self._tmpl_slots[t]
+    cdef Py_ssize_t klen = _KEYS_T.klen[slot]
+    if n <= klen or line[klen] != b':' or memcmp(line, _KEYS_T.kptr[slot], klen) != 0:
+        return -1
+    return slot
