@@ -27,7 +27,7 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetDefault, PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyObject_GenericSetAttr
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
@@ -190,9 +190,9 @@ cdef class Frame:
     ``link_seq`` (int, the socket that delivered it; 0 when none),
     ``original_headers`` (the headers as the frame was made: copied by the
     constructor, and for a parsed frame when first read). See :class:`amqstomp._core._frame_py.Frame`."""
-    cdef public object cmd
-    cdef public object headers
-    cdef public object body
+    cdef object cmd      # read through member descriptors (_frame_members below), set by __setattr__
+    cdef object headers
+    cdef object body
     cdef public int delivery_count
     cdef public long long link_seq
     cdef object _original_headers
@@ -229,6 +229,24 @@ cdef class Frame:
 
     __hash__ = None
 
+    def __setattr__(self, name, value):
+        # cmd, headers and body have read-only member descriptors (fast reads: below); any
+        # object may be assigned to them, as to stomp.py's; deleting one leaves None
+        if name == "headers":
+            self.headers = value
+        elif name == "body":
+            self.body = value
+        elif name == "cmd":
+            self.cmd = value
+        else:
+            PyObject_GenericSetAttr(self, name, value)
+
+    def __delattr__(self, name):
+        if name == "headers" or name == "body" or name == "cmd":
+            self.__setattr__(name, None)
+        else:
+            PyObject_GenericSetAttr(self, name, <object>NULL)
+
     def __repr__(self):
         body = self.body
         long = body is not None and len(body) > 64
@@ -240,6 +258,50 @@ cdef class Frame:
 
     def __reduce__(self):
         return (Frame, (self.cmd, self.headers, self.body))
+
+
+# Frame's cmd, headers and body are read through member descriptors (T_OBJECT_EX, read-only:
+# __setattr__ sets them), not Cython's getset properties: CPython specializes a read of a member
+# descriptor in Python code (LOAD_ATTR_SLOT: one load from the object) and not of a property, and
+# listeners, the dispatcher and the engine read them for every message.
+cdef extern from *:
+    """
+    #include <structmember.h>
+    #define __PYX_AMQ_FRAME_OFFSET(field) offsetof(struct __pyx_obj_8amqstomp_5_core_6_codec_Frame, field)
+    static PyMemberDef __pyx_amq_frame_members[4];
+    static int __pyx_amq_frame_members_install(PyTypeObject *t, Py_ssize_t cmd, Py_ssize_t headers,
+                                               Py_ssize_t body) {
+        const char *names[3] = {"cmd", "headers", "body"};
+        Py_ssize_t offsets[3] = {cmd, headers, body};
+        int i;
+        for (i = 0; i < 3; i++) {
+            PyObject *descr;
+            __pyx_amq_frame_members[i].name = names[i];
+            __pyx_amq_frame_members[i].type = T_OBJECT_EX;
+            __pyx_amq_frame_members[i].offset = offsets[i];
+            __pyx_amq_frame_members[i].flags = READONLY;
+            __pyx_amq_frame_members[i].doc = NULL;
+            descr = PyDescr_NewMember(t, &__pyx_amq_frame_members[i]);
+            if (descr == NULL)
+                return -1;
+            if (PyDict_SetItemString(t->tp_dict, names[i], descr) < 0) {
+                Py_DECREF(descr);
+                return -1;
+            }
+            Py_DECREF(descr);
+        }
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    Py_ssize_t _FRAME_CMD "__PYX_AMQ_FRAME_OFFSET(cmd)"
+    Py_ssize_t _FRAME_HEADERS "__PYX_AMQ_FRAME_OFFSET(headers)"
+    Py_ssize_t _FRAME_BODY "__PYX_AMQ_FRAME_OFFSET(body)"
+    int _frame_members_install "__pyx_amq_frame_members_install"(type t, Py_ssize_t cmd, Py_ssize_t headers,
+                                                                 Py_ssize_t body) except -1
+
+
+_frame_members_install(Frame, _FRAME_CMD, _FRAME_HEADERS, _FRAME_BODY)
 
 
 cdef inline Frame _new_frame(object cmd, object headers, object body):
