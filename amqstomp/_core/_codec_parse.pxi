@@ -46,6 +46,9 @@ cdef class FrameParser:
     # raw line i of the template is _tmpl_raw[_tmpl_off[i]:_tmpl_off[i + 1]]; a line with exactly
     # these bytes has the template's value (same version): nothing to decode (_codec_template.pxi)
     cdef Py_ssize_t _tmpl_off[MAX_TEMPLATE + 1]
+    cdef int _tmpl_run[MAX_TEMPLATE]   # lines t .. _tmpl_run[t] - 1 are compared in one go
+    cdef char _tmpl_vol[MAX_TEMPLATE]  # line t changed once: parsed, not compared
+    cdef int _tmpl_clidx    # the template's content-length line, or -1
     cdef char _tmpl_raw[TEMPLATE_BYTES]
     cdef Py_ssize_t _fresh_off[MAX_TEMPLATE + 1]  # the same for the frame built without a template
     cdef char _fresh_raw[TEMPLATE_BYTES]
@@ -464,8 +467,8 @@ cdef class FrameParser:
                     while True:
                         if self._tidx >= 0:
                             lfpos = _tmpl_match(self, buf, pos, end)
-                            if lfpos >= 0:  # the template's line: its value is in the dict already
-                                pos = lfpos + 1
+                            if lfpos >= 0:  # the template's lines: their values are in the dict already
+                                pos = lfpos
                                 continue
                         lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                         if lf == NULL:

@@ -4,51 +4,72 @@
 #
 # A MESSAGE built without a template whose header names are all interned known keys, none
 # repeated, becomes the template: a dict of its headers (each later MESSAGE starts as a copy of
-# it: one memcpy, sized already) and the raw bytes of its header lines. A later MESSAGE's line i
-# with exactly the bytes of the template's line i, under the same version rules (_vcode), has its
-# value: nothing to look up or decode (the header line scan of _feed skips it in one memcmp). A
-# line that differs is parsed as usual; its value replaces the copied one when it is another str.
+# it: one memcpy, sized already) and the raw bytes of its header lines with their EOLs. A later
+# MESSAGE's line i with exactly the bytes of the template's line i, under the same version rules
+# (_vcode), has its value: nothing to look up or decode (the header line scan of _feed skips it).
+# Lines that have not changed since the template was made are compared in one memcmp per run; a
+# line seen changed once ("volatile": message-id, timestamp ...) is parsed as usual from then on,
+# and its value replaces the copied one when it is another str.
 # A line whose name is not the template's next one turns the frame back into a fresh dict of the
 # lines matched so far (_tmpl_leave); such a frame does not become the template, and the MESSAGE
 # after it starts without one (and becomes the next template).
 
 
 cdef inline Py_ssize_t _tmpl_match(FrameParser self, const char *buf, Py_ssize_t pos, Py_ssize_t end) noexcept:
-    """Position of the LF ending the header line at buf[pos] when that line is the template's
-    next one byte for byte (self._tidx is then one further, and content-length the template's);
-    else -1 (the line is parsed as usual, and may still arrive whole)."""
+    """Where the header lines at buf[pos] end when they are the template's next ones byte for byte,
+    with their EOLs: as many as run unchanged since the template was made in one memcmp, else the
+    next one alone (self._tidx is then past them, and content-length the template's); -1 when the
+    next line differs or has not fully arrived (it is parsed as usual)."""
     cdef int t = self._tidx
-    if t >= self._tmpl_n:
+    if t >= self._tmpl_n or self._tmpl_vol[t]:
         return -1
+    cdef int r = self._tmpl_run[t]
     cdef Py_ssize_t start = self._tmpl_off[t]
-    cdef Py_ssize_t q = pos + (self._tmpl_off[t + 1] - start)  # where its EOL must be
-    cdef Py_ssize_t lfpos
-    if q >= end:
-        return -1
-    if buf[q] == b'\n':
-        lfpos = q
-    elif buf[q] == b'\r' and self._crlf and q + 1 < end and buf[q + 1] == b'\n':
-        lfpos = q + 1
-    else:
-        return -1
-    if memcmp(buf + pos, self._tmpl_raw + start, q - pos) != 0:
-        return -1
+    cdef Py_ssize_t q = pos + (self._tmpl_off[r] - start)
+    if q > end or memcmp(buf + pos, self._tmpl_raw + start, q - pos) != 0:
+        if r == t + 1:
+            if q <= end:
+                _tmpl_volatile(self, t)
+            return -1
+        r = t + 1
+        q = pos + (self._tmpl_off[r] - start)
+        if q > end:
+            return -1
+        if memcmp(buf + pos, self._tmpl_raw + start, q - pos) != 0:
+            _tmpl_volatile(self, t)
+            return -1
     # (the template's lines were within every limit, and the frame's first lines are the
     # template's: at most _tmpl_n <= max_headers lines so far, none repeated)
-    self._nheaders += 1
-    if self._tmpl_slots[t] == CONTENT_LENGTH_SLOT:
+    self._nheaders += r - t
+    if t <= self._tmpl_clidx < r:
         self._clen = self._tmpl_clen
-    self._tidx = t + 1
-    return lfpos
+    self._tidx = r
+    return q
+
+
+cdef int _tmpl_volatile(FrameParser self, int t) noexcept:
+    """Line t of the template came with another value: it is parsed from now on (no compare
+    first), and the runs of unchanged lines compared in one go end before it."""
+    cdef int i
+    cdef int nxt = self._tmpl_n
+    self._tmpl_vol[t] = 1
+    for i in range(self._tmpl_n - 1, -1, -1):
+        if self._tmpl_vol[i]:
+            self._tmpl_run[i] = i + 1
+            nxt = i
+        else:
+            self._tmpl_run[i] = nxt
+    return 0
 
 
 cdef inline int _tmpl_record(FrameParser self, int slot, const char *line, Py_ssize_t n) noexcept:
-    """A frame that may become the template got its line ``line[:n]`` (name of ``slot``):
-    keep its raw bytes. A line that would not fit, or ends with a CR (which a CRLF of 1.2 would
-    strip), makes the frame unfit."""
+    """A frame that may become the template got its line ``line[:n]`` (name of ``slot``): keep
+    its raw bytes with its EOL (LF, or CRLF when the LF follows a CR: the parser's ``stop``). A
+    line that would not fit makes the frame unfit."""
     cdef int k = self._nfresh
     cdef Py_ssize_t off = self._fresh_off[k]
-    if off + n > TEMPLATE_BYTES or (n and line[n - 1] == b'\r'):
+    n += 1 if line[n] == b'\n' else 2
+    if off + n > TEMPLATE_BYTES:
         self._fresh_ok = False
         return 0
     memcpy(self._fresh_raw + off, line, n)
@@ -85,6 +106,12 @@ cdef int _tmpl_keep(FrameParser self) except -1:
     memcpy(self._tmpl_off, self._fresh_off, (self._nfresh + 1) * sizeof(Py_ssize_t))
     memcpy(self._tmpl_raw, self._fresh_raw, self._fresh_off[self._nfresh])
     self._tmpl_clen = self._clen
+    self._tmpl_clidx = -1
+    for i in range(self._nfresh):
+        self._tmpl_vol[i] = 0
+        self._tmpl_run[i] = self._nfresh
+        if self._fresh_slots[i] == CONTENT_LENGTH_SLOT:
+            self._tmpl_clidx = i
     self._tmpl_vcode = self._vcode()
     return 0
 
