@@ -131,6 +131,17 @@ cdef inline object _ascii_str(const char *p, Py_ssize_t n):
     return text
 
 
+cdef uint64_t _MESSAGE_LINE
+memcpy(&_MESSAGE_LINE, b"MESSAGE\n", 8)
+
+
+cdef inline bint _message_line(const char *p) noexcept:
+    """Whether the 8 bytes at p are b"MESSAGE\\n" (one 8-byte compare)."""
+    cdef uint64_t word
+    memcpy(&word, p, 8)
+    return word == _MESSAGE_LINE
+
+
 # A body with a content-length of at least this many bytes is copied straight
 # from the input into its final bytes object instead of through the buffer.
 # That object holds what arrived plus at most BIG_BODY, and grows (doubling,

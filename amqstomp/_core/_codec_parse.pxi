@@ -157,9 +157,10 @@ cdef class FrameParser:
             self._last_values[slot] = <PyObject *>value
         return value
 
-    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
-        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
-        UTF-8; any fault is reported by the twin's exact rules and offsets."""
+    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
+        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``; its first backslash at
+        ``first`` when known, else NULL) and decode UTF-8; any fault is reported by the twin's
+        exact rules and offsets."""
         cdef char small[SMALL_VALUE]
         cdef char *o = small
         cdef object text = None
@@ -174,7 +175,8 @@ cdef class FrameParser:
         cdef bint v12 = self._crlf
         while i < n:
             # copy up to the next backslash in one go
-            slash = <const char *>memchr(p + i, b'\\', n - i)
+            slash = first if first != NULL else <const char *>memchr(p + i, b'\\', n - i)
+            first = NULL
             span = (slash - p) - i if slash != NULL else n - i
             memcpy(o + m, p + i, span)
             m += span
@@ -210,12 +212,12 @@ cdef class FrameParser:
         # a bad escape or bad UTF-8: the twin raises with the right message and offset
         return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
 
-    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
         """_unescaped, reusing the str of the previous escaped value of this feed
         when the bytes are the same (ActiveMQ's ``ack`` repeats ``message-id``)."""
         if self._esc_p != NULL and self._esc_n == n and memcmp(self._esc_p, p, n) == 0:
             return self._esc_val
-        value = self._unescaped(p, n, pos)
+        value = self._unescaped(p, n, pos, first)
         self._esc_p = p
         self._esc_n = n
         self._esc_val = value
@@ -234,6 +236,8 @@ cdef class FrameParser:
         cdef const char *line = buf + pos
         cdef Py_ssize_t n = stop - pos
         cdef const char *colon = NULL
+        cdef const char *slash = NULL
+        cdef bint tvol = False
         cdef Py_ssize_t klen, i
         cdef int slot
         cdef bint escaped
@@ -250,7 +254,9 @@ cdef class FrameParser:
                 klen = _KEYS_T.klen[slot]
                 colon = line + klen
                 name = _KEYS_T.value(slot)
-                escaped = self._unescape and memchr(colon + 1, b'\\', n - klen - 1) != NULL
+                tvol = self._tmpl_vol[self._tidx]  # changes every time: no reuse of the last str
+                slash = <const char *>memchr(colon + 1, b'\\', n - klen - 1) if self._unescape else NULL
+                escaped = slash != NULL
         if colon == NULL:
             colon = <const char *>memchr(line, b':', n)
             if colon == NULL:
@@ -259,17 +265,18 @@ cdef class FrameParser:
             if klen == 0:
                 raise self._fail("header line without a name before ':'", pos)
             # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
-            escaped = self._unescape and memchr(line, b'\\', n) != NULL
+            slash = <const char *>memchr(line, b'\\', n) if self._unescape else NULL
+            escaped = slash != NULL
             if escaped and memchr(line, b'\\', klen) != NULL:
-                name = self._unescaped(line, klen, pos)
+                name = self._unescaped(line, klen, pos, NULL)
                 slot = -1
             else:
                 slot = _KEYS_T.find(line, klen)
                 name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
         if escaped:
-            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1)
+            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1, slash if slash > colon else NULL)
         else:
-            value = self._value(slot, colon + 1, n - klen - 1, pos + klen + 1)
+            value = self._value(-1 if tvol else slot, colon + 1, n - klen - 1, pos + klen + 1)
         if self._tidx >= 0:
             if slot >= 0 and self._tidx < self._tmpl_n and self._tmpl_slots[self._tidx] == slot:
                 if <PyObject *>value != self._tmpl_vals[self._tidx]:
@@ -404,6 +411,7 @@ cdef class FrameParser:
         cdef Py_ssize_t stop, lfpos, clen
         cdef int slot
         cdef char c
+        cdef bint message
         cdef Frame frame
         cdef object cmd, body
         self._crlf = self.version == "1.2"
@@ -428,7 +436,9 @@ cdef class FrameParser:
                         break
                     state = S_COMMAND
                 if state == S_COMMAND:
-                    lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                    # a MESSAGE (what a consumer mostly gets): no search for its LF, no lookup
+                    message = end - pos >= 8 and self.max_command_length >= 7 and _message_line(buf + pos)
+                    lf = buf + pos + 7 if message else <const char *>memchr(buf + pos, b'\n', end - pos)
                     if lf == NULL:
                         if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
                             raise self._fail("command line longer than max_command_length=%d bytes"
@@ -441,7 +451,7 @@ cdef class FrameParser:
                     if stop - pos > self.max_command_length:
                         raise self._fail("command line longer than max_command_length=%d bytes"
                                          % self.max_command_length, pos)
-                    slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                    slot = MESSAGE_SLOT if message else _COMMANDS_T.find(buf + pos, stop - pos)
                     if slot < 0:
                         raise self._fail("unknown command %r"
                                          % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
