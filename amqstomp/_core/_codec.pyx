@@ -12,7 +12,11 @@ reusing the previous ``str`` of a header whose value did not change
 (destination, subscription, priority ...; ``ack`` repeating ``message-id``),
 and starting a MESSAGE's ``headers`` dict as a copy of a template made from an
 earlier MESSAGE with the same names in the same order (sized already; only the
-values that changed are set). The dict a frame gets is always its own.
+values that changed are set). The template keeps its raw header lines: a later
+MESSAGE's lines with the same bytes are not parsed at all, only compared
+(``_codec_template.pxi``). The dict a frame gets is always its own, a plain
+``dict`` with every value decoded. ``Frame.cmd``, ``.headers`` and ``.body`` are
+member descriptors, whose reads CPython specializes.
 
 ``encode_frame`` writes the frame into one C buffer (escaping on the UTF-8
 bytes: every escaped character is ASCII, and no byte of a multi-byte UTF-8
