@@ -94,7 +94,8 @@ cdef enum:
     S_BODY_NUL = 5  # large body complete (held in _big), its NUL still to come
     TABLE_SIZE = 512
     MAX_TEMPLATE = 32  # header lines a MESSAGE template holds (FrameParser._tmpl)
-    SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped on the C stack
+    SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped in the parser's buffer
+    SMALL_ESCAPES = 128  # escapes such a value holds at most (SMALL_VALUE / 2)
     TEMPLATE_BYTES = 4096  # raw header line bytes a MESSAGE template holds (_codec_template.pxi)
 
 # Commands and the header names brokers send most; each gets one interned str.

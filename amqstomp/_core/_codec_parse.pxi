@@ -31,6 +31,14 @@ cdef class FrameParser:
     cdef const char *_esc_p
     cdef Py_ssize_t _esc_n
     cdef object _esc_val
+    # The last escaped value unescaped (at most SMALL_VALUE bytes; _pv_n 0: none): its raw bytes, its
+    # output, where its escapes start, the version rule it was read by (_codec_template.pxi)
+    cdef char _pv_raw[SMALL_VALUE]
+    cdef char _pv_out[SMALL_VALUE]
+    cdef unsigned char _pv_esc[SMALL_ESCAPES]
+    cdef Py_ssize_t _pv_n
+    cdef int _pv_nesc
+    cdef bint _pv_v12
     # The MESSAGE template: a dict of the header names (all known keys, none repeated) the last
     # MESSAGE built from scratch had, in order, with its values. A MESSAGE starts as a copy of it
     # (one memcpy, sized already) and only the values that changed are set; a header line that
@@ -157,67 +165,12 @@ cdef class FrameParser:
             self._last_values[slot] = <PyObject *>value
         return value
 
-    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
-        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``; its first backslash at
-        ``first`` when known, else NULL) and decode UTF-8; any fault is reported by the twin's
-        exact rules and offsets."""
-        cdef char small[SMALL_VALUE]
-        cdef char *o = small
-        cdef object text = None
-        if n > SMALL_VALUE:
-            o = <char *>PyMem_Malloc(n)
-            if o == NULL:
-                raise MemoryError()
-        cdef Py_ssize_t i = 0, m = 0, span
-        cdef const char *slash
-        cdef PyObject *made
-        cdef char e
-        cdef bint v12 = self._crlf
-        while i < n:
-            # copy up to the next backslash in one go
-            slash = first if first != NULL else <const char *>memchr(p + i, b'\\', n - i)
-            first = NULL
-            span = (slash - p) - i if slash != NULL else n - i
-            memcpy(o + m, p + i, span)
-            m += span
-            i += span
-            if slash == NULL or i + 1 >= n:
-                break
-            e = p[i + 1]
-            if e == b'n':
-                o[m] = b'\n'
-            elif e == b'c':
-                o[m] = b':'
-            elif e == b'\\':
-                o[m] = b'\\'
-            elif e == b'r' and v12:
-                o[m] = b'\r'
-            else:
-                break
-            m += 1
-            i += 2
-        if i == n:
-            text = _ascii_str(o, m)
-        if i == n and text is None:
-            made = _decode_utf8_raw(o, m, NULL)
-            if made == NULL:
-                PyErr_Clear()  # not UTF-8: the twin says so below
-            else:
-                text = <object>made
-                Py_DECREF(text)  # the new str's own reference, handed to ``text``
-        if o != small:
-            PyMem_Free(o)
-        if text is not None:
-            return text
-        # a bad escape or bad UTF-8: the twin raises with the right message and offset
-        return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
-
     cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
         """_unescaped, reusing the str of the previous escaped value of this feed
         when the bytes are the same (ActiveMQ's ``ack`` repeats ``message-id``)."""
         if self._esc_p != NULL and self._esc_n == n and memcmp(self._esc_p, p, n) == 0:
             return self._esc_val
-        value = self._unescaped(p, n, pos, first)
+        value = _unescaped(self, p, n, pos, first)
         self._esc_p = p
         self._esc_n = n
         self._esc_val = value
@@ -268,7 +221,7 @@ cdef class FrameParser:
             slash = <const char *>memchr(line, b'\\', n) if self._unescape else NULL
             escaped = slash != NULL
             if escaped and memchr(line, b'\\', klen) != NULL:
-                name = self._unescaped(line, klen, pos, NULL)
+                name = _unescaped(self, line, klen, pos, NULL)
                 slot = -1
             else:
                 slot = _KEYS_T.find(line, klen)

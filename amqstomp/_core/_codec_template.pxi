@@ -2,6 +2,8 @@
 # MESSAGE template of FrameParser. Functions of the parser (its C attributes are theirs to change),
 # called by FrameParser._feed and FrameParser._header.
 #
+# Also the reuse of the previous escaped value's output (_unescaped, _pv_prefix).
+#
 # A MESSAGE built without a template whose header names are all interned known keys, none
 # repeated, becomes the template: a dict of its headers (each later MESSAGE starts as a copy of
 # it: one memcpy, sized already) and the raw bytes of its header lines with their EOLs. A later
@@ -127,3 +129,99 @@ cdef inline int _tmpl_name(FrameParser self, const char *line, Py_ssize_t n) noe
     if n <= klen or line[klen] != b':' or memcmp(line, _KEYS_T.kptr[slot], klen) != 0:
         return -1
     return slot
+
+
+cdef object _unescaped(FrameParser self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
+    """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``; its first backslash at
+    ``first`` when known, else NULL) and decode UTF-8; any fault is reported by the twin's
+    exact rules and offsets. A value of at most SMALL_VALUE bytes is unescaped into the parser's
+    _pv_out, after the output of the raw bytes it shares with the previous one (ActiveMQ's
+    message-ids differ in their last digits; _pv_prefix)."""
+    cdef char *o = self._pv_out
+    cdef object text = None
+    cdef Py_ssize_t i = 0, m = 0, span, c = 0
+    cdef const char *slash
+    cdef PyObject *made
+    cdef char e
+    cdef bint v12 = self._crlf
+    if n > SMALL_VALUE:
+        o = <char *>PyMem_Malloc(n)
+        if o == NULL:
+            raise MemoryError()
+    else:
+        c = i = _pv_prefix(self, p, n)
+        m = i - self._pv_nesc
+        self._pv_n = 0  # until this value is complete (_pv_out changes)
+        if first != NULL and first < p + i:
+            first = NULL
+    while i < n:
+        # copy up to the next backslash in one go
+        slash = first if first != NULL else <const char *>memchr(p + i, b'\\', n - i)
+        first = NULL
+        span = (slash - p) - i if slash != NULL else n - i
+        memcpy(o + m, p + i, span)
+        m += span
+        i += span
+        if slash == NULL or i + 1 >= n:
+            break
+        e = p[i + 1]
+        if e == b'n':
+            o[m] = b'\n'
+        elif e == b'c':
+            o[m] = b':'
+        elif e == b'\\':
+            o[m] = b'\\'
+        elif e == b'r' and v12:
+            o[m] = b'\r'
+        else:
+            break
+        if o == self._pv_out:
+            self._pv_esc[self._pv_nesc] = <unsigned char>i
+            self._pv_nesc += 1
+        m += 1
+        i += 2
+    if i == n:
+        text = _ascii_str(o, m)
+    if i == n and text is None:
+        made = _decode_utf8_raw(o, m, NULL)
+        if made == NULL:
+            PyErr_Clear()  # not UTF-8: the twin says so below
+        else:
+            text = <object>made
+            Py_DECREF(text)  # the new str's own reference, handed to ``text``
+    if o != self._pv_out:
+        PyMem_Free(o)
+    elif text is not None:  # the next escaped value may start as this one
+        memcpy(self._pv_raw + c, p + c, n - c)
+        self._pv_n = n
+        self._pv_v12 = v12
+    if text is not None:
+        return text
+    # a bad escape or bad UTF-8: the twin raises with the right message and offset
+    return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
+
+
+cdef inline Py_ssize_t _pv_prefix(FrameParser self, const char *p, Py_ssize_t n) noexcept:
+    """How many leading raw bytes of the escaped value p[:n] (n <= SMALL_VALUE) are the previous
+    value's (same version rule), cut before an escape they would split; self._pv_nesc is then the
+    number of escapes in them, whose output is self._pv_out[:c - _pv_nesc], in place already."""
+    cdef Py_ssize_t lim = n if n < self._pv_n else self._pv_n
+    cdef Py_ssize_t c = 0
+    cdef uint64_t a, b
+    cdef int k = 0
+    if lim and self._pv_v12 == self._crlf:
+        while c + 8 <= lim:
+            memcpy(&a, p + c, 8)
+            memcpy(&b, self._pv_raw + c, 8)
+            if a != b:
+                break
+            c += 8
+        while c < lim and p[c] == self._pv_raw[c]:
+            c += 1
+        while k < self._pv_nesc and self._pv_esc[k] < c:
+            if self._pv_esc[k] == c - 1:
+                c -= 1
+                break
+            k += 1
+    self._pv_nesc = k
+    return c
