@@ -253,6 +253,23 @@ def test_cr_escape_only_in_12(codec):
         parse_all(codec, b"MESSAGE\nk:a\\rb\n\n\x00", version="1.1")
 
 
+def test_escaped_values_sharing_a_start_come_out_whole(codec):
+    """The compiled parser reuses the unescaped start an escaped value shares with the previous
+    one (ActiveMQ's message-ids differ in their last digits): a shared start ending inside an
+    escape, a value that is the previous one's start, and a version switch (\\r is an escape in
+    1.2 only) must not show."""
+    values = [b"ID\\c1\\c2\\c10", b"ID\\c1\\c2\\c11", b"ID\\c1\\c2\\n1", b"ID\\c1\\c2\\\\", b"ID\\c1\\c2",
+              b"ID\\c1\\c2\\\\c", b"ID\\c1", b"ID\\c1\\c2\\r9"]
+    frames = parse_all(codec, b"".join(b"MESSAGE\nmessage-id:" + v + b"\n\n\x00" for v in values), version="1.2")
+    assert [f.headers["message-id"] for f in frames] == [
+        "ID:1:2:10", "ID:1:2:11", "ID:1:2\n1", "ID:1:2\\", "ID:1:2", "ID:1:2\\c", "ID:1", "ID:1:2\r9"]
+    parser = codec.FrameParser(version="1.2")
+    assert parser.feed(b"MESSAGE\nk:a\\rbc\n\n\x00")[0].headers["k"] == "a\rbc"
+    parser.version = "1.1"
+    with pytest.raises(StompProtocolError, match="escape"):
+        parser.feed(b"MESSAGE\nk:a\\rbd\n\n\x00")
+
+
 @pytest.mark.parametrize("bad", [b"\\t", b"\\x", b"\\"])
 def test_undefined_escape_is_an_error(codec, bad):
     with pytest.raises(StompProtocolError) as err:

@@ -12,7 +12,11 @@ reusing the previous ``str`` of a header whose value did not change
 (destination, subscription, priority ...; ``ack`` repeating ``message-id``),
 and starting a MESSAGE's ``headers`` dict as a copy of a template made from an
 earlier MESSAGE with the same names in the same order (sized already; only the
-values that changed are set). The dict a frame gets is always its own.
+values that changed are set). The template keeps its raw header lines: a later
+MESSAGE's lines with the same bytes are not parsed at all, only compared
+(``_codec_template.pxi``). The dict a frame gets is always its own, a plain
+``dict`` with every value decoded. ``Frame.cmd``, ``.headers`` and ``.body`` are
+member descriptors, whose reads CPython specializes.
 
 ``encode_frame`` writes the frame into one C buffer (escaping on the UTF-8
 bytes: every escaped character is ASCII, and no byte of a multi-byte UTF-8
@@ -27,10 +31,11 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_Copy, PyDict_GetItem, PyDict_SetDefault, PyDict_SetItem
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyObject_GenericSetAttr
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
+from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 cimport cython
 import copy
@@ -78,6 +83,7 @@ cdef extern from "Python.h":
     # PyUnicode_DecodeUTF8 returning NULL with the error set, for the caller to handle
     PyObject *_decode_utf8_raw "PyUnicode_DecodeUTF8"(const char *s, Py_ssize_t size, const char *errors)
     void PyErr_Clear()
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
 
 cdef enum:
     S_IDLE = 0
@@ -88,7 +94,9 @@ cdef enum:
     S_BODY_NUL = 5  # large body complete (held in _big), its NUL still to come
     TABLE_SIZE = 512
     MAX_TEMPLATE = 32  # header lines a MESSAGE template holds (FrameParser._tmpl)
-    SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped on the C stack
+    SMALL_VALUE = 256  # an escaped header of at most this many bytes is unescaped in the parser's buffer
+    SMALL_ESCAPES = 128  # escapes such a value holds at most (SMALL_VALUE / 2)
+    TEMPLATE_BYTES = 4096  # raw header line bytes a MESSAGE template holds (_codec_template.pxi)
 
 # Commands and the header names brokers send most; each gets one interned str.
 _COMMAND_LIST = sorted(CLIENT_COMMANDS | SERVER_COMMANDS)
@@ -107,6 +115,36 @@ cdef inline unsigned int _slot(const char *p, Py_ssize_t n) noexcept nogil:
         return 0
     return (<unsigned int>n * 31u + <unsigned char>p[0] * 7u + <unsigned char>p[n - 1] * 3u
             + <unsigned char>p[n >> 1]) % TABLE_SIZE
+
+
+cdef inline object _ascii_str(const char *p, Py_ssize_t n):
+    """p[:n] as a new str when every byte is ASCII (what UTF-8 decoding gives, without the
+    decoder's general path), else None."""
+    cdef Py_ssize_t i = 0
+    cdef uint64_t word, acc = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        acc |= word
+        i += 8
+    while i < n:
+        acc |= <unsigned char>p[i]
+        i += 1
+    if acc & 0x8080808080808080ULL:
+        return None
+    text = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(text), p, n)
+    return text
+
+
+cdef uint64_t _MESSAGE_LINE
+memcpy(&_MESSAGE_LINE, b"MESSAGE\n", 8)
+
+
+cdef inline bint _message_line(const char *p) noexcept:
+    """Whether the 8 bytes at p are b"MESSAGE\\n" (one 8-byte compare)."""
+    cdef uint64_t word
+    memcpy(&word, p, 8)
+    return word == _MESSAGE_LINE
 
 
 # A body with a content-length of at least this many bytes is copied straight
@@ -168,9 +206,9 @@ cdef class Frame:
     ``link_seq`` (int, the socket that delivered it; 0 when none),
     ``original_headers`` (the headers as the frame was made: copied by the
     constructor, and for a parsed frame when first read). See :class:`amqstomp._core._frame_py.Frame`."""
-    cdef public object cmd
-    cdef public object headers
-    cdef public object body
+    cdef object cmd      # read through member descriptors (_frame_members below), set by __setattr__
+    cdef object headers
+    cdef object body
     cdef public int delivery_count
     cdef public long long link_seq
     cdef object _original_headers
@@ -207,6 +245,24 @@ cdef class Frame:
 
     __hash__ = None
 
+    def __setattr__(self, name, value):
+        # cmd, headers and body have read-only member descriptors (fast reads: below); any
+        # object may be assigned to them, as to stomp.py's; deleting one leaves None
+        if name == "headers":
+            self.headers = value
+        elif name == "body":
+            self.body = value
+        elif name == "cmd":
+            self.cmd = value
+        else:
+            PyObject_GenericSetAttr(self, name, value)
+
+    def __delattr__(self, name):
+        if name == "headers" or name == "body" or name == "cmd":
+            self.__setattr__(name, None)
+        else:
+            PyObject_GenericSetAttr(self, name, <object>NULL)
+
     def __repr__(self):
         body = self.body
         long = body is not None and len(body) > 64
@@ -218,6 +274,50 @@ cdef class Frame:
 
     def __reduce__(self):
         return (Frame, (self.cmd, self.headers, self.body))
+
+
+# Frame's cmd, headers and body are read through member descriptors (T_OBJECT_EX, read-only:
+# __setattr__ sets them), not Cython's getset properties: CPython specializes a read of a member
+# descriptor in Python code (LOAD_ATTR_SLOT: one load from the object) and not of a property, and
+# listeners, the dispatcher and the engine read them for every message.
+cdef extern from *:
+    """
+    #include <structmember.h>
+    #define __PYX_AMQ_FRAME_OFFSET(field) offsetof(struct __pyx_obj_8amqstomp_5_core_6_codec_Frame, field)
+    static PyMemberDef __pyx_amq_frame_members[4];
+    static int __pyx_amq_frame_members_install(PyTypeObject *t, Py_ssize_t cmd, Py_ssize_t headers,
+                                               Py_ssize_t body) {
+        const char *names[3] = {"cmd", "headers", "body"};
+        Py_ssize_t offsets[3] = {cmd, headers, body};
+        int i;
+        for (i = 0; i < 3; i++) {
+            PyObject *descr;
+            __pyx_amq_frame_members[i].name = names[i];
+            __pyx_amq_frame_members[i].type = T_OBJECT_EX;
+            __pyx_amq_frame_members[i].offset = offsets[i];
+            __pyx_amq_frame_members[i].flags = READONLY;
+            __pyx_amq_frame_members[i].doc = NULL;
+            descr = PyDescr_NewMember(t, &__pyx_amq_frame_members[i]);
+            if (descr == NULL)
+                return -1;
+            if (PyDict_SetItemString(t->tp_dict, names[i], descr) < 0) {
+                Py_DECREF(descr);
+                return -1;
+            }
+            Py_DECREF(descr);
+        }
+        PyType_Modified(t);
+        return 0;
+    }
+    """
+    Py_ssize_t _FRAME_CMD "__PYX_AMQ_FRAME_OFFSET(cmd)"
+    Py_ssize_t _FRAME_HEADERS "__PYX_AMQ_FRAME_OFFSET(headers)"
+    Py_ssize_t _FRAME_BODY "__PYX_AMQ_FRAME_OFFSET(body)"
+    int _frame_members_install "__pyx_amq_frame_members_install"(type t, Py_ssize_t cmd, Py_ssize_t headers,
+                                                                 Py_ssize_t body) except -1
+
+
+_frame_members_install(Frame, _FRAME_CMD, _FRAME_HEADERS, _FRAME_BODY)
 
 
 cdef inline Frame _new_frame(object cmd, object headers, object body):
@@ -233,5 +333,6 @@ cdef inline Frame _new_frame(object cmd, object headers, object body):
 
 # the parser (with its large-body fill) and the encoder, textually part of this module (Cython "include")
 include "_codec_parse.pxi"
+include "_codec_template.pxi"
 include "_codec_big.pxi"
 include "_codec_encode.pxi"

@@ -31,6 +31,14 @@ cdef class FrameParser:
     cdef const char *_esc_p
     cdef Py_ssize_t _esc_n
     cdef object _esc_val
+    # The last escaped value unescaped (at most SMALL_VALUE bytes; _pv_n 0: none): its raw bytes, its
+    # output, where its escapes start, the version rule it was read by (_codec_template.pxi)
+    cdef char _pv_raw[SMALL_VALUE]
+    cdef char _pv_out[SMALL_VALUE]
+    cdef unsigned char _pv_esc[SMALL_ESCAPES]
+    cdef Py_ssize_t _pv_n
+    cdef int _pv_nesc
+    cdef bint _pv_v12
     # The MESSAGE template: a dict of the header names (all known keys, none repeated) the last
     # MESSAGE built from scratch had, in order, with its values. A MESSAGE starts as a copy of it
     # (one memcpy, sized already) and only the values that changed are set; a header line that
@@ -41,6 +49,17 @@ cdef class FrameParser:
     cdef int _tmpl_slots[MAX_TEMPLATE]
     cdef PyObject *_tmpl_vals[MAX_TEMPLATE]  # borrowed from _tmpl (never changed while it is held)
     cdef int _tidx          # header lines of this frame matched with the template, or -1: none used
+    cdef int _tmpl_vcode    # _vcode() of the version the template was made under
+    cdef long long _tmpl_clen  # its content-length (when one of its lines is content-length)
+    # raw line i of the template is _tmpl_raw[_tmpl_off[i]:_tmpl_off[i + 1]]; a line with exactly
+    # these bytes has the template's value (same version): nothing to decode (_codec_template.pxi)
+    cdef Py_ssize_t _tmpl_off[MAX_TEMPLATE + 1]
+    cdef int _tmpl_run[MAX_TEMPLATE]   # lines t .. _tmpl_run[t] - 1 are compared in one go
+    cdef char _tmpl_vol[MAX_TEMPLATE]  # line t changed once: parsed, not compared
+    cdef int _tmpl_clidx    # the template's content-length line, or -1
+    cdef char _tmpl_raw[TEMPLATE_BYTES]
+    cdef Py_ssize_t _fresh_off[MAX_TEMPLATE + 1]  # the same for the frame built without a template
+    cdef char _fresh_raw[TEMPLATE_BYTES]
     cdef bint _fresh_ok     # a frame built without the template can become the template
     cdef int _nfresh
     cdef int _fresh_slots[MAX_TEMPLATE]
@@ -113,6 +132,10 @@ cdef class FrameParser:
         """Bytes of a large body held outside the buffer (already counted in _base)."""
         return self._big_fill if self._state == S_BIG or self._state == S_BODY_NUL else 0
 
+    cdef inline int _vcode(self) noexcept:
+        """What of the version decides how a header line reads: CRLF (1.2), escapes (not 1.0)."""
+        return self._crlf + 2 * self._v10
+
     cdef object _fail(self, str message, Py_ssize_t pos):
         self._error = StompProtocolError(message, self._base + pos)
         return self._error
@@ -128,106 +151,30 @@ cdef class FrameParser:
                     and PyUnicode_GET_LENGTH(<object>last) == n
                     and memcmp(PyUnicode_DATA(<object>last), p, n) == 0):
                 return <object>last
-        made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
-        if made == NULL:
-            PyErr_Clear()
-            return self._decoded(p, n, pos)  # raises, at the first bad byte
-        value = <object>made
-        Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
+        value = _ascii_str(p, n)
+        if value is None:
+            made = _decode_utf8_raw(p, n, NULL)  # no try block on the hot path
+            if made == NULL:
+                PyErr_Clear()
+                return self._decoded(p, n, pos)  # raises, at the first bad byte
+            value = <object>made
+            Py_DECREF(value)  # <object> took a reference of its own: the new str's is handed over
         if slot >= 0:
             Py_INCREF(value)
             Py_XDECREF(self._last_values[slot])
             self._last_values[slot] = <PyObject *>value
         return value
 
-    cdef object _unescaped(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
-        """Undo 1.1/1.2 escaping of p[:n] (at buffer position ``pos``) and decode
-        UTF-8; any fault is reported by the twin's exact rules and offsets."""
-        cdef char small[SMALL_VALUE]
-        cdef char *o = small
-        cdef object text = None
-        if n > SMALL_VALUE:
-            o = <char *>PyMem_Malloc(n)
-            if o == NULL:
-                raise MemoryError()
-        cdef Py_ssize_t i = 0, m = 0, span
-        cdef const char *slash
-        cdef PyObject *made
-        cdef char e
-        cdef bint v12 = self._crlf
-        while i < n:
-            # copy up to the next backslash in one go
-            slash = <const char *>memchr(p + i, b'\\', n - i)
-            span = (slash - p) - i if slash != NULL else n - i
-            memcpy(o + m, p + i, span)
-            m += span
-            i += span
-            if slash == NULL or i + 1 >= n:
-                break
-            e = p[i + 1]
-            if e == b'n':
-                o[m] = b'\n'
-            elif e == b'c':
-                o[m] = b':'
-            elif e == b'\\':
-                o[m] = b'\\'
-            elif e == b'r' and v12:
-                o[m] = b'\r'
-            else:
-                break
-            m += 1
-            i += 2
-        if i == n:
-            made = _decode_utf8_raw(o, m, NULL)
-            if made == NULL:
-                PyErr_Clear()  # not UTF-8: the twin says so below
-            else:
-                text = <object>made
-                Py_DECREF(text)  # the new str's own reference, handed to ``text``
-        if o != small:
-            PyMem_Free(o)
-        if text is not None:
-            return text
-        # a bad escape or bad UTF-8: the twin raises with the right message and offset
-        return _unescape(PyBytes_FromStringAndSize(p, n), self.version, self._base + pos)
-
-    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
+    cdef inline object _unescaped_value(self, const char *p, Py_ssize_t n, Py_ssize_t pos, const char *first):
         """_unescaped, reusing the str of the previous escaped value of this feed
         when the bytes are the same (ActiveMQ's ``ack`` repeats ``message-id``)."""
         if self._esc_p != NULL and self._esc_n == n and memcmp(self._esc_p, p, n) == 0:
             return self._esc_val
-        value = self._unescaped(p, n, pos)
+        value = _unescaped(self, p, n, pos, first)
         self._esc_p = p
         self._esc_n = n
         self._esc_val = value
         return value
-
-    cdef int _leave_template(self) except -1:
-        """This frame stops following the MESSAGE template: its headers become a
-        fresh dict of the _tidx names matched so far, in order, with their values."""
-        cdef dict fresh = {}
-        cdef int i
-        cdef object name
-        for i in range(self._tidx):
-            name = _KEYS_T.value(self._tmpl_slots[i])
-            fresh[name] = self._headers[name]
-            self._fresh_slots[i] = self._tmpl_slots[i]
-        self._nfresh = self._tidx
-        self._fresh_ok = True
-        self._headers = fresh
-        self._tidx = -1
-        return 0
-
-    cdef int _keep_template(self) except -1:
-        """The MESSAGE whose headers just ended was built without the template and
-        can be one: it becomes the template (a copy: the frame's dict is the user's)."""
-        cdef int i
-        self._tmpl = PyDict_Copy(self._headers)
-        self._tmpl_n = self._nfresh
-        for i in range(self._nfresh):
-            self._tmpl_slots[i] = self._fresh_slots[i]
-            self._tmpl_vals[i] = PyDict_GetItem(self._tmpl, _KEYS_T.value(self._fresh_slots[i]))
-        return 0
 
     cdef object _decoded(self, const char *p, Py_ssize_t n, Py_ssize_t pos):
         """p[:n] (at buffer position ``pos``) decoded from UTF-8; a fault is the
@@ -241,7 +188,9 @@ cdef class FrameParser:
         """Parse the header line buf[pos:stop] into self._headers."""
         cdef const char *line = buf + pos
         cdef Py_ssize_t n = stop - pos
-        cdef const char *colon = <const char *>memchr(line, b':', n)
+        cdef const char *colon = NULL
+        cdef const char *slash = NULL
+        cdef bint tvol = False
         cdef Py_ssize_t klen, i
         cdef int slot
         cdef bint escaped
@@ -252,30 +201,42 @@ cdef class FrameParser:
         cdef Py_ssize_t m
         cdef object name = None
         cdef object value = None
+        if self._tidx >= 0:  # the template's next name, with another value? (no colon search, no hash)
+            slot = _tmpl_name(self, line, n)
+            if slot >= 0:
+                klen = _KEYS_T.klen[slot]
+                colon = line + klen
+                name = _KEYS_T.value(slot)
+                tvol = self._tmpl_vol[self._tidx]  # changes every time: no reuse of the last str
+                slash = <const char *>memchr(colon + 1, b'\\', n - klen - 1) if self._unescape else NULL
+                escaped = slash != NULL
         if colon == NULL:
-            raise self._fail("header line without ':'", pos)
-        klen = colon - line
-        if klen == 0:
-            raise self._fail("header line without a name before ':'", pos)
-        # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
-        escaped = self._unescape and memchr(line, b'\\', n) != NULL
-        if escaped and memchr(line, b'\\', klen) != NULL:
-            name = self._unescaped(line, klen, pos)
-            slot = -1
-        else:
-            slot = _KEYS_T.find(line, klen)
-            name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
+            colon = <const char *>memchr(line, b':', n)
+            if colon == NULL:
+                raise self._fail("header line without ':'", pos)
+            klen = colon - line
+            if klen == 0:
+                raise self._fail("header line without a name before ':'", pos)
+            # ActiveMQ escapes every ':' of a 1.1/1.2 value (message-id, ack ...): a hot path
+            slash = <const char *>memchr(line, b'\\', n) if self._unescape else NULL
+            escaped = slash != NULL
+            if escaped and memchr(line, b'\\', klen) != NULL:
+                name = _unescaped(self, line, klen, pos, NULL)
+                slot = -1
+            else:
+                slot = _KEYS_T.find(line, klen)
+                name = _KEYS_T.value(slot) if slot >= 0 else self._decoded(line, klen, pos)
         if escaped:
-            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1)
+            value = self._unescaped_value(colon + 1, n - klen - 1, pos + klen + 1, slash if slash > colon else NULL)
         else:
-            value = self._value(slot, colon + 1, n - klen - 1, pos + klen + 1)
+            value = self._value(-1 if tvol else slot, colon + 1, n - klen - 1, pos + klen + 1)
         if self._tidx >= 0:
             if slot >= 0 and self._tidx < self._tmpl_n and self._tmpl_slots[self._tidx] == slot:
                 if <PyObject *>value != self._tmpl_vals[self._tidx]:
                     PyDict_SetItem(self._headers, name, value)
                 self._tidx += 1
             else:
-                self._leave_template()
+                _tmpl_leave(self)
         if self._tidx < 0:
             # (not "returned value is value": a repeat may carry the very str the first one had)
             size = len(self._headers)
@@ -285,9 +246,8 @@ cdef class FrameParser:
                 return 0  # repeated header: the first one wins
             if slot < 0 or self._nfresh >= MAX_TEMPLATE:
                 self._fresh_ok = False
-            else:
-                self._fresh_slots[self._nfresh] = slot
-                self._nfresh += 1
+            elif self._fresh_ok:
+                _tmpl_record(self, slot, line, n)
         if slot != CONTENT_LENGTH_SLOT:
             return 0
         if escaped:
@@ -404,6 +364,7 @@ cdef class FrameParser:
         cdef Py_ssize_t stop, lfpos, clen
         cdef int slot
         cdef char c
+        cdef bint message
         cdef Frame frame
         cdef object cmd, body
         self._crlf = self.version == "1.2"
@@ -428,7 +389,9 @@ cdef class FrameParser:
                         break
                     state = S_COMMAND
                 if state == S_COMMAND:
-                    lf = <const char *>memchr(buf + pos, b'\n', end - pos)
+                    # a MESSAGE (what a consumer mostly gets): no search for its LF, no lookup
+                    message = end - pos >= 8 and self.max_command_length >= 7 and _message_line(buf + pos)
+                    lf = buf + pos + 7 if message else <const char *>memchr(buf + pos, b'\n', end - pos)
                     if lf == NULL:
                         if end - pos > self.max_command_length + self._crlf:  # + a CR whose LF is to come
                             raise self._fail("command line longer than max_command_length=%d bytes"
@@ -441,14 +404,14 @@ cdef class FrameParser:
                     if stop - pos > self.max_command_length:
                         raise self._fail("command line longer than max_command_length=%d bytes"
                                          % self.max_command_length, pos)
-                    slot = _COMMANDS_T.find(buf + pos, stop - pos)
+                    slot = MESSAGE_SLOT if message else _COMMANDS_T.find(buf + pos, stop - pos)
                     if slot < 0:
                         raise self._fail("unknown command %r"
                                          % PyBytes_FromStringAndSize(buf + pos, min(stop - pos, 64)).decode("latin-1"),
                                          pos)
                     self._cmd = _COMMANDS_T.value(slot)
                     self._cmd_slot = slot
-                    if slot == MESSAGE_SLOT and self._tmpl is not None:
+                    if slot == MESSAGE_SLOT and self._tmpl is not None and self._tmpl_vcode == self._vcode():
                         self._headers = PyDict_Copy(self._tmpl)
                         self._tidx = 0
                     else:
@@ -456,6 +419,7 @@ cdef class FrameParser:
                         self._tidx = -1
                     self._fresh_ok = slot == MESSAGE_SLOT
                     self._nfresh = 0
+                    self._fresh_off[0] = 0
                     self._nheaders = 0
                     self._clen = -1
                     self._unescape = not (self._v10 or slot == CONNECT_SLOT or slot == CONNECTED_SLOT
@@ -464,6 +428,11 @@ cdef class FrameParser:
                     state = S_HEADERS
                 if state == S_HEADERS:
                     while True:
+                        if self._tidx >= 0:
+                            lfpos = _tmpl_match(self, buf, pos, end)
+                            if lfpos >= 0:  # the template's lines: their values are in the dict already
+                                pos = lfpos
+                                continue
                         lf = <const char *>memchr(buf + pos, b'\n', end - pos)
                         if lf == NULL:
                             if end - pos > self.max_header_line_length + self._crlf:  # + a CR whose LF is to come
@@ -479,10 +448,10 @@ cdef class FrameParser:
                             state = S_BODY
                             self._scan = pos
                             if self._tidx >= 0 and self._tidx != self._tmpl_n:
-                                self._leave_template()
+                                _tmpl_leave(self)
                             if self._tidx < 0:
                                 if self._fresh_ok and self._nfresh:
-                                    self._keep_template()
+                                    _tmpl_keep(self)
                                 elif self._cmd_slot == MESSAGE_SLOT:
                                     # unlike the template and unfit to be one (a name not interned,
                                     # a repeat): the MESSAGEs after it start without one
