@@ -121,7 +121,9 @@ class Member(Generic[C]):
         url (str), connection, close_timeout_s (float): as given.
         name (str): ``url`` redacted (:func:`~amqstomp.uri.redact`): what the
             composition shows of the member (``lost`` keys, ``brokers``, messages, logs).
-        lost (BaseException | None): why the connection broke for good; the member is then skipped.
+        lost (BaseException | None): why the connection broke (a connection that was up
+            lost, a connect attempt failed); the member is then skipped until it
+            connects again (:meth:`revive`).
         interrupted (bool): a failing-over member between sockets.
         full (bool): its producer flow control holds sends back.
         lock (threading.Lock): one sender at a time on it.
@@ -168,6 +170,15 @@ class Member(Generic[C]):
             self.lost = exc
             log.warning("broker %s lost: %s", self.name, exc)
             self._report(self.name, exc)
+
+    def revive(self) -> None:
+        """The connection is connected again (a new ``connect()`` or its failover's
+        new socket): a member marked lost is used again, and a later loss is
+        reported again (:meth:`mark_lost`)."""
+        self.interrupted = False
+        if self.lost is not None:
+            log.info("broker %s: connected again, used again (it was lost: %s)", self.name, self.lost)
+            self.lost = None
 
     def on_transport_interrupted(self) -> None:
         self.interrupted = True
@@ -297,8 +308,10 @@ class MemberGroup(Generic[C]):
 
     @property
     def lost(self) -> Dict[str, BaseException]:
-        """The brokers whose connection broke for good (redacted URL, as in :attr:`brokers`,
-        -> why); they are left out (no message is received from or sent to them)."""
+        """The brokers whose connection broke (redacted URL, as in :attr:`brokers`, -> why):
+        a connection that was up and was lost, or a connect attempt that failed, never a
+        call made before it connected; they are left out (no message is received from or
+        sent to them) until their connection connects again."""
         return {member.name: member.lost for member in self._members if member.lost is not None}
 
     @property

@@ -41,6 +41,9 @@ class _Watch(ConnectionListener):
     def __init__(self, member: "StompMember") -> None:
         self.member = member
 
+    def on_connected(self, frame: Any) -> None:
+        self.member.on_connected()
+
     def on_transport_interrupted(self) -> None:
         self.member.on_transport_interrupted()
 
@@ -61,6 +64,9 @@ class StompMember(shared.Member[Any]):
         headers (dict): CONNECT headers of the URL (``client-id`` from ``jms.clientID``).
         failover (bool): a ``failover:`` URL (the connection reconnects by itself).
         closing (bool): the composition is disconnecting it (its end is not a loss).
+        up (bool): its connection has been connected (CONNECTED came) at least once:
+            until then a call it refuses (NotConnectedException) came before
+            ``connect()`` and is no loss.
     """
 
     def __init__(self, url: str, version: str, report: Any, keywords: Mapping[str, Any]) -> None:
@@ -83,12 +89,28 @@ class StompMember(shared.Member[Any]):
         self.headers = dict(target.headers)
         self.failover = target.failover
         self.closing = False
+        self.up = False
         connection.set_listener(WATCH_LISTENER, _Watch(self))
+
+    def on_connected(self) -> None:
+        """CONNECTED came (``connect()``, or a ``failover:`` member's new socket): the
+        member is up, and used again if it was lost (:meth:`~amqstomp._members.Member.revive`)."""
+        self.up = True
+        self.revive()
+
+    def refused(self, exc: BaseException) -> None:
+        """A call found the connection not connected (``exc``, not written): a
+        ``stomp://`` member that was up is lost; one never connected (the call came
+        before ``connect()``) or a ``failover:`` one (reconnecting by itself) is not."""
+        if self.up and not self.failover:
+            self.mark_lost(exc)
 
     def on_disconnected(self) -> None:
         """The connection ended without a new socket (a ``stomp://`` member's loss, a
-        ``failover:`` member whose attempts ran out): lost, unless being disconnected."""
-        if not self.closing:
+        ``failover:`` member whose attempts ran out, a connect attempt that failed):
+        lost, unless being disconnected, or connected again already (a late report
+        of an earlier socket)."""
+        if not self.closing and not self.connection.is_connected():
             reason = self.connection.transport.close_reason or "the connection ended"
             self.mark_lost(ConnectionClosedException("connection to %s ended: %s" % (self.name, reason)))
 
@@ -184,32 +206,57 @@ class StompGroup(shared.MemberGroup[Any]):
     def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = True,
                 headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
                 timeout: Optional[float] = None, **keyword_headers: Any) -> None:
-        """Connect every broker's connection (its ``connect(wait=True)``, in turn), each with
-        ``username``/``passcode`` (else its URL's ``jms.userName``/``jms.password``) and
-        the CONNECT ``headers`` (stomp.py's signature; ``wait`` is accepted and the call
-        always waits: a composition needs to know which brokers it has). Bounded: each
-        connect waits at most ``timeout`` s (else the connection's ``timeout``, else
-        30 s), a ``failover:`` member's passes included.
+        """Connect every broker's connection not connected (its ``connect(wait=True)``, in
+        turn), each with ``username``/``passcode`` (else its URL's
+        ``jms.userName``/``jms.password``) and the CONNECT ``headers`` (stomp.py's
+        signature; ``wait`` is accepted and the call always waits: a composition needs
+        to know which brokers it has). Bounded: each connect waits at most ``timeout``
+        s (else the connection's ``timeout``, else 30 s), a ``failover:`` member's
+        passes included.
+
+        Called again (as a stomp.py user does after a loss), it connects the brokers
+        lost since (a ``stomp://`` member whose broker went away, a ``failover:`` one
+        whose attempts ran out); those connect anew and are used again (out of
+        :attr:`lost`); the connected ones are left as they are. A broker connected
+        again has none of its earlier subscriptions (as a plain connection's
+        ``connect()``): subscribe again.
 
         Raises:
-            ConnectFailedException: a broker could not be connected (those connected
-                are disconnected again; the composition is then closed).
+            ConnectFailedException: a broker could not be connected. On the first
+                connect (no broker connected yet) those connected are disconnected
+                again and the composition is closed; called again, the other brokers
+                are still tried, the ones that failed are marked lost (:attr:`lost`),
+                those up stay up, and the first error is raised.
             StompException: disconnected already (make a new one).
         """
         if self._closing.closed:
             raise StompException("%r was disconnected: make a new one" % (self,))
-        try:
-            for member in self._members:
-                merged = dict(member.headers)
-                merged.update(headers or {})
-                wait_s = timeout if timeout is not None else member.wait_s
+        again = any(member.up for member in self._members)
+        first_error: Optional[BaseException] = None
+        for member in self._members:
+            if member.lost is None and member.connection.is_connected():
+                continue
+            merged = dict(member.headers)
+            merged.update(headers or {})
+            wait_s = timeout if timeout is not None else member.wait_s
+            try:
                 member.connection.connect(username if username is not None else member.username,
                                           passcode if passcode is not None else member.password,
                                           wait=True, headers=merged, with_connect_command=with_connect_command,
                                           timeout=wait_s, **keyword_headers)
-        except BaseException:
-            self.disconnect()
-            raise
+            except Exception as exc:
+                if not again:
+                    self.disconnect()
+                    raise
+                member.mark_lost(exc)  # (a failed attempt: lost, the other brokers go on)
+                first_error = first_error or exc
+                continue
+            except BaseException:
+                self.disconnect()
+                raise
+            member.on_connected()  # (its listener hears CONNECTED later, on its own thread)
+        if first_error is not None:
+            raise first_error
 
     def is_connected(self) -> bool:
         """True while some broker's connection is connected."""
@@ -225,6 +272,12 @@ class StompGroup(shared.MemberGroup[Any]):
             StompException: the first error a connection's disconnect raised, after the others.
         """
         self._closing.close(self._members)
+
+    def _check_connected(self) -> None:
+        """Raises NotConnectedException when ``connect()`` never connected a broker
+        (a call before it: no broker is marked lost for it)."""
+        if not any(member.up for member in self._members):
+            raise NotConnectedException("%r is not connected: call connect() first" % (self,))
 
     def _live(self) -> List[StompMember]:
         live = [member for member in self._members if member.lost is None]

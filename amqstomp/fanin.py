@@ -116,7 +116,8 @@ class FanInConnection(StompGroup):
             ConfigurationError: a prefetch header (``activemq.prefetchSize``,
                 ``prefetch-count``, ``consumer.prefetchSize``): give the budget as
                 ``prefetch_size``; anything a connection's subscribe raises.
-            NotConnectedException: every broker is lost.
+            NotConnectedException: ``connect()`` not called yet (no broker is marked
+                lost for it), or every broker is lost.
             ValueError, StompException: as a connection's subscribe; the brokers
                 subscribed already are unsubscribed again.
         """
@@ -127,6 +128,7 @@ class FanInConnection(StompGroup):
         if given:
             raise ConfigurationError("%s: a fan-in subscription has one prefetch budget across its brokers; give it "
                                      "as prefetch_size= (messages), which is split over them" % ", ".join(given))
+        self._check_connected()
         live = self._live()
         shares = self._split(live, name, headers or {}, total)
         done: List[StompMember] = []
@@ -138,9 +140,11 @@ class FanInConnection(StompGroup):
                 try:
                     member.connection.subscribe(destination, id, ack, headers, **extra_kw)
                 except NotConnectedException as exc:
-                    if member.failover:  # no new socket within its timeout: the subscription would be missing there
+                    # a failover member without a new socket within its timeout (the subscription would be
+                    # missing there), or one never connected (a call before connect(): no loss): refused
+                    if member.failover or not member.up:
                         raise
-                    member.mark_lost(exc)  # a stomp:// member gone: left out, the others go on
+                    member.mark_lost(exc)  # a stomp:// member that was up, gone: left out, the others go on
                     continue
                 done.append(member)
             if not done:
@@ -172,6 +176,7 @@ class FanInConnection(StompGroup):
 
         Raises:
             UnknownSubscriptionError: no broker's connection has subscription ``id``.
+            NotConnectedException: every broker is lost.
             StompException: the first error of a connection's unsubscribe.
         """
         errors: List[BaseException] = []

@@ -80,7 +80,8 @@ class SpreadingConnection(StompGroup):
         socket lost then may lose it.
 
         Raises:
-            NotConnectedException: every broker is lost, or none took it.
+            NotConnectedException: ``connect()`` not called yet (no broker is marked
+                lost for it), every broker is lost, or none took it.
             ReceiptTimeout: no RECEIPT within the connection's ``timeout`` (30 s when
                 None): the message may be on that broker; it is not sent elsewhere.
             BrokerError: the broker refused it (an ERROR for the receipt).
@@ -88,6 +89,7 @@ class SpreadingConnection(StompGroup):
         """
         if self.closed:
             raise NotConnectedException("%r is disconnected: SEND not sent" % (self,))
+        self._check_connected()
         receipt = keyword_headers.get("receipt", (headers or {}).get("receipt"))
         order = self._turns.order()
         tried: List[int] = []
@@ -120,9 +122,8 @@ class SpreadingConnection(StompGroup):
         conn = member.connection
         try:
             conn.send(destination, body, content_type, headers, **keyword_headers)
-        except NotConnectedException as exc:  # not written
-            if not member.failover:
-                member.mark_lost(exc)
+        except NotConnectedException as exc:  # not written (lost only if it was up: StompMember.refused)
+            member.refused(exc)
             log.info("broker %s: not connected, next broker: %s", member.name, exc)
             return False
         if receipt is not None:

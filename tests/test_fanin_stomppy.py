@@ -449,3 +449,106 @@ def test_a_spreading_connection_leaves_a_lost_stomp_member_out(activemq_factory)
         assert producer.sent == [15, 5] and list(producer.lost) == [producer.brokers[1]]
         assert heard == [producer.brokers[1]]
     assert _stat(brokers[0], name) == 15
+
+
+def _two_members(activemq: Any, tcp_proxy_factory: Any) -> Tuple[List[Any], List[str]]:
+    """Two ``stomp://`` members (no reconnect) on one broker, each behind its own proxy."""
+    proxies = [tcp_proxy_factory(activemq.host_and_ports[0]) for _ in range(2)]
+    return proxies, ["stomp://%s:%d" % p.address for p in proxies]
+
+
+def test_a_send_before_connect_fails_and_loses_no_broker(activemq, tcp_proxy_factory) -> None:
+    """Issue 24: a spreading connection's SEND before ``connect()`` raises
+    NotConnectedException and marks no broker lost; after ``connect()`` every broker takes sends."""
+    _, urls = _two_members(activemq, tcp_proxy_factory)
+    name = _queue()
+    with amqstomp.SpreadingConnection(urls, timeout=5) as producer:
+        with pytest.raises(amqstomp.exception.NotConnectedException, match="connect"):
+            producer.send("/queue/" + name, "early")
+        assert producer.lost == {} and producer.sent == [0, 0]
+        producer.connect()
+        assert producer.is_connected()
+        took = [producer.send("/queue/" + name, "m%d" % k, receipt="r-%d" % k) for k in range(4)]
+        assert producer.sent == [2, 2] and set(took) == set(producer.brokers) and producer.lost == {}
+    assert _stat(activemq, name) == 4
+
+
+def test_a_subscribe_before_connect_fails_and_loses_no_broker(activemq, tcp_proxy_factory) -> None:
+    """Issue 24: a fan-in connection's SUBSCRIBE (and UNSUBSCRIBE, ACK) before ``connect()``
+    fails and marks no broker lost; after ``connect()`` subscribe, ACK and unsubscribe work
+    on every broker."""
+    _, urls = _two_members(activemq, tcp_proxy_factory)
+    name = _queue()
+    queue = "/queue/" + name
+    _produce(activemq, queue, ["m%d" % k for k in range(4)])
+    consumer = amqstomp.FanInConnection(urls, timeout=5)
+    acker = Acker(consumer, receipts=True)
+    consumer.set_listener("", acker)
+    try:
+        with pytest.raises(amqstomp.exception.NotConnectedException):
+            consumer.subscribe(queue, "early", ack="client-individual")
+        with pytest.raises(amqstomp.exception.NotConnectedException):  # each connection's own answer
+            consumer.unsubscribe("early")
+        with pytest.raises(UnknownMessageError):
+            consumer.ack("ID:early")
+        assert consumer.lost == {}
+        consumer.connect()
+        consumer.subscribe(queue, "s", ack="client-individual", prefetch_size=2)
+        assert consumer.prefetch_shares("s") == [1, 1]
+        assert wait_until(lambda: len(acker.settled) >= 4, 20), (acker.got, acker.errors)
+        assert sorted(body for _, body in acker.got) == ["m0", "m1", "m2", "m3"] and acker.errors == []
+        consumer.unsubscribe("s")
+        assert consumer.lost == {}
+    finally:
+        consumer.disconnect()
+    assert _stat(activemq, name) == 0
+
+
+def test_a_lost_stomp_member_connected_again_is_used_again(activemq, tcp_proxy_factory) -> None:
+    """Issue 24: a ``stomp://`` member lost (its socket cut) is reported and left out;
+    ``connect()`` again connects it anew and it is used again (out of ``lost``, a later
+    loss reported again); a ``connect()`` again that cannot reach it raises
+    ConnectFailedException, keeps it lost and leaves the other broker working."""
+    proxies, urls = _two_members(activemq, tcp_proxy_factory)
+    name = _queue()
+    queue = "/queue/" + name
+    heard: List[str] = []
+    with amqstomp.SpreadingConnection(urls, timeout=5) as producer:
+        producer.set_exception_listener(lambda url, exc: heard.append(url))
+        producer.connect()
+        proxies[1].cut()
+        assert wait_until(lambda: producer.brokers[1] in producer.lost, 10), producer.lost
+        for k in range(4):
+            assert producer.send(queue, "a%d" % k, receipt="ra-%d" % k) == producer.brokers[0]
+        producer.connect()
+        assert producer.lost == {}
+        before = producer.sent
+        for k in range(4):
+            producer.send(queue, "b%d" % k, receipt="rb-%d" % k)
+        assert [a - b for a, b in zip(producer.sent, before)] == [2, 2], (before, producer.sent)
+        proxies[1].cut()  # lost again: reported again
+        assert wait_until(lambda: producer.brokers[1] in producer.lost, 10), producer.lost
+        assert heard == [producer.brokers[1]] * 2, heard
+        proxies[1].refuse(True, mode="closed")
+        with pytest.raises(amqstomp.exception.ConnectFailedException):
+            producer.connect(timeout=2)
+        assert list(producer.lost) == [producer.brokers[1]] and not producer.closed
+        assert heard == [producer.brokers[1]] * 2, heard  # once per loss (the refused connect: lost already)
+        assert producer.send(queue, "still", receipt="r-still") == producer.brokers[0]
+        proxies[1].refuse(False)
+    consumer = amqstomp.FanInConnection(urls, timeout=5)
+    try:
+        consumer.connect()
+        proxies[0].cut()
+        assert wait_until(lambda: consumer.brokers[0] in consumer.lost, 10), consumer.lost
+        consumer.subscribe("/queue/" + _queue(), "x", prefetch_size=4)
+        assert consumer.prefetch_shares("x") == [4]  # the lost broker left out
+        consumer.connect()
+        assert consumer.lost == {}
+        consumer.subscribe("/queue/" + _queue(), "y", prefetch_size=4)
+        assert consumer.prefetch_shares("y") == [2, 2]
+        assert consumer.connections[0].subscriptions.get("y") is not None
+        consumer.unsubscribe("y")
+    finally:
+        consumer.disconnect()
+    assert _stat(activemq, name) == 9  # every send with a receipt is there, none lost
