@@ -16,7 +16,9 @@ amqstomp.SpreadingConnection; docs/guides/scaling-out.md), on real brokers:
   flow control holds a send keeps only that send, the other thread's go elsewhere;
 - ``disconnect()`` of brokers gone silent is bounded and runs in parallel;
 - a ``stomp://`` member lost (no reconnect) is reported once, redacted, and left out,
-  by both compositions.
+  by both compositions;
+- a call before ``connect()`` fails and marks no broker lost; a lost member that
+  ``connect()`` connects again is used again (issue 24).
 """
 import os
 import threading
