@@ -555,7 +555,7 @@ class Client:
             assert link is not None
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         for sub in list(self._subs.values()):
-            sub.lost(ConnectionClosedException("connection closed: the client closed"))
+            sub._closed_by_client()
         self._subs.clear()
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss

@@ -1,0 +1,186 @@
+"""Issue 23 (a fresh user's findings in amqstomp.aio), each fixed with a test that failed
+before: the client's logic in memory (a real Client over a fake transport, no socket, the
+RECEIPTs fed by hand), what the broker decides against the session's ActiveMQ."""
+import asyncio
+import logging
+import re
+import uuid
+from typing import Any, List, Optional, Tuple
+
+import pytest
+
+import amqstomp.aio
+from amqstomp.aio._link import AioLink
+from amqstomp.aio.subscription import SubscriptionClosedError
+from amqstomp.exception import AcknowledgeInterruptedError
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run(coro: Any, bound: float = 30.0) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro, bound)
+    return asyncio.run(bounded())
+
+
+class Wire(asyncio.Transport):
+    """A transport that keeps what is written and ends its protocol on close."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.protocol: Optional[AioLink] = None
+
+    def write(self, data: Any) -> None:
+        self.written += bytes(data)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.abort()
+
+    def abort(self) -> None:
+        protocol, self.protocol = self.protocol, None
+        if protocol is not None:
+            protocol.connection_lost(None)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def frames(self, command: str) -> List[bytes]:
+        return [f for f in bytes(self.written).split(b"\x00") if f.lstrip(b"\n").startswith(command.encode() + b"\n")]
+
+
+async def memory_client(**options: Any) -> Tuple[amqstomp.aio.Client, AioLink, Wire]:
+    loop = asyncio.get_running_loop()
+    client = amqstomp.aio.connect("stomp://127.0.0.1:1", **options)
+    link = AioLink(loop, 1, client._on_message, client._on_lost, "1.2", 1.5, None)
+    wire = Wire()
+    wire.protocol = link
+    link.connection_made(wire)
+    link.write(link.encode("CONNECT", {"accept-version": "1.2", "heart-beat": "0,0"}))
+    link.data_received(b"CONNECTED\nversion:1.2\nserver:ActiveMQ/5.17.2\n\n\x00")
+    await link.connected
+    client.link = link
+    return client, link, wire
+
+
+async def answer_receipts(link: AioLink, wire: Wire, count: int = 1) -> None:
+    """Answer the next ``count`` frames that ask for a RECEIPT (bounded: 200 turns)."""
+    answered: List[bytes] = []
+    for _ in range(200):
+        await asyncio.sleep(0)
+        for rid in re.findall(rb"\nreceipt:([^\n]+)\n", bytes(wire.written)):
+            if rid not in answered and len(answered) < count:
+                answered.append(rid)
+                link.data_received(b"RECEIPT\nreceipt-id:" + rid + b"\n\n\x00")
+        if len(answered) >= count:
+            return
+    raise AssertionError("only %d of %d receipts asked for" % (len(answered), count))
+
+
+async def subscribed(client: amqstomp.aio.Client, link: AioLink, wire: Wire, **options: Any) -> Any:
+    sub = client.subscribe("/queue/a", **options)
+    entering = asyncio.ensure_future(sub.__aenter__())
+    await answer_receipts(link, wire, len(re.findall(rb"\nreceipt:", bytes(wire.written))) + 1)
+    await entering
+    return sub
+
+
+def message(link: AioLink, sub: Any, n: int) -> None:
+    link.data_received(b"MESSAGE\nsubscription:%s\nmessage-id:m%d\ndestination:/queue/a\nack:a%d\n\nbody%d\x00"
+                       % (sub.id.encode(), n, n, n))
+
+
+# ------------------------------------------------------------ 1. several readers of one subscription
+
+def test_concurrent_readers_each_get_messages_fifo_and_all_wake_on_close():
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire)
+        readers = [asyncio.ensure_future(sub.get()) for _ in range(3)]
+        await asyncio.sleep(0)
+        message(link, sub, 1)
+        message(link, sub, 2)
+        done, _ = await asyncio.wait(readers, timeout=2, return_when=asyncio.ALL_COMPLETED)
+        assert len(done) == 2  # two messages: two readers, the oldest first, one each
+        assert readers[0].result().body == b"body1" and readers[1].result().body == b"body2"
+        assert not readers[2].done()
+        # two more readers (one via async for), then the subscription ends: every one is woken
+        late = asyncio.ensure_future(sub.get())
+
+        async def iterate() -> List[Any]:
+            return [m async for m in sub]
+        loop_reader = asyncio.ensure_future(iterate())
+        await asyncio.sleep(0)
+        closing = asyncio.ensure_future(sub.close())
+        await answer_receipts(link, wire, 2)
+        await closing
+        for reader in (readers[2], late):
+            with pytest.raises(SubscriptionClosedError):
+                await asyncio.wait_for(reader, 2)
+        assert await asyncio.wait_for(loop_reader, 2) == []
+    run(main())
+
+
+def test_a_cancelled_or_timed_out_reader_takes_no_message():
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire)
+        first = asyncio.ensure_future(sub.get())
+        second = asyncio.ensure_future(sub.get())
+        await asyncio.sleep(0)
+        message(link, sub, 1)  # wakes `first`, which is cancelled before it runs
+        first.cancel()
+        assert (await asyncio.wait_for(second, 2)).body == b"body1"  # the wake-up was passed on
+        with pytest.raises(asyncio.TimeoutError):
+            await sub.get(timeout=0.01)
+        message(link, sub, 2)
+        assert (await sub.get(timeout=1)).body == b"body2"
+        assert not sub._waiters
+    run(main())
+
+
+# ------------------------------------------------------------ 2. ACK after the subscription closed
+
+def test_ack_after_the_subscription_closed_raises_and_writes_nothing():
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire, ack="client-individual")
+        message(link, sub, 1)
+        got = await sub.get(timeout=1)
+        closing = asyncio.ensure_future(sub.close())
+        await answer_receipts(link, wire, 2)
+        await closing
+        with pytest.raises(AcknowledgeInterruptedError, match="was closed"):
+            await got.ack()
+        with pytest.raises(AcknowledgeInterruptedError):
+            await got.nack()
+        await asyncio.sleep(0)
+        assert wire.frames("ACK") == [] and wire.frames("NACK") == []
+    run(main())
+
+
+# ------------------------------------------------------------ 7. after close(), no more messages
+
+def test_no_message_after_client_close_and_auto_drop_is_logged(caplog):
+    async def main() -> Tuple[List[Any], Any]:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire)  # ack:auto
+        for n in range(3):
+            message(link, sub, n)
+        closing = asyncio.ensure_future(client.close(timeout=1))
+        await answer_receipts(link, wire, 2)
+        await closing
+        with pytest.raises(SubscriptionClosedError):
+            await sub.get(timeout=1)
+        return [m async for m in sub], sub
+    with caplog.at_level(logging.WARNING, logger="amqstomp.aio"):
+        after, sub = run(main())
+    assert after == []
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("3 buffered message(s) dropped" in w and "ack:auto" in w for w in warned), warned
