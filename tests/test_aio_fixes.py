@@ -12,7 +12,7 @@ import pytest
 import amqstomp.aio
 from amqstomp.aio._link import AioLink
 from amqstomp.aio.subscription import SubscriptionClosedError
-from amqstomp.exception import AcknowledgeInterruptedError
+from amqstomp.exception import AcknowledgeInterruptedError, ConfigurationError, InvalidTimeoutError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -184,3 +184,78 @@ def test_no_message_after_client_close_and_auto_drop_is_logged(caplog):
     assert after == []
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("3 buffered message(s) dropped" in w and "ack:auto" in w for w in warned), warned
+
+
+# ------------------------------------------------------------ 3. timeouts
+
+def test_receipt_timeout_none_is_the_default_bound_and_bad_timeouts_write_nothing():
+    async def main() -> None:
+        client, link, wire = await memory_client(receipt_timeout=None)
+        assert client.receipt_timeout == amqstomp.aio.client.DEFAULT_RECEIPT_TIMEOUT
+        sending = asyncio.ensure_future(client.send("/queue/a", b"x"))
+        await answer_receipts(link, wire)
+        await asyncio.wait_for(sending, 2)  # before: ReceiptTimeout at once (a wait of 0 s)
+        written = len(wire.frames("SEND"))
+        for bad in (0, -1, 1e-9, float("nan"), "5", True):
+            with pytest.raises(InvalidTimeoutError):
+                await client.send("/queue/a", b"y", timeout=bad)
+            with pytest.raises(InvalidTimeoutError):
+                await client.send("/queue/a", b"y", receipt=False, timeout=bad)
+            with pytest.raises(InvalidTimeoutError):
+                client.subscribe("/queue/a", timeout=bad)
+        await asyncio.sleep(0)
+        assert len(wire.frames("SEND")) == written and wire.frames("SUBSCRIBE") == []
+    run(main())
+
+
+@pytest.mark.parametrize("name", ["connect_timeout", "receipt_timeout", "close_timeout"])
+@pytest.mark.parametrize("bad", [0, -1, 1e-9, "10", float("inf")])
+def test_connect_refuses_the_timeouts_send_refuses(name, bad):
+    with pytest.raises(InvalidTimeoutError, match=name):
+        amqstomp.aio.connect("stomp://127.0.0.1:1", **{name: bad})
+
+
+# ------------------------------------------------------------ 6. bad keywords and bodies
+
+@pytest.mark.parametrize("given, error, words", [
+    ({"broker": "nonsense"}, ConfigurationError, "'nonsense'"),
+    ({"heart_beat_receive_scale": 0}, ConfigurationError, ">= 1"),
+    ({"heart_beat_receive_scale": -1}, ConfigurationError, ">= 1"),
+    ({"heart_beat_receive_scale": 0.5}, ConfigurationError, ">= 1"),
+    ({"version": 1.2}, ConfigurationError, "1.2 (float)"),
+    ({"version": "1.3"}, ConfigurationError, "'1.3'"),
+])
+def test_bad_keywords_are_configuration_errors(given, error, words):
+    with pytest.raises(error) as raised:
+        amqstomp.aio.connect("stomp://127.0.0.1:1", **given)
+    assert words in str(raised.value)
+
+
+@pytest.mark.parametrize("target, words", [(None, "NoneType"), (61714, "61714 (int)"), ([("h", "61613")], "int port"),
+                                           (["stomp://h:1"], "(host, port)")])
+def test_what_to_connect_to_is_checked(target, words):
+    with pytest.raises(ConfigurationError) as raised:
+        amqstomp.aio.connect(target)
+    assert words in str(raised.value)
+
+
+def test_auto_broker_and_a_dialect_name_are_taken():
+    assert amqstomp.aio.connect("stomp://127.0.0.1:1", broker="auto").broker is None
+    assert amqstomp.aio.connect("stomp://127.0.0.1:1", broker="ActiveMQ").broker == "activemq"
+
+
+def test_bodies_must_be_bytes_or_str_and_none_headers_as_the_threaded_api():
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        for body, name in ((5, "int"), ({"a": 1}, "dict"), (None, "NoneType"), ([1, 2], "list")):
+            with pytest.raises(TypeError, match="not %s" % name):
+                await client.send("/queue/a", body)  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert wire.frames("SEND") == []
+        await client.send("/queue/a", bytearray(b"ba"), receipt=False)
+        await client.send("/queue/a", b"hi", {"gone": None, "content-length": None, "kept": "1"}, receipt=False)
+        await asyncio.sleep(0)
+        first, second = wire.frames("SEND")
+        assert first.endswith(b"\n\nba") and b"content-length:2" in first
+        assert b"gone" not in second and b"content-length" not in second and b"kept:1" in second
+    run(main())

@@ -22,7 +22,8 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
+                         InvalidTimeoutError, NotConnectedException, ReceiptTimeout, SendInDoubtError,
+                         StompException)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
@@ -31,6 +32,8 @@ from .._core.dialect import connect_host
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
+from .._core.dialect import check_broker
+from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
 from ._failover import Failover
 from ._link import AioLink, LostAfterWrite, open_link
@@ -54,11 +57,37 @@ AckMode = Literal["auto", "client", "client-individual"]
 SEND_RESENDS = 2
 #: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
 DEFAULT_PRODUCER_WINDOW = 1024 * 1024
+#: The default bounds, seconds, of connect() (also what a timeout given as None means there).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_RECEIPT_TIMEOUT = 10.0
+DEFAULT_CLOSE_TIMEOUT = 5.0
+#: The shortest timeout, seconds, a connect()/send()/subscribe()/transaction() takes: a shorter
+#: one could not see a RECEIPT, so a frame would be written with a wait that cannot succeed.
+MIN_TIMEOUT_S = 0.001
+
+
+def check_timeout(value: Optional[float], name: str, default: float) -> float:
+    """A public timeout checked: seconds, ``default`` for None, :data:`MAX_WAIT_S
+    <amqstomp._io.timeouts.MAX_WAIT_S>` at most (:func:`amqstomp._io.timeouts.clamp_wait`).
+
+    Raises:
+        InvalidTimeoutError: not a real number, NaN, infinite, or below :data:`MIN_TIMEOUT_S`
+            (0 and negative ones too); the message names ``name``.
+    """
+    if value is None:
+        return default
+    seconds = clamp_wait(value, name, strict=True)
+    if seconds is None or seconds < MIN_TIMEOUT_S:
+        raise InvalidTimeoutError("%s must be a number of seconds >= %g (or None: %g s), got %r"
+                                  % (name, MIN_TIMEOUT_S, default, value))
+    return seconds
 
 
 def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
             heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None, client_id: Optional[str] = None,
-            connect_timeout: float = 10.0, receipt_timeout: float = 10.0, close_timeout: float = 5.0,
+            connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+            receipt_timeout: Optional[float] = DEFAULT_RECEIPT_TIMEOUT,
+            close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT,
             version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None, heart_beat_receive_scale: float = 1.5,
             broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW,
             on_interrupted: Optional[Callable[[str], None]] = None,
@@ -79,13 +108,17 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
         heartbeats (tuple[int, int]): (cx, cy) ms (STOMP 1.2 "Heart-beating").
         vhost (str | None): CONNECT's ``host`` header (default ``/``).
         client_id (str | None): ActiveMQ's ``client-id`` (durable subscriptions).
-        connect_timeout (float): seconds for the socket and the CONNECTED frame, per host.
-        receipt_timeout (float): default seconds a RECEIPT is awaited.
-        close_timeout (float): default seconds :meth:`Client.close` waits for DISCONNECT's RECEIPT.
+        connect_timeout (float | None): seconds for the socket and the CONNECTED frame, per
+            host (None: 10). With failover, also the bound of the first connect over all
+            passes when the URI gives no ``startupMaxReconnectAttempts``.
+        receipt_timeout (float | None): default seconds a RECEIPT is awaited (None: 10).
+        close_timeout (float | None): default seconds :meth:`Client.close` waits for
+            DISCONNECT's RECEIPT (None: 5). Every timeout is >= :data:`MIN_TIMEOUT_S`.
         version (str): the highest STOMP version offered (``1.0``, ``1.1``, ``1.2``).
         ssl (ssl.SSLContext | None): for ``stomp+ssl://`` (default: ``ssl.create_default_context()``).
-        heart_beat_receive_scale (float): receive grace factor (1.5).
-        broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...); None: CONNECTED's ``server``.
+        heart_beat_receive_scale (float): receive grace factor, >= 1.0 (1.5).
+        broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...; checked by
+            :func:`amqstomp._core.dialect.check_broker`); None or ``auto``: CONNECTED's ``server``.
         producer_window (int): bytes of SEND bodies awaiting RECEIPTs at once; a send
             beyond waits for room (back-pressure; ActiveMQ's ``producerWindowSize``).
         on_interrupted (Callable[[str], None] | None): failover: called on the loop when the
@@ -95,8 +128,10 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             is up and the subscriptions were replayed (``transportResumed``).
 
     Raises:
-        ConfigurationError: a URI that is not understood.
-        InvalidTimeoutError: a timeout that is not a finite number >= 0.
+        ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
+            list of (host, port) pairs, an unknown ``broker`` or ``version`` (a str), a
+            ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number).
+        InvalidTimeoutError: a timeout that is not a finite number >= :data:`MIN_TIMEOUT_S` (or None).
     """
     return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,
                   client_id=client_id, connect_timeout=connect_timeout, receipt_timeout=receipt_timeout,
@@ -110,15 +145,16 @@ class Client:
 
     def __init__(self, url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
                  heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None,
-                 client_id: Optional[str] = None, connect_timeout: float = 10.0, receipt_timeout: float = 10.0,
-                 close_timeout: float = 5.0, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
+                 client_id: Optional[str] = None, connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+                 receipt_timeout: Optional[float] = DEFAULT_RECEIPT_TIMEOUT,
+                 close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
                  producer_window: int = DEFAULT_PRODUCER_WINDOW,
                  on_interrupted: Optional[Callable[[str], None]] = None,
                  on_resumed: Optional[Callable[[], None]] = None) -> None:
-        self.connect_timeout = clamp_wait(connect_timeout, "connect_timeout", strict=True) or 0.0
-        self.receipt_timeout = clamp_wait(receipt_timeout, "receipt_timeout", strict=True) or 0.0
-        self.close_timeout = clamp_wait(close_timeout, "close_timeout", strict=True) or 0.0
+        self.connect_timeout = check_timeout(connect_timeout, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        self.receipt_timeout = check_timeout(receipt_timeout, "receipt_timeout", DEFAULT_RECEIPT_TIMEOUT)
+        self.close_timeout = check_timeout(close_timeout, "close_timeout", DEFAULT_CLOSE_TIMEOUT)
         self.hosts: List[Tuple[str, int, bool]] = []
         #: the reconnect plan of a ``failover:`` URI, else None
         self.policy: Optional[ReconnectPolicy] = None
@@ -137,14 +173,25 @@ class Client:
             login = login if login is not None else opts.get("username")
             passcode = passcode if passcode is not None else opts.get("password")
             client_id = client_id or opts.get("client_id")
-        else:
+        elif isinstance(url_or_hosts, (list, tuple)):
             for entry in url_or_hosts:
+                if not isinstance(entry, (list, tuple)) or len(entry) != 2 or isinstance(entry[1], bool) \
+                        or not isinstance(entry[1], int):
+                    raise ConfigurationError("a broker must be a (host, port) pair with an int port, got %r"
+                                             % (entry,))
                 host, port = entry
-                self.hosts.append((str(host), int(port), ssl is not None))
+                self.hosts.append((str(host), port, ssl is not None))
+        else:
+            raise ConfigurationError("url_or_hosts must be a URI str (stomp://host:port, failover:(...)) or a "
+                                     "list of (host, port) pairs, got %r (%s)"
+                                     % (url_or_hosts, type(url_or_hosts).__name__))
         if not self.hosts:
             raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
-        if version not in ACCEPT_VERSIONS:
-            raise ConfigurationError("version must be one of 1.0, 1.1, 1.2, got %r" % (version,))
+        if not isinstance(version, str) or version not in ACCEPT_VERSIONS:
+            raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
+                                     % (version, type(version).__name__))
+        check_receive_scale(heart_beat_receive_scale)
+        broker = check_broker(broker)
         cx, cy = heartbeats
         if isinstance(cx, bool) or isinstance(cy, bool) or not isinstance(cx, int) or not isinstance(cy, int) \
                 or cx < 0 or cy < 0:
@@ -337,7 +384,13 @@ class Client:
 
     # ------------------------------------------------------------ writing
 
+    def checked_timeout(self, timeout: Optional[float]) -> float:
+        """A public call's ``timeout`` (seconds): ``receipt_timeout`` for None, else checked as
+        :func:`check_timeout` (InvalidTimeoutError below :data:`MIN_TIMEOUT_S`), before anything is written."""
+        return check_timeout(timeout, "timeout", self.receipt_timeout)
+
     def timeout_s(self, timeout: Optional[float]) -> float:
+        """An internal wait (a deadline's remainder may be 0): None is ``receipt_timeout``."""
         if timeout is None:
             return self.receipt_timeout
         return clamp_wait(timeout, "timeout") or 0.0
@@ -388,8 +441,12 @@ class Client:
 
         Args:
             destination (str): ``/queue/a``, ``/topic/b``...
-            body (bytes | str): a str is sent UTF-8 encoded.
-            headers (Mapping | None): more headers (``persistent``, ``priority``...).
+            body (bytes | str): a str is sent UTF-8 encoded (bytes, bytearray or memoryview
+                otherwise).
+            headers (Mapping | None): more headers (``persistent``, ``priority``...). As in the
+                threaded API (:meth:`amqstomp.Connection.send`), a header whose value is None is
+                left out, and ``content-length: None`` means no ``content-length`` header (ActiveMQ
+                then makes a TextMessage; the body must hold no NUL byte).
             receipt (bool): True: return once the broker's RECEIPT came (the broker has
                 the message); sends awaiting RECEIPTs hold at most ``producer_window``
                 bytes of bodies (a send beyond waits for room). False: return once the
@@ -412,10 +469,20 @@ class Client:
             ConnectionClosedException / NotConnectedException: no socket; nothing written.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
             InvalidDestinationError, FrameEncodeError: nothing written.
+            InvalidTimeoutError: ``timeout`` is not a number of seconds >= :data:`MIN_TIMEOUT_S`;
+                nothing written.
+            TypeError: ``body`` is neither bytes-like nor str (the message names its type).
         """
         check_destination(destination, "SEND")
-        link = await self.ready(timeout, "the SEND to %s" % destination)
-        data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        wait = self.checked_timeout(timeout)
+        link = await self.ready(wait, "the SEND to %s" % destination)
+        if isinstance(body, str):
+            data = body.encode("utf-8")
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            data = bytes(body)
+        else:
+            raise TypeError("the body of the SEND to %s must be bytes or str, not %s"
+                            % (destination, type(body).__name__))
         frame_headers: Dict[str, Any] = dict(headers) if headers else {}
         frame_headers["destination"] = destination
         if content_type is not None:
@@ -427,9 +494,8 @@ class Client:
             frame_headers["transaction"] = transaction
         what = "the SEND to %s" % destination
         if not receipt:
-            await self.write_frame(link, "SEND", frame_headers, data, False, timeout, what)
+            await self.write_frame(link, "SEND", frame_headers, data, False, wait, what)
             return
-        wait = self.timeout_s(timeout)
         size = len(data)
         loop = self.loop
         deadline = loop.time() + wait
@@ -492,8 +558,10 @@ class Client:
         Raises:
             ConfigurationError: an unknown ack mode, optimize_acknowledge without ``ack:client``,
                 or a prefetch this broker takes no header for.
-            InvalidDestinationError: nothing sent.
+            InvalidDestinationError, InvalidTimeoutError (``timeout`` not a number of seconds
+                >= :data:`MIN_TIMEOUT_S`): nothing sent.
         """
+        wait = self.checked_timeout(timeout)
         link = self.link
         if link is None:
             raise NotConnectedException("not connected: await the client (or use it in async with) first")
@@ -503,7 +571,7 @@ class Client:
                                     DEFAULT_REDELIVERY)
         plan = subscribe_plan(request, link.proto.dialect, link.proto.server, self.prefetch_policy)
         return Subscription(self, request.sub_id, plan.name, ack, plan.headers, plan.window, request.optimize,
-                            self.timeout_s(timeout))
+                            wait)
 
     async def confirm_subscription(self, sub: Subscription) -> None:
         link = await self.ready(sub.timeout, "the SUBSCRIBE to %s" % sub.destination)
@@ -532,7 +600,7 @@ class Client:
         """A transaction, as ``async with client.transaction() as tx``: BEGIN on entry,
         COMMIT (its RECEIPT awaited ``timeout`` seconds) on a normal exit, ABORT on an
         exception (see :class:`~amqstomp.aio.transaction.Transaction`)."""
-        return Transaction(self, "tx-%d" % next(self._ids), self.timeout_s(timeout))
+        return Transaction(self, "tx-%d" % next(self._ids), self.checked_timeout(timeout))
 
     def transaction_check(self, cmd: str, transaction: str) -> None:
         refusal = self.transactions.refusal(cmd, transaction)
