@@ -22,12 +22,12 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         InvalidTimeoutError, NotConnectedException, ReceiptTimeout, SendInDoubtError,
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError,
                          StompException)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from ..uri import check_destination, parse_uri
+from ..uri import check_destination
 from .._core.dialect import connect_host
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
@@ -36,6 +36,8 @@ from .._core.dialect import check_broker
 from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
 from ._failover import Failover
+from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
+                       check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
 from .subscription import Subscription
 from .transaction import Transaction
@@ -57,30 +59,6 @@ AckMode = Literal["auto", "client", "client-individual"]
 SEND_RESENDS = 2
 #: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
 DEFAULT_PRODUCER_WINDOW = 1024 * 1024
-#: The default bounds, seconds, of connect() (also what a timeout given as None means there).
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_RECEIPT_TIMEOUT = 10.0
-DEFAULT_CLOSE_TIMEOUT = 5.0
-#: The shortest timeout, seconds, a connect()/send()/subscribe()/transaction() takes: a shorter
-#: one could not see a RECEIPT, so a frame would be written with a wait that cannot succeed.
-MIN_TIMEOUT_S = 0.001
-
-
-def check_timeout(value: Optional[float], name: str, default: float) -> float:
-    """A public timeout checked: seconds, ``default`` for None, :data:`MAX_WAIT_S
-    <amqstomp._io.timeouts.MAX_WAIT_S>` at most (:func:`amqstomp._io.timeouts.clamp_wait`).
-
-    Raises:
-        InvalidTimeoutError: not a real number, NaN, infinite, or below :data:`MIN_TIMEOUT_S`
-            (0 and negative ones too); the message names ``name``.
-    """
-    if value is None:
-        return default
-    seconds = clamp_wait(value, name, strict=True)
-    if seconds is None or seconds < MIN_TIMEOUT_S:
-        raise InvalidTimeoutError("%s must be a number of seconds >= %g (or None: %g s), got %r"
-                                  % (name, MIN_TIMEOUT_S, default, value))
-    return seconds
 
 
 def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
@@ -147,7 +125,8 @@ class Client:
                  heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None,
                  client_id: Optional[str] = None, connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
                  receipt_timeout: Optional[float] = DEFAULT_RECEIPT_TIMEOUT,
-                 close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
+                 close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, version: str = "1.2",
+                 ssl: Optional[_ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
                  producer_window: int = DEFAULT_PRODUCER_WINDOW,
                  on_interrupted: Optional[Callable[[str], None]] = None,
@@ -155,41 +134,14 @@ class Client:
         self.connect_timeout = check_timeout(connect_timeout, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
         self.receipt_timeout = check_timeout(receipt_timeout, "receipt_timeout", DEFAULT_RECEIPT_TIMEOUT)
         self.close_timeout = check_timeout(close_timeout, "close_timeout", DEFAULT_CLOSE_TIMEOUT)
-        self.hosts: List[Tuple[str, int, bool]] = []
         #: the reconnect plan of a ``failover:`` URI, else None
         self.policy: Optional[ReconnectPolicy] = None
         self.failover: Optional[Failover] = None
-        if isinstance(url_or_hosts, str):
-            uri = parse_uri(url_or_hosts)
-            if uri.failover:
-                self.policy = ReconnectPolicy.from_uri(uri)
-            opts = uri.options
-            for endpoint in uri.endpoints:
-                self.hosts.append((endpoint.host, endpoint.port, endpoint.tls))
-                heartbeats = endpoint.options.get("heartbeats", heartbeats) if heartbeats == (0, 0) else heartbeats
-                vhost = vhost or endpoint.options.get("vhost")
-                if version == "1.2":
-                    version = endpoint.options.get("version", version)
-            login = login if login is not None else opts.get("username")
-            passcode = passcode if passcode is not None else opts.get("password")
-            client_id = client_id or opts.get("client_id")
-        elif isinstance(url_or_hosts, (list, tuple)):
-            for entry in url_or_hosts:
-                if not isinstance(entry, (list, tuple)) or len(entry) != 2 or isinstance(entry[1], bool) \
-                        or not isinstance(entry[1], int):
-                    raise ConfigurationError("a broker must be a (host, port) pair with an int port, got %r"
-                                             % (entry,))
-                host, port = entry
-                self.hosts.append((str(host), port, ssl is not None))
-        else:
-            raise ConfigurationError("url_or_hosts must be a URI str (stomp://host:port, failover:(...)) or a "
-                                     "list of (host, port) pairs, got %r (%s)"
-                                     % (url_or_hosts, type(url_or_hosts).__name__))
-        if not self.hosts:
-            raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
-        if not isinstance(version, str) or version not in ACCEPT_VERSIONS:
-            raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
-                                     % (version, type(version).__name__))
+        target = resolve_target(url_or_hosts, ssl is not None, heartbeats, vhost, version, login, passcode, client_id)
+        self.hosts: List[Tuple[str, int, bool]] = target.hosts
+        self.policy = target.policy
+        heartbeats, vhost, version = target.heartbeats, target.vhost, target.version
+        login, passcode, client_id = target.login, target.passcode, target.client_id
         check_receive_scale(heart_beat_receive_scale)
         broker = check_broker(broker)
         cx, cy = heartbeats
@@ -623,7 +575,7 @@ class Client:
             assert link is not None
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         for sub in list(self._subs.values()):
-            sub._closed_by_client()
+            sub.closed_by_client()
         self._subs.clear()
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss

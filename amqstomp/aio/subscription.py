@@ -401,7 +401,7 @@ class Subscription(Acking):
         await self.client.write_frame(link, "UNSUBSCRIBE", {"id": self.id}, b"", True, timeout,
                                        "UNSUBSCRIBE of %s" % self.id)
 
-    def _closed_by_client(self) -> None:
+    def closed_by_client(self) -> None:
         """:meth:`Client.close`: it ends now (the client's DISCONNECT unsubscribes it);
         receives raise SubscriptionClosedError and iterations end, buffered or not."""
         if self._ended is None:
