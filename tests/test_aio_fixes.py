@@ -4,6 +4,8 @@ RECEIPTs fed by hand), what the broker decides against the session's ActiveMQ.""
 import asyncio
 import logging
 import re
+import socket
+import time
 import uuid
 from typing import Any, List, Optional, Tuple
 
@@ -12,7 +14,9 @@ import pytest
 import amqstomp.aio
 from amqstomp.aio._link import AioLink
 from amqstomp.aio.subscription import SubscriptionClosedError
-from amqstomp.exception import AcknowledgeInterruptedError, ConfigurationError, InvalidTimeoutError
+from amqstomp.exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectFailedException,
+                                ConnectionClosedException, InvalidTimeoutError, NotConnectedException)
+from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -258,4 +262,85 @@ def test_bodies_must_be_bytes_or_str_and_none_headers_as_the_threaded_api():
         first, second = wire.frames("SEND")
         assert first.endswith(b"\n\nba") and b"content-length:2" in first
         assert b"gone" not in second and b"content-length" not in second and b"kept:1" in second
+    run(main())
+
+
+# ------------------------------------------------------------ 4. the first connect of a failover URI is bounded
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_failover_first_connect_is_bounded_by_connect_timeout():
+    port = closed_port()
+
+    async def main() -> Tuple[float, str]:
+        started = time.monotonic()
+        with pytest.raises(ConnectFailedException) as raised:
+            await amqstomp.aio.connect("failover:(stomp://127.0.0.1:%d)" % port, connect_timeout=2)
+        return time.monotonic() - started, str(raised.value)
+    took, why = run(main())
+    assert 1.5 < took < 6, took  # before: retried for ever (the URI's startupMaxReconnectAttempts -1)
+    assert "127.0.0.1:%d" % port in why and "connect_timeout" in why
+
+
+def test_failover_first_connect_follows_the_uris_startup_attempts():
+    port = closed_port()
+
+    async def main() -> Tuple[float, str]:
+        started = time.monotonic()
+        url = "failover:(stomp://127.0.0.1:%d)?startupMaxReconnectAttempts=3&initialReconnectDelay=10" % port
+        with pytest.raises(ConnectFailedException) as raised:
+            await amqstomp.aio.connect(url, connect_timeout=20)
+        return time.monotonic() - started, str(raised.value)
+    took, why = run(main())
+    assert took < 5 and "after 3 attempt(s)" in why and "127.0.0.1:%d" % port in why
+
+
+# ------------------------------------------------------------ 5. close() wakes what waits for a reconnect
+
+def test_close_wakes_a_send_waiting_for_a_reconnect(activemq):
+    async def main() -> float:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address
+            client = await amqstomp.aio.connect(url, connect_timeout=5)
+            proxy.refuse(True, "closed")
+            proxy.cut()
+            for _ in range(200):  # bounded: until the loss is seen
+                if client.link is None or client.link.closed:
+                    break
+                await asyncio.sleep(0.01)
+            sending = asyncio.ensure_future(client.send("/queue/aio-fix-%s" % uuid.uuid4().hex[:8], b"x",
+                                                        timeout=20))
+            await asyncio.sleep(0.2)
+            assert not sending.done()
+            started = time.monotonic()
+            await client.close(timeout=1)
+            with pytest.raises(ConnectionClosedException) as raised:
+                await asyncio.wait_for(sending, 5)
+            assert not isinstance(raised.value, NotConnectedException)
+            assert "closed" in str(raised.value)
+            return time.monotonic() - started
+    assert run(main()) < 2.5  # before: the send waited out its 20 s, then NotConnectedException
+
+
+# ------------------------------------------------------------ 2. (the broker decides) the message is redelivered
+
+def test_ack_after_leaving_the_subscription_raises_and_the_broker_redelivers(activemq):
+    host, port = activemq.host_and_ports[0]
+    dest = "/queue/aio-fix-%s" % uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        async with amqstomp.aio.connect("stomp://%s:%d" % (host, port)) as client:
+            await client.send(dest, b"once")
+            async with client.subscribe(dest, ack="client-individual", prefetch_size=1) as sub:
+                got = await sub.get(timeout=10)
+            with pytest.raises(AcknowledgeInterruptedError):
+                await got.ack()  # before: returned normally, and the broker redelivered it
+            async with client.subscribe(dest, ack="client-individual") as sub:
+                again = await sub.get(timeout=10)
+                assert again.body == b"once" and again.message_id == got.message_id
+                await again.ack(receipt=True)
     run(main())

@@ -52,6 +52,8 @@ class Target(NamedTuple):
     login: Optional[str]
     passcode: Optional[str]
     client_id: Optional[str]
+    #: a ``failover:`` URI that sets ``startupMaxReconnectAttempts`` (else connect_timeout bounds the first connect)
+    startup_given: bool
 
 
 def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vhost: Optional[str],
@@ -68,10 +70,12 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
     """
     hosts: List[Tuple[str, int, bool]] = []
     policy = None
+    startup_given = False
     if isinstance(url_or_hosts, str):
         uri = parse_uri(url_or_hosts)
         if uri.failover:
             policy = ReconnectPolicy.from_uri(uri)
+            startup_given = "startup_max_reconnect_attempts" in uri.failover_options
         opts = uri.options
         for endpoint in uri.endpoints:
             hosts.append((endpoint.host, endpoint.port, endpoint.tls))
@@ -96,4 +100,4 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
     if not isinstance(version, str) or version not in ACCEPT_VERSIONS:
         raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
                                  % (version, type(version).__name__))
-    return Target(hosts, policy, heartbeats, vhost, version, login, passcode, client_id)
+    return Target(hosts, policy, heartbeats, vhost, version, login, passcode, client_id, startup_given)

@@ -22,20 +22,18 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError,
-                         StompException)
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
 from ..uri import check_destination
-from .._core.dialect import connect_host
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
-from .._core.dialect import check_broker
+from .._core.dialect import check_broker, connect_host
 from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
-from ._failover import Failover
+from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
                        check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
@@ -82,6 +80,9 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
             ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
             subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
+            Its first connect is bounded by the URI's ``startupMaxReconnectAttempts`` when it
+            sets one (-1: for ever, as ActiveMQ's FailoverTransport), else by ``connect_timeout``
+            over all passes (ConnectFailedException naming the brokers tried).
         login, passcode (str | None): CONNECT's credentials (the passcode is never logged).
         heartbeats (tuple[int, int]): (cx, cy) ms (STOMP 1.2 "Heart-beating").
         vhost (str | None): CONNECT's ``host`` header (default ``/``).
@@ -140,6 +141,9 @@ class Client:
         target = resolve_target(url_or_hosts, ssl is not None, heartbeats, vhost, version, login, passcode, client_id)
         self.hosts: List[Tuple[str, int, bool]] = target.hosts
         self.policy = target.policy
+        #: failover: the bound, seconds, of the first connect over all passes (None: the URI's
+        #: ``startupMaxReconnectAttempts`` bounds it)
+        self._first_bound: Optional[float] = None if target.startup_given else self.connect_timeout
         heartbeats, vhost, version = target.heartbeats, target.vhost, target.version
         login, passcode, client_id = target.login, target.passcode, target.client_id
         check_receive_scale(heart_beat_receive_scale)
@@ -217,7 +221,7 @@ class Client:
             raise ConnectFailedException("this client was opened already (make a new one with connect())")
         if self.policy is not None:
             self.failover = Failover(self.loop, self.policy, self.hosts, self._open_one, self._reconnected)
-            self.link = await self.failover.first()
+            self.link = await self.failover.first(self._first_bound)
             return self
         reasons = []
         for host, port, tls in self.hosts:
@@ -295,7 +299,7 @@ class Client:
             for sub in list(self._subs.values()):
                 sub.interrupted()  # replayed on the next socket; the transactions become stale
             failover.lost(link.close_error)
-            self._notify(self.on_interrupted, link.close_reason)
+            notify(self.on_interrupted, link.close_reason)
         else:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
@@ -323,16 +327,7 @@ class Client:
                             "replaced", sub.destination, exc)
                 link.lose("a subscription replay failed: %s" % exc)
                 return
-        self._notify(self.on_resumed)
-
-    @staticmethod
-    def _notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
-        if callback is None:
-            return
-        try:
-            callback(*args)
-        except Exception:  # the application's: logged, never the driver's end
-            log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
+        notify(self.on_resumed)
 
     # ------------------------------------------------------------ writing
 
@@ -417,6 +412,8 @@ class Client:
                 sockets; each resend is at least once: the broker may then have it twice).
             NotConnectedException: failover: no socket came back within ``timeout`` (or the
                 URI's ``timeout``); nothing written.
+            ConnectionClosedException: the client was closed (:meth:`close` wakes a send
+                waiting for a reconnect, or for room, at once); nothing written.
             ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
             ConnectionClosedException / NotConnectedException: no socket; nothing written.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
@@ -452,6 +449,8 @@ class Client:
         loop = self.loop
         deadline = loop.time() + wait
         while self._in_flight and self._in_flight + size > self.producer_window:
+            if self._closing:
+                raise ConnectionClosedException("%s not sent: the client was closed" % what)
             if link.closed:
                 raise ConnectionClosedException("%s not sent: connection closed: %s" % (what, link.close_reason))
             waiter: "asyncio.Future[None]" = loop.create_future()
@@ -480,7 +479,6 @@ class Client:
         except LostAfterWrite as exc:  # written: the broker may have it
             raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
                                        "may or may not have the message (%s)" % (what, exc)) from exc
-            raise
         finally:
             self._in_flight -= size
             while self._room:
@@ -569,6 +567,9 @@ class Client:
         if link is None or self._closing:
             return
         self._closing = True
+        for waiter in self._room:  # sends waiting for room: they see the client closing
+            if not waiter.done():
+                waiter.set_result(None)
         if self.failover is not None:
             await self.failover.stop()
             link = self.link
