@@ -120,7 +120,11 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
 
 
 class Client:
-    """An asyncio STOMP client (made by :func:`connect`; see the module docstring)."""
+    """An asyncio STOMP client (made by :func:`connect`; see the module docstring).
+
+    Its API: :meth:`open` (``await``, ``async with``), :meth:`send`, :meth:`subscribe`, :meth:`transaction`,
+    :meth:`close`, :attr:`connected`, :attr:`server`. Its other methods (``ready``, ``write_frame``...) are
+    the package's own (public names: its subscriptions and transactions call them); not the API."""
 
     def __init__(self, url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
                  heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None,

@@ -107,9 +107,10 @@ class Message:
 
     async def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
                    timeout: Optional[float] = None) -> None:
-        """Give this message back (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no
-        NACK). ActiveMQ redelivers it or, past its redelivery policy, sends it to its DLQ.
-        Raises as :meth:`ack`."""
+        """Reject this message (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no NACK).
+        ActiveMQ 5.x takes it as a poison acknowledgement: a persistent message goes to its
+        DLQ (after the broker's redelivery policy with its ``redeliveryPlugin``), a
+        non-persistent one is dropped; it is not requeued as on RabbitMQ. Raises as :meth:`ack`."""
         await self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
 
     def __repr__(self) -> str:
@@ -123,6 +124,11 @@ class Subscription(Acking):
         id (str): the subscription id (the SUBSCRIBE's ``id`` header).
         destination (str), ack (str): as subscribed.
         window (SubscriptionWindow): the core's prefetch window.
+
+    Its API: :meth:`get`, ``async for``, ``async with``, :meth:`close`. The other methods
+    (``deliver``, ``lost``, ``interrupted``, ``replayed``, ``settle_message``, ``given_back``,
+    ``closed_by_client``) are the package's own (public names only because another object calls
+    them); not part of the API.
     """
 
     def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
