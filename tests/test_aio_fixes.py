@@ -344,3 +344,20 @@ def test_ack_after_leaving_the_subscription_raises_and_the_broker_redelivers(act
                 assert again.body == b"once" and again.message_id == got.message_id
                 await again.ack(receipt=True)
     run(main())
+
+
+def test_concurrent_readers_count_every_message_consumed():
+    """Two readers each handed a message while both waited: both count in the window (a single
+    'handed' slot lost one, and its prefetch credit with it)."""
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire, prefetch_size=10)
+        readers = [asyncio.ensure_future(sub.get()) for _ in range(2)]
+        await asyncio.sleep(0)
+        message(link, sub, 1)
+        message(link, sub, 2)
+        await asyncio.wait_for(asyncio.gather(*readers), 2)
+        with pytest.raises(asyncio.TimeoutError):
+            await sub.get(timeout=0.01)  # asking for the next one: both handed messages are consumed
+        assert sub.window.delivered == 2 and sub.window.consumed == 2
+    run(main())

@@ -227,7 +227,9 @@ class Subscription(Acking):
     async def get(self, timeout: Optional[float] = None) -> Message:
         """The next message, within ``timeout`` seconds (None: until one comes or the
         subscription ends). Several tasks may wait at once: each message goes to one of
-        them, the longest waiting first.
+        them, the longest waiting first (a message then counts as consumed once any reader
+        asks for or gets the next one: with ``optimize_acknowledge``, read with one task for
+        at-least-once).
 
         Raises:
             asyncio.TimeoutError: none came in time (nothing taken: a cancelled or timed-out
@@ -249,6 +251,7 @@ class Subscription(Acking):
                     while queue and queue[0].link is message.link:
                         queue.popleft()
                     continue
+                self._count_handed()  # another reader's message, handed while this one waited
                 self._handed = message
                 if self.app_acked:
                     self._unacked[self._identity(message)] = message
