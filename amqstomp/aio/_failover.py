@@ -13,18 +13,29 @@ Licensed under the Apache License, Version 2.0.
 """
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException
 from .._core.backoff import LossStreak, ReconnectPolicy
 from ._link import AioLink
 
-__all__ = ["Failover"]
+__all__ = ["Failover", "notify"]
 
 log = logging.getLogger("amqstomp.aio")
 
 Endpoint = Tuple[str, int, bool]
 OpenOne = Callable[[str, int, bool], Awaitable[AioLink]]
+
+
+def notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
+    """Call the application's ``on_interrupted``/``on_resumed`` (if any) on the loop; what it
+    raises is logged, never the reconnect's end."""
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:  # the application's
+        log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
 
 
 class Failover:
@@ -54,18 +65,37 @@ class Failover:
         self.last: Optional[Endpoint] = None
         self.up_since: Optional[float] = None
         self.reconnects = 0
+        #: the client closed: no more reconnects, waiters raise ConnectionClosedException
+        self.stopped = False
+        #: the last reason each broker (host, port, tls) failed, for the messages
+        self.reasons: Dict[Endpoint, str] = {}
 
-    async def first(self) -> AioLink:
+    async def first(self, bound_s: Optional[float]) -> AioLink:
         """The first socket: passes over the brokers until one connects, or the policy's
-        ``startupMaxReconnectAttempts`` (else ``maxReconnectAttempts``) gives up.
+        ``startupMaxReconnectAttempts`` (else ``maxReconnectAttempts``) gives up, or
+        ``bound_s`` seconds passed (None: no bound but the policy's -- the client gives
+        ``connect_timeout`` unless the URI sets ``startupMaxReconnectAttempts``).
 
         Raises:
             ConnectRefusedError: a broker refused CONNECT (a login: trying again will not help).
-            ConnectFailedException: given up (the last reasons in the message).
+            ConnectFailedException: given up, or no broker within ``bound_s`` (the brokers
+                tried and their last reasons in the message).
         """
-        link = await self._passes(0, False)
+        if bound_s is None:
+            link = await self._passes(0, False)
+        else:
+            try:
+                link = await asyncio.wait_for(self._passes(0, False), bound_s)
+            except asyncio.TimeoutError:
+                raise ConnectFailedException(
+                    "failover: no broker connected within %.3g s (connect_timeout; the URI sets no "
+                    "startupMaxReconnectAttempts): %s" % (bound_s, self._tried())) from None
         self.ever_connected = True
         return link
+
+    def _tried(self) -> str:
+        return "; ".join("%s:%d: %s" % (host, port, self.reasons.get((host, port, tls), "not tried yet"))
+                         for host, port, tls in self.endpoints)
 
     async def _passes(self, failed: int, ever: bool) -> AioLink:
         attempts = failed
@@ -79,6 +109,7 @@ class Failover:
                     if isinstance(exc, BrokerError) and not ever:
                         raise
                     reasons.append("%s:%d: %s" % (host, port, exc))
+                    self.reasons[endpoint] = str(exc)
                     continue
                 self.last = endpoint
                 self.up_since = self.loop.time()
@@ -126,20 +157,27 @@ class Failover:
         """Wait (``timeout`` seconds, and at most the URI's ``timeout``) until a socket is up.
 
         Raises:
-            ConnectionClosedException: failover gave up.
+            ConnectionClosedException: failover gave up, or the client was closed (at once).
             NotConnectedException: no socket came in time (nothing was written).
         """
         policy_s = self.policy.timeout_ms / 1000.0 if self.policy.timeout_ms >= 0 else timeout
         wait = min(timeout, policy_s)
-        try:
-            await asyncio.wait_for(self.up.wait(), wait)
-        except asyncio.TimeoutError:
-            raise NotConnectedException("%s not sent: no broker reconnected within %.3g s" % (what, wait)) from None
+        if not self.stopped:
+            try:
+                await asyncio.wait_for(self.up.wait(), wait)
+            except asyncio.TimeoutError:
+                raise NotConnectedException("%s not sent: no broker reconnected within %.3g s" % (what, wait)) from None
+        if self.stopped:
+            raise ConnectionClosedException("%s not sent: the client was closed while it waited for a reconnect"
+                                            % what)
         if self.gave_up is not None:
             raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, self.gave_up))
 
     async def stop(self) -> None:
-        """End the reconnect task, if one runs (the client closes)."""
+        """End the reconnect task, if one runs (the client closes); whoever waits in
+        :meth:`wait_up` is woken at once with ConnectionClosedException."""
+        self.stopped = True
+        self.up.set()
         task = self.task
         if task is not None and not task.done():
             task.cancel()

@@ -237,7 +237,11 @@ class AioLink(asyncio.BufferedProtocol):
         buffer.clear()
 
     def encode(self, cmd: str, headers: Dict[str, Any], body: bytes = b"") -> bytes:
-        """The frame's bytes in the session's version (:meth:`ProtocolState.encode`)."""
+        """The frame's bytes in the session's version (:meth:`ProtocolState.encode`): a header
+        whose value is None is left out; a ``content-length: None`` means no automatic one (as
+        the threaded API's ``send``)."""
+        if "content-length" in headers and headers["content-length"] is None:
+            return self.proto.encode(cmd, headers, body, False)
         return self.proto.encode(cmd, headers, body)
 
     @property

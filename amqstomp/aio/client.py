@@ -26,13 +26,16 @@ from ..exception import (BrokerError, ConfigurationError, ConnectFailedException
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from ..uri import check_destination, parse_uri
-from .._core.dialect import connect_host
+from ..uri import check_destination
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
+from .._core.dialect import check_broker, connect_host
+from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
-from ._failover import Failover
+from ._failover import Failover, notify
+from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
+                       check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
 from .subscription import Subscription
 from .transaction import Transaction
@@ -58,7 +61,9 @@ DEFAULT_PRODUCER_WINDOW = 1024 * 1024
 
 def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
             heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None, client_id: Optional[str] = None,
-            connect_timeout: float = 10.0, receipt_timeout: float = 10.0, close_timeout: float = 5.0,
+            connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+            receipt_timeout: Optional[float] = DEFAULT_RECEIPT_TIMEOUT,
+            close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT,
             version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None, heart_beat_receive_scale: float = 1.5,
             broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW,
             on_interrupted: Optional[Callable[[str], None]] = None,
@@ -75,17 +80,24 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
             ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
             subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
+            Its first connect is bounded by the URI's ``startupMaxReconnectAttempts`` when it
+            sets one (-1: for ever, as ActiveMQ's FailoverTransport), else by ``connect_timeout``
+            over all passes (ConnectFailedException naming the brokers tried).
         login, passcode (str | None): CONNECT's credentials (the passcode is never logged).
         heartbeats (tuple[int, int]): (cx, cy) ms (STOMP 1.2 "Heart-beating").
         vhost (str | None): CONNECT's ``host`` header (default ``/``).
         client_id (str | None): ActiveMQ's ``client-id`` (durable subscriptions).
-        connect_timeout (float): seconds for the socket and the CONNECTED frame, per host.
-        receipt_timeout (float): default seconds a RECEIPT is awaited.
-        close_timeout (float): default seconds :meth:`Client.close` waits for DISCONNECT's RECEIPT.
+        connect_timeout (float | None): seconds for the socket and the CONNECTED frame, per
+            host (None: 10). With failover, also the bound of the first connect over all
+            passes when the URI gives no ``startupMaxReconnectAttempts``.
+        receipt_timeout (float | None): default seconds a RECEIPT is awaited (None: 10).
+        close_timeout (float | None): default seconds :meth:`Client.close` waits for
+            DISCONNECT's RECEIPT (None: 5). Every timeout is >= :data:`MIN_TIMEOUT_S`.
         version (str): the highest STOMP version offered (``1.0``, ``1.1``, ``1.2``).
         ssl (ssl.SSLContext | None): for ``stomp+ssl://`` (default: ``ssl.create_default_context()``).
-        heart_beat_receive_scale (float): receive grace factor (1.5).
-        broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...); None: CONNECTED's ``server``.
+        heart_beat_receive_scale (float): receive grace factor, >= 1.0 (1.5).
+        broker (str | None): the broker dialect (``activemq``, ``rabbitmq``...; checked by
+            :func:`amqstomp._core.dialect.check_broker`); None or ``auto``: CONNECTED's ``server``.
         producer_window (int): bytes of SEND bodies awaiting RECEIPTs at once; a send
             beyond waits for room (back-pressure; ActiveMQ's ``producerWindowSize``).
         on_interrupted (Callable[[str], None] | None): failover: called on the loop when the
@@ -95,8 +107,10 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             is up and the subscriptions were replayed (``transportResumed``).
 
     Raises:
-        ConfigurationError: a URI that is not understood.
-        InvalidTimeoutError: a timeout that is not a finite number >= 0.
+        ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
+            list of (host, port) pairs, an unknown ``broker`` or ``version`` (a str), a
+            ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number).
+        InvalidTimeoutError: a timeout that is not a finite number >= :data:`MIN_TIMEOUT_S` (or None).
     """
     return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,
                   client_id=client_id, connect_timeout=connect_timeout, receipt_timeout=receipt_timeout,
@@ -106,45 +120,38 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
 
 
 class Client:
-    """An asyncio STOMP client (made by :func:`connect`; see the module docstring)."""
+    """An asyncio STOMP client (made by :func:`connect`; see the module docstring).
+
+    Its API: :meth:`open` (``await``, ``async with``), :meth:`send`, :meth:`subscribe`, :meth:`transaction`,
+    :meth:`close`, :attr:`connected`, :attr:`server`. Its other methods (``ready``, ``write_frame``...) are
+    the package's own (public names: its subscriptions and transactions call them); not the API."""
 
     def __init__(self, url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
                  heartbeats: Tuple[int, int] = (0, 0), vhost: Optional[str] = None,
-                 client_id: Optional[str] = None, connect_timeout: float = 10.0, receipt_timeout: float = 10.0,
-                 close_timeout: float = 5.0, version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None,
+                 client_id: Optional[str] = None, connect_timeout: Optional[float] = DEFAULT_CONNECT_TIMEOUT,
+                 receipt_timeout: Optional[float] = DEFAULT_RECEIPT_TIMEOUT,
+                 close_timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, version: str = "1.2",
+                 ssl: Optional[_ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
                  producer_window: int = DEFAULT_PRODUCER_WINDOW,
                  on_interrupted: Optional[Callable[[str], None]] = None,
                  on_resumed: Optional[Callable[[], None]] = None) -> None:
-        self.connect_timeout = clamp_wait(connect_timeout, "connect_timeout", strict=True) or 0.0
-        self.receipt_timeout = clamp_wait(receipt_timeout, "receipt_timeout", strict=True) or 0.0
-        self.close_timeout = clamp_wait(close_timeout, "close_timeout", strict=True) or 0.0
-        self.hosts: List[Tuple[str, int, bool]] = []
+        self.connect_timeout = check_timeout(connect_timeout, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        self.receipt_timeout = check_timeout(receipt_timeout, "receipt_timeout", DEFAULT_RECEIPT_TIMEOUT)
+        self.close_timeout = check_timeout(close_timeout, "close_timeout", DEFAULT_CLOSE_TIMEOUT)
         #: the reconnect plan of a ``failover:`` URI, else None
         self.policy: Optional[ReconnectPolicy] = None
         self.failover: Optional[Failover] = None
-        if isinstance(url_or_hosts, str):
-            uri = parse_uri(url_or_hosts)
-            if uri.failover:
-                self.policy = ReconnectPolicy.from_uri(uri)
-            opts = uri.options
-            for endpoint in uri.endpoints:
-                self.hosts.append((endpoint.host, endpoint.port, endpoint.tls))
-                heartbeats = endpoint.options.get("heartbeats", heartbeats) if heartbeats == (0, 0) else heartbeats
-                vhost = vhost or endpoint.options.get("vhost")
-                if version == "1.2":
-                    version = endpoint.options.get("version", version)
-            login = login if login is not None else opts.get("username")
-            passcode = passcode if passcode is not None else opts.get("password")
-            client_id = client_id or opts.get("client_id")
-        else:
-            for entry in url_or_hosts:
-                host, port = entry
-                self.hosts.append((str(host), int(port), ssl is not None))
-        if not self.hosts:
-            raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
-        if version not in ACCEPT_VERSIONS:
-            raise ConfigurationError("version must be one of 1.0, 1.1, 1.2, got %r" % (version,))
+        target = resolve_target(url_or_hosts, ssl is not None, heartbeats, vhost, version, login, passcode, client_id)
+        self.hosts: List[Tuple[str, int, bool]] = target.hosts
+        self.policy = target.policy
+        #: failover: the bound, seconds, of the first connect over all passes (None: the URI's
+        #: ``startupMaxReconnectAttempts`` bounds it)
+        self._first_bound: Optional[float] = None if target.startup_given else self.connect_timeout
+        heartbeats, vhost, version = target.heartbeats, target.vhost, target.version
+        login, passcode, client_id = target.login, target.passcode, target.client_id
+        check_receive_scale(heart_beat_receive_scale)
+        broker = check_broker(broker)
         cx, cy = heartbeats
         if isinstance(cx, bool) or isinstance(cy, bool) or not isinstance(cx, int) or not isinstance(cy, int) \
                 or cx < 0 or cy < 0:
@@ -218,7 +225,7 @@ class Client:
             raise ConnectFailedException("this client was opened already (make a new one with connect())")
         if self.policy is not None:
             self.failover = Failover(self.loop, self.policy, self.hosts, self._open_one, self._reconnected)
-            self.link = await self.failover.first()
+            self.link = await self.failover.first(self._first_bound)
             return self
         reasons = []
         for host, port, tls in self.hosts:
@@ -296,7 +303,7 @@ class Client:
             for sub in list(self._subs.values()):
                 sub.interrupted()  # replayed on the next socket; the transactions become stale
             failover.lost(link.close_error)
-            self._notify(self.on_interrupted, link.close_reason)
+            notify(self.on_interrupted, link.close_reason)
         else:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
@@ -324,20 +331,17 @@ class Client:
                             "replaced", sub.destination, exc)
                 link.lose("a subscription replay failed: %s" % exc)
                 return
-        self._notify(self.on_resumed)
-
-    @staticmethod
-    def _notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
-        if callback is None:
-            return
-        try:
-            callback(*args)
-        except Exception:  # the application's: logged, never the driver's end
-            log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
+        notify(self.on_resumed)
 
     # ------------------------------------------------------------ writing
 
+    def checked_timeout(self, timeout: Optional[float]) -> float:
+        """A public call's ``timeout`` (seconds): ``receipt_timeout`` for None, else checked as
+        :func:`check_timeout` (InvalidTimeoutError below :data:`MIN_TIMEOUT_S`), before anything is written."""
+        return check_timeout(timeout, "timeout", self.receipt_timeout)
+
     def timeout_s(self, timeout: Optional[float]) -> float:
+        """An internal wait (a deadline's remainder may be 0): None is ``receipt_timeout``."""
         if timeout is None:
             return self.receipt_timeout
         return clamp_wait(timeout, "timeout") or 0.0
@@ -388,8 +392,12 @@ class Client:
 
         Args:
             destination (str): ``/queue/a``, ``/topic/b``...
-            body (bytes | str): a str is sent UTF-8 encoded.
-            headers (Mapping | None): more headers (``persistent``, ``priority``...).
+            body (bytes | str): a str is sent UTF-8 encoded (bytes, bytearray or memoryview
+                otherwise).
+            headers (Mapping | None): more headers (``persistent``, ``priority``...). As in the
+                threaded API (:meth:`amqstomp.Connection.send`), a header whose value is None is
+                left out, and ``content-length: None`` means no ``content-length`` header (ActiveMQ
+                then makes a TextMessage; the body must hold no NUL byte).
             receipt (bool): True: return once the broker's RECEIPT came (the broker has
                 the message); sends awaiting RECEIPTs hold at most ``producer_window``
                 bytes of bodies (a send beyond waits for room). False: return once the
@@ -408,14 +416,26 @@ class Client:
                 sockets; each resend is at least once: the broker may then have it twice).
             NotConnectedException: failover: no socket came back within ``timeout`` (or the
                 URI's ``timeout``); nothing written.
+            ConnectionClosedException: the client was closed (:meth:`close` wakes a send
+                waiting for a reconnect, or for room, at once); nothing written.
             ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
             ConnectionClosedException / NotConnectedException: no socket; nothing written.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
             InvalidDestinationError, FrameEncodeError: nothing written.
+            InvalidTimeoutError: ``timeout`` is not a number of seconds >= :data:`MIN_TIMEOUT_S`;
+                nothing written.
+            TypeError: ``body`` is neither bytes-like nor str (the message names its type).
         """
         check_destination(destination, "SEND")
-        link = await self.ready(timeout, "the SEND to %s" % destination)
-        data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        wait = self.checked_timeout(timeout)
+        link = await self.ready(wait, "the SEND to %s" % destination)
+        if isinstance(body, str):
+            data = body.encode("utf-8")
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            data = bytes(body)
+        else:
+            raise TypeError("the body of the SEND to %s must be bytes or str, not %s"
+                            % (destination, type(body).__name__))
         frame_headers: Dict[str, Any] = dict(headers) if headers else {}
         frame_headers["destination"] = destination
         if content_type is not None:
@@ -427,13 +447,14 @@ class Client:
             frame_headers["transaction"] = transaction
         what = "the SEND to %s" % destination
         if not receipt:
-            await self.write_frame(link, "SEND", frame_headers, data, False, timeout, what)
+            await self.write_frame(link, "SEND", frame_headers, data, False, wait, what)
             return
-        wait = self.timeout_s(timeout)
         size = len(data)
         loop = self.loop
         deadline = loop.time() + wait
         while self._in_flight and self._in_flight + size > self.producer_window:
+            if self._closing:
+                raise ConnectionClosedException("%s not sent: the client was closed" % what)
             if link.closed:
                 raise ConnectionClosedException("%s not sent: connection closed: %s" % (what, link.close_reason))
             waiter: "asyncio.Future[None]" = loop.create_future()
@@ -462,7 +483,6 @@ class Client:
         except LostAfterWrite as exc:  # written: the broker may have it
             raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
                                        "may or may not have the message (%s)" % (what, exc)) from exc
-            raise
         finally:
             self._in_flight -= size
             while self._room:
@@ -492,8 +512,10 @@ class Client:
         Raises:
             ConfigurationError: an unknown ack mode, optimize_acknowledge without ``ack:client``,
                 or a prefetch this broker takes no header for.
-            InvalidDestinationError: nothing sent.
+            InvalidDestinationError, InvalidTimeoutError (``timeout`` not a number of seconds
+                >= :data:`MIN_TIMEOUT_S`): nothing sent.
         """
+        wait = self.checked_timeout(timeout)
         link = self.link
         if link is None:
             raise NotConnectedException("not connected: await the client (or use it in async with) first")
@@ -503,7 +525,7 @@ class Client:
                                     DEFAULT_REDELIVERY)
         plan = subscribe_plan(request, link.proto.dialect, link.proto.server, self.prefetch_policy)
         return Subscription(self, request.sub_id, plan.name, ack, plan.headers, plan.window, request.optimize,
-                            self.timeout_s(timeout))
+                            wait)
 
     async def confirm_subscription(self, sub: Subscription) -> None:
         link = await self.ready(sub.timeout, "the SUBSCRIBE to %s" % sub.destination)
@@ -532,7 +554,7 @@ class Client:
         """A transaction, as ``async with client.transaction() as tx``: BEGIN on entry,
         COMMIT (its RECEIPT awaited ``timeout`` seconds) on a normal exit, ABORT on an
         exception (see :class:`~amqstomp.aio.transaction.Transaction`)."""
-        return Transaction(self, "tx-%d" % next(self._ids), self.timeout_s(timeout))
+        return Transaction(self, "tx-%d" % next(self._ids), self.checked_timeout(timeout))
 
     def transaction_check(self, cmd: str, transaction: str) -> None:
         refusal = self.transactions.refusal(cmd, transaction)
@@ -549,13 +571,16 @@ class Client:
         if link is None or self._closing:
             return
         self._closing = True
+        for waiter in self._room:  # sends waiting for room: they see the client closing
+            if not waiter.done():
+                waiter.set_result(None)
         if self.failover is not None:
             await self.failover.stop()
             link = self.link
             assert link is not None
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         for sub in list(self._subs.values()):
-            sub.lost(ConnectionClosedException("connection closed: the client closed"))
+            sub.closed_by_client()
         self._subs.clear()
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss

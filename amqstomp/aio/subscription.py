@@ -97,17 +97,20 @@ class Message:
         Raises:
             UnknownMessageError: acknowledged already, or an ``ack:auto`` / optimized
                 subscription (the broker or amqstomp acknowledges): nothing written.
-            AcknowledgeInterruptedError: the socket that delivered it is gone: nothing
-                written; the broker redelivers it (never written on another socket).
+            AcknowledgeInterruptedError: the socket that delivered it is gone, or its
+                subscription was closed (UNSUBSCRIBE, or :meth:`Client.close`): nothing
+                written; the broker redelivers it (never written on another socket). Settle
+                a message before leaving its subscription's ``async with``.
             ReceiptTimeout, BrokerError: with ``receipt``.
         """
         await self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
 
     async def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
                    timeout: Optional[float] = None) -> None:
-        """Give this message back (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no
-        NACK). ActiveMQ redelivers it or, past its redelivery policy, sends it to its DLQ.
-        Raises as :meth:`ack`."""
+        """Reject this message (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no NACK).
+        ActiveMQ 5.x takes it as a poison acknowledgement: a persistent message goes to its
+        DLQ (after the broker's redelivery policy with its ``redeliveryPlugin``), a
+        non-persistent one is dropped; it is not requeued as on RabbitMQ. Raises as :meth:`ack`."""
         await self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
 
     def __repr__(self) -> str:
@@ -121,6 +124,11 @@ class Subscription(Acking):
         id (str): the subscription id (the SUBSCRIBE's ``id`` header).
         destination (str), ack (str): as subscribed.
         window (SubscriptionWindow): the core's prefetch window.
+
+    Its API: :meth:`get`, ``async for``, ``async with``, :meth:`close`. The other methods
+    (``deliver``, ``lost``, ``interrupted``, ``replayed``, ``settle_message``, ``given_back``,
+    ``closed_by_client``) are the package's own (public names only because another object calls
+    them); not part of the API.
     """
 
     def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
@@ -136,7 +144,8 @@ class Subscription(Acking):
         self.app_acked = acks.application_acks(ack, optimize_acknowledge)
         self.link: Optional["AioLink"] = None
         self._queue: Deque[Message] = collections.deque()
-        self._waiter: "Optional[asyncio.Future[None]]" = None
+        #: the receives waiting, oldest first (each woken once, for one message, or all at the end)
+        self._waiters: "Deque[asyncio.Future[None]]" = collections.deque()
         self._seq = 0
         self._handed: Optional[Message] = None  # handed over, its consumption not yet counted
         self._unacked: Dict[Tuple[str, ...], Message] = {}
@@ -155,22 +164,31 @@ class Subscription(Acking):
         if flags & PAUSE:
             link.hold_reading(self)
         self._queue.append(Message(frame, self, link, self._seq, size))
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        """Wake the oldest receive still waiting (FIFO), once: it takes the next message."""
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _wake_all(self) -> None:
+        waiters = self._waiters
+        while waiters:
+            waiter = waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
 
     def lost(self, error: BaseException) -> None:
         """Its socket ended: receives waiting and to come raise ``error`` once the queue is empty."""
-        self._ended = error
+        if self._ended is None:
+            self._ended = error
         self.closed = True
         self._cancel_timer()
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake_all()
 
     def interrupted(self) -> None:
         """Failover: its socket was lost; it stays open and is replayed on the next one. What
@@ -196,6 +214,9 @@ class Subscription(Acking):
         return self
 
     async def __anext__(self) -> Message:
+        """The next message (no timeout). The iteration ends (StopAsyncIteration) once the
+        application closed the subscription or its client -- at once, buffered messages
+        dropped; it raises SubscriptionClosedError when the socket was lost (no failover)."""
         try:
             return await self.get(None)
         except SubscriptionClosedError:
@@ -205,40 +226,53 @@ class Subscription(Acking):
 
     async def get(self, timeout: Optional[float] = None) -> Message:
         """The next message, within ``timeout`` seconds (None: until one comes or the
-        subscription ends).
+        subscription ends). Several tasks may wait at once: each message goes to one of
+        them, the longest waiting first (a message then counts as consumed once any reader
+        asks for or gets the next one: with ``optimize_acknowledge``, read with one task for
+        at-least-once).
 
         Raises:
             asyncio.TimeoutError: none came in time (nothing taken: a cancelled or timed-out
-                receive leaves the queue as it was).
-            SubscriptionClosedError: the subscription ended (its socket lost, or closed).
+                receive leaves the queue as it was, and passes a wake-up it got on).
+            SubscriptionClosedError: the subscription ended: its socket lost (after what it
+                had delivered), or closed by the application or :meth:`Client.close` (at once:
+                what was buffered is dropped).
+            InvalidTimeoutError: ``timeout`` is not a number of seconds.
         """
         self._count_handed()
         queue = self._queue
-        if not queue:
+        loop = self.client.loop
+        deadline = None if timeout is None else loop.time() + self.client.timeout_s(timeout)
+        while True:
+            while queue:
+                message = queue.popleft()
+                if message.link is not self.link and not self.client.hands_over(self, message.link):
+                    # a lost socket's delivery (failover): the broker redelivers it; drop every such one
+                    while queue and queue[0].link is message.link:
+                        queue.popleft()
+                    continue
+                self._count_handed()  # another reader's message, handed while this one waited
+                self._handed = message
+                if self.app_acked:
+                    self._unacked[self._identity(message)] = message
+                return message
             if self._ended is not None:
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
-            loop = self.client.loop
-            waiter = self._waiter = loop.create_future()
-            try:  # (a cancelled or timed-out wait cancels only its own waiter: deliver() skips a done one)
-                if timeout is None:
+            waiter: "asyncio.Future[None]" = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                if deadline is None:
                     await waiter
                 else:
-                    await asyncio.wait_for(waiter, timeout)
-            finally:
-                if self._waiter is waiter:
-                    self._waiter = None
-            if not queue:
-                raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
-        message = queue.popleft()
-        if message.link is not self.link and not self.client.hands_over(self, message.link):
-            # a lost socket's delivery (failover): the broker redelivers it; drop every such one
-            while queue and queue[0].link is message.link:
-                queue.popleft()
-            return await self.get(timeout)
-        self._handed = message
-        if self.app_acked:
-            self._unacked[self._identity(message)] = message
-        return message
+                    await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+            except BaseException:
+                # cancelled or timed out: take nothing; a wake-up this receive got goes to the next one
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    if queue or self._ended is not None:
+                        self._wake_one()
+                raise
 
     def _identity(self, message: Message) -> Tuple[str, ...]:
         version = message.link.proto.version
@@ -297,6 +331,10 @@ class Subscription(Acking):
                                          ", optimize_acknowledge" if self.window.optimize_acknowledge else "",
                                          "the broker" if self.ack == "auto" else "amqstomp"))
         link = message.link
+        if self._ended is not None and not link.closed and link is self.link:
+            raise AcknowledgeInterruptedError(
+                "%s of %r not sent: subscription %s was closed (%s); the broker redelivers the message"
+                % (cmd, message, self.id, self._ended))
         if link.closed or link is not self.link:
             raise AcknowledgeInterruptedError(
                 "%s of %r not sent: the connection that delivered it was lost (%s); the broker redelivers it"
@@ -356,6 +394,7 @@ class Subscription(Acking):
         self._count_handed()
         link = self.link
         self._ended = _ClosedByApp("closed by the application")
+        self._drop_buffered("closed by the application")
         self._cancel_timer()
         self.client.forget(self)
         if link is None or link.closed:
@@ -370,6 +409,31 @@ class Subscription(Acking):
         self.lost(self._ended)
         await self.client.write_frame(link, "UNSUBSCRIBE", {"id": self.id}, b"", True, timeout,
                                        "UNSUBSCRIBE of %s" % self.id)
+
+    def closed_by_client(self) -> None:
+        """:meth:`Client.close`: it ends now (the client's DISCONNECT unsubscribes it);
+        receives raise SubscriptionClosedError and iterations end, buffered or not."""
+        if self._ended is None:
+            self._ended = _ClosedByApp("the client was closed")
+            self._drop_buffered("the client was closed")
+        self.lost(self._ended)
+
+    def _drop_buffered(self, why: str) -> None:
+        """The subscription ends by the application's doing: no more messages are handed
+        out. With ``ack:auto`` those buffered are lost -- ActiveMQ settled each when it
+        dispatched it -- and a WARNING says how many; otherwise the broker redelivers them."""
+        count = len(self._queue)
+        self._queue.clear()
+        if not count:
+            return
+        if self.ack == "auto":
+            log.warning("subscription %s to %s %s with %d buffered message(s) dropped: with ack:auto the broker "
+                        "settled them when it dispatched them, so they are lost (for at-least-once use "
+                        "ack='client-individual'; prefetch_size=1 bounds the loss)",
+                        self.id, self.destination, why, count)
+        else:
+            log.debug("subscription %s %s: %d buffered unacknowledged message(s) dropped (the broker "
+                      "redelivers them)", self.id, why, count)
 
     def __repr__(self) -> str:
         return "<aio.Subscription %s %s ack:%s>" % (self.id, self.destination, self.ack)

@@ -1,0 +1,103 @@
+"""What :func:`amqstomp.aio.connect` is given, checked before anything opens: its
+timeouts (:func:`check_timeout`) and what to connect to (:func:`resolve_target`: a URI
+parsed by :func:`amqstomp.uri.parse_uri`, whose options fill the arguments left at
+their defaults, or (host, port) pairs).
+
+Licensed under the Apache License, Version 2.0.
+"""
+from typing import Any, List, NamedTuple, Optional, Tuple
+
+from ..exception import ConfigurationError, InvalidTimeoutError
+from .._core.backoff import ReconnectPolicy
+from .._core.frames import ACCEPT_VERSIONS
+from .._io.timeouts import clamp_wait
+from ..uri import parse_uri
+
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S",
+           "check_timeout", "Target", "resolve_target"]
+
+#: The default bounds, seconds, of connect() (also what a timeout given as None means there).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_RECEIPT_TIMEOUT = 10.0
+DEFAULT_CLOSE_TIMEOUT = 5.0
+#: The shortest timeout, seconds, a connect()/send()/subscribe()/transaction() takes: a shorter
+#: one could not see a RECEIPT, so a frame would be written with a wait that cannot succeed.
+MIN_TIMEOUT_S = 0.001
+
+
+def check_timeout(value: Optional[float], name: str, default: float) -> float:
+    """A public timeout checked: seconds, ``default`` for None, at most
+    :data:`amqstomp._io.timeouts.MAX_WAIT_S` (:func:`amqstomp._io.timeouts.clamp_wait`).
+
+    Raises:
+        InvalidTimeoutError: not a real number, NaN, infinite, or below :data:`MIN_TIMEOUT_S`
+            (0 and negative ones too); the message names ``name``.
+    """
+    if value is None:
+        return default
+    seconds = clamp_wait(value, name, strict=True)
+    if seconds is None or seconds < MIN_TIMEOUT_S:
+        raise InvalidTimeoutError("%s must be a number of seconds >= %g (or None: %g s), got %r"
+                                  % (name, MIN_TIMEOUT_S, default, value))
+    return seconds
+
+
+class Target(NamedTuple):
+    """What to connect to, and the arguments a URI's options filled."""
+    hosts: List[Tuple[str, int, bool]]
+    policy: Optional[ReconnectPolicy]
+    heartbeats: Tuple[int, int]
+    vhost: Optional[str]
+    version: str
+    login: Optional[str]
+    passcode: Optional[str]
+    client_id: Optional[str]
+    #: a ``failover:`` URI that sets ``startupMaxReconnectAttempts`` (else connect_timeout bounds the first connect)
+    startup_given: bool
+
+
+def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vhost: Optional[str],
+                   version: Any, login: Optional[str], passcode: Optional[str],
+                   client_id: Optional[str]) -> Target:
+    """The brokers (host, port, tls) and the reconnect plan of a ``failover:`` URI
+    (:meth:`ReconnectPolicy.from_uri`); a URI's ``heartBeat``, ``host``, ``stompVersion``,
+    ``jms.userName``/``jms.password``, ``jms.clientID`` fill the arguments left at their defaults.
+
+    Raises:
+        ConfigurationError: a URI not understood, ``url_or_hosts`` neither a str nor a list of
+            (host, port) pairs with int ports, no broker, or a ``version`` that is not one of
+            the strings ``1.0``, ``1.1``, ``1.2`` (its repr and type in the message).
+    """
+    hosts: List[Tuple[str, int, bool]] = []
+    policy = None
+    startup_given = False
+    if isinstance(url_or_hosts, str):
+        uri = parse_uri(url_or_hosts)
+        if uri.failover:
+            policy = ReconnectPolicy.from_uri(uri)
+            startup_given = "startup_max_reconnect_attempts" in uri.failover_options
+        opts = uri.options
+        for endpoint in uri.endpoints:
+            hosts.append((endpoint.host, endpoint.port, endpoint.tls))
+            heartbeats = endpoint.options.get("heartbeats", heartbeats) if heartbeats == (0, 0) else heartbeats
+            vhost = vhost or endpoint.options.get("vhost")
+            if version == "1.2":
+                version = endpoint.options.get("version", version)
+        login = login if login is not None else opts.get("username")
+        passcode = passcode if passcode is not None else opts.get("password")
+        client_id = client_id or opts.get("client_id")
+    elif isinstance(url_or_hosts, (list, tuple)):
+        for entry in url_or_hosts:
+            if not isinstance(entry, (list, tuple)) or len(entry) != 2 or isinstance(entry[1], bool) \
+                    or not isinstance(entry[1], int):
+                raise ConfigurationError("a broker must be a (host, port) pair with an int port, got %r" % (entry,))
+            hosts.append((str(entry[0]), entry[1], tls))
+    else:
+        raise ConfigurationError("url_or_hosts must be a URI str (stomp://host:port, failover:(...)) or a list of "
+                                 "(host, port) pairs, got %r (%s)" % (url_or_hosts, type(url_or_hosts).__name__))
+    if not hosts:
+        raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
+    if not isinstance(version, str) or version not in ACCEPT_VERSIONS:
+        raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
+                                 % (version, type(version).__name__))
+    return Target(hosts, policy, heartbeats, vhost, version, login, passcode, client_id, startup_given)
