@@ -788,9 +788,10 @@ class _AllAlive:
         return True
 
 
-def _hand_over_never_lost(seq: int, disconnected: int, sub: Any, failover: bool, links: Any) -> int:
+def _hand_over_never_lost(seq: int, disconnected: int, sub: Any, failover: bool, links: Any,
+                          moving_seq: int = 0) -> int:
     """The settlement core's hand_over asked as if every socket were alive (the lost-socket rule never fires)."""
-    return settle.hand_over(seq, disconnected, sub, failover, _AllAlive())
+    return settle.hand_over(seq, disconnected, sub, failover, _AllAlive(), moving_seq)
 
 
 class _TransportIgnoringLinkSeq(FakeTransport):
@@ -1026,7 +1027,7 @@ def test_both_apis_hand_over_by_the_core(ack: str, optimize: bool, lost: bool, f
     assert (ledger.subscription_of(ack_headers_of(frame)) == SUB) == (noted and ack == "client")
     assert (ledger.socket_of(ack_headers_of(frame)) == 1) == noted
     jms = SimpleNamespace(consumer_link=SimpleNamespace(reconnector=SimpleNamespace() if failover else None,
-                                                         transport=wire))
+                                                         transport=wire, client=SimpleNamespace(moving_seq=0)))
     assert ConnectionState.hands_over(jms, frame, settle.Subscribed(ack)) is expected  # type: ignore[arg-type]
     assert ConnectionState.is_from_lost_socket(jms, frame) is (failover and lost)  # type: ignore[arg-type]
 
