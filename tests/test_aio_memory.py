@@ -2,13 +2,16 @@
 transport (no socket), and the one pure rule it added to the core
 (:func:`amqstomp._core.acks.acked_by_application`)."""
 import asyncio
+import re
 from typing import Any, List
 
 import pytest
 
+from amqstomp import aio
 from amqstomp._core import acks
 from amqstomp.aio._link import AioLink
-from amqstomp.exception import BrokerError, ConnectionClosedException, ConnectRefusedError
+from amqstomp.exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
+                                ConnectRefusedError)
 from amqstomp.flow import ACK_CLIENT, ACK_CLIENT_INDIVIDUAL, SubscriptionWindow
 
 pytestmark = pytest.mark.timeout(30)
@@ -156,3 +159,34 @@ def test_aio_imports_no_threaded_driver_nor_facade():
                 found.extend("%s: import %s" % (name, a.name) for a in node.names
                              if a.name.startswith("amqstomp.") and not a.name.startswith("amqstomp.aio"))
     assert found == []
+
+
+@pytest.mark.parametrize("uri, named", [
+    ("failover:(stomp://127.0.0.1:1,stomp://127.0.0.1:2)?priorityBackup=true", "priorityBackup"),
+    ("failover:(stomp://127.0.0.1:1,stomp://127.0.0.1:2)?rebalanceInterval=2000", "rebalanceInterval"),
+    ("stomp://127.0.0.1:1?connectionTimeout=100", "connectionTimeout"),
+    ("stomp://127.0.0.1:1?jms.prefetchPolicy.all=5", "jms.prefetchPolicy.all"),
+])
+def test_uri_options_this_api_does_not_apply_are_refused_not_ignored(uri: str, named: str) -> None:
+    """A URI option the asyncio API does not apply yet is a ConfigurationError naming it,
+    before any socket (the threaded APIs apply it; silently ignoring it would not do)."""
+    async def main() -> None:
+        async with aio.connect(uri, connect_timeout=1):
+            pass
+
+    with pytest.raises(ConfigurationError, match=re.escape(named)):
+        asyncio.run(main())
+
+
+def test_the_uri_options_this_api_applies_are_taken() -> None:
+    """heartBeat, host, stompVersion and the failover back-off options pass the check (the
+    refusal above is not a refusal of every option): the connect then fails on the closed port."""
+    uri = ("failover:(stomp://127.0.0.1:1?heartBeat=1000,1000&stompVersion=1.1)"
+           "?maxReconnectAttempts=0&initialReconnectDelay=10&randomize=false&jms.userName=u")
+
+    async def main() -> None:
+        async with aio.connect(uri, connect_timeout=1):
+            pass
+
+    with pytest.raises(ConnectFailedException):
+        asyncio.run(main())

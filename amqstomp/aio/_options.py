@@ -11,7 +11,8 @@ from ..exception import ConfigurationError, InvalidTimeoutError
 from .._core.backoff import ReconnectPolicy
 from .._core.frames import ACCEPT_VERSIONS
 from .._io.timeouts import clamp_wait
-from ..uri import parse_uri
+from .._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
+from .._core.uri_options import CONNECTION_OPTIONS, TRANSPORT_OPTIONS
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S",
            "check_timeout", "Target", "resolve_target"]
@@ -73,6 +74,7 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
     startup_given = False
     if isinstance(url_or_hosts, str):
         uri = parse_uri(url_or_hosts)
+        _refuse_unapplied(uri)
         if uri.failover:
             policy = ReconnectPolicy.from_uri(uri)
             startup_given = "startup_max_reconnect_attempts" in uri.failover_options
@@ -101,3 +103,27 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
         raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
                                  % (version, type(version).__name__))
     return Target(hosts, policy, heartbeats, vhost, version, login, passcode, client_id, startup_given)
+
+
+#: the URI options this API applies (keywords of the option tables, :mod:`amqstomp._core.uri_options`):
+#: of a broker, of the connection; every failover option but the ones that move a connection by plan
+_APPLIED_TRANSPORT = frozenset({"heartbeats", "vhost", "version"})
+_APPLIED_CONNECTION = frozenset({"username", "password", "client_id"})
+_UNAPPLIED_FAILOVER = frozenset({"priority_backup", "priority_uris", "rebalance_interval_ms"})
+
+
+def _refuse_unapplied(uri: BrokerURI) -> None:
+    """Raise ConfigurationError naming the URI options of ``uri`` this API does not apply yet
+    (the threaded APIs do), rather than ignore them: priorityBackup, priorityURIs and
+    rebalanceInterval (the moves of :mod:`amqstomp.failover`), and the connection and broker
+    options other than heartBeat, host, stompVersion, jms.userName, jms.password, jms.clientID
+    (``connect()``'s keywords set the rest: ``connect_timeout``, ``heart_beat_receive_scale``...)."""
+    given = sorted(set(uri.options) - _APPLIED_CONNECTION) + sorted(set(uri.failover_options) & _UNAPPLIED_FAILOVER)
+    for endpoint in uri.endpoints:
+        given.extend(sorted(set(endpoint.options) - _APPLIED_TRANSPORT - set(given)))
+    if given:
+        names = {option.keyword: name for table in (CONNECTION_OPTIONS, TRANSPORT_OPTIONS, FAILOVER_OPTIONS)
+                 for name, option in table.items()}
+        raise ConfigurationError("amqstomp.aio does not apply the URI option(s) %s yet (the threaded APIs do); "
+                                 "leave them out, or give connect() the keyword where it has one"
+                                 % ", ".join("%s (%s)" % (names.get(k, k), k) for k in given))
