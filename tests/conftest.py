@@ -70,6 +70,27 @@ def fill_queue(broker: Any, destination: str, count: int, body: bytes = b"x" * 2
         conn.disconnect()
 
 
+class TransportTimes:
+    """A listener noting when the transport was interrupted and resumed (both APIs'
+    ``on_transport_interrupted``/``on_transport_resumed``; the first time of each) and
+    every event in order (``on_heartbeat_timeout`` too)."""
+
+    def __init__(self) -> None:
+        self.times: dict = {}
+        self.events: List[str] = []
+
+    def on_transport_interrupted(self) -> None:
+        self.times.setdefault("interrupted", time.monotonic())
+        self.events.append("interrupted")
+
+    def on_transport_resumed(self) -> None:
+        self.times.setdefault("resumed", time.monotonic())
+        self.events.append("resumed")
+
+    def on_heartbeat_timeout(self) -> None:
+        self.events.append("heartbeat_timeout")
+
+
 class Collector:
     """A listener that records every callback, with bounded waits.
 

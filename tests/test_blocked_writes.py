@@ -16,7 +16,7 @@ import time
 import uuid
 
 import pytest
-from conftest import Collector, fill_queue, wait_until
+from conftest import Collector, TransportTimes, fill_queue, wait_until
 
 import amqstomp
 import amqstomp.jms
@@ -156,20 +156,6 @@ JMS_MODES = [amqstomp.AUTO_ACKNOWLEDGE, amqstomp.DUPS_OK_ACKNOWLEDGE, amqstomp.C
              amqstomp.INDIVIDUAL_ACKNOWLEDGE]
 
 
-class JmsEvents:
-    def __init__(self) -> None:
-        self.times = {}
-        self.events = []
-
-    def on_transport_interrupted(self):
-        self.times.setdefault("interrupted", time.monotonic())
-        self.events.append("interrupted")
-
-    def on_transport_resumed(self):
-        self.times.setdefault("resumed", time.monotonic())
-        self.events.append("resumed")
-
-
 @pytest.mark.parametrize("mode", JMS_MODES, ids=["auto", "dups-ok", "client", "individual"])
 def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_producer_blocked(
         activemq, tcp_proxy_factory, mode):
@@ -181,7 +167,7 @@ def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_produ
            "&maxReconnectDelay=100&amqstomp.separateProducerSocket=false"
            % (proxy.address + tuple(activemq.host_and_ports[0])))
     factory = amqstomp.ConnectionFactory(url, heartbeats=(HB_MS, HB_MS))
-    events = JmsEvents()
+    events = TransportTimes()
     got = []
     with factory.create_connection(timeout_s=15) as conn:
         conn.set_transport_listener(events)

@@ -29,7 +29,7 @@ import time
 import uuid
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, TransportTimes, wait_until
 
 import amqstomp
 import amqstomp as stomp
@@ -59,25 +59,6 @@ def names(tag):
 
 def client_threads():
     return [t for t in threading.enumerate() if t.name.startswith("amqstomp-")]
-
-
-class Times:
-    """Transport events with their time (both APIs' transport listeners)."""
-
-    def __init__(self):
-        self.times = {}
-        self.events = []
-
-    def on_transport_interrupted(self):
-        self.times.setdefault("interrupted", time.monotonic())
-        self.events.append("interrupted")
-
-    def on_transport_resumed(self):
-        self.times.setdefault("resumed", time.monotonic())
-        self.events.append("resumed")
-
-    def on_heartbeat_timeout(self):
-        self.events.append("heartbeat_timeout")
 
 
 class Loop(threading.Thread):
@@ -174,7 +155,7 @@ def test_stomppy_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_ov
     queue, topic = names("stomppy")
     conn = stomp.Connection12([proxy.address, direct], auto_reconnect=True, heartbeats=(HB_MS, HB_MS),
                               reconnect_sleep_initial=0.05, reconnect_attempts_max=-1, timeout=10)
-    times = Times()
+    times = TransportTimes()
     got, redelivered, receipted = [], set(), set()
 
     class Listener(stomp.ConnectionListener):
@@ -248,7 +229,7 @@ def test_jms_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(a
            "&maxReconnectDelay=100&amqstomp.separateProducerSocket=false"
            % (proxy.address + tuple(activemq.host_and_ports[0])))
     factory = amqstomp.ConnectionFactory(url, heartbeats=(HB_MS, HB_MS))
-    times = Times()
+    times = TransportTimes()
     got, redelivered, sent = [], set(), set()
     with factory.create_connection(timeout_s=15) as conn:
         conn.set_transport_listener(times)
