@@ -314,6 +314,46 @@ def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Ru
     return conn, loop, conn.transport, conn.reconnector
 
 
+def _run_until_settled(brokers: List[Any], queue_name: str, run: Run, api: str, conn: Any, loop: Any,
+                       reconnector: Any, transport: Any, bound_s: float, while_producing: Any = None,
+                       produced_all: Any = None) -> Tuple[List[str], float, List[int]]:
+    """Run the consumer ``loop`` and a producer of MESSAGES until every message is settled
+    (within ``bound_s`` after the start; ``while_producing(started)`` and ``produced_all()``
+    are the test's own checks at those points), then stop both and close the connection.
+
+    Returns:
+        (sent bodies, seconds until all were settled, queue sizes left on each broker)
+    """
+    sent: List[str] = []
+    produced = threading.Event()
+    threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
+               threading.Thread(target=_produce, name="test-producer", daemon=True,
+                                args=(brokers, queue_name, sent, produced))]
+    try:
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        if while_producing is not None:
+            while_producing(started)
+        assert produced.wait(90)
+        if produced_all is not None:
+            produced_all()
+        # every message settled once (a copy handed back by a move comes again and is settled then)
+        assert wait_until(lambda: run.settled_all(sent), bound_s, interval=0.1), \
+            "not settled in %.0f s: %d of %d (%s); %d moves, on %s, %d deliveries, %d refused, queues %s" % (
+                time.monotonic() - started, len(run.settled), len(sent), sorted(set(sent) - run.settled)[:10],
+                reconnector.prober.moves, transport.current_host_and_port, len(run.deliveries), run.not_settled,
+                [queue_statistics(b, queue_name) for b in brokers])
+        took = time.monotonic() - started
+        time.sleep(0.5)  # a late duplicate would show now
+    finally:
+        run.stop.set()
+        for thread in threads:
+            thread.join(30)
+        conn.close() if api == "jms" else conn.disconnect()
+    return sent, took, [queue_statistics(broker, queue_name)["size"] for broker in brokers]
+
+
 @pytest.mark.parametrize("api", ["stomppy", "jms"])
 def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(activemq_factory, api) -> None:
     brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-rebalance-%d" % i) for i in (1, 2)]
@@ -327,34 +367,24 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(ac
         conn, loop, transport, reconnector = _jms_consumer(url, queue_name, run)
     else:
         conn, loop, transport, reconnector = _stomppy_consumer([first, other], queue_name, run)
-    sent: List[str] = []
-    produced = threading.Event()
-    threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
-               threading.Thread(target=_produce, name="test-producer", daemon=True,
-                                args=(brokers, queue_name, sent, produced))]
     try:
         assert transport.current_host_and_port == first
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
+    except AssertionError:
+        conn.close() if api == "jms" else conn.disconnect()
+        raise
+    seen: Dict[str, int] = {}
+
+    def while_producing(started: float) -> None:
         # it moves to the other broker one interval after it connected
         assert wait_until(lambda: transport.current_host_and_port == other, INTERVAL_MS / 1000.0 + MOVE_BOUND_S), \
             "still on %s %.1f s after starting" % (transport.current_host_and_port, time.monotonic() - started)
-        assert produced.wait(90)
-        moves_while_producing = reconnector.prober.moves
-        # every message settled once (a copy handed back by a move comes again and is settled then)
-        assert wait_until(lambda: run.settled_all(sent), 120, interval=0.1), \
-            "not settled: %s; %d moves, on %s, %d deliveries, %d refused, queues %s" % (
-                sorted(set(sent) - run.settled)[:10], reconnector.prober.moves, transport.current_host_and_port,
-                len(run.deliveries), run.not_settled, [queue_statistics(b, queue_name) for b in brokers])
-        took = time.monotonic() - started
-        time.sleep(0.5)  # a late duplicate would show now
-    finally:
-        run.stop.set()
-        for thread in threads:
-            thread.join(30)
-        conn.close() if api == "jms" else conn.disconnect()
-    left = [queue_statistics(broker, queue_name)["size"] for broker in brokers]
+
+    def produced_all() -> None:
+        seen["moves"] = reconnector.prober.moves
+
+    sent, took, left = _run_until_settled(brokers, queue_name, run, api, conn, loop, reconnector, transport, 120,
+                                          while_producing, produced_all)
+    moves_while_producing = seen["moves"]
     with run.lock:
         per_broker = Counter(broker for _, broker, _ in run.deliveries)
         redelivered = sum(1 for _, _, again in run.deliveries if again)
@@ -437,28 +467,8 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(active
         conn, loop, transport, reconnector = _jms_batch_consumer(url, queue_name, run)
     else:
         conn, loop, transport, reconnector = _stomppy_consumer([first, other], queue_name, run, prefetch)
-    sent: List[str] = []
-    produced = threading.Event()
-    threads = [threading.Thread(target=loop, name="test-consumer", daemon=True),
-               threading.Thread(target=_produce, name="test-producer", daemon=True,
-                                args=(brokers, queue_name, sent, produced))]
-    try:
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        assert produced.wait(90)
-        assert wait_until(lambda: run.settled_all(sent), SETTLE_RUN_BOUND_S, interval=0.1), \
-            "not settled in %.0f s: %d of %d; %d moves, %d deliveries, %d refused, queues %s" % (
-                time.monotonic() - started, len(run.settled), len(sent), reconnector.prober.moves,
-                len(run.deliveries), run.not_settled, [queue_statistics(b, queue_name) for b in brokers])
-        took = time.monotonic() - started
-        time.sleep(0.5)  # a late duplicate would show now
-    finally:
-        run.stop.set()
-        for thread in threads:
-            thread.join(30)
-        conn.close() if api == "jms" else conn.disconnect()
-    left = [queue_statistics(broker, queue_name)["size"] for broker in brokers]
+    sent, took, left = _run_until_settled(brokers, queue_name, run, api, conn, loop, reconnector, transport,
+                                          SETTLE_RUN_BOUND_S)
     moves = reconnector.prober.moves
     with run.lock:
         per_broker = Counter(broker for _, broker, _ in run.deliveries)
