@@ -70,6 +70,22 @@ def fill_queue(broker: Any, destination: str, count: int, body: bytes = b"x" * 2
         conn.disconnect()
 
 
+def broker_keystore(directory: Any) -> str:
+    """A PKCS12 keystore with a self-signed certificate (CN=localhost, password ``secret123``)
+    in ``directory``, for a TLS broker (``activemq_factory(ssl={"keystore": ..., "keystore_password":
+    "secret123"})``); skips the test when the JDK's keytool is missing."""
+    import shutil
+    import subprocess
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        pytest.skip("keytool (from the JDK) is needed to make a keystore")
+    keystore = str(directory / "broker.p12")
+    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", keystore,
+                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
+    return keystore
+
+
 class TransportTimes:
     """A listener noting when the transport was interrupted and resumed (both APIs'
     ``on_transport_interrupted``/``on_transport_resumed``; the first time of each) and

@@ -11,6 +11,7 @@ import amqstomp.aio
 from amqstomp.exception import (BrokerError, ConfigurationError, ConnectFailedException,
                                 DuplicateTransactionError, ReceiptTimeout, UnknownMessageError,
                                 UnknownTransactionError)
+from conftest import broker_keystore
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -297,18 +298,9 @@ def test_an_aborted_transactions_ack_is_given_back(activemq):
 
 def test_tls(tmp_path, activemq_factory):
     """stomp+ssl:// (the loop's TLS transport under the buffered protocol): messages both ways."""
-    import shutil
     import ssl
-    import subprocess
 
-    keytool = shutil.which("keytool")
-    if keytool is None:
-        pytest.skip("keytool (from the JDK) is needed to make a keystore")
-    keystore = tmp_path / "broker.p12"
-    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
-                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", str(keystore),
-                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
-    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    broker = activemq_factory(ssl={"keystore": broker_keystore(tmp_path), "keystore_password": "secret123"})
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # a self-signed test certificate

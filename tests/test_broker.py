@@ -6,10 +6,8 @@ they check the harness without depending on the amqstomp client.
 import ipaddress
 import os
 import re
-import shutil
 import socket
 import ssl
-import subprocess
 import sys
 import time
 import uuid
@@ -29,6 +27,7 @@ from amqstomp.testing.broker import (
     queue_statistics,
     topic_statistics,
 )
+from conftest import broker_keystore
 
 if "amqstomp.testing.pytest_plugin" not in sys.modules:
     # Neither the pytest11 entry point nor a conftest loaded the plugin
@@ -415,17 +414,7 @@ def test_start_failure_reports_the_broker_log():
 
 @pytest.mark.timeout(120)
 def test_ssl_connector(tmp_path, activemq_factory):
-    keytool = shutil.which("keytool")
-    if keytool is None:
-        pytest.skip("keytool (from the JDK) is needed to make a keystore")
-    keystore = tmp_path / "broker.p12"
-    subprocess.run(
-        [keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
-         "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12",
-         "-keystore", str(keystore), "-storepass", "secret123", "-keypass", "secret123"],
-        check=True, capture_output=True, timeout=60,
-    )
-    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    broker = activemq_factory(ssl={"keystore": broker_keystore(tmp_path), "keystore_password": "secret123"})
     assert broker.ssl_url == f"stomp+ssl://127.0.0.1:{broker.stomp_ssl_port}"
     context = ssl.create_default_context()
     context.check_hostname = False

@@ -19,6 +19,7 @@ import pytest
 
 from amqstomp.testing import queue_statistics
 from cli_terminal import AMQSTOMP, PROMPT, STOMP_PY, Terminal, cli_env, normalise, session
+from conftest import broker_keystore
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(240)]
 
@@ -385,14 +386,7 @@ def test_a_failover_uri_finds_the_broker_that_answers(activemq, tmp_path):
 
 
 def test_tls_from_the_uri_or_from_ssl(activemq_factory, tmp_path):
-    keytool = shutil.which("keytool")
-    if keytool is None:
-        pytest.skip("keytool (from the JDK) is needed to make a keystore")
-    keystore = tmp_path / "broker.p12"
-    subprocess.run([keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
-                    "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12", "-keystore", str(keystore),
-                    "-storepass", "secret123", "-keypass", "secret123"], check=True, capture_output=True, timeout=60)
-    broker = activemq_factory(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    broker = activemq_factory(ssl={"keystore": broker_keystore(tmp_path), "keystore_password": "secret123"})
     queue = "/queue/cli.%s.tls" % uuid.uuid4().hex[:10]
     (tmp_path / "c.txt").write_text("sendrec %s over tls\n" % queue)
     for args in (["stomp+ssl://127.0.0.1:%d" % broker.stomp_ssl_port, "--ssl-insecure"],

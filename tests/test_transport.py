@@ -2,16 +2,14 @@
 dead peers (through a loopback proxy that can stall), protocol errors, TLS,
 and the seams left for flow control.
 """
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import uuid
 
 import pytest
-from conftest import Collector, wait_until
+from conftest import Collector, broker_keystore, wait_until
 
 import amqstomp as stomp
 from amqstomp import codec
@@ -511,17 +509,8 @@ def test_codec_in_use_is_reported():
 
 @pytest.fixture(scope="module")
 def tls_broker(tmp_path_factory, activemq_factory_module):
-    keytool = shutil.which("keytool")
-    if keytool is None:
-        pytest.skip("keytool (from the JDK) is needed to make a keystore")
-    keystore = tmp_path_factory.mktemp("tls") / "broker.p12"
-    subprocess.run(
-        [keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
-         "-dname", "CN=localhost", "-validity", "2", "-storetype", "PKCS12",
-         "-keystore", str(keystore), "-storepass", "secret123", "-keypass", "secret123"],
-        check=True, capture_output=True, timeout=60,
-    )
-    return activemq_factory_module(ssl={"keystore": str(keystore), "keystore_password": "secret123"})
+    keystore = broker_keystore(tmp_path_factory.mktemp("tls"))
+    return activemq_factory_module(ssl={"keystore": keystore, "keystore_password": "secret123"})
 
 
 @pytest.fixture(scope="module")
