@@ -39,8 +39,10 @@ fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: apt-get install ${need_apt[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    # another apt-get (an unattended upgrade, a second setup) may hold dpkg's lock: wait for it
+    # up to 5 minutes instead of failing at once
+    apt-get -o DPkg::Lock::Timeout=300 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${need_apt[@]}" >/dev/null
   else
     echo "setup: missing Debian packages: ${need_apt[*]}" >&2
     echo "setup: run as root: apt-get install -y ${need_apt[*]}" >&2
