@@ -315,6 +315,7 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------- the test
 
 
+@pytest.mark.compiled_pass_only  # broker kills and takeovers: failover threads and timers
 @pytest.mark.parametrize("mode", ["client", "individual"])
 def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mode):
     ack_mode = amqstomp.CLIENT_ACKNOWLEDGE if mode == "client" else amqstomp.INDIVIDUAL_ACKNOWLEDGE
@@ -432,6 +433,7 @@ def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mod
     assert stats["size"] == 0, stats
 
 
+@pytest.mark.compiled_pass_only  # a takeover's replay order: failover threads
 def test_acks_of_the_new_socket_go_out_while_later_subscriptions_are_replayed(activemq_factory, store_dir):
     """Regression: the consumer subscribed first is replayed first and gets
     messages while the reconnect still replays the 30 later subscriptions (each

@@ -371,6 +371,8 @@ def _run_until_settled(brokers: List[Any], queue_name: str, run: Run, api: str, 
     return sent, took, [queue_statistics(broker, queue_name)["size"] for broker in brokers]
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: the prober thread and its timers
 @pytest.mark.parametrize("api", ["stomppy", "jms"])
 def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(brokers, api) -> None:
     first, other = (b.host_and_ports[0] for b in brokers)
@@ -465,6 +467,8 @@ def _jms_batch_consumer(url: str, queue_name: str, run: Run) -> Tuple[Any, Any, 
     return conn, loop, transport, conn._state.consumer_link.reconnector
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: the prober thread and its timers
 @pytest.mark.parametrize("prefetch", [1000, None], ids=["prefetch1000", "default"])
 @pytest.mark.parametrize("api", ["stomppy", "jms"])
 def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(brokers, api, prefetch) -> None:
@@ -505,6 +509,8 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(broker
     assert took < SETTLE_RUN_BOUND_S
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: a thread race around the move's DISCONNECT
 def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_broker_error(brokers) -> None:
     """The race injected: the application ACKs (with a receipt) a message it still holds at the
     settle bound just as the move writes its DISCONNECT (from a listener's on_send of it). The ACK

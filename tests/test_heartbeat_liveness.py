@@ -17,7 +17,7 @@ from conftest import fill_queue, wait_until
 import amqstomp
 from amqstomp.testing import TcpProxy
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.compiled_pass_only]  # heart-beat timers and the GIL, above the codec
 
 # the client sends no beats (so the broker never closes it while the GIL is held)
 # and wants one every second: the receive deadline is 1 s x 2 x 1.5 = 3 s
