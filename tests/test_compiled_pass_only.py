@@ -33,10 +33,13 @@ BROKER_FIXTURES = {"activemq", "activemq_persistent", "activemq_factory", "activ
 BOTH_PASSES = ["test_codec*.py", "test_flow*.py", "test_protocol*.py", "test_settle*.py", "test_acks*.py",
                "test_smoke.py", "test_transaction_table.py", "test_subscriptions_core.py", "test_brokers.py",
                "test_broker.py", "test_jms.py", "test_stomppy_settle_tx.py"]
-#: tests that must stay in the pure pass: a failover round trip (each API) and a chaos run
+#: tests that must stay in the pure pass: a failover round trip (each API), a chaos run, and one
+#: liveness test that reads the flow window
 KEPT = [("test_failover.py", "test_twenty_cuts_reconnect_resubscribe_and_lose_nothing_with_stable_threads"),
         ("test_failover.py", "test_jms_failover_sync_sends_and_individual_acks_lose_nothing_over_cuts"),
-        ("test_chaos.py", "test_chaos_every_mode_through_cuts_stalls_half_closes_and_a_busy_cpu")]
+        ("test_chaos.py", "test_chaos_every_mode_through_cuts_stalls_half_closes_and_a_busy_cpu"),
+        # the heart-beat check against the flow window's state (the flow twin decides it is closed)
+        ("test_heartbeat_liveness.py", "test_a_paused_consumer_does_not_blame_a_peer_its_closed_window_holds_back")]
 
 
 def _marks(decorators: List[ast.expr]) -> Set[str]:
