@@ -16,7 +16,8 @@ from bench import _java, consume  # noqa: E402
 from amqstomp.testing.broker import queue_statistics  # noqa: E402
 from bench._common import ChildResult, format_table, human_size, run_child  # noqa: E402
 
-pytestmark = pytest.mark.broker
+# compiled_pass_only: smoke runs of the bench harness (children, Java legs, stomp.py baselines), above the codec
+pytestmark = [pytest.mark.broker, pytest.mark.compiled_pass_only]
 
 BACKLOG = 500
 

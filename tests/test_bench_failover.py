@@ -14,7 +14,8 @@ if REPO_ROOT not in sys.path:
 
 from bench import failover  # noqa: E402
 
-pytestmark = pytest.mark.broker
+# compiled_pass_only: smoke runs of the bench harness (children, Java legs, stomp.py baselines), above the codec
+pytestmark = [pytest.mark.broker, pytest.mark.compiled_pass_only]
 
 
 def _number(value):

@@ -16,7 +16,8 @@ pytest.importorskip("stomp", reason="stomp.py is the bench's baseline")
 
 from bench import latency  # noqa: E402
 
-pytestmark = pytest.mark.broker
+# compiled_pass_only: smoke runs of the bench harness (children, Java legs, stomp.py baselines), above the codec
+pytestmark = [pytest.mark.broker, pytest.mark.compiled_pass_only]
 
 
 @pytest.mark.timeout(400)

@@ -17,7 +17,8 @@ pytest.importorskip("stomp", reason="stomp.py is the bench's baseline")
 from bench import _java, produce  # noqa: E402
 from amqstomp.testing.broker import queue_statistics  # noqa: E402
 
-pytestmark = pytest.mark.broker
+# compiled_pass_only: smoke runs of the bench harness (children, Java legs, stomp.py baselines), above the codec
+pytestmark = [pytest.mark.broker, pytest.mark.compiled_pass_only]
 
 SUMMARY_FIELDS = {"case", "client", "runs", "ok_runs", "msg_per_s", "cpu_us_per_msg", "msg_per_s_vs_stomppy",
                   "cpu_per_msg_vs_stomppy", "msg_per_s_runs", "cpu_us_per_msg_runs"}

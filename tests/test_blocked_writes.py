@@ -98,6 +98,7 @@ def _stall_and_measure(proxy, rec, got, blocked):
 STOMPPY_MODES = [("client", True), ("client", False), ("client-individual", False), ("auto", False)]
 
 
+@pytest.mark.compiled_pass_only  # blocked writes: the heart-beat timers and failover threads
 @pytest.mark.parametrize("ack,optimize", STOMPPY_MODES, ids=["client-optimized", "client", "individual", "auto"])
 def test_stomppy_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_producer_blocked(
         activemq, tcp_proxy_factory, ack, optimize):
@@ -156,6 +157,7 @@ JMS_MODES = [amqstomp.AUTO_ACKNOWLEDGE, amqstomp.DUPS_OK_ACKNOWLEDGE, amqstomp.C
              amqstomp.INDIVIDUAL_ACKNOWLEDGE]
 
 
+@pytest.mark.compiled_pass_only  # blocked writes: the heart-beat timers and failover threads
 @pytest.mark.parametrize("mode", JMS_MODES, ids=["auto", "dups-ok", "client", "individual"])
 def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_producer_blocked(
         activemq, tcp_proxy_factory, mode):

@@ -549,6 +549,7 @@ def test_jms_messages_buffered_from_the_lost_socket_are_dropped_and_come_again_r
         assert consumer.receive(0.5) is None
 
 
+@pytest.mark.compiled_pass_only  # a stall failover with its own broker: heart-beat timers and the failover thread
 def test_jms_durable_subscriber_and_client_id_survive_a_stall_failover(activemq_factory):
     broker = activemq_factory(allow_link_stealing=True)
     topic = "amqstomp-fo-" + uuid.uuid4().hex[:8]
@@ -584,6 +585,7 @@ def test_jms_durable_subscriber_and_client_id_survive_a_stall_failover(activemq_
 # --------------------------------------------------------------------------- hostile findings
 
 
+@pytest.mark.compiled_pass_only  # the failover loop against a broker that closes every socket
 def test_a_sync_send_the_broker_closes_the_socket_on_is_not_resent_forever(activemq_factory):
     broker = activemq_factory(scheduler=True)
     url = "failover:(stomp://127.0.0.1:%d)?initialReconnectDelay=10" % broker.stomp_port

@@ -23,7 +23,8 @@ from conftest import wait_until
 import amqstomp
 from amqstomp.exception import ConnectFailedException
 
-pytestmark = pytest.mark.timeout(150)
+# compiled_pass_only: which broker a failover tries when, and the connect timeouts: timers above the codec
+pytestmark = [pytest.mark.timeout(150), pytest.mark.compiled_pass_only]
 
 #: The bound the issue asks for: on B and working within this many seconds of the loss notice.
 ON_B_WITHIN_S = 1.0

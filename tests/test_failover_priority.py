@@ -265,6 +265,7 @@ def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Ru
     return conn, (loop, conn.transport, conn.reconnector)
 
 
+@pytest.mark.compiled_pass_only  # priorityBackup: the prober thread and its back-off timers
 @pytest.mark.parametrize("api", ["jms", "stomppy"])
 def test_back_on_the_priority_broker_once_it_answers_with_nothing_lost_or_settled_twice(
         activemq_network_factory, api) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
 from conftest import wait_until
@@ -28,6 +28,8 @@ from amqstomp._core.backoff import ReconnectPolicy
 from amqstomp._core import settle
 from amqstomp._core.rebalance import MAX_SETTLE_MS, MIN_REBALANCE_INTERVAL_MS, Rebalance
 from amqstomp.exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError
+from amqstomp.testing._process import close_all
+from amqstomp.testing.broker import ActiveMQBroker, start_broker
 from amqstomp.testing.statistics import queue_statistics
 from amqstomp.uri import parse_uri
 
@@ -194,6 +196,21 @@ PREFETCH = 10
 MOVE_BOUND_S = 10.0
 
 
+@pytest.fixture(scope="module")
+def brokers() -> Iterator[List[ActiveMQBroker]]:
+    """Two standalone brokers (no network between them), shared by this file's broker tests (two
+    JVM starts instead of fourteen): each test has queues of its own, closes its connections and
+    checks it left its queues empty on both, so nothing carries over from one test to the next."""
+    ActiveMQBroker.require()
+    started: List[ActiveMQBroker] = []
+    try:
+        for i in (1, 2):
+            started.append(start_broker(java_heap="256M", broker_name="amqstomp-rebalance-%d" % i))
+        yield started
+    finally:
+        close_all([broker.stop for broker in reversed(started)])
+
+
 class Run:
     """What a consumer saw: deliveries (body, broker, redelivered), what it settled."""
 
@@ -354,9 +371,10 @@ def _run_until_settled(brokers: List[Any], queue_name: str, run: Run, api: str, 
     return sent, took, [queue_statistics(broker, queue_name)["size"] for broker in brokers]
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: the prober thread and its timers
 @pytest.mark.parametrize("api", ["stomppy", "jms"])
-def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(activemq_factory, api) -> None:
-    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-rebalance-%d" % i) for i in (1, 2)]
+def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(brokers, api) -> None:
     first, other = (b.host_and_ports[0] for b in brokers)
     queue_name = "amqstomp-rebalance-" + uuid.uuid4().hex[:10]
     run = Run()
@@ -449,13 +467,14 @@ def _jms_batch_consumer(url: str, queue_name: str, run: Run) -> Tuple[Any, Any, 
     return conn, loop, transport, conn._state.consumer_link.reconnector
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: the prober thread and its timers
 @pytest.mark.parametrize("prefetch", [1000, None], ids=["prefetch1000", "default"])
 @pytest.mark.parametrize("api", ["stomppy", "jms"])
-def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(activemq_factory, api, prefetch) -> None:
+def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(brokers, api, prefetch) -> None:
     """ActiveMQ's default prefetch (1000): the consumer is handed more than it can work through
     in an interval; each move first stops handing it new messages and waits for it to settle
     what it has, so every message is delivered to the application about once."""
-    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-settle-%d" % i) for i in (1, 2)]
     first, other = (b.host_and_ports[0] for b in brokers)
     queue_name = "amqstomp-settle-" + uuid.uuid4().hex[:10]
     run = Run()
@@ -490,12 +509,13 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(active
     assert took < SETTLE_RUN_BOUND_S
 
 
-def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_broker_error(activemq_factory) -> None:
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # rebalancing: a thread race around the move's DISCONNECT
+def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_broker_error(brokers) -> None:
     """The race injected: the application ACKs (with a receipt) a message it still holds at the
     settle bound just as the move writes its DISCONNECT (from a listener's on_send of it). The ACK
     is refused unwritten with AcknowledgeInterruptedError -- not ActiveMQ's ERROR "Not connected."
     (BrokerError) nor a bare ConnectionClosedException -- and the message comes again."""
-    brokers = [activemq_factory(java_heap="256M", broker_name="amqstomp-race-%d" % i) for i in (1, 2)]
     queue_name = "/queue/amqstomp-race-" + uuid.uuid4().hex[:10]
     conn = amqstomp.Connection12([b.host_and_ports[0] for b in brokers], auto_reconnect=True,
                                  reconnect_attempts_max=-1, reconnect_sleep_initial=0.1, reconnect_sleep_max=0.5,

@@ -78,6 +78,7 @@ def paused_consumer(proxy, destination, prefetch, heartbeats=(1000, 1000)):
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_a_paused_consumer_notices_a_reset_peer(activemq):
     """Reading paused with the receive window closed (3,000 x 1 KiB on ack:auto, the
     listener blocked): a reset from the peer (the proxy cuts, RST) is noticed within
@@ -102,6 +103,7 @@ def test_a_paused_consumer_notices_a_reset_peer(activemq):
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_a_paused_consumer_notices_an_eof_and_delivers_what_came_before_it(activemq):
     """Reading paused with room left in the window (30 x 100 B, buffer 10): the peer's
     EOF (the proxy half-closes towards the client) ends the pause, the reader reads
@@ -131,6 +133,7 @@ def test_a_paused_consumer_notices_an_eof_and_delivers_what_came_before_it(activ
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_a_paused_consumer_notices_a_killed_broker(activemq_factory):
     """Reading paused with the receive window closed; the broker is killed (-9):
     its kernel answers our next heart-beat with a reset (the FIN itself waits behind
@@ -159,6 +162,7 @@ def test_a_paused_consumer_notices_a_killed_broker(activemq_factory):
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_a_paused_consumer_notices_a_stalled_peer_while_its_window_is_open(activemq):
     """Reading paused with room left in the receive window (30 messages, buffer 10):
     the broker's beats keep arriving, so 5 s paused is no timeout; after the proxy
@@ -220,6 +224,7 @@ def _hold_the_gil(seconds):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_c_code_holding_the_gil_is_not_a_heartbeat_timeout(activemq):
     """1 s beats (3 s deadline); the main thread holds the GIL in C for 5 s, six
     times, with the broker's beats waiting in the socket meanwhile: never a
@@ -242,6 +247,7 @@ def test_c_code_holding_the_gil_is_not_a_heartbeat_timeout(activemq):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.compiled_pass_only  # heart-beat timers (and the GIL), above the codec
 def test_a_silent_peer_is_still_a_heartbeat_timeout(activemq):
     """The look at the socket does not hide a dead peer: the proxy stalls, no byte
     comes, the timeout fires within the deadline plus the confirmation look."""

@@ -117,6 +117,8 @@ def _children() -> Set[int]:
     return found
 
 
+@pytest.mark.broker
+@pytest.mark.compiled_pass_only  # the network harness: bridges, a member restart
 @pytest.mark.parametrize("topology", ["mesh", "chain"])
 def test_a_network_starts_bridges_restarts_a_member_and_leaves_nothing_behind(topology) -> None:
     threads, fds, children = threading.active_count(), _fds(), _children()
@@ -175,6 +177,7 @@ def _drain(url: str, queue: str, counts: List[int], index: int, stop: threading.
         conn.close()
 
 
+@pytest.mark.compiled_pass_only  # the brokers' network: how it spreads messages
 def test_prefetch_decides_the_split_of_300_messages_over_three_consumers(activemq_network_factory) -> None:
     net = activemq_network_factory(3)
     split: Dict[int, List[int]] = {}
@@ -223,6 +226,7 @@ def test_prefetch_decides_the_split_of_300_messages_over_three_consumers(activem
 # --------------------------------------------------------------------------- stranded messages
 
 
+@pytest.mark.compiled_pass_only  # the brokers' network: replay of stranded messages
 @pytest.mark.parametrize("replay", [False, True], ids=["no-replay", "replay"])
 def test_messages_left_on_a_broker_without_consumers_come_back_only_with_replay(activemq_network_factory,
                                                                                 replay) -> None:
@@ -356,6 +360,7 @@ class Member:
             conn.close()
 
 
+@pytest.mark.compiled_pass_only  # a member kill: failover threads
 def test_a_member_killed_mid_run_loses_nothing_and_settles_nothing_twice(activemq_network_factory) -> None:
     net = activemq_network_factory(3, persistent=True)
     queue = _queue()

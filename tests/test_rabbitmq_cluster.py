@@ -55,6 +55,7 @@ class _Collect(amqstomp.ConnectionListener):
         self.errors.append(frame)
 
 
+@pytest.mark.compiled_pass_only  # a RabbitMQ cluster's behaviour
 def test_three_nodes_form_one_cluster_and_a_quorum_queue_spans_them(cluster):
     names = [node.name for node in cluster.nodes]
     assert cluster.running_nodes() == sorted(names)
@@ -76,6 +77,7 @@ def test_three_nodes_form_one_cluster_and_a_quorum_queue_spans_them(cluster):
         consumer.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # a node kill: failover threads
 def test_a_node_killed_under_a_consumer_loses_no_message_of_a_quorum_queue(cluster):
     """The consumer's own node is SIGKILLed mid-stream: it fails over to another node and
     every message arrives; a message seen twice is one it had not acknowledged, flagged
@@ -124,6 +126,7 @@ def test_a_node_killed_under_a_consumer_loses_no_message_of_a_quorum_queue(clust
         consumer.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # the cluster harness's own clean-up
 def test_nodes_stop_with_nothing_left_behind():
     """A cluster's processes, directories and threads (the client's too) are gone after stop()."""
     import os

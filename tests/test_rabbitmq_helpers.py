@@ -62,6 +62,8 @@ _OTHER_PROCESS = textwrap.dedent("""
     """)
 
 
+@pytest.mark.broker  # the machine's RabbitMQ
+@pytest.mark.compiled_pass_only  # the helpers' plugin bookkeeping (rabbitmq-plugins), nothing of the codec
 def test_plugins_stay_on_while_another_user_needs_them_in_any_order(tmp_path):
     if RabbitMQPlugins.available() is not None:
         pytest.skip("RabbitMQ not available: %s" % RabbitMQPlugins.available())

@@ -150,6 +150,7 @@ def in_flight(loop, times):
 # ------------------------------------------------------------------ stomp.py API
 
 
+@pytest.mark.compiled_pass_only  # the send-side stall check: a timer thread and failover
 def test_stomppy_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(
         activemq, tcp_proxy_factory, caplog):
     caplog.set_level(logging.WARNING, logger="amqstomp.transport")
@@ -232,6 +233,7 @@ def test_stomppy_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_ov
 # ------------------------------------------------------------------ JMS API
 
 
+@pytest.mark.compiled_pass_only  # the send-side stall check: a timer thread and failover
 def test_jms_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(activemq, tcp_proxy_factory, caplog):
     caplog.set_level(logging.WARNING, logger="amqstomp.transport")
     baseline = len(client_threads())
