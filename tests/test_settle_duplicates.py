@@ -205,7 +205,7 @@ def test_jms_duplicate_verdicts_applied() -> None:
     subscriber.sub_id = "s"
     subscriber.consumer = "consumer"
     subscriber.ledger = ConsumerLedger()
-    subscriber.state = SimpleNamespace(cond=test_settle_model._NoLock())
+    subscriber.state = test_settle_model._session_state()
     subscriber.link = SimpleNamespace(manager=manager)
     subscriber.send_ack = lambda frame, transaction=None: acks.append(frame.headers["ack"])  # type: ignore
     first = _message(1, "a-1")

@@ -907,7 +907,7 @@ from amqstomp.flow import RedeliveryPolicy  # noqa: E402
 from amqstomp.jms import consumer as jms_consumer  # noqa: E402
 from amqstomp.jms.constants import AUTO_ACKNOWLEDGE  # noqa: E402
 from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
-from amqstomp.jms._state import ConsumerLedger  # noqa: E402
+from amqstomp.jms._state import ConsumerLedger, SessionState  # noqa: E402
 from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
 from amqstomp.jms._subscriber import Subscriber  # noqa: E402
 from amqstomp.subscription import SubscriptionManager  # noqa: E402
@@ -1104,17 +1104,9 @@ def test_listener_failure_by_who_settles() -> None:
         settle.listener_failed("nobody")
 
 
-class _NoLock:
-    """A session's condition, for one thread."""
-
-    def __enter__(self) -> "_NoLock":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-    def notify_all(self) -> None:
-        pass
+def _session_state(connection: Any = None) -> SessionState:
+    """A JMS session's state (its condition, its ledger methods) with no session around it."""
+    return SessionState(connection or SimpleNamespace(), 1, AUTO_ACKNOWLEDGE, False)
 
 
 def _stomppy_failures_until_poison(policy: RedeliveryPolicy, redelivered: bool = False) -> Tuple[List[int], Any]:
@@ -1152,7 +1144,7 @@ def _jms_failures_until_poison(policy: RedeliveryPolicy, redelivered: bool = Fal
     core._connection = SimpleNamespace(is_from_lost_socket=lambda frame: False, redelivery_policy=policy)
     core.subscriber = SimpleNamespace(link=SimpleNamespace(version="1.2", dialect=ACTIVEMQ),
                                       poison=lambda delivery, action: poisoned.append((delivery, action)))
-    core._state = SimpleNamespace(cond=_NoLock())
+    core._state = _session_state(core._connection)
     core.ledger = ConsumerLedger()
     frame = _message()
     if redelivered:

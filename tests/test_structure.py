@@ -294,6 +294,45 @@ def test_a_subscriptions_lock_and_window_are_its_owners():
     assert [_imports_acks(node) for node in imports.body] == [True, True, True, False, False]
 
 
+#: the one module that takes, waits on and notifies a JMS session's condition (``SessionState._cond``)
+SESSION_CONDITION_OWNER = "amqstomp.jms._state"
+
+
+def _condition_uses(tree):
+    """A condition reached through another object (``state.cond``, ``self.state._cond``,
+    ``self._state.cond.wait()``...): anything but an object's own ``self.cond`` / ``self._cond``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("cond", "_cond") and not (
+                isinstance(node.value, ast.Name) and node.value.id == "self"):
+            yield node
+
+
+def test_a_sessions_condition_is_its_owners():
+    """Only ``jms/_state.py`` takes, waits on or notifies a JMS session's condition
+    (issue 22): the session, its consumers, producers, browsers and transaction call
+    ``SessionState``'s named methods (each change under the condition, each wait
+    bounded). Checked over ``amqstomp.jms``, where a session's state is reachable; the
+    owner keeps it private (``_cond``), which the private-attribute check forbids to
+    every other module of the package as well. A ``self.cond`` of a class's own
+    (``_producer_flow.ProducerWindow``'s) is not a session's."""
+    modules = _modules()
+    found = []
+    for name, (path, tree, _) in sorted(modules.items()):
+        if not name.startswith("amqstomp.jms.") or name == SESSION_CONDITION_OWNER:
+            continue
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
+                     for node in _condition_uses(tree))
+    assert found == []
+    owner = modules[SESSION_CONDITION_OWNER][1]
+    assert {node.attr for node in ast.walk(owner) if isinstance(node, ast.Attribute)
+            and node.attr in ("cond", "_cond")} == {"_cond"}  # private: no public ``cond`` to reach
+    caught = ast.parse("def f(self, state):\n    with state.cond:\n        state.cond.notify_all()\n"
+                       "    self.state._cond.wait(1)\n    with self.cond:\n        self._cond.notify()\n")
+    assert len(list(_condition_uses(caught))) == 3  # the check sees what it looks for, not an object's own
+
+
 def test_no_module_is_longer_than_600_lines():
     long = []
     for directory, _, files in os.walk(PACKAGE_DIR):

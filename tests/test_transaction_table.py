@@ -147,20 +147,20 @@ class _Transport:
 
 
 def _jms_transaction():
-    """A JMS session's Transaction over the engine's Client and its one table; one
-    consumer (its ledger). Returns (transaction, client, consumer)."""
-    import threading
+    """A JMS session's state and Transaction over the engine's Client and its one
+    table; one consumer (its ledger). Returns (transaction, client, consumer)."""
     from types import SimpleNamespace
 
     from amqstomp._engine.client import Client
     from amqstomp.failover import SocketLedger
-    from amqstomp.jms._state import ConsumerLedger
+    from amqstomp.jms._state import ConsumerLedger, SessionState
     from amqstomp.jms._transaction import Transaction
+    from amqstomp.jms.constants import SESSION_TRANSACTED
 
     transport = _Transport()
     client = Client(transport, SocketLedger(transport))
-    state = SimpleNamespace(cond=threading.Condition(), transacted=True,
-                            connection=SimpleNamespace(consumer_link=SimpleNamespace(client=client)))
+    connection = SimpleNamespace(consumer_link=SimpleNamespace(client=client))
+    state = SessionState(connection, 1, SESSION_TRANSACTED, True)
     consumer = SimpleNamespace(ledger=ConsumerLedger())
     return Transaction(state), client, consumer
 
@@ -184,8 +184,8 @@ def test_the_jms_consumers_acks_in_a_transaction_are_the_tables(aborted):
     ledger.delivered = [first, second]
     client.transaction_began("tx-1")
     transaction.tx = "tx-1"
-    with transaction.state.cond:
-        assert transaction.took("tx-1", consumer) == (second.frame, 2)  # one ACK names the newest
+    # one ACK names the newest
+    assert transaction.state.cover_in_transaction("tx-1", [consumer]) == [(second.frame, 2)]
     assert ledger.delivered == [] and transaction.holds(consumer)
     assert client.transactions.taken("tx-1", "consumed") == [(transaction.state, consumer, [first, second])]
     ledger.delivered.append(later)  # handed over since; not covered by an ACK yet
@@ -195,13 +195,12 @@ def test_the_jms_consumers_acks_in_a_transaction_are_the_tables(aborted):
 
 
 def test_a_jms_ack_in_a_transaction_that_is_not_open_leaves_the_deliveries_pending():
-    """took: a transaction ended (or never begun) meanwhile notes nothing; the deliveries
-    stay the consumer's (the next transaction's ACK covers them)."""
+    """cover_in_transaction: a transaction ended (or never begun) meanwhile notes nothing;
+    the deliveries stay the consumer's (the next transaction's ACK covers them)."""
     transaction, client, consumer = _jms_transaction()
     pending = [_delivery(1)]
     consumer.ledger.delivered = list(pending)
-    with transaction.state.cond:
-        assert transaction.took("tx-9", consumer) is None
+    assert transaction.state.cover_in_transaction("tx-9", [consumer]) == []
     assert consumer.ledger.delivered == pending and client.transactions.taken("tx-9", "consumed") == []
     assert transaction.holds(consumer)  # handed over in the (next) transaction
     consumer.ledger.delivered = []

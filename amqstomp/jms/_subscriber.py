@@ -290,16 +290,14 @@ class Subscriber:
         (the consumer's ``delivered`` is what its next ``acknowledge()``/``commit()`` settles)."""
         manager = self.link.manager
         assert manager is not None
-        with self.state.cond:
-            outstanding = bool(self.ledger.delivered)
+        outstanding = self.state.delivered_count(self.ledger) > 0
         verdict = manager.duplicate_of(sub, delivery.frame, outstanding, next_ack_names_newest=True)
         if verdict == NOT_DUPLICATE or verdict == DUPLICATE_HAND_OVER:
             return False
         if not delivery.counted:
             self.count(delivery)  # its place in the window (AUTO_ACKNOWLEDGE: the batched ACK)
         if verdict == DUPLICATE_WITH_NEXT:  # settled with the outstanding ones
-            with self.state.cond:
-                self.ledger.delivered.append(delivery)
+            self.state.track(self.ledger, delivery)
         elif verdict == DUPLICATE_ACK:
             try:
                 self.send_ack(delivery.frame)

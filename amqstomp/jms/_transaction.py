@@ -8,7 +8,8 @@ consumers call it; it reaches them through the :class:`SessionState` they share.
 What a transaction consumed is recorded in one place for every API: a message
 handed over waits in its consumer's ``ConsumerLedger.delivered`` until an ACK in
 the transaction covers it, then it is the connection's transaction table's
-(:mod:`amqstomp._core.transactions`, owner :data:`CONSUMED`): given back to its
+(:mod:`amqstomp._core.transactions`, owner :data:`~amqstomp.jms._state.CONSUMED`;
+moved there by :meth:`SessionState.cover_in_transaction`): given back to its
 consumer on ABORT (or when a commit fails), gone on COMMIT.
 
 A session with consumers keeps its SENDs and ACKs in one transaction on the
@@ -25,33 +26,16 @@ import time
 from typing import Any, List, Optional, Tuple
 
 from .. import _observe
-from ..codec import Frame
 from .._core.ackmodes import in_transaction_ack
 from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
-from ._state import Delivery, SessionState
+from ._state import CONSUMED, Delivery, SessionState, give_back
 from .exceptions import TransactionRolledBackError
 from .link import Link, message_ack_headers
 
-__all__ = ["CONSUMED", "Transaction"]
+__all__ = ["Transaction"]
 
 log = logging.getLogger("amqstomp.jms.session")
-
-#: the transaction table's owner of the JMS consumers' deliveries: entries
-#: ``(SessionState, ConsumerCore, [Delivery])``, one per ACK in the transaction
-CONSUMED = "consumed"
-
-
-def give_back(entries: List[Tuple[SessionState, Any, List[Delivery]]]) -> None:
-    """The transaction table hands back what ACKs in an aborted transaction took
-    (``Client.give_back[CONSUMED]``): each consumer's deliveries go back in front
-    of its ``delivered``, in their order (the rollback then redelivers them, or
-    re-subscribes their consumer). Takes each session's condition: never call with
-    one held."""
-    for state, consumer, deliveries in reversed(entries):
-        with state.cond:
-            consumer.ledger.delivered[:0] = deliveries
-
 
 class Transaction:
     """The transaction bookkeeping of one session (every session has one; only
@@ -127,8 +111,7 @@ class Transaction:
         """Wait (at most ``timeout_s`` seconds; None: no bound) for the receipts
         of the producers' asynchronous sends; False when some did not come."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self.state.cond:
-            windows = list(self.state.windows)
+        windows = self.state.producer_windows()
         link = self.send_tx[0] if self.send_tx is not None else self.state.connection.consumer_link
         ok = True
         for window in windows:
@@ -165,9 +148,8 @@ class Transaction:
             if not self.drain_sends(self.left_s()):
                 self.rollback_after_failed_commit()
                 raise TransactionRolledBackError("the transaction's sends were not confirmed; rolled back")
-            with state.cond:  # the acknowledgement core's: one ACK each, naming the newest, covering the rest
-                pending = [consumer for consumer in state.all_consumers()
-                           if in_transaction_ack(len(consumer.ledger.delivered), 0, 1)]
+            # the acknowledgement core's: one ACK each, naming the newest, covering the rest
+            pending = [consumer for consumer, count in state.delivered_counts() if in_transaction_ack(count, 0, 1)]
             tx = self.tx
             send_tx = self.send_tx
             if send_tx is not None:
@@ -186,8 +168,7 @@ class Transaction:
             try:
                 if pending:
                     tx = self.transaction_id()
-                    with state.cond:
-                        acks = [ack for ack in (self.took(tx, consumer) for consumer in pending) if ack is not None]
+                    acks = state.cover_in_transaction(tx, pending)
                     for frame, count in acks:
                         headers = message_ack_headers(link, frame.headers)
                         headers["transaction"] = tx
@@ -256,22 +237,6 @@ class Transaction:
         with self.lock:
             self.rollback_after_failed_commit()
 
-    def took(self, tx: str, consumer: Any) -> Optional[Tuple[Frame, int]]:
-        """Under the session's condition: an ACK in ``tx`` (open) is to cover
-        ``consumer``'s deliveries not yet covered: they move into the transaction
-        table (owner :data:`CONSUMED`). Returns the frame the ACK names (the newest)
-        and how many it covers, or None (nothing pending, or ``tx`` is not open: they
-        stay pending)."""
-        taken = consumer.ledger.delivered
-        if not taken:
-            return None
-        client = self.state.connection.consumer_link.client
-        client.give_back.setdefault(CONSUMED, give_back)
-        if not client.transaction_took(tx, CONSUMED, [(self.state, consumer, taken)]):
-            return None
-        consumer.ledger.delivered = []
-        return taken[-1].frame, len(taken)
-
     def holds(self, consumer: Any) -> bool:
         """Whether ``consumer`` has messages in the open transaction (handed over
         in it; covered by an ACK in it or not)."""
@@ -285,9 +250,7 @@ class Transaction:
     def forget_delivered(self) -> None:
         """An in-doubt commit: the consumed messages are the broker's to settle
         or redeliver; none is redelivered locally."""
-        with self.state.cond:
-            for consumer in self.state.all_consumers():
-                consumer.ledger.take_delivered()
+        self.state.take_delivered(also_deferred=True)
 
     def consumed_on_lost_socket(self) -> bool:
         """Whether a message consumed in the open transaction came on a consumer
@@ -298,9 +261,7 @@ class Transaction:
                                   self.state.connection.consumer_link.client.transaction_taken(tx, CONSUMED)
                                   for d in deliveries):
             return True
-        with self.state.cond:
-            return any(lost(d.frame) for consumer in self.state.all_consumers()
-                       for d in consumer.ledger.delivered)
+        return self.state.delivered_any(lambda d: lost(d.frame))
 
     def rollback_after_failed_commit(self) -> None:
         """The rollback of a commit that failed: its TransactionRolledBackError is
@@ -360,11 +321,8 @@ class Transaction:
                 closed (and the exception listener is told), the others were
                 still re-subscribed. The first such error is raised.
         """
-        with self.state.cond:
-            release = []
-            for consumer in self.state.all_consumers():
-                if consumer.ledger.take_delivered() and not consumer.ledger.closed:
-                    release.append(consumer)
+        release = [consumer for consumer, _ in self.state.take_delivered(also_deferred=True)
+                   if not consumer.ledger.closed]
         failed: List[StompException] = []
         for consumer in release:
             try:
@@ -380,20 +338,12 @@ class Transaction:
     def rollback_local(self) -> None:
         """Redeliver locally what the session's consumers delivered in the
         rolled-back transaction."""
-        with self.state.cond:
-            work = []
-            for consumer in self.state.all_consumers():
-                deliveries = consumer.ledger.take_delivered()
-                if deliveries:
-                    work.append((consumer, deliveries))
-        for consumer, deliveries in work:
+        for consumer, deliveries in self.state.take_delivered(also_deferred=True):
             consumer.redeliver(deliveries)
 
     def finish_deferred_closes(self) -> None:
         """UNSUBSCRIBE the consumers closed during the transaction that ended."""
-        with self.state.cond:
-            closing, self.state.deferred_close = self.state.deferred_close, []
-        for consumer in closing:
+        for consumer in self.state.take_deferred_closes():
             consumer.subscriber.unsubscribe()
 
     def left_s(self) -> Optional[float]:

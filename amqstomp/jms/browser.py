@@ -75,14 +75,11 @@ class QueueBrowser:
         self._consumer: Optional[ConsumerCore] = None
         self._fresh = False  # the current subscription has not been iterated yet
         self._closed = False
-        with state.cond:
-            state.browsers.append(self)
+        state.add_browser(self)
         try:
             self._subscribe()  # the first browse
         except BaseException:
-            with state.cond:
-                if self in state.browsers:
-                    state.browsers.remove(self)
+            state.remove_browser(self)
             raise
 
     def __repr__(self) -> str:
@@ -166,26 +163,37 @@ class QueueBrowser:
                 or not transport.is_connected())
 
     def _next(self, consumer: ConsumerCore) -> Delivery:
+        """The browse's next message, waiting at most ``timeout`` seconds."""
         state = self._state
-        connection = state.connection
-        ledger = consumer.ledger
         deadline = time.monotonic() + self.timeout
-        with state.cond:
-            while True:
-                if self._interrupted(consumer):
-                    raise BrowseInterruptedError("%r: browse interrupted by a failover; iterate again" % (self,))
-                if ledger.buffer:
-                    return ledger.buffer.popleft()
-                if self._closed or ledger.closed:
-                    raise IllegalStateError("%r was closed while browsing" % (self,))
-                if state.closing or state.closed:
-                    raise IllegalStateError("the session of %r is closed" % (self,))
-                connection.check_open()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise BrowseTimeoutError("%r: no message and no end of browse from the broker within %.3g s"
-                                             % (self, self.timeout))
-                state.cond.wait(min(left, 0.5))
+        while True:
+            if state.wait_for(lambda: self._ready(consumer), deadline) is None:
+                raise BrowseTimeoutError("%r: no message and no end of browse from the broker within %.3g s"
+                                         % (self, self.timeout))
+            delivery = state.take_buffered(consumer.ledger)
+            if delivery is not None:  # (None: closed meanwhile; the next look says so)
+                return delivery
+
+    def _ready(self, consumer: ConsumerCore) -> Optional[bool]:
+        """What :meth:`_next` waits for (under the session's condition): True when a
+        message is buffered, None while none is.
+
+        Raises:
+            BrowseInterruptedError, IllegalStateError (browser or session closed), or
+            what ConnectionState.check_open raises.
+        """
+        if self._interrupted(consumer):
+            raise BrowseInterruptedError("%r: browse interrupted by a failover; iterate again" % (self,))
+        ledger = consumer.ledger
+        if ledger.buffer:
+            return True
+        if self._closed or ledger.closed:
+            raise IllegalStateError("%r was closed while browsing" % (self,))
+        state = self._state
+        if state.closing or state.closed:
+            raise IllegalStateError("the session of %r is closed" % (self,))
+        state.connection.check_open()
+        return None
 
     def close(self) -> None:
         """End the browse in progress (UNSUBSCRIBE, waiting at most
@@ -197,11 +205,7 @@ class QueueBrowser:
             consumer, self._consumer = self._consumer, None
         if consumer is not None:
             consumer.close()
-        state = self._state
-        with state.cond:
-            if self in state.browsers:
-                state.browsers.remove(self)
-            state.cond.notify_all()
+        self._state.remove_browser(self)
 
     def _check_open(self) -> None:
         if self._closed:

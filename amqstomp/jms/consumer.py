@@ -16,7 +16,9 @@ what a failed listener means are the acknowledgement core's decisions
 (:mod:`amqstomp._core.ackmodes`: the consumer's :class:`~amqstomp._core.ackmodes.AckMode`,
 :func:`~amqstomp._core.ackmodes.application_ack`, :func:`~amqstomp._core.ackmodes.in_transaction_ack`,
 :func:`~amqstomp._core.ackmodes.redeliver`); this module applies them with the
-session's condition, its waits and the consumer socket.
+session's state (:class:`~amqstomp.jms._state.SessionState`, whose methods make
+each change under the session's condition and hold the waits) and the consumer
+socket.
 
 Licensed under the Apache License, Version 2.0.
 """
@@ -81,10 +83,7 @@ class ConsumerCore:
 
     def set_message_listener(self, listener: Optional[MessageListener]) -> None:
         self._check_open()
-        state = self._state
-        with state.cond:
-            self.ledger.listener = listener
-            state.cond.notify_all()
+        self._state.set_listener(self.ledger, listener)
 
     def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -97,8 +96,7 @@ class ConsumerCore:
         timeout = clamp_wait(timeout)  # longer than the platform can wait (inf too): that long
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            delivery = self._take(left)
+            delivery = self._state.take_for_receive(self.ledger, deadline)
             if delivery is None:
                 return None
             if self._skip_if_unwanted(delivery):
@@ -110,30 +108,6 @@ class ConsumerCore:
             self._consumed(delivery)
             return message
 
-    def _take(self, timeout: Optional[float]) -> Optional[Delivery]:
-        """``receive()``'s wait, on the caller's thread."""
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        state = self._state
-        connection = self._connection
-        ledger = self.ledger
-        with state.cond:
-            while True:
-                if ledger.closed or state.closing or state.closed:
-                    return None
-                connection.check_open()
-                now = time.monotonic()
-                wait: Optional[float] = None
-                if connection.started and ledger.buffer:
-                    if ledger.paused_until <= now:
-                        return ledger.buffer.popleft()
-                    wait = ledger.paused_until - now
-                if deadline is not None:
-                    left = deadline - now
-                    if left <= 0:
-                        return None
-                    wait = left if wait is None else min(wait, left)
-                state.cond.wait(wait)
-
     def close(self) -> None:
         """Close the consumer (UNSUBSCRIBE; in a transaction, once it ends); all
         of it within ``close_timeout_ms`` (``jms.closeTimeout``)."""
@@ -142,18 +116,9 @@ class ConsumerCore:
 
     def _close(self) -> None:
         state = self._state
-        ledger = self.ledger
-        with state.cond:
-            if ledger.closed:
-                return
-            ledger.closed = True
-            ledger.buffer.clear()
-            deferred = state.transacted and state.transaction.holds(self)
-            if self in state.consumers:
-                state.consumers.remove(self)
-            if deferred:
-                state.deferred_close.append(self)
-            state.cond.notify_all()
+        deferred = state.close_consumer(self)
+        if deferred is None:
+            return  # closed already
         if not state.on_session_thread():
             state.wait_idle(self)
         if not deferred:
@@ -170,8 +135,7 @@ class ConsumerCore:
 
     def held_on(self, seq: int) -> int:
         """Messages of socket ``seq`` handed to the application and not acknowledged yet."""
-        with self._state.cond:
-            return sum(1 for delivery in self.ledger.delivered if delivery.frame.link_seq == seq)
+        return self._state.held_on(self.ledger, seq)
 
     # ------------------------------------------------------------ delivery
 
@@ -214,8 +178,7 @@ class ConsumerCore:
         if mode.tracked:  # the application settles it: kept until its ACK / COMMIT
             if not delivery.counted:
                 self.subscriber.count(delivery)
-            with self._state.cond:
-                self.ledger.delivered.append(delivery)
+            self._state.track(self.ledger, delivery)
         message = message_from_frame(delivery.frame, self._connection.lookup_temporary, delivery.delivery_count)
         if mode.acknowledges_all:  # Message.acknowledge()
             bind_acknowledge(message, self._state.session.acknowledge)
@@ -238,9 +201,7 @@ class ConsumerCore:
         listener = self.ledger.listener
         state = self._state
         if listener is None or self.ledger.closed:  # pragma: no cover - raced with set_message_listener(None) / close
-            with state.cond:
-                if not self.ledger.closed:
-                    self.ledger.buffer.appendleft(delivery)
+            state.requeue(self.ledger, [delivery])
             return
         if self._skip_if_unwanted(delivery):
             return
@@ -270,9 +231,7 @@ class ConsumerCore:
         if outcome == REDELIVER:
             self.redeliver([delivery])
         elif outcome == RECOVER:
-            with self._state.cond:
-                deliveries, self.ledger.delivered = self.ledger.delivered, []
-            self.redeliver(deliveries)
+            self.redeliver(self._state.take_delivered_of(self.ledger))
         elif outcome == ROLLBACK:
             try:
                 self._state.session.rollback()
@@ -288,10 +247,8 @@ class ConsumerCore:
         state = self._state
         if check:
             state.check_open(IllegalStateError("the session of this message is closed"))
-        with state.cond:
-            if delivery not in self.ledger.delivered:
-                return  # acked already, or being redelivered
-            self.ledger.delivered.remove(delivery)
+        if not state.untrack(self.ledger, delivery):
+            return  # acked already, or being redelivered
         lost = self._connection.is_from_lost_socket
         todo = ackmodes.application_ack(self._acks, [delivery], lambda d: lost(d.frame))
         if todo.names is None:  # its window went with the socket
@@ -309,16 +266,14 @@ class ConsumerCore:
         """Transacted: an ACK in the transaction every batch, so the broker (which
         counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
         state = self._state
-        with state.cond:
-            if not ackmodes.in_transaction_ack(len(self.ledger.delivered), 0, self.subscriber.tx_threshold):
-                return
+        if not ackmodes.in_transaction_ack(state.delivered_count(self.ledger), 0, self.subscriber.tx_threshold):
+            return
         try:
             tx = state.transaction.transaction_id()
-            with state.cond:  # what the ACK covers moves into the transaction table
-                todo = state.transaction.took(tx, self)
-            if todo is None:
+            acks = state.cover_in_transaction(tx, [self])  # what the ACK covers moves into the transaction table
+            if not acks:
                 return
-            frame, count = todo
+            frame, count = acks[0]
             if _observe.messages is not None:
                 _observe.settling(count, frame.headers)
             self.subscriber.send_ack(frame, tx)
@@ -348,17 +303,8 @@ class ConsumerCore:
                 _observe.messages.redelivery(link.transport, delivery.frame, True)
         for delivery, action in poison:
             self.subscriber.poison(delivery, action)
-        if not keep:
-            return
-        state = self._state
-        ledger = self.ledger
-        with state.cond:
-            if ledger.closed:
-                return  # UNSUBSCRIBE gives them back to the broker
-            ledger.buffer.extendleft(reversed(keep))
-            until = time.monotonic() + delay_ms / 1000.0
-            ledger.paused_until = max(ledger.paused_until, until) if delay_ms else ledger.paused_until
-            state.cond.notify_all()
+        if keep:
+            self._state.requeue(self.ledger, keep, delay_ms)
 
     # ------------------------------------------------------------ close
 
@@ -376,33 +322,19 @@ class ConsumerCore:
                 the consumer: it holds no subscription).
         """
         state = self._state
-        ledger = self.ledger
-        with state.cond:
-            if ledger.closed:
-                return
-            ledger.buffer.clear()
-            ledger.paused_until = 0.0
+        if not state.clear_buffer(self.ledger, unpause=True):
+            return  # closed
         self.subscriber.unsubscribe()
-        with state.cond:
-            if ledger.closed:
-                return
-            ledger.buffer.clear()  # anything routed before the unsubscribe went through
-            self.subscriber.renew_id()
+        if not state.clear_buffer(self.ledger):  # anything routed before the unsubscribe went through
+            return
+        self.subscriber.renew_id()
         log.debug("%r: re-subscribing after a rollback", self)
         self.subscriber.subscribe(wait_s=None)
 
     def abandon(self) -> None:
         """Close without UNSUBSCRIBE: the consumer holds no subscription any more
         (its re-subscribe failed)."""
-        state = self._state
-        ledger = self.ledger
-        with state.cond:
-            ledger.closed = True
-            ledger.buffer.clear()
-            ledger.delivered = []
-            if self in state.consumers:
-                state.consumers.remove(self)
-            state.cond.notify_all()
+        self._state.discard_consumer(self)
         subscriber = self.subscriber
         self._connection.unregister_consumer(subscriber.sub_id)
         manager = subscriber.link.manager
@@ -412,10 +344,8 @@ class ConsumerCore:
     def browse_interrupted(self) -> None:
         """Failover thread: the reconnect dropped this browser's subscription
         instead of replaying it; the iteration raises BrowseInterruptedError."""
-        state = self._state
-        with state.cond:
-            self.subscriber.browse_lost = True
-            state.cond.notify_all()
+        self.subscriber.browse_lost = True
+        self._state.wake()  # a browse waiting for its next message raises
 
 
 class MessageConsumer:

@@ -63,8 +63,7 @@ class MessageProducer:
         size = int(options.get("producer_window_size") or 0)
         self._window: Optional[ProducerWindow] = ProducerWindow(size) if size > 0 else None
         if self._window is not None:  # a commit waits for its receipts
-            with state.cond:
-                state.windows.append(self._window)
+            state.add_window(self._window)
         # the connection's options, read once (send() is the hot path)
         self._always_sync = bool(options.get("always_sync_send"))
         self._use_async = bool(options.get("use_async_send"))
@@ -195,12 +194,7 @@ class MessageProducer:
             deadline = time.monotonic() + self._connection.close_wait_s()
             if not window.drain(self._link, deadline):
                 log.warning("%r closed with %d receipt(s) not come", self, window.chunks)
-        state = self._state
-        with state.cond:
-            if self in state.producers:
-                state.producers.remove(self)
-            if window is not None and window in state.windows:
-                state.windows.remove(window)
+        self._state.remove_producer(self, window)
 
     @property
     def closed(self) -> bool:

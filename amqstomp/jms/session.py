@@ -36,13 +36,12 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import threading
-import time
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .._core.dialect import BROKERS, refusal
 from ..exception import BrokerError, StompException
 from .._io.timeouts import clamp_wait
-from ._state import Delivery, SessionState
+from ._state import SessionState
 from ._subscriber import ACK_MODES
 from ._transaction import Transaction
 from .browser import QueueBrowser
@@ -155,9 +154,7 @@ class Session:
         self._check_open()
         dest = as_destination(destination) if destination is not None else None
         producer = MessageProducer(self._state, dest)
-        state = self._state
-        with state.cond:
-            state.producers.append(producer)
+        self._state.add_producer(producer)
         return producer
 
     def create_consumer(self, destination: Union[Destination, str], selector: Optional[str] = None,
@@ -222,15 +219,11 @@ class Session:
                 raise ValueError("timeout_s must be a number of seconds >= 0 or None, got %r" % (timeout_s,))
             timeout_s = clamp_wait(timeout_s)
         state = self._state
-        with state.cond:
-            state.consumers.append(consumer)
+        state.add_consumer(consumer)
         try:
             consumer.subscriber.subscribe(timeout_s=timeout_s)
         except BaseException:
-            with state.cond:
-                consumer.ledger.closed = True
-                if consumer in state.consumers:
-                    state.consumers.remove(consumer)
+            state.discard_consumer(consumer)
             raise
         return MessageConsumer(consumer)
 
@@ -333,10 +326,9 @@ class Session:
         subscription ``name`` on the broker, also one whose UNSUBSCRIBE waits for
         the end of a transaction."""
         for state in self._connection.sessions():
-            with state.cond:
-                for consumer in state.all_consumers():
-                    if consumer.durable_name == name:
-                        return consumer
+            consumer = state.durable_consumer(name)
+            if consumer is not None:
+                return consumer
         return None
 
     def create_browser(self, queue: Union[Queue, str], selector: Optional[str] = None,
@@ -487,11 +479,8 @@ class Session:
 
     def _close(self) -> None:
         state = self._state
-        with state.cond:
-            if state.closing or state.closed:
-                return
-            state.closing = True
-            state.cond.notify_all()
+        if not state.begin_close():
+            return
         if not state.on_session_thread():
             state.wait_idle()
         if self.transacted and self._connection.consumer_link.transport.is_connected():
@@ -500,21 +489,15 @@ class Session:
                     self._transaction.rollback_locked()
                 except StompException as exc:
                     log.debug("%r: rollback on close: %s", self, exc)
-        with state.cond:
-            consumers = list(state.consumers)
-            producers = list(state.producers)
+        consumers, producers, _ = state.members()
         for consumer in consumers:
             consumer.close()
         for producer in producers:
             producer.close()
-        with state.cond:
-            browsers = list(state.browsers)
-        for browser in browsers:
+        for browser in state.members()[2]:
             browser.close()
         self._transaction.finish_deferred_closes()
-        with state.cond:
-            state.closed = True
-            state.cond.notify_all()
+        state.end_close()
         thread = state.thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(min(10.0, max(0.5, self._connection.close_wait_s())))
@@ -534,49 +517,19 @@ class Session:
 
     # ------------------------------------------------------------ dispatch thread
 
-    def _next_for_listener(self) -> Tuple[Optional[Tuple[ConsumerCore, Delivery]], Optional[float]]:
-        connection = self._connection
-        state = self._state
-        if not connection.started or connection.failure is not None or state.closing:
-            return None, None
-        now = time.monotonic()
-        best: Optional[ConsumerCore] = None
-        best_seq = 0
-        wait: Optional[float] = None
-        for consumer in state.consumers:
-            ledger = consumer.ledger
-            if ledger.listener is None or ledger.closed or not ledger.buffer:
-                continue
-            if ledger.paused_until > now:
-                left = ledger.paused_until - now
-                wait = left if wait is None else min(wait, left)
-                continue
-            seq = ledger.buffer[0].seq
-            if best is None or seq < best_seq:
-                best, best_seq = consumer, seq
-        if best is not None:
-            return (best, best.ledger.buffer.popleft()), None
-        return None, wait
-
     def _run(self) -> None:
+        """The session's dispatch thread: each message a listener gets, one at a time,
+        in their order of arrival (:meth:`SessionState.next_dispatch`), until the
+        session is closed."""
         state = self._state
-        cond = state.cond
         while True:
-            with cond:
-                while True:
-                    if state.closed:
-                        return
-                    pick, wait = self._next_for_listener()
-                    if pick is not None:
-                        break
-                    cond.wait(wait)
-                consumer, delivery = pick
-                state.running = consumer
+            pick = state.next_dispatch()
+            if pick is None:
+                return
+            consumer, delivery = pick
             try:
                 consumer.dispatch(delivery)
             except BaseException:  # never end the session thread silently
                 log.exception("%r: dispatching a message failed", self)
             finally:
-                with cond:
-                    state.running = None
-                    cond.notify_all()
+                state.dispatched()
