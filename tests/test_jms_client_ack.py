@@ -125,3 +125,21 @@ def test_a_lost_connection_before_acknowledge_gives_every_message_back(activemq,
         again[-1].acknowledge()
         consumer.close()
     assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+
+
+@pytest.mark.timeout(90)
+def test_closing_the_session_unacknowledged_gives_every_message_back(activemq):
+    """The session's close ABORTs its "delivered" transaction: nothing it ACKed in it is settled."""
+    queue = _queue()
+    factory = ConnectionFactory(_url(activemq.url))
+    with factory.create_connection() as conn:
+        _fill(conn, queue)
+        session = conn.create_session(False, CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert len(_drain(consumer)) == COUNT
+        session.close()
+        again = _drain(conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue))
+        assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(COUNT))
+        again[-1].acknowledge()
+    assert wait_until(lambda: _size(activemq, queue) == 0, 10)
