@@ -318,6 +318,19 @@ def test_acks_in_a_transaction_every_batch_and_the_rest_at_commit():
     assert ackmodes.in_transaction_ack(2, 0, 0) == 2  # a threshold below 1 is 1
 
 
+def test_which_modes_ack_in_a_transaction_before_settling():
+    """SESSION_TRANSACTED always; CLIENT_ACKNOWLEDGE only where an ACK in a transaction grows the
+    window (ActiveMQ Classic: its private "delivered" transaction); no other mode, on any broker."""
+    from amqstomp._core.dialect import BROKERS, ACTIVEMQ
+    grows = {name for name, dialect in BROKERS.items() if dialect.window_grows_in_tx}
+    assert grows == {ACTIVEMQ}
+    for window_grows in (False, True):
+        assert ackmodes.acks_in_transaction(ackmodes.JMS_TRANSACTED, window_grows)
+        assert ackmodes.acks_in_transaction(ackmodes.JMS_CLIENT, window_grows) is window_grows
+        for mode in (ackmodes.JMS_AUTO, ackmodes.JMS_DUPS_OK, ackmodes.JMS_AT_MOST_ONCE, ackmodes.JMS_INDIVIDUAL):
+            assert not ackmodes.acks_in_transaction(mode, window_grows)
+
+
 def test_local_redelivery_counts_and_poisons_past_the_policy():
     """maximumRedeliveries=2: a message is handed over 1 + 2 times, then poisoned (NACK with its
     ACK identity); the delay is the policy's for the first one kept; a broker redelivery counts."""

@@ -21,7 +21,10 @@ The rules (JMS 2.0 section 6.2.10; ActiveMQ 5.17 ``ActiveMQMessageConsumer``,
   listener's message is redelivered locally, then poisoned;
 * AT_MOST_ONCE (browsers too): ``ack:auto``, the broker settled it when it sent it;
 * CLIENT_ACKNOWLEDGE: ``acknowledge()`` writes ONE cumulative ACK per consumer,
-  naming the newest message handed over on the open socket;
+  naming the newest message handed over on the open socket; on a broker whose
+  window grows on an ACK in a transaction (ActiveMQ Classic) the messages handed
+  over are ACKed every batch in the session's private "delivered" transaction,
+  which ``acknowledge()`` commits (:func:`acks_in_transaction`);
 * INDIVIDUAL_ACKNOWLEDGE: ``client-individual``, one ACK per message;
 * SESSION_TRANSACTED: cumulative ACKs in the transaction, every batch (the broker
   counts them delivered and keeps dispatching) and the rest at COMMIT.
@@ -34,7 +37,8 @@ from .settle import (BY_APPLICATION, BY_BROKER, BY_LIBRARY, INDIVIDUAL, TRANSACT
                      next_redelivery)
 
 __all__ = ["AckMode", "AppAck", "Redelivery", "JMS_AUTO", "JMS_AT_MOST_ONCE", "JMS_CLIENT", "JMS_DUPS_OK",
-           "JMS_INDIVIDUAL", "JMS_TRANSACTED", "application_ack", "in_transaction_ack", "redeliver",
+           "JMS_INDIVIDUAL", "JMS_TRANSACTED", "acks_in_transaction", "application_ack", "in_transaction_ack",
+           "redeliver",
            "window_options"]
 
 
@@ -200,6 +204,26 @@ def in_transaction_ack(delivered: int, acked: int, threshold: int) -> int:
     at COMMIT with ``threshold`` 1 (whatever is pending)."""
     pending = delivered - acked
     return pending if pending >= max(1, threshold) else 0
+
+
+def acks_in_transaction(mode: AckMode, window_grows_in_tx: bool) -> bool:
+    """Whether a consumer in ``mode`` ACKs the messages it handed over inside a
+    transaction every batch (:func:`in_transaction_ack`), so that the broker keeps
+    dispatching past the prefetch before they are settled:
+
+    * SESSION_TRANSACTED: always (its own transaction; the rest at COMMIT);
+    * CLIENT_ACKNOWLEDGE, when ``window_grows_in_tx`` (the broker dialect's
+      :attr:`~amqstomp._core.dialect.Dialect.window_grows_in_tx`: ActiveMQ Classic):
+      in the session's private "delivered" transaction, which ``acknowledge()``
+      COMMITs and ``recover()`` / close ABORT -- the STOMP form of the Java
+      client's DELIVERED acks, sent once about half the prefetch is delivered and
+      not acknowledged (ActiveMQ 5.17 ``ActiveMQMessageConsumer.afterMessageIsConsumed``,
+      ``deliveredCounter``). On other brokers an ACK in a transaction need not
+      grow the window (RabbitMQ), so CLIENT_ACKNOWLEDGE writes nothing before
+      ``acknowledge()`` and a consumer holds at most its prefetch unacknowledged;
+    * the other modes: never.
+    """
+    return mode.transacted or (mode.acknowledges_all and window_grows_in_tx)
 
 
 class Redelivery:

@@ -95,17 +95,24 @@ class Dialect:
         late_unsubscribe_errors (bool): a delivery racing the client's
             UNSUBSCRIBE comes back as an ERROR naming that subscription
             (RabbitMQ: :func:`unsubscribed_error`).
+        window_grows_in_tx (bool): an ACK written inside a transaction counts its
+            messages delivered and extends the subscription's prefetch window until
+            COMMIT settles them or ABORT takes the extension back (ActiveMQ Classic:
+            ``StompSubscription.onStompMessageAck`` writes a DELIVERED ack,
+            ``PrefetchSubscription`` grows ``prefetchExtension``). What lets a
+            CLIENT_ACKNOWLEDGE consumer keep receiving past its prefetch before
+            ``acknowledge()`` (:func:`amqstomp._core.ackmodes.acks_in_transaction`).
     """
 
     __slots__ = ("name", "title", "prefetch", "prefetch_zero", "classic", "error_receipts", "temp_reply_only",
                  "temp_topics", "selectors", "nack_requeues", "text_length_ok",
-                 "tx_receipts_at_commit", "late_unsubscribe_errors")
+                 "tx_receipts_at_commit", "late_unsubscribe_errors", "window_grows_in_tx")
 
     def __init__(self, name: str, title: str, prefetch: Optional[str] = None, prefetch_zero: Optional[str] = None,
                  classic: bool = False, error_receipts: bool = True, temp_reply_only: bool = False,
                  temp_topics: bool = True, selectors: bool = True, nack_requeues: bool = False,
                  text_length_ok: bool = False, tx_receipts_at_commit: bool = False,
-                 late_unsubscribe_errors: bool = False) -> None:
+                 late_unsubscribe_errors: bool = False, window_grows_in_tx: bool = False) -> None:
         self.name = name
         self.title = title
         self.prefetch = prefetch
@@ -119,6 +126,7 @@ class Dialect:
         self.text_length_ok = text_length_ok
         self.tx_receipts_at_commit = tx_receipts_at_commit
         self.late_unsubscribe_errors = late_unsubscribe_errors
+        self.window_grows_in_tx = window_grows_in_tx
 
     def __repr__(self) -> str:
         return "<Dialect %s>" % self.name
@@ -129,7 +137,7 @@ BROKERS: Dict[str, Dialect] = {
     ACTIVEMQ: Dialect(ACTIVEMQ, "ActiveMQ Classic", prefetch="activemq.prefetchSize",
                       prefetch_zero="a prefetch of 0 (pull) delivers nothing over STOMP on ActiveMQ Classic; use 1 "
                                     "and take messages one at a time",
-                      classic=True),
+                      classic=True, window_grows_in_tx=True),
     ARTEMIS: Dialect(ARTEMIS, "ActiveMQ Artemis", temp_topics=False),
     RABBITMQ: Dialect(RABBITMQ, "RabbitMQ", prefetch="prefetch-count",
                       prefetch_zero="RabbitMQ reads prefetch-count:0 as no limit at all; give a prefetch of 1 or more",

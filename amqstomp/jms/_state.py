@@ -199,7 +199,8 @@ class SessionState:
                 return None
             ledger.closed = True
             ledger.buffer.clear()
-            deferred = self.transacted and self.transaction.holds(consumer)
+            # transacted, or CLIENT_ACKNOWLEDGE's "delivered" transaction (ActiveMQ) is open
+            deferred = (self.transacted or self.transaction.tx is not None) and self.transaction.holds(consumer)
             if consumer in self.consumers:
                 self.consumers.remove(consumer)
             if deferred:

@@ -81,7 +81,10 @@ class Subscriber:
         link (Link): the connection's consumer link.
         sub_id (str): the subscription id (a new one after :meth:`renew_id`).
         sub (Subscription | None): the manager's subscription, once registered.
-        tx_threshold (int): transacted: ACK in the transaction every that many messages.
+        tx_threshold (int): ACK in a transaction every that many messages (see ``acks_in_tx``).
+        acks_in_tx (bool): it ACKs what it handed over in a transaction every
+            ``tx_threshold`` messages (:func:`amqstomp._core.ackmodes.acks_in_transaction`:
+            transacted; CLIENT_ACKNOWLEDGE on ActiveMQ Classic), known once subscribed.
         browse_seq (int | None): a browse: the socket (``transport.link_seq``)
             whose RECEIPT started it; None until it came.
         browse_lost (bool): a browse that a failover dropped (it is not replayed).
@@ -112,6 +115,7 @@ class Subscriber:
         self.renew_id()
         self.sub: Optional[Subscription] = None
         self.tx_threshold = 1
+        self.acks_in_tx = self.ack_mode.transacted
         self.browse_seq: Optional[int] = None
         self.browse_lost = False
 
@@ -180,6 +184,7 @@ class Subscriber:
             return
         self.tx_threshold = optimized_ack_threshold(sub.window.prefetch, cap=int(
             self.connection.options.get("ack_batch_cap") or 100))
+        self.acks_in_tx = ackmodes.acks_in_transaction(self.ack_mode, BROKERS[link.dialect].window_grows_in_tx)
         self.connection.register_consumer(self.sub_id, self.consumer)  # messages may follow SUBSCRIBE at once
         if timeout_s is None:
             timeout_s = self.connection.request_timeout_s

@@ -27,7 +27,7 @@ from typing import Any, List, Optional, Tuple
 
 from .. import _observe
 from .._core.ackmodes import in_transaction_ack
-from ..exception import (AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
+from ..exception import (AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException, TransactionInDoubtError,
                          TransactionPartlyCommittedError)
 from ._state import CONSUMED, Delivery, SessionState, give_back
 from .exceptions import TransactionRolledBackError
@@ -292,13 +292,9 @@ class Transaction:
                 send_tx[0].end_transaction("ABORT", send_tx[1], connection.close_wait_s())
             except StompException as exc:
                 log.warning("%r: ABORT failed: %s", self, exc)
-        tx, self.tx = self.tx, None
-        if tx is not None:
+        if self.tx is not None:
             self.drain_sends(connection.close_wait_s())
-            try:
-                connection.consumer_link.end_transaction("ABORT", tx, connection.close_wait_s())
-            except StompException as exc:
-                log.warning("%r: ABORT failed: %s", self, exc)
+        self.abort_open()
         try:
             if connection.options.get("release_after_rollback") and not state.closing:
                 self._release_after_rollback()
@@ -306,6 +302,60 @@ class Transaction:
                 self.rollback_local()
         finally:
             self.finish_deferred_closes()
+
+    def abort_open(self) -> None:
+        """ABORT the open transaction on the consumer socket, if any (waiting for its
+        RECEIPT at most the connection's close wait): what its ACKs took goes back to
+        its consumers' ``delivered`` (the transaction table's give-back), for the
+        caller to redeliver. A failed ABORT is logged: the broker rolled it back with
+        its socket, or does when the connection ends."""
+        connection = self.state.connection
+        with self.lock:
+            tx, self.tx = self.tx, None
+            if tx is None:
+                return
+            try:
+                connection.consumer_link.end_transaction("ABORT", tx, connection.close_wait_s())
+            except StompException as exc:
+                log.warning("%r: ABORT failed: %s", self, exc)
+
+    # ------------------------------------------------------------ CLIENT_ACKNOWLEDGE's "delivered" transaction
+
+    def commit_delivered(self) -> bool:
+        """CLIENT_ACKNOWLEDGE's ``acknowledge()`` when the session's private "delivered"
+        transaction is open (its consumers ACKed in it every batch so that ActiveMQ
+        Classic kept dispatching: :func:`amqstomp._core.ackmodes.acks_in_transaction`):
+        ACK in it what is not covered yet, one cumulative ACK per consumer, then COMMIT
+        and wait for its RECEIPT -- the commit path of a transacted session (ActiveMQ's
+        ``StompSubscription.onStompCommit`` turns the transaction's DELIVERED acks into a
+        standard ack). Within ``jms.sendTimeout``, as a commit.
+
+        Returns:
+            False when no such transaction is open (the caller writes the plain ACKs).
+
+        Raises:
+            AcknowledgeInterruptedError: not committed (a socket lost, an ACK or the
+                COMMIT refused): the broker keeps the messages, and those of the open
+                socket are redelivered locally, as after ``recover()``.
+            AcknowledgeInDoubtError: the COMMIT was written and its RECEIPT did not come.
+        """
+        with self.lock:
+            tx = self.tx
+            if tx is None:
+                return False
+            count = sum(count for _, count in self.state.delivered_counts()) + sum(
+                len(deliveries) for _, _, deliveries in
+                self.state.connection.consumer_link.client.transaction_taken(tx, CONSUMED))
+            try:
+                self.commit()
+            except TransactionInDoubtError as exc:
+                raise AcknowledgeInDoubtError("acknowledge(): %s; %d message(s) in doubt" % (exc, count),
+                                              count) from exc
+            except TransactionRolledBackError as exc:
+                raise AcknowledgeInterruptedError(
+                    "acknowledge(): %d message(s) not acknowledged, they come again: %s" % (count, exc),
+                    count) from exc
+            return True
 
     def _release_after_rollback(self) -> None:
         """``release_after_rollback``: every consumer that got messages in the

@@ -192,7 +192,7 @@ class ConsumerCore:
         if not mode.tracked:
             if not delivery.counted:
                 self.subscriber.count(delivery)  # the manager sends the batched ACK
-        elif mode.transacted:
+        elif self.subscriber.acks_in_tx:  # transacted; CLIENT_ACKNOWLEDGE on ActiveMQ Classic
             self._maybe_ack_in_transaction()
 
     def dispatch(self, delivery: Delivery) -> None:
@@ -263,23 +263,28 @@ class ConsumerCore:
         self.subscriber.settled(todo.settles)
 
     def _maybe_ack_in_transaction(self) -> None:
-        """Transacted: an ACK in the transaction every batch, so the broker (which
-        counts ACKs in a transaction as delivered) keeps dispatching in long ones."""
+        """An ACK in the transaction every batch, so the broker (which counts ACKs in
+        a transaction as delivered) keeps dispatching: a transacted session's own
+        transaction; CLIENT_ACKNOWLEDGE's private "delivered" one (ActiveMQ Classic,
+        begun here, committed by ``acknowledge()``: see
+        :func:`amqstomp._core.ackmodes.acks_in_transaction`). Under the transaction's
+        lock, so that no commit or abort comes between the BEGIN, the cover and the ACK."""
         state = self._state
         if not ackmodes.in_transaction_ack(state.delivered_count(self.ledger), 0, self.subscriber.tx_threshold):
             return
         try:
-            tx = state.transaction.transaction_id()
-            acks = state.cover_in_transaction(tx, [self])  # what the ACK covers moves into the transaction table
-            if not acks:
-                return
-            frame, count = acks[0]
-            if _observe.messages is not None:
-                _observe.settling(count, frame.headers)
-            self.subscriber.send_ack(frame, tx)
+            with state.transaction.lock:
+                tx = state.transaction.transaction_id()
+                acks = state.cover_in_transaction(tx, [self])  # what the ACK covers moves into the transaction table
+                if not acks:
+                    return
+                frame, count = acks[0]
+                if _observe.messages is not None:
+                    _observe.settling(count, frame.headers)
+                self.subscriber.send_ack(frame, tx)
         except StompException as exc:
-            # its socket is gone: commit() finds the message came on a lost socket (or the
-            # connection closed) and fails
+            # its socket is gone: commit() / acknowledge() finds the message came on a lost
+            # socket (or the connection closed) and fails
             log.debug("%r: ACK in transaction not sent: %s", self, exc)
 
     # ------------------------------------------------------------ local redelivery

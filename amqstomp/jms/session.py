@@ -427,7 +427,10 @@ class Session:
     def recover(self) -> None:
         """Redeliver (locally, after the redelivery delay) every message this
         session's consumers delivered and that was not acknowledged yet; called
-        from a listener in AUTO/DUPS_OK mode, the current message.
+        from a listener in AUTO/DUPS_OK mode, the current message. CLIENT_ACKNOWLEDGE
+        on ActiveMQ Classic ABORTs the session's "delivered" transaction first (the
+        broker keeps its messages dispatched to the subscription; the next
+        ``acknowledge()`` settles them).
 
         Raises:
             IllegalStateError: a transacted session (use rollback), or closed.
@@ -439,14 +442,24 @@ class Session:
         if state.on_session_thread() and state.running is not None and \
                 ACK_MODES[self.acknowledge_mode].recovers_current:
             state.recover_current = True
+        # CLIENT_ACKNOWLEDGE's "delivered" transaction (ActiveMQ): its ACKs' messages come back
+        # into delivered; the broker keeps them dispatched to the subscription, a later ACK names them
+        self._transaction.abort_open()
         for consumer, deliveries in state.take_delivered():
             consumer.redeliver(deliveries)
+        self._transaction.finish_deferred_closes()  # consumers closed while it was open: UNSUBSCRIBE now
 
     def acknowledge(self) -> None:
         """CLIENT_ACKNOWLEDGE: ack every message delivered so far, one cumulative
         ACK per consumer (what ``message.acknowledge()`` calls), each on the
         socket that delivered it. With ``jms.sendAcksAsync=false`` each ACK
-        waits for its RECEIPT.
+        waits for its RECEIPT. On ActiveMQ Classic, once the consumers ACKed part
+        of them in the session's "delivered" transaction (so that the broker kept
+        dispatching past the prefetch: :func:`amqstomp._core.ackmodes.acks_in_transaction`),
+        it ACKs the rest in it and COMMITs it, waiting for the RECEIPT (within
+        ``jms.sendTimeout``): an AcknowledgeInDoubtError without one, an
+        AcknowledgeInterruptedError when it was not committed (the messages come
+        again: the open socket's locally).
 
         Raises:
             IllegalStateError: the session is closed.
@@ -462,7 +475,8 @@ class Session:
         self._check_open(IllegalStateError("the session of this message is closed"))
         if not ACK_MODES[self.acknowledge_mode].acknowledges_all:  # the core's rule: CLIENT_ACKNOWLEDGE only
             return
-        acknowledge_delivered(self._state)
+        if not self._transaction.commit_delivered():  # ActiveMQ: the "delivered" transaction, if open
+            acknowledge_delivered(self._state)
 
     # ------------------------------------------------------------ life
 
@@ -489,6 +503,8 @@ class Session:
                     self._transaction.rollback_locked()
                 except StompException as exc:
                     log.debug("%r: rollback on close: %s", self, exc)
+        elif self._transaction.tx is not None and self._connection.consumer_link.transport.is_connected():
+            self._transaction.abort_open()  # CLIENT_ACKNOWLEDGE's "delivered" transaction: not acknowledged
         consumers, producers, _ = state.members()
         for consumer in consumers:
             consumer.close()

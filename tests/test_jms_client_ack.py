@@ -1,0 +1,145 @@
+"""CLIENT_ACKNOWLEDGE never stalls at the prefetch (ActiveMQ Classic, real broker).
+
+A Java-style "receive until None, then acknowledge()" loop must see every message:
+ActiveMQ's Java client sends DELIVERED acks once half the prefetch is delivered and
+not acknowledged (``ActiveMQMessageConsumer.afterMessageIsConsumed``), which extend
+the broker's window (``PrefetchSubscription.prefetchExtension``). Over STOMP the same
+extension comes from an ACK inside a transaction (``StompSubscription.onStompMessageAck``
+writes a DELIVERED ack), settled at COMMIT. These tests hold the consumer to that, and
+to what acknowledge(), recover() and a lost socket must still do.
+"""
+import time
+import uuid
+
+import pytest
+from conftest import wait_until
+
+from amqstomp.jms import CLIENT_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage
+from amqstomp.testing import queue_statistics
+
+pytestmark = pytest.mark.broker
+
+PREFETCH = 5
+COUNT = 20
+
+
+def _queue():
+    return Queue("cack.%s" % uuid.uuid4().hex[:10])
+
+
+def _fill(conn, queue, count=COUNT):
+    producer = conn.create_session().create_producer(queue)
+    for i in range(count):
+        producer.send(TextMessage("m%d" % i))
+
+
+def _drain(consumer, wait_s=2.0, limit=10 * COUNT):
+    got = []
+    for _ in range(limit):  # bounded: a consumer that never ends fails the test
+        message = consumer.receive(wait_s)
+        if message is None:
+            break
+        got.append(message)
+    return got
+
+
+def _size(broker, queue):
+    try:
+        return queue_statistics(broker, queue.name)["size"]
+    except LookupError:
+        return 0
+
+
+def _url(base):
+    return base + ("&" if "?" in base else "?") + "jms.prefetchPolicy.all=%d" % PREFETCH
+
+
+@pytest.mark.timeout(90)
+def test_drain_then_acknowledge_gets_every_message_and_settles_them(activemq):
+    queue = _queue()
+    factory = ConnectionFactory(_url(activemq.url))
+    with factory.create_connection() as conn:
+        _fill(conn, queue)
+        session = conn.create_session(False, CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        got = _drain(consumer)
+        assert [m.text for m in got] == ["m%d" % i for i in range(COUNT)], \
+            "received %d of %d before acknowledge()" % (len(got), COUNT)
+        got[-1].acknowledge()
+        consumer.close()
+        assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+        fresh = conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        assert fresh.receive(1.0) is None  # all settled
+
+
+@pytest.mark.timeout(90)
+def test_recover_mid_way_redelivers_the_unacknowledged_and_loses_nothing(activemq):
+    queue = _queue()
+    factory = ConnectionFactory(_url(activemq.url), initial_redelivery_delay_ms=0)
+    with factory.create_connection() as conn:
+        _fill(conn, queue)
+        session = conn.create_session(False, CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        first = [consumer.receive(5) for _ in range(12)]  # past the prefetch: some went in an ACK already
+        assert [m.text for m in first] == ["m%d" % i for i in range(12)]
+        session.recover()
+        again = [consumer.receive(5) for _ in range(12)]
+        assert [m.text for m in again] == ["m%d" % i for i in range(12)]
+        assert all(m.redelivered for m in again)
+        rest = _drain(consumer)
+        assert [m.text for m in rest] == ["m%d" % i for i in range(12, COUNT)]
+        assert not any(m.redelivered for m in rest)
+        session.acknowledge()
+        consumer.close()
+        assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+        assert conn.create_session().create_consumer(queue).receive(1.0) is None
+
+
+@pytest.mark.timeout(90)
+def test_a_lost_connection_before_acknowledge_gives_every_message_back(activemq, tcp_proxy_factory):
+    queue = _queue()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = _url("stomp://%s:%d" % proxy.address)
+    with ConnectionFactory(_url(activemq.url)).create_connection() as direct:
+        _fill(direct, queue)
+    conn = ConnectionFactory(url, close_timeout_ms=2000).create_connection()
+    try:
+        consumer = conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        conn.start()
+        got = _drain(consumer)
+        assert len(got) == COUNT
+        proxy.cut()  # never acknowledged: the broker rolls back what it was told and redelivers all
+    finally:
+        try:
+            conn.close()
+        except Exception:  # the socket is gone: what close says about it is not this test's point
+            pass
+    with ConnectionFactory(_url(activemq.url)).create_connection() as conn2:
+        consumer = conn2.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        conn2.start()
+        again = _drain(consumer)
+        assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(COUNT))
+        assert all(m.redelivered for m in again)
+        again[-1].acknowledge()
+        consumer.close()
+    assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+
+
+@pytest.mark.timeout(90)
+def test_closing_the_session_unacknowledged_gives_every_message_back(activemq):
+    """The session's close ABORTs its "delivered" transaction: nothing it ACKed in it is settled."""
+    queue = _queue()
+    factory = ConnectionFactory(_url(activemq.url))
+    with factory.create_connection() as conn:
+        _fill(conn, queue)
+        session = conn.create_session(False, CLIENT_ACKNOWLEDGE)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        assert len(_drain(consumer)) == COUNT
+        session.close()
+        again = _drain(conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue))
+        assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(COUNT))
+        again[-1].acknowledge()
+    assert wait_until(lambda: _size(activemq, queue) == 0, 10)
