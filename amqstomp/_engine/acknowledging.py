@@ -7,7 +7,7 @@ a lost socket's message on the new socket under the same ``message-id``; with a
 receipt, a written ACK whose receipt never came is in doubt
 (:class:`~amqstomp.exception.AcknowledgeInDoubtError`). The stomp.py API names
 what it acknowledges by its ACK identity, which the socket ledger
-(:class:`amqstomp.failover.SocketLedger`) maps to the delivering socket.
+(:class:`amqstomp._engine.ledger.SocketLedger`) maps to the delivering socket.
 """
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -126,7 +126,7 @@ class Acknowledging:
         Which delivery an ACK is for, where several share its identity (STOMP
         1.0/1.1 after a failover: the lost socket's copy and the redelivered
         one, same ``message-id`` and ``subscription``), one rule
-        (:meth:`amqstomp.failover.SocketLedger.socket_of`): an ACK made in a
+        (:meth:`amqstomp._engine.ledger.SocketLedger.socket_of`): an ACK made in a
         listener, on a socket's dispatcher thread, answers that socket's
         delivery (the one that listener was handed); any other answers the
         oldest outstanding delivery, since the listeners were handed them in

@@ -25,23 +25,23 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
-from . import _observe
-from .exception import NotConnectedException, StompException
-from .flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
-from ._engine.ports import TransportPort
-from ._unacked import UNACKED_MAX, UnackedMessages
-from ._duplicates import DuplicateAudits
-from ._unknown_ids import UnknownSubscriptions
-from ._core.dialect import ACTIVEMQ
-from ._core.frames import ack_headers, ack_identity
-from ._core import acks
-from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
-from ._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
+from .. import _observe
+from ..exception import NotConnectedException, StompException
+from ..flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
+from .ports import TransportPort
+from .._unacked import UNACKED_MAX, UnackedMessages
+from .._duplicates import DuplicateAudits
+from .._unknown_ids import UnknownSubscriptions
+from .._core.dialect import ACTIVEMQ
+from .._core.frames import ack_headers, ack_identity
+from .._core import acks
+from .._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
+from .._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
+from .._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
 
 log = logging.getLogger("amqstomp.subscription")
 
-__all__ = ["Subscription", "SubscriptionManager", "TransportPort", "ack_headers"]
+__all__ = ["Subscription", "SubscriptionManager"]
 
 _monotonic = time.monotonic  # read as int(_monotonic() * 1000): ms, only for a clocked subscription
 _OWNER_PURGE_AT = 50000
