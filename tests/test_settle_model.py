@@ -997,6 +997,9 @@ class _Wire:
     def notify(self, *args: Any) -> None:
         pass
 
+    def post(self, event: Any) -> None:
+        pass
+
 
 def _message(n: int = 1, link_seq: int = 1) -> Frame:
     frame = Frame("MESSAGE", {"destination": DEST, "message-id": "ID:core-%d" % n, "subscription": SUB,

@@ -12,6 +12,8 @@ would be another.
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Optional, Protocol, Tuple
 
+from .._core.events import LinkEvent
+
 __all__ = ["TransportPort", "WaitUp"]
 
 HostAndPort = Tuple[str, int]
@@ -84,6 +86,8 @@ class TransportPort(Protocol):
     def notify(self, frame_type: str, frame: Any = None) -> None: ...
 
     def notify_now(self, frame_type: str, frame: Any = None) -> None: ...
+
+    def post(self, event: LinkEvent) -> None: ...
 
     def deliver_message(self, frame: Any) -> None: ...
 

@@ -7,7 +7,9 @@ Three of the transport's threads call in; a lock per subscription keeps each win
 
 * reader thread, every MESSAGE (:meth:`SubscriptionManager.on_message`): count it delivered; stop
   reading the socket when the local buffer is full (TCP back-pressure), tell listeners once when the
-  consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition); then queue it for the listeners.
+  consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition: a typed
+  :class:`~amqstomp._core.events.SlowConsumer` event, stomp.py's ``on_slow_consumer(info)``);
+  then queue it for the listeners.
 * dispatcher thread, after every listener returned (:meth:`on_consumed`): count it consumed; send
   the ACK the window decides (optimizeAcknowledge: one cumulative ACK per batch); resume reading
   once the buffer drained to half.
@@ -33,6 +35,7 @@ from .._unacked import UNACKED_MAX, UnackedMessages
 from .._duplicates import DuplicateAudits
 from .._unknown_ids import UnknownSubscriptions
 from .._core.dialect import ACTIVEMQ
+from .._core.events import SlowConsumer
 from .._core.frames import ack_headers, ack_identity
 from .._core import acks
 from .._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
@@ -324,11 +327,11 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
             for key, entry in list(owner.items()):
                 if entry[0].closed:
                     owner.pop(key, None)
-        if todo & TURNED_SLOW:
-            self.transport.notify("slow_consumer", {
+        if todo & TURNED_SLOW:  # stomp.py listeners: on_slow_consumer(info); JMS links: LinkObserver.on_slow_consumer
+            self.transport.post(SlowConsumer({
                 "subscription": sub.id, "destination": sub.destination,
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
-                "prefetch": window.prefetch})
+                "prefetch": window.prefetch}))
         self.deliver(frame)
 
 
