@@ -1,7 +1,7 @@
 """The duplicate audits of one connection's subscriptions: where the settlement of a
 message is recorded and where a delivery of a settled one is found, for both APIs.
 
-:class:`DuplicateAudits` is a part of :class:`amqstomp.subscription.SubscriptionManager`
+:class:`DuplicateAudits` is a part of :class:`amqstomp._engine.subscription.SubscriptionManager`
 (its base class, like :class:`amqstomp._unacked.UnackedMessages`); the rule itself
 -- what is audited, what is a duplicate and how it is settled -- is the core's,
 :mod:`amqstomp._core.duplicates`. One :class:`~amqstomp._core.duplicates.SettledAudit`

@@ -15,7 +15,7 @@ observer that makes OpenTelemetry spans and metrics; this module knows nothing
 of OpenTelemetry.
 
 A settlement site that knows how many messages an ACK settles (a batched
-cumulative or optimized ACK: :class:`amqstomp.subscription.SubscriptionManager`;
+cumulative or optimized ACK: :class:`amqstomp._engine.subscription.SubscriptionManager`;
 ``Session.acknowledge()``) says so with :func:`settling` just before the ACK
 is written on the same thread; the write reads it back (:func:`settled_count`)
 if the ACK names the message the count was given for.

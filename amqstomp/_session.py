@@ -31,8 +31,8 @@ from .codec import Frame
 from .exception import (
     ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
 )
-from .failover import Reconnector
-from .subscription import SubscriptionManager
+from ._engine.failover import Reconnector
+from ._engine.subscription import SubscriptionManager
 from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .utils import get_uuid, merge_headers
 from ._io.timeouts import clamp_wait
@@ -64,7 +64,7 @@ class StompSession:
     stomp.py, whose ``reconnect_sleep_*`` / ``reconnect_attempts_max`` only
     govern the attempts inside ``connect``): after ``connect`` succeeded, a lost
     socket (EOF, reset, a heart-beat timeout) is replaced by an
-    :class:`amqstomp.failover.Reconnector` with stomp.py's back-off
+    :class:`amqstomp._engine.failover.Reconnector` with stomp.py's back-off
     (``reconnect_sleep_initial`` s, each pause ``reconnect_sleep_increase``
     longer, up to ``reconnect_sleep_max`` s, plus ``reconnect_sleep_jitter``)
     for up to ``reconnect_attempts_max`` rounds over the hosts (-1: forever;
@@ -432,7 +432,7 @@ class StompSession:
                 once passed (no limit when both are None, as in stomp.py).
 
         With ``auto_reconnect`` the brokers are tried as a reconnect tries them
-        (:class:`amqstomp.failover.Reconnector`): a broker that resets the
+        (:class:`amqstomp._engine.failover.Reconnector`): a broker that resets the
         socket, drops it, or accepts it but never answers CONNECTED ends its
         attempt and the next broker is tried. With ``wait``, on this thread: one
         attempt per broker in the policy's order, each bounded by the
@@ -473,7 +473,7 @@ class StompSession:
                                headers: Optional[Mapping[str, Any]], with_connect_command: bool,
                                timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
         """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover loop's
-        passes on this thread (:meth:`amqstomp.failover.Reconnector.connect`; each
+        passes on this thread (:meth:`amqstomp._engine.failover.Reconnector.connect`; each
         attempt bounded, as ActiveMQ's FailoverTransport's, see :meth:`connect`)."""
         rc = self.reconnector
         assert rc is not None

@@ -6,7 +6,7 @@ import time
 from typing import Callable, List, Optional
 
 from .exception import NotConnectedException
-from .failover import Reconnector
+from ._engine.failover import Reconnector
 
 __all__ = ["never_waits", "reconnect_wait"]
 

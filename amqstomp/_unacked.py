@@ -4,7 +4,7 @@ before it is written (ActiveMQ would answer ERROR "Unexpected ACK received"),
 and what an ACK/NACK inside a transaction took, so that ABORT gives it back.
 
 :class:`UnackedMessages` is a part of
-:class:`amqstomp.subscription.SubscriptionManager` (its base class), kept here
+:class:`amqstomp._engine.subscription.SubscriptionManager` (its base class), kept here
 so that each module stays readable: the manager fills the map on the reader
 thread (``SubscriptionManager.on_message``), this part checks and settles it.
 

@@ -1,7 +1,7 @@
 """MESSAGEs for subscription ids that are not open on a connection of the stomp.py API:
 which are still delivered and which are dropped (with how loud a log).
 
-:class:`UnknownSubscriptions` is a part of :class:`amqstomp.subscription.SubscriptionManager`
+:class:`UnknownSubscriptions` is a part of :class:`amqstomp._engine.subscription.SubscriptionManager`
 (its base class), kept here so that each module stays readable.
 
 Licensed under the Apache License, Version 2.0.

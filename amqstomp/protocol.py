@@ -476,7 +476,7 @@ class Protocol11(BaseProtocol, HeartbeatListener):
                 ``id`` or ``destination`` given as keyword and header with
                 different values.
             ConfigurationError: bad ack mode or option, see
-                :meth:`amqstomp.subscription.SubscriptionManager.prepare`.
+                :meth:`amqstomp._engine.subscription.SubscriptionManager.prepare`.
         """
         self._subscribe(destination, id, ack, headers, keyword_headers, id_required=True)
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from amqstomp.exception import ConfigurationError, ConnectFailedException, StompProtocolError
-from amqstomp.failover import ReconnectPolicy
+from amqstomp._core.backoff import ReconnectPolicy
 from amqstomp.uri import parse_uri
 
 pytestmark = pytest.mark.timeout(30)
@@ -110,7 +110,7 @@ class _StubTransport:
 
 
 def test_the_loop_treats_any_attempt_error_as_a_failed_attempt():
-    from amqstomp.failover import Reconnector
+    from amqstomp._engine.failover import Reconnector
     transport = _StubTransport()
     calls = []
 
@@ -128,7 +128,7 @@ def test_the_loop_treats_any_attempt_error_as_a_failed_attempt():
 
 
 def test_the_loop_gives_up_and_reports_once():
-    from amqstomp.failover import Reconnector
+    from amqstomp._engine.failover import Reconnector
     from amqstomp.exception import ConnectFailedException
     transport = _StubTransport()
     gave_up = []
@@ -205,7 +205,7 @@ def test_a_broker_listed_twice_goes_last_with_every_copy():
 
 def test_after_a_loss_the_loop_tries_the_other_broker_first():
     import threading
-    from amqstomp.failover import Reconnector
+    from amqstomp._engine.failover import Reconnector
     transport = _StubTransport()
     calls = []
     done = threading.Event()
@@ -241,7 +241,7 @@ def test_a_socket_lost_before_its_connected_is_still_the_first_connection():
     ``transport_interrupted``), the start-up limit applies, nothing is resumed -- and
     tries the next broker first."""
     import threading
-    from amqstomp.failover import Reconnector
+    from amqstomp._engine.failover import Reconnector
     transport = _StubTransport()
     calls = []
     done = threading.Event()
@@ -289,7 +289,7 @@ def test_connections_lost_right_after_connected_back_off_and_reach_the_limit():
     its back-off and the attempt limit ends them (they used to start afresh, forever)."""
     import threading
     import time
-    from amqstomp.failover import Reconnector
+    from amqstomp._engine.failover import Reconnector
     transport = _StubTransport()
     calls, gave_up = [], []
     up = threading.Event()

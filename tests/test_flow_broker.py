@@ -360,7 +360,7 @@ def test_optimized_acks_on_every_stomp_version(activemq, cls):
 
 
 def test_ack_headers_per_version():
-    from amqstomp.subscription import ack_headers
+    from amqstomp._core.frames import ack_headers
     h = {"message-id": "m1", "subscription": "s", "ack": "a1"}
     assert ack_headers("1.2", h) == {"id": "a1"}
     assert ack_headers("1.1", h) == {"message-id": "m1", "subscription": "s"}

@@ -206,7 +206,7 @@ def test_jms_options_are_in_the_one_options_table():
 
 
 def test_failover_options_by_keyword_need_a_failover_uri():
-    from amqstomp.failover import ReconnectPolicy
+    from amqstomp._core.backoff import ReconnectPolicy
     factory = ConnectionFactory("failover:(stomp://a:61613)?maxReconnectDelay=500", max_reconnect_attempts=5,
                                 reconnect_back_off_multiplier=3.0, back_off_multiplier=7.0)
     policy = ReconnectPolicy.from_uri(factory._resolved.uri)

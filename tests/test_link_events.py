@@ -7,6 +7,7 @@ from concurrent.futures import Future
 
 from amqstomp._core import events
 from amqstomp._engine.dispatch import ListenerDispatch
+from amqstomp._engine.subscription import SubscriptionManager
 from amqstomp._io.link import STOP
 from amqstomp._io.observer import ObserverLoop
 from amqstomp.codec import Frame
@@ -127,3 +128,56 @@ def test_the_stomp_py_listeners_hear_each_event_as_stomp_py_calls_it():
                               ("on_disconnecting",), ("on_receiver_loop_completed", None), ("on_disconnected",)]
     assert owner.outcomes == [("consumed", "m2")]
     assert link.connect_future.result(0).body == "hi"
+
+
+class _Port:
+    """What a SubscriptionManager uses of its driver here: a link whose events go to a queue."""
+
+    version, dialect, server = "1.2", "activemq", "ActiveMQ/5.17.2"
+
+    def __init__(self):
+        self.link = _Link()
+        self.link.events = queue.SimpleQueue()  # the STOP goes in after the events
+        self.paused = []
+
+    def post(self, event):
+        self.link.events.put(event)
+
+    def deliver_message(self, frame):
+        self.link.events.put(frame)
+
+    def pause_reading(self):
+        self.paused.append(True)
+
+    def resume_reading(self):
+        self.paused.append(False)
+
+
+class _SlowListener(_Listener):
+    def on_slow_consumer(self, info):
+        self.calls.append(("on_slow_consumer", info))
+
+
+def test_a_slow_consumer_is_a_typed_event_the_stomp_py_listeners_hear_as_on_slow_consumer():
+    """The subscription table posts :class:`~amqstomp._core.events.SlowConsumer` once the
+    buffer holds more than 2 x prefetch (ActiveMQ's definition), not a name; stomp.py's
+    listeners still hear ``on_slow_consumer(info)``, once, with the same dict."""
+    port = _Port()
+    manager = SubscriptionManager(port)
+    manager.prepare("/queue/slow", "7", "client-individual", {}, {"prefetch_size": 2, "max_buffered": 10})
+    for n in range(6):
+        manager.on_message(Frame("MESSAGE", {"subscription": "7", "message-id": "m%d" % n,
+                                             "destination": "/queue/slow", "ack": "a%d" % n}, b"xy"))
+    posted = []
+    while not port.link.events.empty():
+        posted.append(port.link.events.get())
+    slow = [e for e in posted if isinstance(e, events.SlowConsumer)]
+    assert len(slow) == 1 and posted.index(slow[0]) == 4  # with the 5th message (5 pending > 2 x 2), before it
+    assert slow[0].arg == {"subscription": "7", "destination": "/queue/slow", "pending": 5,
+                           "pending_bytes": 10, "prefetch": 2}
+    dispatch, listener = ListenerDispatch(), _SlowListener()
+    dispatch.set("a", listener)
+    link = _Link(*posted)
+    dispatch.run(link, _Owner())
+    assert [c for c in listener.calls if c[0] == "on_slow_consumer"] == [("on_slow_consumer", slow[0].arg)]
+    assert len([c for c in listener.calls if c[0] == "on_message"]) == 6

@@ -10,8 +10,8 @@ import test_settle_model
 from amqstomp._engine.client import Client
 from amqstomp._core import duplicates as dup
 from amqstomp.codec import Frame
-from amqstomp.failover import SocketLedger
-from amqstomp.subscription import SubscriptionManager
+from amqstomp._engine.ledger import SocketLedger
+from amqstomp._engine.subscription import SubscriptionManager
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -2,7 +2,7 @@
 where an ACK/NACK and a transaction's frames go when ``auto_reconnect``
 replaces a lost socket: no broker, no threads.
 
-What runs is the REAL code: :class:`amqstomp.failover.SocketLedger` and the
+What runs is the REAL code: :class:`amqstomp._engine.ledger.SocketLedger` and the
 decisions of the engine's :class:`amqstomp._engine.client.Client` (``should_dispatch``
 for the dispatcher) and of :class:`amqstomp.connection.BaseConnection` (``ack``/``nack`` through ``_ack_frame``, ``begin``,
 ``commit``, ``abort``) of a real ``amqstomp.Connection1x(auto_reconnect=True)``
@@ -124,7 +124,7 @@ from amqstomp.exception import (
 from amqstomp._engine import client as engine_client
 from amqstomp._engine.client import Client
 from amqstomp._core import ackmodes, settle
-from amqstomp.failover import SocketLedger
+from amqstomp._engine.ledger import SocketLedger
 from amqstomp._core.transactions import TransactionTable
 
 pytestmark = pytest.mark.timeout(120)
@@ -910,7 +910,7 @@ from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
 from amqstomp.jms._state import ConsumerLedger, SessionState  # noqa: E402
 from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
 from amqstomp.jms._subscriber import Subscriber  # noqa: E402
-from amqstomp.subscription import SubscriptionManager  # noqa: E402
+from amqstomp._engine.subscription import SubscriptionManager  # noqa: E402
 
 CORE_SETTINGS = settings(max_examples=300, deadline=None, database=None)
 ACKS = ("auto", "client", "client-individual")
@@ -995,6 +995,9 @@ class _Wire:
         pass
 
     def notify(self, *args: Any) -> None:
+        pass
+
+    def post(self, event: Any) -> None:
         pass
 
 
@@ -1274,7 +1277,7 @@ def test_an_acknowledgement_computes_its_identity_once(ack: str, monkeypatch: py
     before: three to four times per ACK), and the ACK still goes on the delivering socket."""
     import amqstomp._engine.acknowledging
     import amqstomp._unacked
-    import amqstomp.failover
+    import amqstomp._engine.ledger
     from amqstomp._core.frames import ack_identity
 
     calls: List[Any] = []
@@ -1291,7 +1294,7 @@ def test_an_acknowledgement_computes_its_identity_once(ack: str, monkeypatch: py
     frame = _message()
     manager.on_message(frame)
     assert client.should_dispatch(frame)
-    for module in (amqstomp._engine.acknowledging, amqstomp._unacked, amqstomp.failover):
+    for module in (amqstomp._engine.acknowledging, amqstomp._unacked, amqstomp._engine.ledger):
         monkeypatch.setattr(module, "ack_identity", counted, raising=False)
     client.acknowledge_identity("ACK", {"id": "a-1"}, {"id": "a-1"}, manager)
     assert calls == [{"id": "a-1"}]

@@ -306,10 +306,10 @@ def test_install_is_idempotent(installed):
 
 
 def test_other_stomp_names_are_the_amqstomp_modules_not_copies(installed):
-    import stomp.failover
+    import stomp.uri
 
-    assert stomp.failover is sys.modules["amqstomp.failover"]
-    assert stomp.failover.__spec__.name == "amqstomp.failover"
+    assert stomp.uri is sys.modules["amqstomp.uri"]
+    assert stomp.uri.__spec__.name == "amqstomp.uri"
     with pytest.raises(ModuleNotFoundError, match="no 'amqstomp.no_such_module'"):
         importlib.import_module("stomp.no_such_module")
 

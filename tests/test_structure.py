@@ -173,7 +173,7 @@ FACADE_MODULES = {"amqstomp.connection", "amqstomp.connect", "amqstomp.protocol"
                   "amqstomp.adapter", "amqstomp.adapter.ws"}
 #: below the facades: every API's shared machinery
 BELOW_FACADES = ("amqstomp._core", "amqstomp._io", "amqstomp._engine")
-BELOW_FACADE_MODULES = {"amqstomp.failover", "amqstomp.subscription", "amqstomp.codec", "amqstomp.flow",
+BELOW_FACADE_MODULES = {"amqstomp.codec", "amqstomp.flow",
                         "amqstomp._core._codec_py", "amqstomp._core._flow_py", "amqstomp._core._frame_py", "amqstomp.uri",
                         "amqstomp.exception", "amqstomp.log", "amqstomp.constants"}
 
@@ -190,7 +190,7 @@ def _is_below(name: str) -> bool:
 
 def test_nothing_below_the_facades_imports_a_facade_module():
     modules = _modules()
-    assert {"amqstomp._io.driver", "amqstomp._engine.client", "amqstomp.failover"} <= {
+    assert {"amqstomp._io.driver", "amqstomp._engine.client", "amqstomp._engine.failover"} <= {
         name for name in modules if _is_below(name)}, "the layer list no longer matches the package"
     assert _facade_imports(modules, _is_below) == []
 
@@ -245,7 +245,7 @@ WINDOW_WRITES = {"on_delivered", "on_consumed", "on_application_ack", "flush", "
 
 def _subscription_internals(tree):
     """A subscription's lock taken (``sub.lock``, ``x.sub.lock``) or its window changed
-    (``x.window.flush(...)``...): what only its owner, ``subscription.py``, may do."""
+    (``x.window.flush(...)``...): what only its owner, ``_engine/subscription.py``, may do."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "lock" and (
                 (isinstance(node.value, ast.Name) and node.value.id in ("sub", "subscription"))
@@ -270,13 +270,13 @@ def _imports_acks(node) -> bool:
 
 
 def test_a_subscriptions_lock_and_window_are_its_owners():
-    """Only ``subscription.SubscriptionManager`` takes a subscription's lock or changes its
+    """Only ``_engine/subscription.SubscriptionManager`` takes a subscription's lock or changes its
     window (the JMS API asks it: ``application_acked``); issue 22. The window's rules are the
     pure acknowledgement core's (``_core/acks.py``), which takes no lock and is called by
     the owner alone, under the lock."""
     found = []
     for name, (path, tree, _) in sorted(_modules().items()):
-        if name in ("amqstomp.subscription", "amqstomp.aio.subscription"):
+        if name in ("amqstomp._engine.subscription", "amqstomp.aio.subscription"):
             continue  # the owners: the threaded one (under its lock) and asyncio's (one loop thread)
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -515,7 +515,7 @@ def test_the_core_imports_no_socket_thread_clock_or_event_loop_over_its_import_c
     seen, bad = _core_closure(modules)
     assert {"amqstomp._core.state", "amqstomp._core.subscriptions", "amqstomp._core.uri", "amqstomp.codec",
             "amqstomp.flow", "amqstomp.exception"} <= seen, "the walk missed modules the core is built on"
-    assert "amqstomp.subscription" not in seen and "amqstomp._io.driver" not in seen
+    assert "amqstomp._engine.subscription" not in seen and "amqstomp._io.driver" not in seen
     assert bad == {}
     assert _cython_forbidden(os.path.join(PACKAGE_DIR, "_core")) == {}
 

@@ -152,7 +152,7 @@ def _jms_transaction():
     from types import SimpleNamespace
 
     from amqstomp._engine.client import Client
-    from amqstomp.failover import SocketLedger
+    from amqstomp._engine.ledger import SocketLedger
     from amqstomp.jms._state import ConsumerLedger, SessionState
     from amqstomp.jms._transaction import Transaction
     from amqstomp.jms.constants import SESSION_TRANSACTED

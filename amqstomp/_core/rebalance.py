@@ -7,7 +7,7 @@ STOMP client never receives), so a STOMP client spreads itself: every
 failover list. :class:`Rebalance` says when and where to; the failover
 driver probes the brokers it names and moves the connection to the first
 that answers (:class:`amqstomp._io.probe.MoveProber`,
-:meth:`amqstomp.failover.Reconnector.move_to`: the move that
+:meth:`amqstomp._engine.failover.Reconnector.move_to`: the move that
 ``priorityBackup`` makes, settling or handing back what the connection holds
 first).
 

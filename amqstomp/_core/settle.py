@@ -4,7 +4,7 @@ decided once for every API (the stomp.py-style listeners and the JMS consumers).
 Pure (no socket, thread, lock, clock or asyncio): each function takes the facts
 its rule needs and returns a decision or an action; the drivers apply it under
 their own locks -- for the stomp.py API ``_engine/client.Client`` and
-``subscription.SubscriptionManager``, for the JMS API ``jms/consumer.ConsumerCore``
+``_engine/subscription.SubscriptionManager``, for the JMS API ``jms/consumer.ConsumerCore``
 and ``jms/_subscriber.Subscriber``. The one fact that lives in the I/O layer,
 whether a socket is still the open one, is asked through :class:`Links`
 (``LinkOwner.link_alive``) and only when a rule needs it.
@@ -23,7 +23,8 @@ The rules (DESIGN.md section 2, ActiveMQ Classic's redelivery over failover):
   only where somebody acknowledges (``ack:auto`` messages were settled by the
   broker when it sent them: dropping one would lose it); where the application
   sends the ACK the driver notes the delivery's socket under its ACK identity
-  (``failover.SocketLedger.handed_over``), so the ACK goes on that socket;
+  (``_engine/ledger.SocketLedger.handed_over``), so the ACK goes on that socket
+  (:func:`identity_ack_socket`: that socket or nowhere, for the stomp.py API's ACK by identity);
 * **a failed delivery** (:func:`listener_failed`, :func:`after_failure`): what
   a listener that raised means depends on who acknowledges -- the broker
   (``ack:auto``, JMS ``AT_MOST_ONCE``): consumed; amqstomp (optimized
@@ -39,7 +40,7 @@ The rules (DESIGN.md section 2, ActiveMQ Classic's redelivery over failover):
 
 Licensed under the Apache License, Version 2.0.
 """
-from typing import Any, Dict, Mapping, Optional, Protocol, Union
+from typing import Any, Dict, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from .dialect import ACTIVEMQ, reject_headers
 from .frames import ack_headers, reject_command
@@ -49,6 +50,8 @@ __all__ = [
     "DROP_LOST_SOCKET", "DROP_MOVING", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
     "after_failure", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery", "poison", "poisoned_after",
+    "ACK_REFUSED_LOST", "NOTE_ANSWERED", "NOTE_COVERED", "NOTE_SETTLED", "NOTE_TOOK",
+    "delivery_answered", "identity_ack_socket", "identity_ack_written", "not_covered",
 ]
 
 class Links(Protocol):
@@ -290,3 +293,91 @@ def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[s
         action.reason = poisoned_after(redelivery, policy.maximum_redeliveries)
         return action
     return Redeliver(policy.delay_ms(redelivery), True)
+
+
+# ---------------------------------------------------------------- the application's ACK by identity (stomp.py API)
+
+#: :func:`identity_ack_socket`: refused, nothing written -- the delivery's socket was lost since
+#: (``AcknowledgeInterruptedError``; the broker redelivers the message)
+ACK_REFUSED_LOST = -1
+
+#: flags of :func:`identity_ack_written`: what the socket ledger notes once the ACK/NACK was written
+NOTE_TOOK = 1  # in a transaction: the delivery is taken until it ends (ABORT gives it back)
+NOTE_ANSWERED = 2  # ack:client, not an ACK: the delivery leaves the hand-over order
+NOTE_COVERED = 4  # ack:client, an ACK (cumulative): it and the earlier deliveries leave the order
+NOTE_SETTLED = 8  # outside a transaction, of a message the session held: settled for the duplicate audit
+
+
+def delivery_answered(seqs: Sequence[int], caller_seq: int) -> int:
+    """Which of the outstanding deliveries of one ACK identity an ACK/NACK answers
+    (STOMP 1.0/1.1 after a failover: the lost socket's copy and the redelivered one
+    share ``message-id`` and ``subscription``).
+
+    Args:
+        seqs (sequence of int): the sockets that delivered the identity, oldest first (not empty).
+        caller_seq (int): the socket whose dispatcher thread makes the ACK (0: another thread).
+
+    Returns:
+        int: the index into ``seqs``: the delivery of ``caller_seq`` (the listener it handed
+        the message to acknowledges it), else the oldest (the listeners were handed the copies
+        in delivery order, so the ACKs of an identity answer them oldest first). Where
+        identities never collide (1.2) there is one delivery: 0.
+    """
+    if caller_seq and len(seqs) > 1 and caller_seq in seqs:
+        return seqs.index(caller_seq)
+    return 0
+
+
+def identity_ack_socket(seq: Optional[int], links: Links) -> int:
+    """The socket an ACK/NACK of the stomp.py API goes on (it names its message by
+    its ACK identity, STOMP 1.2 spec "ACK", not by a delivery): the one that delivered it,
+    or nowhere. ``seq``: that socket, as the socket ledger noted it (None: not noted --
+    no failover, nothing handed over, or forgotten -- the open socket's).
+
+    Returns:
+        int: ``seq`` (0 when None: the open socket), or :data:`ACK_REFUSED_LOST` when
+        socket ``seq`` is not the open one (``links.link_alive``): nothing is written.
+    """
+    if seq is None:
+        return 0
+    return seq if links.link_alive(seq) else ACK_REFUSED_LOST
+
+
+def identity_ack_written(command: str, seq: Optional[int], cumulative: bool, transaction: Any,
+                         held: bool) -> int:
+    """What follows from an ACK/NACK of the stomp.py API that was written.
+
+    Args:
+        command (str): ``"ACK"`` or ``"NACK"``.
+        seq (int | None): the socket that delivered it (None: not noted by the ledger).
+        cumulative (bool): its message is in an ``ack:client`` subscription's hand-over order.
+        transaction: its ``transaction`` header's value (None: outside one).
+        held (bool): the session's unacked check found the message it names.
+
+    Returns:
+        int: flags: :data:`NOTE_SETTLED` (outside a transaction, a message held: the
+        duplicate audit's), :data:`NOTE_TOOK` (in a transaction: ABORT gives the delivery
+        back), :data:`NOTE_COVERED` (a cumulative ACK: it and the earlier deliveries of the
+        subscription leave its order; :func:`not_covered` counts what it misses) or
+        :data:`NOTE_ANSWERED` (a NACK in ``ack:client``: that delivery only).
+    """
+    todo = 0
+    if transaction is None:
+        if held:
+            todo |= NOTE_SETTLED
+    elif seq is not None:
+        todo |= NOTE_TOOK
+    if cumulative and seq is not None:
+        todo |= NOTE_COVERED if command == "ACK" else NOTE_ANSWERED
+    return todo
+
+
+def not_covered(taken: Sequence[Tuple[Any, int, str]], seq: int) -> int:
+    """How many of the deliveries a cumulative ACK written on socket ``seq`` took
+    from its subscription's hand-over order it does not settle: those of another
+    (lost) socket whose message has no redelivered copy among the ones of ``seq``
+    it covers (ActiveMQ acknowledges a socket's own deliveries only; the broker
+    redelivers the others). ``taken``: (identity, socket, ``message-id``) each, in
+    hand-over order. 0: the ACK settled all of them."""
+    covered_ids = {entry[2] for entry in taken if entry[1] == seq}
+    return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)

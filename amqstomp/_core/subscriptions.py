@@ -1,7 +1,7 @@
 """SUBSCRIBE preparation, written once for every API (issue 22): what a
 SUBSCRIBE frame says and the prefetch window that goes with it, decided from
 values and returned as values. No lock, no clock, no I/O; the subscription
-table (:class:`amqstomp.subscription.SubscriptionManager`) applies it, and the
+table (:class:`amqstomp._engine.subscription.SubscriptionManager`) applies it, and the
 stomp.py facade's ``subscribe()`` and the JMS consumers reach it through there.
 
 A SUBSCRIBE (STOMP 1.2 "SUBSCRIBE") is prepared in two steps, because one

@@ -6,9 +6,13 @@
   gated on its RECEIPT (the replay after a reconnect, over failover:
   :mod:`.subscribing`), for both APIs.
 
-The socket engine itself (:class:`amqstomp.transport.Transport`), the
-reconnect loop and socket ledger (:mod:`amqstomp.failover`) and the
-subscription windows (:mod:`amqstomp.subscription`) sit beside it; the facades
-(:mod:`amqstomp.connection`, :mod:`amqstomp.jms`) use all of them through a
-``Client``.
+* :mod:`.failover` -- :class:`~amqstomp._engine.failover.Reconnector`, the
+  reconnect loop and the planned moves; :mod:`.ledger` --
+  :class:`~amqstomp._engine.ledger.SocketLedger`, which socket delivered each message.
+* :mod:`.subscription` -- :class:`~amqstomp._engine.subscription.SubscriptionManager`,
+  the subscription windows, their ACKs and the dispatch policy.
+* :mod:`.dispatch` -- the stomp.py listeners; :mod:`.ports` -- what the engine uses of a driver.
+
+The facades (:mod:`amqstomp.connection`, :mod:`amqstomp.jms`) use them through a ``Client``
+over a driver (:mod:`amqstomp._io.driver`).
 """

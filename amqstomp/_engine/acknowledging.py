@@ -7,7 +7,10 @@ a lost socket's message on the new socket under the same ``message-id``; with a
 receipt, a written ACK whose receipt never came is in doubt
 (:class:`~amqstomp.exception.AcknowledgeInDoubtError`). The stomp.py API names
 what it acknowledges by its ACK identity, which the socket ledger
-(:class:`amqstomp.failover.SocketLedger`) maps to the delivering socket.
+(:class:`amqstomp._engine.ledger.SocketLedger`) maps to the delivering socket; which
+socket that allows and what is noted once it was written are the settlement core's
+decisions (:func:`amqstomp._core.settle.identity_ack_socket`,
+:func:`~amqstomp._core.settle.identity_ack_written`), applied here.
 """
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -22,6 +25,15 @@ from ..exception import (
     TransactionRolledBackError,
 )
 from .._core.frames import ack_identity
+from .._core.settle import (
+    ACK_REFUSED_LOST,
+    NOTE_ANSWERED,
+    NOTE_COVERED,
+    NOTE_SETTLED,
+    NOTE_TOOK,
+    identity_ack_socket,
+    identity_ack_written,
+)
 from .ports import TransportPort
 
 __all__ = ["Acknowledging"]
@@ -126,7 +138,7 @@ class Acknowledging:
         Which delivery an ACK is for, where several share its identity (STOMP
         1.0/1.1 after a failover: the lost socket's copy and the redelivered
         one, same ``message-id`` and ``subscription``), one rule
-        (:meth:`amqstomp.failover.SocketLedger.socket_of`): an ACK made in a
+        (:meth:`amqstomp._engine.ledger.SocketLedger.socket_of`): an ACK made in a
         listener, on a socket's dispatcher thread, answers that socket's
         delivery (the one that listener was handed); any other answers the
         oldest outstanding delivery, since the listeners were handed them in
@@ -149,24 +161,26 @@ class Acknowledging:
         cumulative_sub = ledger.subscription_of(ack_headers, key)
         seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0), key)
         why = "the message came on a connection lost since (failover); the broker redelivers it"
-        if seq is not None and not self.transport.link_alive(seq):
+        link_seq = identity_ack_socket(seq, self.transport)  # the core's rule: its socket, or nowhere
+        if link_seq == ACK_REFUSED_LOST:
             if cumulative_sub is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why))
         taken = self.check_ack(command, ack_headers, tx, subscriptions, key)
         try:
-            self.acknowledge(command, frame_headers, seq or 0)
+            self.acknowledge(command, frame_headers, link_seq)
         except AcknowledgeInterruptedError as exc:
             if cumulative_sub is not None and seq is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq, None, key)
             raise AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, why)) from exc
-        if tx is None and taken is not None:  # written: settled (ACK) or not (NACK), for the duplicate audit
+        todo = identity_ack_written(command, seq, cumulative_sub is not None, tx, taken is not None)
+        if todo & NOTE_SETTLED:  # written: settled (ACK) or not (NACK), for the duplicate audit
             subscriptions.application_settled(command, taken)
-        if tx is not None and seq is not None:
+        if todo & NOTE_TOOK:
             ledger.took(tx, ack_headers, seq, key)  # written in tx: ABORT gives it back (transaction_ended)
-        if cumulative_sub is not None and seq is not None and command != "ACK":
+        if todo & NOTE_ANSWERED:
             ledger.answered(cumulative_sub, ack_headers, seq, tx, key)
-        elif cumulative_sub is not None and seq is not None:
+        elif todo & NOTE_COVERED:
             missed = ledger.covered(cumulative_sub, ack_headers, seq, tx, key)
             if missed:  # ack:client: the ACK covers its own socket's deliveries only
                 raise AcknowledgeInterruptedError(

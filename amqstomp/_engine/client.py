@@ -1,8 +1,8 @@
 """The rules every API follows to write on a connection that survives socket losses.
 
 A :class:`Client` joins a :class:`~amqstomp.transport.Transport`, its
-:class:`~amqstomp.failover.SocketLedger` and (with failover) its
-:class:`~amqstomp.failover.Reconnector`, and decides for every frame which
+:class:`~amqstomp._engine.ledger.SocketLedger` and (with failover) its
+:class:`~amqstomp._engine.failover.Reconnector`, and decides for every frame which
 socket it may go on -- the one place these rules are written, for the
 stomp.py-style connections and the JMS API alike:
 
@@ -247,7 +247,7 @@ class Client(Acknowledging, Subscribing):
         (STOMP 1.2 "ABORT"; ActiveMQ 5.17 does not redispatch them) -- so a later
         ACK of one is written, on the socket that delivered it; after COMMIT they
         are gone for good. The table hands what they took back to its owners:
-        the ledger (:meth:`amqstomp.failover.SocketLedger.give_back`), the
+        the ledger (:meth:`amqstomp._engine.ledger.SocketLedger.give_back`), the
         subscriptions' check (``manager.give_back``) and any other owner
         registered in :attr:`give_back` (the JMS consumers)."""
         taken = self.transactions.ended(transaction, aborted)
@@ -464,7 +464,7 @@ class Client(Acknowledging, Subscribing):
 
     def on_link_lost(self, link_seq: int, reason: str, error: Optional[BaseException]) -> Optional[str]:
         """Reader thread: a socket ended by itself; the failover loop takes it over
-        (:meth:`amqstomp.failover.Reconnector.on_link_lost`), else it is the end."""
+        (:meth:`amqstomp._engine.failover.Reconnector.on_link_lost`), else it is the end."""
         if self.reconnector is not None:
             result: Optional[str] = self.reconnector.on_link_lost(link_seq, reason, error)
             return result

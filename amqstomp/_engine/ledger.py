@@ -10,6 +10,7 @@ from collections import OrderedDict, deque
 from typing import Any, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .._core.frames import ack_identity
+from .._core.settle import delivery_answered, not_covered
 from .._core.transactions import TransactionTable
 from .ports import TransportPort
 
@@ -28,7 +29,8 @@ class SocketLedger:
     ``message-id``; never by message-id alone on 1.2, since ActiveMQ redelivers
     with the same ``message-id`` on the new socket. On 1.0/1.1 the lost copy and
     the redelivered one share their identity; the application's ACK carries no
-    socket, so one rule (:meth:`socket_of`) says which delivery it is for: an
+    socket, so one rule (:meth:`socket_of`, the settlement core's
+    :func:`~amqstomp._core.settle.delivery_answered`) says which delivery it is for: an
     ACK made by a listener on a socket's dispatcher thread answers that
     socket's delivery; otherwise, the listeners being handed the copies in
     delivery order, the ACKs of an identity answer its outstanding deliveries
@@ -130,7 +132,7 @@ class SocketLedger:
         many of those came on another socket than ``seq`` (a lost one) and
         have no redelivered copy among the ones it covers: the ACK does not
         cover them (ActiveMQ acknowledges a socket's own deliveries only) and
-        the broker redelivers them."""
+        the broker redelivers them (:func:`amqstomp._core.settle.not_covered`)."""
         if key is None:
             key = self.ack_key(self.transport.version, ack_headers)
         with self._lock:
@@ -155,8 +157,7 @@ class SocketLedger:
                     self._cumulative_sub.pop(entry[0], None)
             # (the sockets stay noted in _messages: a later ACK naming one goes on its socket or
             # raises; on 1.0/1.1 it would otherwise name the redelivered copy)
-            covered_ids = {entry[2] for entry in taken if entry[1] == seq}
-            return sum(1 for entry in taken if entry[1] != seq and entry[2] not in covered_ids)
+            return not_covered(taken, seq)
 
     def socket_of(self, ack_headers: Mapping[str, Any], caller_seq: int = 0,
                   key: Optional[Tuple[str, ...]] = None) -> Optional[int]:
@@ -173,7 +174,7 @@ class SocketLedger:
             seqs = self._messages.get(key)
             if not seqs:
                 return None
-            seq = seqs.pop(seqs.index(caller_seq) if caller_seq and len(seqs) > 1 and caller_seq in seqs else 0)
+            seq = seqs.pop(delivery_answered(seqs, caller_seq))
             if not seqs:
                 del self._messages[key]
             if seq in self._held:

@@ -2,8 +2,8 @@
 
 Every member the engine's parts use of their driver is declared here, and
 nothing else: :class:`amqstomp._engine.client.Client`,
-:class:`amqstomp.subscription.SubscriptionManager`,
-:class:`amqstomp.failover.Reconnector` and :class:`amqstomp.failover.SocketLedger`
+:class:`amqstomp._engine.subscription.SubscriptionManager`,
+:class:`amqstomp._engine.failover.Reconnector` and :class:`amqstomp._engine.ledger.SocketLedger`
 are typed against it (mypy checks them, ``tests/test_typing.py``). The
 threaded driver, :class:`amqstomp._io.driver.Driver`, is one (the JMS links'),
 and so is the stomp.py API's ``Transport``, built on it; an asyncio driver
@@ -11,6 +11,8 @@ would be another.
 """
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping, Optional, Protocol, Tuple
+
+from .._core.events import LinkEvent
 
 __all__ = ["TransportPort", "WaitUp"]
 
@@ -84,6 +86,8 @@ class TransportPort(Protocol):
     def notify(self, frame_type: str, frame: Any = None) -> None: ...
 
     def notify_now(self, frame_type: str, frame: Any = None) -> None: ...
+
+    def post(self, event: LinkEvent) -> None: ...
 
     def deliver_message(self, frame: Any) -> None: ...
 

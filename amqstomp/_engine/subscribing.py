@@ -16,7 +16,7 @@ no listener's ``on_receipt``). Written once here and used by both APIs:
   stomp.py ``subscribe()``'s and the JMS consumers').
 
 The registration itself is the subscription table's
-(:meth:`amqstomp.subscription.SubscriptionManager.prepare`); the SUBSCRIBE's
+(:meth:`amqstomp._engine.subscription.SubscriptionManager.prepare`); the SUBSCRIBE's
 headers, its receipt among them, the pure core's (:mod:`amqstomp._core.subscriptions`).
 """
 import logging

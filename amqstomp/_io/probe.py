@@ -10,7 +10,7 @@ that answers.
   write a CONNECT and wait for any frame (CONNECTED, or an ERROR refusing the
   probe's empty login: either way a STOMP broker serves there), then DISCONNECT
   and close. Bounded by its timeout.
-* :class:`PlannedMoves` -- the planned move of :class:`amqstomp.failover.Reconnector`;
+* :class:`PlannedMoves` -- the planned move of :class:`amqstomp._engine.failover.Reconnector`;
 * :class:`MoveProber` -- the thread (``<name>-priority`` or ``<name>-rebalance``),
   alive only while a move is planned (:class:`amqstomp._core.backoff.PriorityReturn`
   or :class:`amqstomp._core.rebalance.Rebalance` decides when and where to;
@@ -160,7 +160,7 @@ class MoveProber:
 
 class PlannedMoves:
     """The planned move of a failover loop (a mix-in of
-    :class:`amqstomp.failover.Reconnector`, whose attributes it uses)."""
+    :class:`amqstomp._engine.failover.Reconnector`, whose attributes it uses)."""
 
     _lock: Any
     _stop: threading.Event

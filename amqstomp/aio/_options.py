@@ -115,7 +115,7 @@ _UNAPPLIED_FAILOVER = frozenset({"priority_backup", "priority_uris", "rebalance_
 def _refuse_unapplied(uri: BrokerURI) -> None:
     """Raise ConfigurationError naming the URI options of ``uri`` this API does not apply yet
     (the threaded APIs do), rather than ignore them: priorityBackup, priorityURIs and
-    rebalanceInterval (the moves of :mod:`amqstomp.failover`), and the connection and broker
+    rebalanceInterval (the moves of :mod:`amqstomp._engine.failover`), and the connection and broker
     options other than heartBeat, host, stompVersion, jms.userName, jms.password, jms.clientID
     (``connect()``'s keywords set the rest: ``connect_timeout``, ``heart_beat_receive_scale``...)."""
     given = sorted(set(uri.options) - _APPLIED_CONNECTION) + sorted(set(uri.failover_options) & _UNAPPLIED_FAILOVER)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
-from ..failover import ReconnectPolicy
+from .._core.backoff import ReconnectPolicy
 from ..flow import RedeliveryPolicy
 from .._core.settle import DROP_DISCONNECTED, Subscribed, from_lost_socket, hand_over
 from ._subscriber import is_reply_subscription

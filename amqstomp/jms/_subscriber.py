@@ -25,7 +25,7 @@ from .._core import ackmodes
 from .._core.ackmodes import AckMode
 from .._core.settle import BY_BROKER, Poison, Subscribed
 from ..flow import optimized_ack_threshold
-from ..subscription import Subscription
+from .._engine.subscription import Subscription
 from .._core.subscriptions import consumer_headers, policy_prefetch
 from ._state import ConsumerLedger, Delivery, SessionState
 from .constants import (

@@ -7,7 +7,7 @@ what the session, its transaction, the connection's routing and browsers hold
 :class:`~amqstomp.jms._subscriber.Subscriber`).
 
 The reader thread counts each MESSAGE in the subscription's prefetch window
-(:class:`amqstomp.subscription.SubscriptionManager`) and appends it to the
+(:class:`amqstomp._engine.subscription.SubscriptionManager`) and appends it to the
 consumer's buffer; the session's thread (listener) or the caller of
 ``receive()`` takes it from there. When the application had the message, the
 consumer tells the manager (``on_consumed``), which sends AUTO_ACKNOWLEDGE's
@@ -31,7 +31,7 @@ from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, St
 from ..log import report_callback_error
 from .._core import ackmodes
 from .._core.settle import RECOVER, REDELIVER, ROLLBACK, listener_failed
-from ..subscription import Subscription
+from .._engine.subscription import Subscription
 from .._io.timeouts import clamp_wait
 from ._state import ConsumerLedger, Delivery, SessionState
 from ._subscriber import Subscriber

@@ -5,7 +5,7 @@ dispatcher and timer threads, frames encoded and written: the same driver the
 stomp.py API's transport is built on, without stomp.py's hooks), the
 CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
 
-* on the **consumer link**, a :class:`amqstomp.subscription.SubscriptionManager`
+* on the **consumer link**, a :class:`amqstomp._engine.subscription.SubscriptionManager`
   that counts prefetch windows and decides batched ACKs; the MESSAGE frames it
   lets through go to the sessions' executors (its dispatch policy is the JMS
   connection's route, where the stomp.py API's is the transport's listeners);
@@ -17,7 +17,7 @@ CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
   driver's dispatcher thread, which is the connection's "executor" (as in the
   Java client): exception listener and usage callbacks run there, never on the reader.
 
-With a ``failover:`` URI a link has a :class:`amqstomp.failover.Reconnector`:
+With a ``failover:`` URI a link has a :class:`amqstomp._engine.failover.Reconnector`:
 a lost socket is replaced (same CONNECT, same client id), the consumer link's
 subscriptions are sent again (each gated on its RECEIPT), frames wait for the
 new socket (bounded), a synchronous SEND whose socket was lost before its
@@ -53,7 +53,9 @@ from ..exception import (
     TransactionRolledBackError,
     broker_reason,
 )
-from ..failover import ReconnectPolicy, Reconnector, SocketLedger
+from .._core.backoff import ReconnectPolicy
+from .._engine.failover import Reconnector
+from .._engine.ledger import SocketLedger
 from ..flow import PrefetchPolicy
 from .._engine.client import Client, WaitUp
 from .._core.events import TransportResumed
@@ -63,7 +65,7 @@ from .._io.observer import ObserverLoop
 from .._io.channel import tls_context
 from .._core.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._core.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
-from ..subscription import SubscriptionManager
+from .._engine.subscription import SubscriptionManager
 from ..uri import Endpoint
 from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
 from .exceptions import ResourceAllocationError, is_resource_allocation_error

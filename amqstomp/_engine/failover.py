@@ -18,8 +18,8 @@ Two pieces:
   own what is replayed; this module owns when. With ``priorityBackup`` or
   ``rebalanceInterval`` it also moves the connection by plan (:meth:`Reconnector.move_to`).
 
-:class:`SocketLedger` (which socket delivered each message) is the engine's,
-:mod:`amqstomp._engine.ledger`; imported here too.
+:class:`~amqstomp._engine.ledger.SocketLedger` (which socket delivered each message) is
+the engine's ledger beside it.
 
 What a lost socket means for the application (documented in the "Failover and
 master/slave" page of the documentation, docs/guides/failover.md): messages delivered on it and not acknowledged come again
@@ -34,15 +34,14 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
-from .exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
-from ._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
-from ._core.rebalance import Rebalance
-from ._io.probe import MoveProber, PlannedMoves, stomp_answers
-from ._engine.ledger import SocketLedger  # (its home since the ledger left this module; imported from here too)
-from ._engine.ports import TransportPort
-from ._io.timeouts import clamp_wait
+from ..exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
+from .._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
+from .._core.rebalance import Rebalance
+from .._io.probe import MoveProber, PlannedMoves, stomp_answers
+from .ports import TransportPort
+from .._io.timeouts import clamp_wait
 
-__all__ = ["ReconnectPolicy", "Reconnector", "SocketLedger"]
+__all__ = ["Reconnector"]
 
 log = logging.getLogger("amqstomp.failover")
 

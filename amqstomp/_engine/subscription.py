@@ -7,7 +7,9 @@ Three of the transport's threads call in; a lock per subscription keeps each win
 
 * reader thread, every MESSAGE (:meth:`SubscriptionManager.on_message`): count it delivered; stop
   reading the socket when the local buffer is full (TCP back-pressure), tell listeners once when the
-  consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition); then queue it for the listeners.
+  consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition: a typed
+  :class:`~amqstomp._core.events.SlowConsumer` event, stomp.py's ``on_slow_consumer(info)``);
+  then queue it for the listeners.
 * dispatcher thread, after every listener returned (:meth:`on_consumed`): count it consumed; send
   the ACK the window decides (optimizeAcknowledge: one cumulative ACK per batch); resume reading
   once the buffer drained to half.
@@ -25,23 +27,24 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
-from . import _observe
-from .exception import NotConnectedException, StompException
-from .flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
-from ._engine.ports import TransportPort
-from ._unacked import UNACKED_MAX, UnackedMessages
-from ._duplicates import DuplicateAudits
-from ._unknown_ids import UnknownSubscriptions
-from ._core.dialect import ACTIVEMQ
-from ._core.frames import ack_headers, ack_identity
-from ._core import acks
-from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
-from ._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
+from .. import _observe
+from ..exception import NotConnectedException, StompException
+from ..flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
+from .ports import TransportPort
+from .._unacked import UNACKED_MAX, UnackedMessages
+from .._duplicates import DuplicateAudits
+from .._unknown_ids import UnknownSubscriptions
+from .._core.dialect import ACTIVEMQ
+from .._core.events import SlowConsumer
+from .._core.frames import ack_headers, ack_identity
+from .._core import acks
+from .._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
+from .._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
+from .._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
 
 log = logging.getLogger("amqstomp.subscription")
 
-__all__ = ["Subscription", "SubscriptionManager", "TransportPort", "ack_headers"]
+__all__ = ["Subscription", "SubscriptionManager"]
 
 _monotonic = time.monotonic  # read as int(_monotonic() * 1000): ms, only for a clocked subscription
 _OWNER_PURGE_AT = 50000
@@ -324,11 +327,11 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
             for key, entry in list(owner.items()):
                 if entry[0].closed:
                     owner.pop(key, None)
-        if todo & TURNED_SLOW:
-            self.transport.notify("slow_consumer", {
+        if todo & TURNED_SLOW:  # stomp.py listeners: on_slow_consumer(info); JMS links: LinkObserver.on_slow_consumer
+            self.transport.post(SlowConsumer({
                 "subscription": sub.id, "destination": sub.destination,
                 "pending": window.pending, "pending_bytes": window.pending_bytes,
-                "prefetch": window.prefetch})
+                "prefetch": window.prefetch}))
         self.deliver(frame)
 
 
