@@ -36,7 +36,7 @@ from ._core.dialect import ACTIVEMQ
 from ._core.frames import ack_headers, ack_identity
 from ._core import acks
 from ._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from ._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
+from ._core.settle import CONSUMED, Poison, after_failure, first_delivery_count, listener_failed, next_redelivery
 from ._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
 
 log = logging.getLogger("amqstomp.subscription")
@@ -287,9 +287,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         sub_id = headers.get("subscription")
         message_id = headers.get("message-id")
         if self.audit is not None and message_id is not None:  # only the reader thread touches the audit
-            count = self.audit.record((sub_id, message_id))
-            if count == 1 and headers.get("redelivered") == "true":
-                count = 2
+            count = first_delivery_count(self.audit.record((sub_id, message_id)), headers)
             if count > 1:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
