@@ -230,3 +230,39 @@ def test_ack_client_with_one_worker_acks(activemq):
     seen, back = run(main())
     assert seen == [b"%d" % i for i in range(10)]  # one worker: in order
     assert back == []
+
+
+def test_close_from_a_handler_and_during_a_redelivery_delay(activemq):
+    """A handler that closes its own subscription ends run() (no worker waits for itself); a
+    close while a worker waits out a long redelivery delay does not wait for the delay."""
+    dest, other = queue(), queue()
+
+    async def main() -> Dict[str, Any]:
+        async with amqstomp.aio.connect(url(activemq)) as client:
+            await client.send(dest, b"last")
+            async with client.subscribe(dest, ack="client-individual") as sub:
+                async def closer(message: Message) -> None:
+                    await sub.close()
+                await asyncio.wait_for(sub.run(closer, concurrency=2), 5)
+            slow = RedeliveryPolicy(maximum_redeliveries=3, initial_redelivery_delay_ms=60000)
+            await client.send(other, b"refused")
+            failed = asyncio.Event()
+            async with client.subscribe(other, ack="client-individual", redelivery_policy=slow) as sub:
+                async def refuse(message: Message) -> None:
+                    failed.set()
+                    raise ValueError("no")
+                runner = asyncio.ensure_future(sub.run(refuse, on_error=lambda e, m: None))
+                await asyncio.wait_for(failed.wait(), 10)
+                began = time.monotonic()
+                await sub.close(timeout=5)
+                took = time.monotonic() - began
+                await asyncio.wait_for(runner, 5)
+            left = others()
+            back = await drained(client, other)
+            with pytest.raises(ConfigurationError, match="async with"):
+                await client.subscribe(other).run(refuse)  # not entered: nothing to run on
+        return {"took": took, "left": left, "back": back}
+
+    result = run(main())
+    assert result["took"] < 3.0, result  # not the 60 s delay, not the 5 s close timeout
+    assert result["left"] == set() and result["back"] == [b"refused"]  # unacknowledged: redelivered

@@ -94,7 +94,8 @@ class Workers:
         self.handler = handler
         self.on_error = on_error
         self.stopping = False
-        #: the workers waiting for a message (cancelled at once by :meth:`stop`)
+        #: the workers waiting for a message or for a redelivery's delay (cancelled at once by :meth:`stop`:
+        #: nothing taken, or a message left unacknowledged, which the broker redelivers)
         self.idle: "set[asyncio.Task[None]]" = set()
         loop = sub.client.loop
         self.tasks: "List[asyncio.Task[None]]" = [loop.create_task(self._work()) for _ in range(concurrency)]
@@ -132,8 +133,14 @@ class Workers:
                     await self._settle(message, action.command, action.headers)
                     return
                 message.delivery_count += 1
-                await asyncio.sleep(action.delay_ms / 1000.0)
-                if message.link.closed or message.link is not sub.link:
+                me = asyncio.current_task()
+                assert me is not None
+                self.idle.add(me)
+                try:
+                    await asyncio.sleep(action.delay_ms / 1000.0)
+                finally:
+                    self.idle.discard(me)
+                if self.stopping or message.link.closed or message.link is not sub.link:
                     return  # its socket is gone: the broker redelivers it
                 continue
             if sub.app_acked:
@@ -174,15 +181,18 @@ class Workers:
         """No more messages handed out; the handlers running get ``timeout`` seconds to finish
         (their ACKs written), then are cancelled (their messages unacknowledged: redelivered)."""
         self.stopping = True
+        me = asyncio.current_task()  # a handler closing its own subscription (or client) ends after it
         for task in list(self.idle):
-            task.cancel()
-        pending = [task for task in self.tasks if not task.done()]
+            if task is not me:
+                task.cancel()
+        pending = [task for task in self.tasks if not task.done() and task is not me]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
         await self.cancel()
 
     async def cancel(self) -> None:
-        pending = [task for task in self.tasks if not task.done()]
+        me = asyncio.current_task()
+        pending = [task for task in self.tasks if not task.done() and task is not me]
         for task in pending:
             task.cancel()
         if pending:

@@ -23,8 +23,8 @@ import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Mapping, Optional, Tuple, Union
 
 from ..codec import Frame
-from ..exception import (AcknowledgeInterruptedError, ConnectionClosedException, StompException,
-                         UnknownMessageError)
+from ..exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectionClosedException,
+                         StompException, UnknownMessageError)
 from ..flow import SubscriptionWindow
 from .._core import acks
 from .._core.acks import PAUSE, Acking
@@ -393,9 +393,15 @@ class Subscription(Acking):
                 handler raised, on the loop (default: a WARNING with the traceback, no body).
 
         Raises:
-            ConfigurationError: see :func:`amqstomp.aio.handler.check_run`.
-            SubscriptionClosedError: the subscription's socket was lost (no failover).
+            ConfigurationError: see :func:`amqstomp.aio.handler.check_run`; or the subscription
+                was not entered (``async with`` it first).
+            SubscriptionClosedError: the subscription ended (closed, or its socket lost without failover).
         """
+        if self._ended is not None:
+            raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
+        if self.link is None:
+            raise ConfigurationError("run() of subscription %s before its SUBSCRIBE: use it in 'async with' first"
+                                     % self.id)
         check_run(self, handler, concurrency)
         workers = self.workers = Workers(self, handler, concurrency, on_error)
         try:
