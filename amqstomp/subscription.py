@@ -287,7 +287,9 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         sub_id = headers.get("subscription")
         message_id = headers.get("message-id")
         if self.audit is not None and message_id is not None:  # only the reader thread touches the audit
-            count = first_delivery_count(self.audit.record((sub_id, message_id)), headers)
+            count = self.audit.record((sub_id, message_id))
+            if count > 1 or "redelivered" in headers:  # (the common first delivery skips the call)
+                count = first_delivery_count(count, headers)
             if count > 1:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
