@@ -101,7 +101,7 @@ Address = Tuple[str, int]
 @dataclass(frozen=True)
 class ModeSpec:
     name: str
-    api: str  # "stomp" | "jms"
+    api: str  # "stomp" | "jms" | "aio" (an amqstomp.aio consumer, bench/_chaos_aio.py; a stomp.py-API producer)
     settle: str  # what the consumer does
     may_lose: bool = False  # confirmed sends may never arrive (documented at-most-once)
     strict: bool = False  # settled-then-redelivered is a violation
@@ -136,9 +136,19 @@ MODES: Dict[str, ModeSpec] = {m.name: m for m in (
     ModeSpec("jms-txbatch", "jms", "TXBATCH", strict=True, transacted=True,
              allowed="redelivery after a commit() that raised (rolled back / in doubt); producer and "
                      "consumer commit per 1-8 messages; an in-doubt producer commit may duplicate"),
+    ModeSpec("aio-auto", "aio", "auto", may_lose=True,
+             allowed="loss (ack:auto is at-most-once); handler form, 2 workers"),
+    ModeSpec("aio-individual", "aio", "individual", strict=True,
+             allowed="redelivery of messages whose ack(receipt=True) raised"),
+    ModeSpec("aio-client", "aio", "client", strict=True,
+             allowed="redelivery of messages whose cumulative ack(receipt=True) raised, or of a lost socket"),
+    ModeSpec("aio-handler", "aio", "handler",
+             allowed="redelivery (the handler form's ACK has no receipt); 4 workers, 5% raise once"),
 )}
 
 ALL_MODES: List[str] = list(MODES)
+#: the amqstomp.aio modes (no held faults are planned for them: see bench/_chaos_aio.py)
+AIO_MODES: List[str] = [m for m in MODES if MODES[m].api == "aio"]
 
 
 def _exception_class(name: str) -> Optional[type]:
@@ -775,7 +785,7 @@ class _Client:
         if self.conn is None:
             return
         try:
-            if self.spec.api == "stomp":
+            if self.spec.api == "stomp" or (self.spec.api == "aio" and not isinstance(self, Consumer)):
                 self.conn.disconnect()
             else:
                 self.conn.close()
@@ -891,7 +901,7 @@ class Producer(_Client):
     commit is sent again too (a duplicate copy is allowed)."""
 
     def open(self) -> None:
-        if self.spec.api == "stomp":
+        if self.spec.api in ("stomp", "aio"):
             self.conn = self.stomp_connection(_StompEvents(self))
         else:
             from amqstomp.jms import ConnectionFactory, Queue
@@ -910,7 +920,7 @@ class Producer(_Client):
         body = "chaos %s %d %s" % (self.spec.name, seq, "x" * self.rng.randint(0, 200))
         props = {"chaos_seq": str(seq), "chaos_run": self.run.run_id, "chaos_mode": self.spec.name,
                  "chaos_attempt": attempt}
-        if self.spec.api == "stomp":
+        if self.spec.api in ("stomp", "aio"):
             receipt = "s-%s-%s" % (attempt, uuid.uuid4().hex[:6])
             headers = dict(props, persistent="true" if self.run.config.persistent else "false")
             self.conn.send("/queue/" + self.queue_name, body, headers=headers, receipt=receipt)
@@ -1028,6 +1038,9 @@ class Consumer(_Client):
         self.flood_topic = "%s.flood" % self.queue_name
         if self.spec.api == "stomp":
             self._open_stomp()
+        elif self.spec.api == "aio":
+            from bench._chaos_aio import open_aio
+            open_aio(self)
         else:
             self._open_jms()
 
@@ -1253,6 +1266,8 @@ class Consumer(_Client):
             batch = 1 if settle == "TX1" else self._next_batch()
 
     def start(self) -> None:
+        if self.spec.api == "aio":
+            return  # its loop thread consumes from open() on (bench/_chaos_aio.py)
         if self.spec.api == "stomp":
             if self.spec.settle == "client":
                 self._thread(self._stomp_client_worker, "acker")
@@ -1292,7 +1307,8 @@ def make_schedule(config: ChaosConfig, modes: Sequence[str]) -> List[Event]:
     rng = random.Random("schedule:%d" % config.seed)
     events: List[Event] = []
     order = itertools.count()
-    held = plan_held(config.seed, modes, config.seconds, config.held_faults, config.held_share,
+    # the held faults' flood writes on the consumer's connection from a harness thread: not for aio consumers
+    held = plan_held(config.seed, [m for m in modes if m not in AIO_MODES], config.seconds, config.held_faults, config.held_share,
                      held_window(config.stall_timeout_s, config.held_s), _kill_zones(config))
     for at, action, targets, arg in held:
         events.append(Event(at, next(order), action, targets, arg))

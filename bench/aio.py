@@ -9,7 +9,10 @@ threaded API's consumer is a stomp.py-style listener that acks in ``on_message``
 one an ``async for`` loop that awaits ``message.ack()``.
 
 Cases: ``auto`` at prefetch 1000; ``client-individual`` at prefetch 1 (an ACK per message);
-``produce``: sends without receipts, then one with a receipt (timed to its RECEIPT).
+``produce``: sends without receipts, then one with a receipt (timed to its RECEIPT);
+``handlers-p1000`` (aio only, client-individual, prefetch 1000): the ``async for`` loop against
+the handler form ``sub.run(handler, concurrency=4)`` (4 worker tasks, an ACK on return) and
+against the alternative it was chosen over, a semaphore of 4 with a task per message.
 Each case runs ``--runs`` times (3), and the report gives the median.
 
 Usage::
@@ -42,6 +45,49 @@ def _cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+async def _aio_handlers(sub: Any, count: int, form: str) -> Dict[str, Any]:
+    """``aio-run4``: sub.run(handler, concurrency=4); ``aio-sem4``: a semaphore of 4, a task per message."""
+    state = {"n": 0, "t0": 0.0, "c0": 0.0}
+    done = asyncio.Event()
+
+    async def handler(message: Any) -> None:
+        if state["n"] == 0:
+            state["t0"], state["c0"] = time.perf_counter(), _cpu()
+        state["n"] += 1
+        if state["n"] == count:
+            done.set()
+
+    if form == "aio-run4":
+        runner = asyncio.ensure_future(sub.run(handler, concurrency=4))
+        await done.wait()
+        t1, c1 = time.perf_counter(), _cpu()
+        await sub.close()
+        await runner
+    else:
+        semaphore = asyncio.Semaphore(4)
+        tasks: set = set()
+
+        async def one(message: Any) -> None:
+            try:
+                await handler(message)
+                await message.ack()
+            finally:
+                semaphore.release()
+
+        taken = 0
+        async for message in sub:
+            await semaphore.acquire()
+            task = asyncio.ensure_future(one(message))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            taken += 1
+            if taken == count:
+                break
+        await done.wait()
+        t1, c1 = time.perf_counter(), _cpu()
+    return {"received": state["n"], "seconds": t1 - state["t0"], "cpu": c1 - state["c0"]}
+
+
 async def _aio_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     import amqstomp.aio
 
@@ -49,6 +95,8 @@ async def _aio_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     ack = spec["ack"]
     async with amqstomp.aio.connect(spec["url"]) as client:
         async with client.subscribe(spec["queue"], ack=ack, prefetch_size=spec["prefetch"]) as sub:
+            if spec["api"] != "aio":
+                return await _aio_handlers(sub, count, spec["api"])
             received = 0
             t0 = c0 = 0.0
             async for message in sub:
@@ -125,7 +173,7 @@ def _threaded_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
 
 def child_main(spec_json: str) -> None:
     spec = json.loads(spec_json)
-    if spec["api"] == "aio":
+    if spec["api"].startswith("aio"):
         result = asyncio.run(_aio_produce(spec) if spec["case"] == "produce" else _aio_consume(spec))
     else:
         result = _threaded_produce(spec) if spec["case"] == "produce" else _threaded_consume(spec)
@@ -196,7 +244,10 @@ def reader_probe(count: int = 200000, runs: int = 3) -> Dict[str, Any]:
     return out
 
 
-CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individual", 1), ("produce", "", 0)]
+CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individual", 1), ("produce", "", 0),
+         ("handlers-p1000", "client-individual", 1000)]
+#: the APIs compared per case (default: aio and threaded)
+APIS = {"handlers-p1000": ("aio", "aio-run4", "aio-sem4")}
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
@@ -222,9 +273,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         for case, ack, prefetch in CASES:
             if args.cases and case not in args.cases.split(","):
                 continue
-            runs: Dict[str, List[Dict[str, Any]]] = {"aio": [], "threaded": []}
+            apis = APIS.get(case, ("aio", "threaded"))
+            runs: Dict[str, List[Dict[str, Any]]] = {api: [] for api in apis}
             for _ in range(args.runs):
-                for api in ("aio", "threaded"):  # interleaved: the machine's load moves both alike
+                for api in apis:  # interleaved: the machine's load moves both alike
                     queue = "/queue/bench-aio-%s" % uuid.uuid4().hex[:8]
                     if case != "produce":
                         fill_queue(broker.host_and_ports, queue, args.count, BODY)
@@ -239,7 +291,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                     if result["received"] != args.count:
                         raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], args.count))
                     runs[api].append(result)
-            for api in ("aio", "threaded"):
+            for api in apis:
                 rates = [r["received"] / r["seconds"] for r in runs[api]]
                 cpus = [r["cpu"] / r["received"] * 1e6 for r in runs[api]]
                 rows.append({"case": case, "api": api, "msg_per_s": statistics.median(rates),

@@ -24,7 +24,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
-from bench._chaos import (ALL_MODES, DEFAULT_WEIGHTS, MODES, ChaosConfig, ErrorCapture, Ledger,  # noqa: E402
+from bench._chaos import (AIO_MODES, ALL_MODES, DEFAULT_WEIGHTS, MODES, ChaosConfig, ErrorCapture, Ledger,  # noqa: E402
                           MasterSlavePair, SingleBroker, evaluate, make_schedule, run_chaos, socket_fds)
 from bench._chaos_faults import HELD_FAULTS, parse_faults  # noqa: E402
 
@@ -218,7 +218,8 @@ def test_held_faults_are_in_every_short_schedule_and_alone_on_their_mode():
     config = ChaosConfig(seed=7, seconds=40, weights=weights, held_faults=held_faults, held_share=1.0, hogs=0)
     kinds = [e.action for e in make_schedule(config, ALL_MODES)]
     assert set(kinds) == {"unread", "unread_end", "drop", "drop_end"}
-    assert kinds.count("unread") + kinds.count("drop") == 2 * len(ALL_MODES)  # two rounds
+    held_modes = [m for m in ALL_MODES if m not in AIO_MODES]  # none for the aio consumers (bench/_chaos_aio.py)
+    assert kinds.count("unread") + kinds.count("drop") == 2 * len(held_modes)  # two rounds
     assert parse_faults("all", DEFAULT_WEIGHTS) == (DEFAULT_WEIGHTS, HELD_FAULTS)
     with pytest.raises(ValueError):
         parse_faults("cut,nope", DEFAULT_WEIGHTS)
@@ -276,11 +277,28 @@ def test_a_consumer_that_never_notices_a_stalled_endpoint_is_a_stall(activemq):
 @pytest.mark.timeout(170)  # typically ~30 s; the bound leaves room for a stalled drain (40 s) and closes
 def test_chaos_every_mode_through_cuts_stalls_half_closes_and_a_busy_cpu(activemq):
     """Also the held faults (unread, drop) on the consumers of half the modes, 11-13 s each."""
-    config = ChaosConfig(seed=SEED, modes=ALL_MODES, seconds=SECONDS or 20, rate=15, hogs=2,
-                         chaos_gap_s=1.0, stall_timeout_s=10, drain_timeout_s=40)
+    config = ChaosConfig(seed=SEED, modes=[m for m in ALL_MODES if m not in AIO_MODES], seconds=SECONDS or 20,
+                         rate=15, hogs=2, chaos_gap_s=1.0, stall_timeout_s=10, drain_timeout_s=40)
     report = _run(config, SingleBroker(activemq))
     assert report.ok, "seed %d:\n%s" % (SEED, report.text())
     assert sum(m.held for m in report.modes.values()) == 6, report.text(verbose=True)
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(120)  # typically ~20 s
+def test_chaos_aio_modes(activemq):
+    """The amqstomp.aio consumers (bench/_chaos_aio.py), one mode per ack mode and the handler
+    form, through cuts, stalls, half-closes and a busy CPU, checked by the same invariants:
+    nothing lost in the at-least-once modes, no settled message redelivered in the strict ones,
+    nothing left, no task, thread or socket left behind."""
+    config = ChaosConfig(seed=SEED, modes=AIO_MODES, seconds=SECONDS or 10, rate=15, hogs=1,
+                         chaos_gap_s=1.0, stall_timeout_s=10, drain_timeout_s=30)
+    report = _run(config, SingleBroker(activemq))
+    assert report.ok, "seed %d:\n%s" % (SEED, report.text())
+    for mode in AIO_MODES:  # each consumed, and its settlements were counted where it reports them
+        result = report.modes[mode]
+        assert result.sent > 0 and result.unique == result.sent, (mode, result)
+        assert result.settled > 0 or not MODES[mode].strict, (mode, result)
 
 
 @pytest.mark.broker

@@ -50,3 +50,28 @@ def test_the_readme_asyncio_example_prints_its_message(activemq):
     assert proc.stdout.strip() == "b'hello'", (proc.stdout, proc.stderr)
     stats = queue_statistics(activemq, queue[len("/queue/"):])
     assert stats["size"] == 0, stats  # acknowledged
+
+
+def test_the_stompman_migration_rows_run(activemq):
+    """docs/guides/asyncio.md's migration table from stompman: its program runs every row
+    (``# row N``, printing ``row N ok``) against the session's broker, and no row of the
+    table is left without its run."""
+    with open(os.path.join(ROOT, "docs/guides/asyncio.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    section = text[text.index("## Migrating from stompman"):]
+    rows = re.findall(r"^\| (\d+) \|", section, re.M)
+    assert rows == [str(n) for n in range(1, len(rows) + 1)] and len(rows) >= 10, rows
+    code = _first_python_block("docs/guides/asyncio.md", "## Migrating from stompman")
+    queue = "/queue/migrate." + uuid.uuid4().hex[:8]
+    code = code.replace("stomp://127.0.0.1:61613", "stomp://127.0.0.1:%d" % activemq.stomp_port)
+    code = code.replace('"/queue/migrate"', repr(queue))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    done = re.findall(r"^row (\d+) ok", proc.stdout, re.M)
+    assert sorted(done, key=int) == rows, proc.stdout
+    out = proc.stdout
+    assert "row 5 ok 3" in out and "row 6 ok ['refused']" in out, out
+    assert "row 11 ok [b'hi there!', b'in a transaction', b'through failover']" in out, out
+    assert "row 7 ok b'auto'" in out and "row 8 ok b'to Europe'" in out and "row 10 ok b'by hand'" in out, out
+    stats = queue_statistics(activemq, queue[len("/queue/"):])
+    assert stats["size"] == 0, stats  # ACKed, NACKed (to the DLQ) or auto

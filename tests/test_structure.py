@@ -36,6 +36,7 @@ TYPING_ONLY = {
     ("amqstomp.jms._connection_state", "amqstomp.jms.connection"),  # ConnectionState.factory
     ("amqstomp.jms.link", "amqstomp.jms._connection_state"),  # Link.connection
     ("amqstomp.jms._producer_flow", "amqstomp.jms.link"),  # the window and tracker name the link they serve
+    ("amqstomp.aio.handler", "amqstomp.aio.subscription"),  # the workers name the subscription and message
 }
 
 

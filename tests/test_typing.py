@@ -79,6 +79,15 @@ from typing import List
 
 import amqstomp.aio
 from amqstomp.exception import BrokerError
+from amqstomp.flow import RedeliveryPolicy
+
+
+async def handle(message: amqstomp.aio.Message) -> None:
+    print(message.message_id, message.delivery_count)
+
+
+def report(error: Exception, message: amqstomp.aio.Message) -> None:
+    print(type(error).__name__, message.message_id)
 
 
 async def main() -> List[bytes]:
@@ -98,6 +107,9 @@ async def main() -> List[bytes]:
             await one.nack()
         async with client.transaction(timeout=5.0) as tx:
             await tx.send("/queue/b", "text")
+        async with client.subscribe("/queue/c", ack="client-individual",
+                                    redelivery_policy=RedeliveryPolicy(maximum_redeliveries=2)) as handled:
+            await handled.run(handle, concurrency=4, on_error=report)
     return got
 
 
@@ -107,15 +119,17 @@ asyncio.run(main())
 
 def test_an_asyncio_user_program_passes_mypy_strict(tmp_path):
     """amqstomp.aio is typed for its users: a program using connect, send, subscribe
-    (async with / async for), ack, nack and a transaction passes ``mypy --strict``;
-    a misspelt ack mode fails it."""
+    (async with / async for), ack, nack, a transaction and the handler form (``run``) passes
+    ``mypy --strict``; a misspelt ack mode fails it, and so does a handler that is no coroutine."""
     pytest.importorskip("mypy")
     cwd, env = _where(tmp_path)
     good = tmp_path / "aio_program.py"
     good.write_text(AIO_PROGRAM)
     bad = tmp_path / "aio_bad.py"
     bad.write_text(AIO_PROGRAM.replace('ack="client-individual"', 'ack="clint"'))
-    for program, code in ((good, 0), (bad, 1)):
+    sync = tmp_path / "aio_sync_handler.py"
+    sync.write_text(AIO_PROGRAM.replace("async def handle(", "def handle("))
+    for program, code in ((sync, 1), (good, 0), (bad, 1)):
         proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                                "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(program)],
                               cwd=cwd, env=env, capture_output=True, text=True, timeout=280)

@@ -49,7 +49,8 @@ __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
     "DROP_LOST_SOCKET", "DROP_MOVING", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
-    "after_failure", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery", "poison", "poisoned_after",
+    "after_failure", "first_delivery_count", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery",
+    "poison", "poisoned_after",
     "ACK_REFUSED_LOST", "NOTE_ANSWERED", "NOTE_COVERED", "NOTE_SETTLED", "NOTE_TOOK",
     "delivery_answered", "identity_ack_socket", "identity_ack_written", "not_covered",
 ]
@@ -267,6 +268,16 @@ def next_redelivery(delivery_count: int) -> int:
     no failure: it is offered again without a count (:func:`after_failure` ``error`` False).
     """
     return delivery_count if delivery_count > 1 else 1
+
+
+def first_delivery_count(seen: int, message_headers: Mapping[str, str]) -> int:
+    """The delivery count of a MESSAGE as it arrives, before any local redelivery: ``seen``
+    (how many times the consumer's duplicate audit saw its ``message-id``, 1 when not
+    audited), at least 2 when the broker marked it ``redelivered:true`` (ActiveMQ sets it
+    when its ``redeliveryCounter`` is > 0). What :func:`next_redelivery` counts from."""
+    if seen <= 1 and message_headers.get("redelivered") == "true":
+        return 2
+    return seen if seen > 1 else 1
 
 
 def after_failure(policy: Any, redelivery: int, error: bool, version: Optional[str], dialect: str,

@@ -39,7 +39,7 @@ from .._core.events import SlowConsumer
 from .._core.frames import ack_headers, ack_identity
 from .._core import acks
 from .._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
-from .._core.settle import CONSUMED, Poison, after_failure, listener_failed, next_redelivery
+from .._core.settle import CONSUMED, Poison, after_failure, first_delivery_count, listener_failed, next_redelivery
 from .._core.subscriptions import subscribe_plan, subscribe_request, unregistered_window
 
 log = logging.getLogger("amqstomp.subscription")
@@ -291,8 +291,8 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         message_id = headers.get("message-id")
         if self.audit is not None and message_id is not None:  # only the reader thread touches the audit
             count = self.audit.record((sub_id, message_id))
-            if count == 1 and headers.get("redelivered") == "true":
-                count = 2
+            if count > 1 or "redelivered" in headers:  # (the common first delivery skips the call)
+                count = first_delivery_count(count, headers)
             if count > 1:
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None

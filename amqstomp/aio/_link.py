@@ -29,7 +29,7 @@ import logging
 import socket
 import sys
 import ssl as _ssl
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, cast
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConnectFailedException, ConnectionClosedException, ConnectRefusedError,
@@ -96,8 +96,8 @@ class AioLink(asyncio.BufferedProtocol):
     # ------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport: asyncio's, or uvloop's (which has its interface without subclassing it)
+        self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if _QUICKACK is not None and sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             self._sock = sock

@@ -37,13 +37,13 @@ from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
                        check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
+from .handler import stop_handlers
 from .subscription import Subscription
 from .transaction import Transaction
 
 __all__ = ["connect", "Client"]
 
-#: the redelivery policy a subscription is planned with (this API redelivers nothing locally:
-#: a NACK leaves it to the broker)
+#: the redelivery policy of a subscription naming none (:meth:`Subscription.run`'s; iterating redelivers nothing)
 DEFAULT_REDELIVERY = RedeliveryPolicy()
 
 log = logging.getLogger("amqstomp.aio")
@@ -495,7 +495,8 @@ class Client:
 
     def subscribe(self, destination: str, *, ack: AckMode = "auto", prefetch_size: Optional[int] = None,
                   optimize_acknowledge: bool = False, headers: Optional[Mapping[str, Any]] = None,
-                  timeout: Optional[float] = None) -> Subscription:
+                  redelivery_policy: Optional[RedeliveryPolicy] = None, timeout: Optional[float] = None,
+                  ) -> Subscription:
         """A subscription to use as ``async with client.subscribe(...) as sub: async for message in sub``
         (SUBSCRIBE on entry, confirmed by its RECEIPT within ``timeout`` seconds; UNSUBSCRIBE on exit).
 
@@ -508,6 +509,7 @@ class Client:
             optimize_acknowledge (bool): ``ack:client`` only: amqstomp acknowledges, one
                 cumulative ACK per batch (ActiveMQ's optimizeAcknowledge).
             headers (Mapping | None): more SUBSCRIBE headers (``selector``...).
+            redelivery_policy (RedeliveryPolicy | None): for :meth:`Subscription.run`; None: ActiveMQ's.
 
         Raises:
             ConfigurationError: an unknown ack mode, optimize_acknowledge without ``ack:client``,
@@ -522,10 +524,10 @@ class Client:
         # the SUBSCRIBE and its window, decided as for every API (_core/subscriptions.py)
         request = subscribe_request(destination, str(next(self._ids)), ack, headers or {},
                                     {"optimize_acknowledge": optimize_acknowledge, "prefetch_size": prefetch_size},
-                                    DEFAULT_REDELIVERY)
+                                    DEFAULT_REDELIVERY if redelivery_policy is None else redelivery_policy)
         plan = subscribe_plan(request, link.proto.dialect, link.proto.server, self.prefetch_policy)
         return Subscription(self, request.sub_id, plan.name, ack, plan.headers, plan.window, request.optimize,
-                            wait)
+                            wait, request.redelivery_policy)
 
     async def confirm_subscription(self, sub: Subscription) -> None:
         link = await self.ready(sub.timeout, "the SUBSCRIBE to %s" % sub.destination)
@@ -579,6 +581,7 @@ class Client:
             link = self.link
             assert link is not None
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
+        wait = await stop_handlers(self.loop, self._subs.values(), wait)  # (their ACKs written first)
         for sub in list(self._subs.values()):
             sub.closed_by_client()
         self._subs.clear()

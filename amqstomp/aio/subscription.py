@@ -20,15 +20,17 @@ Licensed under the Apache License, Version 2.0.
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Mapping, Optional, Tuple, Union
 
 from ..codec import Frame
-from ..exception import (AcknowledgeInterruptedError, ConnectionClosedException, StompException,
-                         UnknownMessageError)
+from ..exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectionClosedException,
+                         StompException, UnknownMessageError)
 from ..flow import SubscriptionWindow
 from .._core import acks
 from .._core.acks import PAUSE, Acking
 from .._core.frames import ack_headers, reject_command
+from ..flow import RedeliveryPolicy
+from .handler import ErrorCallback, Handler, Workers, check_run
 
 if TYPE_CHECKING:
     from ._link import AioLink
@@ -58,7 +60,7 @@ class Message:
         destination (str | None), message_id (str | None): from the headers.
     """
 
-    __slots__ = ("frame", "subscription", "link", "seq", "size", "settled")
+    __slots__ = ("frame", "subscription", "link", "seq", "size", "settled", "delivery_count")
 
     def __init__(self, frame: Frame, subscription: "Subscription", link: "AioLink", seq: int, size: int) -> None:
         self.frame = frame
@@ -67,6 +69,9 @@ class Message:
         self.seq = seq
         self.size = size
         self.settled = False
+        #: 1 + the broker's and this client's redeliveries of it (JMSXDeliveryCount); counted by
+        #: :meth:`Subscription.run` (:func:`amqstomp._core.settle.first_delivery_count`)
+        self.delivery_count = 1
 
     @property
     def headers(self) -> Dict[str, str]:
@@ -132,7 +137,8 @@ class Subscription(Acking):
     """
 
     def __init__(self, client: "ClientPort", sub_id: str, destination: str, ack: str, headers: Dict[str, Any],
-                 window: SubscriptionWindow, optimize_acknowledge: bool, timeout: float) -> None:
+                 window: SubscriptionWindow, optimize_acknowledge: bool, timeout: float,
+                 redelivery_policy: Optional[RedeliveryPolicy] = None) -> None:
         Acking.__init__(self, window)
         self.closed = True  # until SUBSCRIBEd
         self.client = client
@@ -151,6 +157,10 @@ class Subscription(Acking):
         self._unacked: Dict[Tuple[str, ...], Message] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
         self._ended: Optional[BaseException] = None
+        #: of the messages whose handler raised (:meth:`run`)
+        self.redelivery_policy = redelivery_policy if redelivery_policy is not None else RedeliveryPolicy()
+        #: the workers of :meth:`run` while it runs
+        self.workers: Optional[Workers] = None
 
     # ------------------------------------------------------------ the loop side (the socket's protocol)
 
@@ -324,7 +334,7 @@ class Subscription(Acking):
     # ------------------------------------------------------------ settling
 
     async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
-                      timeout: Optional[float]) -> None:
+                             timeout: Optional[float], frame_headers: Optional[Mapping[str, str]] = None) -> None:
         if not self.app_acked:
             raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
                                       % (cmd, message, self.id, self.ack,
@@ -344,7 +354,8 @@ class Subscription(Acking):
             raise UnknownMessageError("%s of %r: acknowledged already (or by a cumulative ACK); nothing sent"
                                       % (cmd, message))
         version = link.proto.version
-        headers: Dict[str, Any] = ack_headers(version, message.frame.headers, link.proto.dialect == "activemq")
+        headers: Dict[str, Any] = (dict(frame_headers) if frame_headers is not None
+                                   else ack_headers(version, message.frame.headers, link.proto.dialect == "activemq"))
         if cmd == "NACK":
             cmd = reject_command(version)
         if transaction is not None:
@@ -364,6 +375,49 @@ class Subscription(Acking):
         if acks.acked_by_application(self, cumulative):
             link.release_reading(self)
         await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
+
+    # ------------------------------------------------------------ the handler form
+
+    async def run(self, handler: Handler, *, concurrency: int = 1,
+                  on_error: Optional[ErrorCallback] = None) -> None:
+        """Hand every message to ``await handler(message)``, at most ``concurrency`` at once,
+        until the subscription ends (:meth:`close` from another task, :meth:`Client.close`);
+        returning ACKs the message, raising redelivers it by the subscription's
+        ``redelivery_policy`` then NACKs it (:mod:`amqstomp.aio.handler`). Cancelling ``run``
+        cancels the handlers running (their messages stay unacknowledged: redelivered).
+
+        Args:
+            handler (async callable): takes the :class:`Message`; its return value is ignored.
+            concurrency (int): handlers running at once (worker tasks; messages, >= 1; 1 for ``ack:client``).
+            on_error (Callable[[Exception, Message], None] | None): told of each exception a
+                handler raised, on the loop (default: a WARNING with the traceback, no body).
+
+        Raises:
+            ConfigurationError: see :func:`amqstomp.aio.handler.check_run`; or the subscription
+                was not entered (``async with`` it first).
+            SubscriptionClosedError: the subscription ended (closed, or its socket lost without failover).
+        """
+        if self._ended is not None:
+            raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
+        if self.link is None:
+            raise ConfigurationError("run() of subscription %s before its SUBSCRIBE: use it in 'async with' first"
+                                     % self.id)
+        check_run(self, handler, concurrency)
+        workers = self.workers = Workers(self, handler, concurrency, on_error)
+        try:
+            await workers.wait()
+        finally:
+            if self.workers is workers:
+                self.workers = None
+        if self._ended is not None and not isinstance(self._ended, _ClosedByApp):
+            raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
+
+    async def stop_handlers(self, timeout: float) -> None:
+        """Closing: :meth:`run`'s handlers get ``timeout`` seconds to finish (ACKs written), then are
+        cancelled; none handed a message after this call."""
+        workers = self.workers
+        if workers is not None:
+            await workers.stop(timeout)
 
     # ------------------------------------------------------------ life
 
@@ -389,6 +443,9 @@ class Subscription(Acking):
         Raises:
             ReceiptTimeout: no RECEIPT in time (the broker may still deliver until it answers).
         """
+        if self._ended is not None:
+            return
+        await self.stop_handlers(self.client.timeout_s(timeout))
         if self._ended is not None:
             return
         self._count_handed()
