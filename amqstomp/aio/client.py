@@ -238,7 +238,9 @@ class Client:
                 reasons.append("%s:%d: %s" % (host, port, exc))
         raise ConnectFailedException("could not connect: %s" % "; ".join(reasons))
 
-    async def _open_one(self, host: str, port: int, tls: bool) -> AioLink:
+    async def _open_one(self, host: str, port: int, tls: bool, within: Optional[float] = None) -> AioLink:
+        """One socket to ``host:port`` and its CONNECTED, within ``connect_timeout`` seconds (and
+        ``within`` seconds when given: what is left of the failover's first-connect bound)."""
         self._seq += 1
         seq = self._seq
         loop = self.loop
@@ -249,7 +251,8 @@ class Client:
         def factory() -> AioLink:
             return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker)
 
-        return await open_link(loop, factory, host, port, context, headers, self.connect_timeout)
+        timeout = self.connect_timeout if within is None else min(self.connect_timeout, within)
+        return await open_link(loop, factory, host, port, context, headers, timeout)
 
     def __await__(self) -> Generator[Any, None, "Client"]:
         return self.open().__await__()
@@ -564,34 +567,43 @@ class Client:
     # ------------------------------------------------------------ closing
 
     async def close(self, timeout: Optional[float] = None) -> None:
-        """DISCONNECT (its RECEIPT awaited ``timeout`` seconds, default ``close_timeout``),
-        then close the socket; every timer this client armed ends with it. Idempotent;
-        returns within ``timeout`` (+ the socket's close) whatever the broker does."""
+        """DISCONNECT (its RECEIPT awaited), then close the socket; every timer this client
+        armed ends with it. Idempotent. The whole close is bounded by ``timeout`` seconds
+        (default ``close_timeout``), whatever the broker does: past it (no RECEIPT, a broker
+        that stopped reading, a reconnect still running) the socket is aborted."""
         link = self.link
         if link is None or self._closing:
             return
         self._closing = True
+        loop = self.loop
+        wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
+        deadline = loop.time() + wait
         for waiter in self._room:  # sends waiting for room: they see the client closing
             if not waiter.done():
                 waiter.set_result(None)
         if self.failover is not None:
-            await self.failover.stop()
+            await self.failover.stop(wait)
             link = self.link
             assert link is not None
-        wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         for sub in list(self._subs.values()):
             sub.closed_by_client()
         self._subs.clear()
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss
+            confirmed = False
             try:
-                await self.write_frame(link, "DISCONNECT", {}, b"", True, wait, "DISCONNECT")
+                await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()),
+                                       "DISCONNECT")
+                confirmed = True
             except (StompException, asyncio.TimeoutError) as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
-            if link.transport is not None:
+            if confirmed and link.transport is not None:
+                # the broker read everything up to DISCONNECT: a graceful close, in what is left of the bound
                 link.transport.close()
-            try:
-                await asyncio.wait_for(asyncio.shield(link.ended), max(wait, 0.5))
-            except asyncio.TimeoutError:
-                link.abort()
+                try:
+                    await asyncio.wait_for(asyncio.shield(link.ended), max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    pass
+            if not link.closed:
+                link.abort()  # (unconfirmed: bytes still buffered would only delay the close)
         log.info("closed")
