@@ -4,12 +4,14 @@ and then never reads) and the session's ActiveMQ for what the broker decides."""
 import asyncio
 import socket
 import time
+import uuid
 from typing import Any, Awaitable, Iterator, Tuple
 
 import pytest
 
 import amqstomp.aio
-from amqstomp.exception import ConnectFailedException
+from amqstomp.exception import ConnectFailedException, TransactionRolledBackError
+from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -91,3 +93,27 @@ def test_failover_first_connect_bound_holds_before_a_live_broker(silent, activem
         return time.monotonic() - started
     took = run(main())
     assert took < 1.3, took
+
+
+# ------------------------------------------------------------ 2. a transaction whose connection died
+
+def test_commit_after_the_connection_was_lost_is_rolled_back(activemq):
+    dest = "/queue/aio-user-%s" % uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            async with amqstomp.aio.connect("stomp://%s:%d" % proxy.address) as client:
+                with pytest.raises(TransactionRolledBackError) as raised:  # before: UnknownTransactionError
+                    async with client.transaction() as tx:
+                        await tx.send(dest, b"in the transaction")
+                        proxy.cut()
+                        for _ in range(500):  # bounded: until the loss is seen
+                            if client.link is not None and client.link.closed:
+                                break
+                            await asyncio.sleep(0.01)
+                assert not isinstance(raised.value, ValueError) and "rolled it back" in str(raised.value)
+        async with amqstomp.aio.connect("stomp://%s:%d" % activemq.host_and_ports[0]) as client:
+            async with client.subscribe(dest) as sub:  # the broker rolled it back: nothing came
+                with pytest.raises(asyncio.TimeoutError):
+                    await sub.get(timeout=1)
+    run(main())

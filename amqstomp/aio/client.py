@@ -311,7 +311,10 @@ class Client:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
                 sub.lost(error)
-            self.transactions.clear()
+            if link.proto.by_client:
+                self.transactions.clear()
+            # lost: its open transactions stay in the table, stale (the broker rolled them back):
+            # their commit() raises TransactionRolledBackError, their abort() has nothing to do
         for waiter in self._room:
             if not waiter.done():
                 waiter.set_result(None)
