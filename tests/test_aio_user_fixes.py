@@ -3,14 +3,15 @@ fake servers on 127.0.0.1 (a listener that accepts and never answers, one that a
 and then never reads) and the session's ActiveMQ for what the broker decides."""
 import asyncio
 import socket
+import threading
 import time
 import uuid
-from typing import Any, Awaitable, Iterator, Tuple
+from typing import Any, Awaitable, Iterator, List, Tuple
 
 import pytest
 
 import amqstomp.aio
-from amqstomp.exception import ConnectFailedException, TransactionRolledBackError
+from amqstomp.exception import ConfigurationError, ConnectFailedException, ReceiptTimeout, TransactionRolledBackError, WriteTimeout
 from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
@@ -39,6 +40,57 @@ def silent() -> Iterator[Tuple[str, int]]:
         yield listener.getsockname()
     finally:
         listener.close()
+
+
+@pytest.fixture
+def stuck_reader() -> Iterator[Tuple[str, int]]:
+    """A server that answers CONNECT with CONNECTED (STOMP 1.2), then never reads again: the
+    client's socket buffers fill up."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    kept: List[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            kept.append(conn)
+            conn.settimeout(5)
+            data = b""
+            try:
+                while b"\0" not in data:
+                    chunk = conn.recv(1)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(b"CONNECTED\nversion:1.2\nserver:ActiveMQ/5.17.2\nheart-beat:0,0\n\n\0")
+            except OSError:
+                pass
+    thread = threading.Thread(target=serve, daemon=True, name="stuck-reader")
+    thread.start()
+    try:
+        yield listener.getsockname()
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in kept:
+            conn.close()
+        listener.close()
+
+
+async def fill_until_stalled(client: amqstomp.aio.Client) -> BaseException:
+    """Send 64 KiB frames without receipts until one raises (bounded: 2,000 frames)."""
+    for _ in range(2000):
+        try:
+            await client.send("/queue/x", b"x" * 65536, receipt=False, timeout=0.3)
+        except Exception as exc:  # what the test checks
+            return exc
+    raise AssertionError("2,000 frames of 64 KiB went into a socket nobody reads")
 
 
 def closed_port() -> int:
@@ -116,4 +168,62 @@ def test_commit_after_the_connection_was_lost_is_rolled_back(activemq):
             async with client.subscribe(dest) as sub:  # the broker rolled it back: nothing came
                 with pytest.raises(asyncio.TimeoutError):
                     await sub.get(timeout=1)
+    run(main())
+
+
+# ------------------------------------------------------------ 3. close() within close_timeout
+
+def test_close_is_bounded_by_close_timeout_when_the_broker_stopped_reading(stuck_reader):
+    async def main() -> float:
+        client = await amqstomp.aio.connect("stomp://%s:%d" % stuck_reader, close_timeout=1)
+        await fill_until_stalled(client)
+        started = time.monotonic()
+        await client.close()
+        took = time.monotonic() - started
+        assert client.link is not None and client.link.closed
+        return took
+    took = run(main())
+    assert took < 1.4, took  # before: 2 s (the RECEIPT's wait, then as long again for the socket's close)
+
+
+# ------------------------------------------------------------ 4. a stalled write without a receipt
+
+def test_a_send_without_receipt_that_the_socket_does_not_take_is_a_write_timeout(stuck_reader):
+    async def main() -> BaseException:
+        async with amqstomp.aio.connect("stomp://%s:%d" % stuck_reader, close_timeout=0.5) as client:
+            return await fill_until_stalled(client)
+    error = run(main())
+    assert isinstance(error, WriteTimeout), repr(error)  # before: a ReceiptTimeout, though no receipt was asked
+    assert isinstance(error, ReceiptTimeout) and isinstance(error, TimeoutError)
+    assert "took no more bytes within 0.3 s" in str(error) and "receipt" not in str(error), str(error)
+
+
+# ------------------------------------------------------------ 6. headers that contradict send()'s arguments
+
+@pytest.mark.parametrize("headers, named", [
+    ({"destination": "/queue/other"}, "destination"),
+    ({"receipt": "mine"}, "receipt"),
+    ({"transaction": "tx-9"}, "transaction"),
+    ({"content-type": "application/json"}, "content-type"),
+])
+def test_send_refuses_headers_its_arguments_contradict(named, headers):
+    async def main() -> None:
+        client = amqstomp.aio.connect("stomp://127.0.0.1:1")
+        with pytest.raises(ValueError) as raised:  # before: silently overridden (or a stray receipt)
+            await client.send("/queue/a", b"x", headers, content_type="text/plain")
+        assert isinstance(raised.value, ConfigurationError)
+        assert "headers give %s" % named in str(raised.value) and "/queue/a" in str(raised.value)
+    run(main())
+
+
+def test_send_takes_headers_that_agree_with_its_arguments(activemq):
+    dest = "/queue/aio-user-%s" % uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        async with amqstomp.aio.connect("stomp://%s:%d" % activemq.host_and_ports[0]) as client:
+            await client.send(dest, b"x", {"destination": dest, "receipt": None, "content-type": "text/plain"},
+                              content_type="text/plain")
+            async with client.subscribe(dest) as sub:
+                got = await sub.get(timeout=10)
+                assert got.body == b"x" and got.headers.get("content-type") == "text/plain"
     run(main())

@@ -109,7 +109,7 @@ class Failover:
         if left <= 0.0:
             raise ConnectFailedException(
                 "failover: no broker connected within %.3g s (connect_timeout; the URI sets no "
-                "startupMaxReconnectAttempts): %s" % (bound_s, self._tried()))
+                "startupMaxReconnectAttempts): %s" % (bound_s or 0.0, self._tried()))
         return left
 
     async def _passes(self, failed: int, ever: bool, deadline: Optional[float] = None,

@@ -22,11 +22,10 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException, WriteTimeout)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from ..uri import check_destination
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
@@ -37,6 +36,7 @@ from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
                        check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
+from ._sending import send_frame
 from .subscription import Subscription
 from .transaction import Transaction
 
@@ -239,8 +239,7 @@ class Client:
         raise ConnectFailedException("could not connect: %s" % "; ".join(reasons))
 
     async def _open_one(self, host: str, port: int, tls: bool, within: Optional[float] = None) -> AioLink:
-        """One socket to ``host:port`` and its CONNECTED, within ``connect_timeout`` seconds (and
-        ``within`` seconds when given: what is left of the failover's first-connect bound)."""
+        """One socket and its CONNECTED within ``connect_timeout`` s (and ``within`` s: failover's bound)."""
         self._seq += 1
         seq = self._seq
         loop = self.loop
@@ -313,8 +312,7 @@ class Client:
                 sub.lost(error)
             if link.proto.by_client:
                 self.transactions.clear()
-            # lost: its open transactions stay in the table, stale (the broker rolled them back):
-            # their commit() raises TransactionRolledBackError, their abort() has nothing to do
+            # (lost: its transactions stay, stale: commit() raises TransactionRolledBackError)
         for waiter in self._room:
             if not waiter.done():
                 waiter.set_result(None)
@@ -360,6 +358,7 @@ class Client:
             ConnectionClosedException: the socket is gone (nothing written), or, with a
                 receipt, it ended after the frame was written (the caller names the doubt).
             ReceiptTimeout: no RECEIPT within ``timeout`` seconds.
+            WriteTimeout: without ``receipt``, the socket took no more bytes within ``timeout`` s.
             BrokerError: the broker answered ERROR.
         """
         wait = self.timeout_s(timeout)
@@ -369,7 +368,8 @@ class Client:
                 try:
                     await asyncio.wait_for(link.drain(), wait)
                 except asyncio.TimeoutError:
-                    raise ReceiptTimeout("%s: the socket took no more bytes within %.3g s" % (what, wait)) from None
+                    raise WriteTimeout("%s: queued, and the socket took no more bytes within %.3g s (the broker is "
+                                       "not reading): it goes out if the broker reads again" % (what, wait)) from None
             return None
         receipt_id = "%s-%d" % (cmd.lower(), next(self._ids))
         headers["receipt"] = receipt_id
@@ -425,32 +425,21 @@ class Client:
             ConnectionClosedException: the client was closed (:meth:`close` wakes a send
                 waiting for a reconnect, or for room, at once); nothing written.
             ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
-            ConnectionClosedException / NotConnectedException: no socket; nothing written.
+            WriteTimeout: (a ReceiptTimeout) ``receipt=False``: the socket took no more bytes
+                within ``timeout`` (the broker stopped reading); the frame is queued, not confirmed.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
-            InvalidDestinationError, FrameEncodeError: nothing written.
+            InvalidDestinationError, FrameEncodeError, ConfigurationError (``headers`` naming a
+                ``destination``, ``transaction``, ``content-type`` the arguments contradict, or a
+                ``receipt``; :func:`~amqstomp.aio._sending.send_frame`): nothing written.
             InvalidTimeoutError: ``timeout`` is not a number of seconds >= :data:`MIN_TIMEOUT_S`;
                 nothing written.
             TypeError: ``body`` is neither bytes-like nor str (the message names its type).
         """
-        check_destination(destination, "SEND")
+        data, frame_headers = send_frame(destination, body, headers, transaction, content_type)
         wait = self.checked_timeout(timeout)
         link = await self.ready(wait, "the SEND to %s" % destination)
-        if isinstance(body, str):
-            data = body.encode("utf-8")
-        elif isinstance(body, (bytes, bytearray, memoryview)):
-            data = bytes(body)
-        else:
-            raise TypeError("the body of the SEND to %s must be bytes or str, not %s"
-                            % (destination, type(body).__name__))
-        frame_headers: Dict[str, Any] = dict(headers) if headers else {}
-        frame_headers["destination"] = destination
-        if content_type is not None:
-            frame_headers["content-type"] = content_type
-        elif isinstance(body, str):
-            frame_headers.setdefault("content-type", "text/plain; charset=utf-8")
         if transaction is not None:
             self.transaction_check("SEND", transaction)
-            frame_headers["transaction"] = transaction
         what = "the SEND to %s" % destination
         if not receipt:
             await self.write_frame(link, "SEND", frame_headers, data, False, wait, what)
@@ -595,13 +584,11 @@ class Client:
             link.closing()  # the broker's close after the RECEIPT is no loss
             confirmed = False
             try:
-                await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()),
-                                       "DISCONNECT")
+                await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()), "DISCONNECT")
                 confirmed = True
             except (StompException, asyncio.TimeoutError) as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
-            if confirmed and link.transport is not None:
-                # the broker read everything up to DISCONNECT: a graceful close, in what is left of the bound
+            if confirmed and link.transport is not None:  # all read by the broker: a graceful close
                 link.transport.close()
                 try:
                     await asyncio.wait_for(asyncio.shield(link.ended), max(0.0, deadline - loop.time()))
