@@ -11,7 +11,8 @@ from typing import Any, Awaitable, Iterator, List, Tuple
 import pytest
 
 import amqstomp.aio
-from amqstomp.exception import ConfigurationError, ConnectFailedException, ReceiptTimeout, TransactionRolledBackError, WriteTimeout
+from amqstomp.exception import (ConfigurationError, ConnectFailedException, InvalidTimeoutError, ReceiptTimeout,
+                                TransactionRolledBackError, WriteTimeout)
 from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
@@ -226,4 +227,24 @@ def test_send_takes_headers_that_agree_with_its_arguments(activemq):
             async with client.subscribe(dest) as sub:
                 got = await sub.get(timeout=10)
                 assert got.body == b"x" and got.headers.get("content-type") == "text/plain"
+    run(main())
+
+
+# ------------------------------------------------------------ 7. get()'s timeout is checked
+
+def test_get_refuses_a_timeout_that_is_not_one_and_says_what_timed_out(activemq):
+    dest = "/queue/aio-user-%s" % uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        async with amqstomp.aio.connect("stomp://%s:%d" % activemq.host_and_ports[0]) as client:
+            async with client.subscribe(dest) as sub:
+                for bad in (-1, float("nan"), float("inf"), "1", True):
+                    with pytest.raises(InvalidTimeoutError) as raised:  # before: an empty TimeoutError at once
+                        await sub.get(timeout=bad)  # type: ignore[arg-type]
+                    assert "timeout" in str(raised.value)
+                with pytest.raises(asyncio.TimeoutError) as timed_out:
+                    await sub.get(timeout=0)  # a poll
+                assert dest in str(timed_out.value) and "within 0 s" in str(timed_out.value)
+                await client.send(dest, b"x")
+                assert (await sub.get(timeout=10)).body == b"x"
     run(main())
