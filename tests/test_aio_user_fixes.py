@@ -12,7 +12,7 @@ import pytest
 
 import amqstomp.aio
 from amqstomp.exception import (ConfigurationError, ConnectFailedException, InvalidTimeoutError, ReceiptTimeout,
-                                TransactionRolledBackError, WriteTimeout)
+                                TransactionInDoubtError, TransactionRolledBackError, WriteTimeout)
 from amqstomp.testing import TcpProxy
 
 pytestmark = pytest.mark.timeout(60)
@@ -247,4 +247,28 @@ def test_get_refuses_a_timeout_that_is_not_one_and_says_what_timed_out(activemq)
                 assert dest in str(timed_out.value) and "within 0 s" in str(timed_out.value)
                 await client.send(dest, b"x")
                 assert (await sub.get(timeout=10)).body == b"x"
+    run(main())
+
+
+# ------------------------------------------------------------ 8. a cancelled commit is in doubt
+
+def test_after_a_cancelled_commit_commit_and_abort_say_its_outcome_is_unknown(activemq):
+    dest = "/queue/aio-user-%s" % uuid.uuid4().hex[:10]
+
+    async def main() -> None:
+        with TcpProxy(activemq.host_and_ports[0]) as proxy:
+            async with amqstomp.aio.connect("stomp://%s:%d" % proxy.address, close_timeout=1) as client:
+                tx = client.transaction(timeout=10)
+                await tx.begin()
+                await tx.send(dest, b"x")
+                proxy.stall()
+                committing = asyncio.ensure_future(tx.commit())
+                await asyncio.sleep(0.3)
+                committing.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await committing
+                for end in (tx.commit, tx.abort):  # before: UnknownTransactionError (a ValueError)
+                    with pytest.raises(TransactionInDoubtError) as raised:
+                        await end()
+                    assert "cancelled" in str(raised.value) and tx.id in str(raised.value)
     run(main())

@@ -277,7 +277,7 @@ class Subscription(Acking):
                         self._wake_one()
                 if isinstance(exc, asyncio.TimeoutError):
                     raise asyncio.TimeoutError("no message on %s (subscription %s) within %.3g s"
-                                               % (self.destination, self.id, wait)) from None
+                                               % (self.destination, self.id, wait or 0.0)) from None
                 raise
 
     def _identity(self, message: Message) -> Tuple[str, ...]:
