@@ -113,6 +113,18 @@ class ReceiptTimeout(StompException, TimeoutError):
     """No RECEIPT for a frame within the caller's timeout (STOMP 1.2 spec, "RECEIPT")."""
 
 
+class WriteTimeout(ReceiptTimeout):
+    """A frame sent without a receipt was handed to the socket, and the socket took no
+    more bytes within the caller's timeout: its send buffer stayed full (the broker
+    stopped reading, or reads slower than the client writes). The frame waits in the
+    transport's buffer: it goes out if the broker reads again, and is lost with the
+    socket otherwise; nothing says the broker got it. No receipt was asked for; it is a
+    :class:`ReceiptTimeout` (a ``TimeoutError``) so that code catching that around a
+    send keeps catching it. Raised by :meth:`amqstomp.aio.Client.send` with
+    ``receipt=False`` (the threaded APIs close such a socket as a loss instead:
+    ``ConnectionClosedException``)."""
+
+
 class RequiredArgumentError(StompException, ValueError, AssertionError):
     """A required argument is None (``send(destination=None)``,
     ``set_listener(name, None)``, ``ack(None)``...). stomp.py 9.0 checks these

@@ -55,9 +55,10 @@ Alive = Callable[[int], bool]
 
 def rolled_back(command: str, transaction: Any) -> TransactionRolledBackError:
     """The refusal of ``command`` in ``transaction``, which began on a socket lost
-    since (failover): the broker rolled it back with that socket."""
-    return TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since (failover); the "
-                                      "broker rolled it back" % (command, transaction))
+    since (failover, or a plain connection that was lost): the broker rolled it back
+    with that socket."""
+    return TransactionRolledBackError("%s not sent: transaction %s began on a connection lost since; the broker "
+                                      "rolled it back with that connection" % (command, transaction))
 
 
 def lost_with_socket(command: str, transaction: Any) -> TransactionRolledBackError:

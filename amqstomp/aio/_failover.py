@@ -24,7 +24,8 @@ __all__ = ["Failover", "notify"]
 log = logging.getLogger("amqstomp.aio")
 
 Endpoint = Tuple[str, int, bool]
-OpenOne = Callable[[str, int, bool], Awaitable[AioLink]]
+#: opens one socket to (host, port, tls) within the seconds given (None: the client's connect_timeout)
+OpenOne = Callable[[str, int, bool, Optional[float]], Awaitable[AioLink]]
 
 
 def notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
@@ -45,7 +46,8 @@ class Failover:
         loop (asyncio.AbstractEventLoop): the client's loop.
         policy (ReconnectPolicy): from the URI (:meth:`ReconnectPolicy.from_uri`).
         endpoints (list[tuple[str, int, bool]]): (host, port, tls) in URI order.
-        open_one (Callable): opens one socket and waits for CONNECTED (raises ConnectFailedException).
+        open_one (Callable): opens one socket and waits for CONNECTED, within the seconds given
+            when not None (raises ConnectFailedException).
         connected (Callable[[AioLink], Awaitable[None]]): the client takes the new socket
             (replays its subscriptions) before the waiters are woken.
     """
@@ -76,20 +78,19 @@ class Failover:
         ``bound_s`` seconds passed (None: no bound but the policy's -- the client gives
         ``connect_timeout`` unless the URI sets ``startupMaxReconnectAttempts``).
 
+        The bound is one absolute deadline that every attempt and every back-off sleep is cut
+        to (:meth:`_passes` stops when it passes): no wait here depends on a cancellation
+        getting through (``asyncio.wait_for`` before Python 3.12 can swallow one that meets
+        a result, and a loop it was meant to end would then go on for ever).
+
         Raises:
             ConnectRefusedError: a broker refused CONNECT (a login: trying again will not help).
             ConnectFailedException: given up, or no broker within ``bound_s`` (the brokers
                 tried and their last reasons in the message).
+            ConnectionClosedException: the client was closed meanwhile.
         """
-        if bound_s is None:
-            link = await self._passes(0, False)
-        else:
-            try:
-                link = await asyncio.wait_for(self._passes(0, False), bound_s)
-            except asyncio.TimeoutError:
-                raise ConnectFailedException(
-                    "failover: no broker connected within %.3g s (connect_timeout; the URI sets no "
-                    "startupMaxReconnectAttempts): %s" % (bound_s, self._tried())) from None
+        deadline = None if bound_s is None else self.loop.time() + bound_s
+        link = await self._passes(0, False, deadline, bound_s)
         self.ever_connected = True
         return link
 
@@ -97,20 +98,42 @@ class Failover:
         return "; ".join("%s:%d: %s" % (host, port, self.reasons.get((host, port, tls), "not tried yet"))
                          for host, port, tls in self.endpoints)
 
-    async def _passes(self, failed: int, ever: bool) -> AioLink:
+    def _left(self, deadline: Optional[float], bound_s: Optional[float]) -> Optional[float]:
+        """Seconds left before ``deadline`` (None: no deadline); raises once none are left,
+        or once the client stopped the reconnects."""
+        if self.stopped:
+            raise ConnectionClosedException("failover stopped: the client was closed")
+        if deadline is None:
+            return None
+        left = deadline - self.loop.time()
+        if left <= 0.0:
+            raise ConnectFailedException(
+                "failover: no broker connected within %.3g s (connect_timeout; the URI sets no "
+                "startupMaxReconnectAttempts): %s" % (bound_s or 0.0, self._tried()))
+        return left
+
+    async def _passes(self, failed: int, ever: bool, deadline: Optional[float] = None,
+                      bound_s: Optional[float] = None) -> AioLink:
+        """Passes over the brokers (the policy's order and back-off) until one connects;
+        each attempt and each sleep is cut to ``deadline`` (the loop's time; None: none),
+        and the loop itself stops once it passed or the client stopped (see :meth:`first`)."""
         attempts = failed
         while True:
             reasons = []
             for endpoint in self.policy.order(self.endpoints, failed=self.last):
                 host, port, tls = endpoint
+                left = self._left(deadline, bound_s)
                 try:
-                    link = await self.open_one(host, port, tls)
+                    link = await self.open_one(host, port, tls, left)
                 except ConnectFailedException as exc:
                     if isinstance(exc, BrokerError) and not ever:
                         raise
                     reasons.append("%s:%d: %s" % (host, port, exc))
                     self.reasons[endpoint] = str(exc)
                     continue
+                if self.stopped:  # closed while this socket opened (a cancellation that did not get through)
+                    link.abort()
+                    self._left(deadline, bound_s)
                 self.last = endpoint
                 self.up_since = self.loop.time()
                 return link
@@ -121,7 +144,9 @@ class Failover:
             if level is not None:
                 log.log(level, "failed to connect to %s after %d attempt(s), continuing to retry",
                         [("%s:%d" % e[:2]) for e in self.endpoints], attempts)
-            await asyncio.sleep(self.policy.delay_ms(attempts) / 1000.0)
+            delay = self.policy.delay_ms(attempts) / 1000.0
+            left = self._left(deadline, bound_s)
+            await asyncio.sleep(delay if left is None else min(delay, left))
 
     def lost(self, error: Optional[BaseException]) -> None:
         """The open socket was lost (not closed by the client): reconnect in a task."""
@@ -150,8 +175,10 @@ class Failover:
             self.gave_up = str(exc)
             log.error("failover gave up: %s", exc)
             self.up.set()  # the waiters see gave_up
-        except asyncio.CancelledError:
-            raise
+        except ConnectionClosedException:
+            if not self.stopped:
+                raise
+            # stopped by the client (a cancellation that did not get through ends here too)
 
     async def wait_up(self, timeout: float, what: str) -> None:
         """Wait (``timeout`` seconds, and at most the URI's ``timeout``) until a socket is up.
@@ -173,18 +200,19 @@ class Failover:
         if self.gave_up is not None:
             raise ConnectionClosedException("%s not sent: failover gave up: %s" % (what, self.gave_up))
 
-    async def stop(self) -> None:
-        """End the reconnect task, if one runs (the client closes); whoever waits in
-        :meth:`wait_up` is woken at once with ConnectionClosedException."""
+    async def stop(self, timeout: float) -> None:
+        """End the reconnect task, if one runs (the client closes), waiting for it at most
+        ``timeout`` seconds; whoever waits in :meth:`wait_up` is woken at once with
+        ConnectionClosedException. The task also sees :attr:`stopped` at its next step (its
+        loop ends even if the cancellation did not get through)."""
         self.stopped = True
         self.up.set()
         task = self.task
         if task is not None and not task.done():
             task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):  # ended: its outcome no longer matters
-                pass
+            await asyncio.wait((task,), timeout=max(timeout, 0.0))  # (raises nothing; never cancels)
+        if task is not None and task.done() and not task.cancelled():
+            task.exception()  # ended: its outcome no longer matters (retrieved: no warning)
         self.task = None
 
     def describe(self) -> Any:

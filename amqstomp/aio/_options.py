@@ -8,13 +8,15 @@ Licensed under the Apache License, Version 2.0.
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 from ..exception import ConfigurationError, InvalidTimeoutError
+from ..flow import RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.frames import ACCEPT_VERSIONS
 from .._io.timeouts import clamp_wait
 from .._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
 from .._core.uri_options import CONNECTION_OPTIONS, TRANSPORT_OPTIONS
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S",
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S", "SEND_RESENDS",
+           "DEFAULT_PRODUCER_WINDOW", "DEFAULT_REDELIVERY",
            "check_timeout", "Target", "resolve_target"]
 
 #: The default bounds, seconds, of connect() (also what a timeout given as None means there).
@@ -24,6 +26,13 @@ DEFAULT_CLOSE_TIMEOUT = 5.0
 #: The shortest timeout, seconds, a connect()/send()/subscribe()/transaction() takes: a shorter
 #: one could not see a RECEIPT, so a frame would be written with a wait that cannot succeed.
 MIN_TIMEOUT_S = 0.001
+#: With failover, how many times a SEND whose socket was lost before its RECEIPT is written again
+#: on the next socket before SendInDoubtError (at least once: the broker may then have it twice).
+SEND_RESENDS = 2
+#: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
+DEFAULT_PRODUCER_WINDOW = 1024 * 1024
+#: The redelivery policy of a subscription naming none (:meth:`Subscription.run`'s; iterating redelivers nothing).
+DEFAULT_REDELIVERY = RedeliveryPolicy()
 
 
 def check_timeout(value: Optional[float], name: str, default: float) -> float:

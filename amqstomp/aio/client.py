@@ -22,11 +22,10 @@ from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException, WriteTimeout)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
-from ..uri import check_destination
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
 from .._core.transactions import TransactionTable
@@ -34,17 +33,15 @@ from .._core.dialect import check_broker, connect_host
 from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
 from ._failover import Failover, notify
-from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RECEIPT_TIMEOUT, MIN_TIMEOUT_S,
-                       check_timeout, resolve_target)
+from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PRODUCER_WINDOW, DEFAULT_RECEIPT_TIMEOUT,
+                       DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
+from ._sending import send_frame
 from .handler import stop_handlers
 from .subscription import Subscription
 from .transaction import Transaction
 
 __all__ = ["connect", "Client"]
-
-#: the redelivery policy of a subscription naming none (:meth:`Subscription.run`'s; iterating redelivers nothing)
-DEFAULT_REDELIVERY = RedeliveryPolicy()
 
 log = logging.getLogger("amqstomp.aio")
 
@@ -52,11 +49,6 @@ Hosts = Union[str, Sequence[Tuple[str, int]]]
 #: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
 AckMode = Literal["auto", "client", "client-individual"]
 
-#: With failover, how many times a SEND whose socket was lost before its RECEIPT is written again
-#: on the next socket before SendInDoubtError (at least once: the broker may then have it twice).
-SEND_RESENDS = 2
-#: Bytes of SEND bodies awaiting their RECEIPT at once, by default (ActiveMQ's producerWindowSize).
-DEFAULT_PRODUCER_WINDOW = 1024 * 1024
 
 
 def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
@@ -238,7 +230,8 @@ class Client:
                 reasons.append("%s:%d: %s" % (host, port, exc))
         raise ConnectFailedException("could not connect: %s" % "; ".join(reasons))
 
-    async def _open_one(self, host: str, port: int, tls: bool) -> AioLink:
+    async def _open_one(self, host: str, port: int, tls: bool, within: Optional[float] = None) -> AioLink:
+        """One socket and its CONNECTED within ``connect_timeout`` s (and ``within`` s: failover's bound)."""
         self._seq += 1
         seq = self._seq
         loop = self.loop
@@ -249,7 +242,8 @@ class Client:
         def factory() -> AioLink:
             return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker)
 
-        return await open_link(loop, factory, host, port, context, headers, self.connect_timeout)
+        timeout = self.connect_timeout if within is None else min(self.connect_timeout, within)
+        return await open_link(loop, factory, host, port, context, headers, timeout)
 
     def __await__(self) -> Generator[Any, None, "Client"]:
         return self.open().__await__()
@@ -308,7 +302,9 @@ class Client:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
                 sub.lost(error)
-            self.transactions.clear()
+            if link.proto.by_client:
+                self.transactions.clear()
+            # (lost: its transactions stay, stale: commit() raises TransactionRolledBackError)
         for waiter in self._room:
             if not waiter.done():
                 waiter.set_result(None)
@@ -354,6 +350,7 @@ class Client:
             ConnectionClosedException: the socket is gone (nothing written), or, with a
                 receipt, it ended after the frame was written (the caller names the doubt).
             ReceiptTimeout: no RECEIPT within ``timeout`` seconds.
+            WriteTimeout: without ``receipt``, the socket took no more bytes within ``timeout`` s.
             BrokerError: the broker answered ERROR.
         """
         wait = self.timeout_s(timeout)
@@ -363,7 +360,8 @@ class Client:
                 try:
                     await asyncio.wait_for(link.drain(), wait)
                 except asyncio.TimeoutError:
-                    raise ReceiptTimeout("%s: the socket took no more bytes within %.3g s" % (what, wait)) from None
+                    raise WriteTimeout("%s: queued, and the socket took no more bytes within %.3g s (the broker is "
+                                       "not reading): it goes out if the broker reads again" % (what, wait)) from None
             return None
         receipt_id = "%s-%d" % (cmd.lower(), next(self._ids))
         headers["receipt"] = receipt_id
@@ -419,32 +417,21 @@ class Client:
             ConnectionClosedException: the client was closed (:meth:`close` wakes a send
                 waiting for a reconnect, or for room, at once); nothing written.
             ReceiptTimeout: no RECEIPT (or no room) in time; the broker may have the message.
-            ConnectionClosedException / NotConnectedException: no socket; nothing written.
+            WriteTimeout: (a ReceiptTimeout) ``receipt=False``: the socket took no more bytes
+                within ``timeout`` (the broker stopped reading); the frame is queued, not confirmed.
             UnknownTransactionError, TransactionRolledBackError: a transaction not open here.
-            InvalidDestinationError, FrameEncodeError: nothing written.
+            InvalidDestinationError, FrameEncodeError, ConfigurationError (``headers`` naming a
+                ``destination``, ``transaction``, ``content-type`` the arguments contradict, or a
+                ``receipt``; :func:`~amqstomp.aio._sending.send_frame`): nothing written.
             InvalidTimeoutError: ``timeout`` is not a number of seconds >= :data:`MIN_TIMEOUT_S`;
                 nothing written.
             TypeError: ``body`` is neither bytes-like nor str (the message names its type).
         """
-        check_destination(destination, "SEND")
+        data, frame_headers = send_frame(destination, body, headers, transaction, content_type)
         wait = self.checked_timeout(timeout)
         link = await self.ready(wait, "the SEND to %s" % destination)
-        if isinstance(body, str):
-            data = body.encode("utf-8")
-        elif isinstance(body, (bytes, bytearray, memoryview)):
-            data = bytes(body)
-        else:
-            raise TypeError("the body of the SEND to %s must be bytes or str, not %s"
-                            % (destination, type(body).__name__))
-        frame_headers: Dict[str, Any] = dict(headers) if headers else {}
-        frame_headers["destination"] = destination
-        if content_type is not None:
-            frame_headers["content-type"] = content_type
-        elif isinstance(body, str):
-            frame_headers.setdefault("content-type", "text/plain; charset=utf-8")
         if transaction is not None:
             self.transaction_check("SEND", transaction)
-            frame_headers["transaction"] = transaction
         what = "the SEND to %s" % destination
         if not receipt:
             await self.write_frame(link, "SEND", frame_headers, data, False, wait, what)
@@ -566,35 +553,42 @@ class Client:
     # ------------------------------------------------------------ closing
 
     async def close(self, timeout: Optional[float] = None) -> None:
-        """DISCONNECT (its RECEIPT awaited ``timeout`` seconds, default ``close_timeout``),
-        then close the socket; every timer this client armed ends with it. Idempotent;
-        returns within ``timeout`` (+ the socket's close) whatever the broker does."""
+        """DISCONNECT (its RECEIPT awaited), then close the socket; every timer this client
+        armed ends with it. Idempotent. The whole close is bounded by ``timeout`` seconds
+        (default ``close_timeout``), whatever the broker does: past it (no RECEIPT, a broker
+        that stopped reading, a reconnect still running) the socket is aborted."""
         link = self.link
         if link is None or self._closing:
             return
         self._closing = True
+        loop = self.loop
+        wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
+        deadline = loop.time() + wait
         for waiter in self._room:  # sends waiting for room: they see the client closing
             if not waiter.done():
                 waiter.set_result(None)
         if self.failover is not None:
-            await self.failover.stop()
+            await self.failover.stop(wait)
             link = self.link
             assert link is not None
-        wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
-        wait = await stop_handlers(self.loop, self._subs.values(), wait)  # (their ACKs written first)
+        await stop_handlers(loop, self._subs.values(), max(0.0, deadline - loop.time()))  # (their ACKs written first)
         for sub in list(self._subs.values()):
             sub.closed_by_client()
         self._subs.clear()
         if not link.closed:
             link.closing()  # the broker's close after the RECEIPT is no loss
+            confirmed = False
             try:
-                await self.write_frame(link, "DISCONNECT", {}, b"", True, wait, "DISCONNECT")
+                await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()), "DISCONNECT")
+                confirmed = True
             except (StompException, asyncio.TimeoutError) as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
-            if link.transport is not None:
+            if confirmed and link.transport is not None:  # all read by the broker: a graceful close
                 link.transport.close()
-            try:
-                await asyncio.wait_for(asyncio.shield(link.ended), max(wait, 0.5))
-            except asyncio.TimeoutError:
-                link.abort()
+                try:
+                    await asyncio.wait_for(asyncio.shield(link.ended), max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    pass
+            if not link.closed:
+                link.abort()  # (unconfirmed: bytes still buffered would only delay the close)
         log.info("closed")

@@ -31,6 +31,7 @@ from .._core.acks import PAUSE, Acking
 from .._core.frames import ack_headers, reject_command
 from ..flow import RedeliveryPolicy
 from .handler import ErrorCallback, Handler, Workers, check_run
+from .._io.timeouts import clamp_wait
 
 if TYPE_CHECKING:
     from ._link import AioLink
@@ -247,12 +248,14 @@ class Subscription(Acking):
             SubscriptionClosedError: the subscription ended: its socket lost (after what it
                 had delivered), or closed by the application or :meth:`Client.close` (at once:
                 what was buffered is dropped).
-            InvalidTimeoutError: ``timeout`` is not a number of seconds.
+            InvalidTimeoutError: ``timeout`` is not a number of seconds >= 0 (negative, NaN,
+                infinite, not a number: the message names it); 0 is a poll.
         """
+        wait = clamp_wait(timeout, "timeout", strict=True)
         self._count_handed()
         queue = self._queue
         loop = self.client.loop
-        deadline = None if timeout is None else loop.time() + self.client.timeout_s(timeout)
+        deadline = None if wait is None else loop.time() + wait
         while True:
             while queue:
                 message = queue.popleft()
@@ -275,13 +278,16 @@ class Subscription(Acking):
                     await waiter
                 else:
                     await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
-            except BaseException:
+            except BaseException as exc:
                 # cancelled or timed out: take nothing; a wake-up this receive got goes to the next one
                 try:
                     self._waiters.remove(waiter)
                 except ValueError:
                     if queue or self._ended is not None:
                         self._wake_one()
+                if isinstance(exc, asyncio.TimeoutError):
+                    raise asyncio.TimeoutError("no message on %s (subscription %s) within %.3g s"
+                                               % (self.destination, self.id, wait or 0.0)) from None
                 raise
 
     def _identity(self, message: Message) -> Tuple[str, ...]:

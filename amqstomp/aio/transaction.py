@@ -40,6 +40,8 @@ class Transaction:
         self.id = transaction_id
         self.timeout = timeout
         self.ended = False
+        #: a COMMIT written whose wait for the RECEIPT was cancelled: its outcome is unknown
+        self.commit_cancelled = False
 
     async def begin(self) -> None:
         """Write BEGIN (no RECEIPT: an ERROR for it fails the COMMIT).
@@ -76,6 +78,8 @@ class Transaction:
             TransactionInDoubtError: the COMMIT was written and no RECEIPT came (the socket
                 was lost, or the timeout passed): the broker may or may not have committed.
             UnknownTransactionError: not begun, or ended already.
+            TransactionInDoubtError: also when an earlier commit() of it was cancelled after its
+                COMMIT was written (the outcome of that one is unknown); :meth:`abort` then too.
         """
         await self._end("COMMIT", timeout)
 
@@ -84,11 +88,15 @@ class Transaction:
         gone has nothing to abort (the broker rolled it back): returns.
 
         Raises:
-            ReceiptTimeout, BrokerError: as the broker answers; UnknownTransactionError.
+            ReceiptTimeout, BrokerError: as the broker answers; UnknownTransactionError;
+            TransactionInDoubtError: a commit() of it was cancelled after its COMMIT was written.
         """
         await self._end("ABORT", timeout)
 
     async def _end(self, cmd: str, timeout: Optional[float]) -> None:
+        if self.commit_cancelled:
+            raise TransactionInDoubtError("%s of %s not sent: its COMMIT was written and the wait for its receipt was "
+                                          "cancelled: the broker may or may not have committed" % (cmd, self.id))
         client = self.client
         table = client.transactions
         if cmd == "ABORT" and table.is_stale(self.id):
@@ -109,6 +117,10 @@ class Transaction:
         what = "%s of %s" % (cmd, self.id)
         try:
             await client.write_frame(link, cmd, {"transaction": self.id}, b"", True, wait, what)
+        except asyncio.CancelledError:
+            # (written whole before the first await: the broker may commit it)
+            self.commit_cancelled = cmd == "COMMIT"
+            raise
         except LostAfterWrite as exc:
             if cmd == "COMMIT":
                 raise TransactionInDoubtError("the connection was lost after %s was written and before its receipt: "
