@@ -218,7 +218,7 @@ def test_what_an_error_means_is_one_decision_of_the_core():
     exception, the refused CONNECT, the listeners' event, the log line and its level."""
     import logging
 
-    from amqstomp._core.errors import error_answer_failures, error_outcome, last_error_note
+    from amqstomp._core.errors import connect_wait_failure, error_answer_failures, error_outcome, last_error_note
     from amqstomp._core.events import ConnectRefused, ErrorIn
     from amqstomp._core.state import UNSUBSCRIBED_ERROR
     from amqstomp.exception import BrokerError, ConnectRefusedError
@@ -261,6 +261,19 @@ def test_what_an_error_means_is_one_decision_of_the_core():
         error_outcome(rabbit, RECEIPT, None, frames_of(rabbit, "RECEIPT"))
     (failure,) = error_answer_failures([("bad", waiter, frame)])
     assert failure[0] is waiter and failure[1].receipt_id == "bad" and "naming no receipt" in str(failure[1])
+    # the CONNECTED wait, when the socket ended first: a broker that closed it with no ERROR says so
+    lapse = ProtocolState("1.2")
+    lapse.connection_lost("connection closed by the broker")
+    failed = connect_wait_failure(lapse, "connection closed by the broker", None)
+    assert str(failed) == ("connection closed before CONNECTED: connection closed by the broker without an ERROR "
+                           "frame (no reason given: a refused login, or a broker stopping)")
+    mine = ProtocolState("1.2")
+    mine.closing()
+    cause = OSError("reset")
+    failed = connect_wait_failure(mine, "connection closed by the client", cause)
+    assert str(failed) == "connection closed before CONNECTED: connection closed by the client"
+    assert failed.__cause__ is cause
+    assert str(connect_wait_failure(state, "gone", None)) == "connection closed right after CONNECTED: gone"
 
 
 def frames_of(state, cmd):

@@ -16,7 +16,9 @@ module says what follows from it, as values, for the threaded driver
   to this side's own UNSUBSCRIBE is logged at DEBUG and is nothing else);
 * :func:`error_answer_failures` -- the receipts an ERROR naming none was matched with, each with
   the :class:`~amqstomp.exception.BrokerError` it fails with;
-* :func:`last_error_note` -- what the reason of a connection the broker ended adds: its last ERROR.
+* :func:`last_error_note` -- what the reason of a connection the broker ended adds: its last ERROR;
+* :func:`connect_wait_failure` -- what the CONNECTED wait fails with when the socket ended first
+  (saying so when the broker closed it before CONNECTED without an ERROR frame).
 
 Pure: no socket, thread, lock or clock (times come in as ms). The drivers log with their own
 loggers, at the level and with the text given here.
@@ -24,12 +26,12 @@ loggers, at the level and with the text given here.
 import logging
 from typing import Any, List, Optional, Tuple
 
-from ..exception import BrokerError, ConnectRefusedError, broker_reason
+from ..exception import BrokerError, ConnectFailedException, ConnectRefusedError, broker_reason
 from .events import ConnectRefused, ErrorIn, LinkEvent
 from .state import CONNECT_REFUSED, ERROR, UNSUBSCRIBED_ERROR, ProtocolState
 
-__all__ = ["ERROR_EVENTS", "ErrorOutcome", "error_outcome", "error_answer_failures", "last_error_note", "ANSWERED",
-           "ANSWERED_NAMING_NONE", "REFUSED"]
+__all__ = ["ERROR_EVENTS", "ErrorOutcome", "error_outcome", "error_answer_failures", "last_error_note",
+           "connect_wait_failure", "ANSWERED", "ANSWERED_NAMING_NONE", "REFUSED", "NO_ERROR_FRAME"]
 
 #: the events of :meth:`~amqstomp._core.state.ProtocolState.handle` for an ERROR frame (:func:`error_outcome`)
 ERROR_EVENTS = frozenset((ERROR, CONNECT_REFUSED, UNSUBSCRIBED_ERROR))
@@ -39,6 +41,8 @@ ANSWERED = "the broker answered with ERROR"
 ANSWERED_NAMING_NONE = ANSWERED + " (naming no receipt: every other receipt awaited then was answered)"
 #: the message of the ConnectRefusedError the CONNECTED wait fails with
 REFUSED = "the broker refused the connection"
+#: what the reason of a socket the broker closed before CONNECTED, with no ERROR, adds
+NO_ERROR_FRAME = " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
 
 
 class ErrorOutcome:
@@ -110,3 +114,19 @@ def last_error_note(proto: ProtocolState, now_ms: float) -> str:
     if frame is None:
         return ""
     return "; its last ERROR (%.2f s before): %s" % ((now_ms - proto.last_error_ms) / 1000.0, broker_reason(frame))
+
+
+def connect_wait_failure(proto: ProtocolState, reason: str, error: Optional[BaseException]) -> ConnectFailedException:
+    """What the CONNECTED wait fails with when the socket ended (``reason``, ``error``: why)
+    before it was answered: "connection closed before CONNECTED: <reason>" ("right after"
+    when CONNECTED came but the wait had not seen it yet); a socket the broker closed before
+    CONNECTED with no ERROR (:attr:`~amqstomp._core.state.ProtocolState.last_error`) and no
+    error of this side's says so (:data:`NO_ERROR_FRAME`: ActiveMQ closes a refused login's
+    socket before its ERROR now and then). ``error`` is its ``__cause__``."""
+    was_connected = proto.connected_frame is not None
+    if not was_connected and not proto.by_client and error is None and proto.last_error is None:
+        reason += NO_ERROR_FRAME
+    failed = ConnectFailedException("connection closed %s CONNECTED: %s"
+                                    % ("right after" if was_connected else "before", reason))
+    failed.__cause__ = error
+    return failed

@@ -19,7 +19,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
-from .._core.errors import ERROR_EVENTS, error_answer_failures, error_outcome, last_error_note
+from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
+                            last_error_note)
 from .._core.events import (
     HeartbeatIn,
     HeartbeatTimeout,
@@ -429,9 +430,9 @@ class Link(LinkWriter):
             by_client = proto.by_client
             if not by_client:
                 reason += self.error_note()
-            was_connected = proto.connected_frame is not None
             receipts = proto.connection_lost(reason, error)
             self.closed = proto.end
+            connect_failed = None if self.connect_future.done() else connect_wait_failure(proto, reason, error)
         # release every waiter before the socket goes: on_disconnected (posted
         # by the reader once the shutdown wakes it) must find them released
         closed = ConnectionClosedException("connection closed: %s" % reason)
@@ -439,13 +440,8 @@ class Link(LinkWriter):
             closed.__cause__ = error
         for future in receipts:
             fail(future, closed)
-        if not self.connect_future.done():
-            if not was_connected and not by_client and error is None and self.proto.last_error is None:
-                reason += " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
-            failed = ConnectFailedException("connection closed %s CONNECTED: %s"
-                                            % ("right after" if was_connected else "before", reason))
-            failed.__cause__ = error
-            fail(self.connect_future, failed)
+        if connect_failed is not None:
+            fail(self.connect_future, connect_failed)
         with self.pause_lock:
             self.resume.set()
         self.scheduler.stop()

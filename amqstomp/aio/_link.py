@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set
 
 from ..codec import Frame
 from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
-from .._core.errors import ERROR_EVENTS, error_answer_failures, error_outcome, last_error_note
+from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
+                            last_error_note)
 from .._core.state import CONNECTED, RECEIPT, ProtocolState
 
 __all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES", "open_link"]
@@ -382,9 +383,7 @@ class AioLink(asyncio.BufferedProtocol):
             if not future.done():
                 future.set_exception(closed)
         if not self.connected.done():
-            failed = ConnectFailedException("connection closed before CONNECTED: %s" % reason)
-            failed.__cause__ = error
-            self.connected.set_exception(failed)
+            self.connected.set_exception(connect_wait_failure(self.proto, reason, error))
             self.connected.exception()  # retrieved: no "never retrieved" warning when nobody waits
         for waiter in self._drain_waiters:
             if not waiter.done():
