@@ -127,8 +127,8 @@ class ProtocolState:
     __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
                  "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "last_error_ms",
-                 "error_receipt_id", "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers",
-                 "offered_versions", "end", "silent", "down")
+                 "error_receipt_id", "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors",
+                 "error_answers", "offered_versions", "end", "silent", "down")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
