@@ -24,6 +24,7 @@ from ._engine.client import Client
 from ._engine.dispatch import PROTOCOL_LISTENER
 from ._engine.ledger import SocketLedger
 from ._core.backoff import stomp_py_failover
+from ._core.events import TransportResumed
 from ._core.dialect import check_broker, connect_host
 from ._core.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
@@ -336,7 +337,7 @@ class StompSession:
         if not rc.ever_connected:  # the first connection (connect()): nothing to resume or replay
             return
         rc.check_armed()  # nor on_transport_resumed
-        transport.notify("transport_resumed")
+        transport.post(TransportResumed())  # the listeners' on_transport_resumed (LISTENER_CALLS)
         self._raw_subscriptions.clear()  # not replayed: gone with the lost socket
         if not self.auto_resubscribe:
             self.subscriptions.reset()

@@ -491,9 +491,9 @@ class BaseTransport(Driver, Publisher):
             finally:
                 local.injecting = False
             return
-        if f.cmd == "MESSAGE":
-            self.dispatch.call("before_message", f)
-        self.dispatch.call(str(f.cmd).lower(), f)
+        # the event the frame stands for (events.event_named): a MESSAGE to on_before_message then
+        # on_message, a RECEIPT/ERROR/CONNECTED as its typed event (dispatch.LISTENER_CALLS)
+        self.dispatch.notify(str(f.cmd).lower(), f)
 
     def injecting(self) -> bool:
         """True while the application hands a frame in with :meth:`process_frame`

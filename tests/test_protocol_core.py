@@ -213,6 +213,75 @@ def test_an_error_naming_no_receipt_is_matched_once_the_other_receipts_are_answe
     assert classic.handle(answer) == (RECEIPT, first) and classic.take_error_answers() == []
 
 
+def test_what_an_error_means_is_one_decision_of_the_core():
+    """amqstomp._core.errors: for every driver, which waiter an ERROR fails with which
+    exception, the refused CONNECT, the listeners' event, the log line and its level."""
+    import logging
+
+    from amqstomp._core.errors import connect_wait_failure, error_answer_failures, error_outcome, last_error_note
+    from amqstomp._core.events import ConnectRefused, ErrorIn
+    from amqstomp._core.state import UNSUBSCRIBED_ERROR
+    from amqstomp.exception import BrokerError, ConnectRefusedError
+
+    state = ProtocolState("1.2")
+    assert last_error_note(state, 0.0) == ""
+    (frame,) = state.receive_data(encode_frame("ERROR", {"message": "bad login"}, b"", "1.2"), 1000.0)
+    event, token = state.handle(frame)
+    refused = error_outcome(state, event, token, frame)
+    assert isinstance(refused.refused, ConnectRefusedError) and str(refused.refused) == \
+        "the broker refused the connection: bad login"
+    assert refused.token is None and refused.error is None and isinstance(refused.event, ConnectRefused)
+    assert (refused.level, refused.log_line) == (logging.WARNING, "broker ERROR: bad login")
+    assert last_error_note(state, 1250.0) == "; its last ERROR (0.25 s before): bad login"
+    _connected(state)
+    waiter = object()
+    state.expect_receipt("r-1", waiter)
+    (frame,) = state.receive_data(encode_frame("ERROR", {"receipt-id": "r-1", "message": "no"}, b"", "1.2"), 2.0)
+    answered = error_outcome(state, *state.handle(frame), frame)
+    assert answered.token is waiter and answered.refused is None and isinstance(answered.event, ErrorIn)
+    assert type(answered.error) is BrokerError and answered.error.receipt_id == "r-1"
+    assert str(answered.error) == "the broker answered with ERROR: no (ERROR for receipt 'r-1')"
+    (frame,) = state.receive_data(encode_frame("ERROR", {"message": "nobody's"}, b"", "1.2"), 3.0)
+    alone = error_outcome(state, *state.handle(frame), frame)
+    assert (alone.token, alone.error, alone.refused) == (None, None, None) and alone.event.arg is frame
+    # a late answer to this side's own UNSUBSCRIBE (RabbitMQ's): a DEBUG line, nothing else
+    rabbit = ProtocolState("1.2")
+    _connected(rabbit, server="RabbitMQ/3.10.8")
+    rabbit.encode("UNSUBSCRIBE", {"id": "7"}, b"")
+    late = encode_frame("ERROR", {"message": "Subscription not found"},
+                        b"There is no current subscription with tag 'T_7'.", "1.2")
+    (frame,) = rabbit.receive_data(late, 1.0)
+    event, token = rabbit.handle(frame)
+    assert event == UNSUBSCRIBED_ERROR
+    quiet = error_outcome(rabbit, event, token, frame)
+    assert (quiet.token, quiet.error, quiet.refused, quiet.event, quiet.level) == (None, None, None, None,
+                                                                                  logging.DEBUG)
+    assert "UNSUBSCRIBE" in quiet.log_line and "Subscription not found" in quiet.log_line
+    with pytest.raises(ValueError, match="RECEIPT"):
+        error_outcome(rabbit, RECEIPT, None, frames_of(rabbit, "RECEIPT"))
+    (failure,) = error_answer_failures([("bad", waiter, frame)])
+    assert failure[0] is waiter and failure[1].receipt_id == "bad" and "naming no receipt" in str(failure[1])
+    # the CONNECTED wait, when the socket ended first: a broker that closed it with no ERROR says so
+    lapse = ProtocolState("1.2")
+    lapse.connection_lost("connection closed by the broker")
+    failed = connect_wait_failure(lapse, "connection closed by the broker", None)
+    assert str(failed) == ("connection closed before CONNECTED: connection closed by the broker without an ERROR "
+                           "frame (no reason given: a refused login, or a broker stopping)")
+    mine = ProtocolState("1.2")
+    mine.closing()
+    cause = OSError("reset")
+    failed = connect_wait_failure(mine, "connection closed by the client", cause)
+    assert str(failed) == "connection closed before CONNECTED: connection closed by the client"
+    assert failed.__cause__ is cause
+    assert str(connect_wait_failure(state, "gone", None)) == "connection closed right after CONNECTED: gone"
+
+
+def frames_of(state, cmd):
+    """One ``cmd`` frame parsed by ``state`` (a frame as a driver hands it to the core)."""
+    (frame,) = state.receive_data(encode_frame(cmd, {"receipt-id": "x"}, b"", "1.2"), 0.0)
+    return frame
+
+
 @pytest.mark.parametrize("accept, answered, taken", [
     ("1.0,1.1,1.2", "1.2", True), ("1.0,1.1,1.2", "1.1", True), ("1.2", "1.2", True), (None, None, True),
     ("1.2", "9.9", False), ("1.2", "1.1", False), ("1.1", None, False), (None, "1.2", False), ("1.0,1.1", "1.2", False),

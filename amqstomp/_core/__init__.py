@@ -13,6 +13,8 @@ anything of amqstomp they import, transitively, imports ``socket``, ``ssl``,
 * :mod:`.state` -- :class:`~amqstomp._core.state.ProtocolState`, one
   socket's session: framing, CONNECTED, receipts, heart-beat deadlines, the
   one link state (usable, ended, by whom, reported);
+* :mod:`.errors` -- what a broker's ERROR means for the socket's waiters (which receipt
+  fails with which exception, a refused CONNECT, the log line), applied by every driver;
 * :mod:`.events` -- the typed events a link reports (RECEIPT, ERROR,
   heart-beats, the end of a link ...) and :class:`~amqstomp._core.events.LinkEnd`;
 * :mod:`.frames` -- frame builders per STOMP version and broker dialect

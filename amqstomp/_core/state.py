@@ -54,7 +54,8 @@ What it owns (STOMP 1.2 sections in brackets):
 Events returned by :meth:`ProtocolState.handle` for a received frame other
 than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 :data:`CONNECTED`, :data:`RECEIPT`, :data:`ERROR`, :data:`CONNECT_REFUSED`
-(an ERROR that answers CONNECT), :data:`UNSUBSCRIBED_ERROR` and :data:`UNEXPECTED`.
+(an ERROR that answers CONNECT), :data:`UNSUBSCRIBED_ERROR` and :data:`UNEXPECTED`;
+what an ERROR event means for the waiters is :func:`amqstomp._core.errors.error_outcome`'s.
 """
 import enum
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -125,9 +126,9 @@ class ProtocolState:
 
     __slots__ = ("parser", "version", "grace", "link_state", "connected_frame", "server", "dialect",
                  "limits", "check_above", "client_heartbeat", "send_ms", "recv_ms", "recv_timeout_ms",
-                 "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "error_receipt_id",
-                 "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors", "error_answers",
-                 "offered_versions", "end", "silent", "down")
+                 "last_read_ms", "last_write_ms", "receipts", "broker", "last_error", "last_error_ms",
+                 "error_receipt_id", "unsubscribed", "connected_by_ms", "error_suspects", "unmatched_errors",
+                 "error_answers", "offered_versions", "end", "silent", "down")
 
     def __init__(self, version: str = "1.2", grace: float = 1.5, now_ms: float = 0.0,
                  broker: Optional[str] = None) -> None:
@@ -142,8 +143,10 @@ class ProtocolState:
         #: the user's dialect, or None (:func:`~amqstomp._core.dialect.dialect_of` the ``server``)
         self.broker = broker
         self.dialect = broker or GENERIC
-        #: the last ERROR frame received, or None, and the receipt it answered (or None)
+        #: the last ERROR frame received, or None, when it was read (ms, the ``now_ms`` scale),
+        #: and the receipt it answered (or None); what follows from an ERROR: :mod:`amqstomp._core.errors`
         self.last_error: Optional[Frame] = None
+        self.last_error_ms = 0.0
         self.error_receipt_id: Optional[str] = None
         #: (header line bytes, headers, frame bytes) the broker enforces, or None
         self.limits: Optional[Tuple[int, int, int]] = None
@@ -222,6 +225,7 @@ class ProtocolState:
             if self.unsubscribed and unsubscribed_error(self.dialect, frame.headers, frame.body, self.unsubscribed):
                 return UNSUBSCRIBED_ERROR, None  # neither the connection's last ERROR nor any receipt's answer
             self.last_error = frame
+            self.last_error_ms = self.last_read_ms  # the read that completed it
             receipt_id = frame.headers.get("receipt-id")
             if receipt_id is None and self.receipts and not BROKERS[self.dialect].error_receipts:
                 if len(self.receipts) == 1 and not self.unmatched_errors:

@@ -19,9 +19,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
 from typing import Any, List, Optional, Protocol, Tuple
 
+from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
+                            last_error_note)
 from .._core.events import (
-    ConnectRefused,
-    ErrorIn,
     HeartbeatIn,
     HeartbeatTimeout,
     LinkEnd,
@@ -30,17 +30,9 @@ from .._core.events import (
     ReceiptIn,
 )
 from .._core.heartbeat import send_stall_timeout_ms
-from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
+from .._core.state import CONNECTED, RECEIPT, ProtocolState
 from ..codec import HEARTBEAT, Frame
-from ..exception import (
-    BrokerError,
-    ConnectFailedException,
-    ConnectionClosedException,
-    ConnectRefusedError,
-    StompException,
-    StompProtocolError,
-    broker_reason,
-)
+from ..exception import ConnectFailedException, ConnectionClosedException, StompException, StompProtocolError
 from .channel import look_at_socket, receive_window
 from .futures import fail, resolve, wait_future
 from .scheduler import Scheduler
@@ -85,8 +77,6 @@ class Link(LinkWriter):
         self.channel = channel
         self.host_and_port = host_and_port
         self.proto = ProtocolState(version, grace, time.monotonic() * 1000.0, broker)
-        #: ``time.monotonic()`` of the last ERROR frame (``proto.last_error``)
-        self.last_error_at = 0.0
         #: set when the reader has read to the end of the socket (and closed the link)
         self.read_done = threading.Event()
         self.init_writer(channel)
@@ -234,37 +224,37 @@ class Link(LinkWriter):
         Returns True for CONNECTED (the caller starts the heart-beats and posts
         ``connected``).
 
-        An ERROR fails the receipt it answers (:meth:`ProtocolState.handle`
-        says which) with :class:`BrokerError`; one that answers CONNECT fails
-        the CONNECTED wait with :class:`ConnectRefusedError` and reaches the
-        listeners as ``connect_refused`` (their ``on_connect_refused``, whose
-        default is ``on_error``), every other one as ``error``. Both carry the
-        broker's reason; the frame is the broker's, as it came. A late answer to this side's own
-        UNSUBSCRIBE (RabbitMQ's, :data:`UNSUBSCRIBED_ERROR`) is logged at DEBUG, no error."""
+        What an ERROR does is the core's decision (:func:`amqstomp._core.errors.error_outcome`,
+        applied here): the receipt it answers fails with :class:`BrokerError`; one that answers
+        CONNECT fails the CONNECTED wait with :class:`ConnectRefusedError` and reaches the
+        listeners as ``connect_refused`` (their ``on_connect_refused``, whose default is
+        ``on_error``), every other one as ``error``. A late answer to this side's own
+        UNSUBSCRIBE (RabbitMQ's, :data:`~amqstomp._core.state.UNSUBSCRIBED_ERROR`) is logged at DEBUG, no error."""
+        outcome = None
         with self.state_lock:  # receipts change under it (expect_receipt, close)
-            event, future = self.proto.handle(frame)
-            answers = self.proto.take_error_answers() if self.proto.error_answers else None
+            proto = self.proto
+            event, future = proto.handle(frame)
+            if event in ERROR_EVENTS:
+                outcome = error_outcome(proto, event, future, frame)
+            answers = proto.take_error_answers() if proto.error_answers else None
         if answers:  # receipts an ERROR naming none answers (RabbitMQ: ProtocolState.take_error_answers)
-            _fail_with_errors(answers)
+            for token, error in error_answer_failures(answers):
+                fail(token, error)
         if event == RECEIPT:
             if future is not None:
                 resolve(future, frame)
             if post_receipts:
                 self.post(ReceiptIn(frame))
-        elif event == ERROR or event == CONNECT_REFUSED:
-            self.last_error_at = time.monotonic()
-            log.warning("broker ERROR: %s", broker_reason(frame))
-            if future is not None:
-                fail(future, BrokerError("the broker answered with ERROR", frame, self.proto.error_receipt_id))
-            if event == CONNECT_REFUSED:
-                fail(self.connect_future, ConnectRefusedError("the broker refused the connection", frame))
-                self.post(ConnectRefused(frame))
-            else:
-                self.post(ErrorIn(frame))
         elif event == CONNECTED:
             return True
-        elif event == UNSUBSCRIBED_ERROR:
-            log.debug("broker ERROR after this client's UNSUBSCRIBE (not an error): %s", broker_reason(frame))
+        elif outcome is not None:
+            log.log(outcome.level, "%s", outcome.log_line)
+            if outcome.error is not None:
+                fail(outcome.token, outcome.error)
+            if outcome.refused is not None:
+                fail(self.connect_future, outcome.refused)
+            if outcome.event is not None:
+                self.post(outcome.event)
         else:
             log.warning("ignoring unexpected %s frame from the broker", frame.cmd)
         return False
@@ -285,11 +275,9 @@ class Link(LinkWriter):
             self.scheduler.call_later(proto.recv_timeout_ms / 1000.0, self.heartbeat_check_tick)
 
     def error_note(self) -> str:
-        """What the reason of a connection the broker ended adds: its last ERROR."""
-        frame = self.proto.last_error
-        if frame is None:
-            return ""
-        return "; its last ERROR (%.2f s before): %s" % (time.monotonic() - self.last_error_at, broker_reason(frame))
+        """What the reason of a connection the broker ended adds: its last ERROR
+        (:func:`amqstomp._core.errors.last_error_note`)."""
+        return last_error_note(self.proto, time.monotonic() * 1000.0)
 
     def heartbeat_send_tick(self) -> None:
         """Timer thread: write a heart-beat when the protocol state says one is
@@ -442,9 +430,9 @@ class Link(LinkWriter):
             by_client = proto.by_client
             if not by_client:
                 reason += self.error_note()
-            was_connected = proto.connected_frame is not None
             receipts = proto.connection_lost(reason, error)
             self.closed = proto.end
+            connect_failed = None if self.connect_future.done() else connect_wait_failure(proto, reason, error)
         # release every waiter before the socket goes: on_disconnected (posted
         # by the reader once the shutdown wakes it) must find them released
         closed = ConnectionClosedException("connection closed: %s" % reason)
@@ -452,13 +440,8 @@ class Link(LinkWriter):
             closed.__cause__ = error
         for future in receipts:
             fail(future, closed)
-        if not self.connect_future.done():
-            if not was_connected and not by_client and error is None and self.proto.last_error is None:
-                reason += " without an ERROR frame (no reason given: a refused login, or a broker stopping)"
-            failed = ConnectFailedException("connection closed %s CONNECTED: %s"
-                                            % ("right after" if was_connected else "before", reason))
-            failed.__cause__ = error
-            fail(self.connect_future, failed)
+        if connect_failed is not None:
+            fail(self.connect_future, connect_failed)
         with self.pause_lock:
             self.resume.set()
         self.scheduler.stop()
@@ -557,9 +540,3 @@ class Link(LinkWriter):
         (a MESSAGE frame is queued as it is: :meth:`amqstomp._io.owner.LinkOwner.deliver_message`)."""
         self.events.put(event)
 
-
-def _fail_with_errors(answers: List[Tuple[str, "Future[Any]", Frame]]) -> None:
-    """Fail each receipt wait with the ERROR naming no receipt it was matched with (BrokerError)."""
-    for receipt_id, future, frame in answers:
-        fail(future, BrokerError("the broker answered with ERROR (naming no receipt: every other receipt "
-                                 "awaited then was answered)", frame, receipt_id))

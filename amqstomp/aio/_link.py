@@ -32,9 +32,10 @@ import ssl as _ssl
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, cast
 
 from ..codec import Frame
-from ..exception import (BrokerError, ConnectFailedException, ConnectionClosedException, ConnectRefusedError,
-                         StompProtocolError)
-from .._core.state import CONNECT_REFUSED, CONNECTED, ERROR, RECEIPT, UNSUBSCRIBED_ERROR, ProtocolState
+from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
+from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
+                            last_error_note)
+from .._core.state import CONNECTED, RECEIPT, ProtocolState
 
 __all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES", "open_link"]
 
@@ -165,35 +166,34 @@ class AioLink(asyncio.BufferedProtocol):
     # ------------------------------------------------------------ control frames
 
     def _frame(self, frame: Frame) -> None:
-        event, token = self.proto.handle(frame)
+        """A frame other than MESSAGE: what an ERROR does is the core's decision
+        (:func:`amqstomp._core.errors.error_outcome`), applied here; an ERROR answering
+        CONNECT also ends the socket."""
+        proto = self.proto
+        event, token = proto.handle(frame)
         if event == RECEIPT:
             if token is not None and not token.done():
                 token.set_result(frame)
-        elif event == ERROR:
-            if token is not None:
-                if not token.done():
-                    token.set_exception(BrokerError("the broker refused the frame", frame,
-                                                    self.proto.error_receipt_id))
-            else:
-                log.warning("ERROR from the broker (no frame of this client awaits it): %s",
-                            BrokerError("", frame).reason)
         elif event == CONNECTED:
             if not self.connected.done():
                 self.connected.set_result(frame)
             self._arm()
-        elif event == CONNECT_REFUSED:
-            if not self.connected.done():
-                self.connected.set_exception(ConnectRefusedError("the broker refused the connection", frame))
-            self.lose("the broker refused CONNECT")
-            return
-        elif event == UNSUBSCRIBED_ERROR:
-            log.debug("ERROR answering this client's own UNSUBSCRIBE (ignored): %r", frame.headers)
-            return
+        elif event in ERROR_EVENTS:
+            outcome = error_outcome(proto, event, token, frame)
+            log.log(outcome.level, "%s", outcome.log_line)
+            if outcome.error is not None and not token.done():
+                token.set_exception(outcome.error)
+            if outcome.refused is not None:
+                if not self.connected.done():
+                    self.connected.set_exception(outcome.refused)
+                self.lose("the broker refused CONNECT")
+                return
         else:
             log.warning("unexpected %s frame from the broker, ignored", frame.cmd)
-        for _rid, future, error in self.proto.take_error_answers():
-            if not future.done():
-                future.set_exception(BrokerError("the broker refused the frame", error, _rid))
+        if proto.error_answers:
+            for future, error in error_answer_failures(proto.take_error_answers()):
+                if not future.done():
+                    future.set_exception(error)
 
     # ------------------------------------------------------------ writing
 
@@ -370,8 +370,8 @@ class AioLink(asyncio.BufferedProtocol):
     def _end(self, reason: str, error: Optional[BaseException]) -> None:
         if self.closed:
             return
-        if not self.proto.by_client and self.proto.last_error is not None:
-            reason += " (the broker's last ERROR: %s)" % BrokerError("", self.proto.last_error).reason
+        if not self.proto.by_client:
+            reason += last_error_note(self.proto, self.loop.time() * 1000.0)
         self.closed = True
         self.close_reason = reason
         self.close_error = error
@@ -383,9 +383,7 @@ class AioLink(asyncio.BufferedProtocol):
             if not future.done():
                 future.set_exception(closed)
         if not self.connected.done():
-            failed = ConnectFailedException("connection closed before CONNECTED: %s" % reason)
-            failed.__cause__ = error
-            self.connected.set_exception(failed)
+            self.connected.set_exception(connect_wait_failure(self.proto, reason, error))
             self.connected.exception()  # retrieved: no "never retrieved" warning when nobody waits
         for waiter in self._drain_waiters:
             if not waiter.done():

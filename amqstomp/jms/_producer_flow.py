@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Deque, Optional, Tuple
 
 from .. import _observe
+from .._core.events import UsageFull, UsageNotFull
 from ..codec import Frame
 from ..exception import ConnectionClosedException, ReceiptTimeout, StompException
 from .._io.scheduler import TimerHandle
@@ -283,7 +284,7 @@ class SendTracker:
         if window is not None:
             window.release(nbytes)
         if event is not None:
-            self.link.transport.notify("usage_not_full")
+            self.link.transport.post(UsageNotFull())
 
     def _check(self) -> None:
         """Timer thread: is the oldest receipt late?"""
@@ -305,7 +306,7 @@ class SendTracker:
                 delay = max(0.05, since + self.usage_full_after_s - now) if not self.full else self.usage_full_after_s
             self.timer = self._call_later(delay)
         if post:
-            self.link.transport.notify("usage_full")
+            self.link.transport.post(UsageFull())
 
     def pop_event(self) -> Optional[UsageEvent]:
         with self.lock:
