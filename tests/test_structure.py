@@ -463,8 +463,9 @@ def test_link_events_are_typed_not_named_by_strings():
 #: (``_engine/dispatch.LISTENER_CALLS``); the dispatch module itself is that table's home
 _NAMED_CALLS = ("notify", "call")
 _NAMED_CALLS_HOME = "amqstomp._engine.dispatch"
-#: (module, event name) still handed by name: issue 22's last one, owned by another change (subscription.py)
-KNOWN_NAMED_NOTIFICATIONS = {("amqstomp.subscription", "slow_consumer")}
+#: (module, event name) still handed by name: none left (the last, subscription.py's "slow_consumer",
+#: became the typed ``SlowConsumer`` event)
+KNOWN_NAMED_NOTIFICATIONS: set = set()
 
 
 def _named_notifications(tree):
