@@ -2,8 +2,7 @@
 receipts, subscriptions in every ack mode with prefetch windows, transactions, errors,
 close. Each test runs its coroutine with ``asyncio.run`` under a bound (no plugin)."""
 import asyncio
-import uuid
-from typing import Any, Awaitable, List
+from typing import Any, List
 
 import pytest
 
@@ -12,23 +11,13 @@ from amqstomp.exception import (BrokerError, ConfigurationError, ConnectFailedEx
                                 DuplicateTransactionError, ReceiptTimeout, UnknownMessageError,
                                 UnknownTransactionError)
 from conftest import broker_keystore
+from aio_support import new_queue, run, url
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
-
-
-def url(broker: Any) -> str:
-    host, port = broker.host_and_ports[0]
-    return "stomp://%s:%d" % (host, port)
-
-
 def queue() -> str:
-    return "/queue/aio-%s" % uuid.uuid4().hex[:10]
+    return new_queue("aio")
 
 
 def test_send_and_receive_auto(activemq):
@@ -254,7 +243,6 @@ def test_open_close_cycles_leave_nothing(activemq):
         assert len(asyncio.all_tasks()) == before
     run(main())
     assert threading.active_count() == threads
-
 
 
 def test_the_guide_example_runs(activemq, capsys):

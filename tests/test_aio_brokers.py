@@ -1,21 +1,15 @@
 """amqstomp.aio against every broker of the ``stomp_broker`` fixture (ActiveMQ, and RabbitMQ's
 STOMP plugin where it is installed): what is broker-neutral -- receipts, the prefetch header
 of the broker's dialect, acknowledgements, a transaction waited for at COMMIT."""
-import asyncio
 import uuid
-from typing import Any, Awaitable, List
+from typing import List
 
 import pytest
 
 import amqstomp.aio
+from aio_support import run
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
 
 
 def test_send_subscribe_ack_transaction(stomp_broker):

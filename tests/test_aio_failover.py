@@ -4,7 +4,6 @@ new socket, no ACK of a lost socket's message written on the new one, a transact
 lost socket refused, and giving up per the URI's attempts."""
 import asyncio
 import time
-import uuid
 from typing import Any, Awaitable
 
 import pytest
@@ -13,18 +12,18 @@ import amqstomp.aio
 from amqstomp.exception import (AcknowledgeInterruptedError, ConnectionClosedException, NotConnectedException,
                                 TransactionRolledBackError)
 from amqstomp.testing import TcpProxy
+from aio_support import new_queue
+import aio_support
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def run(coro: Awaitable[Any], bound: float = 50.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
+    return aio_support.run(coro, bound)
 
 
 def queue() -> str:
-    return "/queue/aio-fo-%s" % uuid.uuid4().hex[:10]
+    return new_queue("aio-fo")
 
 
 def failover_url(proxy: Any, query: str = "initialReconnectDelay=10&maxReconnectDelay=200") -> str:

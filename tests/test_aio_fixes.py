@@ -17,14 +17,13 @@ from amqstomp.aio.subscription import SubscriptionClosedError
 from amqstomp.exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectFailedException,
                                 ConnectionClosedException, InvalidTimeoutError, NotConnectedException)
 from amqstomp.testing import TcpProxy
+import aio_support
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def run(coro: Any, bound: float = 30.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
+    return aio_support.run(coro, bound)
 
 
 class Wire(asyncio.Transport):

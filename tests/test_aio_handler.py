@@ -4,8 +4,7 @@ policy and then NACKs (ActiveMQ's dead-letter queue), at most N handlers at once
 (the subscription, the client, or cancelling run) ends every worker task."""
 import asyncio
 import time
-import uuid
-from typing import Any, Awaitable, Dict, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -13,23 +12,13 @@ import amqstomp.aio
 from amqstomp.aio import Message
 from amqstomp.exception import ConfigurationError
 from amqstomp.flow import RedeliveryPolicy
+from aio_support import new_queue, run, url
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
-
-
-def url(broker: Any) -> str:
-    host, port = broker.host_and_ports[0]
-    return "stomp://%s:%d" % (host, port)
-
-
 def queue() -> str:
-    return "/queue/aio-handler-%s" % uuid.uuid4().hex[:10]
+    return new_queue("aio-handler")
 
 
 async def until(predicate: Any, seconds: float = 10.0) -> None:

@@ -6,8 +6,7 @@ lost after it was written reported in doubt, and cancellations that leave no hal
 import asyncio
 import socket
 import time
-import uuid
-from typing import Any, Awaitable
+from typing import Any
 
 import pytest
 
@@ -15,18 +14,13 @@ import amqstomp.aio
 from amqstomp.exception import (AcknowledgeInterruptedError, ConnectFailedException, ConnectionClosedException,
                                 SendInDoubtError, TransactionInDoubtError)
 from amqstomp.testing import TcpProxy
+from aio_support import new_queue, run
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
-    async def bounded() -> Any:
-        return await asyncio.wait_for(coro, bound)
-    return asyncio.run(bounded())
-
-
 def queue() -> str:
-    return "/queue/aio-life-%s" % uuid.uuid4().hex[:10]
+    return new_queue("aio-life")
 
 
 def url_of(address: Any) -> str:

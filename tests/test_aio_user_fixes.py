@@ -14,21 +14,13 @@ import amqstomp.aio
 from amqstomp.exception import (ConfigurationError, ConnectFailedException, InvalidTimeoutError, ReceiptTimeout,
                                 TransactionInDoubtError, TransactionRolledBackError, WriteTimeout)
 from amqstomp.testing import TcpProxy
+import aio_support
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def run(coro: Awaitable[Any], bound: float = 30.0) -> Any:
-    """Run ``coro`` for at most ``bound`` seconds without cancelling it to stop it (a wait that
-    ignores cancellation would hang ``asyncio.wait_for`` itself before Python 3.12)."""
-    async def bounded() -> Any:
-        task = asyncio.ensure_future(coro)
-        done, _ = await asyncio.wait((task,), timeout=bound)
-        if not done:
-            task.cancel()
-            raise AssertionError("still running after %.3g s" % bound)
-        return task.result()
-    return asyncio.run(bounded())
+    return aio_support.run(coro, bound)
 
 
 @pytest.fixture

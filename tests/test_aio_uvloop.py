@@ -4,7 +4,6 @@ its RECEIPT, the handler form, and failover through the fault-injecting TcpProxy
 round trip runs on both loops; the uvloop ones skip, saying why, where uvloop is not
 installed (``pip install amqstomp[uvloop]``; the ``test`` extra has it on Linux and macOS)."""
 import asyncio
-import uuid
 from typing import Any, Awaitable, Callable, List
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 import amqstomp.aio
 from amqstomp.aio import Message
 from amqstomp.testing import TcpProxy
+from aio_support import new_queue, url
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,13 +39,8 @@ def run_on(kind: str, main: Callable[[], Awaitable[Any]], bound: float = 45.0) -
         loop.close()
 
 
-def url(broker: Any) -> str:
-    host, port = broker.host_and_ports[0]
-    return "stomp://%s:%d" % (host, port)
-
-
 def queue() -> str:
-    return "/queue/aio-uv-%s" % uuid.uuid4().hex[:10]
+    return new_queue("aio-uv")
 
 
 @pytest.mark.parametrize("kind", LOOPS)

@@ -1,0 +1,28 @@
+"""What the amqstomp.aio test modules share: running a coroutine under a bound, a broker's
+``stomp://`` URL, a fresh queue name."""
+import asyncio
+import uuid
+from typing import Any, Awaitable
+
+
+def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
+    """Run ``coro`` on a new loop for at most ``bound`` seconds, without relying on a cancel to
+    stop it (a wait that ignores cancellation would hang ``asyncio.wait_for`` itself before
+    Python 3.12): past the bound the test fails."""
+    async def bounded() -> Any:
+        task = asyncio.ensure_future(coro)
+        done, _ = await asyncio.wait((task,), timeout=bound)
+        if not done:
+            task.cancel()
+            raise AssertionError("still running after %.3g s" % bound)
+        return task.result()
+    return asyncio.run(bounded())
+
+
+def url(broker: Any) -> str:
+    host, port = broker.host_and_ports[0]
+    return "stomp://%s:%d" % (host, port)
+
+
+def new_queue(tag: str) -> str:
+    return "/queue/%s-%s" % (tag, uuid.uuid4().hex[:10])
