@@ -323,7 +323,13 @@ class SendInDoubtError(ConnectionClosedException):
     again (a second copy could be a duplicate). A
     :class:`ConnectionClosedException`, so code written for the threaded API's
     ``send(..., receipt=...)`` on a lost socket keeps catching it. Raised by
-    :meth:`amqstomp.aio.Client.send`."""
+    :meth:`amqstomp.aio.Client.send`, and by the threaded APIs' sends (stomp.py's
+    ``send``, JMS's ``MessageProducer.send``) whose write was under way when the
+    connection was ended because the broker took none of its bytes (it stopped
+    reading: ``Connection(timeout=...)``, ``jms.sendTimeout``, else 10 s without
+    progress; see docs/guides/failover.md): that frame was not written whole, and
+    the frames written before it that still waited in the socket may or may not
+    have reached the broker."""
 
 
 class AcknowledgeInterruptedError(ConnectionClosedException):

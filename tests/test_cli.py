@@ -690,3 +690,19 @@ def test_tab_does_not_offer_ids_of_auto_acked_messages(cli11):
     offered = _complete(cli11, "ack ", delimiters=" ")
     assert len(offered) == 1, offered
     assert offered == list(cli11._message_ids)
+
+
+@pytest.mark.timeout(180)
+def test_a_command_file_prints_every_message_that_came_before_it_ends(activemq, tmp_path):
+    """``-F`` with ``subscribe`` then ``sendrec``: the MESSAGE comes right after the
+    RECEIPT, about when the file ends; it printed in 2 runs of 3 (the session's end
+    stopped the printing before the dispatcher got to it). Now every run prints it,
+    and exits 0. ``stats`` with nothing counted is stomp.py's line, no failure."""
+    for run in range(5):
+        queue = "/queue/cli.%s.fsr" % uuid.uuid4().hex[:10]
+        (tmp_path / "c.txt").write_text("subscribe %s\nsendrec %s hello-from-F-%d\nstats\n" % (queue, queue, run))
+        proc = _run(["-P", str(activemq.stomp_port), "-F", "c.txt"], tmp_path)
+        assert "hello-from-F-%d" % run in proc.stdout, "run %d: the message was not printed:\n%s" % (run, proc.stdout)
+        assert "No stats available" in proc.stdout and "lost connection" not in proc.stdout, proc.stdout
+        assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr, proc.stderr

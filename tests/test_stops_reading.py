@@ -35,6 +35,7 @@ import amqstomp
 import amqstomp as stomp
 import amqstomp.jms
 from amqstomp._core.heartbeat import SEND_FRACTION, send_stall_timeout_ms
+from amqstomp.exception import ConnectionClosedException, SendInDoubtError
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(60)]
 
@@ -296,6 +297,119 @@ def test_jms_a_broker_that_stops_reading_while_it_keeps_sending_is_failed_over(a
     assert wait_until(lambda: len(client_threads()) <= baseline, 10), client_threads()
 
 
+# ------------------------------------------------------------------ no heart-beats: the write watch
+
+
+#: the connection's bound (stomp.py API ``timeout``, JMS ``jms.sendTimeout``): a write waiting on a broker that
+#: takes none of our bytes this long ends the link (``Link.write_watch_tick``, with heart-beats or none)
+BOUND_S = 2.0
+WATCH_S = BOUND_S / 4  # the watch looks this often (``write_watch_period_s``)
+SLACK_S = 2.0  # the socket buffers fill (well under 0.5 s with 64 KiB SENDs), and the machine's load
+
+
+def send_until_it_fails(send, first):
+    """``send(i)`` for i = ``first``... until it raises (bounded: 5,000 calls, ``PRODUCE_S``);
+    returns (the i whose send returned, the exception, seconds from the first call)."""
+    returned, t0 = [], time.monotonic()
+    for i in range(first, first + 5000):
+        if time.monotonic() - t0 > PRODUCE_S:
+            break
+        try:
+            send(i)
+        except Exception as exc:
+            return returned, exc, time.monotonic() - t0
+        returned.append(i)
+    return returned, None, time.monotonic() - t0
+
+
+def assert_in_doubt_within_the_bound(error, took, caplog):
+    # the send's outcome is unknown: said with its own exception, one stomp.py code catching
+    # ConnectionClosedException (or StompException) still catches
+    assert isinstance(error, SendInDoubtError), "not in doubt: %r" % (error,)
+    assert isinstance(error, ConnectionClosedException)
+    # never before the bound (no progress that long), never long after it
+    assert BOUND_S <= took <= BOUND_S + WATCH_S + SLACK_S, "the send raised %.2f s after the stall" % took
+    assert "the broker stopped reading" in caplog.text and "while a write waited" in caplog.text
+
+
+def consumed(broker, queue):
+    """The ``seq`` of every message left on ``queue``, read directly from ``broker`` (bounded)."""
+    collector = Collector()
+    conn = stomp.Connection12([tuple(broker.host_and_ports[0])])
+    conn.set_listener("drain", collector)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.subscribe("/queue/" + queue, id="drain", ack="auto")
+        seen, deadline = -1, time.monotonic() + 30
+        while seen != len(collector.messages) and time.monotonic() < deadline:  # until 1 s brings none
+            seen = len(collector.messages)
+            time.sleep(1.0)
+    finally:
+        conn.disconnect(timeout=5)
+    return [int(m.headers["seq"]) for m in collector.messages]
+
+
+def test_stomppy_without_heart_beats_a_send_to_a_broker_that_stops_reading_is_in_doubt_within_the_timeout(
+        activemq, tcp_proxy_factory, caplog):
+    """Heart-beats (0, 0), stomp.py's default: the blocked send raises SendInDoubtError
+    within ``timeout`` (+ the watch's period and slack), the listener hears
+    on_disconnected, and the broker has no message whose send did not return."""
+    caplog.set_level(logging.WARNING, logger="amqstomp.transport")
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0], rcvbuf=BROKER_RCVBUF)
+    queue, _ = names("nohb")
+    conn = stomp.Connection12([proxy.address], timeout=BOUND_S)
+    listener = Collector()
+    conn.set_listener("l", listener)
+    try:
+        conn.connect("admin", "admin", wait=True, timeout=15)
+        assert listener.connected_frame.headers.get("heart-beat", "0,0") == "0,0"
+        for i in range(5):
+            conn.send("/queue/" + queue, "before the fault", headers={"seq": i})
+        proxy.stop_reading()
+        returned, error, took = send_until_it_fails(
+            lambda i: conn.send("/queue/" + queue, FILLER, headers={"seq": i}), 5)
+        assert_in_doubt_within_the_bound(error, took, caplog)
+        assert listener.wait_for(lambda c: "disconnected" in c.events, 10), listener.events
+        assert not conn.is_connected()
+    finally:
+        proxy.cut()
+        conn.disconnect(timeout=5)
+    got = consumed(activemq, queue)
+    assert set(range(5)) <= set(got), "sent before the fault, lost: %s" % sorted(set(range(5)) - set(got))
+    # nothing reported as sent that was not: every message there is one whose send returned
+    assert set(got) <= set(range(5)) | set(returned), sorted(set(got) - set(returned))
+
+
+def test_jms_without_heart_beats_a_send_to_a_broker_that_stops_reading_is_in_doubt_within_the_send_timeout(
+        activemq, tcp_proxy_factory, caplog):
+    """The JMS API shares the driver: a NON_PERSISTENT send (no receipt) blocked on a
+    broker that stopped reading raises SendInDoubtError within jms.sendTimeout (+
+    slack); the exception listener hears of the lost connection."""
+    caplog.set_level(logging.WARNING, logger="amqstomp.transport")
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0], rcvbuf=BROKER_RCVBUF)
+    queue, _ = names("jms-nohb")
+    # no producer window: async sends carry no receipt, so the write itself is what blocks (with the
+    # window, send() waits for room instead and raises ReceiptTimeout at jms.sendTimeout)
+    url = "stomp://%s:%d?jms.sendTimeout=%d&jms.closeTimeout=2000&jms.producerWindowSize=0" % (
+        proxy.address + (int(BOUND_S * 1000),))
+    heard = []
+    try:
+        with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+            conn.set_exception_listener(heard.append)
+            producer = conn.create_session().create_producer(amqstomp.Queue(queue))
+            for i in range(5):
+                producer.send("before the fault", delivery_mode=amqstomp.jms.NON_PERSISTENT)
+            proxy.stop_reading()
+            returned, error, took = send_until_it_fails(
+                lambda i: producer.send(FILLER, delivery_mode=amqstomp.jms.NON_PERSISTENT), 5)
+            assert_in_doubt_within_the_bound(error, took, caplog)
+            assert wait_until(lambda: heard, 10), "the exception listener heard nothing"
+            t0 = time.monotonic()
+    finally:
+        proxy.cut()
+    assert time.monotonic() - t0 < 10, "close() took too long"
+
+
 # ------------------------------------------------------------------ the check itself, no broker
 
 
@@ -342,3 +456,66 @@ def test_write_stalled_counts_from_the_last_byte_the_peer_took():
         link.scheduler.stop()
         ours.close()
         theirs.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("socket"), "TCP_INFO"), reason="the write watch needs TCP_INFO (Linux)")
+def test_the_write_watch_keeps_a_slow_reader_and_ends_a_stopped_one():
+    """``Link.write_watch_tick`` with a 0.3 s bound: a 512 KiB write to a peer that reads
+    4 KiB every 10 ms (its window opening slowly) takes several times the bound and
+    completes, the link kept (the bound is on no progress, not on a write's time); the
+    same write to a peer that then stops reading fails within the bound + slack, the
+    link ended as stalled."""
+    import socket
+
+    from amqstomp._io.channel import PlainChannel
+    from amqstomp._io.link import Link
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)  # a small window: the writer waits on the reader
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    ours = socket.socket()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+    ours.connect(listener.getsockname())
+    theirs, _ = listener.accept()
+    listener.close()
+    link = Link(PlainChannel(ours), ("127.0.0.1", 1), "1.2", 1, 1.5)
+    link.write_stall_ms = 300.0
+    link.scheduler.start()
+    link.scheduler.call_later(0.0, link.write_watch_tick)
+    reading = threading.Event()
+    reading.set()
+
+    def slow_reader():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if reading.is_set():
+                try:
+                    if not theirs.recv(4096):
+                        return
+                except OSError:
+                    return
+            time.sleep(0.01)
+
+    reader = threading.Thread(target=slow_reader, daemon=True)
+    reader.start()
+    data = b"x" * (512 * 1024)
+    try:
+        t0 = time.monotonic()
+        link.write(data)
+        took = time.monotonic() - t0
+        assert took > 3 * link.write_stall_ms / 1000.0, "the write never waited: %.2f s shows nothing" % took
+        assert link.closed is None and not link.ended_stalled, "a slow reader declared stalled: %s" % link.close_reason
+        reading.clear()  # the peer stops reading: the next write fills the buffers, then nothing moves
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionClosedException, match="took none of our bytes"):
+            link.write(data)
+        took = time.monotonic() - t0
+        assert took <= 0.3 + link.write_watch_period_s() + SLACK_S, "ended %.2f s after the write began" % took
+        assert link.ended_stalled
+    finally:
+        reading.set()
+        link.close("test over")
+        ours.close()
+        theirs.close()
+        reader.join(5)

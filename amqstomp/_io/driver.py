@@ -19,7 +19,7 @@ from .. import _observe
 from .._core.events import event_named
 from ..codec import Frame, FrameHead
 from ..constants import SECRET_HEADERS
-from ..exception import FrameEncodeError, NotConnectedException
+from ..exception import ConnectionClosedException, FrameEncodeError, NotConnectedException, SendInDoubtError
 from .connector import Connector
 from .link import DEFER_FLUSH_BYTES, Link
 from .observer import EventSink
@@ -87,6 +87,8 @@ class Driver(LinkOwner):
         self.auto_content_length = auto_content_length
         self.encoding = encoding
         self.timeout = timeout
+        if timeout is not None:  # the connection's own bound (stomp.py API: ``timeout``) bounds a stalled write too
+            self.write_stall_s = timeout
         self.disconnect_receipt: Optional[str] = None
 
     def send_frame(self, cmd: str, headers: Optional[Mapping[str, Any]] = None,
@@ -188,14 +190,19 @@ class Driver(LinkOwner):
             if debug_log is not None and debug_log.enabled():  # an API's own DEBUG lines (stomp.py's)
                 debug_log.log_sent(cmd, shown, payload, proto.version)
         write = self.write_hook
-        if write is not None:
-            write(data)
-        elif nowait:
-            link.write_nowait(data)
-        elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
-            link.write_deferred(data, write_timeout)
-        else:
-            link.write(data, write_timeout)
+        try:
+            if write is not None:
+                write(data)
+            elif nowait:
+                link.write_nowait(data)
+            elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+                link.write_deferred(data, write_timeout)
+            else:
+                link.write(data, write_timeout)
+        except ConnectionClosedException as exc:
+            if cmd == "SEND" and link.ended_stalled and isinstance(exc.__cause__, OSError):
+                raise stalled_send(link, clean, exc) from exc
+            raise
         return future
 
     def writable_link(self, cmd: str, link_seq: int = 0, head: Optional[FrameHead] = None) -> Link:
@@ -259,3 +266,13 @@ class Driver(LinkOwner):
             link.events.put(event_named(frame_type, frame))
         else:
             self.dispatch.call(frame_type, frame)
+
+
+def stalled_send(link: Link, headers: Mapping[str, Any], closed: ConnectionClosedException) -> SendInDoubtError:
+    """The exception of a SEND whose write was under way when ``link`` was ended
+    because the broker took none of its bytes (``Link.write_watch_tick`` or the
+    heart-beat send tick): the frame was not written whole, and the frames written
+    before it that still waited in the socket may or may not have reached the broker."""
+    return SendInDoubtError("SEND to %s interrupted, %s: this frame was not written whole, and the frames written "
+                            "before it that still waited in the socket (sends without a receipt) may or may not "
+                            "have reached the broker" % (headers.get("destination"), closed))

@@ -36,9 +36,9 @@ from ..exception import ConnectFailedException, ConnectionClosedException, Stomp
 from .channel import look_at_socket, receive_window
 from .futures import fail, resolve, wait_future
 from .scheduler import Scheduler
-from .writer import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, WRITE_FAILED_READ_S, LinkWriter
+from .writer import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, WRITE_FAILED_READ_S, WRITE_STALL_S, LinkWriter
 
-__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "WRITE_FAILED_READ_S", "HostAndPort",
+__all__ = ["Link", "FrameSink", "STOP", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "WRITE_FAILED_READ_S", "WRITE_STALL_S", "HostAndPort",
            "resolve", "fail", "wait_future"]
 
 log = logging.getLogger("amqstomp.transport")
@@ -261,7 +261,8 @@ class Link(LinkWriter):
 
     def start_heartbeats(self) -> None:
         """Reader thread, after CONNECTED: arm the heart-beat send and check ticks
-        at the negotiated intervals (STOMP 1.2 "Heart-beating")."""
+        at the negotiated intervals (STOMP 1.2 "Heart-beating"), and the write
+        watch (:meth:`write_watch_tick`, with heart-beats or without)."""
         proto = self.proto
         log.debug("CONNECTED version=%s server=%s heart-beats send=%d ms receive=%d ms",
                   proto.version, proto.server, proto.send_ms, proto.recv_ms)
@@ -269,6 +270,7 @@ class Link(LinkWriter):
         if proto.version != "1.0" and debug_log is not None and debug_log.enabled() and \
                 debug_log.heartbeat_header(proto.connected_frame):
             debug_log.log_heartbeats_negotiated(proto.send_ms, proto.recv_ms, proto.grace)
+        self.scheduler.call_later(self.write_watch_period_s(), self.write_watch_tick)  # heart-beats or none
         if proto.send_ms:
             self.scheduler.call_later(proto.send_period_ms / 1000.0, self.heartbeat_send_tick)
         if proto.recv_ms:
@@ -299,10 +301,8 @@ class Link(LinkWriter):
         if stalled_ms and stalled_ms >= send_stall_timeout_ms(proto.send_ms, proto.grace):
             # our heart-beats cannot reach the peer: it stopped reading (or is gone) while it may
             # still be sending (the receive check cannot see that): give the socket up as a loss
-            reason = "the broker stopped reading: it took none of our bytes for %.2f s (heart-beats every %d ms)" % (
-                stalled_ms / 1000.0, proto.send_ms)
-            log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-            self.close(reason, TimeoutError(reason))
+            self.end_stalled("the broker stopped reading: it took none of our bytes for %.2f s (heart-beats every "
+                             "%d ms)" % (stalled_ms / 1000.0, proto.send_ms))
             return
         due_in = proto.heartbeat_due_in_ms(now_ms) / 1000.0
         if not due_in:

@@ -30,7 +30,7 @@ from ..exception import ConnectFailedException, NotConnectedException, StompExce
 from .._core.events import Connected, Connecting, LinkEvent, ReceiverLoopCompleted
 from .._core.state import LinkState
 from .connector import Connector
-from .link import STOP, Link, wait_future
+from .link import STOP, WRITE_STALL_S, Link, wait_future
 from .observer import LAST_EVENTS, EventSink, ListenersOnly, TransportObserver
 from .scheduler import TimerHandle
 from .timeouts import clamp_wait
@@ -43,14 +43,12 @@ log = logging.getLogger("amqstomp.transport")
 _OPEN = LinkState.OPEN
 
 HostAndPort = Tuple[str, int]
-
 #: Seconds ``close()`` waits for the link's threads to end.
 DEFAULT_CLOSE_TIMEOUT = 10.0
 #: Seconds a blocking wait (CONNECTED, a receipt) lasts when the caller gives no timeout.
 DEFAULT_WAIT_TIMEOUT = 30.0
 
-# the numbers of the link owners (connections) of this process, for thread names
-_NUMBERS = itertools.count(1)
+_NUMBERS = itertools.count(1)  # the numbers of the link owners (connections) of this process, for thread names
 
 
 class LinkOwner:
@@ -93,8 +91,10 @@ class LinkOwner:
         self.client_id: Optional[str] = None
         #: ``fc(callback) -> started thread`` making the link threads (None: amqstomp's own)
         self.create_thread_fc: Optional[Callable[[Callable[[], None]], Any]] = None
-        #: the default of blocking waits (seconds; None: :data:`DEFAULT_WAIT_TIMEOUT`)
+        #: the default of blocking waits (seconds; None: :data:`DEFAULT_WAIT_TIMEOUT`), and how long (s) a write may
+        #: wait on a broker that takes none of our bytes before its link ends (``Link.write_watch_tick``)
         self.timeout: Optional[float] = None
+        self.write_stall_s = WRITE_STALL_S
         self._done_receipts: "OrderedDict[str, Future[Frame]]" = OrderedDict()
         # receipts amqstomp asked for itself (own_receipt): their RECEIPTs reach no listener
         self._own_receipts: "OrderedDict[str, None]" = OrderedDict()
@@ -268,7 +268,7 @@ class LinkOwner:
         seq = next(self._link_seq)
         link = Link(self.wrap_channel(channel), host_and_port, version, seq, self.heart_beat_receive_scale,
                     self.broker, "%d.%d" % (self.number, seq))
-        link.debug_log = self.debug_log
+        link.debug_log, link.write_stall_ms = self.debug_log, self.write_stall_s * 1000.0
         with self._lock:
             self._link = link
         link.post(Connecting(host_and_port))  # always the link's first event

@@ -16,6 +16,7 @@ A thread that must never wait on a socket (the timer: it also runs the heart-bea
 with :meth:`LinkWriter.write_nowait`: its frame is queued, written by the next writer before that
 writer's own frame, or by the timer once the lock is free and the socket takes bytes.
 """
+import logging
 import select
 import socket
 import threading
@@ -29,7 +30,7 @@ from ..exception import ConnectionClosedException
 from .channel import send_progress
 from .scheduler import Scheduler
 
-__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S"]
+__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S", "WRITE_STALL_S"]
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
@@ -41,6 +42,13 @@ DEFER_IDLE_S = 0.0002
 #: Seconds a failed write waits for the reader to read what the broker sent
 #: before it closed the socket (its ERROR: the reason the exception gives).
 WRITE_FAILED_READ_S = 0.5
+#: Seconds the broker may take none of our bytes while a write waits on it (a writer blocked in the
+#: socket, or frames in the write buffer) before the link is ended as stalled, when the connection names
+#: no bound of its own (the stomp.py API's ``timeout``, JMS's ``jms.sendTimeout`` unless 0): as long as
+#: :data:`amqstomp.aio._options.DEFAULT_RECEIPT_TIMEOUT`, the asyncio API's bound of a send.
+#: Progress is what counts, not the time a write takes: a broker that reads slowly is never stalled.
+WRITE_STALL_S = 10.0
+log = logging.getLogger("amqstomp.transport")
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _POLL = getattr(select, "poll", None)
 
@@ -72,6 +80,7 @@ class LinkWriter:
     #: None while it lives: read without a lock on the hot path
     closed: Optional[LinkEnd]
     reader: Optional[threading.Thread]
+    host_and_port: Any
     read_done: threading.Event
     flush_owed: Optional[Callable[[], Any]]
     connect_future: "Future[Any]"
@@ -104,6 +113,10 @@ class LinkWriter:
         # (ms, the protocol state's clock) it took none of ours while some waited
         self.acked_mark = -1
         self.stalled_since_ms = 0.0
+        #: ms the peer may take none of our bytes while a write waits on it (:meth:`write_watch_tick`)
+        self.write_stall_ms = WRITE_STALL_S * 1000.0
+        #: the link was ended because the peer stopped taking our bytes (:meth:`end_stalled`)
+        self.ended_stalled = False
 
     def write_stalled(self, now_ms: float) -> float:
         """Timer thread (the heart-beat send tick): how long (ms) the peer has taken
@@ -121,6 +134,38 @@ class LinkWriter:
             self.stalled_since_ms = now_ms
             return 0.0
         return now_ms - self.stalled_since_ms
+
+    def end_stalled(self, reason: str) -> None:
+        """Timer thread: end the link as a loss because the peer takes none of our
+        bytes (``reason`` says for how long); a write blocked on it then fails
+        (``ConnectionClosedException``; a SEND's is the driver's ``SendInDoubtError``)."""
+        self.ended_stalled = True
+        log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+        self.close(reason, TimeoutError(reason))
+
+    def write_watch_tick(self) -> None:
+        """Timer thread, every :meth:`write_watch_period_s` while the link lives: a
+        write waiting on a peer that took none of our bytes for
+        :attr:`write_stall_ms` ends the link (:meth:`end_stalled`), heart-beats
+        or none. A write waits when a writer holds the write lock (blocked in the
+        socket), frames wait in the write buffers, or a RECEIPT is awaited (a JMS
+        producer window, a receipted send: its frame may be among the bytes the
+        peer does not take). Reads the kernel's counters
+        only (:meth:`write_stalled`): never blocks; a peer that reads slowly keeps
+        the link. Without ``TCP_INFO`` (not Linux) there is no such check."""
+        if self.closed:
+            return
+        stalled_ms = self.write_stalled(time.monotonic() * 1000.0)
+        if stalled_ms >= self.write_stall_ms and (self.write_lock.locked() or self.wbuf or self.nowait
+                                                  or self.proto.receipts):
+            self.end_stalled("the broker stopped reading: it took none of our bytes for %.2f s while a write "
+                             "waited (bound %.3g s)" % (stalled_ms / 1000.0, self.write_stall_ms / 1000.0))
+            return
+        self.scheduler.call_later(self.write_watch_period_s(), self.write_watch_tick)
+
+    def write_watch_period_s(self) -> float:
+        """Seconds between two :meth:`write_watch_tick`: a quarter of the bound, 0.05 to 1 s."""
+        return min(1.0, max(0.05, self.write_stall_ms / 4000.0))
 
     def take_buffer(self) -> bytes:
         """Under the write lock: the deferred frames as one bytes, the buffer emptied."""

@@ -17,7 +17,9 @@ What differs from stomp.py, on purpose:
   refused, or the broker's reason for refusing the login) and exits 1
   (stomp.py printed a log line per attempt and exited 0);
 * a command that fails prints a red line and the shell carries on (stomp.py's
-  shell ended); ``-F`` exits 1 when a command of the file failed;
+  shell ended); ``-F`` exits 1 when a command of the file failed (``stats`` with no
+  counts is none) and, a subscription open, prints what comes until it is quiet
+  (bounded, :mod:`amqstomp.cli._sessions`);
 * ``sendrec`` waits (bounded) for its RECEIPT, as its help says, and
   ``subscribe`` for the broker's (amqstomp's subscribe asks for one);
 * readline history is kept in ``~/.amqstomp_history`` (``$AMQSTOMP_HISTORY``;
@@ -37,7 +39,6 @@ import base64
 import json
 import os
 import re
-import signal
 import sys
 import threading
 import time
@@ -52,6 +53,7 @@ from ..exception import StompException
 from ..listener import ConnectionListener, StatsListener
 from ._complete import Completion
 from ._help import HelpTopics
+from ._sessions import Sessions
 from .target import parse_target
 
 __all__ = ["StompCLI", "SubscriptionInfo", "heartbeat_pattern", "do_nothing_loop", "CONNECT_TIMEOUT_S"]
@@ -86,7 +88,7 @@ class SubscriptionInfo:
         self.ack = ack
 
 
-class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
+class StompCLI(Completion, HelpTopics, Sessions, Cmd, ConnectionListener):
     """stomp.py's command shell over an amqstomp connection; connects in the constructor.
 
     Args (stomp.py's, in its order): ``host`` (a host name or an ActiveMQ
@@ -120,6 +122,7 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         self.verbose = verbose
         self._write_lock = threading.RLock()
         self._quit = False
+        self._last_message = 0.0  # time.monotonic() of the last MESSAGE printed (a -F file's end waits for quiet)
         self._busy = True  # a command (or the constructor) runs: async output prints no prompt
         self._connected_shown = threading.Event()
         self._moves_seen = 0  # the reconnector's planned_moves when on_transport_interrupted last ran
@@ -183,8 +186,8 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         if not self._quit:
             self._write(str(msg) + end)
 
-    def _error(self, msg: Any, end: str = "\n") -> None:
-        self.failures += 1
+    def _error(self, msg: Any, end: str = "\n", failed: bool = True) -> None:
+        self.failures += 1 if failed else 0  # (not failed: stomp.py's red line that is no failure)
         self._write(self._paint(colours.BOLD + colours.RED, str(msg)) + end)
 
     def _typed_so_far(self) -> str:
@@ -247,6 +250,7 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         if "filename" in frame.headers:
             frame.body = self._save_file(frame)
         self._print_frame("MESSAGE", frame, blank_first=True)
+        self._last_message = time.monotonic()
 
     def _save_file(self, frame: Any) -> str:
         name = os.path.basename(str(frame.headers["filename"]).replace("\\", "/")) or "received"
@@ -521,8 +525,8 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
             stats = self.conn.get_listener("stats")
             if stats:
                 self._sysout(stats)
-            else:
-                self._error("No stats available")
+            else:  # nothing counted yet ('stats on' starts counting): stomp.py's red line, no failed command
+                self._error("No stats available", failed=False)
         elif words[0] == "on":
             self.conn.set_listener("stats", StatsListener())
         elif words[0] == "off":
@@ -552,44 +556,6 @@ class StompCLI(Completion, HelpTopics, Cmd, ConnectionListener):
         finally:
             self._run_depth -= 1
         return False
-
-
-    # ------------------------------------------------------------------ sessions
-
-    def run_session(self, listen: Optional[str] = None, filename: Optional[str] = None) -> int:
-        """The session :func:`amqstomp.cli.client.main` runs, then disconnect:
-        ``listen`` (``-L``): subscribe and print what arrives until Ctrl-C or
-        SIGTERM (status 0) or the connection is lost (1); ``filename``
-        (``-F``): its commands (1 when one failed); else the interactive
-        shell (0)."""
-        status = 0
-        try:
-            if listen is not None:
-                signal.signal(signal.SIGTERM, _interrupt)  # `kill`: stop as Ctrl-C does
-                self.do_subscribe(listen)
-                while not self._gone.wait(0.5):
-                    pass
-                status = 1  # the connection was lost
-            elif filename is not None:
-                self.do_run(filename)
-                status = 1 if self.failures else 0
-            else:
-                self.cmdloop()
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM during -L or -F: stop
-            pass
-        except StompException as exc:
-            self._error(str(exc))
-            status = 1
-        finally:
-            self._quit = True
-            self.conn.disconnect()
-        return status
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second one must not cut the disconnect
-    raise KeyboardInterrupt
-
 
 
 def do_nothing_loop() -> None:

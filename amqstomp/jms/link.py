@@ -61,6 +61,7 @@ from .._engine.client import Client, WaitUp
 from .._core.events import TransportResumed
 from .._io.connector import Connector
 from .._io.driver import Driver
+from .._io.link import WRITE_STALL_S
 from .._io.observer import ObserverLoop
 from .._io.channel import tls_context
 from .._core.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
@@ -173,6 +174,8 @@ class Link:
         self.transport = Driver(connector, ObserverLoop(_LinkObserver(self)),
                                 float(options.get("heart_beat_receive_scale") or 1.5),
                                 timeout=self.connect_timeout_s)
+        # a write on a broker that takes none of our bytes ends the socket after jms.sendTimeout, else 10 s
+        self.transport.write_stall_s = (options.get("send_timeout_ms") or 0) / 1000.0 or WRITE_STALL_S
         self.transport.broker = check_broker(options.get("broker"), "broker (amqstomp.broker)")
         self.transport.client_id = connection.client_id  # the producer socket's too (not in its CONNECT)
         tls_hosts = [ep.host_and_port for ep in self.endpoints if ep.tls]
