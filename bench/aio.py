@@ -360,8 +360,8 @@ def _stompman_ratios(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[D
         pairs = list(zip(results, runs["stompman"]))
         rate = [(a["received"] / a["seconds"]) / (s["received"] / s["seconds"]) for a, s in pairs]
         cpu = [(s["cpu"] / s["received"]) / (a["cpu"] / a["received"]) for a, s in pairs]
-        out.append({"case": case, "api": api, "rate_ratio": statistics.median(rate), "cpu_ratio": statistics.median(cpu),
-                    "rate_ratios": rate, "cpu_ratios": cpu})
+        out.append({"case": case, "api": api, "rate_ratio": statistics.median(rate),
+                    "cpu_ratio": statistics.median(cpu), "rate_ratios": rate, "cpu_ratios": cpu})
         print("%-22s %-9s vs stompman: %.2fx msg/s, %.2fx less CPU/msg (runs: %s; %s)" % (
             case, api, out[-1]["rate_ratio"], out[-1]["cpu_ratio"], ", ".join("%.2f" % r for r in rate),
             ", ".join("%.2f" % c for c in cpu)), flush=True)
