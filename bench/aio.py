@@ -15,9 +15,19 @@ the handler form ``sub.run(handler, concurrency=4)`` (4 worker tasks, an ACK on 
 against the alternative it was chosen over, a semaphore of 4 with a task per message.
 Each case runs ``--runs`` times (3), and the report gives the median.
 
+``--stompman``: amqstomp.aio against stompman (an asyncio STOMP client, installed by the bench
+extra) on the same broker, in the same run: ``ack-p1000`` (client-individual, prefetch 1000:
+aio ``async for`` + ``await message.ack()``, aio ``sub.run(handler)``, stompman's
+``subscribe`` handler form, which ACKs on return), ``client-individual-p1`` (the same at
+prefetch 1, the threaded API too) and ``produce`` (no receipts, one at the end). The ratios
+aio/stompman (msg/s) and stompman/aio (CPU per message) are computed inside each repetition,
+then the median is taken; the result goes under the ``stompman`` key of the JSON report,
+merged into the existing file (its other keys kept).
+
 Usage::
 
     python bench/aio.py [--count N] [--runs R] [--json [PATH]]
+    python bench/aio.py --stompman [--count 10000] [--json [PATH]]   # against stompman
     python bench/aio.py --reader-probe     # asyncio.Protocol vs a StreamReader task, no broker
 """
 import argparse
@@ -57,8 +67,8 @@ async def _aio_handlers(sub: Any, count: int, form: str) -> Dict[str, Any]:
         if state["n"] == count:
             done.set()
 
-    if form == "aio-run4":
-        runner = asyncio.ensure_future(sub.run(handler, concurrency=4))
+    if form in ("aio-run4", "aio-run"):
+        runner = asyncio.ensure_future(sub.run(handler, concurrency=4 if form == "aio-run4" else 1))
         await done.wait()
         t1, c1 = time.perf_counter(), _cpu()
         await sub.close()
@@ -171,9 +181,59 @@ def _threaded_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
     return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
 
 
+def _stompman_server(spec: Dict[str, Any]) -> Any:
+    import stompman
+
+    host, port = spec["url"][len("stomp://"):].split(":")
+    return stompman.Client(servers=[stompman.ConnectionParameters(host=host, port=int(port), login="",
+                                                                  passcode="")],
+                           heartbeat=stompman.Heartbeat(0, 0))
+
+
+async def _stompman_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """stompman's ``subscribe`` handler form: the handler runs in a task per message, and
+    stompman sends the ACK (client-individual) when it returns."""
+    count = spec["count"]
+    state = {"n": 0, "t0": 0.0, "c0": 0.0, "t1": 0.0, "c1": 0.0}
+    done = asyncio.Event()
+
+    async def handler(frame: Any) -> None:
+        if state["n"] == 0:
+            state["t0"], state["c0"] = time.perf_counter(), _cpu()
+        state["n"] += 1
+        if state["n"] == count:
+            state["t1"], state["c1"] = time.perf_counter(), _cpu()
+            done.set()
+
+    async with _stompman_server(spec) as client:
+        sub = await client.subscribe(spec["queue"], handler, ack=spec["ack"],
+                                     headers={"activemq.prefetchSize": str(spec["prefetch"])},
+                                     on_suppressed_exception=lambda exc, frame: print(repr(exc), file=sys.stderr))
+        try:
+            await asyncio.wait_for(done.wait(), spec["deadline"])
+        except asyncio.TimeoutError:
+            pass
+        await asyncio.sleep(0.2)  # the last ACK leaves after its handler's task ends
+        await sub.unsubscribe()
+    return {"received": state["n"], "seconds": state["t1"] - state["t0"], "cpu": state["c1"] - state["c0"]}
+
+
+async def _stompman_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
+    body = b"x" * BODY
+    async with _stompman_server(spec) as client:
+        t0, c0 = time.perf_counter(), _cpu()
+        for _ in range(spec["count"] - 1):
+            await client.send(body, spec["queue"])
+        await client.send(body, spec["queue"], receipt_timeout=60)
+        t1, c1 = time.perf_counter(), _cpu()
+    return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
+
+
 def child_main(spec_json: str) -> None:
     spec = json.loads(spec_json)
-    if spec["api"].startswith("aio"):
+    if spec["api"] == "stompman":
+        result = asyncio.run(_stompman_produce(spec) if spec["case"] == "produce" else _stompman_consume(spec))
+    elif spec["api"].startswith("aio"):
         result = asyncio.run(_aio_produce(spec) if spec["case"] == "produce" else _aio_consume(spec))
     else:
         result = _threaded_produce(spec) if spec["case"] == "produce" else _threaded_consume(spec)
@@ -248,6 +308,89 @@ CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individu
          ("handlers-p1000", "client-individual", 1000)]
 #: the APIs compared per case (default: aio and threaded)
 APIS = {"handlers-p1000": ("aio", "aio-run4", "aio-sem4")}
+#: ``--stompman``: (case, ack, prefetch, APIs)
+STOMPMAN_CASES = [("ack-p1000", "client-individual", 1000, ("aio", "aio-run", "stompman")),
+                  ("client-individual-p1", "client-individual", 1, ("aio", "threaded", "stompman")),
+                  ("produce", "", 0, ("aio", "threaded", "stompman"))]
+
+
+def _run_case(broker: Any, url: str, case: str, ack: str, prefetch: int, apis: Any,
+              args: Any) -> Dict[str, List[Dict[str, Any]]]:
+    """``args.runs`` repetitions of ``case``, the APIs interleaved (the machine's load moves them alike)."""
+    runs: Dict[str, List[Dict[str, Any]]] = {api: [] for api in apis}
+    for _ in range(args.runs):
+        for api in apis:
+            queue = "/queue/bench-aio-%s" % uuid.uuid4().hex[:8]
+            if case != "produce":
+                fill_queue(broker.host_and_ports, queue, args.count, BODY)
+            spec = {"api": api, "case": case, "ack": ack, "prefetch": prefetch, "count": args.count,
+                    "queue": queue, "url": url, "deadline": args.deadline}
+            child = run_child([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+                              args.deadline + 30)
+            try:
+                result = json.loads(child.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                raise SystemExit("%s %s failed: %s" % (api, case, child.stderr[-2000:]))
+            if result["received"] != args.count:
+                raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], args.count))
+            runs[api].append(result)
+    return runs
+
+
+def _summarise(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    rows = []
+    for api, results in runs.items():
+        rates = [r["received"] / r["seconds"] for r in results]
+        cpus = [r["cpu"] / r["received"] * 1e6 for r in results]
+        rows.append({"case": case, "api": api, "msg_per_s": statistics.median(rates),
+                     "cpu_us_per_msg": statistics.median(cpus), "runs": results})
+        print("%-22s %-9s %9.0f msg/s %6.1f us CPU/msg  (runs: %s; %s us)" % (
+            case, api, rows[-1]["msg_per_s"], rows[-1]["cpu_us_per_msg"],
+            ", ".join("%.0f" % r for r in rates), ", ".join("%.1f" % c for c in cpus)), flush=True)
+    return rows
+
+
+def _stompman_ratios(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Per repetition: each amqstomp API's msg/s over stompman's, and stompman's CPU per message
+    over the API's (both > 1 when amqstomp is ahead); then the median of the repetitions."""
+    out = []
+    for api, results in runs.items():
+        if api == "stompman":
+            continue
+        pairs = list(zip(results, runs["stompman"]))
+        rate = [(a["received"] / a["seconds"]) / (s["received"] / s["seconds"]) for a, s in pairs]
+        cpu = [(s["cpu"] / s["received"]) / (a["cpu"] / a["received"]) for a, s in pairs]
+        out.append({"case": case, "api": api, "rate_ratio": statistics.median(rate),
+                    "cpu_ratio": statistics.median(cpu), "rate_ratios": rate, "cpu_ratios": cpu})
+        print("%-22s %-9s vs stompman: %.2fx msg/s, %.2fx less CPU/msg (runs: %s; %s)" % (
+            case, api, out[-1]["rate_ratio"], out[-1]["cpu_ratio"], ", ".join("%.2f" % r for r in rate),
+            ", ".join("%.2f" % c for c in cpu)), flush=True)
+    return out
+
+
+def _stompman_main(args: Any) -> Dict[str, Any]:
+    import importlib.metadata
+
+    rows: List[Dict[str, Any]] = []
+    ratios: List[Dict[str, Any]] = []
+    with start_broker() as broker:
+        host, port = broker.host_and_ports[0]
+        url = "stomp://%s:%d" % (host, port)
+        for case, ack, prefetch, apis in STOMPMAN_CASES:
+            if args.cases and case not in args.cases.split(","):
+                continue
+            runs = _run_case(broker, url, case, ack, prefetch, apis, args)
+            rows += _summarise(case, runs)
+            ratios += _stompman_ratios(case, runs)
+    print(format_table([[r["case"], r["api"], "%.0f" % r["msg_per_s"], "%.1f" % r["cpu_us_per_msg"]] for r in rows],
+                       ["case", "API", "msg/s (median)", "CPU us/msg (median)"]))
+    machine = machine_info()
+    machine["stompman"] = importlib.metadata.version("stompman")
+    section = {"machine": machine, "count": args.count, "body": BODY, "runs": args.runs, "rows": rows,
+               "ratios": ratios}
+    if args.json:
+        write_json(args.json, _merged(args.json, {"stompman": section}))
+    return section
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
@@ -258,6 +401,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--json", nargs="?", const=default_json_path("aio"), default=None)
     parser.add_argument("--child", default=None)
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--stompman", action="store_true",
+                        help="amqstomp.aio against stompman (merged into the JSON under 'stompman')")
     parser.add_argument("--reader-probe", action="store_true",
                         help="only compare asyncio.Protocol with a StreamReader task (no broker)")
     args = parser.parse_args(argv)
@@ -266,6 +411,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         return {}
     if args.reader_probe:
         return reader_probe()
+    if args.stompman:
+        return _stompman_main(args)
     rows: List[Dict[str, Any]] = []
     with start_broker() as broker:
         host, port = broker.host_and_ports[0]
@@ -274,36 +421,23 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             if args.cases and case not in args.cases.split(","):
                 continue
             apis = APIS.get(case, ("aio", "threaded"))
-            runs: Dict[str, List[Dict[str, Any]]] = {api: [] for api in apis}
-            for _ in range(args.runs):
-                for api in apis:  # interleaved: the machine's load moves both alike
-                    queue = "/queue/bench-aio-%s" % uuid.uuid4().hex[:8]
-                    if case != "produce":
-                        fill_queue(broker.host_and_ports, queue, args.count, BODY)
-                    spec = {"api": api, "case": case, "ack": ack, "prefetch": prefetch, "count": args.count,
-                            "queue": queue, "url": url, "deadline": args.deadline}
-                    child = run_child([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                                      args.deadline + 30)
-                    try:
-                        result = json.loads(child.stdout.strip().splitlines()[-1])
-                    except (ValueError, IndexError):
-                        raise SystemExit("%s %s failed: %s" % (api, case, child.stderr[-2000:]))
-                    if result["received"] != args.count:
-                        raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], args.count))
-                    runs[api].append(result)
-            for api in apis:
-                rates = [r["received"] / r["seconds"] for r in runs[api]]
-                cpus = [r["cpu"] / r["received"] * 1e6 for r in runs[api]]
-                rows.append({"case": case, "api": api, "msg_per_s": statistics.median(rates),
-                             "cpu_us_per_msg": statistics.median(cpus), "runs": runs[api]})
-                print("%-22s %-9s %9.0f msg/s %6.1f us CPU/msg  (runs: %s; %s us)" % (
-                    case, api, rows[-1]["msg_per_s"], rows[-1]["cpu_us_per_msg"],
-                    ", ".join("%.0f" % r for r in rates), ", ".join("%.1f" % c for c in cpus)), flush=True)
+            rows += _summarise(case, _run_case(broker, url, case, ack, prefetch, apis, args))
     print(format_table([[r["case"], r["api"], "%.0f" % r["msg_per_s"], "%.1f" % r["cpu_us_per_msg"]] for r in rows],
                        ["case", "API", "msg/s (median)", "CPU us/msg (median)"]))
     report = {"machine": machine_info(), "count": args.count, "body": BODY, "rows": rows}
     if args.json:
-        write_json(args.json, report)
+        write_json(args.json, _merged(args.json, report))
+    return report
+
+
+def _merged(path: str, update: Dict[str, Any]) -> Dict[str, Any]:
+    """The JSON report at ``path`` (if any) with ``update``'s keys replaced: a run of the
+    default cases keeps the ``stompman`` section, and ``--stompman`` keeps the rest."""
+    report: Dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            report = json.load(fh)
+    report.update(update)
     return report
 
 
