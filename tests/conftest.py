@@ -86,6 +86,19 @@ def broker_keystore(directory: Any) -> str:
     return keystore
 
 
+class OpenSocket:
+    """A fake of the I/O layer's one fact for the pure settlement core (``link_alive``): socket
+    ``open_seq`` is the open one; records which sockets it was asked about."""
+
+    def __init__(self, open_seq: int) -> None:
+        self.open_seq = open_seq
+        self.asked: List[int] = []
+
+    def link_alive(self, seq: int) -> bool:
+        self.asked.append(seq)
+        return seq == self.open_seq
+
+
 class TransportTimes:
     """A listener noting when the transport was interrupted and resumed (both APIs'
     ``on_transport_interrupted``/``on_transport_resumed``; the first time of each) and

@@ -29,24 +29,13 @@ from amqstomp._core.settle import (
     identity_ack_written,
     not_covered,
 )
+from conftest import OpenSocket
 
 pytestmark = pytest.mark.timeout(60)
 
 
-class Sockets:
-    """The I/O layer's one fact (``Links``): which socket is the open one."""
-
-    def __init__(self, open_seq: int) -> None:
-        self.open_seq = open_seq
-        self.asked: List[int] = []
-
-    def link_alive(self, seq: int) -> bool:
-        self.asked.append(seq)
-        return seq == self.open_seq
-
-
 def test_an_ack_goes_on_the_socket_that_delivered_its_message_or_nowhere():
-    links = Sockets(open_seq=2)
+    links = OpenSocket(open_seq=2)
     assert identity_ack_socket(2, links) == 2
     assert identity_ack_socket(1, links) == ACK_REFUSED_LOST  # lost since: nothing written
     assert identity_ack_socket(None, links) == 0  # not noted by the ledger: the open socket's
@@ -86,7 +75,7 @@ def test_the_first_ack_after_a_failover_is_refused_the_next_written():
     """The walk of the ledger's rule (1.0/1.1): both copies outstanding, ACKs made
     off the dispatcher thread: the first answers the lost copy (refused), the
     second the redelivered copy (written on the new socket)."""
-    links = Sockets(open_seq=2)
+    links = OpenSocket(open_seq=2)
     outstanding = [1, 2]
     first = outstanding.pop(delivery_answered(outstanding, 0))
     assert identity_ack_socket(first, links) == ACK_REFUSED_LOST

@@ -909,23 +909,12 @@ from amqstomp.jms.constants import AUTO_ACKNOWLEDGE  # noqa: E402
 from amqstomp.jms._connection_state import ConnectionState  # noqa: E402
 from amqstomp.jms._state import ConsumerLedger, SessionState  # noqa: E402
 from amqstomp.jms._state import Delivery as JmsDelivery  # noqa: E402
+from conftest import OpenSocket  # noqa: E402
 from amqstomp.jms._subscriber import Subscriber  # noqa: E402
 from amqstomp._engine.subscription import SubscriptionManager  # noqa: E402
 
 CORE_SETTINGS = settings(max_examples=300, deadline=None, database=None)
 ACKS = ("auto", "client", "client-individual")
-
-
-class _Links:
-    """The I/O layer's one fact (socket ``open_seq`` is the open one); records what it was asked."""
-
-    def __init__(self, open_seq: int) -> None:
-        self.open_seq = open_seq
-        self.asked: List[int] = []
-
-    def link_alive(self, seq: int) -> bool:
-        self.asked.append(seq)
-        return seq == self.open_seq
 
 
 @CORE_SETTINGS
@@ -934,7 +923,7 @@ class _Links:
 def test_core_hand_over_rules(seq: int, disconnected: int, ack: str, closed: bool, app_acks: bool,
                               failover: bool, open_seq: int) -> None:
     """The hand-over rule's promises, over every combination of its facts."""
-    links = _Links(open_seq)
+    links = OpenSocket(open_seq)
     verdict = settle.hand_over(seq, disconnected, settle.Subscribed(ack, closed, app_acks), failover, links)
     handed = verdict < settle.DROP_DISCONNECTED
     lost = failover and seq != 0 and seq != open_seq
@@ -949,8 +938,8 @@ def test_core_hand_over_rules(seq: int, disconnected: int, ack: str, closed: boo
     assert noted == (handed and failover and app_acks and ack != "auto")  # the ACK's socket is known
     assert (verdict == settle.HAND_OVER_NOTE_CUMULATIVE) == (noted and ack == "client")  # ack:client is cumulative
     assert set(links.asked) <= {seq} and (not links.asked or (failover and ack != "auto"))
-    assert settle.from_lost_socket(seq, failover, _Links(open_seq)) == lost
-    unknown = settle.hand_over(seq, disconnected, None, failover, _Links(open_seq))  # a subscription not made here
+    assert settle.from_lost_socket(seq, failover, OpenSocket(open_seq)) == lost
+    unknown = settle.hand_over(seq, disconnected, None, failover, OpenSocket(open_seq))  # a subscription not made here
     assert unknown == (settle.DROP_DISCONNECTED if seq and seq <= disconnected else settle.HAND_OVER)
 
 
