@@ -480,7 +480,7 @@ def test_the_write_watch_keeps_a_slow_reader_and_ends_a_stopped_one():
     theirs, _ = listener.accept()
     listener.close()
     link = Link(PlainChannel(ours), ("127.0.0.1", 1), "1.2", 1, 1.5)
-    link.write_stall_ms = 300.0
+    link._write_stall_ms = 300.0  # under the floor a connection may name (MIN_WRITE_STALL_S): a quick test
     link.scheduler.start()
     link.scheduler.call_later(0.0, link.write_watch_tick)
     reading = threading.Event()
@@ -519,3 +519,17 @@ def test_the_write_watch_keeps_a_slow_reader_and_ends_a_stopped_one():
         ours.close()
         theirs.close()
         reader.join(5)
+
+
+def test_a_short_connection_timeout_does_not_make_the_write_bound_shorter_than_its_floor(activemq):
+    """A stomp.py ``timeout=`` meant for the connect (0.2 s) bounds a stalled write at
+    MIN_WRITE_STALL_S (1 s), not at 0.2 s; a longer one is taken as given."""
+    from amqstomp._io.writer import MIN_WRITE_STALL_S
+
+    for given, expected_ms in ((0.2, MIN_WRITE_STALL_S * 1000.0), (3.0, 3000.0)):
+        conn = stomp.Connection12(activemq.host_and_ports, timeout=given)
+        try:
+            conn.connect("admin", "admin", wait=True, timeout=15)
+            assert conn.transport._link.write_stall_ms == expected_ms, given
+        finally:
+            conn.disconnect(timeout=5)

@@ -30,7 +30,8 @@ from ..exception import ConnectionClosedException
 from .channel import send_progress
 from .scheduler import Scheduler
 
-__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S", "WRITE_STALL_S"]
+__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S", "WRITE_STALL_S",
+           "MIN_WRITE_STALL_S"]
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
@@ -48,6 +49,9 @@ WRITE_FAILED_READ_S = 0.5
 #: :data:`amqstomp.aio._options.DEFAULT_RECEIPT_TIMEOUT`, the asyncio API's bound of a send.
 #: Progress is what counts, not the time a write takes: a broker that reads slowly is never stalled.
 WRITE_STALL_S = 10.0
+#: The shortest such bound (seconds) a connection may name: a stomp.py ``timeout=`` meant for the
+#: connect (0.2 s, say) must not end a healthy link whose peer is slow to acknowledge for a moment.
+MIN_WRITE_STALL_S = 1.0
 log = logging.getLogger("amqstomp.transport")
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 _POLL = getattr(select, "poll", None)
@@ -134,6 +138,17 @@ class LinkWriter:
             self.stalled_since_ms = now_ms
             return 0.0
         return now_ms - self.stalled_since_ms
+
+    @property
+    def write_stall_ms(self) -> float:
+        """How long (ms) the peer may take none of our bytes while a write waits
+        (:meth:`write_watch_tick`); set by the link's owner, never under
+        :data:`MIN_WRITE_STALL_S`."""
+        return self._write_stall_ms
+
+    @write_stall_ms.setter
+    def write_stall_ms(self, ms: float) -> None:
+        self._write_stall_ms = max(MIN_WRITE_STALL_S * 1000.0, ms)
 
     def end_stalled(self, reason: str) -> None:
         """Timer thread: end the link as a loss because the peer takes none of our
