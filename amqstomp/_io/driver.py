@@ -22,6 +22,7 @@ from ..constants import SECRET_HEADERS
 from ..exception import ConnectionClosedException, FrameEncodeError, NotConnectedException, SendInDoubtError
 from .connector import Connector
 from .link import DEFER_FLUSH_BYTES, Link
+from .writer import PeerStoppedReading
 from .observer import EventSink
 from .owner import LinkOwner
 
@@ -200,7 +201,8 @@ class Driver(LinkOwner):
             else:
                 link.write(data, write_timeout)
         except ConnectionClosedException as exc:
-            if cmd == "SEND" and link.ended_stalled and isinstance(exc.__cause__, OSError):
+            stalled = isinstance(link.close_error, PeerStoppedReading)  # the link's end says why, no flag of its own
+            if cmd == "SEND" and stalled and isinstance(exc.__cause__, OSError):
                 raise stalled_send(link, clean, exc) from exc
             raise
         return future

@@ -31,7 +31,7 @@ from .channel import send_progress
 from .scheduler import Scheduler
 
 __all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S", "WRITE_STALL_S",
-           "MIN_WRITE_STALL_S"]
+           "MIN_WRITE_STALL_S", "PeerStoppedReading"]
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
@@ -54,6 +54,12 @@ WRITE_STALL_S = 10.0
 MIN_WRITE_STALL_S = 1.0
 log = logging.getLogger("amqstomp.transport")
 _MSG_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+
+
+class PeerStoppedReading(TimeoutError):
+    """The error a link ends with when the peer took none of our bytes for the bound while
+    a write waited (:meth:`LinkWriter.end_stalled`): the link's ``close_error`` tells it."""
+
 _POLL = getattr(select, "poll", None)
 
 
@@ -119,8 +125,6 @@ class LinkWriter:
         self.stalled_since_ms = 0.0
         #: ms the peer may take none of our bytes while a write waits on it (:meth:`write_watch_tick`)
         self.write_stall_ms = WRITE_STALL_S * 1000.0
-        #: the link was ended because the peer stopped taking our bytes (:meth:`end_stalled`)
-        self.ended_stalled = False
 
     def write_stalled(self, now_ms: float) -> float:
         """Timer thread (the heart-beat send tick): how long (ms) the peer has taken
@@ -154,9 +158,8 @@ class LinkWriter:
         """Timer thread: end the link as a loss because the peer takes none of our
         bytes (``reason`` says for how long); a write blocked on it then fails
         (``ConnectionClosedException``; a SEND's is the driver's ``SendInDoubtError``)."""
-        self.ended_stalled = True
         log.warning("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-        self.close(reason, TimeoutError(reason))
+        self.close(reason, PeerStoppedReading(reason))
 
     def write_watch_tick(self) -> None:
         """Timer thread, every :meth:`write_watch_period_s` while the link lives: a
