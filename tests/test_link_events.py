@@ -120,7 +120,7 @@ def test_the_stomp_py_listeners_hear_each_event_as_stomp_py_calls_it():
     dispatch.set("a", listener)
     link = _Link(events.Connected(Frame("CONNECTED", {}, b"hi")), events.HeartbeatIn(),
                  events.ConnectRefused(Frame("ERROR", {}, b"no")),  # no on_connect_refused: on_error
-                 Frame("MESSAGE", {"message-id": "m2"}, b"body"), events.Notice("disconnecting"),
+                 Frame("MESSAGE", {"message-id": "m2"}, b"body"), events.Disconnecting(),
                  events.ReceiverLoopCompleted("ignored"), events.Disconnected())
     owner = _Owner()
     dispatch.run(link, owner)

@@ -360,8 +360,9 @@ def test_link_events_are_typed_and_named_once():
     assert type(refused) is events.ConnectRefused and refused.arg == "frame"
     frame = object()
     assert events.event_named("message", frame) is frame  # a MESSAGE is its own event
-    notice = events.event_named("disconnecting")
-    assert type(notice) is events.Notice and notice.name == "disconnecting"
+    assert type(events.event_named("disconnecting")) is events.Disconnecting  # a class, as every library event
+    notice = events.event_named("my_own_event", frame)  # the application's name (stomp.py's notify): a Notice
+    assert type(notice) is events.Notice and notice.name == "my_own_event" and notice.arg is frame
     # every named event class has its stomp.py listener method, under the same name
     assert {cls: LISTENER_CALLS[cls][0] for cls in events.EVENT_NAMES.values()} == \
         {cls: name for name, cls in events.EVENT_NAMES.items()}

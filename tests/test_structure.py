@@ -457,41 +457,51 @@ def test_link_events_are_typed_not_named_by_strings():
     assert len(list(_posts_by_name(caught))) == 2  # the check sees what it looks for
 
 
-#: the stomp.py names an event may still be handed by: ``x.notify("<name>")`` / ``x.call("<name>")``
-#: (stomp.py's ``Transport.notify``, ``ListenerDispatch.call``) post or call the listeners by a string,
-#: outside the typed events (:mod:`amqstomp._core.events`) and their one table
-#: (``_engine/dispatch.LISTENER_CALLS``); the dispatch module itself is that table's home
-_NAMED_CALLS = ("notify", "call")
-_NAMED_CALLS_HOME = "amqstomp._engine.dispatch"
-#: (module, event name) still handed by name: none left (the last, subscription.py's "slow_consumer",
-#: became the typed ``SlowConsumer`` event)
-KNOWN_NAMED_NOTIFICATIONS: set = set()
+#: the ways a listener event could be handed on by a stomp.py name: ``x.notify("<name>")`` /
+#: ``x.call("<name>")`` (stomp.py's ``Transport.notify``, ``ListenerDispatch.call``), the calling
+#: thread's ``x.announce(...)`` and the old ``x.notify_now("<name>")``; every event the library
+#: makes is a :mod:`amqstomp._core.events` class, mapped to stomp.py's names in one table
+#: (``_engine/dispatch.LISTENER_CALLS``). None is left, in any module (issue 22: the last,
+#: ``_engine/client``'s "disconnecting", became the typed ``Disconnecting`` event)
+_NAMED_CALLS = ("notify", "call", "notify_now", "announce", "call_event")
+#: the one module that makes a :class:`~amqstomp._core.events.Notice`: ``event_named``, for a
+#: name the application gives stomp.py's public ``notify(name)`` itself
+_NOTICE_HOME = "amqstomp._core.events"
 
 
 def _named_notifications(tree):
-    """``x.notify("<name>", ...)`` / ``x.call("<name>", ...)`` calls: an event handed on by a string."""
+    """``x.notify("<name>", ...)`` / ``x.call("<name>", ...)`` (...) calls: an event handed on by a
+    string; and every ``Notice(...)`` made (an event named by a string)."""
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _NAMED_CALLS
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr in _NAMED_CALLS
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             yield node, node.args[0].value
+        elif (isinstance(func, ast.Name) and func.id == "Notice") or \
+                (isinstance(func, ast.Attribute) and func.attr == "Notice"):
+            yield node, "Notice"
 
 
-def test_no_event_is_notified_by_a_string_name_outside_the_dispatch_table():
+def test_no_event_is_notified_by_a_string_name():
     """The library hands its listeners' events on as :mod:`amqstomp._core.events` classes
-    (``post(TransportResumed())``), which ``LISTENER_CALLS`` maps to stomp.py's ``on_<name>`` once;
-    no module but the dispatch table's notifies or calls them by a stomp.py name (issue 22). A
-    user's ``conn.transport.notify("heartbeat")`` stays stomp.py's API (tests call it)."""
+    (``post(TransportResumed())``, ``announce(Disconnecting())``), which ``LISTENER_CALLS`` maps
+    to stomp.py's ``on_<name>`` once; no module notifies, calls or announces one by a stomp.py
+    name, nor makes a ``Notice`` but ``event_named`` (issue 22). A user's
+    ``conn.transport.notify("heartbeat")`` stays stomp.py's API (tests call it)."""
     found = set()
     for name, (path, tree, _) in sorted(_modules().items()):
-        if name == _NAMED_CALLS_HOME:
-            continue
-        found.update((name, event) for _, event in _named_notifications(tree))
-    assert found - KNOWN_NAMED_NOTIFICATIONS == set()
-    assert KNOWN_NAMED_NOTIFICATIONS - found == set(), "a known exception is gone: drop it from the list"
+        found.update((name, event) for _, event in _named_notifications(tree)
+                     if not (name == _NOTICE_HOME and event == "Notice"))
+    assert found == set()
     planted = ast.parse("def f(self, link, x):\n    self.transport.notify('usage_full')\n"
                         "    link.dispatch.call('before_message', x)\n    self.transport.post(UsageFull())\n"
-                        "    self.dispatch.notify(str(x.cmd).lower(), x)\n    subprocess.call(['ls'])\n")
-    assert [event for _, event in _named_notifications(planted)] == ["usage_full", "before_message"]
+                        "    self.dispatch.notify(str(x.cmd).lower(), x)\n    subprocess.call(['ls'])\n"
+                        "    self.transport.notify_now('disconnecting')\n    self.transport.announce(Disconnecting())\n"
+                        "    self.dispatch.call_event(events.Notice('disconnecting'))\n")
+    assert [event for _, event in _named_notifications(planted)] == \
+        ["usage_full", "before_message", "disconnecting", "Notice"]
 
 
 #: what the pure core never imports, over its whole import closure inside amqstomp (issue 22):

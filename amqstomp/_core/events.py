@@ -20,9 +20,9 @@ the socket is gone.
 from typing import Any, Dict, Optional, Type
 
 __all__ = ["LinkEvent", "Connecting", "Connected", "ReceiptIn", "ErrorIn", "ConnectRefused", "HeartbeatIn",
-           "HeartbeatTimeout", "ProtocolErrorIn", "ReceiverLoopCompleted", "Disconnected", "TransportInterrupted",
-           "TransportResumed", "UsageFull", "UsageNotFull", "SlowConsumer", "Notice", "LinkEnd", "event_named",
-           "EVENT_NAMES"]
+           "HeartbeatTimeout", "ProtocolErrorIn", "ReceiverLoopCompleted", "Disconnecting", "Disconnected",
+           "TransportInterrupted", "TransportResumed", "UsageFull", "UsageNotFull", "SlowConsumer", "Notice",
+           "LinkEnd", "event_named", "EVENT_NAMES"]
 
 
 class LinkEvent:
@@ -92,6 +92,14 @@ class ReceiverLoopCompleted(LinkEvent):
     __slots__ = ()
 
 
+class Disconnecting(LinkEvent):
+    """The application is ending the session: handed to the listeners on its own
+    thread before DISCONNECT is written (stomp.py's ``on_disconnecting``), so what
+    a listener sends from it goes out first. Never queued on a link."""
+
+    __slots__ = ()
+
+
 class Disconnected(LinkEvent):
     """The link's last event when the connection ended (no failover took it over)."""
 
@@ -129,8 +137,11 @@ class SlowConsumer(LinkEvent):
 
 
 class Notice(LinkEvent):
-    """An event an API named itself with no class of its own (stomp.py's
-    ``Transport.notify(frame_type, frame)`` with another name): ``name``, ``arg``."""
+    """An event the application named itself, with no class of its own: stomp.py's
+    public ``Transport.notify(frame_type, frame)`` with a name not in :data:`EVENT_NAMES`
+    (``before_message``, ``send``, its own): ``name``, ``arg``. Made by
+    :func:`event_named` only; the library's own events are the classes above
+    (``tests/test_structure.py`` checks no other module makes one)."""
 
     __slots__ = ("name",)
 
@@ -153,6 +164,7 @@ EVENT_NAMES: Dict[str, Type[LinkEvent]] = {
     "heartbeat_timeout": HeartbeatTimeout,
     "protocol_error": ProtocolErrorIn,
     "receiver_loop_completed": ReceiverLoopCompleted,
+    "disconnecting": Disconnecting,
     "disconnected": Disconnected,
     "transport_interrupted": TransportInterrupted,
     "transport_resumed": TransportResumed,

@@ -55,6 +55,7 @@ from ..exception import (
     StompException,
     TransactionRolledBackError,
 )
+from .._core.events import Disconnecting
 from .._core.settle import DROP_DISCONNECTED, DROP_LOST_SOCKET, DROP_MOVING, HAND_OVER, HAND_OVER_NOTE_CUMULATIVE, \
     hand_over
 from .._core.transactions import TransactionTable, rolled_back, write_lost
@@ -531,7 +532,7 @@ class Client(Acknowledging, Subscribing):
             if manager is not None:
                 manager.close_all(write_timeout=wait_s)
             if announce:  # on this thread, before DISCONNECT: a send from on_disconnecting goes out first
-                transport.notify_now("disconnecting")
+                transport.announce(Disconnecting())
             try:
                 future = (send or transport.send_frame)("DISCONNECT", headers, None,
                                                         max(0.0, deadline - time.monotonic()))

@@ -23,6 +23,7 @@ from .._core.events import (
     Connecting,
     ConnectRefused,
     Disconnected,
+    Disconnecting,
     ErrorIn,
     HeartbeatIn,
     HeartbeatTimeout,
@@ -73,6 +74,7 @@ LISTENER_CALLS: Dict[Type[LinkEvent], Tuple[str, int]] = {
     HeartbeatTimeout: ("heartbeat_timeout", _NO_ARG),
     ProtocolErrorIn: ("protocol_error", _ARG),
     ReceiverLoopCompleted: ("receiver_loop_completed", _NONE),
+    Disconnecting: ("disconnecting", _NO_ARG),
     Disconnected: ("disconnected", _NO_ARG),
     TransportInterrupted: ("transport_interrupted", _NO_ARG),
     TransportResumed: ("transport_resumed", _NO_ARG),
@@ -80,7 +82,8 @@ LISTENER_CALLS: Dict[Type[LinkEvent], Tuple[str, int]] = {
     UsageNotFull: ("usage_not_full", _NO_ARG),
     SlowConsumer: ("slow_consumer", _ARG),
 }
-#: stomp.py events named only (:class:`~amqstomp._core.events.Notice`) whose callback takes the argument
+#: the application's own names (:class:`~amqstomp._core.events.Notice`, stomp.py's public ``notify(name)``)
+#: whose callback takes the argument
 _NOTICES_WITH_ARG = frozenset(["before_message", "send"])
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .. import _observe
-from .._core.events import event_named
+from .._core.events import LinkEvent, event_named
 from ..codec import Frame, FrameHead
 from ..constants import SECRET_HEADERS
 from ..exception import ConnectionClosedException, FrameEncodeError, NotConnectedException, SendInDoubtError
@@ -249,12 +249,13 @@ class Driver(LinkOwner):
         if link is not None and link.wbuf and not link.closed:
             link.write(b"")
 
-    def notify_now(self, frame_type: str, frame: Any = None) -> None:
-        """Event ``frame_type`` handed to the listeners on the calling thread, now
-        (not queued behind the dispatcher's work): for a callback whose promise
-        is "before": ``on_disconnecting`` runs before DISCONNECT is written, so
-        what a listener sends from it goes out first."""
-        self.dispatch.call(frame_type, frame)
+    def announce(self, event: LinkEvent) -> None:
+        """``event`` (a :mod:`amqstomp._core.events` class) handed to the listeners on
+        the calling thread, now (not queued behind the dispatcher's work): for a
+        callback whose promise is "before": :class:`~amqstomp._core.events.Disconnecting`
+        (``on_disconnecting``) runs before DISCONNECT is written, so what a listener
+        sends from it goes out first."""
+        self.dispatch.call_event(event)
 
     def notify(self, frame_type: str, frame: Any = None) -> None:
         """stomp.py's ``notify``: the event stomp.py names ``frame_type`` (connecting,

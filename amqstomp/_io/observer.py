@@ -111,7 +111,7 @@ class EventSink(Protocol):
         """``event`` with no socket to queue it on: handled on the calling thread."""
 
     def call(self, event: str, arg: Any = None) -> None:
-        """stomp.py's named event (``notify_now``, ``notify`` without a socket) on the calling thread."""
+        """stomp.py's named event (``notify`` without a socket) on the calling thread."""
 
 
 class LinkObserver(Protocol):
