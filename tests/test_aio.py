@@ -2,6 +2,7 @@
 receipts, subscriptions in every ack mode with prefetch windows, transactions, errors,
 close. Each test runs its coroutine with ``asyncio.run`` under a bound (no plugin)."""
 import asyncio
+import logging
 from typing import Any, List
 
 import pytest
@@ -219,10 +220,10 @@ def test_timeouts_are_checked(activemq):
             async with sub:
                 with pytest.raises(ReceiptTimeout):
                     # no room: a window of 1 byte, one send holding it, the next waits and times out
-                    client.producer_window = 1
-                    client._in_flight = 1
+                    client.window.size = 1
+                    client.window.in_flight = 1
                     await client.send(queue(), b"xx", timeout=0.2)
-                client._in_flight = 0
+                client.window.in_flight = 0
     run(main())
 
 
@@ -306,3 +307,43 @@ def test_tls(tmp_path, activemq_factory):
                     got.append(message.body[:2].rstrip(b"x"))
                 return got
     assert run(main()) == [b"%d" % i for i in range(50)]
+
+
+def test_an_error_answering_no_await_reaches_on_error_else_it_is_logged(activemq, caplog):
+    """Issue 22: a broker ERROR that answers none of the client's awaits (ActiveMQ 5.17 answers a
+    SEND without a destination, written without a receipt, with an ERROR and keeps the socket)
+    reaches ``on_error`` as a BrokerError; one answering an await (an ACK of no message, with its
+    receipt) raises there and does not; with no ``on_error`` the ERROR is logged, not dropped."""
+    heard: List[BrokerError] = []
+
+    async def provoke(client: Any) -> None:
+        link = await client.ready(10, "test")
+        await client.write_frame(link, "SEND", {}, b"no destination", False, 10, "a SEND with no destination")
+        for _ in range(200):  # bounded: 10 s (logged, then on_error called, as the ERROR is read)
+            if any(r.name == "amqstomp.aio" and "broker ERROR" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+
+    async def main() -> None:
+        async with amqstomp.aio.connect(url(activemq), on_error=heard.append) as client:
+            await provoke(client)
+            assert len(heard) == 1, heard
+            link = await client.ready(10, "test")
+            with pytest.raises(BrokerError, match="ACK"):  # answers this await: raised here, not heard
+                await client.write_frame(link, "ACK", {"id": "no-such-ack-id"}, b"", True, 10, "an ACK")
+            dest = queue()
+            await client.send(dest, b"after the errors")  # the socket goes on
+            assert client.connected
+        async with amqstomp.aio.connect(url(activemq)) as client:  # no on_error: logged
+            caplog.clear()
+            await provoke(client)
+            assert client.connected
+
+    with caplog.at_level(logging.WARNING, logger="amqstomp.aio"):
+        run(main())
+    assert len(heard) == 1, heard
+    error = heard[0]
+    assert type(error) is BrokerError and error.frame.cmd == "ERROR" and "Destination" in error.broker_message
+    assert error.receipt_id is None and error.reason in str(error)
+    logged = [r for r in caplog.records if r.name == "amqstomp.aio" and "broker ERROR" in r.getMessage()]
+    assert logged and logged[-1].levelno == logging.WARNING and "Destination" in logged[-1].getMessage()

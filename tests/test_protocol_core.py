@@ -244,6 +244,8 @@ def test_what_an_error_means_is_one_decision_of_the_core():
     (frame,) = state.receive_data(encode_frame("ERROR", {"message": "nobody's"}, b"", "1.2"), 3.0)
     alone = error_outcome(state, *state.handle(frame), frame)
     assert (alone.token, alone.error, alone.refused) == (None, None, None) and alone.event.arg is frame
+    # answering no waiter: only that one is for the asyncio API's on_error (issue 22)
+    assert (refused.unanswered, answered.unanswered, alone.unanswered) == (False, False, True)
     # a late answer to this side's own UNSUBSCRIBE (RabbitMQ's): a DEBUG line, nothing else
     rabbit = ProtocolState("1.2")
     _connected(rabbit, server="RabbitMQ/3.10.8")
@@ -256,7 +258,13 @@ def test_what_an_error_means_is_one_decision_of_the_core():
     quiet = error_outcome(rabbit, event, token, frame)
     assert (quiet.token, quiet.error, quiet.refused, quiet.event, quiet.level) == (None, None, None, None,
                                                                                   logging.DEBUG)
-    assert "UNSUBSCRIBE" in quiet.log_line and "Subscription not found" in quiet.log_line
+    assert "UNSUBSCRIBE" in quiet.log_line and "Subscription not found" in quiet.log_line and not quiet.unanswered
+    # RabbitMQ names no receipt: with two awaited, the ERROR is kept to answer one of them, not unanswered
+    rabbit.expect_receipt("r-a", object())
+    rabbit.expect_receipt("r-b", object())
+    (frame,) = rabbit.receive_data(encode_frame("ERROR", {"message": "not found"}, b"", "1.2"), 2.0)
+    kept = error_outcome(rabbit, *rabbit.handle(frame), frame)
+    assert kept.token is None and isinstance(kept.event, ErrorIn) and not kept.unanswered
     with pytest.raises(ValueError, match="RECEIPT"):
         error_outcome(rabbit, RECEIPT, None, frames_of(rabbit, "RECEIPT"))
     (failure,) = error_answer_failures([("bad", waiter, frame)])

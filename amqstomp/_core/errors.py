@@ -56,22 +56,28 @@ class ErrorOutcome:
         event (LinkEvent | None): the listeners' event (ErrorIn, ConnectRefused), or None.
         level (int): the :mod:`logging` level of :attr:`log_line`.
         log_line (str): what the driver logs, the broker's reason included.
+        unanswered (bool): an ERROR after CONNECTED that answers no waiter: its receipt names
+            none awaited, and it is not kept to be matched with one (an ERROR naming no receipt
+            while receipts are awaited, :meth:`~amqstomp._core.state.ProtocolState.take_error_answers`).
+            Only a listener hears it (the asyncio API's ``on_error``).
     """
 
-    __slots__ = ("token", "error", "refused", "event", "level", "log_line")
+    __slots__ = ("token", "error", "refused", "event", "level", "log_line", "unanswered")
 
     def __init__(self, token: Any, error: Optional[BrokerError], refused: Optional[ConnectRefusedError],
-                 event: Optional[LinkEvent], level: int, log_line: str) -> None:
+                 event: Optional[LinkEvent], level: int, log_line: str, unanswered: bool = False) -> None:
         self.token = token
         self.error = error
         self.refused = refused
         self.event = event
         self.level = level
         self.log_line = log_line
+        self.unanswered = unanswered
 
     def __repr__(self) -> str:
-        return "ErrorOutcome(token=%r, error=%r, refused=%r, event=%r, level=%s, log_line=%r)" % (
-            self.token, self.error, self.refused, self.event, logging.getLevelName(self.level), self.log_line)
+        return "ErrorOutcome(token=%r, error=%r, refused=%r, event=%r, level=%s, log_line=%r, unanswered=%r)" % (
+            self.token, self.error, self.refused, self.event, logging.getLevelName(self.level), self.log_line,
+            self.unanswered)
 
 
 def error_outcome(proto: ProtocolState, event: int, token: Any, frame: Any) -> ErrorOutcome:
@@ -96,7 +102,10 @@ def error_outcome(proto: ProtocolState, event: int, token: Any, frame: Any) -> E
     if event == CONNECT_REFUSED:
         return ErrorOutcome(token, error, ConnectRefusedError(REFUSED, frame), ConnectRefused(frame),
                             logging.WARNING, "broker ERROR: %s" % reason)
-    return ErrorOutcome(token, error, None, ErrorIn(frame), logging.WARNING, "broker ERROR: %s" % reason)
+    unanswered = token is None and not any(kept is frame for kept in proto.unmatched_errors) \
+        and not any(kept is frame for _, _, kept in proto.error_answers)
+    return ErrorOutcome(token, error, None, ErrorIn(frame), logging.WARNING, "broker ERROR: %s" % reason,
+                        unanswered)
 
 
 def error_answer_failures(answers: List[Tuple[str, Any, Any]]) -> List[Tuple[Any, BrokerError]]:

@@ -29,8 +29,8 @@ OpenOne = Callable[[str, int, bool, Optional[float]], Awaitable[AioLink]]
 
 
 def notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
-    """Call the application's ``on_interrupted``/``on_resumed`` (if any) on the loop; what it
-    raises is logged, never the reconnect's end."""
+    """Call the application's ``on_interrupted``/``on_resumed``/``on_error`` (if any) on the loop;
+    what it raises is logged, never the reconnect's end (nor the read of the frames after an ERROR)."""
     if callback is None:
         return
     try:

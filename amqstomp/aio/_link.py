@@ -35,6 +35,7 @@ from ..codec import Frame
 from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
 from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
                             last_error_note)
+from .._core.events import LinkEvent
 from .._core.state import CONNECTED, RECEIPT, ProtocolState
 
 __all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES", "open_link"]
@@ -68,15 +69,19 @@ class AioLink(asyncio.BufferedProtocol):
         version (str): the highest STOMP version asked for (``"1.2"``).
         grace (float): receive heart-beat grace factor (1.5).
         broker (str | None): the user's dialect name, or None (CONNECTED's ``server``).
+        on_event (Callable[[LinkEvent], None] | None): called on the loop with the listeners'
+            event of an ERROR that answers no waiter (:class:`~amqstomp._core.events.ErrorIn`:
+            :attr:`amqstomp._core.errors.ErrorOutcome.unanswered`).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, seq: int, on_message: Callable[[Frame], None],
                  on_lost: Callable[["AioLink"], None], version: str = "1.2", grace: float = 1.5,
-                 broker: Optional[str] = None) -> None:
+                 broker: Optional[str] = None, on_event: Optional[Callable[[LinkEvent], None]] = None) -> None:
         self.loop = loop
         self.seq = seq
         self.on_message = on_message
         self.on_lost = on_lost
+        self.on_event = on_event
         self.proto = ProtocolState(version, grace, loop.time() * 1000.0, broker)
         self.transport: Optional[asyncio.Transport] = None
         self._view = memoryview(bytearray(READ_BYTES))
@@ -167,7 +172,8 @@ class AioLink(asyncio.BufferedProtocol):
 
     def _frame(self, frame: Frame) -> None:
         """A frame other than MESSAGE: what an ERROR does is the core's decision
-        (:func:`amqstomp._core.errors.error_outcome`), applied here; an ERROR answering
+        (:func:`amqstomp._core.errors.error_outcome`), applied here: logged, its waiter
+        failed, or, answering none, its event handed to ``on_event``; an ERROR answering
         CONNECT also ends the socket."""
         proto = self.proto
         event, token = proto.handle(frame)
@@ -188,6 +194,8 @@ class AioLink(asyncio.BufferedProtocol):
                     self.connected.set_exception(outcome.refused)
                 self.lose("the broker refused CONNECT")
                 return
+            if outcome.unanswered and self.on_event is not None and outcome.event is not None:
+                self.on_event(outcome.event)
         else:
             log.warning("unexpected %s frame from the broker, ignored", frame.cmd)
         if proto.error_answers:

@@ -1,14 +1,17 @@
 """What :meth:`amqstomp.aio.Client.send` is given, checked before anything is awaited or
-written: the body's bytes and the SEND frame's headers (STOMP 1.2 "SEND").
+written: the body's bytes and the SEND frame's headers (STOMP 1.2 "SEND"); and the producer
+window its sends with a receipt wait for room in (:class:`ProducerWindow`).
 
 Licensed under the Apache License, Version 2.0.
 """
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+import asyncio
+import collections
+from typing import Any, Callable, Deque, Dict, Mapping, Optional, Tuple, Union
 
-from ..exception import ConfigurationError
+from ..exception import ConfigurationError, ConnectionClosedException, ReceiptTimeout
 from ..uri import check_destination
 
-__all__ = ["send_frame"]
+__all__ = ["send_frame", "ProducerWindow"]
 
 #: headers send() writes from its own arguments (the argument named for the message)
 _SET_BY = {"destination": "the destination argument", "transaction": "transaction=",
@@ -49,3 +52,57 @@ def send_frame(destination: str, body: Union[bytes, str], headers: Optional[Mapp
     if transaction is not None:
         frame_headers["transaction"] = transaction
     return data, frame_headers
+
+
+class ProducerWindow:
+    """Bytes of SEND bodies awaiting their RECEIPTs at once (ActiveMQ's ``producerWindowSize``):
+    a send beyond waits for room, in order of arrival (back-pressure). One per client, on its loop.
+
+    Args:
+        size (int): the window, bytes (>= 1).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        #: bytes of the sends awaiting their RECEIPTs now
+        self.in_flight = 0
+        self._room: Deque["asyncio.Future[None]"] = collections.deque()
+
+    async def take(self, size: int, wait_s: float, what: str, stopped: Callable[[], Optional[str]]) -> None:
+        """Count ``size`` bytes in, once there is room (at once when nothing is in flight), within
+        ``wait_s`` seconds. ``stopped()``: why the send may not go on (the client closing, the
+        socket gone), else None; asked before each wait.
+
+        Raises:
+            ConnectionClosedException: ``stopped()`` gave a reason; nothing counted.
+            ReceiptTimeout: no room in time; nothing counted.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while self.in_flight and self.in_flight + size > self.size:
+            reason = stopped()
+            if reason is not None:
+                raise ConnectionClosedException("%s not sent: %s" % (what, reason))
+            waiter: "asyncio.Future[None]" = loop.create_future()
+            self._room.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise ReceiptTimeout("%s not sent: no room in the producer window (%d bytes awaiting receipts) "
+                                     "within %.3g s" % (what, self.in_flight, wait_s)) from None
+        self.in_flight += size
+
+    def give_back(self, size: int) -> None:
+        """``size`` bytes answered (or given up): the first send waiting for room looks again."""
+        self.in_flight -= size
+        while self._room:
+            waiter = self._room.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
+
+    def wake_all(self) -> None:
+        """Every send waiting for room looks again (the socket ended, the client is closing)."""
+        for waiter in self._room:
+            if not waiter.done():
+                waiter.set_result(None)

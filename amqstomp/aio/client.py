@@ -14,17 +14,17 @@ socket was lost before its RECEIPT :class:`~amqstomp.exception.SendInDoubtError`
 Licensed under the Apache License, Version 2.0.
 """
 import asyncio
-import collections
 import itertools
 import logging
 import ssl as _ssl
-from typing import Any, Callable, Deque, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
                          NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException, WriteTimeout)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
+from .._core.events import ErrorIn, LinkEvent
 from .._core.settle import HAND_OVER, HAND_OVER_NOTE, HAND_OVER_NOTE_CUMULATIVE, hand_over
 from .._core.frames import ACCEPT_VERSIONS, connect_headers
 from .._core.subscriptions import subscribe_plan, subscribe_request
@@ -36,7 +36,7 @@ from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PRODUCER_WINDOW, DEFAULT_RECEIPT_TIMEOUT,
                        DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_timeout, resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
-from ._sending import send_frame
+from ._sending import ProducerWindow, send_frame
 from .handler import stop_handlers
 from .subscription import Subscription
 from .transaction import Transaction
@@ -48,7 +48,8 @@ log = logging.getLogger("amqstomp.aio")
 Hosts = Union[str, Sequence[Tuple[str, int]]]
 #: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
 AckMode = Literal["auto", "client", "client-individual"]
-
+#: the message of the BrokerError ``on_error`` is given (the broker's reason follows)
+UNSOLICITED = "the broker sent an ERROR answering no await of this client"
 
 
 def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optional[str] = None,
@@ -59,7 +60,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             version: str = "1.2", ssl: Optional[_ssl.SSLContext] = None, heart_beat_receive_scale: float = 1.5,
             broker: Optional[str] = None, producer_window: int = DEFAULT_PRODUCER_WINDOW,
             on_interrupted: Optional[Callable[[str], None]] = None,
-            on_resumed: Optional[Callable[[], None]] = None) -> "Client":
+            on_resumed: Optional[Callable[[], None]] = None,
+            on_error: Optional[Callable[[BrokerError], None]] = None) -> "Client":
     """A client for one broker: ``async with connect(...) as client`` (or
     ``client = await connect(...)`` and ``await client.close()``).
 
@@ -97,6 +99,11 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             ``TransportListener.transportInterrupted``); it must not block.
         on_resumed (Callable[[], None] | None): failover: called on the loop once a new socket
             is up and the subscriptions were replayed (``transportResumed``).
+        on_error (Callable[[BrokerError], None] | None): called on the loop with a
+            :class:`~amqstomp.exception.BrokerError` (``frame``, ``reason``) for each ERROR frame
+            after CONNECTED that answers none of this client's awaits (STOMP 1.2 "ERROR"; one
+            that answers an await raises there); it must not block. Every ERROR is logged
+            (WARNING, ``amqstomp.aio``), with or without it.
 
     Raises:
         ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
@@ -108,7 +115,7 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
                   client_id=client_id, connect_timeout=connect_timeout, receipt_timeout=receipt_timeout,
                   close_timeout=close_timeout, version=version, ssl=ssl,
                   heart_beat_receive_scale=heart_beat_receive_scale, broker=broker, producer_window=producer_window,
-                  on_interrupted=on_interrupted, on_resumed=on_resumed)
+                  on_interrupted=on_interrupted, on_resumed=on_resumed, on_error=on_error)
 
 
 class Client:
@@ -127,7 +134,8 @@ class Client:
                  heart_beat_receive_scale: float = 1.5, broker: Optional[str] = None,
                  producer_window: int = DEFAULT_PRODUCER_WINDOW,
                  on_interrupted: Optional[Callable[[str], None]] = None,
-                 on_resumed: Optional[Callable[[], None]] = None) -> None:
+                 on_resumed: Optional[Callable[[], None]] = None,
+                 on_error: Optional[Callable[[BrokerError], None]] = None) -> None:
         self.connect_timeout = check_timeout(connect_timeout, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
         self.receipt_timeout = check_timeout(receipt_timeout, "receipt_timeout", DEFAULT_RECEIPT_TIMEOUT)
         self.close_timeout = check_timeout(close_timeout, "close_timeout", DEFAULT_CLOSE_TIMEOUT)
@@ -159,17 +167,17 @@ class Client:
         self.ssl = ssl
         self.grace = heart_beat_receive_scale
         self.broker = broker
-        self.producer_window = producer_window
         self.on_interrupted = on_interrupted
         self.on_resumed = on_resumed
+        self.on_error = on_error
         self.prefetch_policy = PrefetchPolicy()
         self.link: Optional[AioLink] = None
         self._seq = 0
         self._ids = itertools.count(1)
         self._subs: Dict[str, Subscription] = {}
         self.transactions = TransactionTable(self.link_alive)
-        self._in_flight = 0
-        self._room: Deque["asyncio.Future[None]"] = collections.deque()
+        #: the bytes of SEND bodies awaiting RECEIPTs (``producer_window``)
+        self.window = ProducerWindow(producer_window)
         self._closing = False
         self._loop: Optional[asyncio.AbstractEventLoop] = None
 
@@ -240,7 +248,8 @@ class Client:
                                   self.heartbeats, self._login, self._passcode, self.client_id)
 
         def factory() -> AioLink:
-            return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker)
+            return AioLink(loop, seq, self._on_message, self._on_lost, self.version, self.grace, self.broker,
+                           self._on_event)
 
         timeout = self.connect_timeout if within is None else min(self.connect_timeout, within)
         return await open_link(loop, factory, host, port, context, headers, timeout)
@@ -287,6 +296,11 @@ class Client:
             return
         sub.deliver(frame, link)
 
+    def _on_event(self, event: LinkEvent) -> None:
+        """The core's listener event of an ERROR answering no await (ErrorIn): to ``on_error``."""
+        if isinstance(event, ErrorIn):
+            notify(self.on_error, BrokerError(UNSOLICITED, event.arg))
+
     def _on_lost(self, link: AioLink) -> None:
         if link is not self.link:
             return
@@ -305,9 +319,7 @@ class Client:
             if link.proto.by_client:
                 self.transactions.clear()
             # (lost: its transactions stay, stale: commit() raises TransactionRolledBackError)
-        for waiter in self._room:
-            if not waiter.done():
-                waiter.set_result(None)
+        self.window.wake_all()
 
     async def _reconnected(self, link: AioLink) -> None:
         """Failover: the new socket is up: replay every open subscription on it, each SUBSCRIBE
@@ -439,19 +451,8 @@ class Client:
         size = len(data)
         loop = self.loop
         deadline = loop.time() + wait
-        while self._in_flight and self._in_flight + size > self.producer_window:
-            if self._closing:
-                raise ConnectionClosedException("%s not sent: the client was closed" % what)
-            if link.closed:
-                raise ConnectionClosedException("%s not sent: connection closed: %s" % (what, link.close_reason))
-            waiter: "asyncio.Future[None]" = loop.create_future()
-            self._room.append(waiter)
-            try:
-                await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
-            except asyncio.TimeoutError:
-                raise ReceiptTimeout("%s not sent: no room in the producer window (%d bytes awaiting receipts) "
-                                     "within %.3g s" % (what, self._in_flight, wait)) from None
-        self._in_flight += size
+        await self.window.take(size, wait, what, lambda: "the client was closed" if self._closing else (
+            "connection closed: %s" % link.close_reason if link.closed else None))
         try:
             losses = 0
             while True:
@@ -471,12 +472,7 @@ class Client:
             raise SendInDoubtError("%s was written, then the connection was lost before its receipt: the broker "
                                        "may or may not have the message (%s)" % (what, exc)) from exc
         finally:
-            self._in_flight -= size
-            while self._room:
-                waiter = self._room.popleft()
-                if not waiter.done():
-                    waiter.set_result(None)
-                    break
+            self.window.give_back(size)
 
     # ------------------------------------------------------------ subscriptions
 
@@ -564,9 +560,7 @@ class Client:
         loop = self.loop
         wait = self.close_timeout if timeout is None else (clamp_wait(timeout, "timeout") or 0.0)
         deadline = loop.time() + wait
-        for waiter in self._room:  # sends waiting for room: they see the client closing
-            if not waiter.done():
-                waiter.set_result(None)
+        self.window.wake_all()  # sends waiting for room: they see the client closing
         if self.failover is not None:
             await self.failover.stop(wait)
             link = self.link
