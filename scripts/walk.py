@@ -3,15 +3,20 @@
     .venv/bin/python scripts/walk.py            # starts its own ActiveMQ on 127.0.0.1
     .venv/bin/python scripts/walk.py --write docs/architecture.md  # its "One message, walked" tables
 
-Four walks, each one message on a real broker: the stomp.py API's ``send()`` and its delivery to a
+Six walks, each one message on a real broker: the stomp.py API's ``send()`` and its delivery to a
 listener that acknowledges it (``ack="client-individual"``), the JMS API's ``producer.send()``
 (persistent: it waits for its RECEIPT) and its delivery to a ``MessageListener`` that calls
-``message.acknowledge()`` (CLIENT_ACKNOWLEDGE). A profile hook on every amqstomp thread records
+``message.acknowledge()`` (CLIENT_ACKNOWLEDGE), the asyncio API's ``await client.send()`` (its
+RECEIPT awaited) and its delivery to ``async for message in sub`` that awaits ``message.ack()``
+(``ack="client-individual"``; the message is sent by a plain socket, which records nothing, so
+that the walk holds the delivery alone). A profile hook on every amqstomp thread (and on the
+asyncio loop's thread, shown as ``loop``) records
 each Python function's first call while the walk is armed (C functions, the compiled codec's and
 flow's, do not show: they are named in the docs by hand). Functions are listed in first-call
 order per thread; the application's callback is marked where it runs.
 """
 import argparse
+import asyncio
 import os
 import re
 import sys
@@ -23,7 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 import amqstomp  # noqa: E402
+import amqstomp.aio  # noqa: E402
 from amqstomp.jms import CLIENT_ACKNOWLEDGE  # noqa: E402
+from amqstomp.testing._stomp import encode_frame, goodbye, handshake  # noqa: E402
 from amqstomp.testing.broker import start_broker  # noqa: E402
 
 Hop = Tuple[str, str, str]  # (thread, module path below amqstomp/, qualified name)
@@ -36,7 +43,7 @@ def _profile(frame: Any, event: str, arg: Any) -> None:
     if event == "call" and _armed.is_set():
         code = frame.f_code
         path = code.co_filename.replace(os.sep, "/")
-        if "/amqstomp/" in path:
+        if "/amqstomp/" in path and "/amqstomp/testing/" not in path:  # (the walks' raw-socket sender)
             name = getattr(code, "co_qualname", code.co_name)
             _calls.append((threading.current_thread().name, path.rsplit("/amqstomp/", 1)[1], name))
 
@@ -58,6 +65,11 @@ def _walk(run: Any) -> List[Hop]:
     finally:
         sys.setprofile(None)
         _armed.clear()
+    return _first_calls()
+
+
+def _first_calls() -> List[Hop]:
+    """The hops recorded, each once, in first-call order (the walk's own functions left out)."""
     seen: List[Hop] = []
     for thread, path, name in _calls:
         hop = (_thread_kind(thread), path, name)
@@ -124,7 +136,61 @@ def walks(broker: Any) -> List[Tuple[str, List[Hop]]]:
                 [h for h in hops if not (h[0] == "caller" or "producer" in h[0])]))
     connection.close()
     threading.setprofile(None)
+    out.extend(_aio_walks(broker))
     return out
+
+
+def _raw_send(host: str, port: int, destination: str, body: bytes) -> None:
+    """SEND ``body`` through the test tools' raw socket (:mod:`amqstomp.testing._stomp`, left out
+    of the walk: no client function runs), its RECEIPT read."""
+    sock, reader = handshake(host, port, 10)
+    try:
+        sock.sendall(encode_frame("SEND", {"destination": destination, "receipt": "r"}, body))
+        while reader.read()[0] != "RECEIPT":
+            pass
+    finally:
+        goodbye(sock)
+
+
+def _aio_walks(broker: Any) -> List[Tuple[str, List[Hop]]]:
+    """The asyncio API's walks: on the loop's thread (the caller's), shown as ``loop``."""
+    host, port = broker.host_and_ports[0]
+    walked: List[Tuple[str, List[Hop]]] = []
+
+    async def main() -> None:
+        async with amqstomp.aio.connect("stomp://%s:%d" % (host, port)) as client:
+            await client.send("/queue/walk.aio.warm", b"warm")  # (first calls made before the walk)
+
+            async def send() -> None:
+                _armed.set()
+                await client.send("/queue/walk.aio.send", b"one message")
+
+            walked.append(("asyncio API: await client.send() (its RECEIPT awaited)", await _walk_async(send)))
+            async with client.subscribe("/queue/walk.aio", ack="client-individual") as sub:
+                async def deliver() -> None:
+                    _armed.set()
+                    _raw_send(host, port, "/queue/walk.aio", b"one message")
+                    async for message in sub:
+                        _calls.append((MARK, "", "async for message in sub: await message.ack()"))
+                        await message.ack()
+                        break
+
+                walked.append(("asyncio API: delivery, async for, ACK", await _walk_async(deliver)))
+
+    asyncio.run(main())
+    return [(title, [("loop" if h[0] == "caller" else h[0], h[1], h[2]) for h in hops]) for title, hops in walked]
+
+
+async def _walk_async(run: Any) -> List[Hop]:
+    """:func:`_walk` for a coroutine function, on the running loop."""
+    del _calls[:]
+    sys.setprofile(_profile)
+    try:
+        await run()
+    finally:
+        sys.setprofile(None)
+        _armed.clear()
+    return _first_calls()
 
 
 START, END = "<!-- walk:start (scripts/walk.py --write docs/architecture.md) -->", "<!-- walk:end -->"
