@@ -68,10 +68,18 @@ class ProducerWindow:
         self.in_flight = 0
         self._room: Deque["asyncio.Future[None]"] = collections.deque()
 
-    async def take(self, size: int, wait_s: float, what: str, stopped: Callable[[], Optional[str]]) -> None:
-        """Count ``size`` bytes in, once there is room (at once when nothing is in flight), within
-        ``wait_s`` seconds. ``stopped()``: why the send may not go on (the client closing, the
-        socket gone), else None; asked before each wait.
+    def take(self, size: int) -> bool:
+        """Count ``size`` bytes in when there is room (always when nothing is in flight): True;
+        else False, nothing counted (then :meth:`wait_take`). No await: the common case."""
+        if self.in_flight and self.in_flight + size > self.size:
+            return False
+        self.in_flight += size
+        return True
+
+    async def wait_take(self, size: int, wait_s: float, what: str, stopped: Callable[[], Optional[str]]) -> None:
+        """Count ``size`` bytes in once there is room, within ``wait_s`` seconds, sends waiting
+        for room served in order. ``stopped()``: why the send may not go on (the client
+        closing, the socket gone), else None; asked before each wait.
 
         Raises:
             ConnectionClosedException: ``stopped()`` gave a reason; nothing counted.
@@ -79,7 +87,7 @@ class ProducerWindow:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
-        while self.in_flight and self.in_flight + size > self.size:
+        while not self.take(size):
             reason = stopped()
             if reason is not None:
                 raise ConnectionClosedException("%s not sent: %s" % (what, reason))
@@ -90,7 +98,6 @@ class ProducerWindow:
             except asyncio.TimeoutError:
                 raise ReceiptTimeout("%s not sent: no room in the producer window (%d bytes awaiting receipts) "
                                      "within %.3g s" % (what, self.in_flight, wait_s)) from None
-        self.in_flight += size
 
     def give_back(self, size: int) -> None:
         """``size`` bytes answered (or given up): the first send waiting for room looks again."""

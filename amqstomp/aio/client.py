@@ -451,8 +451,9 @@ class Client:
         size = len(data)
         loop = self.loop
         deadline = loop.time() + wait
-        await self.window.take(size, wait, what, lambda: "the client was closed" if self._closing else (
-            "connection closed: %s" % link.close_reason if link.closed else None))
+        if not self.window.take(size):
+            await self.window.wait_take(size, wait, what, lambda: "the client was closed" if self._closing else (
+                "connection closed: %s" % link.close_reason if link.closed else None))
         try:
             losses = 0
             while True:
