@@ -18,8 +18,10 @@ producer window.
 * In a transacted session the sends go in the session's transaction, on the
   consumer socket, asynchronously; ``commit()`` waits for their receipts.
 * Asynchronous sends are written with ``defer=True``
-  (:meth:`amqstomp._io.driver.Driver.send_frame`): they may wait up to
-  :data:`amqstomp._io.link.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
+  (:meth:`amqstomp._io.driver.Driver.send_frame`): one goes out at once when
+  the socket wrote nothing for :data:`amqstomp._io.writer.DEFER_IDLE_S`
+  (0.2 ms); closer together (under load) they may wait up to
+  :data:`amqstomp._io.writer.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
   so that many go out in one system call; a synchronous send, a COMMIT and a
   producer waiting for room in its window write the buffer at once.
 
