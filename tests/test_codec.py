@@ -732,6 +732,8 @@ def test_frame_head_encodes_once_per_version(codec):
     assert head.encoded("1.2") == b"destination:/queue/a\\cb\n"
     assert head.encoded("1.2") is head.encoded("1.2")
     assert head.encoded("1.0") == b"destination:/queue/a:b\n"
+    # what a writer reads first (a dict lookup per frame): the versions encoded so far
+    assert head.encodings == {"1.2": b"destination:/queue/a\\cb\n", "1.0": b"destination:/queue/a:b\n"}
     with pytest.raises(TypeError):  # read-only: the encoded lines must stay what they say
         head.headers["destination"] = "changed"  # type: ignore[index]
     with pytest.raises(FrameEncodeError, match="unknown STOMP version"):

@@ -55,5 +55,6 @@ def encode_headers(command: str, headers: Mapping[str, Any], version: str = ...)
 class FrameHead:
     command: str
     headers: Mapping[str, Any]
+    encodings: Dict[str, bytes]
     def __init__(self, command: str, headers: Mapping[str, Any]) -> None: ...
     def encoded(self, version: str) -> bytes: ...

@@ -451,6 +451,9 @@ class FrameHead:
         command (str): as given.
         headers (Mapping[str, Any]): the copy, read-only (the encoded lines
             must stay what they say).
+        encodings (Dict[str, bytes]): STOMP version -> :meth:`encoded` bytes, for
+            the versions encoded so far (a writer reads it first: a dict
+            lookup, not a Python call per frame).
 
     Raises:
         FrameEncodeError: unknown command, CONNECT/STOMP, ``content-length``
@@ -458,7 +461,7 @@ class FrameHead:
             that are not a mapping.
     """
 
-    __slots__ = ("command", "headers", "_version", "_encoded")
+    __slots__ = ("command", "headers", "encodings")
 
     def __init__(self, command: str, headers: Mapping[str, Any]) -> None:
         if command not in _COMMANDS:
@@ -478,8 +481,7 @@ class FrameHead:
                 copied[name] = value
         self.command = command
         self.headers: Mapping[str, Any] = MappingProxyType(copied)
-        self._version = ""
-        self._encoded = b""
+        self.encodings: Dict[str, bytes] = {}
 
     def encoded(self, version: str) -> bytes:
         """The header lines for STOMP ``version`` (see :func:`encode_headers`);
@@ -488,10 +490,10 @@ class FrameHead:
         Raises:
             FrameEncodeError: as :func:`encode_headers`.
         """
-        if version != self._version:
-            self._encoded = encode_headers(self.command, self.headers, version)
-            self._version = version
-        return self._encoded
+        data = self.encodings.get(version)
+        if data is None:
+            data = self.encodings[version] = encode_headers(self.command, self.headers, version)
+        return data
 
     def __repr__(self) -> str:
         return "FrameHead(%r, %r)" % (self.command, dict(self.headers))

@@ -144,19 +144,25 @@ class Driver(LinkOwner):
             FrameEncodeError: the frame cannot be written in this STOMP version,
                 or (ActiveMQ) breaks one of the broker's limits.
         """
-        watcher = _observe.observer if hooks else None
-        if watcher is not None and (_observe.messages is not None or cmd not in _observe.MESSAGE_FRAMES):  # an instrumentation (amqstomp.otel): it writes the frame
-            return watcher.send_frame(self, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
-        hook = self.frame_hook
-        if hook is not None and hooks:
-            return hook(cmd, headers, body, write_timeout, defer, head, link_seq, nowait)  # type: ignore[no-any-return]
+        if hooks and (_observe.observer is not None or self.frame_hook is not None):  # (one test when neither)
+            watcher = _observe.observer
+            if watcher is not None and (_observe.messages is not None or cmd not in _observe.MESSAGE_FRAMES):  # an instrumentation (amqstomp.otel): it writes the frame
+                return watcher.send_frame(self, cmd, headers, body, write_timeout, defer, head, link_seq, nowait)
+            hook = self.frame_hook
+            if hook is not None:
+                return hook(cmd, headers, body, write_timeout, defer, head, link_seq, nowait)  # type: ignore[no-any-return]
         link = self._link
         if link is None or link.closed or (link_seq and link_seq != link.seq) or \
                 (head is not None and head.command != cmd):
             link = self.writable_link(cmd, link_seq, head)
         auto_length = self.auto_content_length
         clean: Mapping[str, Any]
-        if headers and type(headers) is not dict:  # a Mapping of another kind: the codec takes dicts
+        if headers.__class__ is dict:  # (the usual frame: one test)
+            # the codec leaves None values out and writes bools as true/false itself
+            clean = headers
+            if "content-length" in clean and clean["content-length"] is None:
+                auto_length = False
+        elif headers:  # a Mapping of another kind: the codec takes dicts
             clean = {}
             if head is not None:
                 headers = merged_headers(head, headers)
@@ -167,17 +173,15 @@ class Driver(LinkOwner):
                         auto_length = False
                     continue
                 clean[key] = ("true" if value else "false") if value is True or value is False else value
-        else:
-            # the codec leaves None values out and writes bools as true/false itself
-            clean = headers if headers else _NO_HEADERS
-            if "content-length" in clean and clean["content-length"] is None:
-                auto_length = False
+        else:  # None or empty
+            clean = _NO_HEADERS
         payload: Any = b"" if body is None else body
         if payload.__class__ is not bytes and isinstance(payload, str):
             payload = payload.encode(self.encoding)
         proto = link.proto
         # the broker's limits (ActiveMQ) are checked here, before anything is written
-        data = proto.encode(cmd, clean, payload, auto_length, None if head is None else head.encoded(proto.version))
+        data = proto.encode(cmd, clean, payload, auto_length,
+                            None if head is None else head.encodings.get(proto.version) or head.encoded(proto.version))
         future = None
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":

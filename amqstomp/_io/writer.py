@@ -282,10 +282,11 @@ class LinkWriter:
         """Write ``data`` now when the link is idle (see the module docstring), else
         add it to the write buffer; write the buffer when it is full, else make
         sure a timer flush is coming."""
-        if write_timeout is None and not self.closed:
-            self.write_lock.acquire()
+        if write_timeout is None:
+            lock = self.write_lock
+            lock.acquire()
             if self.closed:
-                self.write_lock.release()
+                lock.release()
                 raise ConnectionClosedException("connection closed: %s" % self.close_reason)
         else:
             self.lock_for_write(write_timeout)

@@ -467,8 +467,9 @@ class Link:
                      timeout_s: Optional[float], head: Optional[FrameHead] = None) -> None:
         """SEND a message: ``sync`` waits for the RECEIPT; else with a ``window`` the
         send carries a receipt and holds window room until it comes; else none.
-        An asynchronous SEND is written deferred (it may wait up to 1 ms in the
-        socket's write buffer, see :meth:`Transport.send_frame`).
+        An asynchronous SEND is written deferred (at once on an idle socket, else
+        it may wait up to 1 ms in the socket's write buffer, see
+        :meth:`amqstomp._io.writer.LinkWriter.write_deferred`).
 
         ``head``: headers the frame starts with, encoded once for many sends
         (:class:`amqstomp.jms.message.SendHead`: destination, persistent,

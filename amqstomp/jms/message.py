@@ -64,6 +64,9 @@ _FRAME_ONLY = frozenset(("destination", "message-id", "subscription", "ack", "co
 
 
 _time_ns = time.time_ns
+#: time_to_live 0 (never expires), tested by identity on the hot path: CPython has one small int 0, so the
+#: producer's default is it; any other object (False, an IntEnum) takes the checked path
+_NEVER = 0
 
 
 def _text(value: PropertyValue) -> str:
@@ -129,12 +132,12 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
             for another broker, which would deliver the message at once.
     """
     # (the hot path of every send: the checks are cheap type() tests first)
-    if time_to_live.__class__ is not int or time_to_live < 0:
+    if time_to_live is not _NEVER and (time_to_live.__class__ is not int or time_to_live < 0):
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
-    body = message.data if message.__class__ is BytesMessage else None
-    if body.__class__ is bytes:
-        headers: Dict[str, Any] = {"content-length": len(body)}  # BytesMessage's body inlined: hot path
+    if message.__class__ is BytesMessage and message.data.__class__ is bytes:  # BytesMessage's body inlined: hot path
+        body = message.data
+        headers: Dict[str, Any] = {"content-length": len(body)}
     else:
         body, headers = stomp_body(message, dialect)
     properties = message.properties
@@ -144,12 +147,18 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
             headers[name] = _text(value)
         if dialect != ACTIVEMQ and not SCHEDULING_PROPERTIES.isdisjoint(properties):
             raise refusal("scheduled delivery (AMQ_SCHEDULED_* properties)", dialect, None)
-    now = _time_ns() // 1000000 if (timestamp or time_to_live) else 0  # (no float, no int())
-    if timestamp:
-        headers["timestamp"] = now
-    expiration = now + time_to_live if time_to_live else 0
-    if expiration:
-        headers["expires"] = expiration
+    if time_to_live is _NEVER:  # (the default: one test, no expiration arithmetic)
+        expiration = 0
+        now = _time_ns() // 1000000 if timestamp else 0  # (no float, no int())
+        if timestamp:
+            headers["timestamp"] = now
+    else:
+        now = _time_ns() // 1000000 if (timestamp or time_to_live) else 0
+        if timestamp:
+            headers["timestamp"] = now
+        expiration = now + time_to_live if time_to_live else 0
+        if expiration:
+            headers["expires"] = expiration
     if message.correlation_id is not None:
         headers["correlation-id"] = str(message.correlation_id)
     reply_to = message.reply_to

@@ -18,8 +18,10 @@ producer window.
 * In a transacted session the sends go in the session's transaction, on the
   consumer socket, asynchronously; ``commit()`` waits for their receipts.
 * Asynchronous sends are written with ``defer=True``
-  (:meth:`amqstomp._io.driver.Driver.send_frame`): they may wait up to
-  :data:`amqstomp._io.link.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
+  (:meth:`amqstomp._io.driver.Driver.send_frame`): one goes out at once when
+  the socket wrote nothing for :data:`amqstomp._io.writer.DEFER_IDLE_S`
+  (0.2 ms); closer together (under load) they may wait up to
+  :data:`amqstomp._io.writer.DEFER_FLUSH_S` (1 ms) in the socket's write buffer
   so that many go out in one system call; a synchronous send, a COMMIT and a
   producer waiting for room in its window write the buffer at once.
 
@@ -27,7 +29,7 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
@@ -73,6 +75,7 @@ class MessageProducer:
         self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
         self._sync = False  # whether a send with _head outside a transaction waits for its receipt
         self._link: Link = state.transaction.send_link()  # opens the producer socket on first use
+        self._transacted = state.transacted  # (fixed for the session's life)
 
     def __repr__(self) -> str:
         return "<jms.MessageProducer to %s%s>" % (self.destination, " closed" if self._closed else "")
@@ -138,40 +141,16 @@ class MessageProducer:
             # waits for its receipt unless use_async_send; always_sync_send makes every send wait
             self._sync = self._always_sync or (head.delivery_mode == PERSISTENT and not self._use_async)
         link = self._link
-        reply_to = message.reply_to
-        own_temporary = False
-        if head.temporary or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
-            for named in (dest, reply_to):
-                if isinstance(named, TemporaryDestination) and not named.remote:
-                    if named.deleted:
-                        raise InvalidDestinationError("%s was deleted" % (named,))
-                    if not connection.is_own_temporary(named):
-                        raise InvalidDestinationError(
-                            "%s is a temporary destination of another connection; send to the reply_to of the "
-                            "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
-            own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
-            if connection.is_own_temporary(dest) and BROKERS[link.dialect].temp_reply_only:
-                raise refusal("sending to a temporary queue (%s)" % (dest,), link.dialect, link.server,
-                              "ActiveMQ (RabbitMQ takes /temp-queue/ only as a reply-to: send to the reply_to "
-                              "of a message, /reply-queue/...)")
-            if own_temporary and not state.transacted:
-                # /temp-queue/x names a queue of the socket that says it: use the one that made it
-                link = connection.consumer_link
+        window = self._window
+        sync = self._sync
         transaction = None
-        if state.transacted:
-            link, transaction = state.transaction.transacted_send(own_temporary)
+        reply_to = message.reply_to
+        if head.temporary or self._transacted or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
+            link, transaction, sync, window = self._route(dest, reply_to)
         headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
                                         link.dialect, not self.disable_message_timestamp)
-        window = self._window
         if transaction is not None:
             headers["transaction"] = transaction
-            sync = False
-            if BROKERS[link.dialect].tx_receipts_at_commit:
-                window = None  # RabbitMQ answers them only with the COMMIT: the COMMIT's receipt covers them
-        else:
-            sync = self._sync
-            if own_temporary and window is None:
-                sync = True  # never a receipt-less SEND on the consumer socket
         try:
             link.send_message(headers, body, sync, window, self._timeout_s, head)
         except TransactionRolledBackError as exc:
@@ -182,6 +161,45 @@ class MessageProducer:
             state.transaction.lost()
             raise TransactionRolledBackError("%s; the session rolled the transaction back (its consumed messages "
                                              "come again): the next send or receive starts a new one" % exc) from exc
+
+    def _route(self, dest: Destination,
+               reply_to: Optional[Destination]) -> Tuple[Link, Optional[str], bool, Optional[ProducerWindow]]:
+        """:meth:`send`'s less common routes: a temporary destination (or
+        reply-to) of this connection, or a transacted session. Returns the link
+        to send on, the transaction id (None: outside one), whether the send
+        waits for its receipt, and the window it counts in (None: none).
+
+        Raises:
+            InvalidDestinationError: a deleted temporary destination, or one of
+                another connection.
+            ConfigurationError: (RabbitMQ) a SEND to a temporary queue.
+        """
+        state = self._state
+        connection = self._connection
+        link = self._link
+        for named in (dest, reply_to):
+            if isinstance(named, TemporaryDestination) and not named.remote:
+                if named.deleted:
+                    raise InvalidDestinationError("%s was deleted" % (named,))
+                if not connection.is_own_temporary(named):
+                    raise InvalidDestinationError(
+                        "%s is a temporary destination of another connection; send to the reply_to of the "
+                        "message that named it (ActiveMQ gives it as /remote-temp-queue/...)" % (named,))
+        own_temporary = connection.is_own_temporary(dest) or connection.is_own_temporary(reply_to)
+        if connection.is_own_temporary(dest) and BROKERS[link.dialect].temp_reply_only:
+            raise refusal("sending to a temporary queue (%s)" % (dest,), link.dialect, link.server,
+                          "ActiveMQ (RabbitMQ takes /temp-queue/ only as a reply-to: send to the reply_to "
+                          "of a message, /reply-queue/...)")
+        window = self._window
+        if state.transacted:
+            link, transaction = state.transaction.transacted_send(own_temporary)
+            # RabbitMQ answers a transaction's receipts only with the COMMIT: the COMMIT's receipt covers them
+            return link, transaction, False, None if BROKERS[link.dialect].tx_receipts_at_commit else window
+        if own_temporary:
+            # /temp-queue/x names a queue of the socket that says it: use the one that made it; never a
+            # receipt-less SEND on the consumer socket
+            return connection.consumer_link, None, self._sync or window is None, window
+        return link, None, self._sync, window
 
     def close(self) -> None:
         """Wait (bounded by ``close_timeout_ms``) for the receipts of this producer's
