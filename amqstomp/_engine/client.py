@@ -239,6 +239,11 @@ class Client(Acknowledging, Subscribing):
             raise rolled_back(cmd, tx)
         return seq
 
+    def transaction_stale(self, transaction: Any) -> bool:
+        """True when ``transaction`` began on a socket lost since (failover): the broker
+        rolled it back with that socket (:meth:`~amqstomp._core.transactions.TransactionTable.is_stale`)."""
+        return self.transactions.is_stale(transaction)
+
     def transaction_ended(self, transaction: Any, aborted: bool) -> None:
         """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
         written (or found nothing to end): it leaves the table. After ABORT the
