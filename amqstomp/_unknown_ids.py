@@ -34,7 +34,7 @@ class UnknownSubscriptions:
     transport: Any
 
     def _init_unknown(self, drop_unknown: bool) -> None:
-        self._drop_unknown = drop_unknown  # the stomp.py API: MESSAGEs of unknown ids are dropped (_dropped_unknown)
+        self._drop_unknown = drop_unknown  # the stomp.py API: MESSAGEs of unknown ids are dropped (_unknown_verdict)
         #: ids of SUBSCRIBEs written as they are (``send_frame``): their MESSAGEs are delivered (bounded by
         #: the unregistered window), as are those without ``subscription`` (1.0)
         self.raw_ids: Set[str] = set()

@@ -197,7 +197,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         and deliver no more of its queued messages, unless it is ``ack:auto`` (the
         broker redelivers the others; ``auto`` ones were acked at dispatch, and
         those still coming until the broker has the UNSUBSCRIBE are delivered too:
-        :meth:`_dropped_unknown`)."""
+        :meth:`_unknown_verdict`)."""
         sub = self._subs.pop(str(id), None)
         self._unsubscribed(str(id), sub.ack if sub is not None else "")
         if sub is not None:
