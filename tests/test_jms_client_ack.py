@@ -14,6 +14,7 @@ import uuid
 import pytest
 from conftest import wait_until
 
+from amqstomp.exception import AcknowledgeInterruptedError
 from amqstomp.jms import CLIENT_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage
 from amqstomp.testing import queue_statistics
 
@@ -143,3 +144,50 @@ def test_closing_the_session_unacknowledged_gives_every_message_back(activemq):
         assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(COUNT))
         again[-1].acknowledge()
     assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+
+
+@pytest.mark.timeout(90)
+def test_after_a_failover_the_consumer_gets_past_the_prefetch_without_acknowledge(activemq, tcp_proxy_factory):
+    """The private "delivered" transaction lives on one socket: after a failover a new one is
+    begun on the new socket (the old one went with its socket, the broker rolled it back), so the
+    batch ACKs keep the window growing -- no stall at the prefetch before acknowledge(). What the
+    lost socket delivered comes again (redelivered) and is never ACKed on the new socket;
+    acknowledge() says that it could not settle those, and the next one settles everything."""
+    queue = _queue()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = _url("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address)
+    count = 6 * PREFETCH
+    with ConnectionFactory(_url(activemq.url)).create_connection() as direct:
+        _fill(direct, queue, count)
+    errors = []
+    conn = ConnectionFactory(url, close_timeout_ms=2000).create_connection(timeout_s=15)
+    try:
+        conn.set_exception_listener(errors.append)
+        consumer = conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        conn.start()
+        before = [consumer.receive(5.0) for _ in range(PREFETCH - 1)]  # a batch ACKed in the transaction
+        assert all(m is not None for m in before)
+        transport = conn._state.consumer_link.transport
+        seq = transport.link_seq
+        assert proxy.cut() >= 1
+        assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+        after = _drain(consumer, wait_s=3.0, limit=4 * count)  # more than the prefetch, no acknowledge()
+        texts = {m.text for m in after}
+        assert texts == {"m%d" % i for i in range(count)}, \
+            "%d distinct after the failover, of %d: stalled at the prefetch (%d)" % (len(texts), count, PREFETCH)
+        # the lost socket's deliveries are among those acknowledge() settles: it says they were not
+        # (their ACKs cannot be written; the broker redelivered them) and the session recovers
+        with pytest.raises(AcknowledgeInterruptedError, match="lost since"):
+            after[-1].acknowledge()
+        again = _drain(consumer, wait_s=3.0, limit=4 * count)
+        assert {m.text for m in again} == texts and all(m.redelivered for m in again)
+        again[-1].acknowledge()  # all of them on the open socket
+        assert consumer.receive(0.5) is None
+        consumer.close()
+        assert not errors, errors
+    finally:
+        try:
+            conn.close()
+        except Exception:  # pragma: no cover - what close says is not this test's point
+            pass
+    assert wait_until(lambda: _size(activemq, queue) == 0, 10), _size(activemq, queue)

@@ -19,9 +19,11 @@ The rules (DESIGN.md section 2, ActiveMQ Classic's redelivery over failover):
   written (the broker knows that delivery on the lost socket only), so it is
   neither handed over nor acknowledged;
 * **hand-over** (:func:`hand_over`): not after the application's disconnect, not
-  for a subscription closed meanwhile and not from a lost socket -- the last two
-  only where somebody acknowledges (``ack:auto`` messages were settled by the
-  broker when it sent them: dropping one would lose it); where the application
+  for a subscription closed meanwhile and not from a lost socket -- each only where
+  somebody acknowledges (:func:`broker_settled`: ``ack:auto`` messages were settled
+  by the broker when it sent them, so dropping one would lose it; stomp.py hands
+  every MESSAGE its receiver reads to the listeners, during ``disconnect()`` and
+  after ``unsubscribe()`` too); where the application
   sends the ACK the driver notes the delivery's socket under its ACK identity
   (``_engine/ledger.SocketLedger.handed_over``), so the ACK goes on that socket
   (:func:`identity_ack_socket`: that socket or nowhere, for the stomp.py API's ACK by identity);
@@ -49,7 +51,7 @@ __all__ = [
     "BY_APPLICATION", "BY_BROKER", "BY_LIBRARY", "CONSUMED", "DROP_CLOSED", "DROP_DISCONNECTED",
     "DROP_LOST_SOCKET", "DROP_MOVING", "HAND_OVER", "HAND_OVER_NOTE", "HAND_OVER_NOTE_CUMULATIVE", "INDIVIDUAL", "Links",
     "NO_LISTENER_RETRY_MS", "Poison", "Subscribed", "RECOVER", "REDELIVER", "ROLLBACK", "Redeliver", "TRANSACTED",
-    "after_failure", "first_delivery_count", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery",
+    "after_failure", "broker_settled", "first_delivery_count", "from_lost_socket", "hand_over", "listener_failed", "next_redelivery",
     "poison", "poisoned_after",
     "ACK_REFUSED_LOST", "NOTE_ANSWERED", "NOTE_COVERED", "NOTE_SETTLED", "NOTE_TOOK",
     "delivery_answered", "identity_ack_socket", "identity_ack_written", "not_covered",
@@ -69,7 +71,8 @@ HAND_OVER = 0
 HAND_OVER_NOTE = 1
 #: as :data:`HAND_OVER_NOTE`, in an ``ack:client`` subscription (its ACK is cumulative)
 HAND_OVER_NOTE_CUMULATIVE = 2
-#: drop: the application disconnected after the socket delivered it
+#: drop: the application disconnected after the socket delivered it (an acknowledged
+#: subscription: the broker redelivers it)
 DROP_DISCONNECTED = 3
 #: drop: its subscription was closed meanwhile (the broker redelivers it elsewhere)
 DROP_CLOSED = 4
@@ -78,6 +81,18 @@ DROP_LOST_SOCKET = 5
 #: drop: its socket is settling before a planned move (rebalanceInterval): the move's DISCONNECT
 #: hands it back unacknowledged and the broker redelivers it (:mod:`amqstomp._core.rebalance`)
 DROP_MOVING = 6
+
+
+def broker_settled(ack: Optional[str]) -> bool:
+    """True for a delivery of a subscription whose STOMP ``ack`` mode makes the broker
+    count it consumed when it sends it (``auto``; None: a mode not known here, taken as
+    ``auto``): it is never redelivered, so a copy the client received must reach the
+    application while the connection delivers -- after ``disconnect()`` was called and
+    after its subscription was closed too (STOMP 1.2 spec "SUBSCRIBE ack Header";
+    ActiveMQ's ``StompSubscription`` acknowledges an ``auto`` MESSAGE at dispatch). In
+    the other modes (``client``, ``client-individual``) an unacknowledged delivery goes
+    back to the broker when its subscription or socket ends, so dropping it loses nothing."""
+    return ack is None or ack == "auto"
 
 
 def from_lost_socket(link_seq: int, failover: bool, links: Links) -> bool:
@@ -110,7 +125,8 @@ def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover
     Args:
         link_seq (int): the socket that delivered it (``Frame.link_seq``; 0: unknown).
         disconnected_seq (int): the socket open at the application's last
-            ``disconnect()`` (0: none); what it and earlier sockets delivered is dropped.
+            ``disconnect()`` (0: none); what it and earlier sockets delivered is dropped
+            unless the broker settled it (:func:`broker_settled`).
         sub (Subscribed | Subscription | None): its subscription's ``ack`` mode,
             ``closed`` and ``app_acked`` (:class:`Subscribed`); None: one not known
             here (as ``ack:auto``).
@@ -124,13 +140,13 @@ def hand_over(link_seq: int, disconnected_seq: int, sub: Optional[Any], failover
         or a drop (:data:`DROP_DISCONNECTED`, :data:`DROP_CLOSED`, :data:`DROP_LOST_SOCKET`,
         :data:`DROP_MOVING`).
     """
-    if link_seq and link_seq <= disconnected_seq:
-        return DROP_DISCONNECTED
-    if sub is None:
+    if sub is None:  # a mode not known here: as ack:auto (broker_settled)
         return HAND_OVER
     ack = sub.ack
-    if ack == "auto":  # the broker settled it when it sent it: the application gets it
+    if ack == "auto":  # the broker settled it when it sent it: the application gets it, even now
         return HAND_OVER
+    if link_seq and link_seq <= disconnected_seq:
+        return DROP_DISCONNECTED
     if sub.closed:
         return DROP_CLOSED
     if not failover:

@@ -240,6 +240,11 @@ class Client(Acknowledging, Subscribing):
             raise rolled_back(cmd, tx)
         return seq
 
+    def transaction_stale(self, transaction: Any) -> bool:
+        """True when ``transaction`` began on a socket lost since (failover): the broker
+        rolled it back with that socket (:meth:`~amqstomp._core.transactions.TransactionTable.is_stale`)."""
+        return self.transactions.is_stale(transaction)
+
     def transaction_ended(self, transaction: Any, aborted: bool) -> None:
         """COMMIT (``aborted`` False) or ABORT (True) of ``transaction`` was
         written (or found nothing to end): it leaves the table. After ABORT the
@@ -474,9 +479,10 @@ class Client(Acknowledging, Subscribing):
     def should_dispatch(self, frame: Frame) -> bool:
         """Dispatcher thread: whether a queued MESSAGE still goes to the
         application, by the settlement core's hand-over rule
-        (:func:`amqstomp._core.settle.hand_over`): not after :meth:`disconnect`
-        (as with stomp.py, whose listeners run on the reader), not when its
-        client-ack subscription was closed meanwhile, and, with failover, not when
+        (:func:`amqstomp._core.settle.hand_over`): an ``ack:auto`` delivery always
+        (the broker settled it: as with stomp.py, whose listeners have every MESSAGE
+        read before the DISCONNECT's RECEIPT); else not after :meth:`disconnect`,
+        not when its subscription was closed meanwhile, and, with failover, not when
         it came on a lost socket in a subscription somebody acknowledges (it could
         not be acknowledged: the broker redelivers it), so a failover does not wait
         for the old socket's buffer to be dispatched; where the application ACKs,
@@ -485,8 +491,8 @@ class Client(Acknowledging, Subscribing):
         ``SubscriptionManager.suppress``)."""
         seq = frame.link_seq
         subscriptions = self.manager
-        if subscriptions is None:
-            return not (seq and seq <= self.disconnected_seq)
+        if subscriptions is None:  # no subscription known here: as ack:auto (settle.broker_settled)
+            return True
         sub = subscriptions.subscription_of(frame)
         verdict = hand_over(seq, self.disconnected_seq, sub, self.reconnector is not None, self.transport,
                             self.moving_seq)

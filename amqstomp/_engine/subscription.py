@@ -33,7 +33,7 @@ from ..flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionW
 from .ports import TransportPort
 from .._unacked import UNACKED_MAX, UnackedMessages
 from .._duplicates import DuplicateAudits
-from .._unknown_ids import UnknownSubscriptions
+from .._unknown_ids import DELIVER_NOT_MADE_HERE, DROP_UNKNOWN, UnknownSubscriptions
 from .._core.dialect import ACTIVEMQ
 from .._core.events import SlowConsumer
 from .._core.frames import ack_headers, ack_identity
@@ -195,9 +195,11 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def close(self, id: Any, write_timeout: Optional[float] = None) -> None:
         """Before UNSUBSCRIBE: send the ACK of what was consumed and not yet acked,
         and deliver no more of its queued messages, unless it is ``ack:auto`` (the
-        broker redelivers the others; ``auto`` ones were acked at dispatch)."""
+        broker redelivers the others; ``auto`` ones were acked at dispatch, and
+        those still coming until the broker has the UNSUBSCRIBE are delivered too:
+        :meth:`_unknown_verdict`)."""
         sub = self._subs.pop(str(id), None)
-        self._closed_ids.append(str(id))
+        self._unsubscribed(str(id), sub.ack if sub is not None else "")
         if sub is not None:
             with sub.lock:
                 token = acks.closing(sub, int(_monotonic() * 1000))
@@ -297,11 +299,14 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
                 frame.delivery_count = count
         sub = self._subs.get(sub_id) if sub_id is not None else None
         if sub is None:
-            if self._drop_unknown and sub_id is not None and self._dropped_unknown(sub_id, message_id):
-                return
-            if self._unacked_complete:
+            verdict = DELIVER_NOT_MADE_HERE
+            if self._drop_unknown and sub_id is not None:
+                verdict = self._unknown_verdict(sub_id, message_id)
+                if verdict == DROP_UNKNOWN:
+                    return
+            if verdict == DELIVER_NOT_MADE_HERE and self._unacked_complete:
                 self._unacked_complete = False  # a subscription not made here (no id, a raw SUBSCRIBE)
-            sub = self._unregistered  # bounded all the same
+            sub = self._unregistered  # bounded all the same (ack:auto: no ACK is decided for it)
         size = len(frame.body)
         with sub.lock:
             window = sub.window

@@ -71,8 +71,27 @@ class Transaction:
         return self.state.connection.producer_link()
 
     def transaction_id(self) -> str:
-        """The open transaction's id on the consumer socket (BEGIN is sent on first use)."""
+        """The open transaction's id on the consumer socket (BEGIN is sent on first use).
+
+        CLIENT_ACKNOWLEDGE's private "delivered" transaction (a session that is not
+        transacted) begun on a socket lost since (failover; the broker rolled it back with
+        that socket) is abandoned here and a new one begun on the open socket, so that the
+        batch ACKs keep ActiveMQ's window growing (:func:`amqstomp._core.ackmodes.acks_in_transaction`;
+        else the consumer stalls at the prefetch until ``acknowledge()``). What the old one's
+        ACKs took goes back to its consumers' ``delivered`` (the transaction table's give-back):
+        those came on the lost socket, so they are never ACKed on the new one and
+        ``acknowledge()`` reports them not acknowledged (AcknowledgeInterruptedError) --
+        the broker redelivers them. A transacted session's transaction is not replaced:
+        its ``commit()`` must raise TransactionRolledBackError."""
         with self.lock:
+            tx = self.tx
+            if tx is not None and not self.state.transacted:
+                link = self.state.connection.consumer_link
+                if link.client.transaction_stale(tx):
+                    log.info("%r: the socket of its acknowledgement transaction %s was lost; beginning a new one",
+                             self, tx)
+                    self.tx = None
+                    link.transaction_abandoned(tx)
             if self.tx is None:
                 self.state.check_open()
                 tx = "tx-%d.%d-%d" % (self.state.connection.number, self.state.number, next(self._numbers))
