@@ -158,6 +158,8 @@ class Subscription(Acking):
         #: the receives waiting, oldest first (each woken once, for one message, or all at the end)
         self._waiters: "Deque[Union[asyncio.Future[None], Wake]]" = collections.deque()
         self._seq = 0
+        #: messages delivered by the read being handled while receives waited (woken after it)
+        self._delivered = 0
         self._handed: Optional[Message] = None  # handed over, its consumption not yet counted
         self._unacked: Dict[Tuple[str, ...], Message] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
@@ -179,7 +181,19 @@ class Subscription(Acking):
         if flags & PAUSE:
             link.hold_reading(self)
         self._queue.append(Message(frame, self, link, self._seq, size))
-        self._wake_one(True)
+        if self._waiters:
+            self._delivered += 1
+            if self._delivered == 1:
+                link.after_read(self._wake_delivered)
+
+    def _wake_delivered(self) -> None:
+        """The read's frames were all delivered: wake a receive per message delivered while
+        receives waited (FIFO); a receive without a deadline resumes now, in this turn of the
+        loop, and takes what is queued (:meth:`Wake.resume`)."""
+        count, self._delivered = self._delivered, 0
+        while count and self._queue and self._waiters:
+            count -= 1
+            self._wake_one(True)
 
     def _wake_one(self, at_once: bool = False) -> None:
         """Wake the oldest receive still waiting (FIFO), once: it takes the next message.
