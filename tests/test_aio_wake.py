@@ -47,6 +47,30 @@ def test_a_delivery_from_the_reading_callback_resumes_the_waiting_receive_before
     run(main())
 
 
+def test_the_frames_of_one_read_are_all_delivered_before_the_waiting_receive_resumes():
+    # prefetch 1000: a read brings many MESSAGEs; the consumer, resumed once, takes them all in one
+    # go (resumed at each, it would take one, find the queue empty and suspend again per message)
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire)
+        queued: List[int] = []
+
+        async def consume() -> None:
+            async for _m in sub:
+                queued.append(len(sub._queue))  # what the read had delivered behind this one
+                if len(queued) == 3:
+                    return
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.sleep(0)
+        frames = b"".join(b"MESSAGE\nsubscription:%s\nmessage-id:m%d\ndestination:/queue/a\n\nbody\x00"
+                          % (sub.id.encode(), n) for n in range(3))
+        asyncio.get_running_loop().call_soon(link.data_received, frames)
+        await asyncio.wait_for(consumer, 2)
+        assert queued == [2, 1, 0]
+    run(main())
+
+
 def test_a_wake_up_from_inside_a_task_is_scheduled_like_a_futures():
     async def main() -> None:
         loop = asyncio.get_running_loop()
