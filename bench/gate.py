@@ -19,11 +19,12 @@ Two kinds of figure, neither of them a duration:
   per cent dearer FAILS (a loop of ~1 microsecond added to ``send()``: +35 %;
   one of ~0.1 microsecond: +6 %).
   Measured once per gate (``instructions_repeat``, default 1: not per
-  ``--runs``), before the ratio runs; about 2.7 minutes for the nine cases. Cases:
-  produce async and in transactions of 100 (stomp.py API), JMS-API async send,
-  consume auto / client-individual / cumulative every 100 / optimized acks at
-  prefetch 1000, client-individual at prefetch 1, and the compiled codec per
-  MESSAGE frame. Without valgrind these metrics FAIL (never skip): ``bash
+  ``--runs``), before the ratio runs; about 2.7 minutes for the first nine cases.
+  Cases: produce async and in transactions of 100 (stomp.py API), JMS-API async
+  send, consume auto / client-individual / cumulative every 100 / optimized acks
+  at prefetch 1000, client-individual at prefetch 1, the compiled codec per
+  MESSAGE frame, and amqstomp.aio's async send and ``async for`` consumers (auto
+  and client-individual at prefetch 1000, client-individual at prefetch 1). Without valgrind these metrics FAIL (never skip): ``bash
   scripts/setup.sh --system`` installs it as root.
 
 The ratios:

@@ -48,6 +48,10 @@ Cases (:data:`CASES`; 256-byte bodies, STOMP 1.2, the stomp.py API unless said):
   without a delivery, are set out of reach: a steady native stream never needs
   them, a run 50x slower would, as often as the load says),
   ``consume_individual_p1`` -- a listener on ``Connection12`` at prefetch 1000 / 1;
+* ``aio_produce_async`` -- ``amqstomp.aio``: ``await client.send(dest, body, receipt=False)``
+  (one with a receipt at the end); ``aio_consume_auto_p1000``,
+  ``aio_consume_individual_p1000``, ``aio_consume_individual_p1`` -- an ``async for`` loop over
+  one subscription (``await message.ack()`` unless ``ack=auto``) at prefetch 1000 / 1 (issue 23);
 * ``codec_parse`` -- no peer: the compiled ``FrameParser.feed`` over 16 KiB chunks
   of the MESSAGE frames ``bench/codec.py`` parses, reading each frame's
   ``message-id``, ``ack``, ``destination``, ``subscription`` and body.
