@@ -2,11 +2,12 @@
 
 Two kinds of figure, neither of them a duration:
 
-* RATIOS, amqstomp over stomp.py, both measured in the same run on the same
-  machine: a slower or busier CI machine slows both clients alike. Each is the
-  MEDIAN of ``--runs`` (3) runs; a run measures every selected ratio once. They
-  still swing (0.57-1.29 between repetitions on a shared 2-core machine): they
-  catch large regressions and broken cases, not a 2x dearer ``send()``.
+* RATIOS, amqstomp over stomp.py (the aio ones: over stompman, over the threaded
+  API), both measured in the same run on the same machine: a slower or busier
+  CI machine slows both clients alike. Each is the MEDIAN of ``--runs`` (3)
+  runs; a run measures every selected ratio once. They still swing (0.57-1.29
+  between repetitions on a shared 2-core machine): they catch large
+  regressions and broken cases, not a 2x dearer ``send()``.
 * INSTRUCTIONS PER MESSAGE (``instructions_*``, unit instructions/msg, lower is
   better): ``bench/instructions.py`` runs each small client program twice under
   ``valgrind --tool=callgrind`` against a fake STOMP peer on 127.0.0.1 (the peer
@@ -18,11 +19,12 @@ Two kinds of figure, neither of them a duration:
   per cent dearer FAILS (a loop of ~1 microsecond added to ``send()``: +35 %;
   one of ~0.1 microsecond: +6 %).
   Measured once per gate (``instructions_repeat``, default 1: not per
-  ``--runs``), before the ratio runs; about 2.7 minutes for the nine cases. Cases:
-  produce async and in transactions of 100 (stomp.py API), JMS-API async send,
-  consume auto / client-individual / cumulative every 100 / optimized acks at
-  prefetch 1000, client-individual at prefetch 1, and the compiled codec per
-  MESSAGE frame. Without valgrind these metrics FAIL (never skip): ``bash
+  ``--runs``), before the ratio runs; about 2.7 minutes for the first nine cases.
+  Cases: produce async and in transactions of 100 (stomp.py API), JMS-API async
+  send, consume auto / client-individual / cumulative every 100 / optimized acks
+  at prefetch 1000, client-individual at prefetch 1, the compiled codec per
+  MESSAGE frame, and amqstomp.aio's async send and ``async for`` consumers (auto
+  and client-individual at prefetch 1000, client-individual at prefetch 1). Without valgrind these metrics FAIL (never skip): ``bash
   scripts/setup.sh --system`` installs it as root.
 
 The ratios:
@@ -35,6 +37,11 @@ The ratios:
   against stomp.py ``client-individual`` and ``auto`` at prefetch 1000 (msg/s,
   and the consumer's CPU per message: lower is better), and cumulative
   ``client`` acks at prefetch 10 (stomp.py stalls 40 ms per window there);
+* aio -- ``bench/aio.py --stompman --runs 1`` in a child process (its own ActiveMQ;
+  ``aio_count`` 256 B messages per case): amqstomp.aio's ``async for`` + ``await
+  message.ack()`` consumer (client-individual) over stompman 3.x's at prefetch 1000, and
+  over amqstomp's threaded API at prefetch 1 (msg/s, both of a pair measured in the same
+  run; issue 23);
 * produce -- when ``bench/produce.py`` exists and the floors file gates one of
   its figures (``bench = "produce"`` plus a ``json_key`` into its JSON); it
   is skipped with a note otherwise.
@@ -92,6 +99,7 @@ from bench._common import (  # noqa: E402
 BENCH_DIR = os.path.join(REPO_ROOT, "bench")
 CODEC_PY = os.path.join(BENCH_DIR, "codec.py")
 PRODUCE_PY = os.path.join(BENCH_DIR, "produce.py")
+AIO_PY = os.path.join(BENCH_DIR, "aio.py")
 DEFAULT_FLOORS = os.path.join(BENCH_DIR, "floors.toml")
 DEFAULT_JSON = os.path.join(RESULTS_DIR, "gate.json")
 DEFAULT_PNG = os.path.join(RESULTS_DIR, "gate.png")
@@ -117,7 +125,11 @@ DEFAULT_SETTINGS: Dict[str, Any] = {
     # bench/produce.py arguments (``--json PATH`` is appended); no floor gates the ActiveMQ Java
     # client (docs/benchmarks.md, "Against the ActiveMQ Java client"), so the gate does not run it
     "produce_args": ["--quick", "--no-java"],
-    "child_timeout_s": 300.0,    # codec / produce child processes
+    "child_timeout_s": 300.0,    # codec / produce / aio child processes
+    # bench/aio.py --stompman per gate run (one repetition each; the gate takes the median of its own
+    # runs): 256 B messages per consume case, and the cases the aio ratios need
+    "aio_count": 10_000,
+    "aio_cases": ["ack-p1000", "client-individual-p1"],
     # differential callgrind measurements per instruction metric (the gate takes their median; the
     # counts are deterministic, so one is enough: they are NOT repeated per --runs)
     "instructions_repeat": 1,
@@ -138,12 +150,14 @@ class MetricDef:
         quantity (``msg_per_s`` | ``consume_cpu_per_msg``),
         backlog (str: the setting giving the consume backlog),
         json_key (str: dotted path into bench/produce.py's JSON),
-        ic_case (str: a case of bench/instructions.py; ``bench = "instructions"``).
+        ic_case (str: a case of bench/instructions.py; ``bench = "instructions"``),
+        aio_pair ((case, API, API): a case of bench/aio.py --stompman and the two APIs whose
+            msg/s it divides; ``bench = "aio"``).
     """
 
     def __init__(self, name: str, bench: str, direction: str, label: str, codec_case: str = "",
                  cases: Tuple[Tuple[str, str, int], ...] = (), quantity: str = "", backlog: str = "",
-                 json_key: str = "", ic_case: str = "") -> None:
+                 json_key: str = "", ic_case: str = "", aio_pair: Tuple[str, str, str] = ("", "", "")) -> None:
         self.name = name
         self.bench = bench
         self.direction = direction
@@ -154,6 +168,7 @@ class MetricDef:
         self.backlog = backlog
         self.json_key = json_key
         self.ic_case = ic_case
+        self.aio_pair = aio_pair
 
     @property
     def unit(self) -> str:
@@ -188,6 +203,13 @@ BUILTIN_METRICS: Dict[str, MetricDef] = {m.name: m for m in (
     MetricDef("consume_p10_client_vs_stomppy_client", "consume", HIGHER,
               "consume msg/s, p10 256 B, ack client every 5: amqstomp / stomp.py",
               cases=(AMQ_CLIENT_P10, STOMPPY_CLIENT_P10), quantity="msg_per_s", backlog="consume_backlog_p10"),
+    # issue 23: amqstomp.aio against stompman 3.x and against amqstomp's threaded API (bench/aio.py --stompman)
+    MetricDef("aio_p1000_vs_stompman", "aio", HIGHER,
+              "consume msg/s, p1000 256 B client-individual: amqstomp.aio async for + ack / stompman",
+              aio_pair=("ack-p1000", "aio", "stompman")),
+    MetricDef("aio_p1_vs_threaded", "aio", HIGHER,
+              "consume msg/s, p1 256 B client-individual: amqstomp.aio async for + ack / amqstomp threaded",
+              aio_pair=("client-individual-p1", "aio", "threaded")),
 )}
 #: callgrind instruction counts per message, one metric per case of bench/instructions.py
 INSTRUCTION_PREFIX = "instructions_"
@@ -445,6 +467,28 @@ def run_produce(settings: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str
         return run_json_child(argv, path, float(settings["child_timeout_s"]))
 
 
+def run_aio(settings: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
+    """One bench/aio.py --stompman run (one repetition of ``aio_cases``); (its JSON, error)."""
+    with tempfile.TemporaryDirectory(prefix="amqstomp-gate-") as tmp:
+        path = os.path.join(tmp, "aio.json")
+        argv = [sys.executable, AIO_PY, "--stompman", "--runs", "1", "--count", str(int(settings["aio_count"])),
+                "--cases", ",".join(settings["aio_cases"]), "--json", path]
+        return run_json_child(argv, path, float(settings["child_timeout_s"]))
+
+
+def aio_value(data: Optional[Dict[str, Any]], definition: MetricDef) -> Tuple[Optional[float], str]:
+    """msg/s of one API over another's, both from the same bench/aio.py --stompman run."""
+    if data is None:
+        return None, ""
+    case, ours, theirs = definition.aio_pair
+    rates = {row.get("api"): row.get("msg_per_s") for row in (data.get("stompman") or {}).get("rows", ())
+             if row.get("case") == case}
+    a, b = rates.get(ours), rates.get(theirs)
+    if not usable(a) or not usable(b):
+        return None, "bench/aio.py reported no msg/s for %s %s / %s" % (case, ours, theirs)
+    return float(a) / float(b), ""
+
+
 def codec_value(data: Optional[Dict[str, Any]], definition: MetricDef) -> Tuple[Optional[float], str]:
     if data is None:
         return None, ""
@@ -662,8 +706,8 @@ def measure(metrics: Sequence[GatedMetric], settings: Dict[str, Any], runs: int,
             t0 = time.monotonic()
             log("run %d/%d" % (run_no, runs))
             run_raw: Dict[str, Any] = {"run": run_no}
-            codec_data = produce_data = None
-            codec_err = produce_err = ""
+            codec_data = produce_data = aio_data = None
+            codec_err = produce_err = aio_err = ""
             if "codec" in benches:
                 codec_data, codec_err = run_codec(settings)
                 run_raw["codec"] = codec_data if codec_data is not None else {"error": codec_err}
@@ -682,12 +726,19 @@ def measure(metrics: Sequence[GatedMetric], settings: Dict[str, Any], runs: int,
                 produce_data, produce_err = run_produce(settings)
                 run_raw["produce"] = produce_data if produce_data is not None else {"error": produce_err}
                 log("  run %d  produce %s" % (run_no, "ok" if produce_data else "FAILED: " + produce_err))
+            if "aio" in benches:
+                aio_data, aio_err = run_aio(settings)
+                run_raw["aio"] = aio_data if aio_data is not None else {"error": aio_err}
+                log("  run %d  aio %s" % (run_no, "ok" if aio_data else "FAILED: " + aio_err))
             for m in metrics:
                 if m.bench == "codec":
                     value, err = codec_value(codec_data, m.definition)
                     err = err or codec_err
                 elif m.bench == "consume":
                     value, err = consume_value(rows, m.definition)
+                elif m.bench == "aio":
+                    value, err = aio_value(aio_data, m.definition)
+                    err = err or aio_err
                 else:
                     value, err = produce_value(produce_data, m.definition)
                     err = err or produce_err

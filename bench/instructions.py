@@ -48,6 +48,10 @@ Cases (:data:`CASES`; 256-byte bodies, STOMP 1.2, the stomp.py API unless said):
   without a delivery, are set out of reach: a steady native stream never needs
   them, a run 50x slower would, as often as the load says),
   ``consume_individual_p1`` -- a listener on ``Connection12`` at prefetch 1000 / 1;
+* ``aio_produce_async`` -- ``amqstomp.aio``: ``await client.send(dest, body, receipt=False)``
+  (one with a receipt at the end); ``aio_consume_auto_p1000``,
+  ``aio_consume_individual_p1000``, ``aio_consume_individual_p1`` -- an ``async for`` loop over
+  one subscription (``await message.ack()`` unless ``ack=auto``) at prefetch 1000 / 1 (issue 23);
 * ``codec_parse`` -- no peer: the compiled ``FrameParser.feed`` over 16 KiB chunks
   of the MESSAGE frames ``bench/codec.py`` parses, reading each frame's
   ``message-id``, ``ack``, ``destination``, ``subscription`` and body.
@@ -157,6 +161,12 @@ CASES: Dict[str, Case] = {c.name: c for c in (
          500, 2000),
     Case("codec_parse", "compiled FrameParser.feed per ActiveMQ MESSAGE frame, headers read", 2000, 12000,
          peer=False, step=CODEC_BLOCK),
+    Case("aio_produce_async", "amqstomp.aio await client.send(receipt=False), 256 B", 1000, 4000),
+    Case("aio_consume_auto_p1000", "amqstomp.aio async for, ack=auto, prefetch 1000", 1000, 5000),
+    Case("aio_consume_individual_p1000",
+         "amqstomp.aio async for + await message.ack(), client-individual, prefetch 1000", 1000, 4000),
+    Case("aio_consume_individual_p1",
+         "amqstomp.aio async for + await message.ack(), client-individual, prefetch 1", 500, 2000),
 )}
 
 
@@ -701,6 +711,53 @@ def _child_codec_parse(n: int, port: int) -> None:
         raise RuntimeError("parsed %d frames, expected %d" % (count, WARMUP + n))
 
 
+def _child_aio_produce_async(n: int, port: int) -> None:
+    import asyncio
+
+    from amqstomp import aio
+
+    async def run() -> None:
+        async with aio.connect([("127.0.0.1", port)], heartbeats=(0, 0)) as client:
+            _settle()
+            dest, body = "/queue/ic.aio.produce", b"x" * BODY_SIZE
+            send = client.send
+            for _ in range(WARMUP + n):
+                await send(dest, body, receipt=False)
+            await asyncio.wait_for(send(dest, body, receipt=True), CHILD_WAIT_S)
+
+    asyncio.run(run())
+
+
+def _child_aio_consume(n: int, port: int, ack: str, prefetch: int) -> None:
+    """``async for`` over one subscription (``await message.ack()`` unless ``ack:auto``)."""
+    import asyncio
+
+    from amqstomp import aio
+
+    total = WARMUP + n
+
+    async def consume(sub: Any) -> int:
+        count = 0
+        acking = ack != "auto"
+        async for message in sub:
+            if acking:
+                await message.ack()
+            count += 1
+            if count >= total:
+                break
+        return count
+
+    async def run() -> None:
+        async with aio.connect([("127.0.0.1", port)], heartbeats=(0, 0)) as client:
+            _settle()
+            async with client.subscribe(CONSUME_PREFIX + str(total), ack=ack, prefetch_size=prefetch) as sub:
+                count = await asyncio.wait_for(consume(sub), CHILD_WAIT_S)
+            if count != total:
+                raise RuntimeError("consumed %d of %d messages" % (count, total))
+
+    asyncio.run(run())
+
+
 CHILDREN: Dict[str, Callable[[int, int], None]] = {
     "produce_async": _child_produce_async,
     "produce_tx100": _child_produce_tx100,
@@ -711,6 +768,10 @@ CHILDREN: Dict[str, Callable[[int, int], None]] = {
     "consume_optimized_p1000": lambda n, port: _consume(n, port, "client", 1000, optimized=True),
     "consume_individual_p1": lambda n, port: _consume(n, port, "client-individual", 1, every=1),
     "codec_parse": _child_codec_parse,
+    "aio_produce_async": _child_aio_produce_async,
+    "aio_consume_auto_p1000": lambda n, port: _child_aio_consume(n, port, "auto", 1000),
+    "aio_consume_individual_p1000": lambda n, port: _child_aio_consume(n, port, "client-individual", 1000),
+    "aio_consume_individual_p1": lambda n, port: _child_aio_consume(n, port, "client-individual", 1),
 }
 
 

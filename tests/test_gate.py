@@ -101,6 +101,28 @@ def test_consume_ratio_from_one_runs_rows():
     assert gate.consume_value(rows, auto)[0] is None  # stomp.py auto was not run
 
 
+@pytest.mark.timeout(10)
+def test_aio_ratios_from_one_bench_aio_run():
+    # issue 23: msg/s of amqstomp.aio over stompman (prefetch 1000) and over the threaded API (prefetch 1),
+    # both of a pair from the same bench/aio.py --stompman run
+    def row(case, api, rate):
+        return {"case": case, "api": api, "msg_per_s": rate, "cpu_us_per_msg": 10.0}
+
+    data = {"stompman": {"rows": [row("ack-p1000", "aio", 50000.0), row("ack-p1000", "stompman", 5000.0),
+                                  row("client-individual-p1", "aio", 9000.0),
+                                  row("client-individual-p1", "threaded", 6000.0),
+                                  row("client-individual-p1", "stompman", 2000.0)]}}
+    p1000 = gate.BUILTIN_METRICS["aio_p1000_vs_stompman"]
+    p1 = gate.BUILTIN_METRICS["aio_p1_vs_threaded"]
+    assert p1000.bench == p1.bench == "aio" and p1000.direction == p1.direction == gate.HIGHER
+    assert gate.aio_value(data, p1000) == (pytest.approx(10.0), "")
+    assert gate.aio_value(data, p1) == (pytest.approx(1.5), "")
+    del data["stompman"]["rows"][3]  # the threaded API's row missing: no value, and why
+    value, err = gate.aio_value(data, p1)
+    assert value is None and "client-individual-p1" in err
+    assert gate.aio_value(None, p1) == (None, "")
+
+
 # --------------------------------------------------------------------------- the floors file
 
 GOOD = """

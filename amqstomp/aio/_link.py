@@ -97,6 +97,8 @@ class AioLink(asyncio.BufferedProtocol):
         self._deferred = bytearray()
         self._flush_armed = False
         self._read_holders: Set[Any] = set()
+        #: called once the frames of the read being handled were all handed on (:meth:`after_read`)
+        self._after_read: List[Callable[[], None]] = []
         self.ended: "asyncio.Future[None]" = loop.create_future()
 
     # ------------------------------------------------------------ asyncio.Protocol
@@ -138,13 +140,25 @@ class AioLink(asyncio.BufferedProtocol):
             self.lose("the broker's bytes are not STOMP: %s" % exc, exc)
             return
         on_message = self.on_message
-        for frame in frames:
-            if frame.cmd == "MESSAGE":
-                on_message(frame)
-            else:
-                self._frame(frame)
-            if self.closed:
-                return
+        try:
+            for frame in frames:
+                if frame.cmd == "MESSAGE":
+                    on_message(frame)
+                else:
+                    self._frame(frame)
+                if self.closed:
+                    return
+        finally:
+            if self._after_read:
+                due, self._after_read = self._after_read, []
+                for call in due:
+                    call()
+
+    def after_read(self, call: Callable[[], None]) -> None:
+        """Call ``call()`` once every frame of the read being handled went to its place (from
+        :meth:`data_received`, outside any task): a subscription resumes its waiting receive
+        then, which takes every message of the read in one go, not one task switch each."""
+        self._after_read.append(call)
 
     def eof_received(self) -> Optional[bool]:
         return False  # close the transport: connection_lost follows

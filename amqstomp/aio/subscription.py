@@ -20,7 +20,7 @@ Licensed under the Apache License, Version 2.0.
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Deque, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Deque, Dict, Mapping, Optional, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectionClosedException,
@@ -28,8 +28,9 @@ from ..exception import (AcknowledgeInterruptedError, ConfigurationError, Connec
 from ..flow import SubscriptionWindow
 from .._core import acks
 from .._core.acks import PAUSE, Acking
-from .._core.frames import ack_headers, reject_command
+from .._core.frames import ack_headers, ack_identity, reject_command
 from ..flow import RedeliveryPolicy
+from ._wake import Wake
 from .handler import ErrorCallback, Handler, Workers, check_run
 from .._io.timeouts import clamp_wait
 
@@ -61,7 +62,7 @@ class Message:
         destination (str | None), message_id (str | None): from the headers.
     """
 
-    __slots__ = ("frame", "subscription", "link", "seq", "size", "settled", "delivery_count")
+    __slots__ = ("frame", "subscription", "link", "seq", "size", "settled", "delivery_count", "key")
 
     def __init__(self, frame: Frame, subscription: "Subscription", link: "AioLink", seq: int, size: int) -> None:
         self.frame = frame
@@ -70,6 +71,9 @@ class Message:
         self.seq = seq
         self.size = size
         self.settled = False
+        #: the identity its ACK names (:func:`amqstomp._core.frames.ack_identity`), derived once, when
+        #: it is handed to the application of a subscription it acknowledges (empty before)
+        self.key: Tuple[str, ...] = ()
         #: 1 + the broker's and this client's redeliveries of it (JMSXDeliveryCount); counted by
         #: :meth:`Subscription.run` (:func:`amqstomp._core.settle.first_delivery_count`)
         self.delivery_count = 1
@@ -152,8 +156,10 @@ class Subscription(Acking):
         self.link: Optional["AioLink"] = None
         self._queue: Deque[Message] = collections.deque()
         #: the receives waiting, oldest first (each woken once, for one message, or all at the end)
-        self._waiters: "Deque[asyncio.Future[None]]" = collections.deque()
+        self._waiters: "Deque[Union[asyncio.Future[None], Wake]]" = collections.deque()
         self._seq = 0
+        #: messages delivered by the read being handled while receives waited (woken after it)
+        self._delivered = 0
         self._handed: Optional[Message] = None  # handed over, its consumption not yet counted
         self._unacked: Dict[Tuple[str, ...], Message] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
@@ -175,15 +181,32 @@ class Subscription(Acking):
         if flags & PAUSE:
             link.hold_reading(self)
         self._queue.append(Message(frame, self, link, self._seq, size))
-        self._wake_one()
+        if self._waiters:
+            self._delivered += 1
+            if self._delivered == 1:
+                link.after_read(self._wake_delivered)
 
-    def _wake_one(self) -> None:
-        """Wake the oldest receive still waiting (FIFO), once: it takes the next message."""
+    def _wake_delivered(self) -> None:
+        """The read's frames were all delivered: wake a receive per message delivered while
+        receives waited (FIFO); a receive without a deadline resumes now, in this turn of the
+        loop, and takes what is queued (:meth:`Wake.resume`)."""
+        count, self._delivered = self._delivered, 0
+        while count and self._queue and self._waiters:
+            count -= 1
+            self._wake_one(True)
+
+    def _wake_one(self, at_once: bool = False) -> None:
+        """Wake the oldest receive still waiting (FIFO), once: it takes the next message.
+        ``at_once`` (a delivery, from the reading callback): a receive without a deadline
+        resumes before this returns (:meth:`Wake.resume`), in the same turn of the loop."""
         waiters = self._waiters
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                if at_once and type(waiter) is Wake:
+                    waiter.resume()
+                else:
+                    waiter.set_result(None)
                 return
 
     def _wake_all(self) -> None:
@@ -267,17 +290,21 @@ class Subscription(Acking):
                 self._count_handed()  # another reader's message, handed while this one waited
                 self._handed = message
                 if self.app_acked:
-                    self._unacked[self._identity(message)] = message
+                    key = message.key = ack_identity(message.link.proto.version, message.frame.headers)
+                    self._unacked[key] = message
                 return message
             if self._ended is not None:
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
-            waiter: "asyncio.Future[None]" = loop.create_future()
+            waiter: "Union[asyncio.Future[None], Wake]"
+            if deadline is None:  # a wake-up the reading callback resumes this task with at once (_wake.py)
+                waiter = Wake(loop)
+                awaited: Awaitable[None] = waiter
+            else:
+                waiter = loop.create_future()
+                awaited = asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
             self._waiters.append(waiter)
             try:
-                if deadline is None:
-                    await waiter
-                else:
-                    await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+                await awaited
             except BaseException as exc:
                 # cancelled or timed out: take nothing; a wake-up this receive got goes to the next one
                 try:
@@ -289,12 +316,6 @@ class Subscription(Acking):
                     raise asyncio.TimeoutError("no message on %s (subscription %s) within %.3g s"
                                                % (self.destination, self.id, wait or 0.0)) from None
                 raise
-
-    def _identity(self, message: Message) -> Tuple[str, ...]:
-        version = message.link.proto.version
-        if version == "1.2" and "ack" in message.frame.headers:
-            return (message.frame.headers["ack"],)
-        return (str(message.frame.headers.get("message-id")),)
 
     def _count_handed(self) -> None:
         """The message handed before was handled: the core counts it consumed (which may
@@ -355,8 +376,7 @@ class Subscription(Acking):
             raise AcknowledgeInterruptedError(
                 "%s of %r not sent: the connection that delivered it was lost (%s); the broker redelivers it"
                 % (cmd, message, link.close_reason))
-        key = self._identity(message)
-        if message.settled or key not in self._unacked:
+        if message.settled or message.key not in self._unacked:
             raise UnknownMessageError("%s of %r: acknowledged already (or by a cumulative ACK); nothing sent"
                                       % (cmd, message))
         version = link.proto.version
@@ -375,7 +395,7 @@ class Subscription(Acking):
             taken = [message]
         for other in taken:
             other.settled = True
-            del self._unacked[self._identity(other)]
+            del self._unacked[other.key]
         if transaction is not None:  # an ABORT gives them back (Transaction, the core's table)
             self.client.transactions.took(transaction, TAKEN_BY, taken)
         if acks.acked_by_application(self, cumulative):
@@ -432,7 +452,7 @@ class Subscription(Acking):
         (the application may ACK it again; the broker redelivers what stays unacknowledged)."""
         if self.link is message.link and not self.closed:
             message.settled = False
-            self._unacked[self._identity(message)] = message
+            self._unacked[message.key] = message
 
     async def __aenter__(self) -> "Subscription":
         await self.client.confirm_subscription(self)
