@@ -648,6 +648,13 @@ def test_connection_state_is_the_cores_lifecycle_not_flags():
                      for node in _lifecycle_flags_assigned(tree))
         assert name == "amqstomp.jms.connection" or "ConnectionLifecycle" in source, name  # holds (declares) it
     assert found == []
+    # the JMS connection's lifecycle is public for the send path to read; only its owner steps it
+    steps = {"arm", "connect", "up", "lost", "close", "fail", "loop_ended", "step"}
+    stepped = ["%s:%d" % (name, node.lineno) for name, (_, tree, _) in modules.items()
+               if name != "amqstomp.jms._connection_state" for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in steps
+               and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "life"]
+    assert stepped == []
     caught = ast.parse("self._reconnecting = True\nstate.closed = True\nself.a, self._stop = 1, 2\n"
                        "self.failure: Optional[BaseException] = None\nself._life.close()\n")
     assert len(list(_lifecycle_flags_assigned(caught))) == 4  # the check sees what it looks for

@@ -30,7 +30,7 @@ Licensed under the Apache License, Version 2.0.
 import enum
 from typing import Dict, Optional
 
-__all__ = ["Phase", "Step", "ConnectionLifecycle", "IllegalTransition", "TRANSITIONS"]
+__all__ = ["Phase", "Step", "ConnectionLifecycle", "IllegalTransition", "TRANSITIONS", "ARMED", "LOOPING", "CLOSING"]
 
 
 class Phase(enum.Enum):
@@ -92,8 +92,11 @@ TRANSITIONS: Dict[Phase, Dict[Step, Phase]] = {
     _F: {Step.ARM: _O, Step.CONNECT: _C, Step.CLOSE: _X, Step.FAIL: _F, Step.LOOP_ENDED: _F},
 }
 
-_ARMED = frozenset((Phase.CONNECTING, Phase.OPEN, Phase.RECONNECTING))
-_LOOPING = frozenset((Phase.CONNECTING, Phase.RECONNECTING, Phase.STOPPING, Phase.FAILING))
+#: the phases the questions of :class:`ConnectionLifecycle` answer True in (a driver's hot path may test
+#: ``lifecycle.phase in ARMED`` itself: one attribute read, no property call)
+ARMED = frozenset((Phase.CONNECTING, Phase.OPEN, Phase.RECONNECTING))
+LOOPING = frozenset((Phase.CONNECTING, Phase.RECONNECTING, Phase.STOPPING, Phase.FAILING))
+CLOSING = frozenset((Phase.STOPPING, Phase.CLOSED))
 
 
 class IllegalTransition(RuntimeError):
@@ -178,12 +181,12 @@ class ConnectionLifecycle:
     @property
     def armed(self) -> bool:
         """True while a loss is the connection's to take over (connecting, open, reconnecting)."""
-        return self.phase in _ARMED
+        return self.phase in ARMED
 
     @property
     def reconnecting(self) -> bool:
         """True while a connect loop runs (connecting, reconnecting, or ending: stopping, failing)."""
-        return self.phase in _LOOPING
+        return self.phase in LOOPING
 
     @property
     def takes_over_losses(self) -> bool:
@@ -193,7 +196,7 @@ class ConnectionLifecycle:
     @property
     def closing(self) -> bool:
         """True once the owner closed it (:attr:`Phase.STOPPING` or :attr:`Phase.CLOSED`)."""
-        return self.phase is Phase.STOPPING or self.phase is Phase.CLOSED
+        return self.phase in CLOSING
 
     @property
     def closed(self) -> bool:

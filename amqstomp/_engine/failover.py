@@ -36,7 +36,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from .._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
-from .._core.lifecycle import ConnectionLifecycle, Phase
+from .._core.lifecycle import ARMED, LOOPING, ConnectionLifecycle, Phase
 from .._core.rebalance import Rebalance
 from .._io.probe import MoveProber, PlannedMoves, stomp_answers
 from .ports import TransportPort
@@ -142,12 +142,12 @@ class Reconnector(PlannedMoves):
     @property
     def armed(self) -> bool:
         """True between :meth:`arm` and :meth:`disarm` (losses are taken over)."""
-        return self._life.armed
+        return self._life.phase in ARMED  # (the lifecycle's question, without a second call)
 
     @property
     def reconnecting(self) -> bool:
         """True while a lost socket is being replaced (a loop runs, also while it ends)."""
-        return self._life.reconnecting
+        return self._life.phase in LOOPING
 
     @property
     def gave_up(self) -> Optional[BaseException]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
 from .._core.backoff import ReconnectPolicy
-from .._core.lifecycle import ConnectionLifecycle, Phase
+from .._core.lifecycle import CLOSING, ConnectionLifecycle, Phase
 from ..flow import RedeliveryPolicy
 from .._core.settle import DROP_DISCONNECTED, Subscribed, from_lost_socket, hand_over
 from ._subscriber import is_reply_subscription
@@ -68,9 +68,10 @@ class ConnectionState:
         lock (threading.RLock): guards the sessions, consumers, temporaries, links.
         consumer_link (Link): the consumer socket (once :meth:`open` made it).
         started (bool): delivery to listeners and ``receive()`` runs (``start()``/``stop()``).
-        closed (bool), failure (BaseException | None), phase (Phase): the connection's life,
-            held as one :class:`~amqstomp._core.lifecycle.ConnectionLifecycle` (read-only here:
-            :meth:`close`, :meth:`on_link_lost` step it).
+        life (ConnectionLifecycle): the connection's life (opened, closed, broken and why), the
+            core's one state (:mod:`amqstomp._core.lifecycle`); read by others (the send path tests
+            ``life.phase``), stepped only here (:meth:`open`, :meth:`close`, :meth:`on_link_lost`).
+        closed (bool), failure (BaseException | None): its questions (properties).
         exception_listener, transport_listener, on_usage_full, on_usage_not_full: the
             listeners the application set (:class:`~amqstomp.jms.Connection`'s setters).
     """
@@ -94,7 +95,7 @@ class ConnectionState:
         self._ids = itertools.count(1)
         self.started = False
         #: opened, closed, broken and why: the one state (:mod:`amqstomp._core.lifecycle`), stepped under _life_lock
-        self._life = ConnectionLifecycle()
+        self.life = ConnectionLifecycle()
         self._life_lock = threading.Lock()  # held only while a step is applied (never while calling out)
         self.exception_listener: Optional[ExceptionListener] = None
         self.on_usage_full: Optional[UsageListener] = None
@@ -155,41 +156,36 @@ class ConnectionState:
     def open(self) -> None:
         """Connect the consumer socket (CONNECT, CONNECTED; see :meth:`Link.open`)."""
         with self._life_lock:
-            self._life.connect()
+            self.life.connect()
         try:
             self.consumer_link.open(self.open_timeout_s)
         except BaseException:
             with self._life_lock:
-                self._life.loop_ended()  # not opened (or broken meanwhile: failed)
+                self.life.loop_ended()  # not opened (or broken meanwhile: failed)
             raise
         with self._life_lock:
-            if self._life.phase is Phase.CONNECTING:
-                self._life.up()
+            if self.life.phase is Phase.CONNECTING:
+                self.life.up()
             else:  # broken (or closed) while it opened: it stays so
-                self._life.loop_ended()
+                self.life.loop_ended()
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called (the connection's ``close()``)."""
-        return self._life.closing
+        return self.life.phase in CLOSING
 
     @property
     def failure(self) -> Optional[BaseException]:
         """Why the connection broke (kept after a close), or None."""
-        return self._life.cause
-
-    @property
-    def phase(self) -> Phase:
-        """Where the connection is in its life (:class:`amqstomp._core.lifecycle.Phase`)."""
-        return self._life.phase
+        return self.life.cause
 
     def close(self) -> bool:
         """Mark the connection closed (the first call; the connection's ``close()`` then
         closes its sessions and links). Returns False when it was closed already."""
         with self._life_lock:
-            if self._life.closing:
+            if self.life.closing:
                 return False
-            self._life.close()
+            self.life.close()
         return True
 
     def __repr__(self) -> str:
@@ -418,9 +414,9 @@ class ConnectionState:
             reason = "heart-beat timeout (%s)" % reason
         exc = ConnectionClosedException("the %s socket of %r was lost: %s" % (link.role, self, reason))
         with self._life_lock:
-            if self._life.closing:
+            if self.life.closing:
                 return  # closed by the application meanwhile: its close ends the rest
-            self._life.fail(exc)
+            self.life.fail(exc)
         for other in self.links():
             if other is not link:
                 other.transport.close_requested()
