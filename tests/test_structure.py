@@ -620,3 +620,51 @@ def test_subscribe_headers_are_prepared_in_one_place():
     caught = ast.parse("def f(policy, d):\n    h = subscribe_headers(d, 1, 'auto', {}, {})\n"
                        "    return policy.prefetch_for('queue'), frames.prefetch_header('activemq', 1, None)\n")
     assert len(list(_subscribe_preparation(caught))) == 3  # the check sees what it looks for
+
+
+#: the modules that keep a connection's life, and the flags they kept before it became the core's one
+#: state (:class:`amqstomp._core.lifecycle.ConnectionLifecycle`, issue 22): assigning any of these
+#: attributes there is a second copy of that state
+LIFECYCLE_KEEPERS = ("amqstomp._engine.failover", "amqstomp._io.probe", "amqstomp.jms._connection_state",
+                     "amqstomp.jms.connection", "amqstomp.aio._failover")
+LIFECYCLE_FLAGS = {"_reconnecting", "_stop", "_up", "stopped", "gave_up", "closed", "failure"}
+
+
+def _lifecycle_flags_assigned(tree):
+    """``x.<flag> = ...`` (also augmented, annotated, in a tuple) for a flag of LIFECYCLE_FLAGS."""
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Attribute) and leaf.attr in LIFECYCLE_FLAGS:
+                    yield leaf
+
+
+def test_connection_state_is_the_cores_lifecycle_not_flags():
+    """The failover loops (thread and asyncio drivers) and the JMS connection hold their
+    state as the core's ``ConnectionLifecycle`` and ask it: no flag of their own for armed,
+    reconnecting, stopped, gave up, closed or broken comes back (issue 22)."""
+    modules = _modules()
+    found = []
+    for name in LIFECYCLE_KEEPERS:
+        path, tree, _ = modules[name]
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        found.extend("%s:%d: %s" % (name, node.lineno, ast.get_source_segment(source, node))
+                     for node in _lifecycle_flags_assigned(tree))
+        assert name == "amqstomp.jms.connection" or "ConnectionLifecycle" in source, name  # holds (declares) it
+    assert found == []
+    # the JMS connection's lifecycle is public for the send path to read; only its owner steps it
+    steps = {"arm", "connect", "up", "lost", "close", "fail", "loop_ended", "step"}
+    stepped = ["%s:%d" % (name, node.lineno) for name, (_, tree, _) in modules.items()
+               if name != "amqstomp.jms._connection_state" for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in steps
+               and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "life"]
+    assert stepped == []
+    caught = ast.parse("self._reconnecting = True\nstate.closed = True\nself.a, self._stop = 1, 2\n"
+                       "self.failure: Optional[BaseException] = None\nself._life.close()\n")
+    assert len(list(_lifecycle_flags_assigned(caught))) == 4  # the check sees what it looks for

@@ -25,6 +25,9 @@ anything of amqstomp they import, transitively, imports ``socket``, ``ssl``,
 * :mod:`.heartbeat` -- heart-beat negotiation and deadlines;
 * :mod:`.limits` -- the frame limits a broker enforces;
 * :mod:`.backoff` -- reconnect back-off (ActiveMQ's and stomp.py's policies);
+* :mod:`.lifecycle` -- one connection's life above its sockets (idle, connecting, open,
+  reconnecting, stopping, failing, closed, failed; why it failed): one transition table for the
+  failover loops of both drivers and the JMS connection;
 * :mod:`.rebalance` -- when and where a periodic rebalance moves a failover connection;
 * :mod:`.option_values` -- how a URI option's text becomes its value;
 * :mod:`.settle` -- settlement, one machine for both APIs: hand-over, the

@@ -36,6 +36,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ..exception import ConfigurationError, ConnectFailedException, ConnectRefusedError
 from .._core.backoff import LossStreak, PriorityReturn, ReconnectPolicy
+from .._core.lifecycle import ARMED, LOOPING, ConnectionLifecycle, Phase
 from .._core.rebalance import Rebalance
 from .._io.probe import MoveProber, PlannedMoves, stomp_answers
 from .ports import TransportPort
@@ -93,10 +94,11 @@ class Reconnector(PlannedMoves):
         self._on_gave_up = on_gave_up
         self._on_stopped = on_stopped
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._stop.set()  # disarmed until arm()
-        self._up = threading.Event()
-        self._reconnecting = False
+        #: notified on every step of the lifecycle that ends a wait (connected, disarmed, gave up)
+        self._changed = threading.Condition(self._lock)
+        #: armed or not, a loop running, gave up and why: the one state (:mod:`amqstomp._core.lifecycle`),
+        #: stepped under ``_lock``; disarmed (idle) until arm()
+        self._life = ConnectionLifecycle()
         self._thread: Optional[threading.Thread] = None
         self.ever_connected = False
         self.streak = LossStreak(policy)  #: protocol errors in a row soon after CONNECTED: back off
@@ -116,7 +118,6 @@ class Reconnector(PlannedMoves):
         #: of the time left among the brokers still to try in it (the last all of it), so a broker
         #: that accepts the socket but never answers cannot use up the time of the next ones
         self.attempt_deadline: Optional[float] = None
-        self.gave_up: Optional[BaseException] = None
         plan: Optional[Union[PriorityReturn, Rebalance]] = None  # when and where a planned move goes
         if policy.priority_backup:
             plan = PriorityReturn(policy, self.endpoints)
@@ -141,12 +142,22 @@ class Reconnector(PlannedMoves):
     @property
     def armed(self) -> bool:
         """True between :meth:`arm` and :meth:`disarm` (losses are taken over)."""
-        return not self._stop.is_set()
+        return self._life.phase in ARMED  # (the lifecycle's question, without a second call)
 
     @property
     def reconnecting(self) -> bool:
-        """True while a lost socket is being replaced."""
-        return self._reconnecting
+        """True while a lost socket is being replaced (a loop runs, also while it ends)."""
+        return self._life.phase in LOOPING
+
+    @property
+    def gave_up(self) -> Optional[BaseException]:
+        """Why the policy gave up after a loss (a ConnectFailedException), until :meth:`arm`; else None."""
+        return self._life.cause
+
+    @property
+    def phase(self) -> Phase:
+        """Where the failover is (:class:`amqstomp._core.lifecycle.Phase`)."""
+        return self._life.phase
 
     def wait_connected(self, timeout_s: Optional[float]) -> bool:
         """Block until the transport is connected again (True), the reconnector
@@ -156,14 +167,15 @@ class Reconnector(PlannedMoves):
         timeout_s = clamp_wait(timeout_s, "timeout_s")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            if self.transport.is_connected() and not self._reconnecting:
+            if self.transport.is_connected() and not self._life.reconnecting:
                 return True
-            if not self.armed:
+            if not self._life.armed:
                 return False
             wait = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
             if wait <= 0:
                 return False
-            self._up.wait(wait)
+            with self._changed:
+                self._changed.wait(wait)
 
     # ------------------------------------------------------------ control
 
@@ -181,7 +193,7 @@ class Reconnector(PlannedMoves):
         """
         self.arm()
         with self._lock:
-            self._reconnecting = True  # an attempt's lost socket is this loop's business
+            self._life.connect()  # an attempt's lost socket is this loop's business
             self.lost_endpoint = self.move_target = None  # a first connection: the brokers as listed
         try:
             return self._loop(None if timeout_s is None else time.monotonic() + timeout_s)
@@ -190,15 +202,15 @@ class Reconnector(PlannedMoves):
             raise
         finally:
             self.attempt_deadline = None
-            with self._lock:
+            with self._changed:
                 if self._thread is None:
-                    self._reconnecting = False
+                    self._life.loop_ended()
+                    self._changed.notify_all()
 
     def arm(self) -> None:
         """Take over losses from now on."""
         with self._lock:
-            self._stop.clear()
-            self.gave_up = None
+            self._life.arm()
             if self.transport.is_open():
                 self.ever_connected = True  # the facade connected by itself
                 here = self.transport.current_host_and_port
@@ -210,7 +222,7 @@ class Reconnector(PlannedMoves):
         without ``wait``): with priorityBackup, the prober watches it, as :meth:`arm` does."""
         with self._lock:
             here = self.transport.current_host_and_port
-            if self.prober is not None and here is not None and not self._reconnecting and not self._stop.is_set():
+            if self.prober is not None and here is not None and self._life.takes_over_losses:
                 self.prober.connected((str(here[0]), int(here[1])))
 
     def check_armed(self) -> None:
@@ -221,18 +233,18 @@ class Reconnector(PlannedMoves):
             ConnectFailedException: :meth:`disarm` was called (``disconnect()``,
                 also from a listener): the attempt ends and the loop with it.
         """
-        if self._stop.is_set():
+        if not self._life.armed:
             raise ConnectFailedException("failover stopped (the connection is being closed)")
 
     def disarm(self, join_timeout_s: float = 10.0) -> None:
         """Stop taking over losses and end a reconnect in progress (bounded wait
         for the failover thread). Call before closing the transport on purpose."""
-        with self._lock:
-            self._stop.set()
+        with self._changed:
+            self._life.close()
+            self._changed.notify_all()  # wait_connected() and the loop's sleeps end
             thread = self._thread
         if self.prober is not None:
             self.prober.stop(join_timeout_s)
-        self._up.set()
         if thread is None or thread is threading.current_thread() or not thread.is_alive():
             return
         # an attempt in progress (a connect, a CONNECTED or RECEIPT wait) ends at once
@@ -252,20 +264,19 @@ class Reconnector(PlannedMoves):
         event the listeners hear (:meth:`amqstomp._io.observer.TransportObserver.on_link_lost`;
         the engine's Client passes the call on)."""
         with self._lock:
-            if self._stop.is_set():
+            if not self._life.armed:
                 # an attempt's socket, lost while disarm() stops the loop: the loop's end tells
                 # the listeners (on_stopped), once; else the socket the application closes
-                return None if self._reconnecting else "disconnected"
+                return None if self._life.reconnecting else "disconnected"
             self.last_error = error or ConnectFailedException(reason)
             moving, self._moving_seq = seq == self._moving_seq != 0, 0  # move_to() set the rest
-            if self._reconnecting and not moving:
+            if self._life.reconnecting and not moving:
                 return None  # an attempt's socket: the running loop sees it is not connected and goes on
             # ended before its CONNECTED (connect() without wait): still the first connection, nothing to resume
             connected = moving or self.transport.connected_frame is not None
             if not moving:
-                self._reconnecting = True
+                self._life.lost()
                 self.ever_connected = connected
-                self._up.clear()
                 self.lost_at = time.monotonic()
                 self.streak.lost(self.resumed_at, self.lost_at, error)  # resumed_at: the reconnect before
                 lost = self.transport.last_host_and_port
@@ -288,10 +299,11 @@ class Reconnector(PlannedMoves):
             log.exception("%s: failover loop failed", self.name)
             self._ended(ConnectFailedException("failover loop failed: %r" % (exc,)))
         finally:
-            with self._lock:
+            with self._changed:
                 if self._thread is threading.current_thread():
                     self._thread = None
-                    self._reconnecting = False
+                    self._life.loop_ended()
+                    self._changed.notify_all()
 
     def _ended(self, exc: ConnectFailedException) -> None:
         """Failover thread: the loop after a loss ended without a new socket:
@@ -301,10 +313,9 @@ class Reconnector(PlannedMoves):
             callback: Optional[Callable[[], None]] = self._on_stopped
             what = "on_stopped"
         else:
-            self.gave_up = exc
-            with self._lock:
-                self._stop.set()
-            self._up.set()
+            with self._changed:
+                self._life.fail(exc)
+                self._changed.notify_all()
             gave_up = self._on_gave_up
             callback = None if gave_up is None else (lambda: gave_up(exc))
             what = "on_gave_up"
@@ -328,7 +339,7 @@ class Reconnector(PlannedMoves):
             order = self.policy.order(self.endpoints, failed=self.lost_endpoint, first=first)
             first = None
             for index, host_and_port in enumerate(order):
-                if self._stop.is_set():
+                if not self._life.armed:
                     raise ConnectFailedException("failover stopped (the connection is being closed)")
                 if deadline is not None:  # this attempt's share of the time left (see attempt_deadline)
                     now = time.monotonic()
@@ -343,17 +354,17 @@ class Reconnector(PlannedMoves):
                     if isinstance(exc, ConnectRefusedError) and not self.ever_connected:
                         raise  # a wrong login or virtual host: trying again will not help
                     continue
-                with self._lock:
-                    if self._stop.is_set():
+                with self._changed:
+                    if not self._life.armed:
                         closing = True
                     elif self.transport.is_connected():
                         closing = False
-                        self._reconnecting = False
+                        self._life.up()
                         if self.ever_connected:
                             self.failovers += 1
                             self.resumed_at = time.monotonic()
                         self.ever_connected = True
-                        self._up.set()
+                        self._changed.notify_all()
                     else:
                         closing = None  # lost again at once: next broker
                 if closing is None:
@@ -368,7 +379,7 @@ class Reconnector(PlannedMoves):
                              self.resumed_at - self.lost_at)
                 return host_and_port
             passes += 1
-            if self._stop.is_set():
+            if not self._life.armed:
                 raise ConnectFailedException("failover stopped (the connection is being closed)")
             gave_up = self.policy.gives_up(passes, self.ever_connected)
             level = self.policy.log_level(passes, gave_up)
@@ -392,14 +403,16 @@ class Reconnector(PlannedMoves):
                 raise ConnectFailedException("failover stopped (the connection is being closed)")
 
     def _sleep(self, delay_s: float) -> bool:
-        """Sleep ``delay_s`` seconds (in pieces); True when disarmed meanwhile."""
+        """Sleep ``delay_s`` seconds (in pieces); True when disarmed meanwhile (at once if already)."""
         end = time.monotonic() + delay_s
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return False
-            if self._stop.wait(min(left, _MAX_SLEEP_S)):
-                return True
+        with self._changed:
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                if not self._life.armed:
+                    return True
+                self._changed.wait(min(left, _MAX_SLEEP_S))
 
     def _discard(self) -> None:
         try:
@@ -408,7 +421,8 @@ class Reconnector(PlannedMoves):
             log.exception("%s: closing a failed attempt", self.name)
 
     def __repr__(self) -> str:
-        state = "reconnecting" if self._reconnecting else ("armed" if self.armed else "disarmed")
+        life = self._life
+        state = "reconnecting" if life.reconnecting else ("armed" if life.armed else "disarmed")
         return "<Reconnector %s %s failovers=%d>" % (self.name, state, self.failovers)
 
 

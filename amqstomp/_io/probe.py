@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any, Callable, Optional, Tuple
 
+from .._core.lifecycle import ConnectionLifecycle
+
 __all__ = ["PlannedMoves", "MoveProber", "stomp_answers"]
 
 log = logging.getLogger("amqstomp.failover")
@@ -163,9 +165,10 @@ class PlannedMoves:
     :class:`amqstomp._engine.failover.Reconnector`, whose attributes it uses)."""
 
     _lock: Any
-    _stop: threading.Event
-    _up: threading.Event
-    _reconnecting: bool
+    #: the failover's one state (:class:`amqstomp._core.lifecycle.ConnectionLifecycle`), stepped under ``_lock``
+    _life: ConnectionLifecycle
+    #: ``_sleep(seconds)`` -> True when disarmed meanwhile (at once if already), else False after ``seconds``
+    _sleep: Callable[[float], bool]
     _moving_seq: int
     transport: Any
     prober: Optional[MoveProber]
@@ -191,17 +194,17 @@ class PlannedMoves:
 
         With ``rebalanceInterval`` the connection settles first (:meth:`settle_first`)."""
         with self._lock:
-            if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
+            if not self._life.takes_over_losses or not self.transport.is_connected():
                 return False
         plan = None if self.prober is None else self.prober.plan
         settle_ms = int(getattr(plan, "settle_ms", 0) or 0)  # rebalanceInterval's; priorityBackup: none
         if self.settle is not None and settle_ms > 0:
             self.settle_first(plan)
         with self._lock:
-            if self._stop.is_set() or self._reconnecting or not self.transport.is_connected():
+            if not self._life.takes_over_losses or not self.transport.is_connected():
                 return False  # lost or closing meanwhile: that socket's end hands everything back
-            self._reconnecting, self._moving_seq, self.lost_at = True, self.transport.link_seq, time.monotonic()
-            self._up.clear()
+            self._life.lost()
+            self._moving_seq, self.lost_at = self.transport.link_seq, time.monotonic()
             here = self.transport.last_host_and_port
             self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
             self.move_target = target
@@ -238,9 +241,9 @@ class PlannedMoves:
         while True:
             now = time.monotonic()
             move, wait = plan.move_now(now, held), plan.settle_wait_s(now)
-            if move or self._stop.is_set() or not self.transport.link_alive(seq):
+            if move or not self._life.armed or not self.transport.link_alive(seq):
                 break
-            self._stop.wait(min(_SETTLE_POLL_S, wait))
+            self._sleep(min(_SETTLE_POLL_S, wait))
             held = settle.held(seq)
         log.info("settled before moving in %.3f s; %d message(s) still held by the application are handed back",
                  time.monotonic() - started, held)

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException
 from .._core.backoff import LossStreak, ReconnectPolicy
+from .._core.lifecycle import ConnectionLifecycle
 from ._link import AioLink
 
 __all__ = ["Failover", "notify"]
@@ -62,13 +63,13 @@ class Failover:
         self.streak = LossStreak(policy)
         self.up = asyncio.Event()
         self.task: "Optional[asyncio.Task[None]]" = None
-        self.gave_up: Optional[str] = None
+        #: connecting, open, reconnecting, stopped, gave up and why: the one state
+        #: (:mod:`amqstomp._core.lifecycle`), stepped on the loop
+        self._life = ConnectionLifecycle()
         self.ever_connected = False
         self.last: Optional[Endpoint] = None
         self.up_since: Optional[float] = None
         self.reconnects = 0
-        #: the client closed: no more reconnects, waiters raise ConnectionClosedException
-        self.stopped = False
         #: the last reason each broker (host, port, tls) failed, for the messages
         self.reasons: Dict[Endpoint, str] = {}
 
@@ -90,9 +91,27 @@ class Failover:
             ConnectionClosedException: the client was closed meanwhile.
         """
         deadline = None if bound_s is None else self.loop.time() + bound_s
-        link = await self._passes(0, False, deadline, bound_s)
+        self._life.connect()
+        try:
+            link = await self._passes(0, False, deadline, bound_s)
+        except BaseException:
+            self._life.loop_ended()  # not connected: back to idle (closed, when stop() came meanwhile)
+            raise
+        self._life.up()
         self.ever_connected = True
         return link
+
+    @property
+    def stopped(self) -> bool:
+        """True once the client closed (:meth:`stop`): no more reconnects, waiters raise
+        ConnectionClosedException."""
+        return self._life.closing
+
+    @property
+    def gave_up(self) -> Optional[str]:
+        """Why the reconnect after a loss gave up (the ConnectFailedException's text), or None."""
+        cause = self._life.cause
+        return None if cause is None else str(cause)
 
     def _tried(self) -> str:
         return "; ".join("%s:%d: %s" % (host, port, self.reasons.get((host, port, tls), "not tried yet"))
@@ -153,6 +172,7 @@ class Failover:
         self.up.clear()
         if self.task is not None and not self.task.done():
             return
+        self._life.lost()
         failed = self.streak.lost(self.up_since, self.loop.time(), error)
         self.task = self.loop.create_task(self._reconnect(failed))
 
@@ -167,18 +187,23 @@ class Failover:
                 self.reconnects += 1
                 await self.connected(link)
                 if not link.closed:
+                    if not self.stopped:
+                        self._life.up()
                     self.up.set()
                     return
                 # lost during its replay (this task was still running: nobody else reconnects)
                 failed = self.streak.lost(self.up_since, self.loop.time(), link.close_error)
         except ConnectFailedException as exc:
-            self.gave_up = str(exc)
+            if not self.stopped:  # (closed meanwhile: the close is what the waiters hear)
+                self._life.fail(exc)
             log.error("failover gave up: %s", exc)
             self.up.set()  # the waiters see gave_up
         except ConnectionClosedException:
             if not self.stopped:
                 raise
             # stopped by the client (a cancellation that did not get through ends here too)
+        finally:
+            self._life.loop_ended()
 
     async def wait_up(self, timeout: float, what: str) -> None:
         """Wait (``timeout`` seconds, and at most the URI's ``timeout``) until a socket is up.
@@ -205,7 +230,7 @@ class Failover:
         ``timeout`` seconds; whoever waits in :meth:`wait_up` is woken at once with
         ConnectionClosedException. The task also sees :attr:`stopped` at its next step (its
         loop ends even if the cancellation did not get through)."""
-        self.stopped = True
+        self._life.close()
         self.up.set()
         task = self.task
         if task is not None and not task.done():

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
 from .._core.backoff import ReconnectPolicy
+from .._core.lifecycle import CLOSING, ConnectionLifecycle, Phase
 from ..flow import RedeliveryPolicy
 from .._core.settle import DROP_DISCONNECTED, Subscribed, from_lost_socket, hand_over
 from ._subscriber import is_reply_subscription
@@ -66,7 +67,11 @@ class ConnectionState:
         redelivery_policy (RedeliveryPolicy): how consumers redeliver rolled-back messages.
         lock (threading.RLock): guards the sessions, consumers, temporaries, links.
         consumer_link (Link): the consumer socket (once :meth:`open` made it).
-        started, closed (bool), failure (BaseException | None): the connection's state.
+        started (bool): delivery to listeners and ``receive()`` runs (``start()``/``stop()``).
+        life (ConnectionLifecycle): the connection's life (opened, closed, broken and why), the
+            core's one state (:mod:`amqstomp._core.lifecycle`); read by others (the send path tests
+            ``life.phase``), stepped only here (:meth:`open`, :meth:`close`, :meth:`on_link_lost`).
+        closed (bool), failure (BaseException | None): its questions (properties).
         exception_listener, transport_listener, on_usage_full, on_usage_not_full: the
             listeners the application set (:class:`~amqstomp.jms.Connection`'s setters).
     """
@@ -89,8 +94,9 @@ class ConnectionState:
         self._temporaries: Dict[str, TemporaryDestination] = {}
         self._ids = itertools.count(1)
         self.started = False
-        self.closed = False
-        self.failure: Optional[BaseException] = None
+        #: opened, closed, broken and why: the one state (:mod:`amqstomp._core.lifecycle`), stepped under _life_lock
+        self.life = ConnectionLifecycle()
+        self._life_lock = threading.Lock()  # held only while a step is applied (never while calling out)
         self.exception_listener: Optional[ExceptionListener] = None
         self.on_usage_full: Optional[UsageListener] = None
         self.on_usage_not_full: Optional[UsageListener] = None
@@ -149,7 +155,38 @@ class ConnectionState:
 
     def open(self) -> None:
         """Connect the consumer socket (CONNECT, CONNECTED; see :meth:`Link.open`)."""
-        self.consumer_link.open(self.open_timeout_s)
+        with self._life_lock:
+            self.life.connect()
+        try:
+            self.consumer_link.open(self.open_timeout_s)
+        except BaseException:
+            with self._life_lock:
+                self.life.loop_ended()  # not opened (or broken meanwhile: failed)
+            raise
+        with self._life_lock:
+            if self.life.phase is Phase.CONNECTING:
+                self.life.up()
+            else:  # broken (or closed) while it opened: it stays so
+                self.life.loop_ended()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (the connection's ``close()``)."""
+        return self.life.phase in CLOSING
+
+    @property
+    def failure(self) -> Optional[BaseException]:
+        """Why the connection broke (kept after a close), or None."""
+        return self.life.cause
+
+    def close(self) -> bool:
+        """Mark the connection closed (the first call; the connection's ``close()`` then
+        closes its sessions and links). Returns False when it was closed already."""
+        with self._life_lock:
+            if self.life.closing:
+                return False
+            self.life.close()
+        return True
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("started" if self.started else "stopped")
@@ -368,7 +405,7 @@ class ConnectionState:
         """Failover or dispatcher thread of ``link``: its socket is lost for good
         (no failover, or the failover gave up): the connection is broken, the
         other link is closed, waiters wake and the exception listener hears of it."""
-        if link.ended_by_client() or self.closed:
+        if link.ended_by_client():
             return
         reason = link.close_reason()
         if gave_up is not None:
@@ -376,7 +413,10 @@ class ConnectionState:
         if link.heartbeat_timed_out:
             reason = "heart-beat timeout (%s)" % reason
         exc = ConnectionClosedException("the %s socket of %r was lost: %s" % (link.role, self, reason))
-        self.failure = exc
+        with self._life_lock:
+            if self.life.closing:
+                return  # closed by the application meanwhile: its close ends the rest
+            self.life.fail(exc)
         for other in self.links():
             if other is not link:
                 other.transport.close_requested()

@@ -352,7 +352,7 @@ class SessionState:
         """:meth:`next_dispatch`'s choice (condition held): the pick, or the seconds
         until a redelivery delay ends (None: nothing to wait for but a notify)."""
         connection = self.connection
-        if not connection.started or connection.failure is not None or self.closing:
+        if not connection.started or connection.life.cause is not None or self.closing:
             return None, None
         now = time.monotonic()
         best: Optional["ConsumerCore"] = None

@@ -291,9 +291,8 @@ class Connection:
         Safe to call more than once, and from a listener."""
         state = self._state
         with state.lock:
-            if state.closed:
+            if not state.close():
                 return
-            state.closed = True
         state.started = False
         with state.within(state.close_timeout_s):  # one closeTimeout for all of it
             for session in state.sessions():

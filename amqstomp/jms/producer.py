@@ -34,10 +34,14 @@ from typing import Any, Optional, Tuple, Union
 from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
 from .._core.dialect import BROKERS, refusal
+from .._core.lifecycle import Phase
 from .destination import Destination, TemporaryDestination, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
 from .link import Link, ProducerWindow
 from .message import BytesMessage, Message, SendHead, TextMessage, message_headers
+
+#: an open connection's phase (a module constant: an Enum member's attribute lookup costs more on the send path)
+_OPEN = Phase.OPEN
 
 __all__ = ["MessageProducer"]
 
@@ -110,7 +114,7 @@ class MessageProducer:
             raise IllegalStateError("%r is closed" % (self,))
         state = self._state
         connection = self._connection
-        if state.closed or state.closing or connection.closed or connection.failure is not None:
+        if state.closed or state.closing or connection.life.phase is not _OPEN:  # (closed, broken)
             state.check_open()  # raises, naming what is closed
         if message.__class__ is not BytesMessage and not isinstance(message, Message):
             if isinstance(message, str):
