@@ -355,8 +355,9 @@ class Client:
         return clamp_wait(timeout, "timeout") or 0.0
 
     async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
-                           timeout: Optional[float], what: str) -> Optional[Frame]:
+                           timeout: Optional[float], what: object) -> Optional[Frame]:
         """Write one frame (whole, at once) and, with ``receipt``, wait for its RECEIPT.
+        ``what`` names the frame in an error's text; its ``str()`` is taken only then.
 
         Raises:
             ConnectionClosedException: the socket is gone (nothing written), or, with a

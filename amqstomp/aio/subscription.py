@@ -400,7 +400,7 @@ class Subscription(Acking):
             self.client.transactions.took(transaction, TAKEN_BY, taken)
         if acks.acked_by_application(self, cumulative):
             link.release_reading(self)
-        await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, "%s of %r" % (cmd, message))
+        await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, _Settling(cmd, message))
 
     # ------------------------------------------------------------ the handler form
 
@@ -520,6 +520,20 @@ class Subscription(Acking):
 
     def __repr__(self) -> str:
         return "<aio.Subscription %s %s ack:%s>" % (self.id, self.destination, self.ack)
+
+
+class _Settling:
+    """What an ACK/NACK is, for an error's text only: ``str()`` formats it (the message's
+    ``repr``) when a timeout or a lost link names it, not once per settled message."""
+
+    __slots__ = ("cmd", "message")
+
+    def __init__(self, cmd: str, message: Message) -> None:
+        self.cmd = cmd
+        self.message = message
+
+    def __str__(self) -> str:
+        return "%s of %r" % (self.cmd, self.message)
 
 
 class _ClosedByApp(StompException):
