@@ -318,6 +318,43 @@ def test_back_on_the_priority_broker_once_it_answers_with_nothing_lost_or_settle
     assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.endswith("-priority")], 10)
 
 
+@pytest.mark.compiled_pass_only  # priorityBackup: the prober thread and the failover loop's
+def test_a_move_ends_the_socket_it_gives_up_not_the_one_the_loop_opened_since(activemq, tcp_proxy_factory) -> None:
+    """Was a bug (the test above saw two moves under load): the broker closes the socket a
+    move gives up once it has sent the DISCONNECT's RECEIPT; the failover loop may then be
+    connected to the priority broker before the probe thread ends "the open socket" --
+    which was the new one: the loop went to the backup, and a second probe moved it back.
+    Here the probe thread is held after the RECEIPT until the loop is connected again."""
+    direct = tuple(activemq.host_and_ports[0])
+    proxy = tcp_proxy_factory(direct)  # the priority broker (the first address): down at first
+    proxy.refuse(True, mode="closed")
+    conn = amqstomp.Connection12([proxy.address, direct], auto_reconnect=True, reconnect_attempts_max=-1,
+                                 reconnect_sleep_initial=0.1, reconnect_sleep_increase=1.0,
+                                 reconnect_sleep_max=0.5, priority_backup=True, timeout=10)
+    reconnector, transport = conn.reconnector, conn.transport
+    held: List[bool] = []
+    try:
+        conn.connect(wait=True)
+        assert transport.current_host_and_port == direct
+        hand_back = reconnector.hand_back
+
+        def hand_back_then_wait(*args: Any) -> None:
+            given_up = transport.link_seq
+            hand_back(*args)  # DISCONNECT, its RECEIPT; the broker closes the socket
+            held.append(wait_until(lambda: transport.link_seq != given_up and transport.is_connected()
+                                   and not reconnector.reconnecting, 10))
+
+        reconnector.hand_back = hand_back_then_wait
+        proxy.refuse(False)  # the priority broker answers: the probe moves the connection there
+        assert wait_until(lambda: reconnector.prober.moves >= 1, 15), "no move"
+        assert held == [True], "the loop was not connected again while the move's thread waited"
+        assert wait_until(lambda: transport.is_connected() and not reconnector.reconnecting, 15)
+        assert transport.current_host_and_port == proxy.address
+        assert (reconnector.prober.moves, reconnector.failovers) == (1, 1)  # one move, no loss after it
+    finally:
+        conn.disconnect()
+
+
 @pytest.mark.parametrize("keywords, named", [
     ({"priority_backup": "no", "auto_reconnect": True}, "priority_backup must be True or False, got 'no'"),
     ({"priority_backup": True}, "need auto_reconnect=True"),

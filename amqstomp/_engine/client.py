@@ -565,25 +565,30 @@ class Client(Acknowledging, Subscribing):
         count = self.held_by_application
         return count(seq) if count is not None else self.ledger.held(seq)
 
-    def hand_back(self, wait_s: float = 10.0) -> None:
+    def hand_back(self, link_seq: int = 0, wait_s: float = 10.0) -> None:
         """Before a planned move to another broker (priorityBackup, rebalanceInterval), for every
         API: DISCONNECT with a receipt on the open socket and wait for the
         RECEIPT, at most ``wait_s`` seconds. The broker has then applied every
         ACK written before and takes back the messages delivered and not
         acknowledged (it redelivers them, on the next broker through the
-        network). The failover loop ends the socket afterwards. Never raises."""
+        network). The failover loop ends the socket afterwards. ``link_seq``
+        (non-zero): the socket the move gives up; the DISCONNECT goes on it only
+        (lost meanwhile: nothing is written, the loop's next socket is not
+        touched). Never raises."""
         transport = self.transport
-        receipt = "amqstomp-move-%d" % transport.link_seq
+        link_seq = link_seq or transport.link_seq
+        receipt = "amqstomp-move-%d" % link_seq
         try:
             transport.own_receipt(receipt)  # no listener's on_receipt
             gate = self.move_gate
             if gate is None:
-                self.handed_back_seq = transport.link_seq
-                future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+                self.handed_back_seq = link_seq
+                future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s, link_seq=link_seq)
             else:
                 with gate:  # an ACK/NACK of this socket goes out before the DISCONNECT, or not at all
-                    self.handed_back_seq = transport.link_seq
-                    future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s)
+                    self.handed_back_seq = link_seq
+                    future = transport.send_frame("DISCONNECT", {"receipt": receipt}, None, wait_s,
+                                                  link_seq=link_seq)
             if future is not None:
                 transport.wait_future(future, wait_s, "DISCONNECT receipt")
         except StompException as exc:  # gone already, or no receipt in time: the move goes on

@@ -128,8 +128,8 @@ class Reconnector(PlannedMoves):
             plan, lambda hp: stomp_answers(getattr(transport, "connector"), hp), self.move_to, name + "-" + plan.kind)
         #: the broker a planned move goes to: the failover loop tries it first, on its first pass
         self.move_target: Optional[HostAndPort] = None
-        #: ``hand_back()`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
-        self.hand_back: Optional[Callable[[], None]] = None
+        #: ``hand_back(seq)`` before a planned move (the engine's Client sets it: DISCONNECT, its RECEIPT)
+        self.hand_back: Optional[Callable[[int], None]] = None
         #: the engine's Client when it settles before a rebalance's move (``settling()``, ``held(seq)``)
         self.settle: Optional[Any] = None
         self._moving_seq = 0  # the socket a planned move ends

@@ -346,21 +346,21 @@ class LinkOwner:
         link = self._link
         return link is not None and link.proto.by_client and not link.proto.silent
 
-    def end_planned(self, reason: str) -> None:
-        """The open socket is about to end by plan (``reason``: a failover layer's move to
+    def end_planned(self, reason: str, link_seq: int) -> None:
+        """Socket ``link_seq`` is about to end by plan (``reason``: a failover layer's move to
         another broker, its DISCONNECT and then :meth:`drop`): an instrumentation
         hears of its end as a ``moved`` connection event, not as a lost socket. A
-        no-op without a socket."""
+        no-op unless ``link_seq`` is the open socket."""
         link = self._link
-        if link is not None:
+        if link is not None and link.seq == link_seq:
             link.planned_end = reason
 
-    def drop(self, reason: str) -> None:
-        """End the open socket as if the broker had ended it: the observer's
-        ``on_link_lost`` decides what follows (a failover layer's planned move
-        to another broker). Returns at once; a no-op without a socket."""
+    def drop(self, reason: str, link_seq: int) -> None:
+        """End socket ``link_seq`` as if the broker had ended it: the observer's
+        ``on_link_lost`` decides what follows (a failover layer's planned move to another
+        broker). Returns at once; a no-op unless it is the open one (ended: never the next)."""
         link = self._link
-        if link is not None:
+        if link is not None and link.seq == link_seq:
             link.close(reason)
 
     def _join(self, link: Link, timeout: float) -> None:

@@ -172,7 +172,7 @@ class PlannedMoves:
     _moving_seq: int
     transport: Any
     prober: Optional[MoveProber]
-    hand_back: Optional[Callable[[], None]]
+    hand_back: Optional[Callable[[int], None]]
     #: the engine's Client (``settling() -> seq``, ``held(seq) -> int``), set by it; None: no settling
     settle: Optional[Any]
     lost_at: Optional[float]
@@ -184,7 +184,7 @@ class PlannedMoves:
     def move_to(self, target: HostAndPort, why: str = "priorityBackup") -> bool:
         """Probe thread (``why``: priorityBackup, rebalanceInterval): move the connection to ``target``.
         New frames wait for the new socket (as during a failover);
-        ``hand_back()`` settles the old one (DISCONNECT and its RECEIPT: the
+        ``hand_back(seq)`` settles the old one, socket ``seq`` (DISCONNECT and its RECEIPT: the
         broker has applied every ACK written before and takes back the
         messages not acknowledged, which it redelivers; ACKs an
         auto-acknowledge subscription batches and has not written yet are
@@ -204,7 +204,8 @@ class PlannedMoves:
             if not self._life.takes_over_losses or not self.transport.is_connected():
                 return False  # lost or closing meanwhile: that socket's end hands everything back
             self._life.lost()
-            self._moving_seq, self.lost_at = self.transport.link_seq, time.monotonic()
+            seq = self.transport.link_seq  # the socket this move ends, and no later one
+            self._moving_seq, self.lost_at = seq, time.monotonic()
             here = self.transport.last_host_and_port
             self.lost_endpoint = None if here is None else (str(here[0]), int(here[1]))
             self.move_target = target
@@ -212,13 +213,15 @@ class PlannedMoves:
             self.planned_moves, self.last_move = self.planned_moves + 1, reason  # before the listeners hear
         if self.prober is not None:
             self.prober.lost()
-        self.transport.end_planned(reason)  # no loss: an instrumentation counts a move
+        self.transport.end_planned(reason, seq)  # no loss: an instrumentation counts a move
         if self.hand_back is not None:
             try:
-                self.hand_back()
+                self.hand_back(seq)
             except Exception:  # never leave the connection half-moved
                 log.exception("priority move: handing back failed")
-        self.transport.drop(reason)
+        # the broker closes socket ``seq`` after the DISCONNECT's RECEIPT: the failover loop may be on the
+        # target's socket already, which the move must not end (it moved twice, via the backup again)
+        self.transport.drop(reason, seq)
         return True
 
     def settle_first(self, plan: Any) -> None:
