@@ -4,7 +4,7 @@ cores' (:mod:`amqstomp._core.acks`: the ``PAUSE`` / ``TURNED_SLOW`` flags and
 :class:`~amqstomp._core.acks.AckDue`; :mod:`amqstomp._core.settle`:
 :class:`~amqstomp._core.settle.Redeliver` / :class:`~amqstomp._core.settle.Poison`),
 taken by :class:`amqstomp._engine.subscription.SubscriptionManager` under the
-subscription's lock with the time this module reads (:meth:`SubscriptionApplier.now_ms`);
+subscription's lock with the time of this driver's clock (:attr:`SubscriptionApplier.clock`);
 what they ask of the driver happens here and nowhere else:
 
 * reading paused and resumed (``pause_reading`` / ``resume_reading``): the set of
@@ -54,19 +54,17 @@ class SubscriptionApplier:
     the methods marked "under the lock" are called with its lock held.
     """
 
-    __slots__ = ("transport", "on_timer", "_paused", "_pause_lock")
+    __slots__ = ("transport", "on_timer", "clock", "_paused", "_pause_lock")
 
     def __init__(self, transport: TransportPort, on_timer: Callable[[Any], None]) -> None:
         self.transport = transport
         self.on_timer = on_timer
+        #: the driver's clock, monotonic seconds (the timers' clock): the core's rules take
+        #: ``int(clock() * 1000)`` as ``now_ms``, read only for a subscription that batches its
+        #: ACKs (``Acking.clocked``); the C function itself, called inline on the per-message path
+        self.clock: Callable[[], float] = _monotonic
         self._paused: Set[Any] = set()
         self._pause_lock = threading.Lock()
-
-    @staticmethod
-    def now_ms() -> int:
-        """The driver's clock, monotonic milliseconds: the ``now_ms`` the core's rules take
-        (read only for a subscription that batches its ACKs, ``Acking.clocked``)."""
-        return int(_monotonic() * 1000)
 
     # Pause and resume of reading are one state under one lock order, so that no
     # wake-up is lost: a window's paused flag changes only under its subscription's

@@ -121,7 +121,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
         #: the one applier of the core's actions to ``transport`` (its clock, pause/resume, timers, ACK writes)
         self.applier = SubscriptionApplier(transport, self._on_timer)
-        self._now_ms = self.applier.now_ms  # read only for a subscription that batches (Acking.clocked)
+        self._clock = self.applier.clock  # its clock (s): now_ms for a subscription that batches (Acking.clocked)
         self._unregistered = self._unregistered_sub()
 
     def _unregistered_sub(self) -> Subscription:
@@ -200,7 +200,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         self._closed_ids.append(str(id))
         if sub is not None:
             with sub.lock:
-                token = acks.closing(sub, self._now_ms())
+                token = acks.closing(sub, int(self._clock() * 1000))
             self._retire(sub)
             self._forget_unacked(sub)
             if token is not None:
@@ -274,7 +274,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         size = len(frame.body)
         with sub.lock:
             window = sub.window
-            todo = acks.delivered(sub, self._now_ms() if sub.clocked else 0, size)
+            todo = acks.delivered(sub, int(self._clock() * 1000) if sub.clocked else 0, size)
             if todo & PAUSE:
                 self.applier.pause(sub)  # true while the buffer is full (the rest of one recv's frames)
             seq = window.delivered
@@ -325,7 +325,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
                 return
         sub = entry[0]
         with sub.lock:
-            now = self._now_ms() if sub.clocked else 0
+            now = int(self._clock() * 1000) if sub.clocked else 0
             if sub.settled is not None and not sub.app_acked:  # the broker's or amqstomp's to ACK: settled
                 sub.settled.settled(frame.headers.get("message-id"))
             todo = acks.consumed(sub, frame.headers, entry[2], entry[1], now, sub.timer is not None)
@@ -346,7 +346,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         the newest of them, never ``frame`` (:func:`amqstomp._core.acks.poisoned`)."""
         entry = self._owner.pop(id(frame), None)
         with sub.lock:
-            now = self._now_ms()
+            now = int(self._clock() * 1000)
             todo = acks.poisoned(sub, frame.headers.get("message-id"), counted,
                                  entry[1] if entry is not None else 0, now)
             self.applier.apply(sub, todo, now)
@@ -396,7 +396,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         after a newer one would name a message the broker no longer holds)."""
         with sub.lock:
             sub.timer = None
-            now = self._now_ms()
+            now = int(self._clock() * 1000)
             todo = acks.timer_due(sub, now)
             if todo is None:
                 return
