@@ -274,7 +274,11 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         size = len(frame.body)
         with sub.lock:
             window = sub.window
-            todo = acks.delivered(sub, int(self._clock() * 1000) if sub.clocked else 0, size)
+            now = 0
+            if sub.clocked:
+                clock = self._clock  # an attribute load: self._clock() would look a method up the MRO first
+                now = int(clock() * 1000)
+            todo = acks.delivered(sub, now, size)
             if todo & PAUSE:
                 self.applier.pause(sub)  # true while the buffer is full (the rest of one recv's frames)
             seq = window.delivered
@@ -325,7 +329,10 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
                 return
         sub = entry[0]
         with sub.lock:
-            now = int(self._clock() * 1000) if sub.clocked else 0
+            now = 0
+            if sub.clocked:
+                clock = self._clock  # (see on_message)
+                now = int(clock() * 1000)
             if sub.settled is not None and not sub.app_acked:  # the broker's or amqstomp's to ACK: settled
                 sub.settled.settled(frame.headers.get("message-id"))
             todo = acks.consumed(sub, frame.headers, entry[2], entry[1], now, sub.timer is not None)
