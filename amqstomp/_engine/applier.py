@@ -50,7 +50,7 @@ class SubscriptionApplier:
             subscription's lock and asks :func:`amqstomp._core.acks.timer_due`).
 
     A subscription here is the owner's (``amqstomp._engine.subscription.Subscription``):
-    this reads its ``id``, ``destination``, ``window`` and ``closed`` and sets its ``timer``;
+    this reads its ``id``, ``destination`` and ``window`` and sets its ``timer``;
     the methods marked "under the lock" are called with its lock held.
     """
 
