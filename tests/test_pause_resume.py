@@ -6,7 +6,7 @@ pause/resume calls are not one atomic transition, a resume can come between the
 reader's decision and its pause call and be lost: reading stays paused forever
 with the connection up (and with ack:auto the whole buffer is lost). The tests
 widen that window deterministically: the reader sleeps 50 ms each time it takes
-the manager's pause lock (the first few times), and the consumer, held on its
+the applier's pause lock (the first few times), and the consumer, held on its
 first message until the reader is at that point, drains meanwhile."""
 import threading
 import time
@@ -32,9 +32,9 @@ def _on_reader():
 
 
 class ReaderDelayLock:
-    """A stand-in for the manager's pause lock: the reader thread sleeps ``delay``
-    seconds before each of its first ``times`` acquisitions (the critical point
-    between the reader's pause decision and its pause call)."""
+    """A stand-in for the pause lock (``SubscriptionApplier._pause_lock``): the reader
+    thread sleeps ``delay`` seconds before each of its first ``times`` acquisitions (the
+    critical point between the reader's pause decision and its pause call)."""
 
     def __init__(self, delay=0.05, times=3):
         self._lock = threading.Lock()
@@ -94,7 +94,7 @@ def test_no_lost_wakeup_when_the_consumer_drains_during_the_pause_decision(activ
     conn.set_listener("rec", rec)
     conn.connect(wait=True)
     try:
-        conn.subscriptions._pause_lock = hook
+        conn.subscriptions.applier._pause_lock = hook
         # client: amqstomp sends the (cumulative) ACKs; the buffer bound is lowered to the
         # prefetch so that it pauses at all
         options = {"max_buffered": 20, "optimize_acknowledge": True} if ack == "client" else {}
@@ -122,7 +122,7 @@ def test_no_lost_wakeup_jms_at_most_once(activemq):
         for i in range(count):
             producer.send(TextMessage(str(i)), delivery_mode=NON_PERSISTENT)
         hook = ReaderDelayLock(delay=0.5)  # the session's receive() is slower than a listener
-        conn._state.consumer_link.manager._pause_lock = hook
+        conn._state.consumer_link.manager.applier._pause_lock = hook
         consumer = conn.create_session(False, AT_MOST_ONCE).create_consumer(queue)
         conn.start()
         assert hook.entered.wait(10)  # the reader is at its pause point: drain now

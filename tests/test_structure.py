@@ -258,15 +258,19 @@ def _subscription_internals(tree):
             yield node
 
 
+#: what a driver may import of the acknowledgement core: the actions it applies, not the rules
+ACK_ACTIONS = {"AckDue", "PAUSE", "TURNED_SLOW"}
+
+
 def _imports_acks(node) -> bool:
-    """``node`` imports ``amqstomp._core.acks`` (or names from it)."""
+    """``node`` imports ``amqstomp._core.acks`` (or names from it other than its actions, :data:`ACK_ACTIONS`)."""
     if isinstance(node, ast.Import):
         return any(a.name == "amqstomp._core.acks" for a in node.names)
     if not isinstance(node, ast.ImportFrom):
         return False
     module = (node.module or "").split(".")
     if module[-1:] == ["acks"]:
-        return True
+        return not all(a.name in ACK_ACTIONS for a in node.names)
     return module[-1:] in (["_core"], [""]) and any(a.name == "acks" for a in node.names)
 
 
@@ -291,8 +295,47 @@ def test_a_subscriptions_lock_and_window_are_its_owners():
                        "    with self.sub.lock:\n        pass\n")
     assert len(list(_subscription_internals(caught))) == 3  # the check sees what it looks for
     imports = ast.parse("from ._core import acks\nfrom .._core.acks import consumed\n"
-                        "import amqstomp._core.acks\nfrom ._core import settle\nfrom .callbacks import x\n")
-    assert [_imports_acks(node) for node in imports.body] == [True, True, True, False, False]
+                        "import amqstomp._core.acks\nfrom ._core import settle\nfrom .callbacks import x\n"
+                        "from .._core.acks import AckDue\nfrom .._core.acks import AckDue, timer_due\n")
+    assert [_imports_acks(node) for node in imports.body] == [True, True, True, False, False, False, True]
+
+
+#: the driver calls that apply the subscription core's actions (issue 22): made by its one applier only
+SUBSCRIPTION_APPLIER = "amqstomp._engine.applier"
+SUBSCRIPTION_TABLE = "amqstomp._engine.subscription"
+APPLIER_CALLS = {"send_frame", "call_later", "pause_reading", "resume_reading", "post"}
+
+
+def _applier_calls(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in APPLIER_CALLS:
+            yield node
+
+
+def _clock_reads(tree):
+    """An import of ``time`` (or of a name from it) and any use of a ``monotonic``/``time`` attribute."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "time" for a in node.names):
+            yield node
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "time":
+            yield node
+        elif isinstance(node, (ast.Attribute, ast.Name)) and getattr(node, "attr", getattr(node, "id", "")) in (
+                "monotonic", "_monotonic", "perf_counter"):
+            yield node
+
+
+def test_the_subscription_table_reads_no_clock_and_leaves_the_driver_to_its_applier():
+    """``_engine/subscription.SubscriptionManager`` takes the subscription's lock and asks the
+    core; the time it passes in (``now_ms``) and every driver call the core's actions ask for
+    (pause/resume of reading, the flush timer, the ACK and poison writes, the slow-consumer
+    event, a local redelivery) are ``_engine/applier.SubscriptionApplier``'s (issue 22)."""
+    modules = _modules()
+    table = modules[SUBSCRIPTION_TABLE][1]
+    assert [ast.dump(node) for node in _clock_reads(table)] == []
+    assert [ast.unparse(node.func) for node in _applier_calls(table)] == []
+    applier = modules[SUBSCRIPTION_APPLIER][1]
+    assert {node.func.attr for node in _applier_calls(applier)} == APPLIER_CALLS  # the check sees them
+    assert len(list(_clock_reads(applier))) >= 2
 
 
 #: the one module that takes, waits on and notifies a JMS session's condition (``SessionState._cond``)

@@ -2,7 +2,8 @@
 
 Every member the engine's parts use of their driver is declared here, and
 nothing else: :class:`amqstomp._engine.client.Client`,
-:class:`amqstomp._engine.subscription.SubscriptionManager`,
+:class:`amqstomp._engine.subscription.SubscriptionManager` (through
+:class:`amqstomp._engine.applier.SubscriptionApplier`, which applies its actions),
 :class:`amqstomp._engine.failover.Reconnector` and :class:`amqstomp._engine.ledger.SocketLedger`
 are typed against it (mypy checks them, ``tests/test_typing.py``). The
 threaded driver, :class:`amqstomp._io.driver.Driver`, is one (the JMS links'),

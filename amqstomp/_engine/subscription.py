@@ -1,7 +1,10 @@
 """Consumer flow control of one connection: the glue between the transport's
 threads and the pure per-subscription windows of :mod:`amqstomp.flow`, whose
-decisions the acknowledgement core (:mod:`amqstomp._core.acks`) takes; this
-module applies them under the subscription's lock and reads the clock for them.
+decisions the acknowledgement core (:mod:`amqstomp._core.acks`) takes, under
+the subscription's lock, with the time the driver reads; the actions they
+return are applied to the driver by :class:`amqstomp._engine.applier.SubscriptionApplier`
+(pause/resume of reading, the flush timer, the ACK writes, the slow-consumer
+event, the poison frame, a local redelivery), never here.
 
 Three of the transport's threads call in; a lock per subscription keeps each window consistent:
 
@@ -23,20 +26,17 @@ settlement core's (:mod:`amqstomp._core.settle`); no ACK goes past a message awa
 """
 import logging
 import threading
-import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .. import _observe
-from ..exception import NotConnectedException, StompException
 from ..flow import MessageAudit, PrefetchPolicy, RedeliveryPolicy, SubscriptionWindow
+from .applier import SubscriptionApplier
 from .ports import TransportPort
 from .._unacked import UNACKED_MAX, UnackedMessages
 from .._duplicates import DuplicateAudits
 from .._unknown_ids import DELIVER_NOT_MADE_HERE, DROP_UNKNOWN, UnknownSubscriptions
-from .._core.dialect import ACTIVEMQ
-from .._core.events import SlowConsumer
-from .._core.frames import ack_headers, ack_identity
+from .._core.frames import ack_identity
 from .._core import acks
 from .._core.acks import PAUSE, TURNED_SLOW, Acking, application_acks
 from .._core.settle import CONSUMED, Poison, after_failure, first_delivery_count, listener_failed, next_redelivery
@@ -46,7 +46,6 @@ log = logging.getLogger("amqstomp.subscription")
 
 __all__ = ["Subscription", "SubscriptionManager"]
 
-_monotonic = time.monotonic  # read as int(_monotonic() * 1000): ms, only for a clocked subscription
 _OWNER_PURGE_AT = 50000
 
 
@@ -120,8 +119,9 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         # frames between the reader and the application: id(frame) -> (subscription, body bytes, place in
         # its dispatch order); set by the reader, popped by the dispatcher (single dict operations, atomic)
         self._owner: Dict[int, Tuple[Subscription, int, int]] = {}
-        self._paused: Set[Subscription] = set()
-        self._pause_lock = threading.Lock()
+        #: the one applier of the core's actions to ``transport`` (its clock, pause/resume, timers, ACK writes)
+        self.applier = SubscriptionApplier(transport, self._on_timer)
+        self._clock = self.applier.clock  # its clock (s): now_ms for a subscription that batches (Acking.clocked)
         self._unregistered = self._unregistered_sub()
 
     def _unregistered_sub(self) -> Subscription:
@@ -202,11 +202,11 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         self._unsubscribed(str(id), sub.ack if sub is not None else "")
         if sub is not None:
             with sub.lock:
-                token = acks.closing(sub, int(_monotonic() * 1000))
+                token = acks.closing(sub, int(self._clock() * 1000))
             self._retire(sub)
             self._forget_unacked(sub)
             if token is not None:
-                self._send_ack(sub, token, write_timeout)
+                self.applier.write_ack(sub, token, write_timeout)
 
     def close_all(self, write_timeout: Optional[float] = None) -> None:
         """Before DISCONNECT: :meth:`close` every subscription (each ACK write
@@ -251,38 +251,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
             sub.closed = True
-            self._cancel(sub)
-            self._unpause(sub)  # frames still queued for it are dropped or passed on by should_dispatch
-
-    @staticmethod
-    def _cancel(sub: Subscription) -> None:
-        if sub.timer is not None:
-            sub.timer.cancel()
-            sub.timer = None
-
-    # Pause and resume of reading are one state under one lock order, so that no
-    # wake-up is lost: a window's paused flag changes only under its sub.lock, and
-    # with it (still under sub.lock) its membership of _paused and the transport's
-    # pause/resume call, under _pause_lock. Hence window.paused <=> sub in _paused
-    # (while not closed), and the transport is paused <=> _paused is not empty, in
-    # the order the decisions were taken. Lock order: sub.lock -> _pause_lock ->
-    # the transport's own.
-
-    def _pause(self, sub: Subscription) -> None:
-        """Under ``sub.lock``: its buffer is full; stop reading the socket."""
-        with self._pause_lock:
-            self._paused.add(sub)
-            self.transport.pause_reading()
-
-    def _unpause(self, sub: Subscription) -> None:
-        """Under ``sub.lock``: its buffer drained (or it closed); read again unless
-        another subscription's buffer is still full."""
-        with self._pause_lock:
-            if sub not in self._paused:
-                return
-            self._paused.discard(sub)
-            if not self._paused:
-                self.transport.resume_reading()
+            self.applier.retire(sub)  # frames still queued for it are dropped or passed on by should_dispatch
 
     # ------------------------------------------------------------------ threads
 
@@ -310,9 +279,13 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         size = len(frame.body)
         with sub.lock:
             window = sub.window
-            todo = acks.delivered(sub, int(_monotonic() * 1000) if sub.clocked else 0, size)
+            now = 0
+            if sub.clocked:
+                clock = self._clock  # an attribute load: self._clock() would look a method up the MRO first
+                now = int(clock() * 1000)
+            todo = acks.delivered(sub, now, size)
             if todo & PAUSE:
-                self._pause(sub)  # true while the buffer is full (the rest of one recv's frames)
+                self.applier.pause(sub)  # true while the buffer is full (the rest of one recv's frames)
             seq = window.delivered
         if sub.app_acked and self._unacked_complete:
             identity = ack_identity(self.transport.version, headers)
@@ -333,10 +306,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
                 if entry[0].closed:
                     owner.pop(key, None)
         if todo & TURNED_SLOW:  # stomp.py listeners: on_slow_consumer(info); JMS links: LinkObserver.on_slow_consumer
-            self.transport.post(SlowConsumer({
-                "subscription": sub.id, "destination": sub.destination,
-                "pending": window.pending, "pending_bytes": window.pending_bytes,
-                "prefetch": window.prefetch}))
+            self.applier.turned_slow(sub)
         self.deliver(frame)
 
 
@@ -364,22 +334,18 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
                 return
         sub = entry[0]
         with sub.lock:
-            now = int(_monotonic() * 1000) if sub.clocked else 0
+            now = 0
+            if sub.clocked:
+                clock = self._clock  # (see on_message)
+                now = int(clock() * 1000)
             if sub.settled is not None and not sub.app_acked:  # the broker's or amqstomp's to ACK: settled
                 sub.settled.settled(frame.headers.get("message-id"))
             todo = acks.consumed(sub, frame.headers, entry[2], entry[1], now, sub.timer is not None)
             if todo is None:
                 return
-            self._apply(sub, todo, now)
+            self.applier.apply(sub, todo, now)
         if todo.ack is not None:
-            self._send_ack(sub, todo.ack, link_seq=frame.link_seq)
-
-    def _apply(self, sub: Subscription, todo: acks.AckDue, now_ms: int) -> None:
-        """Under ``sub.lock``: the resume and the flush timer ``todo`` asks for."""
-        if todo.resume:
-            self._unpause(sub)
-        if todo.flush_at_ms is not None:
-            self._arm(sub, todo.flush_at_ms, now_ms)
+            self.applier.write_ack(sub, todo.ack, link_seq=frame.link_seq)
 
     def application_acked(self, sub: Subscription, cumulative: bool) -> None:
         """JMS API: an ACK of the application's went out: free ``sub``'s window (one; all if ``cumulative``)."""
@@ -392,12 +358,12 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         the newest of them, never ``frame`` (:func:`amqstomp._core.acks.poisoned`)."""
         entry = self._owner.pop(id(frame), None)
         with sub.lock:
-            now = int(_monotonic() * 1000)
+            now = int(self._clock() * 1000)
             todo = acks.poisoned(sub, frame.headers.get("message-id"), counted,
                                  entry[1] if entry is not None else 0, now)
-            self._apply(sub, todo, now)
+            self.applier.apply(sub, todo, now)
         if todo.ack is not None:
-            self._send_ack(sub, todo.ack, link_seq=frame.link_seq)
+            self.applier.write_ack(sub, todo.ack, link_seq=frame.link_seq)
 
     def on_failed(self, frame: Any, reason: str) -> None:
         """Dispatcher thread: a listener raised for ``frame`` (``reason`` "error"), or none
@@ -422,29 +388,17 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         if isinstance(action, Poison):
             log.warning("message %s of subscription %s poisoned: %s (%s: the broker's dead-letter queue)",
                         message_id, sub.id, action.reason, action.command)
-            try:
-                self.transport.send_frame(action.command, action.headers, link_seq=frame.link_seq)
-            except StompException as exc:
-                log.debug("%s not sent: %s", action.command, exc)
+            self.applier.poison(action, frame.link_seq)
             self.poisoned(sub, frame, counted=False)  # out of the buffer; ACKs held back for it may go now
             return
         if action.redelivered:  # the application saw it (a listener raised): a redelivery
             frame.headers["redelivered"] = "true"
             frame.delivery_count += 1
-        try:
-            self.transport.call_later(action.delay_ms / 1000.0, self._redeliver, sub, frame)
-        except NotConnectedException:
-            pass  # the connection is gone: the broker redelivers it
+        self.applier.redeliver(action, self._redeliver, sub, frame)
 
     def _redeliver(self, sub: Subscription, frame: Any) -> None:
         if not sub.closed:
             self.deliver(frame)
-
-    def _arm(self, sub: Subscription, deadline_ms: int, now_ms: int) -> None:
-        try:
-            sub.timer = self.transport.call_later(max(0, deadline_ms - now_ms) / 1000.0, self._on_timer, sub)
-        except NotConnectedException:
-            sub.timer = None
 
     def _on_timer(self, sub: Subscription) -> None:
         """Timer thread: a batch deadline passed. The ACK it decides is queued
@@ -454,25 +408,10 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         after a newer one would name a message the broker no longer holds)."""
         with sub.lock:
             sub.timer = None
-            now = int(_monotonic() * 1000)
+            now = int(self._clock() * 1000)
             todo = acks.timer_due(sub, now)
             if todo is None:
                 return
-            self._apply(sub, todo, now)
+            self.applier.apply(sub, todo, now)
             if todo.ack is not None:
-                self._send_ack(sub, todo.ack, nowait=True)
-
-    def _send_ack(self, sub: Subscription, message_headers: Mapping[str, str],
-                  write_timeout: Optional[float] = None, link_seq: int = 0, nowait: bool = False) -> None:
-        """The ACK the window decided, on socket ``link_seq`` (the one that
-        delivered the messages it names; 0: the open one) or not at all;
-        ``nowait``: queued, never blocking (``send_frame``'s ``nowait``)."""
-        headers = ack_headers(self.transport.version or "1.2", message_headers, self.transport.dialect == ACTIVEMQ)
-        if _observe.messages is not None:
-            _observe.settling(sub.window.last_ack_count, message_headers)
-        try:
-            self.transport.send_frame("ACK", headers, None, write_timeout, link_seq=link_seq, nowait=nowait)
-        except StompException as exc:
-            # the connection is gone: its un-acked messages go back to the queue (redelivered);
-            # an ACK for them is never sent on another connection
-            log.debug("ACK not sent: %s", exc)
+                self.applier.write_ack(sub, todo.ack, nowait=True)
