@@ -31,7 +31,7 @@ def is_async_callable(fn: Any) -> Optional[bool]:
         return True
     call = getattr(type(fn), "__call__", None)
     if isinstance(fn, _PYTHON_CODE) or isinstance(fn, functools.partial):
-        inner = fn
+        inner: Any = fn
         while isinstance(inner, functools.partial):
             inner = inner.func
         if not isinstance(inner, _PYTHON_CODE):
