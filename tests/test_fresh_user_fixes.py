@@ -1,21 +1,20 @@
 """A fresh user's findings (task 10), each fixed with a test that failed before: callbacks of
 the wrong kind (a plain ``def`` handler for ``aio`` ``run()``, an ``async def`` JMS listener),
 error messages that named the wrong cause, and arguments that were let through. Against the
-session's ActiveMQ (and a listener on 127.0.0.1 that accepts and never answers)."""
+session's ActiveMQ (the silent-peer connect is in test_aio_user_fixes.py, beside its fixture)."""
 import asyncio
 import functools
-import socket
 import time
 import uuid
-from typing import Any, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 import pytest
 
 import amqstomp
 import amqstomp.aio
 from amqstomp.aio import Message
-from amqstomp.exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectFailedException,
-                                InvalidTimeoutError, UnknownMessageError)
+from amqstomp.exception import (AcknowledgeInterruptedError, ConfigurationError, InvalidTimeoutError,
+                                UnknownMessageError)
 from amqstomp.jms import ConnectionFactory, Queue, TextMessage
 from aio_support import new_queue, run, url
 
@@ -202,28 +201,6 @@ def test_stomppy_ack_on_an_optimize_acknowledge_subscription_says_amqstomp_acks_
 @pytest.fixture
 def open_conn12(stomp_connect):
     return stomp_connect()
-
-
-@pytest.fixture
-def silent() -> Iterator[Tuple[str, int]]:
-    """A listener the kernel accepts connections on; nothing ever answers CONNECT."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    try:
-        yield listener.getsockname()
-    finally:
-        listener.close()
-
-
-def test_aio_connect_to_a_silent_peer_says_no_connected_within_the_timeout(silent):
-    async def main() -> str:
-        with pytest.raises(ConnectFailedException) as raised:
-            await amqstomp.aio.connect("stomp://%s:%d" % silent, connect_timeout=0.5)
-        return str(raised.value)
-    why = run(main())
-    assert "closed" not in why, why
-    assert "no CONNECTED" in why and "0.5 s" in why, why
 
 
 # ------------------------------------------------------------ 4. validation
