@@ -47,10 +47,6 @@ TAKEN_BY = "aio"
 log = logging.getLogger("amqstomp.aio")
 
 
-def _acked_already(cmd: str, message: "Message") -> UnknownMessageError:
-    return UnknownMessageError("%s of %r: acknowledged already (or by a cumulative ACK); nothing sent" % (cmd, message))
-
-
 class SubscriptionClosedError(ConnectionClosedException):
     """The subscription ended while a receive waited: its socket was lost (no failover
     in this release), or it was closed. A :class:`ConnectionClosedException`."""
@@ -371,19 +367,19 @@ class Subscription(Acking):
                                       % (cmd, message, self.id, self.ack,
                                          ", optimize_acknowledge" if self.window.optimize_acknowledge else "",
                                          "the broker" if self.ack == "auto" else "amqstomp"))
-        if message.settled:  # first: settled before the subscription ended or its socket went
-            raise _acked_already(cmd, message)
         link = message.link
-        if self._ended is not None and not link.closed and link is self.link:
-            raise AcknowledgeInterruptedError(
-                "%s of %r not sent: subscription %s was closed (%s); the broker redelivers the message"
-                % (cmd, message, self.id, self._ended))
-        if link.closed or link is not self.link:
+        # a message settled before its subscription ended or its socket went is "acknowledged already" (below)
+        if (self._ended is not None or link.closed or link is not self.link) and not message.settled:
+            if not link.closed and link is self.link:
+                raise AcknowledgeInterruptedError(
+                    "%s of %r not sent: subscription %s was closed (%s); the broker redelivers the message"
+                    % (cmd, message, self.id, self._ended))
             raise AcknowledgeInterruptedError(
                 "%s of %r not sent: the connection that delivered it was lost (%s); the broker redelivers it"
                 % (cmd, message, link.close_reason))
-        if message.key not in self._unacked:
-            raise _acked_already(cmd, message)
+        if message.settled or message.key not in self._unacked:
+            raise UnknownMessageError("%s of %r: acknowledged already (or by a cumulative ACK); nothing sent"
+                                      % (cmd, message))
         version = link.proto.version
         headers: Dict[str, Any] = (dict(frame_headers) if frame_headers is not None
                                    else ack_headers(version, message.frame.headers, link.proto.dialect == "activemq"))
