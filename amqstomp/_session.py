@@ -388,7 +388,7 @@ class StompSession:
             ConnectionClosedException: the connection ended first.
             KeyError: no frame with that receipt was sent.
             InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
-                is not a number of seconds (:func:`amqstomp.utils.clamp_wait`).
+                is not a number of seconds >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         frame = self.transport.wait_for_receipt(str(receipt_id), timeout)
         if self.auto_decode and isinstance(frame.body, (bytes, bytearray)):  # as the listeners' on_receipt gets it

@@ -66,6 +66,23 @@ class UnackedMessages:
         """True while ``sub`` is an open subscription of this connection."""
         raise NotImplementedError  # SubscriptionManager's
 
+    def _self_acked(self) -> List[str]:
+        """The ids of the open subscriptions amqstomp acknowledges itself (``optimize_acknowledge``)."""
+        raise NotImplementedError  # SubscriptionManager's
+
+    def _self_acked_note(self, ack_headers: Mapping[str, Any]) -> str:
+        """What a refused ACK/NACK's error adds when ``optimize_acknowledge`` subscriptions are open:
+        their messages are not in the map, as amqstomp acknowledges them itself (in batches)."""
+        ids = self._self_acked()
+        if not ids:
+            return ""
+        named = ack_headers.get("subscription")
+        if named is not None and str(named) in ids:
+            return ("; subscription %s is optimize_acknowledge: amqstomp acknowledges that subscription itself, "
+                    "not the application" % named)
+        return ("; or it came on subscription %s, which amqstomp acknowledges itself (optimize_acknowledge), "
+                "not the application" % " or ".join(ids))
+
     def holds(self, ack_headers: Mapping[str, Any]) -> Optional[bool]:
         """Whether this connection holds the message ``ack_headers`` name (the
         identity an ACK names: :func:`amqstomp._core.frames.ack_identity`),
@@ -106,7 +123,8 @@ class UnackedMessages:
         if sub is None:
             raise UnknownMessageError(
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
-                "acknowledged already, also by a cumulative ACK); nothing sent" % (command, ", ".join(key)))
+                "acknowledged already, also by a cumulative ACK%s); nothing sent"
+                % (command, ", ".join(key), self._self_acked_note(ack_headers)))
         if transaction is not None:
             return self._took(key, sub, command == "ACK" and sub.ack == "client")
         ids = self._unacked_ids  # the duplicate audit's: what this ACK settles, once written

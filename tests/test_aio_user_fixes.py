@@ -264,3 +264,15 @@ def test_after_a_cancelled_commit_commit_and_abort_say_its_outcome_is_unknown(ac
                         await end()
                     assert "cancelled" in str(raised.value) and tx.id in str(raised.value)
     run(main())
+
+
+def test_aio_connect_to_a_silent_peer_says_no_connected_within_the_timeout(silent):
+    """Task 10: the CONNECTED deadline was reported as a close ("connection closed before CONNECTED ...
+    without an ERROR frame") though the peer closed nothing."""
+    async def main() -> str:
+        with pytest.raises(ConnectFailedException) as raised:
+            await amqstomp.aio.connect("stomp://%s:%d" % silent, connect_timeout=0.5)
+        return str(raised.value)
+    why = run(main())
+    assert "closed" not in why, why
+    assert "no CONNECTED" in why and "0.5 s" in why, why

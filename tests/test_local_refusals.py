@@ -340,7 +340,8 @@ def test_a_timeout_that_is_not_a_number_is_named(connect):
     with pytest.raises(ValueError, match="finite"):  # connect's own rule: finite and >= 0
         conn.connect("admin", "admin", wait=True, timeout=-1)
     assert conn.wait_for_receipt("r-1", timeout=10).headers["receipt-id"] == "r-1"
-    assert conn.wait_for_receipt("r-1", timeout=-1)  # answered already; a negative wait is no wait
+    with pytest.raises(InvalidTimeoutError, match=">= 0"):  # as other negative timeouts (task 10), not a 0 s wait
+        conn.wait_for_receipt("r-1", timeout=-1)
     still_usable(conn, col)
 
 

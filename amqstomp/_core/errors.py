@@ -131,8 +131,14 @@ def connect_wait_failure(proto: ProtocolState, reason: str, error: Optional[Base
     when CONNECTED came but the wait had not seen it yet); a socket the broker closed before
     CONNECTED with no ERROR (:attr:`~amqstomp._core.state.ProtocolState.last_error`) and no
     error of this side's says so (:data:`NO_ERROR_FRAME`: ActiveMQ closes a refused login's
-    socket before its ERROR now and then). ``error`` is its ``__cause__``."""
+    socket before its ERROR now and then). The CONNECTED deadline that passed (``error`` a
+    TimeoutError: the peer accepted the socket and never answered) is ``reason`` alone ("no
+    CONNECTED frame within <s> s"), not a close. ``error`` is its ``__cause__``."""
     was_connected = proto.connected_frame is not None
+    if not was_connected and isinstance(error, TimeoutError):  # the CONNECTED deadline: no close ended the wait
+        timed_out = ConnectFailedException(reason)
+        timed_out.__cause__ = error
+        return timed_out
     if not was_connected and not proto.by_client and error is None and proto.last_error is None:
         reason += NO_ERROR_FRAME
     failed = ConnectFailedException("connection closed %s CONNECTED: %s"

@@ -248,6 +248,9 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
     def _is_current(self, sub: Any) -> bool:
         return not sub.closed and self._subs.get(sub.id) is sub
 
+    def _self_acked(self) -> List[str]:
+        return [sub.id for sub in list(self._subs.values()) if sub.window.optimize_acknowledge and not sub.closed]
+
     def _retire(self, sub: Subscription) -> None:
         with sub.lock:
             sub.closed = True

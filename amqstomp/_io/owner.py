@@ -504,9 +504,9 @@ class LinkOwner:
             BrokerError: the broker answered with an ERROR for that receipt.
             ConnectionClosedException: the connection ended first.
             KeyError: no frame with that receipt id was sent on this transport.
-            InvalidTimeoutError: ``timeout`` is not a number of seconds.
+            InvalidTimeoutError: ``timeout`` is not a number of seconds >= 0.
         """
-        clamp_wait(timeout)  # a bad timeout is named before anything else
+        clamp_wait(timeout, negative=False)  # a bad timeout is named before anything else (-1 too)
         future = self.receipt_future(receipt_id)
         if future is None:
             raise KeyError("no frame with receipt %r was sent on this connection" % (receipt_id,))

@@ -17,7 +17,8 @@ __all__ = ["MAX_WAIT_S", "clamp_wait"]
 MAX_WAIT_S = min(threading.TIMEOUT_MAX, 100 * 365 * 86400.0)
 
 
-def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = False) -> Optional[float]:
+def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = False,
+               negative: bool = True) -> Optional[float]:
     """A wait given by a caller, checked: ``seconds`` (a negative one as 0, as
     ``threading.Event.wait`` takes it), or :data:`MAX_WAIT_S` when it is longer
     (infinity too); None stays None. Every public wait with a timeout goes
@@ -26,11 +27,13 @@ def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = F
     Args:
         name (str): the argument's name, for the error.
         strict (bool): refuse a negative or infinite wait too (``connect``'s).
+        negative (bool): False: refuse a negative wait (an infinite one is clamped):
+            a wait for one answer (``wait_for_receipt``), where -1 is no "do not wait".
 
     Raises:
         InvalidTimeoutError: (a ValueError and a TypeError) ``seconds`` is not
             a real number (a bool neither), or NaN (or, ``strict``, negative or
-            infinite); the message names ``name``.
+            infinite; or, not ``negative``, negative); the message names ``name``.
     """
     if seconds is None:
         return None
@@ -39,9 +42,10 @@ def clamp_wait(seconds: Optional[float], name: str = "timeout", strict: bool = F
             raise InvalidTimeoutError("%s must be a number of seconds or None, not %r (%s)"
                                       % (name, seconds, type(seconds).__name__))
         seconds = float(seconds)
-    if seconds != seconds or (strict and not 0 <= seconds < math.inf):
+    if seconds != seconds or (strict and not 0 <= seconds < math.inf) or (seconds < 0 and not negative):
         raise InvalidTimeoutError("%s must be a %snumber of seconds%s or None, got %r"
-                                  % (name, "finite " if strict else "", " >= 0" if strict else "", seconds))
+                                  % (name, "finite " if strict else "", " >= 0" if strict or not negative else "",
+                                     seconds))
     if seconds <= MAX_WAIT_S:
         return seconds if seconds >= 0 else 0.0
     return MAX_WAIT_S

@@ -91,6 +91,8 @@ class AioLink(asyncio.BufferedProtocol):
         self.close_reason = ""
         self.close_error: Optional[BaseException] = None
         self._timer: Optional[asyncio.TimerHandle] = None
+        #: the connect timeout (seconds) CONNECTED was due within (:meth:`connect_sent`)
+        self.connect_within_s = 0.0
         self._suspect = False
         self._write_paused = False
         self._drain_waiters: List["asyncio.Future[None]"] = []
@@ -318,8 +320,10 @@ class AioLink(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------ the timer
 
-    def connect_sent(self, within_s: float) -> None:
-        """CONNECT went out: CONNECTED is due within ``within_s`` seconds (the core's deadline)."""
+    def connect_sent(self, within_s: float, timeout_s: float) -> None:
+        """CONNECT went out: CONNECTED is due within ``within_s`` seconds (the core's deadline), what
+        is left of the connect timeout of ``timeout_s`` seconds (which a late CONNECTED's error names)."""
+        self.connect_within_s = timeout_s
         self.proto.connect_sent(self.loop.time() * 1000.0, within_s * 1000.0)
         self._arm()
 
@@ -340,7 +344,9 @@ class AioLink(asyncio.BufferedProtocol):
         proto = self.proto
         now = self.loop.time() * 1000.0
         if proto.connected_overdue(now):
-            self.lose("no CONNECTED frame within the connect timeout")
+            reason = "no CONNECTED frame within %.3g s (connect_timeout; the peer accepted the socket and did not " \
+                     "answer CONNECT)" % self.connect_within_s
+            self.lose(reason, TimeoutError(reason))
             return
         if proto.send_ms and proto.connected and proto.heartbeat_due_in_ms(now) <= 0.0:
             self.write(_EOL)
@@ -436,7 +442,7 @@ async def open_link(loop: asyncio.AbstractEventLoop, factory: Callable[[], AioLi
     try:
         link.write(link.encode("CONNECT", dict(headers)))
         left = max(0.0, deadline - loop.time())
-        link.connect_sent(left)
+        link.connect_sent(left, timeout_s)
         await asyncio.wait_for(asyncio.shield(link.connected), left + 1.0)  # the core's deadline ends it first
     except asyncio.TimeoutError:
         link.lose("no CONNECTED frame within %.3g s" % timeout_s)

@@ -76,7 +76,8 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
     Raises:
         ConfigurationError: a URI not understood, ``url_or_hosts`` neither a str nor a list of
             (host, port) pairs with int ports, no broker, or a ``version`` that is not one of
-            the strings ``1.0``, ``1.1``, ``1.2`` (its repr and type in the message).
+            the strings ``1.0``, ``1.1``, ``1.2`` (its repr and type in the message); ``login`` or
+            ``passcode`` neither a str nor None (its type in the message, not its value).
     """
     hosts: List[Tuple[str, int, bool]] = []
     policy = None
@@ -108,6 +109,9 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
                                  "(host, port) pairs, got %r (%s)" % (url_or_hosts, type(url_or_hosts).__name__))
     if not hosts:
         raise ConfigurationError("no broker to connect to: %r" % (url_or_hosts,))
+    for name, value in (("login", login), ("passcode", passcode)):
+        if value is not None and not isinstance(value, str):  # the value itself is not shown: a passcode
+            raise ConfigurationError("%s must be a str or None, got a %s" % (name, type(value).__name__))
     if not isinstance(version, str) or version not in ACCEPT_VERSIONS:
         raise ConfigurationError("version must be one of the strings '1.0', '1.1', '1.2', got %r (%s)"
                                  % (version, type(version).__name__))

@@ -108,7 +108,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
     Raises:
         ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
             list of (host, port) pairs, an unknown ``broker`` or ``version`` (a str), a
-            ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number).
+            ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number), a ``login`` or
+            ``passcode`` that is not a str (or None).
         InvalidTimeoutError: a timeout that is not a finite number >= :data:`MIN_TIMEOUT_S` (or None).
     """
     return Client(url_or_hosts, login=login, passcode=passcode, heartbeats=heartbeats, vhost=vhost,

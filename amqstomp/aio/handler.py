@@ -28,11 +28,13 @@ A message whose socket was lost meanwhile (failover) is neither ACKed nor NACKed
 broker redelivers it on the new socket. Licensed under the Apache License, Version 2.0.
 """
 import asyncio
+import inspect
 import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, List, Optional
 
 from ..exception import AcknowledgeInterruptedError, ConfigurationError, StompException
 from ._options import MIN_TIMEOUT_S
+from .._core.callables import is_async_callable
 from .._core.settle import (BY_BROKER, BY_LIBRARY, CONSUMED, Poison, after_failure, first_delivery_count,
                             listener_failed, next_redelivery)
 
@@ -56,12 +58,19 @@ def check_run(sub: "Subscription", handler: Any, concurrency: Any) -> None:
         ConfigurationError: ``concurrency`` not an int >= 1; above 1 with ``ack:client`` (a
             cumulative ACK of one handler's message would settle another's still running);
             an optimized-acknowledge subscription (amqstomp already ACKs in batches: use
-            ``ack='client-individual'``); ``handler`` not callable; ``run`` active already.
+            ``ack='client-individual'``); ``handler`` not callable, or a plain ``def`` one (a
+            function, method, ``functools.partial`` or object whose ``__call__`` is not ``async
+            def``: :func:`amqstomp._core.callables.is_async_callable`; one whose kind its code
+            does not tell is refused at its first call that returns no awaitable, from ``run``);
+            ``run`` active already.
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError("concurrency must be an int >= 1 (handlers at once), got %r" % (concurrency,))
     if not callable(handler):
         raise ConfigurationError("handler must be an async function of the message, got %r" % (handler,))
+    if is_async_callable(handler) is False:
+        raise ConfigurationError("handler must be an async function of the message ('async def'; run() awaits "
+                                 "what it returns), got the plain callable %r" % (handler,))
     if sub.window.optimize_acknowledge:
         raise ConfigurationError("run() settles each message itself: subscribe without optimize_acknowledge "
                                  "(ack='client-individual' for concurrent handlers)")
@@ -94,6 +103,8 @@ class Workers:
         self.handler = handler
         self.on_error = on_error
         self.stopping = False
+        #: a handler's call returned no awaitable: what run() raises (the workers stop; nothing settled)
+        self.refused: Optional[ConfigurationError] = None
         #: the workers waiting for a message or for a redelivery's delay (cancelled at once by :meth:`stop`:
         #: nothing taken, or a message left unacknowledged, which the broker redelivers)
         self.idle: "set[asyncio.Task[None]]" = set()
@@ -112,6 +123,8 @@ class Workers:
                 return
             finally:
                 self.idle.discard(me)
+            if self.stopping:  # a refused handler: this message stays unacknowledged (redelivered)
+                return
             await self._handle(message)
 
     async def _handle(self, message: "Message") -> None:
@@ -119,7 +132,11 @@ class Workers:
         message.delivery_count = first_delivery_count(message.frame.delivery_count, message.headers)
         while True:
             try:
-                await self.handler(message)
+                outcome = self.handler(message)
+                if not inspect.isawaitable(outcome):  # a plain callable check_run could not tell
+                    self._refuse(outcome)
+                    return
+                await outcome
             except Exception as exc:  # the handler failed: reported, then the settlement core decides
                 self._report(exc, message)
                 if listener_failed(BY_BROKER if not sub.app_acked else BY_LIBRARY) == CONSUMED:
@@ -155,6 +172,20 @@ class Workers:
         except StompException as exc:
             log.info("%s of %r not written: %s", cmd, message, exc)
 
+    def _refuse(self, outcome: Any) -> None:
+        """The handler returned ``outcome``, not an awaitable: it is no async function. run()
+        raises ConfigurationError; its message is neither ACKed nor redelivered to it (the
+        broker redelivers it once the subscription ends), no worker takes another."""
+        if self.refused is None:
+            self.refused = ConfigurationError(
+                "handler must be an async function of the message ('async def'; run() awaits what it returns): "
+                "%r returned %s, not an awaitable" % (self.handler, type(outcome).__name__))
+        self.stopping = True
+        me = asyncio.current_task()
+        for task in list(self.idle):
+            if task is not me:
+                task.cancel()
+
     def _report(self, exc: Exception, message: "Message") -> None:
         if self.on_error is None:
             log.warning("handler of subscription %s raised %s for message %s", self.sub.id,
@@ -176,6 +207,8 @@ class Workers:
             error = None if task.cancelled() else task.exception()
             if error is not None:
                 raise error
+        if self.refused is not None:
+            raise self.refused
 
     async def stop(self, timeout: float) -> None:
         """No more messages handed out; the handlers running get ``timeout`` seconds to finish

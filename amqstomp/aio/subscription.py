@@ -368,11 +368,12 @@ class Subscription(Acking):
                                          ", optimize_acknowledge" if self.window.optimize_acknowledge else "",
                                          "the broker" if self.ack == "auto" else "amqstomp"))
         link = message.link
-        if self._ended is not None and not link.closed and link is self.link:
-            raise AcknowledgeInterruptedError(
-                "%s of %r not sent: subscription %s was closed (%s); the broker redelivers the message"
-                % (cmd, message, self.id, self._ended))
-        if link.closed or link is not self.link:
+        # a message settled before its subscription ended or its socket went is "acknowledged already" (below)
+        if (self._ended is not None or link.closed or link is not self.link) and not message.settled:
+            if not link.closed and link is self.link:
+                raise AcknowledgeInterruptedError(
+                    "%s of %r not sent: subscription %s was closed (%s); the broker redelivers the message"
+                    % (cmd, message, self.id, self._ended))
             raise AcknowledgeInterruptedError(
                 "%s of %r not sent: the connection that delivered it was lost (%s); the broker redelivers it"
                 % (cmd, message, link.close_reason))

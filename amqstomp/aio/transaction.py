@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
 from ..exception import (BrokerError, ReceiptTimeout, StompException, TransactionInDoubtError,
-                         TransactionRolledBackError)
+                         TransactionRolledBackError, UnknownMessageError)
 from ._link import LostAfterWrite
 from .subscription import TAKEN_BY
 
@@ -66,7 +66,12 @@ class Transaction:
 
     async def ack(self, message: "Message") -> None:
         """ACK ``message`` in this transaction (settled at COMMIT; an ABORT gives it back to the broker,
-        which redelivers it). Raises as :meth:`Message.ack`, and UnknownTransactionError."""
+        which redelivers it). Raises as :meth:`Message.ack`, and UnknownTransactionError;
+        UnknownMessageError also when another client delivered ``message`` (a transaction
+        is one connection's: nothing sent)."""
+        if message.subscription.client is not self.client:
+            raise UnknownMessageError("ACK of %r in transaction %s: the message belongs to another connection (another "
+                                      "Client delivered it; settle it there); nothing sent" % (message, self.id))
         await message.ack(transaction=self.id)
 
     async def commit(self, timeout: Optional[float] = None) -> None:

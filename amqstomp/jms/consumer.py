@@ -27,9 +27,10 @@ import time
 from typing import Any, Callable, Deque, List, Optional
 
 from .. import _observe
-from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, StompException
+from ..exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError, ConfigurationError, StompException
 from ..log import report_callback_error
 from .._core import ackmodes
+from .._core.callables import is_async_callable
 from .._core.settle import RECOVER, REDELIVER, ROLLBACK, listener_failed
 from .._engine.subscription import Subscription
 from .._io.timeouts import clamp_wait
@@ -83,6 +84,8 @@ class ConsumerCore:
 
     def set_message_listener(self, listener: Optional[MessageListener]) -> None:
         self._check_open()
+        if listener is not None:
+            _check_listener(listener)
         self._state.set_listener(self.ledger, listener)
 
     def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
@@ -409,6 +412,8 @@ class MessageConsumer:
 
         Raises:
             IllegalStateError: the consumer, its session or connection is closed.
+            ConfigurationError: ``listener`` is not callable, or is an ``async def`` one (nothing
+                would await it: use :mod:`amqstomp.aio` for async code).
         """
         self._core.set_message_listener(listener)
 
@@ -498,6 +503,25 @@ def acknowledge_delivered(state: SessionState) -> None:
         raise AcknowledgeInterruptedError(
             "%d message(s) not acknowledged: they came on a connection lost since (failover); the broker "
             "redelivers them" % not_acked, not_acked)
+
+
+def _check_listener(listener: Any) -> None:
+    """A MessageListener handed to ``set_message_listener``: a plain callable of the message.
+
+    Raises:
+        ConfigurationError: ``listener`` is not callable, or is an ``async def`` one (a function,
+            a ``functools.partial`` of one, an object whose ``__call__`` is one:
+            :func:`amqstomp._core.callables.is_async_callable`): the session thread calls it and
+            nobody would await the coroutine it returns, so its code would never run while its
+            messages were acknowledged.
+    """
+    if not callable(listener):
+        raise ConfigurationError("a message listener must be a callable of the message, got %r (%s)"
+                                 % (listener, type(listener).__name__))
+    if is_async_callable(listener):
+        raise ConfigurationError("message listener %r is an async function: JMS listeners are called on a session "
+                                 "thread and nothing awaits them (its messages would be acknowledged without its "
+                                 "code running); use a plain function, or amqstomp.aio for async code" % (listener,))
 
 
 def _listen(listener: Callable[[Message], Any], message: Message) -> None:

@@ -161,6 +161,8 @@ class FanInConsumer(MemberGroup):
 
         Raises:
             IllegalStateError: closed.
+            ConfigurationError: ``listener`` is not callable, or is an ``async def`` one
+                (:meth:`MessageConsumer.set_message_listener`).
         """
         self._check_open()
         for consumer in self._consumers.values():
