@@ -325,7 +325,8 @@ class BaseProtocol(StompSession):
                    receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
         """ACK/NACK ``ack_headers``' message. Raises UnknownTransactionError,
         UnknownMessageError (a message this connection does not hold),
-        AcknowledgeInterruptedError (one of a lost socket), or, on a closed
+        AcknowledgeInterruptedError (one of a lost socket, or while
+        ``disconnect()`` ends the connection), or, on a closed
         connection, NotConnectedException instead of any of them."""
         frame_headers = dict(ack_headers)  # a copy: ``ack_headers`` stays the message's identity
         if keyword_headers:
@@ -348,6 +349,9 @@ class BaseProtocol(StompSession):
             if self.reconnector is not None:
                 self._client.acknowledge_identity(command, ack_headers, frame_headers, self.subscriptions)
                 return
+            refusal = self._client.disconnect_refusal(command, ack_headers)
+            if refusal is not None:
+                raise refusal
             taken = None
             if tx is None:
                 taken = self.subscriptions.check_ack(command, ack_headers)

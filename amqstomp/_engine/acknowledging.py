@@ -38,6 +38,10 @@ from .ports import TransportPort
 
 __all__ = ["Acknowledging"]
 
+#: why an ACK/NACK refused while ``disconnect()`` ends its socket was not sent
+_DISCONNECTING = ("disconnect() began on its connection: an ACK/NACK cannot follow its DISCONNECT; the broker "
+                  "redelivers the message")
+
 
 class Acknowledging:
     """The ACK/NACK rules of :class:`amqstomp._engine.client.Client` (see the
@@ -51,6 +55,8 @@ class Acknowledging:
     #: with planned moves: held while an ACK/NACK is checked and written, and while
     #: :meth:`Client.hand_back` writes its DISCONNECT (None: no planned moves)
     move_gate: Optional[Any]
+    #: the socket open when the application last called ``disconnect()`` (0: never)
+    disconnected_seq: int
     _dispatching: threading.local
 
     def transaction_socket(self, cmd: str, headers: Mapping[str, Any]) -> int:  # pragma: no cover - the Client's
@@ -69,7 +75,8 @@ class Acknowledging:
         ``headers`` ask for (None: do not wait).
 
         Raises:
-            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover):
+            AcknowledgeInterruptedError: socket ``link_seq`` is gone (failover),
+                or ``disconnect()`` is ending it (its DISCONNECT is written):
                 nothing was written; the broker redelivers the message.
             AcknowledgeInDoubtError: written, and the socket was lost (or the
                 wait passed) before the receipt came.
@@ -101,6 +108,8 @@ class Acknowledging:
         except AcknowledgeInterruptedError:
             raise
         except (NotConnectedException, ConnectionClosedException) as exc:
+            if isinstance(exc, NotConnectedException) and self.transport.closing():
+                raise AcknowledgeInterruptedError("%s not sent: %s" % (cmd, _DISCONNECTING)) from exc
             if self.reconnector is None or not self.reconnector.armed:
                 if closed is None:
                     raise
@@ -127,6 +136,18 @@ class Acknowledging:
                     "broker (priorityBackup, rebalanceInterval); the broker redelivers the message" % cmd) from exc
             raise
 
+    def disconnect_refusal(self, command: str, ack_headers: Mapping[str, Any]) -> Optional[AcknowledgeInterruptedError]:
+        """The refusal of the application's ACK/NACK (``command``) of the message
+        ``ack_headers`` name once ``disconnect()`` began on the open socket (a
+        listener still running as it ends: the subscriptions forgot what they
+        held, and an ACK cannot follow the DISCONNECT, STOMP 1.2 "DISCONNECT"):
+        AcknowledgeInterruptedError (nothing written; the broker redelivers the
+        message); None otherwise."""
+        if self.disconnected_seq and self.disconnected_seq == self.transport.link_seq:
+            ack_id = ack_headers.get("id", ack_headers.get("message-id"))
+            return AcknowledgeInterruptedError("%s for %s not sent: %s" % (command, ack_id, _DISCONNECTING))
+        return None
+
     def acknowledge_identity(self, command: str, ack_headers: Mapping[str, Any], frame_headers: Mapping[str, Any],
                              subscriptions: Any) -> None:
         """The stomp.py API's ACK/NACK, which names a message by its ACK identity
@@ -149,9 +170,10 @@ class Acknowledging:
         written. Where identities never collide (1.2) it changes nothing.
 
         Raises:
-            AcknowledgeInterruptedError: the message came on a socket lost since
-                (nothing written; the broker redelivers it), or a cumulative ACK
-                was written but did not cover ``.count`` messages of a lost socket.
+            AcknowledgeInterruptedError: the message came on a socket lost since,
+                or ``disconnect()`` began on the open socket (nothing written; the
+                broker redelivers it), or a cumulative ACK was written but did
+                not cover ``.count`` messages of a lost socket.
             UnknownMessageError: the session does not hold the message (nothing written).
         """
         ledger = self.ledger
@@ -162,6 +184,9 @@ class Acknowledging:
         seq = ledger.socket_of(ack_headers, getattr(self._dispatching, "seq", 0), key)
         why = "the message came on a connection lost since (failover); the broker redelivers it"
         link_seq = identity_ack_socket(seq, self.transport)  # the core's rule: its socket, or nowhere
+        refusal = self.disconnect_refusal(command, ack_headers)
+        if refusal is not None:
+            raise refusal
         if link_seq == ACK_REFUSED_LOST:
             if cumulative_sub is not None:
                 ledger.answered(cumulative_sub, ack_headers, seq, None, key)

@@ -527,7 +527,9 @@ class Client(Acknowledging, Subscribing):
         (``disarm_s`` s for a reconnect in progress; ``join_s`` when None).
         ``announce``: the listeners hear ``on_disconnecting`` first. ``send(cmd,
         headers, body, write_timeout)`` writes the DISCONNECT (``transport.send_frame``
-        when None). Never raises for a connection that is gone already."""
+        when None). From the DISCONNECT's write on, any other frame asked for is refused
+        (NotConnectedException; an application's ACK once this began: AcknowledgeInterruptedError).
+        Never raises for a connection that is gone already."""
         transport = self.transport
         self.disconnected_seq = max(self.disconnected_seq, transport.link_seq)
         if self.reconnector is not None:

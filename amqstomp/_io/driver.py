@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Union
 
 from .. import _observe
 from .._core.events import LinkEvent, event_named
+from .._core.state import LinkState
 from ..codec import Frame, FrameHead
 from ..constants import SECRET_HEADERS
 from ..exception import ConnectionClosedException, FrameEncodeError, NotConnectedException, SendInDoubtError
@@ -31,6 +32,7 @@ __all__ = ["Driver", "masked_headers", "merged_headers"]
 log = logging.getLogger("amqstomp.transport")
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
+_CLOSING = LinkState.CLOSING
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -133,12 +135,20 @@ class Driver(LinkOwner):
             hooks (bool): False: not through :attr:`frame_hook` nor the
                 observer of :mod:`amqstomp._observe` (they write so themselves).
 
+        A DISCONNECT with a ``receipt`` on the open socket (no ``link_seq``: the
+        session's end, :meth:`amqstomp._engine.client.Client.disconnect`) is the
+        last frame: the socket is CLOSING from its write on, and every frame
+        asked for after it is refused (:meth:`amqstomp._io.writer.LinkWriter.write_last`).
+        One pinned to a socket (``link_seq``: a failover layer's planned move)
+        is not: that socket's end is taken over by the failover loop.
+
         Returns:
             Future | None: the receipt future when the frame asks for one.
 
         Raises:
-            NotConnectedException: no socket is open, or socket ``link_seq`` is
-                not the open one any more.
+            NotConnectedException: no socket is open, socket ``link_seq`` is
+                not the open one any more, or the open one is closing (its
+                DISCONNECT was written).
             ConnectionClosedException: the write failed, or took longer than
                 ``write_timeout`` (the link is then closed).
             FrameEncodeError: the frame cannot be written in this STOMP version,
@@ -183,11 +193,13 @@ class Driver(LinkOwner):
         data = proto.encode(cmd, clean, payload, auto_length,
                             None if head is None else head.encodings.get(proto.version) or head.encoded(proto.version))
         future = None
+        last = False
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
             if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
+                last = not link_seq  # the session's end (every API's disconnect asks a receipt)
         if log.isEnabledFor(logging.DEBUG):
             shown = merged_headers(head, clean) if head else clean
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(shown), len(payload))
@@ -202,6 +214,8 @@ class Driver(LinkOwner):
                 link.write_nowait(data)
             elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
                 link.write_deferred(data, write_timeout)
+            elif last:  # nothing may follow it
+                link.write_last(data, write_timeout)
             else:
                 link.write(data, write_timeout)
         except ConnectionClosedException as exc:
@@ -228,6 +242,13 @@ class Driver(LinkOwner):
         if head is not None and head.command != cmd:
             raise FrameEncodeError("a %s head for a %s frame" % (head.command, cmd))
         return link
+
+    def closing(self) -> bool:
+        """True while this side ends the open socket and it has not ended yet (the
+        core's CLOSING: its DISCONNECT was written, or a close is under way): no
+        frame is written on it any more."""
+        link = self._link
+        return link is not None and link.proto.link_state is _CLOSING
 
     def expect_connected(self, within_s: float, link_seq: int) -> None:
         """CONNECT went out on socket ``link_seq``: its CONNECTED is due within

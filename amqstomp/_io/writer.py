@@ -15,6 +15,11 @@ links never defer.
 A thread that must never wait on a socket (the timer: it also runs the heart-beat receive check) writes
 with :meth:`LinkWriter.write_nowait`: its frame is queued, written by the next writer before that
 writer's own frame, or by the timer once the lock is free and the socket takes bytes.
+
+The end of the session (:meth:`LinkWriter.write_last`, the DISCONNECT): under the write lock the core's
+link state becomes CLOSING and the link ``finished``, then the frames before it and the DISCONNECT are
+written. Every write after that is refused under the same lock (NotConnectedException): no frame goes out
+behind the DISCONNECT (STOMP 1.2 "DISCONNECT": the broker ignores it) while its caller is told it was sent.
 """
 import logging
 import select
@@ -26,7 +31,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Deque, List, Optional
 
 from .._core.events import LinkEnd
-from ..exception import ConnectionClosedException
+from ..exception import ConnectionClosedException, NotConnectedException
 from .channel import send_progress
 from .scheduler import Scheduler
 
@@ -92,6 +97,7 @@ class LinkWriter:
     reader: Optional[threading.Thread]
     host_and_port: Any
     read_done: threading.Event
+    state_lock: threading.Lock
     flush_owed: Optional[Callable[[], Any]]
     connect_future: "Future[Any]"
 
@@ -115,6 +121,9 @@ class LinkWriter:
         # WebSocket: one write, one message, one frame
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0 and not self.message_framed
         self.flush_scheduled = False  # a timer flush of wbuf is pending
+        #: the session's last frame (its DISCONNECT) was written (:meth:`write_last`, under the write
+        #: lock): every later write is refused (read without the lock on the hot path, as ``closed``)
+        self.finished = False
         # frames a thread that must never block queued (write_nowait: the timer's batched ACKs), in
         # the order they were queued; every writer writes them first, under the write lock
         self.nowait: Deque[bytes] = deque()
@@ -220,7 +229,8 @@ class LinkWriter:
         if write_timeout is None:  # the usual case: no clock read, the lock taken here
             lock = self.write_lock
             lock.acquire()
-            if data and not (self.wbuf or self.nowait or self.closed):  # nothing queued before it: straight out
+            if data and not (self.wbuf or self.nowait or self.closed or self.finished):
+                # nothing queued before it, not finished: straight out
                 try:  # _sendall(data), inlined: a call less per frame on the hot path
                     self.channel.sendall(data)
                     self.proto.data_written(time.monotonic() * 1000.0)
@@ -232,21 +242,59 @@ class LinkWriter:
             lock.release()
         self.lock_for_write(write_timeout)
         try:
-            deadline = None if write_timeout is None else time.monotonic() + max(0.0, write_timeout)
-            if self.nowait:
-                self.take_nowait()
-            wbuf = self.wbuf
-            if wbuf:
-                big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
-                if data and not big:
-                    wbuf.append(data)  # one system call for all
-                self._sendall(self.take_buffer(), deadline)
-                if big:
-                    self._sendall(data, deadline)
-            elif data:
-                self._sendall(data, deadline)
+            if self.finished:
+                raise self.refused()
+            self.write_locked(data, write_timeout)
         finally:
             self.write_lock.release()
+
+    def write_locked(self, data: bytes, write_timeout: Optional[float]) -> None:
+        """Under the write lock: the queued frames, the deferred ones, then ``data``
+        (each write bounded by ``write_timeout`` s; None: not bounded).
+
+        Raises:
+            ConnectionClosedException: the write failed or did not finish in time.
+        """
+        deadline = None if write_timeout is None else time.monotonic() + max(0.0, write_timeout)
+        if self.nowait:
+            self.take_nowait()
+        wbuf = self.wbuf
+        if wbuf:
+            big = len(data) >= DEFER_FLUSH_BYTES  # not copied into the join
+            if data and not big:
+                wbuf.append(data)  # one system call for all
+            self._sendall(self.take_buffer(), deadline)
+            if big:
+                self._sendall(data, deadline)
+        elif data:
+            self._sendall(data, deadline)
+
+    def write_last(self, data: bytes, write_timeout: Optional[float] = None) -> None:
+        """Write the frame that ends the session (``data``: the DISCONNECT) as
+        :meth:`write` does, after the frames queued before it, and make it the
+        last: under the write lock, before it is written, the core's link state
+        becomes CLOSING (:meth:`amqstomp._core.state.ProtocolState.closing`: the
+        socket's end is then this side's, no loss) and the link ``finished``, so
+        every later write is refused (:meth:`refused`) and none goes out behind it.
+
+        Raises:
+            ConnectionClosedException: the link is closed, the write failed or
+                did not finish within ``write_timeout`` (the link is then closed).
+        """
+        self.lock_for_write(write_timeout)
+        try:
+            with self.state_lock:  # (lock order: the write lock, then the state lock)
+                self.proto.closing()
+            self.finished = True
+            self.write_locked(data, write_timeout)
+        finally:
+            self.write_lock.release()
+
+    @staticmethod
+    def refused() -> NotConnectedException:
+        """The exception of a write refused after the session's last frame (:meth:`write_last`)."""
+        return NotConnectedException("not connected: the connection is closing (its DISCONNECT is written; "
+                                     "nothing was sent after it)")
 
     def _sendall(self, data: bytes, deadline: Optional[float] = None) -> None:
         """Under the write lock: write ``data`` whole (until ``deadline``,
@@ -291,10 +339,13 @@ class LinkWriter:
         else:
             self.lock_for_write(write_timeout)
         try:
+            proto = self.proto
+            if self.finished:
+                raise self.refused()
             if self.nowait:
                 self.take_nowait()
             wbuf = self.wbuf
-            if not wbuf and time.monotonic() * 1000.0 - self.proto.last_write_ms >= DEFER_IDLE_S * 1000.0:
+            if not wbuf and time.monotonic() * 1000.0 - proto.last_write_ms >= DEFER_IDLE_S * 1000.0:
                 # idle: nothing to coalesce with, no reason to wait
                 self._sendall(data, None if write_timeout is None else time.monotonic() + max(0.0, write_timeout))
                 return
@@ -341,9 +392,12 @@ class LinkWriter:
 
         Raises:
             ConnectionClosedException: the link is closed.
+            NotConnectedException: the session's last frame was written (:meth:`write_last`).
         """
         if self.closed:
             raise ConnectionClosedException("connection closed: %s" % self.close_reason)
+        if self.finished:
+            raise self.refused()
         self.nowait.append(data)
         if not self.nowait_scheduled:
             self.nowait_tick()
@@ -368,6 +422,9 @@ class LinkWriter:
         holds the lock or the socket does not take them."""
         self.nowait_scheduled = False
         if self.closed or not self.nowait:
+            return
+        if self.finished:  # queued as the DISCONNECT went out: lost with the socket
+            self.nowait.clear()
             return
         if self.write_lock.acquire(blocking=False):
             try:
