@@ -308,6 +308,10 @@ class FakeTransport:
     def is_connected(self) -> bool:
         return self.open
 
+    def closing(self) -> bool:
+        """The model never calls disconnect(): no socket of its is ever ending by our DISCONNECT."""
+        return False
+
     def connected_link_seq(self) -> int:
         return self.link_seq if self.open else 0
 
