@@ -656,7 +656,10 @@ def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
     def script(peer):
         while not any(f.data.startswith(b"SUBSCRIBE") for f in peer.frames(1)):
             pass  # from here on it reads nothing
-        peer.sock.settimeout(1.0)  # a send that waits this long: the client stopped reading
+        # a send that waits this long: the client stopped reading (a client that blocks writing
+        # pongs never reads again; 1 s was too short for a reader starved of CPU under CI's load:
+        # 44,000 pings went, then one send waited 1 s and the MESSAGE was never sent)
+        peer.sock.settimeout(5.0)
         deadline = time.monotonic() + 10
         try:
             while sent["pings"] < 200_000 and time.monotonic() < deadline:
@@ -677,7 +680,7 @@ def test_pings_from_a_peer_that_stops_reading_never_block_the_reader():
     took = None
     try:
         conn.subscribe("/queue/a", id="1")
-        got = listener.wait_messages(1, timeout=20)
+        got = listener.wait_messages(1, timeout=30)
         print("pings sent: %d, message sent: %s" % (sent["pings"], sent["message"]))
         assert [m.headers["message-id"] for m in got] == ["after"]  # the reader kept reading
         started = time.monotonic()
