@@ -39,9 +39,10 @@ The ratios:
   ``client`` acks at prefetch 10 (stomp.py stalls 40 ms per window there);
 * aio -- ``bench/aio.py --stompman --runs 1`` in a child process (its own ActiveMQ;
   ``aio_count`` 256 B messages per case): amqstomp.aio's ``async for`` + ``await
-  message.ack()`` consumer (client-individual) over stompman 3.x's at prefetch 1000, and
-  over amqstomp's threaded API at prefetch 1 (msg/s, both of a pair measured in the same
-  run; issue 23);
+  message.ack()`` consumer (client-individual) over stompman 3.x's at prefetch 1000 (msg/s,
+  and stompman's process CPU per message over aio's: the steadier of the two under load),
+  and over amqstomp's threaded API at prefetch 1 (msg/s); both of a pair measured in the
+  same run (issue 23);
 * produce -- when ``bench/produce.py`` exists and the floors file gates one of
   its figures (``bench = "produce"`` plus a ``json_key`` into its JSON); it
   is skipped with a note otherwise.
@@ -147,12 +148,13 @@ class MetricDef:
         direction (:data:`HIGHER` | :data:`LOWER`), label (str: what it is),
         codec_case (str: a case name in bench/codec.py's JSON),
         cases ((amqstomp case, stomp.py case), each (client, ack, prefetch)),
-        quantity (``msg_per_s`` | ``consume_cpu_per_msg``),
+        quantity (``msg_per_s`` | ``consume_cpu_per_msg``; aio: ``msg_per_s`` | ``cpu_per_msg``),
         backlog (str: the setting giving the consume backlog),
         json_key (str: dotted path into bench/produce.py's JSON),
         ic_case (str: a case of bench/instructions.py; ``bench = "instructions"``),
         aio_pair ((case, API, API): a case of bench/aio.py --stompman and the two APIs whose
-            msg/s it divides; ``bench = "aio"``).
+            ``quantity`` it divides: ``msg_per_s`` ours / theirs, ``cpu_per_msg`` theirs / ours;
+            ``bench = "aio"``).
     """
 
     def __init__(self, name: str, bench: str, direction: str, label: str, codec_case: str = "",
@@ -206,10 +208,15 @@ BUILTIN_METRICS: Dict[str, MetricDef] = {m.name: m for m in (
     # issue 23: amqstomp.aio against stompman 3.x and against amqstomp's threaded API (bench/aio.py --stompman)
     MetricDef("aio_p1000_vs_stompman", "aio", HIGHER,
               "consume msg/s, p1000 256 B client-individual: amqstomp.aio async for + ack / stompman",
-              aio_pair=("ack-p1000", "aio", "stompman")),
+              aio_pair=("ack-p1000", "aio", "stompman"), quantity="msg_per_s"),
+    # the load-proof one: process CPU seconds per message, stompman's over amqstomp.aio's (so higher is
+    # better, like the msg/s ratio); both measured by bench/aio.py in the same run
+    MetricDef("aio_p1000_cpu_vs_stompman", "aio", HIGHER,
+              "consumer CPU per message, p1000 256 B client-individual: stompman / amqstomp.aio async for + ack",
+              aio_pair=("ack-p1000", "aio", "stompman"), quantity="cpu_per_msg"),
     MetricDef("aio_p1_vs_threaded", "aio", HIGHER,
               "consume msg/s, p1 256 B client-individual: amqstomp.aio async for + ack / amqstomp threaded",
-              aio_pair=("client-individual-p1", "aio", "threaded")),
+              aio_pair=("client-individual-p1", "aio", "threaded"), quantity="msg_per_s"),
 )}
 #: callgrind instruction counts per message, one metric per case of bench/instructions.py
 INSTRUCTION_PREFIX = "instructions_"
@@ -477,15 +484,24 @@ def run_aio(settings: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
 
 
 def aio_value(data: Optional[Dict[str, Any]], definition: MetricDef) -> Tuple[Optional[float], str]:
-    """msg/s of one API over another's, both from the same bench/aio.py --stompman run."""
+    """One ratio of two APIs, both rows from the same bench/aio.py --stompman run.
+
+    ``quantity`` ``msg_per_s``: ours over theirs; ``cpu_per_msg`` (the child's process CPU
+    seconds per message, ``cpu_us_per_msg`` in the rows): theirs over ours. Either way above 1
+    means amqstomp is ahead. Returns (ratio or None, why None)."""
     if data is None:
         return None, ""
     case, ours, theirs = definition.aio_pair
-    rates = {row.get("api"): row.get("msg_per_s") for row in (data.get("stompman") or {}).get("rows", ())
-             if row.get("case") == case}
-    a, b = rates.get(ours), rates.get(theirs)
+    field = {"msg_per_s": "msg_per_s", "cpu_per_msg": "cpu_us_per_msg"}.get(definition.quantity)
+    if field is None:
+        raise ValueError("aio metric %s: unknown quantity %r" % (definition.name, definition.quantity))
+    values = {row.get("api"): row.get(field) for row in (data.get("stompman") or {}).get("rows", ())
+              if row.get("case") == case}
+    a, b = values.get(ours), values.get(theirs)
     if not usable(a) or not usable(b):
-        return None, "bench/aio.py reported no msg/s for %s %s / %s" % (case, ours, theirs)
+        return None, "bench/aio.py reported no %s for %s %s / %s" % (field, case, ours, theirs)
+    if field == "cpu_us_per_msg":
+        return float(b) / float(a), ""
     return float(a) / float(b), ""
 
 

@@ -123,6 +123,24 @@ def test_aio_ratios_from_one_bench_aio_run():
     assert gate.aio_value(None, p1) == (None, "")
 
 
+@pytest.mark.timeout(10)
+def test_aio_cpu_ratio_is_stompmans_cpu_per_message_over_aios_from_the_same_run():
+    # the load-proof aio gate: stompman's process CPU per message over amqstomp.aio's (higher is better),
+    # from the rows of one bench/aio.py --stompman run, whatever their msg/s
+    data = {"stompman": {"rows": [
+        {"case": "ack-p1000", "api": "aio", "msg_per_s": 1000.0, "cpu_us_per_msg": 8.0},
+        {"case": "ack-p1000", "api": "aio-run", "msg_per_s": 1000.0, "cpu_us_per_msg": 2.0},
+        {"case": "ack-p1000", "api": "stompman", "msg_per_s": 900.0, "cpu_us_per_msg": 120.0},
+        {"case": "client-individual-p1", "api": "aio", "msg_per_s": 9000.0, "cpu_us_per_msg": 1.0}]}}
+    cpu = gate.BUILTIN_METRICS["aio_p1000_cpu_vs_stompman"]
+    assert cpu.bench == "aio" and cpu.direction == gate.HIGHER and cpu.unit == "ratio"
+    assert gate.aio_value(data, cpu) == (pytest.approx(15.0), "")
+    assert gate.aio_value(data, gate.BUILTIN_METRICS["aio_p1000_vs_stompman"]) == (pytest.approx(1000 / 900), "")
+    data["stompman"]["rows"][2]["cpu_us_per_msg"] = None  # stompman's CPU not measured: no value, and why
+    value, err = gate.aio_value(data, cpu)
+    assert value is None and "cpu_us_per_msg" in err and "ack-p1000" in err
+
+
 # --------------------------------------------------------------------------- the floors file
 
 GOOD = """
