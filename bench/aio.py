@@ -19,15 +19,20 @@ Each case runs ``--runs`` times (3), and the report gives the median.
 extra) on the same broker, in the same run: ``ack-p1000`` (client-individual, prefetch 1000:
 aio ``async for`` + ``await message.ack()``, aio ``sub.run(handler)``, stompman's
 ``subscribe`` handler form, which ACKs on return), ``client-individual-p1`` (the same at
-prefetch 1, the threaded API too) and ``produce`` (no receipts, one at the end). The ratios
-aio/stompman (msg/s) and stompman/aio (CPU per message) are computed inside each repetition,
-then the median is taken; the result goes under the ``stompman`` key of the JSON report,
-merged into the existing file (its other keys kept).
+prefetch 1, the threaded API too), ``produce`` (non-persistent, no receipts, one at the end),
+``consume-1mib`` (``--big-count`` 1 MiB bodies, 50 by default, client-individual, prefetch 1000;
+aio, threaded, stompman) and ``produce-tx100`` (non-persistent SENDs in transactions of 100,
+each COMMIT's RECEIPT awaited before the next BEGIN; stompman cannot ask one, so its COMMITs
+are written unwaited and one receipted SEND ends its run). The ratios aio/stompman (msg/s) and
+stompman/aio (CPU per message) are computed inside each repetition, then the median is taken;
+the result goes under the ``stompman`` key of the JSON report, merged into the existing file
+(its other keys kept; a run of some ``--cases`` keeps the other cases' rows, their run named
+under ``earlier``).
 
 Usage::
 
     python bench/aio.py [--count N] [--runs R] [--json [PATH]]
-    python bench/aio.py --stompman [--count 10000] [--json [PATH]]   # against stompman
+    python bench/aio.py --stompman [--count 10000] [--big-count 50] [--cases C,..] [--json [PATH]]
     python bench/aio.py --reader-probe     # asyncio.Protocol vs a StreamReader task, no broker
 """
 import argparse
@@ -48,6 +53,16 @@ from bench._common import (default_json_path, fill_queue, format_table, machine_
                            start_broker, write_json)
 
 BODY = 256
+#: body size per case when not :data:`BODY` (bytes)
+CASE_BODY = {"consume-1mib": 1 << 20}
+#: SENDs per transaction per case (BEGIN, the SENDs, COMMIT with its RECEIPT awaited)
+CASE_BATCH = {"produce-tx100": 100}
+#: cases that take ``--big-count`` messages instead of ``--count``
+BIG_CASES = ("consume-1mib",)
+
+
+def _body(spec: Dict[str, Any]) -> bytes:
+    return (b"0123456789abcdef" * (spec["body"] // 16 + 1))[:spec["body"]]
 
 
 def _cpu() -> float:
@@ -153,12 +168,21 @@ def _threaded_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
 async def _aio_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
     import amqstomp.aio
 
-    body = b"x" * BODY
+    body = _body(spec)
+    count, batch = spec["count"], spec["batch"]
     async with amqstomp.aio.connect(spec["url"]) as client:
         t0, c0 = time.perf_counter(), _cpu()
-        for _ in range(spec["count"] - 1):
-            await client.send(spec["queue"], body, receipt=False)
-        await client.send(spec["queue"], body, receipt=True, timeout=60)
+        if batch:
+            sent = 0
+            while sent < count:
+                async with client.transaction(timeout=60) as tx:  # COMMIT's RECEIPT awaited on exit
+                    for _ in range(min(batch, count - sent)):
+                        await tx.send(spec["queue"], body)
+                        sent += 1
+        else:
+            for _ in range(count - 1):
+                await client.send(spec["queue"], body, receipt=False)
+            await client.send(spec["queue"], body, receipt=True, timeout=60)
         t1, c1 = time.perf_counter(), _cpu()
     return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
 
@@ -166,16 +190,28 @@ async def _aio_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
 def _threaded_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
     import amqstomp
 
-    body = b"x" * BODY
+    body = _body(spec)
+    count, batch = spec["count"], spec["batch"]
     host, port = spec["url"][len("stomp://"):].split(":")
     conn = amqstomp.Connection12([(host, int(port))], auto_decode=False, heartbeats=(0, 0))
     conn.connect(wait=True, timeout=30)
     t0, c0 = time.perf_counter(), _cpu()
-    for _ in range(spec["count"] - 1):
-        conn.send(spec["queue"], body)
-    receipt = "r-" + uuid.uuid4().hex
-    conn.send(spec["queue"], body, headers={"receipt": receipt})
-    conn.wait_for_receipt(receipt, timeout=60)
+    if batch:
+        sent = 0
+        while sent < count:
+            tx = conn.begin()
+            for _ in range(min(batch, count - sent)):
+                conn.send(spec["queue"], body, headers={"transaction": tx})
+                sent += 1
+            receipt = "c-%d" % sent
+            conn.commit(tx, headers={"receipt": receipt})
+            conn.wait_for_receipt(receipt, timeout=60)
+    else:
+        for _ in range(count - 1):
+            conn.send(spec["queue"], body)
+        receipt = "r-" + uuid.uuid4().hex
+        conn.send(spec["queue"], body, headers={"receipt": receipt})
+        conn.wait_for_receipt(receipt, timeout=60)
     t1, c1 = time.perf_counter(), _cpu()
     conn.disconnect()
     return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
@@ -219,24 +255,42 @@ async def _stompman_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
 
 
 async def _stompman_produce(spec: Dict[str, Any]) -> Dict[str, Any]:
-    body = b"x" * BODY
+    """Sends without receipts, then one with a receipt. Transacted (``batch``): stompman cannot
+    ask a RECEIPT for a COMMIT, so its COMMITs are written, not waited; one SEND with a receipt
+    after the last one (outside any transaction: one message more) ends the timed span once the
+    broker has processed every COMMIT. That favours stompman: its batches are pipelined."""
+    body = _body(spec)
+    count, batch = spec["count"], spec["batch"]
     async with _stompman_server(spec) as client:
         t0, c0 = time.perf_counter(), _cpu()
-        for _ in range(spec["count"] - 1):
-            await client.send(body, spec["queue"])
-        await client.send(body, spec["queue"], receipt_timeout=60)
+        if batch:
+            sent = 0
+            while sent < count:
+                async with client.begin() as tx:
+                    for _ in range(min(batch, count - sent)):
+                        await tx.send(body, spec["queue"])
+                        sent += 1
+            await client.send(body, spec["queue"], receipt_timeout=60)
+        else:
+            for _ in range(count - 1):
+                await client.send(body, spec["queue"])
+            await client.send(body, spec["queue"], receipt_timeout=60)
         t1, c1 = time.perf_counter(), _cpu()
     return {"received": spec["count"], "seconds": t1 - t0, "cpu": c1 - c0}
+
+
+def _produces(case: str) -> bool:
+    return case.startswith("produce")
 
 
 def child_main(spec_json: str) -> None:
     spec = json.loads(spec_json)
     if spec["api"] == "stompman":
-        result = asyncio.run(_stompman_produce(spec) if spec["case"] == "produce" else _stompman_consume(spec))
+        result = asyncio.run(_stompman_produce(spec) if _produces(spec["case"]) else _stompman_consume(spec))
     elif spec["api"].startswith("aio"):
-        result = asyncio.run(_aio_produce(spec) if spec["case"] == "produce" else _aio_consume(spec))
+        result = asyncio.run(_aio_produce(spec) if _produces(spec["case"]) else _aio_consume(spec))
     else:
-        result = _threaded_produce(spec) if spec["case"] == "produce" else _threaded_consume(spec)
+        result = _threaded_produce(spec) if _produces(spec["case"]) else _threaded_consume(spec)
     print(json.dumps(result))
 
 
@@ -311,30 +365,39 @@ APIS = {"handlers-p1000": ("aio", "aio-run4", "aio-sem4")}
 #: ``--stompman``: (case, ack, prefetch, APIs)
 STOMPMAN_CASES = [("ack-p1000", "client-individual", 1000, ("aio", "aio-run", "stompman")),
                   ("client-individual-p1", "client-individual", 1, ("aio", "threaded", "stompman")),
-                  ("produce", "", 0, ("aio", "threaded", "stompman"))]
+                  ("produce", "", 0, ("aio", "threaded", "stompman")),
+                  ("consume-1mib", "client-individual", 1000, ("aio", "threaded", "stompman")),
+                  ("produce-tx100", "", 0, ("aio", "threaded", "stompman"))]
 
 
 def _run_case(broker: Any, url: str, case: str, ack: str, prefetch: int, apis: Any,
               args: Any) -> Dict[str, List[Dict[str, Any]]]:
     """``args.runs`` repetitions of ``case``, the APIs interleaved (the machine's load moves them alike)."""
     runs: Dict[str, List[Dict[str, Any]]] = {api: [] for api in apis}
+    count = case_count(case, args)
+    body = CASE_BODY.get(case, BODY)
     for _ in range(args.runs):
         for api in apis:
             queue = "/queue/bench-aio-%s" % uuid.uuid4().hex[:8]
-            if case != "produce":
-                fill_queue(broker.host_and_ports, queue, args.count, BODY)
-            spec = {"api": api, "case": case, "ack": ack, "prefetch": prefetch, "count": args.count,
-                    "queue": queue, "url": url, "deadline": args.deadline}
+            if not _produces(case):
+                fill_queue(broker.host_and_ports, queue, count, body)
+            spec = {"api": api, "case": case, "ack": ack, "prefetch": prefetch, "count": count, "body": body,
+                    "batch": CASE_BATCH.get(case, 0), "queue": queue, "url": url, "deadline": args.deadline}
             child = run_child([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
                               args.deadline + 30)
             try:
                 result = json.loads(child.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 raise SystemExit("%s %s failed: %s" % (api, case, child.stderr[-2000:]))
-            if result["received"] != args.count:
-                raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], args.count))
+            if result["received"] != count:
+                raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], count))
             runs[api].append(result)
     return runs
+
+
+def case_count(case: str, args: Any) -> int:
+    """Messages per repetition of ``case``: ``--big-count`` for the 1 MiB case, else ``--count``."""
+    return int(getattr(args, "big_count", 50)) if case in BIG_CASES else int(args.count)
 
 
 def _summarise(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -342,7 +405,8 @@ def _summarise(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[st
     for api, results in runs.items():
         rates = [r["received"] / r["seconds"] for r in results]
         cpus = [r["cpu"] / r["received"] * 1e6 for r in results]
-        rows.append({"case": case, "api": api, "msg_per_s": statistics.median(rates),
+        rows.append({"case": case, "api": api, "body": CASE_BODY.get(case, BODY), "count": results[0]["received"],
+                     "msg_per_s": statistics.median(rates),
                      "cpu_us_per_msg": statistics.median(cpus), "runs": results})
         print("%-22s %-9s %9.0f msg/s %6.1f us CPU/msg  (runs: %s; %s us)" % (
             case, api, rows[-1]["msg_per_s"], rows[-1]["cpu_us_per_msg"],
@@ -386,16 +450,42 @@ def _stompman_main(args: Any) -> Dict[str, Any]:
                        ["case", "API", "msg/s (median)", "CPU us/msg (median)"]))
     machine = machine_info()
     machine["stompman"] = importlib.metadata.version("stompman")
-    section = {"machine": machine, "count": args.count, "body": BODY, "runs": args.runs, "rows": rows,
-               "ratios": ratios}
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    section = {"machine": machine, "measured": when, "count": args.count, "big_count": args.big_count, "body": BODY,
+               "case_body": CASE_BODY, "case_batch": CASE_BATCH, "runs": args.runs, "rows": rows, "ratios": ratios}
     if args.json:
-        write_json(args.json, _merged(args.json, {"stompman": section}))
+        old = _merged(args.json, {}).get("stompman")
+        write_json(args.json, _merged(args.json, {"stompman": merged_section(old, section)}))
     return section
+
+
+def merged_section(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> Dict[str, Any]:
+    """``new`` (a ``--stompman`` run, maybe of some ``--cases`` only) plus the rows and ratios of
+    ``old`` for the cases ``new`` did not measure, so a run of one case does not erase the others'
+    figures. Each kept row's run is described under ``earlier`` (its machine, load, count, time);
+    the rows of ``new`` take the section's own ``machine`` and ``measured``."""
+    cases = {row["case"] for row in new["rows"]}
+    kept_rows = [r for r in (old or {}).get("rows", ()) if r.get("case") not in cases]
+    if not kept_rows:
+        return new
+    assert old is not None
+    kept_ratios = [r for r in old.get("ratios", ()) if r.get("case") not in cases]
+    earlier = list(old.get("earlier", ()))
+    described = {case for run in earlier for case in run.get("cases", ())}
+    left = sorted({r["case"] for r in kept_rows} - described)
+    if left:
+        earlier.append({"cases": left, **{k: old[k] for k in ("machine", "measured", "count", "runs") if k in old}})
+    earlier = [dict(run, cases=[c for c in run["cases"] if c not in cases]) for run in earlier]
+    out = dict(new, rows=kept_rows + new["rows"], ratios=kept_ratios + new["ratios"])
+    out["earlier"] = [run for run in earlier if run["cases"]]
+    return out
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=20000)
+    parser.add_argument("--big-count", type=int, default=50,
+                        help="messages per repetition of the 1 MiB case (--stompman's consume-1mib)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--deadline", type=float, default=120.0)
     parser.add_argument("--json", nargs="?", const=default_json_path("aio"), default=None)

@@ -1,6 +1,7 @@
 """Smoke test of bench/aio.py's stompman comparison: each API's child consumes a tiny backlog
-(client-individual, so every message is ACKed) and produces, against a real ActiveMQ; then the
-per-repetition ratios and the JSON merge. Counts and fields only; no timing assertions."""
+(client-individual, so every message is ACKed; 256 B bodies, and a few 1 MiB ones) and produces
+(without receipts, and in transactions of 100 with the COMMIT waited), against a real ActiveMQ;
+then the per-repetition ratios and the JSON merge. Counts and fields only; no timing assertions."""
 import argparse
 import json
 import os
@@ -17,21 +18,36 @@ pytest.importorskip("stompman", reason="stompman is bench/aio.py's asyncio compa
 from bench import aio  # noqa: E402
 
 COUNT = 200
+BIG_COUNT = 5  # 1 MiB bodies: stompman spends about 125 ms of CPU on each
 
 
 @pytest.mark.broker
 @pytest.mark.compiled_pass_only
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize("case, ack, prefetch, apis", aio.STOMPMAN_CASES)
 def test_every_api_consumes_or_sends_the_whole_count(activemq_factory, case, ack, prefetch, apis):
     broker = activemq_factory()
     host, port = broker.host_and_ports[0]
-    args = argparse.Namespace(runs=1, count=COUNT, deadline=60.0)
-    # _run_case exits (SystemExit) when a child fails or receives fewer than COUNT messages
+    args = argparse.Namespace(runs=1, count=COUNT, big_count=BIG_COUNT, deadline=60.0)
+    expected = BIG_COUNT if case == "consume-1mib" else COUNT
+    assert aio.case_count(case, args) == expected
+    # _run_case exits (SystemExit) when a child fails or receives fewer than the count
     runs = aio._run_case(broker, "stomp://%s:%d" % (host, port), case, ack, prefetch, apis, args)
     assert sorted(runs) == sorted(apis)
     for api, results in runs.items():
-        assert [r["received"] for r in results] == [COUNT], api
+        assert [r["received"] for r in results] == [expected], api
         assert results[0]["seconds"] > 0 and results[0]["cpu"] >= 0, (api, results)
+
+
+def test_the_bench_has_the_issues_cases_against_stompman_and_the_threaded_api():
+    # issue 23: 1 MiB bodies, produce non-persistent async, transacted batches of 100 -- each aio vs
+    # stompman vs the threaded API in the same run
+    cases = {case: apis for case, _, _, apis in aio.STOMPMAN_CASES}
+    for case in ("consume-1mib", "produce", "produce-tx100"):
+        assert set(cases[case]) == {"aio", "threaded", "stompman"}, case
+    assert aio.CASE_BODY["consume-1mib"] == 1 << 20 and aio.CASE_BATCH["produce-tx100"] == 100
+    assert aio.case_count("consume-1mib", argparse.Namespace(count=10000, big_count=7)) == 7
+    assert aio.case_count("produce-tx100", argparse.Namespace(count=10000, big_count=7)) == 10000
 
 
 def test_ratios_are_per_repetition_and_relative_to_stompman():
@@ -50,3 +66,25 @@ def test_json_merge_keeps_the_other_keys(tmp_path):
     merged = aio._merged(path, {"stompman": {"rows": [2]}})
     assert merged == {"rows": [1], "machine": {"a": 1}, "stompman": {"rows": [2]}}
     assert aio._merged(str(tmp_path / "absent.json"), {"rows": [3]}) == {"rows": [3]}
+
+
+def test_a_run_of_some_cases_keeps_the_other_cases_figures_and_says_when_they_were_measured():
+    old = {"machine": {"loadavg": [9]}, "count": 10000, "runs": 3,
+           "rows": [{"case": "ack-p1000", "api": "aio"}, {"case": "produce", "api": "aio"}],
+           "ratios": [{"case": "ack-p1000", "api": "aio"}, {"case": "produce", "api": "aio"}]}
+    new = {"machine": {"loadavg": [2]}, "measured": "T2", "count": 10000, "runs": 3,
+           "rows": [{"case": "produce", "api": "aio", "new": 1}],
+           "ratios": [{"case": "produce", "api": "aio", "new": 1}]}
+    merged = aio.merged_section(old, new)
+    assert merged["rows"] == [{"case": "ack-p1000", "api": "aio"}, {"case": "produce", "api": "aio", "new": 1}]
+    assert merged["ratios"] == [{"case": "ack-p1000", "api": "aio"}, {"case": "produce", "api": "aio", "new": 1}]
+    assert merged["machine"] == {"loadavg": [2]}
+    assert merged["earlier"] == [{"cases": ["ack-p1000"], "machine": {"loadavg": [9]}, "count": 10000, "runs": 3}]
+    # a later run of ack-p1000 replaces the earliest figures: produce's run is the earlier one now
+    newer = dict(new, measured="T3", rows=[{"case": "ack-p1000", "api": "aio", "new": 2}], ratios=[])
+    again = aio.merged_section(merged, newer)
+    assert again["rows"] == [{"case": "produce", "api": "aio", "new": 1}, {"case": "ack-p1000", "api": "aio", "new": 2}]
+    assert again["earlier"] == [{"cases": ["produce"], "machine": {"loadavg": [2]}, "measured": "T2", "count": 10000,
+                                 "runs": 3}]
+    assert aio.merged_section(None, new) == new and aio.merged_section(old, dict(old, measured="T4")) == dict(
+        old, measured="T4")
