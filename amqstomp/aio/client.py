@@ -45,7 +45,7 @@ __all__ = ["connect", "Client"]
 
 log = logging.getLogger("amqstomp.aio")
 
-Hosts = Union[str, Sequence[Tuple[str, int]]]
+Hosts = Union[str, Sequence[Tuple[str, Union[int, str]]]]
 #: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
 AckMode = Literal["auto", "client", "client-individual"]
 #: the message of the BrokerError ``on_error`` is given (the broker's reason follows)
@@ -70,7 +70,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             ``stomp+ssl://host:port`` (the URI grammar of :func:`amqstomp.uri.parse_uri`; its
             ``heartBeat``, ``host``, ``stompVersion``, ``jms.userName``/``jms.password``,
             ``jms.clientID`` options fill the arguments left at their defaults), or
-            (host, port) pairs tried in order until one connects, or a ``failover:(...)?...`` URI:
+            (host, port) pairs tried in order until one connects (a port is an int or a str of
+            its digits, ``"61613"``, as the threaded API takes it), or a ``failover:(...)?...`` URI:
             reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
             ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
             subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
@@ -107,7 +108,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
 
     Raises:
         ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
-            list of (host, port) pairs, an unknown ``broker`` or ``version`` (a str), a
+            list of (host, port) pairs, a bad host or a port that is no number from 1 to 65535
+            (``"abc"``: named in the message), an unknown ``broker`` or ``version`` (a str), a
             ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number), a ``login`` or
             ``passcode`` that is not a str (or None).
         InvalidTimeoutError: a timeout that is not a finite number >= :data:`MIN_TIMEOUT_S` (or None).

