@@ -62,3 +62,22 @@ def test_both_apis_refuse_a_port_that_is_no_number_by_name(port):
         conn.connect("admin", "admin", wait=True, timeout=5)
     for raised, name in ((aio_error, "url_or_hosts"), (threaded_error, "host_and_ports")):
         assert "bad port %r in %s entry %r" % (port, name, entry) in str(raised.value), str(raised.value)
+
+
+# ------------------------------------------------------------ 3. bad command-line values
+
+@pytest.mark.parametrize("args, named", [
+    (["--heartbeats", "x,y"], "argument --heartbeats: invalid heartbeats 'x,y', expecting cx,cy"),
+    (["--heartbeats", "1,2,3"], "argument --heartbeats: invalid heartbeats '1,2,3'"),
+    (["-F", "no-such-file.txt"], "argument -F/--file: File no-such-file.txt was not found"),
+    (["-F", "."], "argument -F/--file: . is not a file"),
+    (["-L", " "], "argument -L/--listen: a destination name such as /queue/orders is expected"),
+])
+def test_a_bad_cli_value_is_a_usage_error_naming_its_option(tmp_path, args, named):
+    """argparse's convention (status 2, usage, the option named), before any connect: port 1
+    has no broker, so a value let through would end in a connect failure (status 1) instead."""
+    proc = subprocess.run(AMQSTOMP + ["-P", "1", "--timeout", "5"] + args, cwd=str(tmp_path), capture_output=True,
+                          text=True, timeout=60, env=cli_env(str(tmp_path)))
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "usage: amqstomp" in proc.stderr and named in proc.stderr, proc.stderr
+    assert "cannot connect" not in proc.stderr and proc.stdout == ""
