@@ -142,6 +142,7 @@ class StompSession:
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = attempts_defaulted
         self._attempts_warned = False
+        self._length_warned = False  # a caller's content-length that is not the body's size: warned about once
         if heartbeats is None:
             heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
         try:

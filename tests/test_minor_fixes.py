@@ -30,6 +30,43 @@ def queue(tag: str) -> str:
     return "/queue/minor-%s-%s" % (tag, uuid.uuid4().hex[:10])
 
 
+# ------------------------------------------------------------ 1. a caller's content-length
+
+@pytest.mark.parametrize("auto", [True, False], ids=["auto", "no-auto"])
+def test_a_content_length_that_is_not_the_bodys_size_is_replaced_as_stomp_py_does_and_said(
+        stomp_connect, caplog, auto):
+    """stomp.py 9.0 writes every given content-length as the body's size (utils.convert_frame),
+    auto_content_length or not: so does amqstomp (the broker gets the whole body), and it is no
+    longer silent: one WARNING names the value given and the size sent, later ones are DEBUG."""
+    conn, col = stomp_connect(auto_content_length=auto)
+    dest = queue("cl")
+    conn.subscribe(dest, id="1", ack="auto")
+    with caplog.at_level(logging.DEBUG, logger="amqstomp.connection"):
+        conn.send(dest, "hello world", headers={"content-length": 5})
+        conn.send(dest, "h\u00e9llo", headers={"content-length": "6"})  # 6 bytes encoded: no mismatch
+        conn.send(dest, "hello again", headers={"content-length": "3"})
+    bodies = [frame.body for frame in col.wait_messages(3)]
+    assert bodies == ["hello world", "h\u00e9llo", "hello again"]
+    said = [r for r in caplog.records if "content-length" in r.getMessage() and r.name == "amqstomp.connection"]
+    assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG], [r.getMessage() for r in said]
+    assert "content-length 5 given for a body of 11 bytes: 11 is sent" in said[0].getMessage()
+
+
+def test_the_asyncio_api_refuses_a_content_length_that_is_not_the_bodys_size(activemq):
+    """The asyncio API has no stomp.py code to keep working: a mismatch is refused, named,
+    nothing written (the connection goes on)."""
+    dest = new_queue("minor-cl")
+
+    async def main() -> List[Any]:
+        async with amqstomp.aio.connect(url(activemq), login="admin", passcode="admin") as client:
+            with pytest.raises(FrameEncodeError, match=r"content-length='5'.*11 bytes"):
+                await client.send(dest, "hello world", {"content-length": 5})
+            await client.send(dest, "hello world", {"content-length": 11})
+            async with client.subscribe(dest) as sub:
+                return [(await sub.get(timeout=10)).body]
+    assert run(main()) == [b"hello world"]
+
+
 # ------------------------------------------------------------ 2. a str port, in both APIs
 
 def test_both_apis_take_a_port_given_as_a_str_of_digits(activemq):
