@@ -30,7 +30,8 @@ from ._core.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
 from .exception import (
-    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
+    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, ReceiptTimeout,
+    StompException,
 )
 from ._engine.failover import Reconnector
 from ._engine.subscription import SubscriptionManager
@@ -558,6 +559,10 @@ class StompSession:
 
         Args:
             receipt (str | None): receipt id to use (a fresh one when None).
+
+        No RECEIPT within the bound (a frozen broker): it returns all the same, as
+        stomp.py's, and logs a WARNING (``amqstomp.connection``) naming the receipt id
+        and the seconds waited: the broker may not have handled what came before.
         """
         self._ledger.clear_transactions()
         self._raw_subscriptions.clear()
@@ -567,10 +572,14 @@ class StompSession:
             stomppy_wire.disconnect(self.transport, self.send_frame, frame_headers, receipt)
             return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
-        self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
-                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
-                                send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame()
-                                else None)
+        missed = self._client.disconnect(
+            self.subscriptions, wait_s, frame_headers, announce=True, reason="disconnected by the client",
+            join_s=DEFAULT_CLOSE_TIMEOUT,
+            send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame() else None)
+        if isinstance(missed, ReceiptTimeout):
+            log.warning("disconnect(): no RECEIPT for the DISCONNECT's receipt %r within %.3g s (the connection's "
+                        "timeout, else %g s): the socket was closed without it (%s)", frame_headers["receipt"],
+                        wait_s, DEFAULT_DISCONNECT_TIMEOUT, missed)
 
     def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
                          write_timeout: Optional[float]) -> Any:

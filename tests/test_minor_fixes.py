@@ -141,3 +141,47 @@ def test_a_command_files_message_prints_before_the_next_commands_output(activemq
         lines = [re.sub(r"^(Transaction id|Committing)\b.*", r"\1", line) for line in lines]
         assert lines[1:] == ["plain-%d" % run_no, "VERSION", "rec-%d" % run_no, "Transaction id", "VERSION",
                              "Committing", "tx-%d" % run_no, "Unsubscribing from '%s'" % dest], proc.stdout
+
+
+# ------------------------------------------------------------ 5. a DISCONNECT receipt that never came
+
+def test_disconnect_to_a_frozen_broker_returns_in_its_bound_and_warns_naming_the_receipt(
+        activemq, tcp_proxy_factory, caplog):
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    conn = amqstomp.Connection12([proxy.address], timeout=1.0)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    proxy.stall()  # receives, never answers
+    with caplog.at_level(logging.WARNING, logger="amqstomp.connection"):
+        started = time.monotonic()
+        conn.disconnect(receipt="frozen-receipt")  # no exception: stomp.py's disconnect() raises none either
+        took = time.monotonic() - started
+    assert took < 1.0 + 10.0, took  # its bound (1 s) and the threads' join
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "frozen-receipt" in r.getMessage()]
+    assert len(said) == 1 and "within 1 s" in said[0], [r.getMessage() for r in caplog.records]
+    assert not conn.is_connected()
+
+
+def test_disconnect_with_its_receipt_answered_warns_of_nothing(stomp_connect, caplog):
+    conn, _ = stomp_connect()
+    with caplog.at_level(logging.WARNING, logger="amqstomp"):
+        conn.disconnect(receipt="answered-receipt")
+    assert not [r for r in caplog.records if "answered-receipt" in r.getMessage()]
+
+
+def test_aio_close_to_a_frozen_broker_warns_without_raising(activemq, tcp_proxy_factory, caplog):
+    """close() runs as ``async with``'s exit: it does not raise for the broker's silence (an
+    error there would hide the block's own); it says so at WARNING (it was INFO)."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+
+    async def main() -> float:
+        client = await amqstomp.aio.connect("stomp://%s:%d" % proxy.address, login="admin", passcode="admin",
+                                            close_timeout=1.0)
+        proxy.stall()
+        started = time.monotonic()
+        await client.close()
+        return time.monotonic() - started
+    with caplog.at_level(logging.WARNING, logger="amqstomp.aio"):
+        took = run(main())
+    assert took < 5.0, took
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "DISCONNECT" in r.getMessage()]
+    assert len(said) == 1 and "no RECEIPT for the DISCONNECT within 1 s" in said[0], said

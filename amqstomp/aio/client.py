@@ -557,7 +557,10 @@ class Client:
         """DISCONNECT (its RECEIPT awaited), then close the socket; every timer this client
         armed ends with it. Idempotent. The whole close is bounded by ``timeout`` seconds
         (default ``close_timeout``), whatever the broker does: past it (no RECEIPT, a broker
-        that stopped reading, a reconnect still running) the socket is aborted."""
+        that stopped reading, a reconnect still running) the socket is aborted. It never
+        raises for the broker's silence (it runs as ``async with``'s exit, where an error would
+        hide the block's own): a RECEIPT that did not come in time is a WARNING on the
+        ``amqstomp.aio`` logger naming the seconds waited (the threaded ``disconnect()``'s rule)."""
         link = self.link
         if link is None or self._closing:
             return
@@ -580,7 +583,10 @@ class Client:
             try:
                 await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()), "DISCONNECT")
                 confirmed = True
-            except (StompException, asyncio.TimeoutError) as exc:
+            except (ReceiptTimeout, asyncio.TimeoutError) as exc:  # as the threaded disconnect(): said, not raised
+                log.warning("close(): no RECEIPT for the DISCONNECT within %.3g s (%s): the socket is closed "
+                            "without it", wait, exc)
+            except StompException as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
             if confirmed and link.transport is not None:  # all read by the broker: a graceful close
                 link.transport.close()
