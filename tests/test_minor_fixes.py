@@ -185,3 +185,80 @@ def test_aio_close_to_a_frozen_broker_warns_without_raising(activemq, tcp_proxy_
     assert took < 5.0, took
     said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "DISCONNECT" in r.getMessage()]
     assert len(said) == 1 and "no RECEIPT for the DISCONNECT within 1 s" in said[0], said
+
+
+# ------------------------------------------------------------ 6. an asyncio handler's error, logging not configured
+
+HANDLER_FAILS = textwrap.dedent("""
+    import asyncio, sys
+    import amqstomp.aio
+    from amqstomp.flow import RedeliveryPolicy
+
+    async def main(target, dest):
+        seen = []
+
+        async def handler(message):
+            seen.append(message.body)
+            raise RuntimeError("the handler's own error")
+
+        async with amqstomp.aio.connect(target, login="admin", passcode="admin") as client:
+            await client.send(dest, b"one")
+            await client.send(dest, b"two")
+            policy = RedeliveryPolicy(maximum_redeliveries=0)
+            async with client.subscribe(dest, ack="client-individual", redelivery_policy=policy) as sub:
+                task = asyncio.ensure_future(sub.run(handler, on_error=None if sys.argv[3] == "default" else
+                                                     lambda exc, message: 1 / 0))
+                for _ in range(200):  # bounded: 10 s
+                    if len(seen) >= 2:
+                        break
+                    await asyncio.sleep(0.05)
+                await sub.close()
+                await asyncio.wait_for(task, 10)
+        print("handled", len(seen))
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+""")
+
+
+@pytest.mark.parametrize("on_error", ["default", "raising"])
+def test_an_aio_handlers_error_reaches_stderr_without_logging_configured(activemq, tmp_path, on_error):
+    """As the threaded APIs' listener errors: with no logging set up (amqstomp's NullHandler
+    only), a failing handler (or a failing on_error) is written to stderr with its traceback;
+    before, it was a WARNING nobody could see."""
+    script = tmp_path / "handler_fails.py"
+    script.write_text(HANDLER_FAILS)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.run([sys.executable, str(script), url(activemq), new_queue("minor-stderr"), on_error],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 0 and "handled 2" in proc.stdout, (proc.stdout, proc.stderr)
+    if on_error == "default":
+        assert proc.stderr.count("amqstomp: handler of subscription") == 2, proc.stderr
+        assert "RuntimeError: the handler's own error" in proc.stderr
+    else:
+        assert proc.stderr.count("amqstomp: on_error of subscription") == 2, proc.stderr
+        assert "ZeroDivisionError" in proc.stderr
+
+
+def test_an_aio_handlers_error_is_logged_once_logging_is_configured(activemq, caplog, capsys):
+    """With a handler configured (caplog's), the record goes there, not to stderr as well."""
+    dest = new_queue("minor-logged")
+
+    async def main() -> None:
+        async def handler(message: Any) -> None:
+            raise RuntimeError("logged, not printed")
+
+        async with amqstomp.aio.connect(url(activemq), login="admin", passcode="admin") as client:
+            await client.send(dest, b"x")
+            async with client.subscribe(dest) as sub:
+                task = asyncio.ensure_future(sub.run(handler))
+                for _ in range(200):  # bounded: 10 s
+                    if any("handler of subscription" in r.getMessage() for r in caplog.records):
+                        break
+                    await asyncio.sleep(0.05)
+                await sub.close()
+                await asyncio.wait_for(task, 10)
+    with caplog.at_level(logging.WARNING, logger="amqstomp.aio"):
+        run(main())
+    said = [r for r in caplog.records if "handler of subscription" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING and said[0].exc_info is not None
+    assert "logged, not printed" not in capsys.readouterr().err
