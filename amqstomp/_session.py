@@ -30,7 +30,8 @@ from ._core.frames import connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
 from .exception import (
-    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, StompException,
+    ConfigurationError, ConnectFailedException, ConnectRefusedError, NotConnectedException, ReceiptTimeout,
+    StompException,
 )
 from ._engine.failover import Reconnector
 from ._engine.subscription import SubscriptionManager
@@ -142,6 +143,7 @@ class StompSession:
         # stomp.py's default of 3 left as is: warned about once when failover gives up because of it
         self._attempts_defaulted = attempts_defaulted
         self._attempts_warned = False
+        self._length_warned = False  # a caller's content-length that is not the body's size: warned about once
         if heartbeats is None:
             heartbeats = DEFAULT_FAILOVER_HEARTBEATS if auto_reconnect else (0, 0)
         try:
@@ -557,6 +559,10 @@ class StompSession:
 
         Args:
             receipt (str | None): receipt id to use (a fresh one when None).
+
+        No RECEIPT within the bound (a frozen broker): it returns all the same, as
+        stomp.py's, and logs a WARNING (``amqstomp.connection``) naming the receipt id
+        and the seconds waited: the broker may not have handled what came before.
         """
         self._ledger.clear_transactions()
         self._raw_subscriptions.clear()
@@ -566,10 +572,14 @@ class StompSession:
             stomppy_wire.disconnect(self.transport, self.send_frame, frame_headers, receipt)
             return
         wait_s = self.timeout if self.timeout is not None else DEFAULT_DISCONNECT_TIMEOUT
-        self._client.disconnect(self.subscriptions, wait_s, frame_headers, announce=True,
-                                reason="disconnected by the client", join_s=DEFAULT_CLOSE_TIMEOUT,
-                                send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame()
-                                else None)
+        missed = self._client.disconnect(
+            self.subscriptions, wait_s, frame_headers, announce=True, reason="disconnected by the client",
+            join_s=DEFAULT_CLOSE_TIMEOUT,
+            send=self._disconnect_send if self._send_frame_replaced and self._update_send_frame() else None)
+        if isinstance(missed, ReceiptTimeout):
+            log.warning("disconnect(): no RECEIPT for the DISCONNECT's receipt %r within %.3g s (the connection's "
+                        "timeout, else %g s): the socket was closed without it (%s)", frame_headers["receipt"],
+                        wait_s, DEFAULT_DISCONNECT_TIMEOUT, missed)
 
     def _disconnect_send(self, cmd: str, headers: Mapping[str, Any], body: Any,
                          write_timeout: Optional[float]) -> Any:

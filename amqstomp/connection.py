@@ -21,7 +21,9 @@ Differences from stomp.py, all on purpose:
 * a listener can wait for a receipt from inside a callback (receipts are
   resolved on the reading thread, not the dispatcher);
 * a ``host_and_ports`` entry whose host is not a non-empty ``str`` (None,
-  bytes, ``""``) or whose port is not 1-65535 makes ``connect()`` raise
+  bytes, ``""``) or whose port is not 1-65535 (an int, or a ``str`` of its
+  digits such as ``"61613"``, as ``socket`` and so stomp.py take it; the
+  asyncio API takes the same) makes ``connect()`` raise
   InvalidHostError (a ConnectFailedException, as stomp.py's, and a
   ConfigurationError) naming it, without a DNS look-up (stomp.py looked
   ``"None"`` up in DNS); a timeout

@@ -80,15 +80,16 @@ def _has_handler(logger: logging.Logger) -> bool:
     return False
 
 
-def report_callback_error(logger: logging.Logger, message: str, *args: Any) -> None:
+def report_callback_error(logger: logging.Logger, message: str, *args: Any, level: int = logging.ERROR) -> None:
     """Report the exception being handled, raised by the application's own code
     on one of amqstomp's threads (a listener's ``on_message``...): logged at
     ERROR with its traceback, and, when logging is not configured (only
     NullHandlers on ``logger``'s way), also written to ``sys.stderr`` as Python
     writes an exception that ends a thread (:func:`threading.excepthook`) and as
     stomp.py's listener errors appear through logging's last resort: never
-    invisible. Call it from an ``except`` block."""
-    logger.exception(message, *args)
+    invisible. Call it from an ``except`` block. ``level``: the record's (ERROR; the
+    asyncio API's handler failures, redelivered, are WARNINGs)."""
+    logger.log(level, message, *args, exc_info=True)
     if not _has_handler(logger):
         sys.stderr.write("amqstomp: " + (message % args if args else message) + "\n" + traceback.format_exc())
 

@@ -121,7 +121,16 @@ class BaseProtocol(StompSession):
         ``headers={"content-length": None}`` for one TextMessage), except with
         a ``transformation`` ActiveMQ reads from the body (``jms-map-xml``...:
         with ``content-length`` it would ignore it). A ``content-length`` given
-        by the caller is set to the body's real size.
+        by the caller is set to the body's real size in bytes (encoded), with
+        ``auto_content_length`` or without, as stomp.py 9.0 does (its
+        ``utils.convert_frame`` writes every ``content-length`` as the body's
+        size): code that forwards a received message's headers with a new body
+        keeps working. A given value that differs is no error but is not silent:
+        a WARNING (``amqstomp.connection``) names it and the size sent, the
+        first time on a connection (DEBUG after). An empty body gets
+        ``content-length:0`` (stomp.py wrote the given value, so the broker read
+        past the frame's end). The asyncio API refuses a mismatch instead
+        (FrameEncodeError): it has no stomp.py code to stay compatible with.
 
         Raises:
             ValueError: destination or body is None.
@@ -159,8 +168,12 @@ class BaseProtocol(StompSession):
             raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
         replaced = self._send_frame_replaced  # a test's send_frame/transport sees stomp.py's headers and body
         if "content-length" in frame_headers:
-            if frame_headers["content-length"] is not None and not replaced:
-                frame_headers["content-length"] = len(payload)
+            given = frame_headers["content-length"]
+            if given is not None:
+                if str(given) != str(len(payload)):
+                    self._length_mismatch(given, len(payload))
+                if not replaced:
+                    frame_headers["content-length"] = len(payload)
         elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
             # not with a jms-* transformation (dialect.py); stomp.py's send() counts the body as given
             frame_headers["content-length"] = len(body) if replaced else len(payload)
@@ -171,6 +184,15 @@ class BaseProtocol(StompSession):
             self._send_as_given(frame_headers, body, payload)
         else:
             self._write("SEND", frame_headers, payload)
+
+    def _length_mismatch(self, given: Any, size: int) -> None:
+        """A caller's ``content-length`` that is not the body's size: logged (WARNING the first
+        time on this connection, DEBUG after), then replaced by the size, as stomp.py does."""
+        level = logging.DEBUG if self._length_warned else logging.WARNING
+        self._length_warned = True
+        _log.log(level, "send(): content-length %r given for a body of %d bytes: %d is sent, the body's size, as "
+                 "stomp.py sends it (its utils.convert_frame); a mismatch on this connection is said once, "
+                 "then at DEBUG", given, size, size)
 
     def _send_as_given(self, frame_headers: Dict[str, Any], body: Any, payload: Any) -> None:
         """:meth:`send`'s SEND with the body as given (a ``str`` is encoded by the

@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import amqstomp as stomp  # stomp.py's module has the package as `stomp` (its `import stomp.listener`)
 from . import exception, log
-from ._io.channel import checked_hosts, order_hosts, tls_context
+from ._io.channel import order_hosts, tls_context
+from ._core.uri import checked_hosts
 # amqstomp's names here, imported by name (``X as X``: re-exported, outside __all__)
 from ._io.link import DEFER_FLUSH_BYTES as DEFER_FLUSH_BYTES, DEFER_FLUSH_S as DEFER_FLUSH_S
 from ._io.owner import DEFAULT_CLOSE_TIMEOUT as DEFAULT_CLOSE_TIMEOUT
@@ -127,7 +128,9 @@ class Transport(BaseTransport):
 
     Args:
         host_and_ports (list[tuple[str, int]] | None): brokers to try, in order;
-            ``[("localhost", 61613)]`` when None.
+            ``[("localhost", 61613)]`` when None. A port may be a str of digits
+            (``"61613"``); a bad host or port (``"abc"``) makes :meth:`open_socket`
+            raise InvalidHostError naming it (:func:`amqstomp._core.uri.checked_hosts`).
         prefer_localhost (bool): try entries naming this machine first.
         try_loopback_connect (bool): for an entry naming this machine by its
             host name, try ``127.0.0.1`` on that port first.

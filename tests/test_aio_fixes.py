@@ -234,7 +234,7 @@ def test_bad_keywords_are_configuration_errors(given, error, words):
     assert words in str(raised.value)
 
 
-@pytest.mark.parametrize("target, words", [(None, "NoneType"), (61714, "61714 (int)"), ([("h", "61613")], "int port"),
+@pytest.mark.parametrize("target, words", [(None, "NoneType"), (61714, "61714 (int)"), ([("h", "x1")], "bad port 'x1'"),
                                            (["stomp://h:1"], "(host, port)")])
 def test_what_to_connect_to_is_checked(target, words):
     with pytest.raises(ConfigurationError) as raised:

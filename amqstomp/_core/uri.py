@@ -15,6 +15,7 @@ The option tables are :mod:`amqstomp._core.uri_options`' (the failover's own,
 :func:`options_table_markdown` documents them all (``docs/options.md``).
 :mod:`amqstomp.uri` is the public module that re-exports these names.
 """
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
@@ -26,7 +27,7 @@ from .uri_options import (CONNECTION_OPTIONS, CONSUMER_OPTIONS, KEYWORD_ONLY_OPT
 from ..exception import ConfigurationError
 
 __all__ = ["FAILOVER_OPTIONS", "Endpoint", "BrokerURI", "parse_uri", "priority_endpoints", "redact",
-           "options_table_markdown"]
+           "options_table_markdown", "checked_hosts"]
 
 
 #: Options of a ``failover:`` URI (FailoverTransport's names and defaults).
@@ -167,6 +168,61 @@ def _check_host(host: str, member: str, uri: str) -> None:
                                  "must have 1 to 63 characters)" % (host, member, uri)) from None
     if len(ascii_host) > 253:
         raise ConfigurationError("host name of %r in %r is longer than 253 characters" % (member, uri))
+
+
+_PORT_DIGITS = re.compile(r"\s*\+?[0-9]+\s*")
+
+
+def _port_number(port: Any) -> int:
+    """``port`` as an int, or -1: an int (not a bool), or a str of decimal digits, as
+    ``socket.getaddrinfo`` reads a numeric service (``"61613"``); a service name
+    (``"stomp"``), a float or None is not a port number here."""
+    if isinstance(port, str):
+        return int(port) if _PORT_DIGITS.fullmatch(port) else -1
+    if isinstance(port, (bool, float)):
+        return -1
+    try:
+        return operator.index(port)
+    except TypeError:
+        return -1
+
+
+def checked_hosts(host_and_ports: Any, name: str = "host_and_ports") -> List[Tuple[str, int]]:
+    """``host_and_ports`` (called ``name`` in the messages) as a list of (host, port),
+    the threaded and the asyncio APIs' one rule.
+
+    A host is a non-empty str without blanks or control characters (None, bytes,
+    ``""`` would be turned into text and looked up in DNS); a port is an int from 1 to
+    65535 or a str of its decimal digits (``"61613"``: what ``socket`` takes, and so
+    stomp.py).
+
+    Raises:
+        ConfigurationError: ``name`` itself is a str or a bare (host, port) pair, or an
+            entry is no (host, port) pair, has a bad host, or a port that is not a number
+            from 1 to 65535 (``"abc"``, ``"stomp"``, 0, 1.5): the message names the value and
+            its entry.
+    """
+    if isinstance(host_and_ports, (str, bytes)) or (
+            isinstance(host_and_ports, tuple) and len(host_and_ports) == 2 and isinstance(host_and_ports[1], int)):
+        raise ConfigurationError("%s must be a list of (host, port) pairs, got %r (one broker: "
+                                 "[(host, port)])" % (name, host_and_ports))
+    hosts: List[Tuple[str, int]] = []
+    for entry in host_and_ports:
+        try:
+            host, port = entry
+        except (TypeError, ValueError):
+            raise ConfigurationError("each entry of %s must be a (host, port) pair, got %r"
+                                     % (name, entry)) from None
+        if not isinstance(host, str) or not host.strip() or any(ord(ch) < 33 or ord(ch) == 127 for ch in host):
+            raise ConfigurationError("bad host %r in %s entry %r: a host name or address as a "
+                                     "non-empty str (no blanks or control characters) is expected"
+                                     % (host, name, entry))
+        number = _port_number(port)
+        if not 0 < number < 65536:
+            raise ConfigurationError("bad port %r in %s entry %r: an int from 1 to 65535 (or a str of its "
+                                     "digits, '61613') is expected" % (port, name, entry))
+        hosts.append((host, number))
+    return hosts
 
 
 def _apply_connection_options(raw: Dict[str, str], uri: str, target: Dict[str, Any]) -> None:

@@ -515,9 +515,9 @@ class Client(Acknowledging, Subscribing):
     # ------------------------------------------------------------ ending
 
     def disconnect(self, manager: Any, wait_s: float, headers: Mapping[str, Any], announce: bool = False,
-                   reason: str = "closed by the client", join_s: float = 10.0,
-                   disarm_s: Optional[float] = None,
-                   send: Optional[Callable[[str, Mapping[str, Any], Any, Optional[float]], Any]] = None) -> None:
+                   reason: str = "closed by the client", join_s: float = 10.0, disarm_s: Optional[float] = None,
+                   send: Optional[Callable[[str, Mapping[str, Any], Any, Optional[float]], Any]] = None
+                   ) -> Optional[StompException]:
         """End the session (STOMP 1.2 "DISCONNECT"), for every API: stop the
         failover loop, forget open transactions (the broker rolls them back),
         then, while connected, write the ACKs ``manager`` still holds
@@ -529,8 +529,9 @@ class Client(Acknowledging, Subscribing):
         headers, body, write_timeout)`` writes the DISCONNECT (``transport.send_frame``
         when None). From the DISCONNECT's write on, any other frame asked for is refused
         (NotConnectedException; an application's ACK once this began: AcknowledgeInterruptedError).
-        Never raises for a connection that is gone already."""
-        transport = self.transport
+        Never raises for a connection that is gone already: returns what ended the wait for the
+        RECEIPT instead (ReceiptTimeout: none came in time), None when it came or nothing was sent."""
+        transport, outcome = self.transport, None
         self.disconnected_seq = max(self.disconnected_seq, transport.link_seq)
         if self.reconnector is not None:
             self.reconnector.disarm(join_s if disarm_s is None else disarm_s)
@@ -550,7 +551,9 @@ class Client(Acknowledging, Subscribing):
                     transport.wait_future(future, max(0.0, deadline - time.monotonic()), "DISCONNECT receipt")
             except StompException as exc:  # gone already, or no receipt in time: close anyway
                 log.debug("DISCONNECT: %s", exc)
+                outcome = exc
         transport.close(join_s, reason=reason)
+        return outcome
 
     def settling(self) -> int:
         """Before a rebalance's move (:mod:`amqstomp._core.rebalance`), for every API: from

@@ -490,36 +490,6 @@ def _load(call: Callable[..., Any], what: str, path: Optional[str], *args: Any, 
 # --------------------------------------------------------------------------- broker addresses
 
 
-def checked_hosts(host_and_ports: Any) -> List[HostAndPort]:
-    """``host_and_ports`` as a list of (str, int), or ConfigurationError naming
-    the bad entry: a host that is not a non-empty str (None, bytes, ``""``
-    would be turned into text and looked up in DNS), a port outside 1-65535."""
-    if isinstance(host_and_ports, (str, bytes)) or (
-            isinstance(host_and_ports, tuple) and len(host_and_ports) == 2 and isinstance(host_and_ports[1], int)):
-        raise ConfigurationError("host_and_ports must be a list of (host, port) pairs, got %r (one broker: "
-                                 "[(host, port)])" % (host_and_ports,))
-    hosts: List[HostAndPort] = []
-    for entry in host_and_ports:
-        try:
-            host, port = entry
-        except (TypeError, ValueError):
-            raise ConfigurationError("each entry of host_and_ports must be a (host, port) pair, got %r"
-                                     % (entry,)) from None
-        if not isinstance(host, str) or not host.strip() or any(ord(ch) < 33 or ord(ch) == 127 for ch in host):
-            raise ConfigurationError("bad host %r in host_and_ports entry %r: a host name or address as a "
-                                     "non-empty str (no blanks or control characters) is expected"
-                                     % (host, entry))
-        try:
-            number = int(port) if not isinstance(port, (bool, float)) else -1
-        except (TypeError, ValueError):
-            number = -1
-        if not 0 < number < 65536:
-            raise ConfigurationError("bad port %r in host_and_ports entry %r: an int from 1 to 65535 is expected"
-                                     % (port, entry))
-        hosts.append((host, number))
-    return hosts
-
-
 def local_host_names() -> Tuple[str, ...]:
     try:
         return LOCAL_NAMES + (socket.gethostname(),)

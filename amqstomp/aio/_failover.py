@@ -16,6 +16,7 @@ import logging
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException
+from ..log import report_callback_error
 from .._core.backoff import LossStreak, ReconnectPolicy
 from .._core.lifecycle import ConnectionLifecycle
 from ._link import AioLink
@@ -31,13 +32,15 @@ OpenOne = Callable[[str, int, bool, Optional[float]], Awaitable[AioLink]]
 
 def notify(callback: Optional[Callable[..., None]], *args: Any) -> None:
     """Call the application's ``on_interrupted``/``on_resumed``/``on_error`` (if any) on the loop;
-    what it raises is logged, never the reconnect's end (nor the read of the frames after an ERROR)."""
+    what it raises is logged (ERROR; on stderr too while logging is not configured:
+    :func:`amqstomp.log.report_callback_error`), never the reconnect's end (nor the read of the
+    frames after an ERROR)."""
     if callback is None:
         return
     try:
         callback(*args)
     except Exception:  # the application's
-        log.exception("the %s callback raised", getattr(callback, "__name__", "event"))
+        report_callback_error(log, "the %s callback raised", getattr(callback, "__name__", "event"))
 
 
 class Failover:

@@ -12,7 +12,7 @@ from ..flow import RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.frames import ACCEPT_VERSIONS
 from .._io.timeouts import clamp_wait
-from .._core.uri import FAILOVER_OPTIONS, BrokerURI, parse_uri
+from .._core.uri import FAILOVER_OPTIONS, BrokerURI, checked_hosts, parse_uri
 from .._core.uri_options import CONNECTION_OPTIONS, TRANSPORT_OPTIONS
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S", "SEND_RESENDS",
@@ -75,7 +75,9 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
 
     Raises:
         ConfigurationError: a URI not understood, ``url_or_hosts`` neither a str nor a list of
-            (host, port) pairs with int ports, no broker, or a ``version`` that is not one of
+            (host, port) pairs (:func:`amqstomp._core.uri.checked_hosts`: a port is an int from 1
+            to 65535 or a str of its digits, ``"61613"``, as in the threaded API; ``"abc"`` is
+            named in the message), no broker, or a ``version`` that is not one of
             the strings ``1.0``, ``1.1``, ``1.2`` (its repr and type in the message); ``login`` or
             ``passcode`` neither a str nor None (its type in the message, not its value).
     """
@@ -99,11 +101,8 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
         passcode = passcode if passcode is not None else opts.get("password")
         client_id = client_id or opts.get("client_id")
     elif isinstance(url_or_hosts, (list, tuple)):
-        for entry in url_or_hosts:
-            if not isinstance(entry, (list, tuple)) or len(entry) != 2 or isinstance(entry[1], bool) \
-                    or not isinstance(entry[1], int):
-                raise ConfigurationError("a broker must be a (host, port) pair with an int port, got %r" % (entry,))
-            hosts.append((str(entry[0]), entry[1], tls))
+        # the threaded API's rule (a str port of digits too, as socket and stomp.py take it)
+        hosts.extend((host, port, tls) for host, port in checked_hosts(url_or_hosts, "url_or_hosts"))
     else:
         raise ConfigurationError("url_or_hosts must be a URI str (stomp://host:port, failover:(...)) or a list of "
                                  "(host, port) pairs, got %r (%s)" % (url_or_hosts, type(url_or_hosts).__name__))

@@ -45,7 +45,7 @@ __all__ = ["connect", "Client"]
 
 log = logging.getLogger("amqstomp.aio")
 
-Hosts = Union[str, Sequence[Tuple[str, int]]]
+Hosts = Union[str, Sequence[Tuple[str, Union[int, str]]]]
 #: The STOMP ``ack`` modes a subscription takes (STOMP 1.2 "SUBSCRIBE").
 AckMode = Literal["auto", "client", "client-individual"]
 #: the message of the BrokerError ``on_error`` is given (the broker's reason follows)
@@ -70,7 +70,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
             ``stomp+ssl://host:port`` (the URI grammar of :func:`amqstomp.uri.parse_uri`; its
             ``heartBeat``, ``host``, ``stompVersion``, ``jms.userName``/``jms.password``,
             ``jms.clientID`` options fill the arguments left at their defaults), or
-            (host, port) pairs tried in order until one connects, or a ``failover:(...)?...`` URI:
+            (host, port) pairs tried in order until one connects (a port is an int or a str of
+            its digits, ``"61613"``, as the threaded API takes it), or a ``failover:(...)?...`` URI:
             reconnects by the core's plan (:class:`~amqstomp._core.backoff.ReconnectPolicy`, the URI's
             ``initialReconnectDelay``, ``maxReconnectAttempts``, ``randomize``, ``timeout``...),
             subscriptions replayed on every new socket, each SUBSCRIBE confirmed by its RECEIPT.
@@ -107,7 +108,8 @@ def connect(url_or_hosts: Hosts, *, login: Optional[str] = None, passcode: Optio
 
     Raises:
         ConfigurationError: a URI that is not understood, ``url_or_hosts`` neither a str nor a
-            list of (host, port) pairs, an unknown ``broker`` or ``version`` (a str), a
+            list of (host, port) pairs, a bad host or a port that is no number from 1 to 65535
+            (``"abc"``: named in the message), an unknown ``broker`` or ``version`` (a str), a
             ``heart_beat_receive_scale`` below 1.0 (TypeError: not a number), a ``login`` or
             ``passcode`` that is not a str (or None).
         InvalidTimeoutError: a timeout that is not a finite number >= :data:`MIN_TIMEOUT_S` (or None).
@@ -555,7 +557,10 @@ class Client:
         """DISCONNECT (its RECEIPT awaited), then close the socket; every timer this client
         armed ends with it. Idempotent. The whole close is bounded by ``timeout`` seconds
         (default ``close_timeout``), whatever the broker does: past it (no RECEIPT, a broker
-        that stopped reading, a reconnect still running) the socket is aborted."""
+        that stopped reading, a reconnect still running) the socket is aborted. It never
+        raises for the broker's silence (it runs as ``async with``'s exit, where an error would
+        hide the block's own): a RECEIPT that did not come in time is a WARNING on the
+        ``amqstomp.aio`` logger naming the seconds waited (the threaded ``disconnect()``'s rule)."""
         link = self.link
         if link is None or self._closing:
             return
@@ -578,7 +583,10 @@ class Client:
             try:
                 await self.write_frame(link, "DISCONNECT", {}, b"", True, max(0.0, deadline - loop.time()), "DISCONNECT")
                 confirmed = True
-            except (StompException, asyncio.TimeoutError) as exc:
+            except (ReceiptTimeout, asyncio.TimeoutError) as exc:  # as the threaded disconnect(): said, not raised
+                log.warning("close(): no RECEIPT for the DISCONNECT within %.3g s (%s): the socket is closed "
+                            "without it", wait, exc)
+            except StompException as exc:
                 log.info("DISCONNECT not confirmed (%s): closing the socket", exc)
             if confirmed and link.transport is not None:  # all read by the broker: a graceful close
                 link.transport.close()

@@ -33,6 +33,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, List, Optional
 
 from ..exception import AcknowledgeInterruptedError, ConfigurationError, StompException
+from ..log import report_callback_error
 from ._options import MIN_TIMEOUT_S
 from .._core.callables import is_async_callable
 from .._core.settle import (BY_BROKER, BY_LIBRARY, CONSUMED, Poison, after_failure, first_delivery_count,
@@ -187,14 +188,18 @@ class Workers:
                 task.cancel()
 
     def _report(self, exc: Exception, message: "Message") -> None:
+        """Called in the ``except`` block of ``exc``: to ``on_error``, else logged at WARNING; with
+        logging not configured, also written to stderr (as the threaded APIs' listener errors:
+        :func:`amqstomp.log.report_callback_error`), so that no failure of the application's code
+        passes unseen. What ``on_error`` raises is reported the same way (at ERROR)."""
         if self.on_error is None:
-            log.warning("handler of subscription %s raised %s for message %s", self.sub.id,
-                        type(exc).__name__, message.message_id, exc_info=exc)
+            report_callback_error(log, "handler of subscription %s raised %s for message %s", self.sub.id,
+                                  type(exc).__name__, message.message_id, level=logging.WARNING)
             return
         try:
             self.on_error(exc, message)
         except Exception:  # noqa: BLE001 - a failing callback must not stop the worker
-            log.exception("on_error of subscription %s raised", self.sub.id)
+            report_callback_error(log, "on_error of subscription %s raised", self.sub.id)
 
     async def wait(self) -> None:
         """Until every worker ended; a cancellation of the caller cancels them all (and waits for them)."""

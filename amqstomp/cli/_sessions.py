@@ -15,12 +15,16 @@ from typing import Any, Callable, Dict, Optional
 
 from ..exception import StompException
 
-__all__ = ["Sessions", "SETTLE_QUIET_S", "SETTLE_MAX_S"]
+__all__ = ["Sessions", "SETTLE_QUIET_S", "SETTLE_MAX_S", "ECHO_MAX_S"]
 
 #: seconds without a MESSAGE after which a ``-F`` file's session ends (a subscription open)
 SETTLE_QUIET_S = 0.25
 #: the longest wait, seconds, for that quiet (a busy subscription ends the session anyway)
 SETTLE_MAX_S = 2.0
+#: the longest wait, seconds, of a file's command for the MESSAGE it sent to a destination subscribed to
+ECHO_MAX_S = 0.25
+#: the commands that send a message to the destination they name first
+_SENDING = frozenset(("send", "sendrec", "sendreply", "sendfile"))
 
 
 class Sessions:
@@ -32,6 +36,8 @@ class Sessions:
     _gone: threading.Event
     _subscriptions: Dict[str, Any]
     _last_message: float
+    transaction_id: Optional[str]
+    _tx_echo: bool  # the open transaction holds a send to a destination subscribed to
     _error: Callable[..., None]
     do_subscribe: Callable[[str], None]
     do_run: Callable[[str], bool]
@@ -79,6 +85,37 @@ class Sessions:
             if left <= 0:
                 return
             time.sleep(left)
+
+
+    def await_echo(self, line: str, started: float) -> None:
+        """In a file of commands (``-F``, ``run``), after ``line`` ran (from time.monotonic()
+        ``started``) without failing: when it sent a message to a destination subscribed to
+        (or committed a transaction holding one), wait for a MESSAGE to print, at most
+        :data:`ECHO_MAX_S`, so that it prints before the next command's output, in the order
+        of the commands typed one by one. Without it where it printed depended on timing: of
+        ``subscribe q``, ``sendrec q hello``, ``version``, ``begin``, ``commit``, the MESSAGE
+        printed after ``version``'s line or after ``commit``'s in 3 runs of 6 (stomp.py's
+        client exits first and prints none)."""
+        words = line.split()
+        if words and words[0] in ("abort", "rollback"):
+            self._tx_echo = False
+        if not words or not self._subscriptions:
+            return
+        if words[0] in _SENDING:
+            if len(words) < 2 or words[1] not in self._subscriptions:
+                return
+            if self.transaction_id is not None:  # delivered at the commit
+                self._tx_echo = True
+                return
+        elif words[0] != "commit" or not self._tx_echo:
+            return
+        self._tx_echo = False
+        deadline = started + ECHO_MAX_S
+        while self._last_message < started and not self._gone.is_set():  # bounded: ECHO_MAX_S
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.005))
 
 
 def _interrupt(signum: int, frame: Any) -> None:

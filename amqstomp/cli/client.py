@@ -11,13 +11,15 @@ amqstomp's: a positional ``URI`` (or ``-H URI``: an ActiveMQ URI, see
 being printed as lines of their own).
 
 Exit status: 0; 1 when the connect failed (one line on stderr), a ``-F``
-command failed or ``-L`` lost its connection, or the heart-beats are
-malformed (stomp.py's message); 2 for a usage error, a bad URI or option, or
-a target written ``host:port`` (the error names ``-H host -P port`` and
+command failed or ``-L`` lost its connection; 2 for a usage error (argparse's
+usage and a line naming the option: a bad ``-P``, ``-S``, ``--heartbeats``
+(stomp.py printed "Invalid heartbeats, expecting cx,cy" and exited 1),
+``--timeout``, a ``-F`` file that is not there, an empty ``-L``), a bad URI or option, or a target written ``host:port`` (the error names ``-H host -P port`` and
 ``stomp://host:port``, the forms that work).
 """
 import argparse
 import logging
+import os
 import re
 import sys
 from typing import Optional, Sequence, TextIO, Tuple
@@ -63,6 +65,31 @@ def _port(text: str) -> int:
     return value
 
 
+def _heartbeats(text: str) -> Tuple[int, int]:
+    """``--heartbeats cx,cy``: two whole numbers of milliseconds (stomp.py's pattern)."""
+    if not heartbeat_pattern.fullmatch(text):
+        raise argparse.ArgumentTypeError("invalid heartbeats %r, expecting cx,cy (two whole numbers of "
+                                         "milliseconds, e.g. 10000,10000)" % text)
+    send, receive = text.split(",")
+    return int(send), int(receive)
+
+
+def _destination(text: str) -> str:
+    """``-L DESTINATION``: a name (an empty one would listen to nothing until Ctrl-C)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a destination name such as /queue/orders is expected, got %r" % text)
+    return text
+
+
+def _command_file(text: str) -> str:
+    """``-F FILENAME``: a file that exists (checked before connecting; stomp.py connected,
+    printed "File ... was not found" and exited 0)."""
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError("File %s was not found" % text if not os.path.exists(text)
+                                         else "%s is not a file" % text)
+    return text
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -89,15 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-P", "--port", type=_port, default=None, help="STOMP port [default: 61613]")
     p.add_argument("-U", "--user", default=None, help="user name for the connection")
     p.add_argument("-W", "--password", default=None, help="password for the connection")
-    p.add_argument("-F", "--file", default=None, metavar="FILENAME",
+    p.add_argument("-F", "--file", type=_command_file, default=None, metavar="FILENAME",
                    help="run the commands in this file instead of prompting for them")
     p.add_argument("-S", "--protocol", default=None, choices=("1.0", "1.1", "1.2"),
                    help="STOMP protocol version [default: 1.1, or the URI's stompVersion]")
-    p.add_argument("-L", "--listen", default=None, metavar="DESTINATION",
+    p.add_argument("-L", "--listen", type=_destination, default=None, metavar="DESTINATION",
                    help="listen for messages on this destination (no prompt) until Ctrl-C")
     p.add_argument("-V", "--verbose", action="store_true",
                    help="print every header of the frames that arrive, and every frame sent")
-    p.add_argument("--heartbeats", default=None,
+    p.add_argument("--heartbeats", type=_heartbeats, default=None, metavar="CX,CY",
                    help="heart-beats cx,cy (ms) to ask for with protocol 1.1 or later [default: 0,0]")
     p.add_argument("--ssl", action="store_true", help="connect over TLS")
     p.add_argument("--ssl-key-file", default=None, help="TLS client key file")
@@ -130,13 +157,7 @@ def main(argv: Optional[Sequence[str]] = None, stdin: TextIO = sys.stdin, stdout
     host = args.uri or args.host or "localhost"
     if args.port is not None and is_uri(host):
         parser.error("-P does not go with a URI: its port is in the URI (%s)" % host)
-    heartbeats = None
-    if args.heartbeats is not None:
-        if not heartbeat_pattern.fullmatch(args.heartbeats):
-            print("Invalid heartbeats, expecting cx,cy", file=sys.stderr)
-            return 1
-        beats = [int(x) for x in args.heartbeats.split(",")]
-        heartbeats = (beats[0], beats[1])
+    heartbeats = args.heartbeats  # (cx, cy) or None: a bad value is a usage error (status 2)
     listening = args.listen is not None
     try:
         cli = StompCLI(host, args.port if args.port is not None else 61613, args.user, args.password,

@@ -133,6 +133,7 @@ class StompCLI(Completion, HelpTopics, Sessions, Cmd, ConnectionListener):
         self._run_depth = 0
         self.failures = 0
         self.transaction_id: Optional[str] = None
+        self._tx_echo = False
         self._subscriptions: Dict[str, SubscriptionInfo] = {}
         self._subscription_id = 1
         self._init_completion()  # destinations used and seen, message ids (cli/_complete.py)
@@ -551,8 +552,11 @@ class StompCLI(Completion, HelpTopics, Sessions, Cmd, ConnectionListener):
         self._run_depth += 1
         try:
             for line in lines:
+                failures, started = self.failures, time.monotonic()
                 if self.onecmd(line):
                     return True
+                if self.failures == failures:
+                    self.await_echo(line, started)
         finally:
             self._run_depth -= 1
         return False
