@@ -22,7 +22,7 @@ SETTLE_QUIET_S = 0.25
 #: the longest wait, seconds, for that quiet (a busy subscription ends the session anyway)
 SETTLE_MAX_S = 2.0
 #: the longest wait, seconds, of a file's command for the MESSAGE it sent to a destination subscribed to
-ECHO_MAX_S = 0.25
+ECHO_MAX_S = 1.0
 #: the commands that send a message to the destination they name first
 _SENDING = frozenset(("send", "sendrec", "sendreply", "sendfile"))
 
