@@ -124,3 +124,92 @@ def test_the_resumed_task_runs_in_its_own_context():
         await asyncio.wait_for(waiter, 2)
         assert seen == ["task"]
     run(main())
+
+
+def test_a_cancelled_receive_passes_the_delivery_on_to_the_next_one_in_the_same_turn():
+    # two receives without a deadline wait (Wakes); the oldest is cancelled; the read's message
+    # goes to the other one, resumed before the reading callback returns (not lost with the first)
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire, ack="client-individual")
+        first = asyncio.ensure_future(sub.get())
+        second = asyncio.ensure_future(sub.get())
+        await asyncio.sleep(0)
+        loop = asyncio.get_running_loop()
+        after: List[bool] = []
+
+        def reader() -> None:
+            first.cancel()  # its Wake cancelled, still queued: the task has not run since
+            message(link, sub, 1)
+            after.append(second.done())
+
+        loop.call_soon(reader)
+        got = await asyncio.wait_for(second, 2)
+        assert got.body == b"body1" and first.cancelled()
+        assert after == [True]  # the second receive ran to its end inside the reading callback
+        assert len(sub._waiters) == 0 and len(sub._queue) == 0
+        await got.ack()
+        assert len(wire.frames("ACK")) == 1
+    run(main())
+
+
+def test_wake_refuses_a_second_resolution_and_runs_every_done_callback():
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        wake = Wake(loop)
+        calls: List[str] = []
+        wake.add_done_callback(lambda w: calls.append("a"))
+        wake.add_done_callback(lambda w: calls.append("b"))
+        dropped = lambda w: calls.append("dropped")  # noqa: E731
+        wake.add_done_callback(dropped)
+        assert wake.remove_done_callback(dropped) == 1
+        assert wake.wake(True) is True
+        assert wake.wake(True) is False and not wake.cancel()
+        with pytest.raises(asyncio.InvalidStateError):
+            wake.set_result(None)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert calls == ["a", "b"]  # several callbacks: scheduled, in order, as a Future's
+        assert wake.result() is None and wake.done() and not wake.cancelled()
+        late: List[str] = []
+        wake.add_done_callback(lambda w: late.append("late"))  # done already: scheduled
+        await asyncio.sleep(0)
+        assert late == ["late"]
+    run(main())
+
+
+def test_bytes_longer_than_the_read_buffer_are_all_parsed():
+    # data_received (a loop without the buffer protocol, the tests) goes through the 64 KiB read
+    # buffer a chunk at a time: a frame across two chunks, and many frames, all delivered in order
+    from amqstomp.aio._link import READ_BYTES
+
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire)
+        body = b"x" * 1000
+        count = 3 * READ_BYTES // 1000
+        frames = b"".join(b"MESSAGE\nsubscription:%s\nmessage-id:m%d\ndestination:/queue/a\n\n%s\x00"
+                          % (sub.id.encode(), n, body) for n in range(count))
+        assert len(frames) > 2 * READ_BYTES
+        link.data_received(frames)
+        ids = []
+        for _ in range(count):
+            m = await sub.get(timeout=2)
+            assert m.body == body
+            ids.append(m.message_id)
+        assert ids == ["m%d" % n for n in range(count)]
+    run(main())
+
+
+def test_an_ack_not_awaited_writes_nothing_and_the_message_stays_unacknowledged():
+    async def main() -> None:
+        client, link, wire = await memory_client()
+        sub = await subscribed(client, link, wire, ack="client-individual")
+        message(link, sub, 1)
+        m = await sub.get(timeout=2)
+        pending = m.ack()
+        pending.close()  # never awaited
+        assert wire.frames("ACK") == []
+        await m.ack()
+        assert len(wire.frames("ACK")) == 1
+    run(main())
