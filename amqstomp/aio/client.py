@@ -356,9 +356,9 @@ class Client:
         return clamp_wait(timeout, "timeout") or 0.0
 
     def write_now(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes) -> bool:
-        """Write one frame without a receipt (whole; a SEND may wait for the loop's next turn,
-        :meth:`AioLink.write`): True when the socket's buffer is then full -- the caller awaits
-        :meth:`AioLink.drain`. Not a coroutine: an ACK per message runs none.
+        """:meth:`write_frame` without a receipt, as a function: write one frame (whole; a SEND may
+        wait for the loop's next turn, :meth:`AioLink.write`); True when the socket's buffer is then
+        full -- the caller awaits :meth:`AioLink.drain`. An ACK per message runs no coroutine.
 
         Raises:
             ConnectionClosedException: the socket is gone (nothing written).
@@ -379,7 +379,8 @@ class Client:
             BrokerError: the broker answered ERROR.
         """
         if not receipt:
-            if self.write_now(link, cmd, headers, body):
+            link.write(link.encode(cmd, headers, body), cmd == "SEND")  # (write_now's, inline: a SEND per call)
+            if link.write_paused:
                 await link.drain(self.timeout_s(timeout), what)
             return None
         wait = self.timeout_s(timeout)

@@ -20,7 +20,8 @@ Licensed under the Apache License, Version 2.0.
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Coroutine, Deque, Dict, Mapping, Optional, Tuple, Union
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Deque, Dict, Mapping, Optional,
+                    Tuple, Union)
 
 from ..codec import Frame
 from ..exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectionClosedException,
@@ -30,7 +31,7 @@ from .._core import acks
 from .._core.acks import PAUSE, Acking
 from .._core.frames import ack_headers, ack_identity, reject_command
 from ..flow import RedeliveryPolicy
-from ._wake import Wake
+from ._wake import future_maker, resume
 from .handler import ErrorCallback, Handler, Workers, check_run
 from .._io.timeouts import clamp_wait
 
@@ -159,7 +160,8 @@ class Subscription(Acking):
         self.link: Optional["AioLink"] = None
         self._queue: Deque[Message] = collections.deque()
         #: the receives waiting, oldest first (each woken once, for one message, or all at the end)
-        self._waiters: "Deque[Union[asyncio.Future[None], Wake]]" = collections.deque()
+        self._waiters: "Deque[asyncio.Future[None]]" = collections.deque()
+        self._new_future: "Optional[Callable[[], asyncio.Future[None]]]" = None  # (_wake.future_maker)
         self._seq = 0
         #: messages delivered by the read being handled while receives waited (woken after it)
         self._delivered = 0
@@ -192,19 +194,14 @@ class Subscription(Acking):
     def _wake_delivered(self) -> None:
         """The read's frames were all delivered: wake a receive per message delivered while
         receives waited (FIFO); a receive without a deadline resumes now, in this turn of the
-        loop, and takes what is queued (:meth:`Wake.wake`)."""
+        loop, and takes what is queued (:func:`amqstomp.aio._wake.resume`)."""
         count, self._delivered = self._delivered, 0
         queue, waiters = self._queue, self._waiters
         while count and queue and waiters:
-            count -= 1
             waiter = waiters.popleft()
-            if type(waiter) is Wake:  # (inline: one Python call per message at prefetch 1)
-                if not waiter.wake(True):
-                    count += 1  # a cancelled receive's: the next one gets the message
-            elif not waiter.done():
-                waiter.set_result(None)
-            else:
-                count += 1
+            if not waiter.done():  # (a cancelled receive's is: the next one gets the message)
+                count -= 1
+                resume(waiter)
 
     def _wake_one(self) -> None:
         """Wake the oldest receive still waiting (FIFO), once: it takes the next message."""
@@ -307,12 +304,12 @@ class Subscription(Acking):
                 if iterating and isinstance(self._ended, _ClosedByApp):
                     raise StopAsyncIteration
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
-            waiter: "Union[asyncio.Future[None], Wake]"
-            if deadline is None:  # a wake-up the reading callback resumes this task with at once (_wake.py)
-                waiter = Wake(loop)
-                awaited: Awaitable[None] = waiter
-            else:
-                waiter = loop.create_future()
+            new_future = self._new_future
+            if new_future is None:
+                new_future = self._new_future = future_maker(loop)
+            waiter = new_future()  # resumed by the reading callback at once (_wake.py)
+            awaited: Awaitable[None] = waiter
+            if deadline is not None:
                 awaited = asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
             self._waiters.append(waiter)
             try:
