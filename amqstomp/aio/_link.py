@@ -1,7 +1,7 @@
 """One STOMP socket on an asyncio loop: the driver of :class:`amqstomp._core.state.ProtocolState`.
 
-An :class:`asyncio.BufferedProtocol` (no reading task: the loop calls :meth:`AioLink.data_received`
-with what the socket read, and the MESSAGE frames go straight to their subscription's
+An :class:`asyncio.BufferedProtocol` (no reading task: the loop calls :meth:`AioLink.buffer_updated`
+with what the socket read into its buffer, and the MESSAGE frames go straight to their subscription's
 queue, no task and no thread per message). Everything the protocol decides is the
 core's: framing (the compiled codec), CONNECTED and its deadline, receipts and the
 ERROR-to-receipt matching, heart-beat negotiation and deadlines
@@ -29,10 +29,11 @@ import logging
 import socket
 import sys
 import ssl as _ssl
+import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, cast
 
 from ..codec import Frame
-from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError
+from ..exception import ConnectFailedException, ConnectionClosedException, StompProtocolError, WriteTimeout
 from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
                             last_error_note)
 from .._core.events import LinkEvent
@@ -50,6 +51,15 @@ DEFER_FLUSH_BYTES = 65536
 #: Linux: re-armed after every read, as the threaded reader does (ActiveMQ leaves Nagle on: with the
 #: client's TCP ACK delayed, each window of small MESSAGE frames would wait up to 40 ms for it)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
+
+
+def loop_clock(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """``loop.time`` (seconds, the clock of the loop's timers), as a function to call per frame:
+    :func:`time.monotonic` itself when the loop's ``time`` is asyncio's own (which returns it),
+    not one more Python call per read and per write; any other loop's (uvloop's) ``time``."""
+    if getattr(type(loop), "time", None) is asyncio.BaseEventLoop.time:
+        return time.monotonic
+    return loop.time
 
 
 class LostAfterWrite(ConnectionClosedException):
@@ -82,6 +92,8 @@ class AioLink(asyncio.BufferedProtocol):
         self.on_message = on_message
         self.on_lost = on_lost
         self.on_event = on_event
+        #: the loop's clock (seconds; :func:`loop_clock`)
+        self.clock = loop_clock(loop)
         self.proto = ProtocolState(version, grace, loop.time() * 1000.0, broker)
         self.transport: Optional[asyncio.Transport] = None
         self._view = memoryview(bytearray(READ_BYTES))
@@ -94,13 +106,17 @@ class AioLink(asyncio.BufferedProtocol):
         #: the connect timeout (seconds) CONNECTED was due within (:meth:`connect_sent`)
         self.connect_within_s = 0.0
         self._suspect = False
-        self._write_paused = False
+        #: True while the transport's write buffer is above its high-water mark
+        self.write_paused = False
         self._drain_waiters: List["asyncio.Future[None]"] = []
         self._deferred = bytearray()
         self._flush_armed = False
         self._read_holders: Set[Any] = set()
-        #: called once the frames of the read being handled were all handed on (:meth:`after_read`)
-        self._after_read: List[Callable[[], None]] = []
+        #: calls made once every frame of the read being handled went to its place (from
+        #: :meth:`buffer_updated`, outside any task; appended to while it hands frames on): a
+        #: subscription resumes its waiting receive then, which takes every message of the read in
+        #: one go, not one task switch each
+        self.after_read: List[Callable[[], None]] = []
         self.ended: "asyncio.Future[None]" = loop.create_future()
 
     # ------------------------------------------------------------ asyncio.Protocol
@@ -110,14 +126,11 @@ class AioLink(asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if _QUICKACK is not None and sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            self._sock = sock
-            self._quickack()
-
-    def _quickack(self) -> None:
-        try:
-            self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-        except OSError:  # the socket is closing
-            self._sock = None
+            # asyncio hands out a TransportSocket, whose setsockopt is a Python call around the
+            # socket's: re-armed per read, the socket's own is called (the wrapper's otherwise)
+            # (a new connection starts in quick-ACK mode: armed from the first read on)
+            raw = getattr(sock, "_sock", None)
+            self._sock = raw if isinstance(raw, socket.socket) else sock
 
     def get_buffer(self, sizehint: int) -> memoryview:
         """The loop reads into one preallocated buffer (``recv_into``): a plain ``Protocol``
@@ -127,15 +140,15 @@ class AioLink(asyncio.BufferedProtocol):
         return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(bytes(self._view[:nbytes]))
-
-    def data_received(self, data: bytes) -> None:
-        """The loop read ``data``: frames to the core, MESSAGEs to their subscription."""
+        """The loop read ``nbytes`` into the buffer: frames to the core, MESSAGEs to their subscription."""
         proto = self.proto
-        if self._sock is not None:
-            self._quickack()
+        if self._sock is not None:  # re-armed (Linux clears it); the socket closing: no more
+            try:
+                self._sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            except OSError:  # the socket is closing
+                self._sock = None
         try:
-            frames = proto.receive_data(data, self.loop.time() * 1000.0)
+            frames = proto.receive_data(bytes(self._view[:nbytes]), self.clock() * 1000.0)
         except StompProtocolError as exc:
             for frame in exc.frames:
                 self._frame(frame)
@@ -151,16 +164,21 @@ class AioLink(asyncio.BufferedProtocol):
                 if self.closed:
                     return
         finally:
-            if self._after_read:
-                due, self._after_read = self._after_read, []
+            if self.after_read:
+                due, self.after_read = self.after_read, []
                 for call in due:
                     call()
 
-    def after_read(self, call: Callable[[], None]) -> None:
-        """Call ``call()`` once every frame of the read being handled went to its place (from
-        :meth:`data_received`, outside any task): a subscription resumes its waiting receive
-        then, which takes every message of the read in one go, not one task switch each."""
-        self._after_read.append(call)
+    def data_received(self, data: bytes) -> None:
+        """Bytes read (a test's, or a loop that ignores the buffer protocol): handled as reads
+        into the buffer, :data:`READ_BYTES` at a time (:meth:`buffer_updated`)."""
+        view = self._view
+        for start in range(0, len(data), READ_BYTES):
+            chunk = data[start:start + READ_BYTES]
+            view[:len(chunk)] = chunk
+            self.buffer_updated(len(chunk))
+            if self.closed:
+                return
 
     def eof_received(self) -> Optional[bool]:
         return False  # close the transport: connection_lost follows
@@ -175,10 +193,10 @@ class AioLink(asyncio.BufferedProtocol):
         self._end(reason, exc)
 
     def pause_writing(self) -> None:
-        self._write_paused = True
+        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self._write_paused = False
+        self.write_paused = False
         waiters, self._drain_waiters = self._drain_waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -249,7 +267,7 @@ class AioLink(asyncio.BufferedProtocol):
             self.flush()
         else:
             self.transport.write(data)
-            self.proto.last_write_ms = self.loop.time() * 1000.0
+            self.proto.last_write_ms = self.clock() * 1000.0
 
     def flush(self) -> None:
         """Write what deferred writes left in the buffer (nothing when the socket is gone)."""
@@ -257,7 +275,7 @@ class AioLink(asyncio.BufferedProtocol):
         buffer = self._deferred
         if buffer and not self.closed and self.transport is not None:
             self.transport.write(bytes(buffer))
-            self.proto.last_write_ms = self.loop.time() * 1000.0
+            self.proto.last_write_ms = self.clock() * 1000.0
         buffer.clear()
 
     def encode(self, cmd: str, headers: Dict[str, Any], body: bytes = b"") -> bytes:
@@ -268,19 +286,23 @@ class AioLink(asyncio.BufferedProtocol):
             return self.proto.encode(cmd, headers, body, False)
         return self.proto.encode(cmd, headers, body)
 
-    @property
-    def write_paused(self) -> bool:
-        """True while the transport's write buffer is above its high-water mark."""
-        return self._write_paused
-
-    async def drain(self) -> None:
-        """Wait until the transport's write buffer is below its low-water mark
-        (returns at once when it is); unbounded by itself: callers wrap it in their timeout.
+    async def drain(self, wait_s: float, what: object) -> None:
+        """Wait until the transport's write buffer is below its low-water mark (returns at
+        once when it is), within ``wait_s`` seconds; ``what`` names the frame written last.
 
         Raises:
+            WriteTimeout: the socket took no more bytes in time (what was queued goes out if
+                the broker reads again).
             ConnectionClosedException: the socket ended while waiting.
         """
-        while self._write_paused:
+        try:
+            await asyncio.wait_for(self._drained(), wait_s)
+        except asyncio.TimeoutError:
+            raise WriteTimeout("%s: queued, and the socket took no more bytes within %.3g s (the broker is "
+                               "not reading): it goes out if the broker reads again" % (what, wait_s)) from None
+
+    async def _drained(self) -> None:
+        while self.write_paused:
             if self.closed:
                 raise ConnectionClosedException("connection closed: %s" % self.close_reason)
             waiter: "asyncio.Future[None]" = self.loop.create_future()

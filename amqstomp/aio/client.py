@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Generator, List, Literal, Mapping, Optio
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException, WriteTimeout)
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.events import ErrorIn, LinkEvent
@@ -357,6 +357,17 @@ class Client:
             return self.receipt_timeout
         return clamp_wait(timeout, "timeout") or 0.0
 
+    def write_now(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes) -> bool:
+        """:meth:`write_frame` without a receipt, as a function: write one frame (whole; a SEND may
+        wait for the loop's next turn, :meth:`AioLink.write`); True when the socket's buffer is then
+        full -- the caller awaits :meth:`AioLink.drain`. An ACK per message runs no coroutine.
+
+        Raises:
+            ConnectionClosedException: the socket is gone (nothing written).
+        """
+        link.write(link.encode(cmd, headers, body), cmd == "SEND")
+        return link.write_paused
+
     async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
                            timeout: Optional[float], what: object) -> Optional[Frame]:
         """Write one frame (whole, at once) and, with ``receipt``, wait for its RECEIPT.
@@ -369,16 +380,12 @@ class Client:
             WriteTimeout: without ``receipt``, the socket took no more bytes within ``timeout`` s.
             BrokerError: the broker answered ERROR.
         """
-        wait = self.timeout_s(timeout)
         if not receipt:
-            link.write(link.encode(cmd, headers, body), cmd == "SEND")
+            link.write(link.encode(cmd, headers, body), cmd == "SEND")  # (write_now's, inline: a SEND per call)
             if link.write_paused:
-                try:
-                    await asyncio.wait_for(link.drain(), wait)
-                except asyncio.TimeoutError:
-                    raise WriteTimeout("%s: queued, and the socket took no more bytes within %.3g s (the broker is "
-                                       "not reading): it goes out if the broker reads again" % (what, wait)) from None
+                await link.drain(self.timeout_s(timeout), what)
             return None
+        wait = self.timeout_s(timeout)
         receipt_id = "%s-%d" % (cmd.lower(), next(self._ids))
         headers["receipt"] = receipt_id
         data = link.encode(cmd, headers, body)  # (raises before anything is registered)

@@ -20,7 +20,8 @@ Licensed under the Apache License, Version 2.0.
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Deque, Dict, Mapping, Optional, Tuple, Union
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Deque, Dict, Mapping, Optional,
+                    Tuple, Union)
 
 from ..codec import Frame
 from ..exception import (AcknowledgeInterruptedError, ConfigurationError, ConnectionClosedException,
@@ -30,7 +31,7 @@ from .._core import acks
 from .._core.acks import PAUSE, Acking
 from .._core.frames import ack_headers, ack_identity, reject_command
 from ..flow import RedeliveryPolicy
-from ._wake import Wake
+from ._wake import future_maker, resume
 from .handler import ErrorCallback, Handler, Workers, check_run
 from .._io.timeouts import clamp_wait
 
@@ -94,10 +95,12 @@ class Message:
     def message_id(self) -> Optional[str]:
         return self.frame.headers.get("message-id")
 
-    async def ack(self, *, transaction: Optional[str] = None, receipt: bool = False,
-                  timeout: Optional[float] = None) -> None:
+    def ack(self, *, transaction: Optional[str] = None, receipt: bool = False,
+            timeout: Optional[float] = None) -> Coroutine[Any, Any, None]:
         """Acknowledge this message (STOMP 1.2 "ACK"; ``ack:client`` acknowledges every
-        earlier one of its subscription too, as ActiveMQ does).
+        earlier one of its subscription too, as ActiveMQ does): ``await message.ack()`` (a
+        function returning the settling coroutine, not a coroutine of its own to resume per
+        message; nothing happens until it is awaited).
 
         Args:
             transaction (str | None): the transaction the ACK belongs to (``Transaction.ack``).
@@ -113,15 +116,16 @@ class Message:
                 a message before leaving its subscription's ``async with``.
             ReceiptTimeout, BrokerError: with ``receipt``.
         """
-        await self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
+        return self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
 
-    async def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
-                   timeout: Optional[float] = None) -> None:
+    def nack(self, *, transaction: Optional[str] = None, receipt: bool = False,
+             timeout: Optional[float] = None) -> Coroutine[Any, Any, None]:
         """Reject this message (STOMP 1.2 "NACK"; an ACK on STOMP 1.0, which has no NACK).
         ActiveMQ 5.x takes it as a poison acknowledgement: a persistent message goes to its
         DLQ (after the broker's redelivery policy with its ``redeliveryPlugin``), a
-        non-persistent one is dropped; it is not requeued as on RabbitMQ. Raises as :meth:`ack`."""
-        await self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
+        non-persistent one is dropped; it is not requeued as on RabbitMQ. Raises as :meth:`ack`
+        (``await message.nack()``)."""
+        return self.subscription.settle_message(self, "NACK", transaction, receipt, timeout)
 
     def __repr__(self) -> str:
         return "<aio.Message %s from %s>" % (self.message_id, self.destination)
@@ -156,7 +160,8 @@ class Subscription(Acking):
         self.link: Optional["AioLink"] = None
         self._queue: Deque[Message] = collections.deque()
         #: the receives waiting, oldest first (each woken once, for one message, or all at the end)
-        self._waiters: "Deque[Union[asyncio.Future[None], Wake]]" = collections.deque()
+        self._waiters: "Deque[asyncio.Future[None]]" = collections.deque()
+        self._new_future: "Optional[Callable[[], asyncio.Future[None]]]" = None  # (_wake.future_maker)
         self._seq = 0
         #: messages delivered by the read being handled while receives waited (woken after it)
         self._delivered = 0
@@ -175,7 +180,7 @@ class Subscription(Acking):
         """A MESSAGE for this subscription (called by the client on the loop)."""
         body = frame.body
         size = len(body)
-        now = int(link.loop.time() * 1000) if self.clocked else 0
+        now = int(link.clock() * 1000) if self.clocked else 0
         self._seq += 1
         flags = acks.delivered(self, now, size)
         if flags & PAUSE:
@@ -184,29 +189,27 @@ class Subscription(Acking):
         if self._waiters:
             self._delivered += 1
             if self._delivered == 1:
-                link.after_read(self._wake_delivered)
+                link.after_read.append(self._wake_delivered)
 
     def _wake_delivered(self) -> None:
         """The read's frames were all delivered: wake a receive per message delivered while
         receives waited (FIFO); a receive without a deadline resumes now, in this turn of the
-        loop, and takes what is queued (:meth:`Wake.resume`)."""
+        loop, and takes what is queued (:func:`amqstomp.aio._wake.resume`)."""
         count, self._delivered = self._delivered, 0
-        while count and self._queue and self._waiters:
-            count -= 1
-            self._wake_one(True)
+        queue, waiters = self._queue, self._waiters
+        while count and queue and waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():  # (a cancelled receive's is: the next one gets the message)
+                count -= 1
+                resume(waiter)
 
-    def _wake_one(self, at_once: bool = False) -> None:
-        """Wake the oldest receive still waiting (FIFO), once: it takes the next message.
-        ``at_once`` (a delivery, from the reading callback): a receive without a deadline
-        resumes before this returns (:meth:`Wake.resume`), in the same turn of the loop."""
+    def _wake_one(self) -> None:
+        """Wake the oldest receive still waiting (FIFO), once: it takes the next message."""
         waiters = self._waiters
         while waiters:
             waiter = waiters.popleft()
             if not waiter.done():
-                if at_once and type(waiter) is Wake:
-                    waiter.resume()
-                else:
-                    waiter.set_result(None)
+                waiter.set_result(None)
                 return
 
     def _wake_all(self) -> None:
@@ -247,16 +250,13 @@ class Subscription(Acking):
     def __aiter__(self) -> AsyncIterator[Message]:
         return self
 
-    async def __anext__(self) -> Message:
+    def __anext__(self) -> Coroutine[Any, Any, Message]:
         """The next message (no timeout). The iteration ends (StopAsyncIteration) once the
         application closed the subscription or its client -- at once, buffered messages
-        dropped; it raises SubscriptionClosedError when the socket was lost (no failover)."""
-        try:
-            return await self.get(None)
-        except SubscriptionClosedError:
-            if self._ended is not None and not isinstance(self._ended, _ClosedByApp):
-                raise
-            raise StopAsyncIteration from None
+        dropped; it raises SubscriptionClosedError when the socket was lost (no failover).
+        (A plain function returning the receive's coroutine: no coroutine of its own to
+        resume per message.)"""
+        return self._receive(None, True)
 
     async def get(self, timeout: Optional[float] = None) -> Message:
         """The next message, within ``timeout`` seconds (None: until one comes or the
@@ -274,10 +274,16 @@ class Subscription(Acking):
             InvalidTimeoutError: ``timeout`` is not a number of seconds >= 0 (negative, NaN,
                 infinite, not a number: the message names it); 0 is a poll.
         """
-        wait = clamp_wait(timeout, "timeout", strict=True)
-        self._count_handed()
+        return await self._receive(timeout, False)
+
+    async def _receive(self, timeout: Optional[float], iterating: bool) -> Message:
+        """:meth:`get`; ``iterating`` (``async for``): StopAsyncIteration, not
+        SubscriptionClosedError, once the application closed the subscription or its client."""
+        wait = None if timeout is None else clamp_wait(timeout, "timeout", strict=True)
+        if self._handed is not None:
+            self._count_handed()
         queue = self._queue
-        loop = self.client.loop
+        loop = self.link.loop if self.link is not None else self.client.loop
         deadline = None if wait is None else loop.time() + wait
         while True:
             while queue:
@@ -287,20 +293,23 @@ class Subscription(Acking):
                     while queue and queue[0].link is message.link:
                         queue.popleft()
                     continue
-                self._count_handed()  # another reader's message, handed while this one waited
+                if self._handed is not None:
+                    self._count_handed()  # another reader's message, handed while this one waited
                 self._handed = message
                 if self.app_acked:
                     key = message.key = ack_identity(message.link.proto.version, message.frame.headers)
                     self._unacked[key] = message
                 return message
             if self._ended is not None:
+                if iterating and isinstance(self._ended, _ClosedByApp):
+                    raise StopAsyncIteration
                 raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
-            waiter: "Union[asyncio.Future[None], Wake]"
-            if deadline is None:  # a wake-up the reading callback resumes this task with at once (_wake.py)
-                waiter = Wake(loop)
-                awaited: Awaitable[None] = waiter
-            else:
-                waiter = loop.create_future()
+            new_future = self._new_future
+            if new_future is None:
+                new_future = self._new_future = future_maker(loop)
+            waiter = new_future()  # resumed by the reading callback at once (_wake.py)
+            awaited: Awaitable[None] = waiter
+            if deadline is not None:
                 awaited = asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
             self._waiters.append(waiter)
             try:
@@ -327,7 +336,7 @@ class Subscription(Acking):
         link = message.link
         if link is not self.link or self.closed:
             return  # a lost socket's delivery: its window is gone
-        now = int(link.loop.time() * 1000) if self.clocked else 0
+        now = int(link.clock() * 1000) if self.clocked else 0
         todo = acks.consumed(self, message.frame.headers, message.seq, message.size, now, self._timer is not None)
         if todo is not None:
             self._apply(todo, link)
@@ -349,7 +358,7 @@ class Subscription(Acking):
         link = self.link
         if link is None or link.closed:
             return
-        todo = acks.timer_due(self, int(link.loop.time() * 1000))
+        todo = acks.timer_due(self, int(link.clock() * 1000))
         if todo is not None:
             self._apply(todo, link)
 
@@ -401,7 +410,10 @@ class Subscription(Acking):
             self.client.transactions.took(transaction, TAKEN_BY, taken)
         if acks.acked_by_application(self, cumulative):
             link.release_reading(self)
-        await self.client.write_frame(link, cmd, headers, b"", receipt, timeout, _Settling(cmd, message))
+        if receipt:
+            await self.client.write_frame(link, cmd, headers, b"", True, timeout, _Settling((cmd, message)))
+        elif self.client.write_now(link, cmd, headers, b""):  # (no coroutine per ACK: issue 23)
+            await link.drain(self.client.timeout_s(timeout), _Settling((cmd, message)))
 
     # ------------------------------------------------------------ the handler form
 
@@ -485,7 +497,7 @@ class Subscription(Acking):
             self.closed = True
             self.lost(self._ended)
             return
-        token = acks.closing(self, int(link.loop.time() * 1000))
+        token = acks.closing(self, int(link.clock() * 1000))
         self.closed = True
         if token is not None:
             link.write(link.encode("ACK", ack_headers(link.proto.version, token, link.proto.dialect == "activemq")))
@@ -523,18 +535,15 @@ class Subscription(Acking):
         return "<aio.Subscription %s %s ack:%s>" % (self.id, self.destination, self.ack)
 
 
-class _Settling:
-    """What an ACK/NACK is, for an error's text only: ``str()`` formats it (the message's
-    ``repr``) when a timeout or a lost link names it, not once per settled message."""
+class _Settling(Tuple[str, Message]):
+    """What an ACK/NACK is, ``(cmd, message)``, for an error's text only: ``str()`` formats it
+    (the message's ``repr``) when a timeout or a lost link names it, not once per settled
+    message (a tuple: made with no Python call per message)."""
 
-    __slots__ = ("cmd", "message")
-
-    def __init__(self, cmd: str, message: Message) -> None:
-        self.cmd = cmd
-        self.message = message
+    __slots__ = ()
 
     def __str__(self) -> str:
-        return "%s of %r" % (self.cmd, self.message)
+        return "%s of %r" % (self[0], self[1])
 
 
 class _ClosedByApp(StompException):
