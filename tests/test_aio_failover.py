@@ -62,6 +62,7 @@ def test_many_reconnects_in_a_row_each_replays(activemq):
     fails. ``on_resumed`` comes once per reconnect, after the replays were confirmed."""
     auto_dest, acked_dest = queue(), queue()
     cycles = 100
+    slowest = [0.0, -1]  # seconds of the slowest cycle, its number
 
     async def main() -> int:
         with TcpProxy(activemq.host_and_ports[0]) as proxy:
@@ -72,14 +73,28 @@ def test_many_reconnects_in_a_row_each_replays(activemq):
                         client.subscribe(acked_dest, ack="client-individual") as acked:
                     got = 0
                     for i in range(cycles):
+                        cut_at, seen = time.monotonic(), len(events)
+
+                        async def step(what: str, awaitable: Awaitable[Any]) -> Any:
+                            try:
+                                return await awaitable
+                            except Exception as exc:  # (asyncio.TimeoutError included)
+                                assert client.failover is not None
+                                raise AssertionError(
+                                    "cycle %d of %d, %s: %r %.1f s after the cut; reconnects %d, events of this "
+                                    "cycle %r, link %r, %s" % (i, cycles, what, exc, time.monotonic() - cut_at,
+                                                              client.failover.reconnects, events[seen:], client.link,
+                                                              proxy)) from exc
+
                         proxy.cut()
-                        await client.send(auto_dest, b"%d" % i, timeout=15)
-                        await client.send(acked_dest, b"%d" % i, timeout=15)
-                        message = await sub.get(timeout=15)
-                        assert message.body == b"%d" % i
-                        other = await acked.get(timeout=15)
-                        assert other.body == b"%d" % i
-                        await other.ack(receipt=True, timeout=15)
+                        await step("send to the auto queue", client.send(auto_dest, b"%d" % i, timeout=15))
+                        await step("send to the acked queue", client.send(acked_dest, b"%d" % i, timeout=15))
+                        message = await step("get from the auto queue", sub.get(timeout=15))
+                        assert message.body == b"%d" % i, (i, message.body)
+                        other = await step("get from the acked queue", acked.get(timeout=15))
+                        assert other.body == b"%d" % i, (i, other.body)
+                        await step("ack with a receipt", other.ack(receipt=True, timeout=15))
+                        slowest[:] = max(slowest, [time.monotonic() - cut_at, i])
                         got += 1
                     assert client.failover is not None and client.failover.reconnects == cycles
                     assert events.count("resumed") == cycles and len(events) == 2 * cycles
@@ -87,7 +102,8 @@ def test_many_reconnects_in_a_row_each_replays(activemq):
                     return got
     started = time.monotonic()
     assert run(main()) == cycles  # about 3.5 s for the 100 on 2 CPUs
-    print("%d reconnects in %.1f s" % (cycles, time.monotonic() - started))
+    print("%d reconnects in %.1f s, the slowest cycle %d: %.2f s" % (cycles, time.monotonic() - started,
+                                                                     slowest[1], slowest[0]))
 
 
 def test_a_transaction_of_a_lost_socket_is_refused(activemq):
