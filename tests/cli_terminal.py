@@ -30,8 +30,18 @@ class Terminal:
     def __init__(self, argv: Sequence[str], cwd: str, env: Dict[str, str]) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        self.proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
-                                     start_new_session=True, close_fds=True)
+        # a program started with SIGINT ignored keeps ignoring it (Python installs no handler): so
+        # is every program a non-interactive shell starts in the background (`pytest ... &`), and
+        # Ctrl-C then never showed a new prompt. The program gets SIGINT's default, as at a terminal.
+        ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        if ignored:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # (reset to the default by exec)
+        try:
+            self.proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=env,
+                                         start_new_session=True, close_fds=True)
+        finally:
+            if ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
         os.close(slave)
         self.argv = list(argv)
         self.fd = master

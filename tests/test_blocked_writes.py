@@ -80,14 +80,16 @@ class Producer(threading.Thread):
 def _stall_and_measure(proxy, rec, got, blocked, transport):
     """Stall the proxy once the consumer is busy and the producer blocked; returns
     (seconds from the silence to the heart-beat timeout, seconds from it to the
-    resumed connection). The silence begins at the stall, or at the client's last
-    read of what the proxy forwarded before it (``transport.last_read`` of the stalled
-    socket, ``transport.link_seq``), whichever is later: a loaded machine's reader may
-    still be taking those bytes from its socket buffer after the stall (seen: 1.6 s,
-    with the pure-Python codec), and every byte it reads shows the broker alive."""
+    resumed connection, what the stalled link says of its end: the client's own
+    count of the silence when it decided, for a failure message). The silence begins
+    at the stall, or at the client's last read of what the proxy forwarded before it
+    (``transport.last_read`` of the stalled socket, ``transport.link_seq``), whichever
+    is later: a loaded machine's reader may still be taking those bytes from its socket
+    buffer after the stall (seen: 1.6 s, with the pure-Python codec), and every byte it
+    reads shows the broker alive."""
     assert wait_until(lambda: len(got) >= 20, 30), len(got)
     proxy.refuse(True, mode="closed")  # the stalled broker's address answers no more
-    stalled_seq = transport.link_seq
+    stalled_seq, stalled_link = transport.link_seq, transport._link
     proxy.stall()  # done by the proxy's thread when it returns: nothing is forwarded after it
     stalled_at = time.monotonic()
     last_read = [0.0]
@@ -103,7 +105,10 @@ def _stall_and_measure(proxy, rec, got, blocked, transport):
     assert wait_until(lambda: rec.times.get("resumed") is not None, 15), rec.events[-8:]
     resumed = rec.times["resumed"] - rec.times["interrupted"]
     assert blocked(), "the producer sent nothing: the scenario did not happen"
-    return noticed, resumed
+    end = stalled_link.closed
+    why = "the stalled link's end: %s; the silence began %.2f s after the stall" % (
+        end.reason if end is not None else "none yet", max(0.0, last_read[0] - stalled_at))
+    return noticed, resumed, why
 
 
 # ------------------------------------------------------------------ stomp.py API
@@ -144,8 +149,9 @@ def test_stomppy_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_p
     producer = Producer(lambda: conn.send(q_out, BODY))
     producer.start()
     try:
-        noticed, resumed = _stall_and_measure(proxy, rec, got, lambda: producer.sent > 0, conn.transport)
-        assert noticed <= NOTICE_S, "heart-beat timeout after %.2f s (bound %.2f s)" % (noticed, NOTICE_S)
+        noticed, resumed, why = _stall_and_measure(proxy, rec, got, lambda: producer.sent > 0, conn.transport)
+        assert noticed <= NOTICE_S, "heart-beat timeout heard after %.2f s (bound %.2f s); %s" % (
+            noticed, NOTICE_S, why)
         assert resumed <= FAILOVER_S, "on the next broker %.2f s after the loss" % resumed
         assert conn.transport.current_host_and_port == tuple(direct)
         # the consumer carries on from the second broker (ack:auto lost what the stalled
@@ -205,9 +211,10 @@ def test_jms_a_peer_that_stops_reading_is_noticed_and_failed_over_with_the_produ
         producer = Producer(lambda: sender.send(BODY, delivery_mode=amqstomp.jms.NON_PERSISTENT))
         producer.start()
         try:
-            noticed, resumed = _stall_and_measure(proxy, events, got, lambda: producer.sent > 0,
-                                                  conn._state.consumer_link.transport)
-            assert noticed <= NOTICE_S, "heart-beat timeout after %.2f s (bound %.2f s)" % (noticed, NOTICE_S)
+            noticed, resumed, why = _stall_and_measure(proxy, events, got, lambda: producer.sent > 0,
+                                                       conn._state.consumer_link.transport)
+            assert noticed <= NOTICE_S, "heart-beat timeout heard after %.2f s (bound %.2f s); %s" % (
+                noticed, NOTICE_S, why)
             assert resumed <= FAILOVER_S, "on the next broker %.2f s after the loss" % resumed
             count = len(got)
             assert wait_until(lambda: len(got) >= count + 20, 30), (count, len(got))

@@ -24,7 +24,7 @@ NACK settles one message (to the DLQ); a transaction's ACKs are applied only at
 a COMMIT written on the socket where its BEGIN was, and a lost socket rolls
 its transactions back; ABORT settles nothing (and redelivers nothing).
 
-Rules: produce (a new message on the queue); deliver (broker -> the client's
+Actions (one per step, drawn from those possible in the state): produce (a new message on the queue); deliver (broker -> the client's
 dispatch queue, the dispatcher perhaps right after); hand over (the
 dispatcher, in arrival order: ``Client.should_dispatch``); ack/nack by the
 application of any message it holds, in any order (an old copy after its
@@ -108,7 +108,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -132,6 +131,31 @@ pytestmark = pytest.mark.timeout(120)
 SUB = "1"
 DEST = "/queue/settle.model"
 CONNECTIONS = {"1.0": amqstomp.Connection10, "1.1": amqstomp.Connection11, "1.2": amqstomp.Connection12}
+
+
+# the model's strategies, built once: a strategy built at every step costs more than the step
+_BOOLEANS = st.booleans()
+_MOSTLY_TRUE = st.sampled_from([True, True, False])
+_MOSTLY_ACK = st.sampled_from(["ACK", "ACK", "NACK"])
+_RACES = st.sampled_from([None, None, None, "before", "after"])
+_BUILT: Dict[Any, Any] = {}
+
+
+def _sampled(values: Tuple[Any, ...]) -> Any:
+    """``st.sampled_from(values)``, built once per tuple."""
+    strategy = _BUILT.get(values)
+    if strategy is None:
+        strategy = _BUILT[values] = st.sampled_from(values)
+    return strategy
+
+
+def _integers(low: int, high: int) -> Any:
+    """``st.integers(low, high)``, built once per bounds."""
+    key = ("integers", low, high)
+    strategy = _BUILT.get(key)
+    if strategy is None:
+        strategy = _BUILT[key] = st.integers(low, high)
+    return strategy
 
 
 class ModelViolation(AssertionError):
@@ -400,22 +424,42 @@ class SettleModel(RuleBasedStateMachine):
             return (d.message_id, SUB)
         return (d.message_id,)
 
+    # ----------------------------------------------------------------- the one rule
+
+    def enabled(self) -> Tuple[str, ...]:
+        """The names of the actions possible in this state, in a fixed order (never none:
+        with the socket open, ``deliver`` or ``produce``; without, ``reconnect``)."""
+        open_, queued = self.transport.open, self.broker.queued
+        return tuple(name for name, possible in (
+            ("deliver", open_ and bool(queued)),
+            ("produce", len(queued) < 3),
+            ("lose_socket", open_ and bool(self.inbox or self.held or self.tx is not None)),
+            ("reconnect", not open_),
+            ("hand_over", bool(self.inbox)),
+            ("ack", bool(self.held)),
+            ("end_transaction", self.tx is not None),
+        ) if possible)
+
+    @rule(data=st.data())
+    def step(self, data: st.DataObject) -> None:
+        """One action drawn from those possible now: built from the state, so every drawn
+        step is valid. (Seven rules behind preconditions made hypothesis filter: its
+        feature flags often disabled every rule possible in the state, and that test case
+        was thrown away.)"""
+        getattr(self, data.draw(_sampled(self.enabled()), label="action"))(data)
+
     # ----------------------------------------------------------------- the broker and the wire
 
-    @precondition(lambda self: self.transport.open and self.broker.queued)
-    @rule(data=st.data())
     def deliver(self, data: st.DataObject) -> None:
         """The broker dispatches one message (a redelivered one first, mostly), and
         the dispatcher may hand the queue over at once."""
         queued = self.broker.queued
-        self._deliver(data.draw(st.sampled_from(queued[:1] * 2 + queued), label="message"))
-        if data.draw(st.booleans(), label="dispatcher runs"):
+        self._deliver(data.draw(_sampled(tuple(queued[:1] * 2 + queued)), label="message"))
+        if data.draw(_BOOLEANS, label="dispatcher runs"):
             while self.inbox:
                 self._hand_over()
 
-    @precondition(lambda self: len(self.broker.queued) < 3)
-    @rule()
-    def produce(self) -> None:
+    def produce(self, data: st.DataObject) -> None:
         """A producer sends a new message to the queue."""
         self.broker.queued.append("ID:model-1:1:1:1:%d" % next(self._message_ids))
 
@@ -433,10 +477,10 @@ class SettleModel(RuleBasedStateMachine):
         self.inbox.append((frame, d))
         return d
 
-    @precondition(lambda self: self.transport.open and (self.inbox or self.held or self.tx is not None))
-    @rule(reconnect=st.sampled_from([True, True, False]), failed_attempts=st.integers(0, 2))
-    def lose_socket(self, reconnect: bool, failed_attempts: int) -> None:
+    def lose_socket(self, data: st.DataObject) -> None:
         """The socket ends; mostly the new one is there before the application acts again."""
+        reconnect = data.draw(_MOSTLY_TRUE, label="reconnect")
+        failed_attempts = data.draw(_integers(0, 2), label="failed attempts")
         self._lose()
         if reconnect:
             self._reconnect(failed_attempts)
@@ -447,10 +491,8 @@ class SettleModel(RuleBasedStateMachine):
             self.broker.lose(self.transport.link_seq)
             self.stats["losses"] += 1
 
-    @precondition(lambda self: not self.transport.open)
-    @rule(failed_attempts=st.integers(0, 2))
-    def reconnect(self, failed_attempts: int) -> None:
-        self._reconnect(failed_attempts)
+    def reconnect(self, data: st.DataObject) -> None:
+        self._reconnect(data.draw(_integers(0, 2), label="failed attempts"))
 
     def _reconnect(self, failed_attempts: int = 0) -> None:
         self.transport.link_seq += 1 + failed_attempts
@@ -469,17 +511,15 @@ class SettleModel(RuleBasedStateMachine):
         ``cmd`` write (commands in RACY only)."""
         self.transport.interleave = None  # one armed for a write that did not happen is moot
         if self.transport.open and cmd in self.RACY:
-            race = data.draw(st.sampled_from([None, None, None, "before", "after"]), label="failover races " + cmd)
+            race = data.draw(_RACES, label="failover races " + cmd)
             if race is not None:
                 self._race(race, cmd)
 
     # ----------------------------------------------------------------- the dispatcher
 
-    @precondition(lambda self: self.inbox)
-    @rule(data=st.data())
     def hand_over(self, data: st.DataObject) -> None:
         """The dispatcher takes one or more queued MESSAGEs, in arrival order."""
-        for _ in range(data.draw(st.integers(1, len(self.inbox)), label="frames")):
+        for _ in range(data.draw(_integers(1, len(self.inbox)), label="frames")):
             self._hand_over()
 
     def _hand_over(self) -> bool:
@@ -506,15 +546,13 @@ class SettleModel(RuleBasedStateMachine):
 
     # ----------------------------------------------------------------- the application
 
-    @precondition(lambda self: self.held)
-    @rule(data=st.data())
     def ack(self, data: st.DataObject) -> None:
         """The application ACKs/NACKs a message it holds (any of them), perhaps in the
         open transaction, perhaps while a failover replaces the socket just before or
         just after the write."""
-        index = data.draw(st.integers(0, len(self.held) - 1), label="held message")
-        cmd = "ACK" if self.VERSION == "1.0" else data.draw(st.sampled_from(["ACK", "ACK", "NACK"]), label="cmd")
-        in_tx = (self.tx is not None or self.transport.open) and data.draw(st.booleans(), label="in a transaction")
+        index = data.draw(_integers(0, len(self.held) - 1), label="held message")
+        cmd = "ACK" if self.VERSION == "1.0" else data.draw(_MOSTLY_ACK, label="cmd")
+        in_tx = (self.tx is not None or self.transport.open) and data.draw(_BOOLEANS, label="in a transaction")
         if in_tx and self.tx is None:
             self._maybe_race(data, "BEGIN")
             self._begin()
@@ -619,10 +657,9 @@ class SettleModel(RuleBasedStateMachine):
             self.tx_held.append((frame, named))
         return outcome
 
-    @precondition(lambda self: self.tx is not None)
-    @rule(commit=st.sampled_from([True, True, False]), data=st.data())
-    def end_transaction(self, commit: bool, data: st.DataObject) -> None:
+    def end_transaction(self, data: st.DataObject) -> None:
         """COMMIT the open transaction (BEGIN came with its first ACK), or ABORT it."""
+        commit = data.draw(_MOSTLY_TRUE, label="commit")
         self._maybe_race(data, "COMMIT" if commit else "ABORT")
         if commit:
             self._commit()
@@ -740,13 +777,16 @@ def test_settle_model(version: str) -> None:
 
 
 #: the racing machine's search: its mutants (a transaction frame written unpinned, below) are
-#: found within 186 test cases (ABORT; BEGIN 12, COMMIT 16; derandomized), about 80 examples;
-#: 600 examples leave room, and the mutant tests fail if a change of the model pushes one out.
+#: found derandomized within 25 examples (COMMIT; BEGIN 5, ABORT 3). Every generated step is valid
+#: (``SettleModel.step``); with seven rules behind preconditions, 761 of 1,361 test cases were
+#: thrown away at 600 examples. Randomized (12 seeds each), the slowest mutant (ABORT) needed at
+#: most 221 and 340 examples, where the rules found it within 600 examples in 11 of 12 seeds: 300
+#: examples keep that power at 6.9 s of CPU (600 rule-based examples: 12.7 s).
 #: (It ran MUTANT_SETTINGS' 2,000: 4,950 test cases, 38 s of CPU, 100-128 s on a loaded machine
 #: against the 120 s timeout.)
-RACING_SETTINGS = settings(max_examples=600, stateful_step_count=40, deadline=None, database=None,
+RACING_SETTINGS = settings(max_examples=300, stateful_step_count=40, deadline=None, database=None,
                            derandomize=True, phases=[Phase.generate], report_multiple_bugs=False,
-                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+                           suppress_health_check=[HealthCheck.too_slow])
 RACING = ("ACK", "NACK", "BEGIN", "COMMIT", "ABORT")
 
 

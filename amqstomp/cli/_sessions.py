@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from ..exception import StompException
+from ._signals import MainThreadNudge
 
 __all__ = ["Sessions", "SETTLE_QUIET_S", "SETTLE_MAX_S", "ECHO_MAX_S"]
 
@@ -49,8 +50,11 @@ class Sessions:
         SIGTERM (status 0) or the connection is lost (1); ``filename``
         (``-F``): its commands (1 when one failed), then, a subscription open,
         what arrives until :data:`SETTLE_QUIET_S` pass without a MESSAGE (at
-        most :data:`SETTLE_MAX_S`); else the interactive shell (0)."""
+        most :data:`SETTLE_MAX_S`); else the interactive shell (0). Ctrl-C reaches the
+        main thread whichever thread took it, whenever (:mod:`amqstomp.cli._signals`)."""
         status = 0
+        nudge = MainThreadNudge()
+        nudge.start()
         try:
             if listen is not None:
                 signal.signal(signal.SIGTERM, _interrupt)  # `kill`: stop as Ctrl-C does
@@ -72,6 +76,7 @@ class Sessions:
         finally:
             self._quit = True
             self.conn.disconnect()
+            nudge.stop()
         return status
 
     def settle(self) -> None:
