@@ -196,11 +196,10 @@ class Driver(LinkOwner):
         data = proto.encode(cmd, clean, payload, auto_length,
                             None if head is None else head.encodings.get(proto.version) or head.encoded(proto.version))
         future = None
-        last = cmd == "DISCONNECT"  # the socket's last frame, receipt or none (STOMP 1.2 "DISCONNECT")
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
-            if last:
+            if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
         if log.isEnabledFor(logging.DEBUG):
             shown = merged_headers(head, clean) if head else clean
@@ -212,14 +211,15 @@ class Driver(LinkOwner):
         try:
             if write is not None:
                 write(data)
-            elif last:  # nothing may follow it; the session's end unless pinned to a socket (a planned move)
-                link.write_last(data, write_timeout, not link_seq)
-            elif nowait:
+            elif nowait:  # (never a DISCONNECT: the timer's ACKs)
                 link.write_nowait(data)
-            elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+            elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:  # (never a DISCONNECT: SENDs)
                 link.write_deferred(data, write_timeout)
-            else:
+            elif cmd != "DISCONNECT":
                 link.write(data, write_timeout)
+            else:  # the socket's last frame, receipt or none: nothing may follow it (STOMP 1.2 "DISCONNECT");
+                # the session's end unless pinned to a socket (a planned move)
+                link.write_last(data, write_timeout, not link_seq)
         except ConnectionClosedException as exc:
             stalled = isinstance(link.close_error, PeerStoppedReading)  # the link's end says why, no flag of its own
             if cmd == "SEND" and stalled and isinstance(exc.__cause__, OSError):
