@@ -144,3 +144,30 @@ def test_an_ack_from_a_listener_while_disconnect_runs_is_refused(activemq, stall
     assert "disconnect() began" in str(outcome["error"])
     stall_proxy.drop()  # the broker's end of the held socket: it takes the unacknowledged message back
     assert _count_on(activemq, destination, 1, timeout_s=10) == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("write", ["send_frame", "transport.send_frame", "transmit"])
+def test_a_send_after_a_raw_disconnect_frame_is_refused(activemq, write):
+    """A DISCONNECT the application writes itself (no receipt: stomp.py's ``send_frame``,
+    the transport's, ``transmit``) is the socket's last frame as ``disconnect()``'s is: a
+    send after it raises NotConnectedException, nothing is written behind it. Before,
+    the send returned normally and the broker ignored it (STOMP 1.2 "DISCONNECT")."""
+    from amqstomp.codec import Frame
+
+    destination = "/queue/amqstomp.test.discrace-" + uuid.uuid4().hex[:12]
+    conn = amqstomp.Connection12([("127.0.0.1", activemq.stomp_port)])
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    try:
+        conn.send(destination, "before", receipt="before")
+        if write == "send_frame":
+            conn.send_frame("DISCONNECT", {})
+        elif write == "transport.send_frame":
+            conn.transport.send_frame("DISCONNECT", {})
+        else:
+            conn.transport.transmit(Frame("DISCONNECT", {}))
+        with pytest.raises(NotConnectedException):
+            conn.send(destination, "after")
+    finally:
+        conn.disconnect()
+    assert _count_on(activemq, destination, 1, timeout_s=10) == 1

@@ -364,3 +364,104 @@ def test_stomp_py_api_priority_keywords_are_checked(keywords, named):
     """A string was taken as true, and without auto_reconnect the keywords did nothing, silently."""
     with pytest.raises(amqstomp.exception.ConfigurationError, match=named):
         amqstomp.Connection12([("127.0.0.1", 1)], **keywords)
+
+
+@pytest.mark.compiled_pass_only  # priorityBackup: the prober thread and the failover loop's
+def test_a_send_racing_a_move_goes_on_the_new_socket_not_behind_the_disconnect(activemq, tcp_proxy_factory) -> None:
+    """A send that chose the socket a planned move gives up, and is written once the move's
+    DISCONNECT was answered, before the socket is dropped (held here between the two, and the
+    broker's close of that socket held back by the proxy, so the race is met every run): before
+    the fix it went out behind the DISCONNECT (the broker ignores it) and ``send()`` returned
+    normally, the message lost. Now that socket refuses every write after its DISCONNECT and
+    the send waits for the failover loop's new socket and goes there."""
+    direct = tuple(activemq.host_and_ports[0])
+    priority = tcp_proxy_factory(direct)  # the priority broker (the first address): down at first
+    priority.refuse(True, mode="closed")
+    backup = tcp_proxy_factory(direct)  # the socket the move gives up: its end held back after the RECEIPT
+    destination = "/queue/amqstomp.test.moverace-" + uuid.uuid4().hex[:10]
+    conn = amqstomp.Connection12([priority.address, backup.address], auto_reconnect=True,
+                                 reconnect_attempts_max=-1, reconnect_sleep_initial=0.1, reconnect_sleep_increase=1.0,
+                                 reconnect_sleep_max=0.5, priority_backup=True, timeout=10)
+    reconnector, transport = conn.reconnector, conn.transport
+    chosen, handed_back, tried = threading.Event(), threading.Event(), threading.Event()
+    outcome: Dict[str, Any] = {}
+    try:
+        conn.connect(wait=True)
+        assert transport.current_host_and_port == backup.address
+        old = transport.link_seq
+        original, hand_back = transport.send_frame, reconnector.hand_back
+
+        def spy(cmd: str, headers: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if cmd != "SEND" or kwargs.get("link_seq") != old or chosen.is_set():
+                return original(cmd, headers, *args, **kwargs)
+            chosen.set()  # this send chose the old socket: written once the move's DISCONNECT was answered
+            handed_back.wait(15)
+            try:
+                return original(cmd, headers, *args, **kwargs)
+            finally:
+                tried.set()
+
+        def hand_back_then_wait(seq: int, *args: Any) -> None:
+            # the RECEIPT reaches the client, then nothing more: the broker's close of the socket stays held
+            backup.stall_after(len(b"RECEIPT\nreceipt-id:amqstomp-move-%d\n\n\x00" % seq))
+            hand_back(seq, *args)  # DISCONNECT, its RECEIPT: the broker is done with this socket
+            handed_back.set()
+            tried.wait(15)  # the racer's write on it, before the move drops it
+
+        transport.send_frame = spy
+        reconnector.hand_back = hand_back_then_wait
+
+        def racer() -> None:
+            try:
+                conn.send(destination, "racer")
+            except Exception as exc:  # what the race came to: refused is allowed, silence is not
+                outcome["error"] = exc
+            else:
+                outcome["error"] = None
+
+        thread = threading.Thread(target=racer, name="test-move-racer", daemon=True)
+        thread.start()
+        assert chosen.wait(10)
+        priority.refuse(False)  # the priority broker answers: the probe moves the connection there
+        assert wait_until(lambda: reconnector.prober.moves >= 1, 15), "no move"
+        thread.join(20)
+        assert not thread.is_alive() and "error" in outcome
+        assert handed_back.is_set() and tried.is_set()
+        assert wait_until(lambda: transport.is_connected() and not reconnector.reconnecting, 15)
+        assert transport.current_host_and_port == priority.address and transport.link_seq != old
+        del transport.send_frame
+        conn.send(destination, "after", receipt="after")
+        conn.wait_for_receipt("after", timeout=10)
+    finally:
+        conn.disconnect()
+    expected = ["after"] if outcome.get("error") is not None else ["racer", "after"]
+    got = _bodies_on(activemq, destination, len(expected))
+    assert sorted(got) == sorted(expected), "send() %s; the broker holds %r" % (
+        "returned normally" if outcome.get("error") is None else "raised %r" % outcome["error"], got)
+    assert outcome["error"] is None, "the send was refused instead of going on the new socket: %r" % outcome["error"]
+
+
+def _bodies_on(activemq: Any, destination: str, expected: int, timeout_s: float = 20.0) -> List[str]:
+    """The bodies ``destination`` holds: a fresh consumer takes them until ``expected`` came
+    and nothing more for 1 s, or nothing came for 3 s, within ``timeout_s``."""
+    frames = _Frames()
+    conn = amqstomp.Connection12([tuple(activemq.host_and_ports[0])])
+    conn.set_listener("frames", frames)
+    conn.connect("admin", "admin", wait=True, timeout=15)
+    got: List[str] = []
+    try:
+        conn.subscribe(destination, id="count", ack="auto")
+        deadline, last = time.monotonic() + timeout_s, time.monotonic()
+        while time.monotonic() < deadline:
+            try:
+                frame = frames.queue.get(timeout=0.1)
+            except queue.Empty:
+                quiet = time.monotonic() - last
+                if (len(got) >= expected and quiet > 1.0) or quiet > 3.0:
+                    break
+                continue
+            got.append(frame.body if isinstance(frame.body, str) else frame.body.decode())
+            last = time.monotonic()
+    finally:
+        conn.disconnect()
+    return got

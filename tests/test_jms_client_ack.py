@@ -55,6 +55,44 @@ def _url(base):
     return base + ("&" if "?" in base else "?") + "jms.prefetchPolicy.all=%d" % PREFETCH
 
 
+def _failover_connection(activemq, tcp_proxy_factory, queue, count):
+    """``queue`` filled with ``count`` messages, and a failover connection to the broker through
+    a TcpProxy: (proxy, connection, the exception listener's list)."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    url = _url("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address)
+    with ConnectionFactory(_url(activemq.url)).create_connection() as direct:
+        _fill(direct, queue, count)
+    errors = []
+    conn = ConnectionFactory(url, close_timeout_ms=2000).create_connection(timeout_s=15)
+    conn.set_exception_listener(errors.append)
+    return proxy, conn, errors
+
+
+def _close_quietly(conn):
+    """Close ``conn``; what close says about a socket the test cut is not the test's point."""
+    try:
+        conn.close()
+    except Exception:  # pragma: no cover - see above
+        pass
+
+
+def _cut_then_drain(proxy, conn, consumer, count):
+    """A batch received (ACKed in the transaction), the socket cut, the new one up: what
+    ``consumer`` receives then, which must be every one of the ``count`` messages (more than
+    the prefetch) -- a consumer that stalls at the prefetch fails here."""
+    before = [consumer.receive(5.0) for _ in range(PREFETCH - 1)]
+    assert all(m is not None for m in before)
+    transport = conn._state.consumer_link.transport
+    seq = transport.link_seq
+    assert proxy.cut() >= 1
+    assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
+    after = _drain(consumer, wait_s=3.0, limit=4 * count)
+    texts = {m.text for m in after}
+    assert texts == {"m%d" % i for i in range(count)}, \
+        "%d distinct after the failover, of %d: stalled at the prefetch (%d)" % (len(texts), count, PREFETCH)
+    return after
+
+
 @pytest.mark.timeout(90)
 def test_drain_then_acknowledge_gets_every_message_and_settles_them(activemq):
     queue = _queue()
@@ -153,28 +191,13 @@ def test_after_a_failover_the_consumer_gets_past_the_prefetch_without_acknowledg
     batch ACKs keep the window growing -- no stall at the prefetch before acknowledge(). What the
     lost socket delivered comes again (redelivered) and is never ACKed on the new socket;
     acknowledge() says that it could not settle those, and the next one settles everything."""
-    queue = _queue()
-    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
-    url = _url("failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=100" % proxy.address)
-    count = 6 * PREFETCH
-    with ConnectionFactory(_url(activemq.url)).create_connection() as direct:
-        _fill(direct, queue, count)
-    errors = []
-    conn = ConnectionFactory(url, close_timeout_ms=2000).create_connection(timeout_s=15)
+    queue, count = _queue(), 6 * PREFETCH
+    proxy, conn, errors = _failover_connection(activemq, tcp_proxy_factory, queue, count)
     try:
-        conn.set_exception_listener(errors.append)
         consumer = conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
         conn.start()
-        before = [consumer.receive(5.0) for _ in range(PREFETCH - 1)]  # a batch ACKed in the transaction
-        assert all(m is not None for m in before)
-        transport = conn._state.consumer_link.transport
-        seq = transport.link_seq
-        assert proxy.cut() >= 1
-        assert wait_until(lambda: transport.is_connected() and transport.link_seq != seq, 15)
-        after = _drain(consumer, wait_s=3.0, limit=4 * count)  # more than the prefetch, no acknowledge()
+        after = _cut_then_drain(proxy, conn, consumer, count)  # more than the prefetch, no acknowledge()
         texts = {m.text for m in after}
-        assert texts == {"m%d" % i for i in range(count)}, \
-            "%d distinct after the failover, of %d: stalled at the prefetch (%d)" % (len(texts), count, PREFETCH)
         # the lost socket's deliveries are among those acknowledge() settles: it says they were not
         # (their ACKs cannot be written; the broker redelivered them) and the session recovers
         with pytest.raises(AcknowledgeInterruptedError, match="lost since"):
@@ -186,8 +209,36 @@ def test_after_a_failover_the_consumer_gets_past_the_prefetch_without_acknowledg
         consumer.close()
         assert not errors, errors
     finally:
-        try:
-            conn.close()
-        except Exception:  # pragma: no cover - what close says is not this test's point
-            pass
+        _close_quietly(conn)
+    assert wait_until(lambda: _size(activemq, queue) == 0, 10), _size(activemq, queue)
+
+
+@pytest.mark.timeout(120)
+def test_after_a_failover_a_transacted_consumer_gets_past_the_prefetch_and_commit_rolls_back(activemq,
+                                                                                            tcp_proxy_factory):
+    """A transacted session's consumer ACKs in its transaction every batch (the broker's window grows
+    with them). After a failover that transaction is gone (the broker rolled it back with its socket):
+    the consumer must not sit at the prefetch until ``commit()`` -- the batch ACKs go in a new
+    transaction on the new socket, so every message comes (the broker redelivers the lost socket's).
+    ``commit()`` still raises TransactionRolledBackError (JMS: part of the transaction was lost) and
+    rolls all of it back; the next transaction takes every message once, and the queue ends empty."""
+    from amqstomp.jms import TransactionRolledBackError
+
+    queue, count = _queue(), 6 * PREFETCH
+    proxy, conn, errors = _failover_connection(activemq, tcp_proxy_factory, queue, count)
+    try:
+        session = conn.create_session(True)
+        consumer = session.create_consumer(queue)
+        conn.start()
+        _cut_then_drain(proxy, conn, consumer, count)  # more than the prefetch, no commit()
+        with pytest.raises(TransactionRolledBackError):
+            session.commit()  # the transaction lost part of itself with the socket: never reported committed
+        again = _drain(consumer, wait_s=3.0, limit=4 * count)
+        assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(count))
+        session.commit()
+        assert consumer.receive(0.5) is None
+        consumer.close()
+        assert not errors, errors
+    finally:
+        _close_quietly(conn)
     assert wait_until(lambda: _size(activemq, queue) == 0, 10), _size(activemq, queue)

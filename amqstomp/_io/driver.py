@@ -135,12 +135,15 @@ class Driver(LinkOwner):
             hooks (bool): False: not through :attr:`frame_hook` nor the
                 observer of :mod:`amqstomp._observe` (they write so themselves).
 
-        A DISCONNECT with a ``receipt`` on the open socket (no ``link_seq``: the
-        session's end, :meth:`amqstomp._engine.client.Client.disconnect`) is the
-        last frame: the socket is CLOSING from its write on, and every frame
-        asked for after it is refused (:meth:`amqstomp._io.writer.LinkWriter.write_last`).
-        One pinned to a socket (``link_seq``: a failover layer's planned move)
-        is not: that socket's end is taken over by the failover loop.
+        A DISCONNECT (with a ``receipt`` or not, ``disconnect()``'s or one the
+        application writes itself) is the socket's last frame: every frame asked
+        for after it on that socket is refused (:meth:`amqstomp._io.writer.LinkWriter.write_last`),
+        never written behind it (the broker ignores it) while its caller is told it
+        was sent. On the open socket (no ``link_seq``) it ends the session: the
+        socket is CLOSING from its write on. One pinned to a socket (``link_seq``:
+        a failover layer's planned move, or a frame written through failover) leaves
+        the socket's end to the failover loop: a frame refused there waits for the
+        next socket (:meth:`amqstomp._engine.client.Client.write`) or raises.
 
         Returns:
             Future | None: the receipt future when the frame asks for one.
@@ -193,13 +196,11 @@ class Driver(LinkOwner):
         data = proto.encode(cmd, clean, payload, auto_length,
                             None if head is None else head.encodings.get(proto.version) or head.encoded(proto.version))
         future = None
-        last = False
         receipt = clean.get("receipt")
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
             if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
-                last = not link_seq  # the session's end (every API's disconnect asks a receipt)
         if log.isEnabledFor(logging.DEBUG):
             shown = merged_headers(head, clean) if head else clean
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(shown), len(payload))
@@ -210,14 +211,15 @@ class Driver(LinkOwner):
         try:
             if write is not None:
                 write(data)
-            elif nowait:
+            elif nowait:  # (never a DISCONNECT: the timer's ACKs)
                 link.write_nowait(data)
-            elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:
+            elif defer and link.can_defer and len(data) < DEFER_FLUSH_BYTES:  # (never a DISCONNECT: SENDs)
                 link.write_deferred(data, write_timeout)
-            elif last:  # nothing may follow it
-                link.write_last(data, write_timeout)
-            else:
+            elif cmd != "DISCONNECT":
                 link.write(data, write_timeout)
+            else:  # the socket's last frame, receipt or none: nothing may follow it (STOMP 1.2 "DISCONNECT");
+                # the session's end unless pinned to a socket (a planned move)
+                link.write_last(data, write_timeout, not link_seq)
         except ConnectionClosedException as exc:
             stalled = isinstance(link.close_error, PeerStoppedReading)  # the link's end says why, no flag of its own
             if cmd == "SEND" and stalled and isinstance(exc.__cause__, OSError):

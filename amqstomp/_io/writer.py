@@ -16,10 +16,12 @@ A thread that must never wait on a socket (the timer: it also runs the heart-bea
 with :meth:`LinkWriter.write_nowait`: its frame is queued, written by the next writer before that
 writer's own frame, or by the timer once the lock is free and the socket takes bytes.
 
-The end of the session (:meth:`LinkWriter.write_last`, the DISCONNECT): under the write lock the core's
-link state becomes CLOSING and the link ``finished``, then the frames before it and the DISCONNECT are
-written. Every write after that is refused under the same lock (NotConnectedException): no frame goes out
-behind the DISCONNECT (STOMP 1.2 "DISCONNECT": the broker ignores it) while its caller is told it was sent.
+The last frame of a socket (:meth:`LinkWriter.write_last`, any DISCONNECT): under the write lock the link
+becomes ``finished`` (and, at the session's end, the core's link state CLOSING; a planned move's DISCONNECT
+leaves the state, so the failover loop still takes the socket's end over), then the frames before it and the
+DISCONNECT are written. Every write after that is refused under the same lock (NotConnectedException): no
+frame goes out behind the DISCONNECT (STOMP 1.2 "DISCONNECT": the broker ignores it) while its caller is told
+it was sent.
 """
 import logging
 import select
@@ -124,6 +126,9 @@ class LinkWriter:
         #: the session's last frame (its DISCONNECT) was written (:meth:`write_last`, under the write
         #: lock): every later write is refused (read without the lock on the hot path, as ``closed``)
         self.finished = False
+        #: the last frame was a planned move's DISCONNECT (:meth:`write_last` with ``session_end`` False):
+        #: the socket is handed back, not the session ended (what :meth:`refused` says)
+        self.handed_back = False
         # frames a thread that must never block queued (write_nowait: the timer's batched ACKs), in
         # the order they were queued; every writer writes them first, under the write lock
         self.nowait: Deque[bytes] = deque()
@@ -269,13 +274,21 @@ class LinkWriter:
         elif data:
             self._sendall(data, deadline)
 
-    def write_last(self, data: bytes, write_timeout: Optional[float] = None) -> None:
-        """Write the frame that ends the session (``data``: the DISCONNECT) as
-        :meth:`write` does, after the frames queued before it, and make it the
-        last: under the write lock, before it is written, the core's link state
-        becomes CLOSING (:meth:`amqstomp._core.state.ProtocolState.closing`: the
-        socket's end is then this side's, no loss) and the link ``finished``, so
-        every later write is refused (:meth:`refused`) and none goes out behind it.
+    def write_last(self, data: bytes, write_timeout: Optional[float] = None, session_end: bool = True) -> None:
+        """Write a DISCONNECT (``data``) as :meth:`write` does, after the frames
+        queued before it, and make it the last frame of this socket: under the
+        write lock, before it is written, the link becomes ``finished``, so every
+        later write is refused (:meth:`refused`: NotConnectedException) and none
+        goes out behind it (STOMP 1.2 "DISCONNECT": the broker ignores it).
+
+        ``session_end`` True (the session's end: ``disconnect()``, or a DISCONNECT
+        frame written on the open socket by the application): the core's link state
+        becomes CLOSING too (:meth:`amqstomp._core.state.ProtocolState.closing`: the
+        socket's end is then this side's, no loss). False (a DISCONNECT pinned to
+        this socket: a failover layer's planned move hands it back): the state is
+        left as it is, so the socket's end is still taken over by the failover loop,
+        and a frame refused here waits for the next socket (the engine's
+        :meth:`amqstomp._engine.client.Client.write`) or raises.
 
         Raises:
             ConnectionClosedException: the link is closed, the write failed or
@@ -283,16 +296,21 @@ class LinkWriter:
         """
         self.lock_for_write(write_timeout)
         try:
-            with self.state_lock:  # (lock order: the write lock, then the state lock)
-                self.proto.closing()
+            if session_end:
+                with self.state_lock:  # (lock order: the write lock, then the state lock)
+                    self.proto.closing()
+            elif not self.finished:
+                self.handed_back = True
             self.finished = True
             self.write_locked(data, write_timeout)
         finally:
             self.write_lock.release()
 
-    @staticmethod
-    def refused() -> NotConnectedException:
-        """The exception of a write refused after the session's last frame (:meth:`write_last`)."""
+    def refused(self) -> NotConnectedException:
+        """The exception of a write refused after the socket's last frame (:meth:`write_last`)."""
+        if self.handed_back:
+            return NotConnectedException("not connected: this socket was handed back (its DISCONNECT is written "
+                                         "before a planned move to another broker; nothing was sent after it)")
         return NotConnectedException("not connected: the connection is closing (its DISCONNECT is written; "
                                      "nothing was sent after it)")
 

@@ -53,6 +53,10 @@ class Transaction:
         self.lock = threading.RLock()
         self.tx: Optional[str] = None
         self.send_tx: Optional[Tuple[Link, str]] = None
+        #: why the session's open transaction cannot commit (None: it can): a transacted session's
+        #: transaction on the consumer socket was lost with that socket (failover) and replaced by a
+        #: new one for the consumers' batch ACKs (:meth:`transaction_id`); ``commit()`` rolls back
+        self.doomed: Optional[str] = None
         self._numbers = itertools.count(1)
 
     def __repr__(self) -> str:  # log lines name the session
@@ -70,7 +74,7 @@ class Transaction:
             return self.state.connection.producer_link()
         return self.state.connection.producer_link()
 
-    def transaction_id(self) -> str:
+    def transaction_id(self, acks: bool = False) -> str:
         """The open transaction's id on the consumer socket (BEGIN is sent on first use).
 
         CLIENT_ACKNOWLEDGE's private "delivered" transaction (a session that is not
@@ -81,15 +85,28 @@ class Transaction:
         ACKs took goes back to its consumers' ``delivered`` (the transaction table's give-back):
         those came on the lost socket, so they are never ACKed on the new one and
         ``acknowledge()`` reports them not acknowledged (AcknowledgeInterruptedError) --
-        the broker redelivers them. A transacted session's transaction is not replaced:
-        its ``commit()`` must raise TransactionRolledBackError."""
+        the broker redelivers them.
+
+        A transacted session's transaction lost so is replaced the same way for its consumers'
+        batch ACKs (``acks``: :meth:`amqstomp.jms.consumer.ConsumerCore._maybe_ack_in_transaction`),
+        so its consumers never stall at the prefetch until ``commit()`` either; the session's
+        transaction is then :attr:`doomed`: ``commit()`` rolls all of it back and raises
+        TransactionRolledBackError (JMS: a commit after a failover that lost the transaction).
+        A SEND (``acks`` False) into a lost transaction is not moved: it raises
+        TransactionRolledBackError (the producer's rule)."""
         with self.lock:
             tx = self.tx
-            if tx is not None and not self.state.transacted:
+            if tx is not None and (acks or not self.state.transacted):
                 link = self.state.connection.consumer_link
                 if link.client.transaction_stale(tx):
-                    log.info("%r: the socket of its acknowledgement transaction %s was lost; beginning a new one",
-                             self, tx)
+                    if self.state.transacted:
+                        log.info("%r: the socket of transaction %s was lost (failover): it is rolled back, and "
+                                 "commit() will say so; its consumers ACK in a new one meanwhile", self, tx)
+                        self.doomed = self.doomed or ("transaction %s was lost with its connection (failover; the "
+                                                      "broker rolled it back)" % tx)
+                    else:
+                        log.info("%r: the socket of its acknowledgement transaction %s was lost; beginning a "
+                                 "new one", self, tx)
                     self.tx = None
                     link.transaction_abandoned(tx)
             if self.tx is None:
@@ -158,6 +175,11 @@ class Transaction:
         state = self.state
         link = state.connection.consumer_link
         with self.lock:
+            doomed = self.doomed
+            if doomed is not None:  # the transaction lost part of itself with a socket: never reported committed
+                self.rollback_after_failed_commit()
+                raise TransactionRolledBackError("commit failed: %s; rolled back (the consumed messages come "
+                                                 "again)" % doomed)
             if self.consumed_on_lost_socket():
                 # their ACKs can never be written (the broker redelivers them): committing the rest
                 # would report success for messages that come again (JMS: rolled back by failover)
@@ -303,6 +325,7 @@ class Transaction:
         """
         state = self.state
         connection = state.connection
+        self.doomed = None  # rolled back: the next transaction is a new one
         send_tx = self.send_tx
         if send_tx is not None:
             self.drain_sends(connection.close_wait_s())

@@ -277,7 +277,7 @@ class ConsumerCore:
             return
         try:
             with state.transaction.lock:
-                tx = state.transaction.transaction_id()
+                tx = state.transaction.transaction_id(acks=True)  # (a transaction lost with its socket: a new one)
                 acks = state.cover_in_transaction(tx, [self])  # what the ACK covers moves into the transaction table
                 if not acks:
                     return
