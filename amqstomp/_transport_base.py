@@ -103,10 +103,7 @@ class BaseTransport(Driver, Publisher):
     def _update_hooks(self) -> None:
         """After ``transmit`` or ``send`` was replaced on this transport (or put back)."""
         sends = self._replaced("send")
-        if sends:
-            self.write_hook = self.send  # stomp.py's path: transmit() -> send(bytes)
-        elif "write_hook" in vars(self):
-            del self.write_hook
+        self.write_hook = self.send if sends else None  # stomp.py's path: transmit() -> send(bytes)
         self.hooked = sends or self._replaced("transmit")
         self._update_frame_hook()
 
@@ -114,10 +111,9 @@ class BaseTransport(Driver, Publisher):
         """Frames go through :meth:`_hooked_send_frame` only while something of
         stomp.py's wants to see them (a replaced ``transmit``/``send``, a
         listener's ``on_send``): the driver's ``send_frame`` alone otherwise."""
-        if self.hooked or self.dispatch.on_send or self.connector is None:  # (a bare BaseTransport: stomp.py's stubs)
-            self.frame_hook = self._hooked_send_frame
-        elif "frame_hook" in vars(self):
-            del self.frame_hook
+        # (a bare BaseTransport, no connector: stomp.py's stubs)
+        self.frame_hook = self._hooked_send_frame if self.hooked or self.dispatch.on_send or self.connector is None \
+            else None
         session = self.dispatch.get(PROTOCOL_LISTENER)  # its send() hands bodies on as given for on_send
         refresh = getattr(session, "_update_send_frame", None)
         if refresh is not None:

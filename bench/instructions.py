@@ -68,6 +68,11 @@ hand-overs would follow the wall time of a run 50x slower than native, so the
 machine's load); valgrind runs with ``--fair-sched=yes`` (its threads take
 turns in a fixed order).
 
+A deliberate regression proves the gate (issue 21): with ``AMQSTOMP_BENCH_SEND_EXTRA=20``
+in the environment the producer cases' ``send`` does about 1 microsecond of extra work
+(:data:`SEND_EXTRA_ENV`), and ``bench/gate.py --only 'instructions_*produce*'`` goes red;
+tests/test_gate.py runs that on the JMS case (``-m slow``).
+
 Usage::
 
     python bench/instructions.py [--cases GLOB[,GLOB]] [--repeat N] [--python PATH]
@@ -596,13 +601,34 @@ def _connect(amqstomp: Any, port: int, waiter: _Waiter, on_message: Optional[Cal
     return conn
 
 
+#: ``AMQSTOMP_BENCH_SEND_EXTRA``: a deliberate regression, to prove the gate goes red (issue 21;
+#: tests/test_gate.py): the producer cases' ``send`` does this many turns of an empty loop first, in
+#: a Python function around it (20 turns: about 5,500 instructions per send measured, ~1 microsecond).
+#: Unset or 0: the programs as they are. Only these bench programs read it, never amqstomp.
+SEND_EXTRA_ENV = "AMQSTOMP_BENCH_SEND_EXTRA"
+
+
+def _slowed(send: Callable[..., Any]) -> Callable[..., Any]:
+    """``send``, or (:data:`SEND_EXTRA_ENV` set) ``send`` after that many turns of an empty loop."""
+    turns = int(os.environ.get(SEND_EXTRA_ENV) or 0)
+    if turns <= 0:
+        return send
+
+    def slowed_send(*args: Any, **kwargs: Any) -> Any:
+        for _ in range(turns):
+            pass
+        return send(*args, **kwargs)
+
+    return slowed_send
+
+
 def _child_produce_async(n: int, port: int) -> None:
     import amqstomp
 
     waiter = _Waiter()
     conn = _connect(amqstomp, port, waiter)
     dest, body = "/queue/ic.produce", "x" * BODY_SIZE
-    send = conn.send
+    send = _slowed(conn.send)
     for _ in range(WARMUP):
         send(dest, body)
     for _ in range(n):
@@ -618,7 +644,7 @@ def _child_produce_tx100(n: int, port: int) -> None:
     waiter = _Waiter()
     conn = _connect(amqstomp, port, waiter)
     dest, body = "/queue/ic.produce.tx", "x" * BODY_SIZE
-    send = conn.send
+    send = _slowed(conn.send)
     for batch in range((WARMUP + n) // TX_SIZE):
         tx = conn.begin()
         for _ in range(TX_SIZE):
@@ -640,7 +666,7 @@ def _child_jms_produce_async(n: int, port: int) -> None:
         producer = session.create_producer(Queue("ic.jms"))
         _settle()
         body = b"x" * BODY_SIZE
-        send = producer.send
+        send = _slowed(producer.send)
         for _ in range(WARMUP):
             send(BytesMessage(body), delivery_mode=NON_PERSISTENT)
         for _ in range(n):
@@ -720,7 +746,7 @@ def _child_aio_produce_async(n: int, port: int) -> None:
         async with aio.connect([("127.0.0.1", port)], heartbeats=(0, 0)) as client:
             _settle()
             dest, body = "/queue/ic.aio.produce", b"x" * BODY_SIZE
-            send = client.send
+            send = _slowed(client.send)
             for _ in range(WARMUP + n):
                 await send(dest, body, receipt=False)
             await asyncio.wait_for(send(dest, body, receipt=True), CHILD_WAIT_S)

@@ -442,3 +442,41 @@ def test_the_gate_leaves_the_java_client_out_of_its_produce_runs(capsys):
     with pytest.raises(SystemExit):
         produce.main(["--no-java", "--cases", "activemq-java:*", "--tiny"])  # nothing left to run
     assert "no case matches" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the gate goes red on a regression
+
+
+@pytest.mark.slow
+@pytest.mark.compiled_pass_only
+@pytest.mark.timeout(1800)
+def test_the_instruction_gate_fails_when_send_does_one_microsecond_more(monkeypatch, request):
+    """Issue 21: the gate's own instruction measurement (:func:`bench.gate.measure_instructions`) of
+    the JMS async send, judged against the SHIPPED ceiling, PASSES as the code is and FAILS when each
+    ``send()`` does ~1 microsecond of extra work (``AMQSTOMP_BENCH_SEND_EXTRA=20``: an empty loop of
+    20 turns in a function around it: +5,494 instructions per send measured). Smaller counts than
+    the gate's (N 300 -> 1300, not 1000 -> 5000) to keep it to four valgrind runs; 12 minutes on a
+    loaded 2-core machine, hence only with ``-m slow``."""
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("four valgrind runs, minutes: run with -m slow")
+    valgrind, why = instructions.find_valgrind()
+    if valgrind is None:
+        pytest.skip(why)
+    _, shipped = gate.load_floors(os.path.join(REPO_ROOT, "bench", "floors.toml"))
+    metric = next(m for m in shipped if m.name == "instructions_jms_produce_async")
+    case = instructions.CASES["jms_produce_async"]
+    monkeypatch.setitem(instructions.CASES, case.name, instructions.Case(case.name, case.label, 300, 1300))
+    settings = dict(gate.DEFAULT_SETTINGS, instructions_repeat=1)
+    verdicts = {}
+    for extra in ("0", "20"):
+        monkeypatch.setenv(instructions.SEND_EXTRA_ENV, extra)
+        measured = gate.measure_instructions([metric], settings, log=print)
+        verdicts[extra] = gate.judge(metric.name, metric.direction, metric.limit, measured["samples"][metric.name],
+                                     measured["errors"][metric.name])
+        print("AMQSTOMP_BENCH_SEND_EXTRA=%s: %s %s (ceiling %d)" % (
+            extra, verdicts[extra]["status"], verdicts[extra]["median"], metric.limit))
+    assert verdicts["0"]["status"] == PASS, verdicts["0"]
+    assert verdicts["20"]["status"] == FAIL, verdicts["20"]
+    assert "> ceiling" in verdicts["20"]["reason"]
+    # the extra work is what moved it (+5,494 per send on 2026-12-07), not noise
+    assert verdicts["20"]["median"] - verdicts["0"]["median"] > 2000

@@ -332,8 +332,18 @@ class ProtocolState:
         else:
             data = encode_frame(cmd, headers, body, self.version, auto_content_length, head)
         if len(data) > self.check_above:
-            check_limits(self.limits, cmd, data, len(body), self.server)
+            self.check_limits(cmd, data, len(body))
         return data
+
+    def check_limits(self, cmd: str, data: bytes, body_size: int) -> None:
+        """Check an encoded frame (``data``, with a ``body_size``-byte body) against the
+        limits the broker enforces (:func:`amqstomp._core.limits.check_limits`); only
+        needed above :attr:`check_above` bytes.
+
+        Raises:
+            FrameLimitError: it breaks one (not to be sent).
+        """
+        check_limits(self.limits, cmd, data, body_size, self.server)
 
     def _note_subscription(self, cmd: str, sub_id: Any) -> None:
         if sub_id is None:

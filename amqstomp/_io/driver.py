@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Union
 from .. import _observe
 from .._core.events import LinkEvent, event_named
 from .._core.state import LinkState
-from ..codec import Frame, FrameHead
+from ..codec import Frame, FrameHead, encode_frame
 from ..constants import SECRET_HEADERS
 from ..exception import ConnectionClosedException, FrameEncodeError, NotConnectedException, SendInDoubtError
 from .connector import Connector
@@ -33,6 +33,10 @@ log = logging.getLogger("amqstomp.transport")
 
 _NO_HEADERS: Mapping[str, Any] = {}  # never written to
 _CLOSING = LinkState.CLOSING
+_DEBUG = logging.DEBUG
+#: ``log.isEnabledFor``, bound once (logging caches its answer per level and clears the cache on
+#: every level change: DEBUG turned on at run time shows the next frame)
+_debug_enabled = log.isEnabledFor
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -80,13 +84,17 @@ class Driver(LinkOwner):
             DISCONNECT written.
     """
 
-    frame_hook: Optional[Callable[..., Any]] = None
-    write_hook: Optional[Callable[[bytes], Any]] = None
+    frame_hook: Optional[Callable[..., Any]]
+    write_hook: Optional[Callable[[bytes], Any]]
 
     def __init__(self, connector: Optional[Connector], dispatch: EventSink, heart_beat_receive_scale: float = 1.5,
                  recv_bytes: int = 65536, auto_content_length: bool = True, encoding: str = "utf-8",
                  timeout: Optional[float] = None) -> None:
         LinkOwner.__init__(self, connector, dispatch, heart_beat_receive_scale, recv_bytes)  # type: ignore[arg-type]
+        # instance attributes, not class defaults: CPython 3.11 specialises an instance's own
+        # attribute read (send_frame reads both per frame), not a class attribute's
+        self.frame_hook = None
+        self.write_hook = None
         self.auto_content_length = auto_content_length
         self.encoding = encoding
         self.timeout = timeout
@@ -192,16 +200,26 @@ class Driver(LinkOwner):
         if payload.__class__ is not bytes and isinstance(payload, str):
             payload = payload.encode(self.encoding)
         proto = link.proto
-        # the broker's limits (ActiveMQ) are checked here, before anything is written
-        data = proto.encode(cmd, clean, payload, auto_length,
-                            None if head is None else head.encodings.get(proto.version) or head.encoded(proto.version))
+        version = proto.version
+        head_lines = b""
+        if head is not None:
+            encodings = head.encodings
+            head_lines = encodings[version] if version in encodings else head.encoded(version)
+        if cmd == "SEND" and "transformation" not in clean:
+            # the most frequent frame, encoded here: ProtocolState.encode has no rule for a SEND
+            # without a transformation but the broker's limits (one Python call less per SEND)
+            data = encode_frame(cmd, clean, payload, version, auto_length, head_lines)
+            if len(data) > proto.check_above:  # the broker's limits (ActiveMQ), before anything is written
+                proto.check_limits(cmd, data, len(payload))
+        else:
+            data = proto.encode(cmd, clean, payload, auto_length, head_lines)
         future = None
-        receipt = clean.get("receipt")
+        receipt = clean["receipt"] if "receipt" in clean else None  # (no method call for the usual frame)
         if receipt is not None and cmd != "CONNECT" and cmd != "STOMP":
             future = self.expect_receipt(str(receipt))
             if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
-        if log.isEnabledFor(logging.DEBUG):
+        if _debug_enabled(_DEBUG):
             shown = merged_headers(head, clean) if head else clean
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(shown), len(payload))
             debug_log = self.debug_log

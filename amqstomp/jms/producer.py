@@ -29,7 +29,7 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union, cast
 
 from ._state import SessionState
 from .constants import DEFAULT_DELIVERY_MODE, DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, PERSISTENT
@@ -78,8 +78,17 @@ class MessageProducer:
         self._closed = False
         self._head: Optional[SendHead] = None  # the last send's (most sends repeat it)
         self._sync = False  # whether a send with _head outside a transaction waits for its receipt
+        self._routed = False  # whether a send with _head takes one of the less common routes (_send_routed)
+        self._fast: Optional[ProducerWindow] = None  # _fast_window when a send with _head may use it, else None
         self._link: Link = state.transaction.send_link()  # opens the producer socket on first use
         self._transacted = state.transacted  # (fixed for the session's life)
+        # send()'s common route (see there): the producer socket's write when it has no failover (the
+        # engine's rule is then "the open socket", Client.direct_write) and the window when its sends
+        # close chunks by size (not a receipt per send: the consumer socket's rule); else None
+        direct_write = self._link.client.direct_write
+        self._fast_window = self._window if direct_write is not None and not self._transacted \
+            and not self._link.receipt_every_send else None
+        self._direct_write = cast(Callable[..., Any], direct_write)  # (None only when _fast_window is)
 
     def __repr__(self) -> str:
         return "<jms.MessageProducer to %s%s>" % (self.destination, " closed" if self._closed else "")
@@ -144,13 +153,39 @@ class MessageProducer:
             # the Java client's rule, decided once per head: a PERSISTENT send outside a transaction
             # waits for its receipt unless use_async_send; always_sync_send makes every send wait
             self._sync = self._always_sync or (head.delivery_mode == PERSISTENT and not self._use_async)
-        link = self._link
-        window = self._window
-        sync = self._sync
-        transaction = None
+            # send()'s route, decided once per head too: the less common ones (_send_routed) or the
+            # common one, written by send() itself when asynchronous (see _fast_window)
+            self._routed = head.temporary or self._transacted
+            self._fast = None if self._sync or self._routed else self._fast_window
         reply_to = message.reply_to
-        if head.temporary or self._transacted or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
-            link, transaction, sync, window = self._route(dest, reply_to)
+        if self._routed or (reply_to is not None and isinstance(reply_to, TemporaryDestination)):
+            self._send_routed(message, head, dest, reply_to, time_to_live)
+            return
+        link = self._link
+        headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
+                                        link.dialect, not self.disable_message_timestamp)
+        window = self._fast
+        if window is not None:
+            # the common send -- asynchronous, on the producer socket, no failover -- when it fits the
+            # window's open chunk (ProducerWindow.acquire's lock-free case: room, no receipt to ask):
+            # counted and written here, one call from send() to the encoder
+            nbytes = len(body) + 64
+            unreceipted = window.unreceipted + nbytes
+            if unreceipted < window.chunk_size and (not window.chunks or window.closed + unreceipted <= window.size):
+                window.unreceipted = unreceipted
+                try:
+                    self._direct_write("SEND", headers, body, None, True, head)
+                except BaseException:
+                    window.unsent(nbytes, 0)
+                    raise
+                return
+        link.send_message(headers, body, self._sync, self._window, self._timeout_s, head)
+
+    def _send_routed(self, message: Message, head: SendHead, dest: Destination, reply_to: Optional[Destination],
+                     time_to_live: Optional[int]) -> None:
+        """:meth:`send` on a less common route (:meth:`_route`): a temporary
+        destination or reply-to, or a transacted session."""
+        link, transaction, sync, window = self._route(dest, reply_to)
         headers, body = message_headers(message, head, self.time_to_live if time_to_live is None else time_to_live,
                                         link.dialect, not self.disable_message_timestamp)
         if transaction is not None:
@@ -162,7 +197,7 @@ class MessageProducer:
                 raise
             # the broker rolled the transaction back with its socket: so does the session, so the
             # next send or receive starts a new one (not a send into a transaction that is gone)
-            state.transaction.lost()
+            self._state.transaction.lost()
             raise TransactionRolledBackError("%s; the session rolled the transaction back (its consumed messages "
                                              "come again): the next send or receive starts a new one" % exc) from exc
 
