@@ -439,12 +439,13 @@ class Subscription(Acking):
         if self._ended is not None and not isinstance(self._ended, _ClosedByApp):
             raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
 
-    async def stop_handlers(self, timeout: float) -> None:
+    async def stop_handlers(self, timeout: float, caller: "Optional[asyncio.Task[Any]]" = None) -> None:
         """Closing: :meth:`run`'s handlers get ``timeout`` seconds to finish (ACKs written), then are
-        cancelled; none handed a message after this call."""
+        cancelled; none handed a message after this call. ``caller``: the task closing (default
+        the current one), never waited for (:meth:`Workers.stop`)."""
         workers = self.workers
         if workers is not None:
-            await workers.stop(timeout)
+            await workers.stop(timeout, caller)
 
     # ------------------------------------------------------------ life
 

@@ -1,0 +1,172 @@
+"""A fresh user's findings in amqstomp.aio (task freshfix), each fixed with a test that failed
+before, against the session's real ActiveMQ: a handler closing its client (F1), a
+subscription entered twice (F2), a refused SUBSCRIBE (F4), a close inside a transaction (F5)."""
+import asyncio
+import logging
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+import amqstomp.aio
+from amqstomp.aio import Message
+from aio_support import new_queue, run, url
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def drained(client: amqstomp.aio.Client, dest: str) -> List[Any]:
+    """What a new client-individual subscription to ``dest`` gets within 0.5 s (ACKed)."""
+    got = []
+    async with client.subscribe(dest, ack="client-individual") as sub:
+        while True:  # bounded: each get waits 0.5 s at most and the queue holds a few messages
+            try:
+                message = await sub.get(timeout=0.5)
+            except asyncio.TimeoutError:
+                return got
+            got.append(message.body)
+            await message.ack()
+
+
+def others() -> set:
+    """The tasks running besides this test's own (its coroutine, and run()'s bounding task)."""
+    mine = {asyncio.current_task()}
+    return {task for task in asyncio.all_tasks() - mine if task.get_coro().__qualname__ != "run.<locals>.bounded"}
+
+
+# ------------------------------------------------------------ F1. client.close() from a handler
+
+def test_handler_closing_its_client_returns(activemq, caplog):
+    """``await client.close()`` inside a run() handler: the close returns (it does not wait for
+    the handler calling it), run() ends, nothing is left running, no RecursionError; the
+    message whose handler closed is unacknowledged (the DISCONNECT came first): redelivered."""
+    dest = new_queue("fresh-selfclose")
+
+    async def main() -> Dict[str, Any]:
+        client = await amqstomp.aio.connect(url(activemq), close_timeout=2)
+        await client.send(dest, b"stop")
+        closed = []
+        began = time.monotonic()
+        async with client.subscribe(dest, ack="client-individual") as sub:
+            async def handle(message: Message) -> None:
+                await client.close()
+                closed.append(time.monotonic() - began)
+            await asyncio.wait_for(sub.run(handle), 10)
+        took = time.monotonic() - began
+        left = others()
+        async with amqstomp.aio.connect(url(activemq)) as again:
+            back = await drained(again, dest)
+        return {"closed": closed, "took": took, "left": left, "back": back}
+
+    with caplog.at_level(logging.DEBUG):
+        result = run(main(), bound=20)
+    assert len(result["closed"]) == 1 and result["closed"][0] < 1.5, result  # not the 2 s close_timeout
+    assert result["took"] < 1.5 and result["left"] == set(), result
+    assert result["back"] == [b"stop"]
+    assert "RecursionError" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_handler_closing_its_client_while_another_subscription_runs(activemq):
+    """A handler of subscription A closes the client while B's handler is running: B's handler
+    gets the close timeout to finish, A's handler is not waited for (it is the caller)."""
+    one, two = new_queue("fresh-close-a"), new_queue("fresh-close-b")
+
+    async def main() -> Dict[str, Any]:
+        client = await amqstomp.aio.connect(url(activemq), close_timeout=2)
+        await client.send(two, b"slow")
+        b_started = asyncio.Event()
+        b_done: List[Any] = []
+        closed: List[float] = []
+        sub_a = client.subscribe(one, ack="client-individual")
+        sub_b = client.subscribe(two, ack="client-individual")
+        await sub_a.__aenter__()
+        await sub_b.__aenter__()
+
+        async def slow(message: Message) -> None:
+            b_started.set()
+            await asyncio.sleep(0.5)
+            b_done.append(message.body)
+
+        async def closer(message: Message) -> None:
+            began = time.monotonic()
+            await client.close()
+            closed.append(time.monotonic() - began)
+
+        run_b = asyncio.ensure_future(sub_b.run(slow))
+        await asyncio.wait_for(b_started.wait(), 10)
+        run_a = asyncio.ensure_future(sub_a.run(closer))
+        await client.send(one, b"close")
+        await asyncio.wait_for(asyncio.gather(run_a, run_b), 10)
+        await sub_a.__aexit__(None, None, None)
+        await sub_b.__aexit__(None, None, None)
+        left = others()
+        async with amqstomp.aio.connect(url(activemq)) as again:
+            back = [await drained(again, one), await drained(again, two)]
+        return {"closed": closed, "b_done": b_done, "left": left, "back": back}
+
+    result = run(main(), bound=30)
+    assert result["b_done"] == [b"slow"], result  # the other handler finished within the close timeout
+    assert len(result["closed"]) == 1 and result["closed"][0] < 1.9, result
+    assert result["left"] == set(), result
+    assert result["back"] == [[b"close"], []], result  # B's ACK was written before the DISCONNECT
+
+
+def test_handler_closing_another_subscription(activemq):
+    """A handler of A closes subscription B (whose handler is idle): both end, nothing hangs."""
+    one, two = new_queue("fresh-subclose-a"), new_queue("fresh-subclose-b")
+
+    async def main() -> List[Any]:
+        async with amqstomp.aio.connect(url(activemq), close_timeout=2) as client:
+            async with client.subscribe(one, ack="client-individual") as sub_a, \
+                    client.subscribe(two, ack="client-individual") as sub_b:
+                async def closer(message: Message) -> None:
+                    await sub_b.close()
+
+                async def idle(message: Message) -> None:
+                    pass
+                run_b = asyncio.ensure_future(sub_b.run(idle))
+                run_a = asyncio.ensure_future(sub_a.run(closer))
+                await client.send(one, b"x")
+                await asyncio.wait_for(run_b, 10)
+                await sub_a.close()
+                await asyncio.wait_for(run_a, 10)
+            return [await drained(client, one), sorted(map(repr, others()))]
+
+    assert run(main(), bound=30) == [[], []]
+
+
+def test_close_is_bounded_by_a_handler_ignoring_its_cancellation(activemq, caplog):
+    """A handler that swallows its cancellation does not hold client.close() past its timeout
+    (it is left running, a WARNING says so); released afterwards, run() ends."""
+    dest = new_queue("fresh-stubborn")
+
+    async def main() -> Dict[str, Any]:
+        release = asyncio.Event()
+        started = asyncio.Event()
+        client = await amqstomp.aio.connect(url(activemq))
+        await client.send(dest, b"stubborn")
+        sub = client.subscribe(dest, ack="client-individual")
+        await sub.__aenter__()
+
+        async def stubborn(message: Message) -> None:
+            started.set()
+            for _ in range(100):  # bounded: released by the test
+                try:
+                    await release.wait()
+                    return
+                except asyncio.CancelledError:
+                    continue
+
+        runner = asyncio.ensure_future(sub.run(stubborn))
+        await asyncio.wait_for(started.wait(), 10)
+        began = time.monotonic()
+        await client.close(timeout=1.0)
+        took = time.monotonic() - began
+        release.set()
+        await asyncio.wait_for(runner, 5)
+        return {"took": took}
+
+    with caplog.at_level(logging.WARNING, logger="amqstomp.aio"):
+        result = run(main(), bound=20)
+    assert result["took"] < 2.0, result
+    assert "ignored their cancellation" in caplog.text
