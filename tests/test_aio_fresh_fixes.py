@@ -10,6 +10,7 @@ import pytest
 
 import amqstomp.aio
 from amqstomp.aio import Message
+from amqstomp.exception import BrokerError, ConfigurationError, TransactionRolledBackError
 from aio_support import new_queue, run, url
 
 pytestmark = pytest.mark.timeout(60)
@@ -170,3 +171,90 @@ def test_close_is_bounded_by_a_handler_ignoring_its_cancellation(activemq, caplo
         result = run(main(), bound=20)
     assert result["took"] < 2.0, result
     assert "ignored their cancellation" in caplog.text
+
+
+# ------------------------------------------------------------ F2. a subscription has one life
+
+def test_subscription_entered_twice_or_after_close_is_refused(activemq):
+    """A second ``async with`` of a subscription, while open or after its close, raises a
+    ConfigurationError naming it (nothing SUBSCRIBEd again); the open one keeps working."""
+    dest = new_queue("fresh-twice")
+
+    async def main() -> List[str]:
+        texts = []
+        async with amqstomp.aio.connect(url(activemq)) as client:
+            sub = client.subscribe(dest, ack="client-individual")
+            async with sub:
+                with pytest.raises(ConfigurationError) as info:
+                    await sub.__aenter__()
+                texts.append(str(info.value))
+                await client.send(dest, b"one")
+                message = await sub.get(timeout=5)
+                await message.ack()  # still the one subscription: its ACK is written
+            with pytest.raises(ConfigurationError) as info:
+                async with sub:
+                    pass
+            texts.append(str(info.value))
+            texts.append(repr(await drained(client, dest)))
+        return texts
+
+    entered, closed, back = run(main())
+    assert "is open already" in entered and dest in entered, entered
+    assert "has ended (closed by the application)" in closed and "client.subscribe(" in closed and dest in closed, closed
+    assert back == "[]"
+
+
+# ------------------------------------------------------------ F4. a refused SUBSCRIBE is not UNSUBSCRIBEd
+
+def test_refused_subscribe_writes_no_unsubscribe(activemq, caplog):
+    """ActiveMQ refuses a bad selector with an ERROR answering the SUBSCRIBE: BrokerError from
+    the entry, and no UNSUBSCRIBE after it (ActiveMQ would answer a second ERROR, 'Cannot remove a
+    consumer that had not been registered', reaching on_error and a WARNING)."""
+    dest = new_queue("fresh-selector")
+
+    async def main() -> Dict[str, Any]:
+        errors: List[Any] = []
+        async with amqstomp.aio.connect(url(activemq), on_error=errors.append) as client:
+            with pytest.raises(BrokerError) as info:
+                async with client.subscribe(dest, headers={"selector": "a = = ="}):
+                    pass
+            await asyncio.sleep(1.0)  # the second ERROR would come within this
+            await client.send(dest, b"still")  # the connection is fine
+            back = await drained(client, dest)
+        return {"refused": str(info.value), "errors": [str(e) for e in errors], "back": back}
+
+    with caplog.at_level(logging.DEBUG, logger="amqstomp"):
+        result = run(main())
+    assert result["errors"] == [] and result["back"] == [b"still"], result
+    assert "had not been registered" not in caplog.text
+
+
+# ------------------------------------------------------------ F5. client.close() inside a transaction
+
+def test_close_inside_a_transaction_rolls_it_back(activemq, caplog):
+    """``client.close()`` inside ``async with client.transaction()``: the COMMIT on exit raises
+    TransactionRolledBackError (the broker rolled the transaction back with the connection, as
+    for a lost socket: docs/guides/asyncio.md), not UnknownTransactionError (a ValueError); an
+    exception in the block after the close goes on, the ABORT having nothing to do (no WARNING)."""
+    dest = new_queue("fresh-txclose")
+
+    async def main() -> Dict[str, Any]:
+        client = await amqstomp.aio.connect(url(activemq))
+        with pytest.raises(TransactionRolledBackError) as info:
+            async with client.transaction() as tx:
+                await tx.send(dest, b"t")
+                await client.close()
+        other = await amqstomp.aio.connect(url(activemq))
+        with pytest.raises(KeyError):
+            async with other.transaction() as tx:
+                await tx.send(dest, b"u")
+                await other.close()
+                raise KeyError("mine")
+        async with amqstomp.aio.connect(url(activemq)) as again:
+            back = await drained(again, dest)
+        return {"text": str(info.value), "back": back}
+
+    with caplog.at_level(logging.WARNING, logger="amqstomp"):
+        result = run(main())
+    assert "rolled it back" in result["text"] and result["back"] == [], result
+    assert "ABORT" not in caplog.text, caplog.text

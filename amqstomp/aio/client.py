@@ -317,9 +317,8 @@ class Client:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
                 sub.lost(error)
-            if link.proto.by_client:
-                self.transactions.clear()
-            # (lost: its transactions stay, stale: commit() raises TransactionRolledBackError)
+            # (lost or closed by close(): its transactions stay, stale -- the broker rolled them back with the
+            # connection: commit() raises TransactionRolledBackError, abort() has nothing to do)
         self.window.wake_all()
 
     async def _reconnected(self, link: AioLink) -> None:
@@ -523,10 +522,14 @@ class Client:
         try:
             await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
                                     "the SUBSCRIBE to %s" % sub.destination)
+        except BrokerError as exc:  # refused (the ERROR answered it): the broker registered no consumer
+            self._subs.pop(sub.id, None)
+            sub.lost(StompException("the SUBSCRIBE to %s was refused: %s" % (sub.destination, exc)))
+            raise
         except BaseException:
             self._subs.pop(sub.id, None)
             sub.lost(StompException("the SUBSCRIBE to %s was not confirmed" % sub.destination))
-            if not link.closed:  # a refusal or a timeout: make sure the broker stops delivering
+            if not link.closed:  # a timeout or a cancel, the outcome unknown: make sure the broker stops delivering
                 try:
                     link.write(link.encode("UNSUBSCRIBE", {"id": sub.id}))
                 except StompException:

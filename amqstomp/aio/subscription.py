@@ -457,6 +457,20 @@ class Subscription(Acking):
             self._unacked[message.key] = message
 
     async def __aenter__(self) -> "Subscription":
+        """SUBSCRIBE, confirmed by its RECEIPT (:meth:`Client.subscribe`). A subscription has one
+        life: entered once, closed once.
+
+        Raises:
+            ConfigurationError: entered already (open, or ended: closed, refused, or its
+                socket lost); nothing is written.
+        """
+        if self._ended is not None:
+            raise ConfigurationError("subscription %s to %s has ended (%s): a closed subscription is not reusable; "
+                                     "create a new one with client.subscribe(...)"
+                                     % (self.id, self.destination, self._ended))
+        if self.link is not None:
+            raise ConfigurationError("subscription %s to %s is open already: enter it once ('async with' one "
+                                     "client.subscribe(...) per subscription)" % (self.id, self.destination))
         await self.client.confirm_subscription(self)
         return self
 
