@@ -153,8 +153,10 @@ class BaseProtocol(StompSession):
         payload: Union[bytes, bytearray, memoryview]
         if isinstance(body, str):
             payload = body.encode(self.encoding)
-        elif isinstance(body, (bytes, bytearray, memoryview)):
+        elif isinstance(body, (bytes, bytearray)):
             payload = body
+        elif isinstance(body, memoryview):  # its bytes, counted by content-length (len() counts its items)
+            payload = body.cast("B") if body.c_contiguous else body.tobytes()
         else:
             raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
         replaced = self._send_frame_replaced  # a test's send_frame/transport sees stomp.py's headers and body
