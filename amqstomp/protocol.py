@@ -48,6 +48,7 @@ from .transport import Transport
 from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
 from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
 from ._core.destinations import check_destination
+from ._core.frames import check_headers
 from .utils import get_uuid, merge_headers
 
 #: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
@@ -144,6 +145,7 @@ class BaseProtocol(StompSession):
         check_destination(destination, "SEND")
         if body is None:
             raise RequiredArgumentError("'body' is required")
+        check_headers(headers, "SEND")
         frame_headers = dict(headers) if headers else {}  # merge_headers([headers, keyword_headers]), inlined
         if keyword_headers:
             frame_headers.update(keyword_headers)

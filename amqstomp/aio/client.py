@@ -34,7 +34,8 @@ from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
 from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PRODUCER_WINDOW, DEFAULT_RECEIPT_TIMEOUT,
-                       DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_timeout, resolve_target)
+                       DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_connect_objects, check_timeout,
+                       resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
 from ._sending import ProducerWindow, send_frame
 from .handler import stop_handlers
@@ -143,6 +144,7 @@ class Client:
         #: the reconnect plan of a ``failover:`` URI, else None
         self.policy: Optional[ReconnectPolicy] = None
         self.failover: Optional[Failover] = None
+        check_connect_objects(ssl, {"on_interrupted": on_interrupted, "on_resumed": on_resumed, "on_error": on_error})
         target = resolve_target(url_or_hosts, ssl is not None, heartbeats, vhost, version, login, passcode, client_id)
         self.hosts: List[Tuple[str, int, bool]] = target.hosts
         self.policy = target.policy
