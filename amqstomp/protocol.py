@@ -145,7 +145,8 @@ class BaseProtocol(StompSession):
         check_destination(destination, "SEND")
         if body is None:
             raise RequiredArgumentError("'body' is required")
-        check_headers(headers, "SEND")
+        if headers is not None and type(headers) is not dict:  # (the ABC isinstance only then: ~300 instructions)
+            check_headers(headers, "SEND")
         frame_headers = dict(headers) if headers else {}  # merge_headers([headers, keyword_headers]), inlined
         if keyword_headers:
             frame_headers.update(keyword_headers)
