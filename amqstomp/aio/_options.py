@@ -111,7 +111,11 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
         passcode = passcode if passcode is not None else opts.get("password")
         client_id = client_id or opts.get("client_id")
     elif isinstance(url_or_hosts, (list, tuple)):
-        try:  # the threaded API's rule (host a non-empty str, port 1-65535) and its error
+        for entry in url_or_hosts:  # stricter than stomp.py's API: the port an int (not "61613")
+            if isinstance(entry, (list, tuple)) and len(entry) == 2 and (isinstance(entry[1], bool)
+                                                                         or not isinstance(entry[1], int)):
+                raise ConfigurationError("a broker must be a (host, port) pair with an int port, got %r" % (entry,))
+        try:  # then the threaded API's rule (host a non-empty str, port 1-65535) and its error
             hosts = [(host, port, tls) for host, port in checked_hosts(url_or_hosts)]
         except ConfigurationError as exc:
             raise InvalidHostError(str(exc)) from None
