@@ -83,6 +83,19 @@ class UnackedMessages:
         return ("; or it came on subscription %s, which amqstomp acknowledges itself (optimize_acknowledge), "
                 "not the application" % " or ".join(ids))
 
+    def _ack_id_note(self, key: Tuple[str, ...]) -> str:
+        """What a refused ACK/NACK's error adds on STOMP 1.2, where the id it names is the
+        MESSAGE's ``ack`` header (STOMP 1.2 "ACK"), which ActiveMQ makes different from its
+        ``message-id``: that the id is a held message's message-id, when the duplicate audit
+        knows the message-ids (no map is kept for this: the error path only), else the rule."""
+        if self.transport.version != "1.2" or len(key) != 1:
+            return ""
+        if any(str(message_id) == key[0] for message_id in self._unacked_ids.values()):
+            return ("; %r is the message-id of a message this connection holds: on STOMP 1.2 acknowledge with the "
+                    "MESSAGE's 'ack' header (conn.ack(frame.headers['ack'])), not its message-id" % key[0])
+        return ("; on STOMP 1.2 the id to acknowledge is the MESSAGE's 'ack' header (conn.ack(frame.headers['ack'])), "
+                "not its message-id")
+
     def holds(self, ack_headers: Mapping[str, Any]) -> Optional[bool]:
         """Whether this connection holds the message ``ack_headers`` name (the
         identity an ACK names: :func:`amqstomp._core.frames.ack_identity`),
@@ -123,8 +136,8 @@ class UnackedMessages:
         if sub is None:
             raise UnknownMessageError(
                 "%s of %s: this connection holds no unacknowledged message with that id (never delivered, or "
-                "acknowledged already, also by a cumulative ACK%s); nothing sent"
-                % (command, ", ".join(key), self._self_acked_note(ack_headers)))
+                "acknowledged already, also by a cumulative ACK%s); nothing sent%s"
+                % (command, ", ".join(key), self._self_acked_note(ack_headers), self._ack_id_note(key)))
         if transaction is not None:
             return self._took(key, sub, command == "ACK" and sub.ack == "client")
         ids = self._unacked_ids  # the duplicate audit's: what this ACK settles, once written

@@ -48,6 +48,7 @@ from .transport import Transport
 from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
 from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
 from ._core.destinations import check_destination
+from ._core.frames import check_headers
 from .utils import get_uuid, merge_headers
 
 #: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
@@ -153,6 +154,8 @@ class BaseProtocol(StompSession):
         check_destination(destination, "SEND")
         if body is None:
             raise RequiredArgumentError("'body' is required")
+        if headers is not None and type(headers) is not dict:  # (the ABC isinstance only then: ~300 instructions)
+            check_headers(headers, "SEND")
         frame_headers = dict(headers) if headers else {}  # merge_headers([headers, keyword_headers]), inlined
         if keyword_headers:
             frame_headers.update(keyword_headers)
@@ -162,8 +165,10 @@ class BaseProtocol(StompSession):
         payload: Union[bytes, bytearray, memoryview]
         if isinstance(body, str):
             payload = body.encode(self.encoding)
-        elif isinstance(body, (bytes, bytearray, memoryview)):
+        elif isinstance(body, (bytes, bytearray)):
             payload = body
+        elif isinstance(body, memoryview):  # its bytes, counted by content-length (len() counts its items)
+            payload = body.cast("B") if body.c_contiguous else body.tobytes()
         else:
             raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
         replaced = self._send_frame_replaced  # a test's send_frame/transport sees stomp.py's headers and body

@@ -153,7 +153,7 @@ class Transport(BaseTransport):
         auto_decode (bool): listeners get bodies as ``str`` (decoded with
             ``encoding``, undecodable bytes replaced) instead of ``bytes``.
         encoding (str): text encoding of bodies.
-        recv_bytes (int): bytes asked for per ``recv``.
+        recv_bytes (int): bytes asked for per ``recv`` (>= 1, else ConfigurationError here).
         is_eol_fc (callable): stomp.py's heart-beat test; kept, not consulted
             (see :class:`amqstomp._transport_base.BaseTransport`).
         bind_host_port (tuple[str, int] | None): local address to bind before
@@ -195,6 +195,8 @@ class Transport(BaseTransport):
                  ssl_context: Optional[ssl.SSLContext] = None,
                  heart_beat_receive_scale: float = 1.5,
                  auto_content_length: bool = True) -> None:
+        if isinstance(recv_bytes, bool) or not isinstance(recv_bytes, int) or recv_bytes < 1:
+            raise ConfigurationError("recv_bytes must be an int >= 1 (bytes asked for per recv), got %r" % (recv_bytes,))
         deferred: Optional[BaseException] = None  # stomp.py builds a connection to a bad host, fails at connect()
         try:
             hosts = checked_hosts(host_and_ports or [("localhost", 61613)])

@@ -2,7 +2,7 @@
 ``stomp://`` URL, a fresh queue name."""
 import asyncio
 import uuid
-from typing import Any, Awaitable
+from typing import Any, Awaitable, List
 
 
 def run(coro: Awaitable[Any], bound: float = 45.0) -> Any:
@@ -26,3 +26,17 @@ def url(broker: Any) -> str:
 
 def new_queue(tag: str) -> str:
     return "/queue/%s-%s" % (tag, uuid.uuid4().hex[:10])
+
+
+async def drained(client: Any, dest: str) -> List[Any]:
+    """The bodies a new client-individual subscription of ``client`` (an amqstomp.aio.Client)
+    to ``dest`` gets within 0.5 s of each other, each ACKed."""
+    got = []
+    async with client.subscribe(dest, ack="client-individual") as sub:
+        while True:  # bounded: each get waits 0.5 s at most and the queue holds a few messages
+            try:
+                message = await sub.get(timeout=0.5)
+            except asyncio.TimeoutError:
+                return got
+            got.append(message.body)
+            await message.ack()

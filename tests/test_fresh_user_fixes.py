@@ -16,22 +16,9 @@ from amqstomp.aio import Message
 from amqstomp.exception import (AcknowledgeInterruptedError, ConfigurationError, InvalidTimeoutError,
                                 UnknownMessageError)
 from amqstomp.jms import ConnectionFactory, Queue, TextMessage
-from aio_support import new_queue, run, url
+from aio_support import drained, new_queue, run, url
 
 pytestmark = pytest.mark.timeout(60)
-
-
-async def drained(client: amqstomp.aio.Client, dest: str) -> List[Any]:
-    """What a new client-individual subscription to ``dest`` gets within 0.5 s (ACKed)."""
-    got = []
-    async with client.subscribe(dest, ack="client-individual") as sub:
-        while True:  # bounded: each get waits 0.5 s at most and the queue holds a few messages
-            try:
-                message = await sub.get(timeout=0.5)
-            except asyncio.TimeoutError:
-                return got
-            got.append(message.body)
-            await message.ack()
 
 
 # ------------------------------------------------------------ 1. aio run() takes async handlers only

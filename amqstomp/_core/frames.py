@@ -15,11 +15,12 @@ Everything that decides which headers a client frame carries, for every API
 """
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ..exception import ConfigurationError
 from .dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ, dialect_of, is_activemq_classic
 
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
            "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command",
-           "subscribe_headers"]
+           "subscribe_headers", "check_headers"]
 
 #: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
 ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
@@ -129,3 +130,13 @@ def reject_command(version: Optional[str]) -> str:
     """The command that gives a message up: ``NACK`` (STOMP 1.1/1.2), ``ACK`` on
     1.0, which has no NACK (the message is then consumed, not redelivered)."""
     return "ACK" if version == "1.0" else "NACK"
+
+
+def check_headers(headers: Any, command: str) -> None:
+    """Raise ConfigurationError (a ValueError) when the ``headers`` argument of ``command``
+    (SEND...) is neither None nor a mapping of header names to values (a str, a list...),
+    naming the argument; for every API (the threaded and asyncio ``send``)."""
+    if headers is not None and not isinstance(headers, Mapping):
+        raise ConfigurationError("headers of %s must be a mapping (a dict of header names to values) or None, got %r "
+                                 "(%s)" % (command, headers if len(repr(headers)) < 80 else type(headers).__name__,
+                                           type(headers).__name__))

@@ -5,9 +5,10 @@ their defaults, or (host, port) pairs).
 
 Licensed under the Apache License, Version 2.0.
 """
+import ssl as _ssl
 from typing import Any, List, NamedTuple, Optional, Tuple
 
-from ..exception import ConfigurationError, InvalidTimeoutError
+from ..exception import ConfigurationError, InvalidHostError, InvalidTimeoutError
 from ..flow import RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.frames import ACCEPT_VERSIONS
@@ -17,7 +18,7 @@ from .._core.uri_options import CONNECTION_OPTIONS, TRANSPORT_OPTIONS
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_RECEIPT_TIMEOUT", "DEFAULT_CLOSE_TIMEOUT", "MIN_TIMEOUT_S", "SEND_RESENDS",
            "DEFAULT_PRODUCER_WINDOW", "DEFAULT_REDELIVERY",
-           "check_timeout", "Target", "resolve_target"]
+           "check_timeout", "check_connect_objects", "Target", "resolve_target"]
 
 #: The default bounds, seconds, of connect() (also what a timeout given as None means there).
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -74,16 +75,26 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
     ``jms.userName``/``jms.password``, ``jms.clientID`` fill the arguments left at their defaults.
 
     Raises:
+        InvalidHostError: (a ConfigurationError) a (host, port) pair whose host is not a non-empty
+            str or whose port is not 1-65535 (:func:`amqstomp._core.uri.checked_hosts`).
         ConfigurationError: a URI not understood, ``url_or_hosts`` neither a str nor a list of
             (host, port) pairs (:func:`amqstomp._core.uri.checked_hosts`: a port is an int from 1
             to 65535 or a str of its digits, ``"61613"``, as in the threaded API; ``"abc"`` is
-            named in the message), no broker, or a ``version`` that is not one of
+            named in the message), no broker; ``heartbeats`` not a pair; ``vhost`` neither a str
+            nor None; or a ``version`` that is not one of
             the strings ``1.0``, ``1.1``, ``1.2`` (its repr and type in the message); ``login`` or
             ``passcode`` neither a str nor None (its type in the message, not its value).
     """
     hosts: List[Tuple[str, int, bool]] = []
     policy = None
     startup_given = False
+    if not isinstance(heartbeats, (tuple, list)) or len(heartbeats) != 2:
+        raise ConfigurationError("heartbeats must be a pair (send, receive) of ints >= 0 (ms), as (10000, 10000), "
+                                 "got %r (%s)" % (heartbeats, type(heartbeats).__name__))
+    heartbeats = (heartbeats[0], heartbeats[1])
+    if vhost is not None and not isinstance(vhost, str):
+        raise ConfigurationError("vhost must be a str (CONNECT's host header) or None, got %r (%s)"
+                                 % (vhost, type(vhost).__name__))
     if isinstance(url_or_hosts, str):
         uri = parse_uri(url_or_hosts)
         _refuse_unapplied(uri)
@@ -101,8 +112,12 @@ def resolve_target(url_or_hosts: Any, tls: bool, heartbeats: Tuple[int, int], vh
         passcode = passcode if passcode is not None else opts.get("password")
         client_id = client_id or opts.get("client_id")
     elif isinstance(url_or_hosts, (list, tuple)):
-        # the threaded API's rule (a str port of digits too, as socket and stomp.py take it)
-        hosts.extend((host, port, tls) for host, port in checked_hosts(url_or_hosts, "url_or_hosts"))
+        try:  # the threaded API's rule (a str port of digits too, as socket and stomp.py take it) and its error
+            hosts.extend((host, port, tls) for host, port in checked_hosts(url_or_hosts, "url_or_hosts"))
+        except InvalidHostError:
+            raise
+        except ConfigurationError as exc:
+            raise InvalidHostError(str(exc)) from None
     else:
         raise ConfigurationError("url_or_hosts must be a URI str (stomp://host:port, failover:(...)) or a list of "
                                  "(host, port) pairs, got %r (%s)" % (url_or_hosts, type(url_or_hosts).__name__))
@@ -139,3 +154,18 @@ def _refuse_unapplied(uri: BrokerURI) -> None:
         raise ConfigurationError("amqstomp.aio does not apply the URI option(s) %s yet (the threaded APIs do); "
                                  "leave them out, or give connect() the keyword where it has one"
                                  % ", ".join("%s (%s)" % (names.get(k, k), k) for k in given))
+
+
+def check_connect_objects(ssl: Any, callbacks: Any) -> None:
+    """:func:`amqstomp.aio.connect`'s ``ssl`` and callbacks checked before anything opens.
+
+    Raises:
+        ConfigurationError: ``ssl`` neither an :class:`ssl.SSLContext` nor None; a callback
+            (``on_error``...: ``callbacks`` maps names to values) neither callable nor None.
+    """
+    if ssl is not None and not isinstance(ssl, _ssl.SSLContext):
+        raise ConfigurationError("ssl must be an ssl.SSLContext (ssl.create_default_context()) or None, got %r (%s)"
+                                 % (ssl, type(ssl).__name__))
+    for name, value in callbacks.items():
+        if value is not None and not callable(value):
+            raise ConfigurationError("%s must be a callable or None, got %r (%s)" % (name, value, type(value).__name__))

@@ -10,6 +10,7 @@ from typing import Any, Callable, Deque, Dict, Mapping, Optional, Tuple, Union
 
 from ..exception import ConfigurationError, ConnectionClosedException, ReceiptTimeout
 from ..uri import check_destination
+from .._core.frames import check_headers
 
 __all__ = ["send_frame", "ProducerWindow"]
 
@@ -38,6 +39,8 @@ def send_frame(destination: str, body: Union[bytes, str], headers: Optional[Mapp
         data = bytes(body)
     else:
         raise TypeError("the body of the SEND to %s must be bytes or str, not %s" % (destination, type(body).__name__))
+    if headers is not None and type(headers) is not dict:  # (the ABC isinstance only then: ~300 instructions)
+        check_headers(headers, "SEND")
     frame_headers: Dict[str, Any] = dict(headers) if headers else {}
     given = {"destination": destination, "transaction": transaction, "content-type": content_type, "receipt": None}
     for name, value in given.items():

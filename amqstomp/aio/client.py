@@ -34,7 +34,8 @@ from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
 from ._failover import Failover, notify
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PRODUCER_WINDOW, DEFAULT_RECEIPT_TIMEOUT,
-                       DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_timeout, resolve_target)
+                       DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_connect_objects, check_timeout,
+                       resolve_target)
 from ._link import AioLink, LostAfterWrite, open_link
 from ._sending import ProducerWindow, send_frame
 from .handler import stop_handlers
@@ -145,6 +146,7 @@ class Client:
         #: the reconnect plan of a ``failover:`` URI, else None
         self.policy: Optional[ReconnectPolicy] = None
         self.failover: Optional[Failover] = None
+        check_connect_objects(ssl, {"on_interrupted": on_interrupted, "on_resumed": on_resumed, "on_error": on_error})
         target = resolve_target(url_or_hosts, ssl is not None, heartbeats, vhost, version, login, passcode, client_id)
         self.hosts: List[Tuple[str, int, bool]] = target.hosts
         self.policy = target.policy
@@ -319,9 +321,8 @@ class Client:
             error = ConnectionClosedException("connection closed: %s" % link.close_reason)
             for sub in list(self._subs.values()):
                 sub.lost(error)
-            if link.proto.by_client:
-                self.transactions.clear()
-            # (lost: its transactions stay, stale: commit() raises TransactionRolledBackError)
+            # (lost or closed by close(): its transactions stay, stale -- the broker rolled them back with the
+            # connection: commit() raises TransactionRolledBackError, abort() has nothing to do)
         self.window.wake_all()
 
     async def _reconnected(self, link: AioLink) -> None:
@@ -532,10 +533,14 @@ class Client:
         try:
             await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
                                     "the SUBSCRIBE to %s" % sub.destination)
+        except BrokerError as exc:  # refused (the ERROR answered it): the broker registered no consumer
+            self._subs.pop(sub.id, None)
+            sub.lost(StompException("the SUBSCRIBE to %s was refused: %s" % (sub.destination, exc)))
+            raise
         except BaseException:
             self._subs.pop(sub.id, None)
             sub.lost(StompException("the SUBSCRIBE to %s was not confirmed" % sub.destination))
-            if not link.closed:  # a refusal or a timeout: make sure the broker stops delivering
+            if not link.closed:  # a timeout or a cancel, the outcome unknown: make sure the broker stops delivering
                 try:
                     link.write(link.encode("UNSUBSCRIBE", {"id": sub.id}))
                 except StompException:

@@ -46,6 +46,9 @@ __all__ = ["Handler", "ErrorCallback", "check_run", "stop_handlers", "Workers"]
 
 log = logging.getLogger("amqstomp.aio")
 
+#: seconds a cancelled handler gets to end when a close's timeout is spent already
+CANCEL_GRACE_S = 0.1
+
 #: ``async def handler(message: Message) -> None``
 Handler = Callable[["Message"], Awaitable[Any]]
 #: ``def on_error(error: Exception, message: Message) -> None``, called on the loop (must not block)
@@ -86,12 +89,16 @@ def check_run(sub: "Subscription", handler: Any, concurrency: Any) -> None:
 async def stop_handlers(loop: asyncio.AbstractEventLoop, subs: Iterable["Subscription"], timeout: float) -> float:
     """:meth:`Client.close`: the handlers of every subscription running one finish within
     ``timeout`` seconds (their ACKs written) or are cancelled. Returns the seconds left of
-    ``timeout`` (at least :data:`MIN_TIMEOUT_S`) for the rest of the close."""
+    ``timeout`` (at least :data:`MIN_TIMEOUT_S`) for the rest of the close.
+
+    The task calling (a handler may close its client) is never waited for nor cancelled: it is
+    named here, as each subscription's stop runs in a task of its own (``gather``)."""
     running = [sub for sub in subs if sub.workers is not None]
     if not running:
         return timeout
     deadline = loop.time() + timeout
-    await asyncio.gather(*(sub.stop_handlers(timeout) for sub in running))
+    caller = asyncio.current_task()
+    await asyncio.gather(*(sub.stop_handlers(timeout, caller) for sub in running))
     return max(MIN_TIMEOUT_S, deadline - loop.time())
 
 
@@ -215,20 +222,36 @@ class Workers:
         if self.refused is not None:
             raise self.refused
 
-    async def stop(self, timeout: float) -> None:
+    async def stop(self, timeout: float, caller: "Optional[asyncio.Task[Any]]" = None) -> None:
         """No more messages handed out; the handlers running get ``timeout`` seconds to finish
-        (their ACKs written), then are cancelled (their messages unacknowledged: redelivered)."""
+        (their ACKs written), then are cancelled (their messages unacknowledged: redelivered).
+
+        ``caller`` (default the current task): the task closing, never waited for -- a handler
+        closing its own subscription (or client) ends after the close returns. Bounded: the
+        cancelled handlers get what is left of ``timeout`` (at least :data:`CANCEL_GRACE_S`) to
+        end; one that ignores its cancellation is left running (a WARNING says so)."""
         self.stopping = True
-        me = asyncio.current_task()  # a handler closing its own subscription (or client) ends after it
+        me = asyncio.current_task() if caller is None else caller
+        loop = self.sub.client.loop
+        deadline = loop.time() + timeout
         for task in list(self.idle):
             if task is not me:
                 task.cancel()
         pending = [task for task in self.tasks if not task.done() and task is not me]
         if pending:
             await asyncio.wait(pending, timeout=timeout)
-        await self.cancel()
+        pending = [task for task in self.tasks if not task.done() and task is not me]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=max(CANCEL_GRACE_S, deadline - loop.time()))
+            stuck = sum(1 for task in pending if not task.done())
+            if stuck:
+                log.warning("%d handler(s) of subscription %s ignored their cancellation: left running",
+                            stuck, self.sub.id)
 
     async def cancel(self) -> None:
+        """:meth:`run` cancelled: every worker cancelled, and waited for."""
         me = asyncio.current_task()
         pending = [task for task in self.tasks if not task.done() and task is not me]
         for task in pending:

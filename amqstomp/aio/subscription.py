@@ -451,12 +451,13 @@ class Subscription(Acking):
         if self._ended is not None and not isinstance(self._ended, _ClosedByApp):
             raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
 
-    async def stop_handlers(self, timeout: float) -> None:
+    async def stop_handlers(self, timeout: float, caller: "Optional[asyncio.Task[Any]]" = None) -> None:
         """Closing: :meth:`run`'s handlers get ``timeout`` seconds to finish (ACKs written), then are
-        cancelled; none handed a message after this call."""
+        cancelled; none handed a message after this call. ``caller``: the task closing (default
+        the current one), never waited for (:meth:`Workers.stop`)."""
         workers = self.workers
         if workers is not None:
-            await workers.stop(timeout)
+            await workers.stop(timeout, caller)
 
     # ------------------------------------------------------------ life
 
@@ -468,6 +469,20 @@ class Subscription(Acking):
             self._unacked[message.key] = message
 
     async def __aenter__(self) -> "Subscription":
+        """SUBSCRIBE, confirmed by its RECEIPT (:meth:`Client.subscribe`). A subscription has one
+        life: entered once, closed once.
+
+        Raises:
+            ConfigurationError: entered already (open, or ended: closed, refused, or its
+                socket lost); nothing is written.
+        """
+        if self._ended is not None:
+            raise ConfigurationError("subscription %s to %s has ended (%s): a closed subscription is not reusable; "
+                                     "create a new one with client.subscribe(...)"
+                                     % (self.id, self.destination, self._ended))
+        if self.link is not None:
+            raise ConfigurationError("subscription %s to %s is open already: enter it once ('async with' one "
+                                     "client.subscribe(...) per subscription)" % (self.id, self.destination))
         await self.client.confirm_subscription(self)
         return self
 

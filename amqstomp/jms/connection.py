@@ -105,10 +105,12 @@ class ConnectionFactory:
         Args:
             username (str | None): overrides ``jms.userName``.
             password (str | None): overrides ``jms.password`` (never logged).
-            timeout_s (float | None): with a ``failover:`` URI, give up after this
-                many seconds (None: the URI's ``timeout`` when set, else its
-                ``startupMaxReconnectAttempts`` decide, -1 = keep trying, as
-                ActiveMQ's client does).
+            timeout_s (float | None): give up after this many seconds: with a
+                ``failover:`` URI over all attempts (None: the URI's ``timeout``
+                when set, else its ``startupMaxReconnectAttempts`` decide, -1 =
+                keep trying, as ActiveMQ's client does); with a ``stomp://`` URI
+                the one attempt (TCP connect and CONNECTED; None: its
+                ``connectionTimeout``, 30 s by default).
 
         Raises:
             ConnectFailedException: the broker is unreachable, refused the login

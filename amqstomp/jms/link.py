@@ -246,8 +246,9 @@ class Link:
 
     def open(self, timeout_s: Optional[float] = None) -> None:
         """Open the socket, send CONNECT and wait for CONNECTED (with failover: try
-        the brokers with the policy's start-up limit, for at most ``timeout_s``
-        seconds when given).
+        the brokers with the policy's start-up limit), for at most ``timeout_s``
+        seconds when given (``create_connection(timeout_s=...)``, a plain
+        ``stomp://`` URI too: the TCP connect and the CONNECTED wait).
 
         Raises:
             ConnectFailedException: no socket, an ERROR (bad login, client id in
@@ -256,7 +257,7 @@ class Link:
         if self.reconnector is not None:
             self.reconnector.connect(timeout_s)
             return
-        self._connect(None)
+        self._connect(None, None if timeout_s is None else time.monotonic() + timeout_s)
 
     def _establish(self, host_and_port: Tuple[str, int]) -> None:
         """Failover thread (or :meth:`open`): one attempt on ``host_and_port``;
@@ -273,7 +274,7 @@ class Link:
         """Failover thread: the policy's attempts ran out: the connection is broken."""
         self.connection.on_link_lost(self, exc)
 
-    def _connect(self, only: Optional[Tuple[str, int]]) -> None:
+    def _connect(self, only: Optional[Tuple[str, int]], deadline: Optional[float] = None) -> None:
         options = self.options
         version = options["version"]
 
@@ -288,7 +289,8 @@ class Link:
                                    options.get("password"), self.client_id)
 
         wait_s = self.connect_timeout_s
-        deadline = self.reconnector.attempt_deadline if self.reconnector is not None else None
+        if self.reconnector is not None:
+            deadline = self.reconnector.attempt_deadline
         if deadline is not None:  # create_connection(timeout_s): no attempt outlives it (TCP connect: handshake)
             wait_s = max(0.001, min(wait_s, deadline - time.monotonic()))
 

@@ -1,0 +1,143 @@
+"""A second fresh user's findings (task freshfix) outside amqstomp.aio, each fixed with a test
+that failed before, against the session's ActiveMQ: a memoryview body's content-length (F6b),
+arguments refused clearly (F6), a STOMP 1.2 ACK by message-id (F7)."""
+import array
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+import amqstomp
+import amqstomp.aio
+from amqstomp.codec import encode_frame
+from amqstomp.exception import ConfigurationError, ConnectFailedException, InvalidHostError, UnknownMessageError
+from amqstomp.jms import ConnectionFactory
+from aio_support import run, url
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def open_conn12(stomp_connect):
+    return stomp_connect()
+
+
+def queue(tag: str) -> str:
+    return "/queue/fu2-%s-%s" % (tag, uuid.uuid4().hex[:10])
+
+
+# ------------------------------------------------------------ F6b. content-length counts bytes
+
+def ints() -> memoryview:
+    """A memoryview of 3 items of 4 bytes: len() 3, nbytes 12."""
+    return memoryview(array.array("i", [1, 2, 3]))
+
+
+def test_codec_content_length_of_a_memoryview_is_its_bytes():
+    """The codec (compiled, and the pure twin under AMQSTOMP_NO_EXTENSIONS=1) counts bytes."""
+    view = ints()
+    data = encode_frame("SEND", {"destination": "/queue/x"}, view, "1.2", True)
+    assert b"content-length:12\n" in data and data.endswith(view.tobytes() + b"\0")
+    data = encode_frame("SEND", {"destination": "/queue/x", "content-length": "12"}, view, "1.2", True)
+    assert data.endswith(view.tobytes() + b"\0")
+
+
+def test_threaded_send_of_a_memoryview_sends_its_bytes(open_conn12):
+    conn, col = open_conn12
+    dest = queue("mv")
+    conn.subscribe(dest, "s1", ack="auto", receipt="sub")
+    conn.wait_for_receipt("sub", 10)
+    conn.send(dest, ints())
+    conn.send(dest, ints(), headers={"content-length": 3})  # a wrong one given: the body's size is written
+    frames = col.wait_messages(2)
+    assert [bytes(f.body) if isinstance(f.body, (bytes, bytearray)) else f.body.encode("latin-1")
+            for f in frames] == [ints().tobytes()] * 2
+    assert [f.headers["content-length"] for f in frames] == ["12", "12"]
+
+
+def test_aio_send_of_a_memoryview_sends_its_bytes(activemq):
+    dest = queue("mv-aio")
+
+    async def main() -> Any:
+        async with amqstomp.aio.connect(url(activemq)) as client:
+            async with client.subscribe(dest) as sub:
+                await client.send(dest, ints())
+                message = await sub.get(timeout=10)
+                return message.body, message.headers.get("content-length")
+
+    assert run(main()) == (ints().tobytes(), "12")
+
+
+# ------------------------------------------------------------ F6. arguments refused clearly
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"heartbeats": None}, ConfigurationError, "heartbeats"),
+    ({"heartbeats": "1000,1000"}, ConfigurationError, "heartbeats"),
+    ({"ssl": "yes"}, ConfigurationError, "ssl"),
+    ({"vhost": 5}, ConfigurationError, "vhost"),
+    ({"on_error": 5}, ConfigurationError, "on_error"),
+    ({"on_resumed": "x"}, ConfigurationError, "on_resumed"),
+])
+def test_aio_connect_refuses_bad_arguments_naming_them(kwargs, error, words):
+    with pytest.raises(error, match=words) as raised:
+        amqstomp.aio.Client("stomp://127.0.0.1:1", **kwargs)
+    assert repr(list(kwargs.values())[0]) in str(raised.value)
+
+
+def test_aio_connect_refuses_a_bad_port_as_the_threaded_api_does():
+    with pytest.raises(InvalidHostError, match="99999"):
+        amqstomp.aio.Client([("127.0.0.1", 99999)])
+    conn = amqstomp.Connection12([("127.0.0.1", 99999)])
+    with pytest.raises(InvalidHostError, match="99999"):
+        conn.connect(wait=True)
+
+
+@pytest.mark.parametrize("recv_bytes", [-1, 0, 1.5, True])
+def test_threaded_recv_bytes_is_checked_at_construction(recv_bytes):
+    with pytest.raises(ConfigurationError, match="recv_bytes"):
+        amqstomp.Connection12([("127.0.0.1", 1)], recv_bytes=recv_bytes)
+
+
+def test_send_headers_not_a_mapping_is_refused_naming_it(open_conn12, activemq):
+    conn, _ = open_conn12
+    with pytest.raises(ConfigurationError, match="headers of SEND must be a mapping.*'abc'"):
+        conn.send(queue("hdr"), "x", headers="abc")
+
+    async def main() -> None:
+        async with amqstomp.aio.connect(url(activemq)) as client:
+            with pytest.raises(ConfigurationError, match="headers of SEND must be a mapping.*'abc'"):
+                await client.send(queue("hdr-aio"), b"x", headers="abc")
+    run(main())
+
+
+# ------------------------------------------------------------ F7. a STOMP 1.2 ACK by message-id
+
+def test_threaded_12_ack_by_message_id_says_to_use_the_ack_header(open_conn12):
+    conn, col = open_conn12
+    dest = queue("ack12")
+    conn.subscribe(dest, "s1", ack="client-individual", receipt="sub")
+    conn.wait_for_receipt("sub", 10)
+    conn.send(dest, "one")
+    frame = col.wait_messages(1)[0]
+    assert frame.headers["message-id"] != frame.headers["ack"]  # ActiveMQ on STOMP 1.2
+    with pytest.raises(UnknownMessageError, match="MESSAGE's 'ack' header") as info:
+        conn.ack(frame.headers["message-id"])
+    assert "not its message-id" in str(info.value)
+    conn.ack(frame.headers["ack"])  # still held: the right id acknowledges it
+
+
+# ------------------------------------------------------------ F3. JMS create_connection(timeout_s) on stomp://
+
+def test_jms_create_connection_timeout_bounds_a_plain_stomp_uri(activemq, tcp_proxy_factory):
+    """A broker that takes the socket and never answers CONNECT (a stalled TcpProxy):
+    ``timeout_s=2`` bounds the connect on a plain ``stomp://`` URI as on ``failover:`` (it was
+    validated, then ignored: the connectionTimeout of 30 s applied)."""
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    proxy.stall()
+    factory = ConnectionFactory("stomp://%s:%d" % proxy.address)
+    started = time.monotonic()
+    with pytest.raises(ConnectFailedException):
+        factory.create_connection(timeout_s=2)
+    assert time.monotonic() - started < 2 + 3.0  # not the 30 s connectionTimeout
