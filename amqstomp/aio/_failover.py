@@ -15,13 +15,13 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
-from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException
+from ..exception import BrokerError, ConnectFailedException, ConnectionClosedException, NotConnectedException, ReceiptTimeout
 from ..log import report_callback_error
 from .._core.backoff import LossStreak, ReconnectPolicy
 from .._core.lifecycle import ConnectionLifecycle
 from ._link import AioLink
 
-__all__ = ["Failover", "notify"]
+__all__ = ["Failover", "notify", "replay_subscriptions"]
 
 log = logging.getLogger("amqstomp.aio")
 
@@ -245,3 +245,26 @@ class Failover:
 
     def describe(self) -> Any:
         return {"reconnects": self.reconnects, "gave_up": self.gave_up}
+
+
+async def replay_subscriptions(client: Any, link: AioLink, subs: Dict[str, Any]) -> None:
+    """Failover: the new socket ``link`` of ``client`` (an :class:`amqstomp.aio.Client`) is up:
+    replay every open subscription of ``subs`` (the client's, by id) on it, each SUBSCRIBE confirmed by its RECEIPT (a refused
+    one ends that subscription, saying why; a replay that fails otherwise ends the socket,
+    which the failover loop replaces), then ``on_resumed``."""
+    client.link = link
+    log.info("reconnected (%s): replaying %d subscription(s)", link.proto.server, len(subs))
+    for sub in list(subs.values()):
+        sub.replayed(link)
+        try:
+            await client.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
+                                     "the SUBSCRIBE to %s (replay)" % sub.destination)
+        except BrokerError as exc:
+            subs.pop(sub.id, None)
+            sub.lost(exc)
+        except (ConnectionClosedException, ReceiptTimeout) as exc:
+            log.warning("replay of the SUBSCRIBE to %s failed (%s): the connection is ended and "
+                        "replaced", sub.destination, exc)
+            link.lose("a subscription replay failed: %s" % exc)
+            return
+    notify(client.on_resumed)

@@ -32,7 +32,7 @@ from .._core.transactions import TransactionTable
 from .._core.dialect import check_broker, connect_host
 from .._core.heartbeat import check_receive_scale
 from .._io.timeouts import clamp_wait
-from ._failover import Failover, notify
+from ._failover import Failover, notify, replay_subscriptions
 from ._options import (DEFAULT_CLOSE_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PRODUCER_WINDOW, DEFAULT_RECEIPT_TIMEOUT,
                        DEFAULT_REDELIVERY, MIN_TIMEOUT_S, SEND_RESENDS, check_connect_objects, check_timeout,
                        resolve_target)
@@ -326,24 +326,8 @@ class Client:
         self.window.wake_all()
 
     async def _reconnected(self, link: AioLink) -> None:
-        """Failover: the new socket is up: replay every open subscription on it, each SUBSCRIBE
-        confirmed by its RECEIPT (a refused one ends that subscription, saying why)."""
-        self.link = link
-        log.info("reconnected (%s): replaying %d subscription(s)", link.proto.server, len(self._subs))
-        for sub in list(self._subs.values()):
-            sub.replayed(link)
-            try:
-                await self.write_frame(link, "SUBSCRIBE", dict(sub.headers), b"", True, sub.timeout,
-                                       "the SUBSCRIBE to %s (replay)" % sub.destination)
-            except BrokerError as exc:
-                self._subs.pop(sub.id, None)
-                sub.lost(exc)
-            except (ConnectionClosedException, ReceiptTimeout) as exc:
-                log.warning("replay of the SUBSCRIBE to %s failed (%s): the connection is ended and "
-                            "replaced", sub.destination, exc)
-                link.lose("a subscription replay failed: %s" % exc)
-                return
-        notify(self.on_resumed)
+        """Failover: the new socket is up (:func:`~amqstomp.aio._failover.replay_subscriptions`)."""
+        await replay_subscriptions(self, link, self._subs)
 
     # ------------------------------------------------------------ writing
 
