@@ -447,8 +447,7 @@ def test_the_gate_leaves_the_java_client_out_of_its_produce_runs(capsys):
 # --------------------------------------------------------------------------- the gate goes red on a regression
 
 
-@pytest.mark.slow
-@pytest.mark.compiled_pass_only
+@pytest.mark.slow  # (no compiled_pass_only: it needs no broker; it skips itself unless -m slow, in either pass)
 @pytest.mark.timeout(1800)
 def test_the_instruction_gate_fails_when_send_does_one_microsecond_more(monkeypatch, request):
     """Issue 21: the gate's own instruction measurement (:func:`bench.gate.measure_instructions`) of
