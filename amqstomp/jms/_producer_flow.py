@@ -27,7 +27,10 @@ from .._io.scheduler import TimerHandle
 if TYPE_CHECKING:  # annotations only
     from .link import Link
 
-__all__ = ["ProducerWindow", "SendTracker", "UsageEvent", "ASYNC_RECEIPT_PREFIX"]
+__all__ = ["ProducerWindow", "SendTracker", "UsageEvent", "ASYNC_RECEIPT_PREFIX", "SEND_OVERHEAD_BYTES"]
+
+#: Bytes a SEND counts in the producer window beyond its body (its headers, roughly)
+SEND_OVERHEAD_BYTES = 64
 
 log = logging.getLogger("amqstomp.jms")
 
@@ -96,6 +99,16 @@ class ProducerWindow:
         """Bytes sent and not yet covered by a receipt."""
         return self.closed + self.unreceipted
 
+    def take_room(self, nbytes: int) -> bool:
+        """The common send's case of :meth:`acquire`, without a lock: True when ``nbytes``
+        fit the open chunk (room, no chunk to close, no receipt to ask) and are counted in
+        flight; False (nothing counted) when the send must take :meth:`acquire`'s locked path."""
+        unreceipted = self.unreceipted + nbytes
+        if unreceipted < self.chunk_size and (not self.chunks or self.closed + unreceipted <= self.size):
+            self.unreceipted = unreceipted
+            return True
+        return False
+
     def acquire(self, nbytes: int, link: "Link", deadline: Optional[float], every_send: bool,
                 timeout_s: Optional[float] = None) -> int:
         """Wait for room for ``nbytes`` and count them in flight. Returns the bytes
@@ -118,10 +131,7 @@ class ProducerWindow:
             ReceiptTimeout: no room by the deadline.
             ConnectionClosedException: the link is gone while waiting.
         """
-        unreceipted = self.unreceipted + nbytes
-        if unreceipted < self.chunk_size and not every_send and (
-                not self.chunks or self.closed + unreceipted <= self.size):
-            self.unreceipted = unreceipted
+        if not every_send and self.take_room(nbytes):
             return 0
         flushed = False
         while True:

@@ -68,7 +68,7 @@ from .._core.dialect import ACTIVEMQ, GENERIC, check_broker, connect_host
 from .._core.frames import ACCEPT_VERSIONS, ack_headers, connect_headers
 from .._engine.subscription import SubscriptionManager
 from ..uri import Endpoint
-from ._producer_flow import ASYNC_RECEIPT_PREFIX, ProducerWindow, SendTracker, UsageEvent
+from ._producer_flow import ASYNC_RECEIPT_PREFIX, SEND_OVERHEAD_BYTES, ProducerWindow, SendTracker, UsageEvent
 from .exceptions import ResourceAllocationError, is_resource_allocation_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -500,7 +500,7 @@ class Link:
             write = partial(self.transport.send_frame, link_seq=client.route("SEND", headers, self._wait_up(deadline)))
         # (the common send: no clock read -- the window reads it only when it must wait)
         assert window is not None
-        nbytes = len(body) + 64
+        nbytes = len(body) + SEND_OVERHEAD_BYTES
         chunk = window.acquire(nbytes, self, deadline, self.receipt_every_send, timeout_s)
         if chunk:  # this send carries the window chunk's receipt
             receipt = headers["receipt"] = self.tracker.next_id(False)

@@ -37,6 +37,7 @@ from .._core.dialect import BROKERS, refusal
 from .._core.lifecycle import Phase
 from .destination import Destination, TemporaryDestination, as_destination
 from .exceptions import IllegalStateError, InvalidDestinationError, MessageFormatError, TransactionRolledBackError
+from ._producer_flow import SEND_OVERHEAD_BYTES
 from .link import Link, ProducerWindow
 from .message import BytesMessage, Message, SendHead, TextMessage, message_headers
 
@@ -167,12 +168,10 @@ class MessageProducer:
         window = self._fast
         if window is not None:
             # the common send -- asynchronous, on the producer socket, no failover -- when it fits the
-            # window's open chunk (ProducerWindow.acquire's lock-free case: room, no receipt to ask):
+            # window's open chunk (ProducerWindow.take_room, acquire's lock-free case: room, no receipt to ask):
             # counted and written here, one call from send() to the encoder
-            nbytes = len(body) + 64
-            unreceipted = window.unreceipted + nbytes
-            if unreceipted < window.chunk_size and (not window.chunks or window.closed + unreceipted <= window.size):
-                window.unreceipted = unreceipted
+            nbytes = len(body) + SEND_OVERHEAD_BYTES
+            if window.take_room(nbytes):
                 try:
                     self._direct_write("SEND", headers, body, None, True, head)
                 except BaseException:
