@@ -23,6 +23,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
+from ._core.frames import check_encoding
 from ._engine.dispatch import PROTOCOL_LISTENER, ListenerDispatch
 from ._io.driver import Driver, merged_headers
 from ._io.link import Link
@@ -57,8 +58,10 @@ class BaseTransport(Driver, Publisher):
 
     Args:
         auto_decode (bool): listeners get bodies as ``str`` (decoded with
-            ``encoding``, undecodable bytes replaced) instead of ``bytes``.
-        encoding (str): text encoding of bodies.
+            ``encoding``; undecodable bytes become U+FFFD, never an exception:
+            :class:`amqstomp.connection.BaseConnection`) instead of ``bytes``.
+        encoding (str): text encoding of bodies; a name Python has no text codec
+            for raises UnknownEncodingError here (:func:`amqstomp._core.frames.check_encoding`).
         is_eol_fc (callable): stomp.py's heart-beat test ``fc(bytes) -> bool``;
             kept as :attr:`is_eol_fc`. amqstomp's parser tells heart-beats by the
             STOMP version itself (LF; CRLF too on 1.2: stomp.py's
@@ -88,6 +91,7 @@ class BaseTransport(Driver, Publisher):
                  is_eol_fc: Callable[[bytes], bool] = is_eol_default, *, connector: Any = None,
                  heart_beat_receive_scale: float = 1.5, recv_bytes: int = 65536,
                  auto_content_length: bool = True, timeout: Optional[float] = None) -> None:
+        check_encoding(encoding)  # here, not at the first send of a str (or, silently, of every body received)
         Driver.__init__(self, connector, ListenerDispatch(auto_decode, encoding), heart_beat_receive_scale,
                         recv_bytes, auto_content_length, encoding, timeout)
         self.auto_decode = auto_decode

@@ -130,6 +130,19 @@ class BaseConnection(Publisher):
     :class:`StompConnection12`; their session (connect, frames, failover) is
     :class:`amqstomp._session.StompSession`'s.
 
+    ``encoding`` (str, ``"utf-8"``): the text codec of ``str`` bodies sent (strictly:
+    UnicodeEncodeError) and of bodies decoded for the listeners. A name Python has no
+    text codec for (``"no-such-codec"``, ``"base64"``) raises UnknownEncodingError (a
+    ConfigurationError and a LookupError) naming it, here; a non-str raises TypeError.
+    (stomp.py 9.0 stores ``encoding`` and never uses it: its bodies are UTF-8 both ways.)
+
+    ``auto_decode`` (bool, True): MESSAGE, ERROR and RECEIPT bodies reach the listeners
+    as ``str`` decoded with ``encoding`` instead of ``bytes``. Bytes not valid in
+    ``encoding`` never raise: each undecodable sequence becomes U+FFFD (``"\\ufffd"``,
+    Python's ``errors="replace"``, as stomp.py's ``utils.decode``), so the ``str``
+    cannot give the original bytes back: use ``auto_decode=False`` for binary bodies
+    (and decode in the listener as you need).
+
     Keyword-only ``broker`` (every connection class): the broker dialect
     (``"activemq"``, ``"artemis"``, ``"rabbitmq"``, ``"generic"``; None or
     ``"auto"``: what CONNECTED's ``server`` names), which decides the

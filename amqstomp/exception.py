@@ -264,6 +264,16 @@ class ConfigurationError(StompException, ValueError):
     unknown ``jms.*`` options too)."""
 
 
+class UnknownEncodingError(ConfigurationError, LookupError):
+    """The ``encoding`` given to a connection names no text codec Python has
+    (``codecs.lookup`` finds none, or finds a bytes-to-bytes one such as
+    ``"base64"``), raised when the connection is made, naming the keyword and the
+    value. A ConfigurationError (a ValueError), and a LookupError as
+    ``codecs.lookup``'s own: code that caught the error of the first ``send``
+    keeps catching it. stomp.py 9.0 stores ``encoding`` and never uses it (its
+    bodies are UTF-8 both ways), so no stomp.py program saw an error there."""
+
+
 class InvalidHostError(ConnectFailedException, ConfigurationError):
     """A ``host_and_ports`` entry that names no broker (a host that is not a
     non-empty ``str``, a port outside 1-65535), raised by ``connect()``: the

@@ -151,8 +151,10 @@ class Transport(BaseTransport):
             ``("mac", interval_s)`` to tune it.
         vhost (str | None): kept for the facade's ``host`` header.
         auto_decode (bool): listeners get bodies as ``str`` (decoded with
-            ``encoding``, undecodable bytes replaced) instead of ``bytes``.
-        encoding (str): text encoding of bodies.
+            ``encoding``; undecodable bytes become U+FFFD, never an exception:
+            :class:`amqstomp.connection.BaseConnection`) instead of ``bytes``.
+        encoding (str): text encoding of bodies (a name Python has no text codec for:
+            UnknownEncodingError here, :func:`amqstomp._core.frames.check_encoding`).
         recv_bytes (int): bytes asked for per ``recv`` (>= 1, else ConfigurationError here).
         is_eol_fc (callable): stomp.py's heart-beat test; kept, not consulted
             (see :class:`amqstomp._transport_base.BaseTransport`).

@@ -12,7 +12,9 @@ import pytest
 import amqstomp
 import amqstomp.aio
 from amqstomp.codec import encode_frame
-from amqstomp.exception import ConfigurationError, ConnectFailedException, InvalidHostError, UnknownMessageError
+import amqstomp.transport
+from amqstomp.exception import (ConfigurationError, ConnectFailedException, InvalidHostError, UnknownEncodingError,
+                                UnknownMessageError)
 from amqstomp.jms import ConnectionFactory
 from aio_support import run, url
 
@@ -92,6 +94,31 @@ def test_aio_connect_refuses_a_bad_port_as_the_threaded_api_does():
     conn = amqstomp.Connection12([("127.0.0.1", 99999)])
     with pytest.raises(InvalidHostError, match="99999"):
         conn.connect(wait=True)
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: amqstomp.Connection10([("127.0.0.1", 1)], **kw),
+    lambda **kw: amqstomp.Connection11([("127.0.0.1", 1)], **kw),
+    lambda **kw: amqstomp.Connection12([("127.0.0.1", 1)], **kw),
+    lambda **kw: amqstomp.transport.Transport([("127.0.0.1", 1)], **kw),
+    lambda **kw: amqstomp.transport.BaseTransport(**kw),
+], ids=["Connection10", "Connection11", "Connection12", "Transport", "BaseTransport"])
+@pytest.mark.parametrize("encoding", ["no-such-codec", "base64"])
+def test_a_bogus_encoding_is_refused_at_construction_naming_it(make, encoding):
+    """Before: accepted; the first send of a str raised LookupError, and every body received
+    with auto_decode was dropped (the dispatcher logged the LookupError)."""
+    with pytest.raises(UnknownEncodingError, match="encoding=%r" % encoding) as raised:
+        make(encoding=encoding)
+    assert isinstance(raised.value, LookupError) and isinstance(raised.value, ConfigurationError)
+    with pytest.raises(TypeError, match="encoding must be a str"):
+        make(encoding=None)
+    assert make(encoding="latin-1") is not None  # any text codec Python knows
+
+
+def test_a_bogus_encoding_is_refused_by_the_websocket_connection():
+    ws = pytest.importorskip("amqstomp.adapter.ws")
+    with pytest.raises(UnknownEncodingError, match="'no-such-codec'"):
+        ws.WSStompConnection([("127.0.0.1", 1)], encoding="no-such-codec")
 
 
 @pytest.mark.parametrize("recv_bytes", [-1, 0, 1.5, True])

@@ -11,16 +11,17 @@ Everything that decides which headers a client frame carries, for every API
   including ActiveMQ's STOMP 1.0 quirk (``subscription`` on 1.0 ACKs);
 * which command rejects a message (:func:`reject_command`: NACK, or ACK on 1.0);
 * SUBSCRIBE headers (:func:`subscribe_headers`, STOMP 1.2 "SUBSCRIBE"), for
-  every API and every SUBSCRIBE of a subscription (its first and its replays).
+  every API and every SUBSCRIBE of a subscription (its first and its replays);
+* the text encoding of bodies (:func:`check_encoding`).
 """
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..exception import ConfigurationError
+from ..exception import ConfigurationError, UnknownEncodingError
 from .dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ, dialect_of, is_activemq_classic
 
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
            "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command",
-           "subscribe_headers", "check_headers"]
+           "subscribe_headers", "check_headers", "check_encoding"]
 
 #: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
 ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
@@ -140,3 +141,22 @@ def check_headers(headers: Any, command: str) -> None:
         raise ConfigurationError("headers of %s must be a mapping (a dict of header names to values) or None, got %r "
                                  "(%s)" % (command, headers if len(repr(headers)) < 80 else type(headers).__name__,
                                            type(headers).__name__))
+
+
+def check_encoding(encoding: Any) -> None:
+    """Refuse a connection's ``encoding=`` unless Python has a text codec of that name
+    (``codecs.lookup``; not a bytes-to-bytes one such as ``"base64"``).
+
+    Raises:
+        TypeError: ``encoding`` is not a str.
+        UnknownEncodingError: (a ConfigurationError and a LookupError) no such text
+            codec; the message names the keyword and the value.
+    """
+    if not isinstance(encoding, str):
+        raise TypeError("encoding must be a str (a codec name such as 'utf-8'), got %r" % (encoding,))
+    try:
+        "".encode(encoding)  # codecs.lookup, and refused when not a text encoding
+        b"".decode(encoding)
+    except LookupError as exc:
+        raise UnknownEncodingError("encoding=%r is not a text encoding Python knows (codecs.lookup: %s)"
+                                   % (encoding, exc)) from exc
