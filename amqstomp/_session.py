@@ -26,7 +26,7 @@ from ._engine.ledger import SocketLedger
 from ._core.backoff import stomp_py_failover
 from ._core.events import TransportResumed
 from ._core.dialect import check_broker, connect_host
-from ._core.frames import connect_headers
+from ._core.frames import body_bytes, connect_headers
 from ._replaceable import ReplaceableMethod, replaceable
 from .codec import Frame
 from .exception import (
@@ -253,9 +253,10 @@ class StompSession:
         method (stomp.py's ``Protocol1x.send_frame``); this implementation,
         called as ``super().send_frame(cmd, headers, body)``, then does what
         that method would have done (an ACK on the socket that delivered its
-        message...), with the headers and body it is given. A BEGIN, COMMIT or
-        ABORT, and a SUBSCRIBE or UNSUBSCRIBE with an ``id``, sent here are
-        noted: ``commit``/``abort``/``send(transaction=...)``/``unsubscribe``
+        message...), with the headers and body it is given (a protocol method's
+        ``content-length`` written as the body's bytes, as stomp.py's ``transmit``).
+        A BEGIN, COMMIT or ABORT, and a SUBSCRIBE or UNSUBSCRIBE with an ``id``, sent
+        here are noted: ``commit``/``abort``/``send(transaction=...)``/``unsubscribe``
         know them (they refuse what this connection never began or subscribed).
 
         Returns:
@@ -274,6 +275,9 @@ class StompSession:
         if self._send_frame_replaced and self._transport_replaced():
             future = stomppy_wire.transmit(self.transport, self.version, cmd, headers, body)
         else:
+            if write is not None and body and headers and headers.get("content-length") is not None:
+                # a protocol method's frame: its content-length (stomp.py's count) written as the body's bytes
+                headers = dict(headers, **{"content-length": len(body_bytes(body, self.encoding))})
             future = (write or self._write)(cmd, headers or {}, body)
         if cmd in _TRANSACTION_COMMANDS and headers and headers.get("transaction") is not None:
             if cmd == "BEGIN":  # commit()/abort() know it

@@ -23,7 +23,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 
-from ._core.frames import check_encoding
+from ._core.frames import body_bytes, check_encoding
 from ._engine.dispatch import PROTOCOL_LISTENER, ListenerDispatch
 from ._io.driver import Driver, merged_headers
 from ._io.link import Link
@@ -201,7 +201,7 @@ class BaseTransport(Driver, Publisher):
         frame = Frame(cmd, {k: v for k, v in (headers or {}).items() if v is not None}, b"" if body is None else body)
         if on_send:
             self._on_send(frame, self.dispatch.on_send)
-        payload = frame.body.encode(self.encoding) if isinstance(frame.body, str) else bytes(frame.body)
+        payload = body_bytes(frame.body, self.encoding)
         if "content-length" in frame.headers:
             frame.headers["content-length"] = str(len(payload))
         self.send(encode_frame(frame.cmd, dict(sorted(frame.headers.items())), payload, "1.0", False))

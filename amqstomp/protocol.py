@@ -23,7 +23,7 @@ connection is registered on its transport as ``"protocol-listener"``.
 import functools
 import logging
 from concurrent.futures import Future
-from typing import Any, Dict, Mapping, Optional, Tuple, Union, cast
+from typing import Any, Dict, Mapping, Optional, Tuple, cast
 
 from ._session import StompSession
 from .constants import (  # stomp.py's module star-imports stomp.listener (and its constants)
@@ -48,7 +48,7 @@ from .transport import Transport
 from ._subscribe_args import ACK_DEFAULT as _ACK_DEFAULT, RESERVED_KEYWORDS as RESERVED_KEYWORDS, AckMode as AckMode
 from ._subscribe_args import pop_reserved as pop_reserved, subscribe_arguments as _subscribe_arguments
 from ._core.destinations import check_destination
-from ._core.frames import check_headers
+from ._core.frames import body_bytes, check_headers
 from .utils import get_uuid, merge_headers
 
 #: What ``from amqstomp.protocol import *`` (``stomp.protocol``) gives: stomp.py 9.0's names,
@@ -162,15 +162,9 @@ class BaseProtocol(StompSession):
         frame_headers["destination"] = destination
         if content_type:
             frame_headers["content-type"] = content_type
-        payload: Union[bytes, bytearray, memoryview]
-        if isinstance(body, str):
-            payload = body.encode(self.encoding)
-        elif isinstance(body, (bytes, bytearray)):
-            payload = body
-        elif isinstance(body, memoryview):  # its bytes, counted by content-length (len() counts its items)
-            payload = body.cast("B") if body.c_contiguous else body.tobytes()
-        else:
-            raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
+        # len(payload): content-length, in bytes (a memoryview's too): body_bytes, the rule of every route;
+        # its str case inline (the usual body: one Python call less per send, ~280 instructions)
+        payload = body.encode(self.encoding) if body.__class__ is str else body_bytes(body, self.encoding)
         replaced = self._send_frame_replaced  # a test's send_frame/transport sees stomp.py's headers and body
         if "content-length" in frame_headers:
             given = frame_headers["content-length"]
@@ -180,8 +174,9 @@ class BaseProtocol(StompSession):
                 if not replaced:
                     frame_headers["content-length"] = len(payload)
         elif self.auto_content_length and payload and auto_content_length("SEND", frame_headers):
-            # not with a jms-* transformation (dialect.py); stomp.py's send() counts the body as given
-            frame_headers["content-length"] = len(body) if replaced else len(payload)
+            # not with a jms-* transformation (dialect.py); stomp.py's send() counts a str body as given
+            # (characters), a memoryview by its bytes here (stomp.py: its items)
+            frame_headers["content-length"] = len(body) if replaced and isinstance(body, str) else len(payload)
         transaction = frame_headers.get("transaction")
         if transaction is not None:
             self._check_transaction(transaction, "SEND")

@@ -59,6 +59,35 @@ def test_threaded_send_of_a_memoryview_sends_its_bytes(open_conn12):
     assert [f.headers["content-length"] for f in frames] == ["12", "12"]
 
 
+class SendFrameSpy(amqstomp.Connection12):
+    """A stomp.py test's subclass: its send_frame sees every frame, then calls the real one."""
+
+    def send_frame(self, cmd, headers=None, body=b""):
+        self.seen = getattr(self, "seen", []) + [(cmd, dict(headers or {}))]
+        return super().send_frame(cmd, headers, body)
+
+
+def test_send_frame_route_counts_a_memoryview_in_bytes(stomp_connect):
+    """send() through a replaced send_frame (its super() the real one), and send_frame itself:
+    content-length is the body's bytes, as send()'s own route (amqstomp._core.frames.body_bytes).
+    Before: send() on the subclass raised FrameEncodeError (content-length 3 for 12 bytes, and
+    5 for the 6 bytes of 'h\u00e9llo')."""
+    conn, col = stomp_connect(SendFrameSpy, auto_decode=False)
+    dest = queue("mv-sf")
+    conn.subscribe(dest, "s1", ack="auto", receipt="sub")
+    conn.wait_for_receipt("sub", 10)
+    conn.send(dest, ints())
+    conn.send(dest, "h\u00e9llo")
+    conn.send(dest, ints(), headers={"content-length": 3})  # a wrong one given: the body's size is written
+    conn.send_frame("SEND", {"destination": dest}, ints())
+    frames = col.wait_messages(4)
+    assert [f.headers["content-length"] for f in frames] == ["12", "6", "12", "12"]
+    assert [bytes(f.body) for f in frames] == [ints().tobytes(), "h\u00e9llo".encode()] + [ints().tobytes()] * 2
+    sends = [headers for cmd, headers in conn.seen if cmd == "SEND"]
+    # what the subclass sees is stomp.py's send() count, but a memoryview's in bytes (stomp.py: its 3 items)
+    assert [h.get("content-length") for h in sends] == [12, 5, 3, None]
+
+
 def test_aio_send_of_a_memoryview_sends_its_bytes(activemq):
     dest = queue("mv-aio")
 

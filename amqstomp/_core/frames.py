@@ -12,16 +12,17 @@ Everything that decides which headers a client frame carries, for every API
 * which command rejects a message (:func:`reject_command`: NACK, or ACK on 1.0);
 * SUBSCRIBE headers (:func:`subscribe_headers`, STOMP 1.2 "SUBSCRIBE"), for
   every API and every SUBSCRIBE of a subscription (its first and its replays);
-* the text encoding of bodies (:func:`check_encoding`).
+* a body's bytes, whose ``len()`` is its ``content-length`` (:func:`body_bytes`),
+  and the text encoding of bodies (:func:`check_encoding`).
 """
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from ..exception import ConfigurationError, UnknownEncodingError
 from .dialect import ACTIVEMQ, ARTEMIS, GENERIC, RABBITMQ, dialect_of, is_activemq_classic
 
 __all__ = ["ACTIVEMQ", "ARTEMIS", "RABBITMQ", "GENERIC", "dialect_of", "is_activemq_classic",
            "ACCEPT_VERSIONS", "connect_headers", "ack_identity", "ack_headers", "reject_command",
-           "subscribe_headers", "check_headers", "check_encoding"]
+           "subscribe_headers", "check_headers", "body_bytes", "check_encoding"]
 
 #: ``accept-version`` offered for a highest wanted version (STOMP 1.2 "Protocol Negotiation").
 ACCEPT_VERSIONS = {"1.0": "1.0", "1.1": "1.0,1.1", "1.2": "1.0,1.1,1.2"}
@@ -141,6 +142,31 @@ def check_headers(headers: Any, command: str) -> None:
         raise ConfigurationError("headers of %s must be a mapping (a dict of header names to values) or None, got %r "
                                  "(%s)" % (command, headers if len(repr(headers)) < 80 else type(headers).__name__,
                                            type(headers).__name__))
+
+
+def body_bytes(body: Any, encoding: str) -> Union[bytes, bytearray, memoryview]:
+    """The bytes a SEND body is written as; their ``len()`` is its ``content-length``
+    (STOMP 1.2 "Header content-length": octets). The one rule for every stomp.py-style
+    route (``send``, ``send_frame``).
+
+    Args:
+        body (str | bytes | bytearray | memoryview): a ``str`` is encoded with
+            ``encoding`` (strictly); a ``memoryview`` of items wider than a byte
+            (``array("i")``'s) is viewed as its bytes, without a copy when contiguous
+            (``len()`` of the view itself counts items).
+        encoding (str): the text encoding of ``str`` bodies.
+
+    Raises:
+        TypeError: ``body`` is neither str nor bytes-like.
+        UnicodeEncodeError: a character ``encoding`` cannot write.
+    """
+    if isinstance(body, str):
+        return body.encode(encoding)
+    if isinstance(body, (bytes, bytearray)):
+        return body
+    if isinstance(body, memoryview):
+        return body.cast("B") if body.c_contiguous else body.tobytes()
+    raise TypeError("message body must be str or bytes, not %s" % type(body).__name__)
 
 
 def check_encoding(encoding: Any) -> None:
