@@ -16,8 +16,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 # extension module -> its source. The codec is a .pyx of its own (with the twin _codec_py.py) that
-# includes _codec_parse.pxi, _codec_template.pxi, _codec_big.pxi and _codec_encode.pxi (cythonize
-# tracks included files itself);
+# includes its _codec_*.pxi files (the include lines at its end; all in git, none generated;
+# cythonize tracks included files itself);
 # flow is ONE source: the pure-Python _flow_py.py compiled as it is, typed by amqstomp/_core/_flow.pxd
 # (Cython reads the .pxd of the module's name: amqstomp._core._flow -> amqstomp/_core/_flow.pxd).
 EXTENSION_MODULES = {

@@ -385,7 +385,7 @@ run_suite() {  # run_suite NAME VENV EXPECT_IMPL [ENV=VALUE...] -- [pytest paths
 # ------------------------------------------------------------------------------ 7. other Pythons
 # first, so that a wheel broken on one Python shows within minutes: per version, the compiled
 # codec/flow against their pure twins and one real round trip per API (the full suite: step 8)
-step "[7/10] each other Python: fresh venv + its manylinux wheel; codec/flow differential tests, broker smoke"
+step "[7/10] every other Python version the machine has (of those declared): fresh venv + its manylinux wheel; codec/flow differential tests, broker smoke"
 for entry in "${others[@]}"; do
   ver=${entry%%=*} tag=cp${ver/./}
   venv=$WORK/venv-$tag
