@@ -27,6 +27,7 @@ prints one JSON line: bench/consume.py's child report (``status``, ``received``,
 import json
 import resource
 import socket
+import struct
 import sys
 import time
 from typing import Any, Dict, List, Tuple
@@ -50,7 +51,10 @@ class _Wire:
 
     def __init__(self, host: str, port: int, deadline: float) -> None:
         self.sock = socket.create_connection((host, port), timeout=10.0)
-        self.sock.settimeout(1.0)  # a blocked recv looks at the deadline every second
+        # a blocking socket (one recv syscall per read, no poll first, as amqstomp's reader thread);
+        # the kernel ends a recv blocked for a second (SO_RCVTIMEO) so the deadline is looked at
+        self.sock.settimeout(None)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 1, 0))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.deadline = deadline
         self.buf = b""
@@ -76,7 +80,7 @@ class _Wire:
                 raise TimeoutError("deadline passed")
             try:
                 data = self.sock.recv(RECV_BYTES)
-            except socket.timeout:
+            except (BlockingIOError, socket.timeout):
                 continue
             if not data:
                 raise ConnectionError("the broker closed the connection")
