@@ -49,8 +49,9 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._common import (default_json_path, fill_queue, format_table, machine_info, run_child,  # noqa: E402
-                           start_broker, write_json)
+from bench import _raw_stomp  # noqa: E402
+from bench._common import (SEQ_HEADER, default_json_path, fill_queue, format_table, machine_info,  # noqa: E402
+                           run_child, start_broker, wait_queue_statistics, write_json)
 
 BODY = 256
 #: body size per case when not :data:`BODY` (bytes)
@@ -113,13 +114,36 @@ async def _aio_handlers(sub: Any, count: int, form: str) -> Dict[str, Any]:
     return {"received": state["n"], "seconds": t1 - state["t0"], "cpu": c1 - state["c0"]}
 
 
+async def _aio_optimized(sub: Any, count: int) -> Dict[str, Any]:
+    """``aio-optimized``: ``async for`` without an ack of its own (amqstomp's cumulative ACKs,
+    ``optimize_acknowledge``), each message's ``bench-seq`` counted once (``distinct``)."""
+    seen = bytearray(count)
+    received = distinct = 0
+    t0 = c0 = 0.0
+    async for message in sub:
+        if received == 0:
+            t0, c0 = time.perf_counter(), _cpu()
+        received += 1
+        seq = int(message.headers[SEQ_HEADER])
+        if not seen[seq]:
+            seen[seq] = 1
+            distinct += 1
+        if distinct == count:
+            break
+    return {"received": received, "distinct": distinct, "seconds": time.perf_counter() - t0, "cpu": _cpu() - c0}
+
+
 async def _aio_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     import amqstomp.aio
 
     count = spec["count"]
     ack = spec["ack"]
+    optimized = spec["api"] == "aio-optimized"
     async with amqstomp.aio.connect(spec["url"]) as client:
-        async with client.subscribe(spec["queue"], ack=ack, prefetch_size=spec["prefetch"]) as sub:
+        async with client.subscribe(spec["queue"], ack="client" if optimized else ack, prefetch_size=spec["prefetch"],
+                                    optimize_acknowledge=optimized) as sub:
+            if optimized:
+                return await _aio_optimized(sub, count)  # the last ACK leaves as the subscription closes
             if spec["api"] != "aio":
                 return await _aio_handlers(sub, count, spec["api"])
             received = 0
@@ -283,9 +307,21 @@ def _produces(case: str) -> bool:
     return case.startswith("produce")
 
 
+def _raw_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """``raw-stomp``: the broker's ceiling (bench/_raw_stomp.py), timed from its first message."""
+    host, port = _raw_stomp.split_url(spec["url"])
+    report = _raw_stomp.consume(host, port, spec["queue"], spec["count"], spec["prefetch"], spec["deadline"])
+    if report["status"] != "ok":
+        raise SystemExit("raw-stomp: %s" % report)
+    return {"received": report["received"], "distinct": report["distinct"], "seconds": report["span_s"],
+            "cpu": report["consume_cpu_from_first_s"]}
+
+
 def child_main(spec_json: str) -> None:
     spec = json.loads(spec_json)
-    if spec["api"] == "stompman":
+    if spec["api"] == _raw_stomp.RAW:
+        result = _raw_consume(spec)
+    elif spec["api"] == "stompman":
         result = asyncio.run(_stompman_produce(spec) if _produces(spec["case"]) else _stompman_consume(spec))
     elif spec["api"].startswith("aio"):
         result = asyncio.run(_aio_produce(spec) if _produces(spec["case"]) else _aio_consume(spec))
@@ -363,11 +399,18 @@ CASES = [("auto-p1000", "auto", 1000), ("client-individual-p1", "client-individu
 #: the APIs compared per case (default: aio and threaded)
 APIS = {"handlers-p1000": ("aio", "aio-run4", "aio-sem4")}
 #: ``--stompman``: (case, ack, prefetch, APIs)
-STOMPMAN_CASES = [("ack-p1000", "client-individual", 1000, ("aio", "aio-run", "stompman")),
-                  ("client-individual-p1", "client-individual", 1, ("aio", "threaded", "stompman")),
+STOMPMAN_CASES = [("ack-p1000", "client-individual", 1000, ("aio", "aio-optimized", "aio-run", "stompman",
+                                                              _raw_stomp.RAW)),
+                  ("client-individual-p1", "client-individual", 1, ("aio", "threaded", "stompman", _raw_stomp.RAW)),
                   ("produce", "", 0, ("aio", "threaded", "stompman")),
                   ("consume-1mib", "client-individual", 1000, ("aio", "threaded", "stompman")),
                   ("produce-tx100", "", 0, ("aio", "threaded", "stompman"))]
+
+
+#: why ``--stompman`` has no batched-ack stompman row beside ``aio-optimized``
+STOMPMAN_BATCHING = ("none: stompman 3.16 writes one ACK frame per message (its subscribe handler form on the "
+                     "handler's return, or message.ack()), for ack client as for client-individual; it has no "
+                     "cumulative or batched acknowledgement to compare with amqstomp's optimize_acknowledge")
 
 
 def _run_case(broker: Any, url: str, case: str, ack: str, prefetch: int, apis: Any,
@@ -389,10 +432,25 @@ def _run_case(broker: Any, url: str, case: str, ack: str, prefetch: int, apis: A
                 result = json.loads(child.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 raise SystemExit("%s %s failed: %s" % (api, case, child.stderr[-2000:]))
-            if result["received"] != count:
-                raise SystemExit("%s %s: %d of %d messages" % (api, case, result["received"], count))
+            if result.get("distinct", result["received"]) != count:
+                raise SystemExit("%s %s: %d of %d messages (%s distinct)" % (
+                    api, case, result["received"], count, result.get("distinct", "not counted")))
+            if not _produces(case):
+                result["dequeued"] = _dequeued(broker, queue, count, api, case)
             runs[api].append(result)
     return runs
+
+
+def _dequeued(broker: Any, queue: str, count: int, api: str, case: str) -> int:
+    """The broker's dequeueCount of ``queue`` once its consumer closed: it must have every message
+    ACKed (``count``) and none left (size and in-flight 0), else the run ends (SystemExit): an
+    at-least-once consumer that lost an ACK is no row to compare."""
+    stats = wait_queue_statistics(broker, queue[len("/queue/"):], lambda s: s.get("dequeueCount", 0) >= count and
+                                  not s.get("size") and not s.get("inflightCount"), timeout=10.0)
+    if stats.get("dequeueCount") != count or stats.get("size") or stats.get("inflightCount"):
+        raise SystemExit("%s %s: the broker's queue after the consumer closed: %r (expected %d dequeued, none left)"
+                         % (api, case, stats, count))
+    return int(stats["dequeueCount"])
 
 
 def case_count(case: str, args: Any) -> int:
@@ -412,6 +470,24 @@ def _summarise(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[st
             case, api, rows[-1]["msg_per_s"], rows[-1]["cpu_us_per_msg"],
             ", ".join("%.0f" % r for r in rates), ", ".join("%.1f" % c for c in cpus)), flush=True)
     return rows
+
+
+def _ceiling_ratios(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Per repetition: each API's msg/s over the raw ceiling's (``raw-stomp``, the broker's round
+    trip bound: about 1 at most for a client-individual consumer), and its CPU per message over the
+    raw client's; then the median. Empty when the case has no raw row."""
+    out: List[Dict[str, Any]] = []
+    for api, results in runs.items() if _raw_stomp.RAW in runs else ():
+        if api == _raw_stomp.RAW:
+            continue
+        pairs = list(zip(results, runs[_raw_stomp.RAW]))
+        rate = [(a["received"] / a["seconds"]) / (r["received"] / r["seconds"]) for a, r in pairs]
+        cpu = [(a["cpu"] / a["received"]) / (r["cpu"] / r["received"]) for a, r in pairs]
+        out.append({"case": case, "api": api, "rate_vs_raw": statistics.median(rate),
+                    "cpu_vs_raw": statistics.median(cpu), "rate_vs_raw_runs": rate, "cpu_vs_raw_runs": cpu})
+        print("%-22s %-13s / raw ceiling: %.2fx msg/s, %.2fx its CPU/msg (runs: %s)" % (
+            case, api, out[-1]["rate_vs_raw"], out[-1]["cpu_vs_raw"], ", ".join("%.2f" % r for r in rate)), flush=True)
+    return out
 
 
 def _stompman_ratios(case: str, runs: Dict[str, List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -437,6 +513,7 @@ def _stompman_main(args: Any) -> Dict[str, Any]:
 
     rows: List[Dict[str, Any]] = []
     ratios: List[Dict[str, Any]] = []
+    ceiling: List[Dict[str, Any]] = []
     with start_broker() as broker:
         host, port = broker.host_and_ports[0]
         url = "stomp://%s:%d" % (host, port)
@@ -446,13 +523,20 @@ def _stompman_main(args: Any) -> Dict[str, Any]:
             runs = _run_case(broker, url, case, ack, prefetch, apis, args)
             rows += _summarise(case, runs)
             ratios += _stompman_ratios(case, runs)
-    print(format_table([[r["case"], r["api"], "%.0f" % r["msg_per_s"], "%.1f" % r["cpu_us_per_msg"]] for r in rows],
-                       ["case", "API", "msg/s (median)", "CPU us/msg (median)"]))
+            ceiling += _ceiling_ratios(case, runs)
+    vs_stompman = {(r["case"], r["api"]): "%.2fx" % r["rate_ratio"] for r in ratios}
+    vs_raw = {(r["case"], r["api"]): "%.2fx" % r["rate_vs_raw"] for r in ceiling}
+    print(format_table([[r["case"], r["api"], "%.0f" % r["msg_per_s"], "%.1f" % r["cpu_us_per_msg"],
+                         vs_stompman.get((r["case"], r["api"]), "-"), vs_raw.get((r["case"], r["api"]), "-")]
+                        for r in rows],
+                       ["case", "API", "msg/s (median)", "CPU us/msg (median)", "msg/s / stompman",
+                        "msg/s / raw ceiling"]))
     machine = machine_info()
     machine["stompman"] = importlib.metadata.version("stompman")
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     section = {"machine": machine, "measured": when, "count": args.count, "big_count": args.big_count, "body": BODY,
-               "case_body": CASE_BODY, "case_batch": CASE_BATCH, "runs": args.runs, "rows": rows, "ratios": ratios}
+               "case_body": CASE_BODY, "case_batch": CASE_BATCH, "runs": args.runs, "rows": rows, "ratios": ratios, "ceiling": ceiling,
+               "stompman_batched_acks": STOMPMAN_BATCHING}
     if args.json:
         old = _merged(args.json, {}).get("stompman")
         write_json(args.json, _merged(args.json, {"stompman": merged_section(old, section)}))
@@ -469,14 +553,16 @@ def merged_section(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> Dict[s
     if not kept_rows:
         return new
     assert old is not None
-    kept_ratios = [r for r in old.get("ratios", ()) if r.get("case") not in cases]
+    kept = {key: [r for r in old.get(key, ()) if r.get("case") not in cases] for key in ("ratios", "ceiling")}
     earlier = list(old.get("earlier", ()))
     described = {case for run in earlier for case in run.get("cases", ())}
     left = sorted({r["case"] for r in kept_rows} - described)
     if left:
         earlier.append({"cases": left, **{k: old[k] for k in ("machine", "measured", "count", "runs") if k in old}})
     earlier = [dict(run, cases=[c for c in run["cases"] if c not in cases]) for run in earlier]
-    out = dict(new, rows=kept_rows + new["rows"], ratios=kept_ratios + new["ratios"])
+    out = dict(new, rows=kept_rows + new["rows"], ratios=kept["ratios"] + new["ratios"])
+    if kept["ceiling"] or "ceiling" in new:
+        out["ceiling"] = kept["ceiling"] + new.get("ceiling", [])
     out["earlier"] = [run for run in earlier if run["cases"]]
     return out
 

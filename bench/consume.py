@@ -26,6 +26,13 @@ its own; its ``consume CPU`` (SUBSCRIBE to the last message) is read by this
 process from the JVM's CPU clock, its ``CPU`` column is the JVM's whole life
 (start-up and warm-up included). ``--no-java`` leaves it out.
 
+The broker's ceiling (``raw-stomp``: bench/_raw_stomp.py, a blocking socket that
+finds each MESSAGE's ``ack`` header and writes the ACK, nothing more; it checks
+every sequence number arrived once) consumes the same backlogs at
+client-individual prefetch 1000 and 1 (:data:`RAW_CASES`), in the same run;
+the report divides each client's msg/s by it at the same prefetch and body
+(``ceiling_pairs`` in the JSON). ``--no-raw`` leaves it out.
+
 Ack modes: ``auto``; ``client-individual`` (an ACK per message from the
 listener); ``client`` (a cumulative ACK every K messages, K = min(100,
 prefetch // 2 or 1): an interval above the prefetch, or above the broker's page
@@ -41,7 +48,7 @@ line, never a hang.
 Usage::
 
     python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]]
-                            [--deadline S] [--json [PATH]] [--list] [--no-java]
+                            [--deadline S] [--json [PATH]] [--list] [--no-java] [--no-raw]
 
 ``--cases`` matches case ids such as ``amqstomp:optimized:p1000:256B`` or
 ``stomp.py:client-individual:p1:64KiB`` (shell globs, comma separated).
@@ -61,7 +68,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import _java  # noqa: E402
+from bench import _java, _raw_stomp  # noqa: E402
 from bench._common import (  # noqa: E402
     SEQ_HEADER,
     child_env,
@@ -82,7 +89,13 @@ from bench._common import (  # noqa: E402
 THIS_FILE = os.path.abspath(__file__)
 
 #: client name -> module the consumer imports
-CLIENTS = {"stomp.py": "stomp", "amqstomp": "amqstomp", _java.CLIENT: "JmsBench (ActiveMQ Java client)"}
+CLIENTS = {"stomp.py": "stomp", "amqstomp": "amqstomp", _java.CLIENT: "JmsBench (ActiveMQ Java client)",
+           _raw_stomp.RAW: _raw_stomp.MODULE}
+#: the broker's ceiling (bench/_raw_stomp.py: find the ack header, write the ACK, nothing more)
+RAW = _raw_stomp.RAW
+#: (ack, prefetch) the raw ceiling runs: it only knows client-individual
+RAW_CASES = (("client-individual", 1000), ("client-individual", 1))
+RAW_FILE = os.path.abspath(_raw_stomp.__file__)
 #: (ack, prefetch) the Java client runs: JMS has no cumulative-every-K mode of its own
 JAVA_CASES = (("auto", 1000), ("client-individual", 1000), ("client-individual", 1))
 ACK_MODES = ("auto", "client-individual", "client", "optimized")
@@ -113,6 +126,8 @@ class Case:
             raise ValueError("unknown ack mode %r (expected one of %s)" % (ack, ", ".join(ACK_MODES)))
         if ack == "optimized" and client != "amqstomp":
             raise ValueError("ack mode 'optimized' exists only for amqstomp")
+        if client == RAW and ack != "client-individual":
+            raise ValueError("the raw ceiling (%s) acks client-individual only" % RAW)
         self.client = client
         self.ack = ack
         self.prefetch = int(prefetch)
@@ -139,9 +154,10 @@ class Case:
 
 def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Optional[int] = None,
                 large: Optional[int] = None, ack_interval: Optional[int] = None,
-                java: bool = True) -> List[Case]:
+                java: bool = True, raw: bool = True) -> List[Case]:
     """Every case in run order: per body, per prefetch, per ack mode, stomp.py,
-    amqstomp, then (``java`` and a :data:`JAVA_CASES` pair) the Java client."""
+    amqstomp, then (``java`` and a :data:`JAVA_CASES` pair) the Java client, then
+    (``raw`` and a :data:`RAW_CASES` pair) the broker's ceiling."""
     bodies = list(QUICK_BODIES if quick else BODIES)
     if small:
         bodies[0] = (bodies[0][0], small)
@@ -155,6 +171,8 @@ def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Option
                     if ack == "optimized" and client != "amqstomp":
                         continue
                     if client == _java.CLIENT and not (java and (ack, prefetch) in JAVA_CASES):
+                        continue
+                    if client == RAW and not (raw and (ack, prefetch) in RAW_CASES):
                         continue
                     case = Case(client, ack, prefetch, body_size, count, ack_interval)
                     if patterns and not any(fnmatch.fnmatchcase(case.id, p) for p in patterns):
@@ -496,6 +514,9 @@ def run_case(broker: Any, case: Case, deadline: float = DEFAULT_DEADLINE, decode
     broker_cpu0 = process_cpu_seconds(getattr(broker, "pid", None))
     if case.client == _java.CLIENT:
         child = _run_java_case(broker, case, queue, deadline)
+    elif case.client == RAW:
+        child = run_child([sys.executable, RAW_FILE, json.dumps(spec)], timeout=deadline + CHILD_SLACK,
+                          env=child_env())
     else:
         child = run_child([sys.executable, THIS_FILE, "--child", json.dumps(spec)],
                           timeout=deadline + CHILD_SLACK, env=child_env())
@@ -723,7 +744,24 @@ def compute_ratios(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
                 "consume_cpu_per_msg_vs_java": _consume_cpu_per_msg(row) / _consume_cpu_per_msg(base)
                 if _consume_cpu_per_msg(row) and _consume_cpu_per_msg(base) else None,
             })
-    return {"pairs": pairs, "headline": headline, "headline_geomean": summary, "java_pairs": java_pairs}
+    return {"pairs": pairs, "headline": headline, "headline_geomean": summary, "java_pairs": java_pairs,
+            "ceiling_pairs": ceiling_pairs(by)}
+
+
+def ceiling_pairs(by: Dict[Tuple[str, str, int, int], Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Each client's row over the raw ceiling's (bench/_raw_stomp.py) at the same prefetch and
+    body: ``msg_per_s_vs_raw`` (at most about 1: the broker's round trip bounds it) and
+    ``consume_cpu_per_msg_vs_raw``. The client's rows of every ack mode are compared (an optimized
+    or auto consumer may pass the raw client-individual ceiling: it sends fewer ACKs)."""
+    out = []
+    for (client, ack, prefetch, body), row in sorted(by.items(), key=lambda kv: (kv[0][3], kv[0][2], kv[0][1])):
+        base = by.get((RAW, "client-individual", prefetch, body))
+        if client != RAW and _ok(row) and _ok(base):
+            mine, raw = _consume_cpu_per_msg(row), _consume_cpu_per_msg(base)
+            out.append({"client": client, "ack": ack, "prefetch": prefetch, "body_size": body,
+                        "raw_msg_per_s": base["msg_per_s"], "msg_per_s_vs_raw": row["msg_per_s"] / base["msg_per_s"],
+                        "consume_cpu_per_msg_vs_raw": mine / raw if mine and raw else None})
+    return out
 
 
 def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: Any = None) -> None:
@@ -751,6 +789,17 @@ def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: An
                  for p in ratios["java_pairs"]]
         print(format_table(table, ["client", "ack", "prefetch", "body", "msg/s vs Java",
                                    "consume CPU/msg vs Java"], "llrrrr"), file=out)
+
+    if ratios.get("ceiling_pairs"):
+        print("\n== against the broker's ceiling (raw-stomp: a socket that finds the ack header and writes the "
+              "ACK, client-individual, same prefetch and body): client / raw (msg/s; consume CPU per message) ==",
+              file=out)
+        table = [[p["client"], p["ack"], p["prefetch"], human_size(p["body_size"]), _rate(p["raw_msg_per_s"]),
+                  "%.2fx" % p["msg_per_s_vs_raw"],
+                  "-" if p["consume_cpu_per_msg_vs_raw"] is None else "%.2f" % p["consume_cpu_per_msg_vs_raw"]]
+                 for p in ratios["ceiling_pairs"]]
+        print(format_table(table, ["client", "ack", "prefetch", "body", "raw msg/s", "msg/s vs raw",
+                                   "consume CPU/msg vs raw"], "llrrrrr"), file=out)
 
     print("\n== headline: amqstomp optimized acks vs stomp.py ==", file=out)
     if not ratios["headline"]:
@@ -789,6 +838,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--report", metavar="JSON",
                     help="re-print the tables of a saved run (ratios recomputed from its cases); no broker")
     ap.add_argument("--no-java", action="store_true", help="leave out the ActiveMQ Java client (OpenWire)")
+    ap.add_argument("--no-raw", action="store_true", help="leave out the broker's ceiling (raw-stomp)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -814,7 +864,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
             java_absent = str(exc)
     if java_absent and not args.no_java:
         print("ActiveMQ Java client: not run: %s" % java_absent, flush=True)
-    cases = build_cases(args.quick, patterns, args.small, args.large, args.ack_interval, java=java_absent is None)
+    cases = build_cases(args.quick, patterns, args.small, args.large, args.ack_interval, java=java_absent is None,
+                        raw=not args.no_raw)
     if args.list or not cases:
         for case in cases:
             print("%s  n=%d" % (case.id, case.count))

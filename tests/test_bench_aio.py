@@ -26,7 +26,7 @@ BIG_COUNT = 5  # 1 MiB bodies: stompman spends about 125 ms of CPU on each
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("case, ack, prefetch, apis", aio.STOMPMAN_CASES)
 def test_every_api_consumes_or_sends_the_whole_count(activemq_factory, case, ack, prefetch, apis):
-    broker = activemq_factory()
+    broker = activemq_factory(statistics=True)  # the bench checks each consumed queue's dequeueCount
     host, port = broker.host_and_ports[0]
     args = argparse.Namespace(runs=1, count=COUNT, big_count=BIG_COUNT, deadline=60.0)
     expected = BIG_COUNT if case == "consume-1mib" else COUNT
@@ -37,6 +37,8 @@ def test_every_api_consumes_or_sends_the_whole_count(activemq_factory, case, ack
     for api, results in runs.items():
         assert [r["received"] for r in results] == [expected], api
         assert results[0]["seconds"] > 0 and results[0]["cpu"] >= 0, (api, results)
+        if not case.startswith("produce"):  # every message ACKed and none left once the consumer closed
+            assert results[0]["dequeued"] == expected, api
 
 
 def test_the_bench_has_the_issues_cases_against_stompman_and_the_threaded_api():
@@ -88,3 +90,35 @@ def test_a_run_of_some_cases_keeps_the_other_cases_figures_and_says_when_they_we
                                  "runs": 3}]
     assert aio.merged_section(None, new) == new and aio.merged_section(old, dict(old, measured="T4")) == dict(
         old, measured="T4")
+
+
+def test_the_p1000_and_p1_cases_have_the_raw_ceiling_and_the_optimized_row():
+    # issues 21/23: the broker's ceiling in the same run; at-least-once batched acks (optimize_acknowledge)
+    cases = {case: apis for case, _, _, apis in aio.STOMPMAN_CASES}
+    assert {"aio", "aio-optimized", "stompman", "raw-stomp"} <= set(cases["ack-p1000"])
+    assert {"aio", "threaded", "raw-stomp"} <= set(cases["client-individual-p1"])
+    assert "no cumulative or batched" in aio.STOMPMAN_BATCHING
+
+
+def test_ceiling_ratios_are_per_repetition_over_the_raw_client():
+    runs = {"aio": [{"received": 100, "seconds": 2.0, "cpu": 0.4}, {"received": 100, "seconds": 1.0, "cpu": 0.2}],
+            "raw-stomp": [{"received": 100, "seconds": 1.0, "cpu": 0.1}, {"received": 100, "seconds": 1.0, "cpu": 0.1}]}
+    (row,) = aio._ceiling_ratios("x", runs)
+    assert row["api"] == "aio" and row["rate_vs_raw_runs"] == [0.5, 1.0] and row["rate_vs_raw"] == 0.75
+    assert row["cpu_vs_raw_runs"] == [4.0, 2.0] and row["cpu_vs_raw"] == 3.0
+    assert aio._ceiling_ratios("x", {"aio": runs["aio"]}) == []
+    old = {"rows": [{"case": "a"}], "ratios": [], "ceiling": [{"case": "a", "api": "aio"}]}
+    new = {"rows": [{"case": "b"}], "ratios": [], "ceiling": [{"case": "b", "api": "aio"}]}
+    assert aio.merged_section(old, new)["ceiling"] == old["ceiling"] + new["ceiling"]
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(60)
+def test_a_queue_left_with_messages_ends_the_run(activemq_factory):
+    """The dequeue check after each consumer can fail: a queue nobody consumed is no row."""
+    from bench._common import fill_queue
+
+    broker = activemq_factory(statistics=True)
+    fill_queue(broker.host_and_ports, "/queue/bench-aio-left", 5, 256)
+    with pytest.raises(SystemExit, match="expected 5 dequeued"):
+        aio._dequeued(broker, "/queue/bench-aio-left", 5, "aio", "ack-p1000")

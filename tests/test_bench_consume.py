@@ -67,10 +67,15 @@ def test_run_case_consumes_the_whole_backlog(activemq_factory, client, ack, pref
 
 def test_cases_and_ack_interval():
     assert [consume.default_ack_interval(p) for p in (1, 2, 10, 199, 1000)] == [1, 1, 5, 99, 100]
-    cases = consume.build_cases(quick=True, java=False)
+    cases = consume.build_cases(quick=True, java=False, raw=False)
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)) == 2 * 3 * 7
-    with_java = [c.id for c in consume.build_cases(quick=True)]
+    with_raw = [c.id for c in consume.build_cases(quick=True, java=False)]
+    assert sorted(set(with_raw) - set(ids)) == sorted(
+        "raw-stomp:client-individual:p%d:%s" % (prefetch, body) for prefetch in (1, 1000) for body in ("256B", "64KiB"))
+    with pytest.raises(ValueError):
+        consume.Case("raw-stomp", "auto", 10, 256, 10)
+    with_java = [c.id for c in consume.build_cases(quick=True, raw=False)]
     assert sorted(set(with_java) - set(ids)) == sorted(
         "%s:%s:p%d:%s" % (_java.CLIENT, ack, prefetch, body)
         for ack, prefetch in consume.JAVA_CASES for body in ("256B", "64KiB"))
@@ -155,3 +160,37 @@ def test_run_child_reports_cpu_and_enforces_deadline():
     hung = run_child([sys.executable, "-c", "import time; time.sleep(60)"], timeout=1.0)
     assert hung.timed_out and hung.returncode < 0
     assert hung.wall_s < 30
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("prefetch", [1, 1000])
+def test_raw_ceiling_consumes_every_message_once_and_the_broker_dequeues_them(activemq_factory, prefetch):
+    """bench/_raw_stomp.py (the raw-stomp row): every sequence number once, every message ACKed
+    (the broker's dequeueCount), its DISCONNECT receipted; and the ratio to it in the report."""
+    broker = activemq_factory(statistics=True)
+    row = consume.run_case(broker, consume.Case(consume.RAW, "client-individual", prefetch, 256, BACKLOG),
+                           deadline=60.0)
+    assert row["status"] == "ok", (row["status"], row["problems"], row.get("child_stderr_tail"))
+    assert row["received"] == row["distinct"] == row["dequeue_count"] == row["acks_sent"] == BACKLOG
+    assert row["missing"] == row["lost"] == row["duplicates"] == 0
+    assert row["queue_stats_after"]["size"] == 0
+    assert row["child"]["module"] == consume.CLIENTS[consume.RAW] and row["child"]["disconnect_confirmed"]
+    assert row["msg_per_s"] > 0 and row["child"]["consume_cpu_s"] > 0
+    other = dict(row, client="amqstomp", msg_per_s=row["msg_per_s"] / 2)
+    (pair,) = consume.compute_ratios([row, other])["ceiling_pairs"]
+    assert pair["client"] == "amqstomp" and pair["msg_per_s_vs_raw"] == pytest.approx(0.5)
+
+
+@pytest.mark.timeout(60)
+def test_raw_ceiling_says_so_when_a_message_is_missing(activemq_factory):
+    """It counts distinct sequence numbers, not frames: asked for one more message than the queue
+    holds, it reports a timeout with what it saw (and run_case a failed row), never ok."""
+    from bench._common import fill_queue
+    from bench import _raw_stomp
+
+    broker = activemq_factory()
+    host, port = broker.host_and_ports[0]
+    fill_queue(broker.host_and_ports, "/queue/raw-short", 20, 256)
+    report = _raw_stomp.consume(host, port, "/queue/raw-short", 21, 10, deadline_s=2.0)
+    assert report["status"] == "timeout" and report["received"] == report["distinct"] == 20
+    assert report["disconnect_confirmed"]

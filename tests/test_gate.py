@@ -135,6 +135,10 @@ def test_aio_cpu_ratio_is_stompmans_cpu_per_message_over_aios_from_the_same_run(
     cpu = gate.BUILTIN_METRICS["aio_p1000_cpu_vs_stompman"]
     assert cpu.bench == "aio" and cpu.direction == gate.HIGHER and cpu.unit == "ratio"
     assert gate.aio_value(data, cpu) == (pytest.approx(15.0), "")
+    # the at-least-once batched-ack row (optimize_acknowledge) over the same stompman row
+    optimized = gate.BUILTIN_METRICS["aio_p1000_optimized_vs_stompman"]
+    data["stompman"]["rows"].append({"case": "ack-p1000", "api": "aio-optimized", "msg_per_s": 9000.0})
+    assert gate.aio_value(data, optimized) == (pytest.approx(10.0), "")
     assert gate.aio_value(data, gate.BUILTIN_METRICS["aio_p1000_vs_stompman"]) == (pytest.approx(1000 / 900), "")
     data["stompman"]["rows"][2]["cpu_us_per_msg"] = None  # stompman's CPU not measured: no value, and why
     value, err = gate.aio_value(data, cpu)
