@@ -39,7 +39,12 @@ prefetch // 2 or 1): an interval above the prefetch, or above the broker's page
 size of 200 with a backlog, stalls ActiveMQ); and, amqstomp only, ``optimized``:
 ``subscribe(..., ack="client", optimize_acknowledge=True)``, the library acks
 by itself. Prefetch 1, 10, 1000; bodies 256 B (backlog 100,000) and 64 KiB
-(backlog 10,000); ``--quick`` uses 10,000 and 1,000.
+(backlog 10,000); ``--quick`` uses 10,000 and 1,000; 1 MiB bodies (issue 21) with ``--huge N``
+(backlog N) or when a ``--cases`` glob names ``1MiB`` (backlog 300, ``--quick`` 100).
+
+Each row also gives its consume CPU per MiB of bodies received divided by the
+time this process takes to copy 1 MiB (``memmove``, median of 301, measured
+before and after the cases; the lower is used): "how many memcpys per MiB".
 
 A gap of more than 5 s between two messages is a stall and is printed loudly;
 every case has a deadline (``--deadline``, 120 s) so a stall ends as a failure
@@ -47,7 +52,7 @@ line, never a hang.
 
 Usage::
 
-    python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]]
+    python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]] [--huge N]
                             [--deadline S] [--json [PATH]] [--list] [--no-java] [--no-raw]
 
 ``--cases`` matches case ids such as ``amqstomp:optimized:p1000:256B`` or
@@ -103,6 +108,13 @@ PREFETCHES = (1, 10, 1000)
 #: (body size in bytes, backlog) for a full run and for --quick
 BODIES = ((256, 100_000), (65536, 10_000))
 QUICK_BODIES = ((256, 10_000), (65536, 1_000))
+#: the 1 MiB bodies (issue 21): run with ``--huge N`` (backlog N) or when a ``--cases`` glob names
+#: "1MiB" (backlog HUGE_BACKLOG, QUICK_HUGE_BACKLOG with --quick)
+HUGE_BODY = 1 << 20
+HUGE_BACKLOG = 300
+QUICK_HUGE_BACKLOG = 100
+#: copies of 1 MiB timed for the memcpy baseline (the median is kept)
+MEMCPY_ROUNDS = 301
 #: a gap between two consecutive messages above this (seconds) is a stall
 STALL_S = 5.0
 DEFAULT_DEADLINE = 120.0
@@ -154,15 +166,18 @@ class Case:
 
 def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Optional[int] = None,
                 large: Optional[int] = None, ack_interval: Optional[int] = None,
-                java: bool = True, raw: bool = True) -> List[Case]:
+                java: bool = True, raw: bool = True, huge: Optional[int] = None) -> List[Case]:
     """Every case in run order: per body, per prefetch, per ack mode, stomp.py,
     amqstomp, then (``java`` and a :data:`JAVA_CASES` pair) the Java client, then
-    (``raw`` and a :data:`RAW_CASES` pair) the broker's ceiling."""
+    (``raw`` and a :data:`RAW_CASES` pair) the broker's ceiling.
+    1 MiB bodies only with ``huge`` (their backlog) or a pattern naming "1MiB"."""
     bodies = list(QUICK_BODIES if quick else BODIES)
     if small:
         bodies[0] = (bodies[0][0], small)
     if large:
         bodies[1] = (bodies[1][0], large)
+    if huge or any(human_size(HUGE_BODY) in p for p in patterns):
+        bodies.append((HUGE_BODY, huge or (QUICK_HUGE_BACKLOG if quick else HUGE_BACKLOG)))
     cases = []
     for body_size, count in bodies:
         for prefetch in PREFETCHES:
@@ -650,13 +665,14 @@ def format_row(row: Dict[str, Any]) -> List[Any]:
         status += " STALL"
     return [row["client"], row["ack"], row["prefetch"], human_size(row["body_size"]),
             row["count"], _rate(row.get("msg_per_s")), f(row.get("cpu_per_10k_s"), "%.3f"),
-            f(row.get("consume_cpu_per_10k_s"), "%.3f"), f(row.get("max_gap_ms"), "%.1f"),
+            f(row.get("consume_cpu_per_10k_s"), "%.3f"), f(row.get("cpu_per_mib_vs_memcpy"), "%.1f"),
+            f(row.get("max_gap_ms"), "%.1f"),
             row.get("lost", "-"), row.get("dequeue_count", "-"), status]
 
 
 TABLE_HEADER = ["client", "ack", "prefetch", "body", "msgs", "msg/s", "CPU s/10k",
-                "consume CPU s/10k", "max gap ms", "lost", "dequeued", "status"]
-TABLE_ALIGN = "llrrrrrrrrrl"
+                "consume CPU s/10k", "consume CPU/MiB / memcpy/MiB", "max gap ms", "lost", "dequeued", "status"]
+TABLE_ALIGN = "llrrrrrrrrrrl"
 
 
 def announce(row: Dict[str, Any], out: Any = None) -> None:
@@ -679,6 +695,29 @@ def announce(row: Dict[str, Any], out: Any = None) -> None:
               file=out, flush=True)
     elif row["problems"]:
         print("    note: %s: %s" % (row["id"], "; ".join(row["problems"])), file=out, flush=True)
+
+
+def memcpy_mib_seconds(rounds: int = MEMCPY_ROUNDS) -> float:
+    """The median time (s) this process takes to copy 1 MiB between two buffers
+    (``memmove``, warm caches): the floor a client's CPU per MiB received is held to."""
+    import ctypes
+    src = ctypes.create_string_buffer(b"m" * HUGE_BODY, HUGE_BODY)
+    dst = ctypes.create_string_buffer(HUGE_BODY)
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ctypes.memmove(dst, src, HUGE_BODY)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def cpu_per_mib_vs_memcpy(row: Dict[str, Any], memcpy_s: Optional[float]) -> Optional[float]:
+    """The row's consume CPU per MiB of bodies received, in copies of 1 MiB."""
+    if not memcpy_s or not row.get("received") or row.get("consume_cpu_s") is None:
+        return None
+    mib = row["received"] * row["body_size"] / float(HUGE_BODY)
+    return row["consume_cpu_s"] / mib / memcpy_s
 
 
 def _ok(row: Optional[Dict[str, Any]]) -> bool:
@@ -829,6 +868,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--cases", default="", help="comma-separated globs over case ids, e.g. 'amqstomp:*:p1000:*'")
     ap.add_argument("--small", type=int, help="backlog of the 256 B cases")
     ap.add_argument("--large", type=int, help="backlog of the 64 KiB cases")
+    ap.add_argument("--huge", type=int, help="run 1 MiB cases with this backlog (default: only when --cases "
+                    "names 1MiB, backlog %d, --quick %d)" % (HUGE_BACKLOG, QUICK_HUGE_BACKLOG))
     ap.add_argument("--ack-interval", type=int, help="K for ack mode 'client' (default min(100, prefetch//2 or 1))")
     ap.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, help="seconds per case (default 120)")
     ap.add_argument("--decode", action="store_true", help="auto_decode=True (bodies as str) in the consumers")
@@ -865,7 +906,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     if java_absent and not args.no_java:
         print("ActiveMQ Java client: not run: %s" % java_absent, flush=True)
     cases = build_cases(args.quick, patterns, args.small, args.large, args.ack_interval, java=java_absent is None,
-                        raw=not args.no_raw)
+                        raw=not args.no_raw, huge=args.huge)
     if args.list or not cases:
         for case in cases:
             print("%s  n=%d" % (case.id, case.count))
@@ -881,6 +922,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                  "warmup": "a backlog of the same size, same ack mode and prefetch, first"},
     }
     rows: List[Dict[str, Any]] = []
+    memcpy_runs = [memcpy_mib_seconds()]
     broker = start_broker(persistent=args.persistent, openwire=any(c.client == _java.CLIENT for c in cases))
     try:
         results["broker"] = {"persistent": broker.persistent, "url": broker.url,
@@ -912,6 +954,15 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
             announce(row)
     finally:
         broker.stop()
+    memcpy_runs.append(memcpy_mib_seconds())
+    # the baseline is this run's: median copy time of 1 MiB, before and after the cases (the lower)
+    memcpy_s = min(memcpy_runs)
+    results["memcpy_mib_s"] = {"used": memcpy_s, "before": memcpy_runs[0], "after": memcpy_runs[1],
+                               "rounds": MEMCPY_ROUNDS}
+    for row in rows:
+        row["cpu_per_mib_vs_memcpy"] = cpu_per_mib_vs_memcpy(row, memcpy_s)
+    print("memcpy of 1 MiB: %.1f us (median of %d, before/after the cases: %.1f / %.1f us)"
+          % (memcpy_s * 1e6, MEMCPY_ROUNDS, memcpy_runs[0] * 1e6, memcpy_runs[1] * 1e6))
     results["cases"] = rows
     ratios = compute_ratios(rows)
     results.update(ratios)

@@ -104,6 +104,9 @@ REPO_ROOT = os.path.dirname(BENCH_DIR)
 THIS_FILE = os.path.abspath(__file__)
 
 BODY_SIZE = 256
+BIG_BODY_SIZE = 64 * 1024  #: the *_64k cases' body (issue 21: one copy per body)
+#: a SUBSCRIBE header the fake peer reads: the body size of the messages it pushes
+BODY_SIZE_HEADER = "bench.body-size"
 WARMUP = 200            #: operations every client program does before its N (the same in both runs)
 TX_SIZE = 100           #: sends per transaction in produce_tx100
 CUMULATIVE_EVERY = 100  #: consume_cumulative100: the listener acks every this many messages
@@ -164,6 +167,9 @@ CASES: Dict[str, Case] = {c.name: c for c in (
          1000, 5000),
     Case("consume_individual_p1", "stomp.py API listener acks each (client-individual), prefetch 1",
          500, 2000),
+    Case("consume_auto_p1000_64k", "stomp.py API listener, ack=auto, prefetch 1000, 64 KiB bodies", 100, 500),
+    Case("consume_individual_p1000_64k",
+         "stomp.py API listener acks each (client-individual), prefetch 1000, 64 KiB bodies", 100, 500),
     Case("codec_parse", "compiled FrameParser.feed per ActiveMQ MESSAGE frame, headers read", 2000, 12000,
          peer=False, step=CODEC_BLOCK),
     Case("aio_produce_async", "amqstomp.aio await client.send(receipt=False), 256 B", 1000, 4000),
@@ -269,8 +275,9 @@ def _unescape(value: str) -> str:
 class _Sub:
     """One subscription the fake peer pushes messages to."""
 
-    def __init__(self, sub_id: str, total: int, ack: str, prefetch: int) -> None:
+    def __init__(self, sub_id: str, total: int, ack: str, prefetch: int, body_size: int = BODY_SIZE) -> None:
         self.sub_id = sub_id
+        self.body_size = body_size
         self.total = min(max(total, 0), MAX_PUSH)
         self.ack = ack
         self.prefetch = max(prefetch, 1)
@@ -294,7 +301,7 @@ class _Sub:
         return batch if free >= batch else 0
 
     def next_frame(self) -> bytes:
-        frame = activemq_message(self.sent, BODY_SIZE, self.sub_id)
+        frame = activemq_message(self.sent, self.body_size, self.sub_id)
         self.sent += 1
         return frame
 
@@ -366,8 +373,9 @@ class _PeerConn:
                 prefetch = int(headers.get("activemq.prefetchSize", "1000"))
             except ValueError:
                 prefetch = 1000
+            body_size = int(headers.get(BODY_SIZE_HEADER, BODY_SIZE) or BODY_SIZE)
             self.subs.append(_Sub(_unescape(headers.get("id", dest)), total,
-                                  headers.get("ack", "auto"), prefetch))
+                                  headers.get("ack", "auto"), prefetch, body_size))
         elif command == "UNSUBSCRIBE":
             sub_id = _unescape(headers.get("id", headers.get("destination", "")))
             self.subs = [s for s in self.subs if s.sub_id != sub_id]
@@ -676,7 +684,8 @@ def _child_jms_produce_async(n: int, port: int) -> None:
         connection.close()
 
 
-def _consume(n: int, port: int, ack: str, prefetch: int, every: int = 0, optimized: bool = False) -> None:
+def _consume(n: int, port: int, ack: str, prefetch: int, every: int = 0, optimized: bool = False,
+             body_size: int = BODY_SIZE) -> None:
     import threading
 
     import amqstomp
@@ -706,7 +715,7 @@ def _consume(n: int, port: int, ack: str, prefetch: int, every: int = 0, optimiz
         kwargs = {"optimize_acknowledge": True, "optimize_acknowledge_timeout_ms": 600_000,
                   "idle_ack_ms": 600_000}
     conn.subscribe(CONSUME_PREFIX + str(total), id="1", ack=ack,
-                   headers={"activemq.prefetchSize": str(prefetch)}, **kwargs)
+                   headers={"activemq.prefetchSize": str(prefetch), BODY_SIZE_HEADER: str(body_size)}, **kwargs)
     if not done.wait(CHILD_WAIT_S):
         raise TimeoutError("consumed %d of %d messages in %.0f s" % (state["count"], total, CHILD_WAIT_S))
     conn.disconnect()
@@ -793,6 +802,9 @@ CHILDREN: Dict[str, Callable[[int, int], None]] = {
     "consume_cumulative100_p1000": lambda n, port: _consume(n, port, "client", 1000, every=CUMULATIVE_EVERY),
     "consume_optimized_p1000": lambda n, port: _consume(n, port, "client", 1000, optimized=True),
     "consume_individual_p1": lambda n, port: _consume(n, port, "client-individual", 1, every=1),
+    "consume_auto_p1000_64k": lambda n, port: _consume(n, port, "auto", 1000, body_size=BIG_BODY_SIZE),
+    "consume_individual_p1000_64k": lambda n, port: _consume(n, port, "client-individual", 1000, every=1,
+                                                             body_size=BIG_BODY_SIZE),
     "codec_parse": _child_codec_parse,
     "aio_produce_async": _child_aio_produce_async,
     "aio_consume_auto_p1000": lambda n, port: _child_aio_consume(n, port, "auto", 1000),

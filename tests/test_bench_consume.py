@@ -87,6 +87,18 @@ def test_cases_and_ack_interval():
         consume.Case("stomp.py", "optimized", 10, 256, 10)
 
 
+def test_huge_cases_and_memcpy_baseline():
+    """1 MiB bodies come only when asked for; a row's consume CPU per MiB is counted in copies of 1 MiB."""
+    assert not [c for c in consume.build_cases(quick=True, java=False) if c.body_size == consume.HUGE_BODY]
+    named = consume.build_cases(quick=True, patterns=["amqstomp:auto:p1000:1MiB"], java=False)
+    assert [(c.id, c.count) for c in named] == [("amqstomp:auto:p1000:1MiB", consume.QUICK_HUGE_BACKLOG)]
+    assert {c.count for c in consume.build_cases(huge=7, java=False) if c.body_size == consume.HUGE_BODY} == {7}
+    row = {"received": 100, "body_size": 65536, "consume_cpu_s": 0.25}
+    assert consume.cpu_per_mib_vs_memcpy(row, 0.0001) == pytest.approx(0.25 / 6.25 / 0.0001)
+    assert consume.cpu_per_mib_vs_memcpy({"received": 0, "body_size": 1}, 0.0001) is None
+    assert 0 < consume.memcpy_mib_seconds(rounds=5) < 1.0
+
+
 def test_ratios_and_table():
     def row(client, ack, rate, cpu):
         return {"id": "%s:%s" % (client, ack), "client": client, "ack": ack, "prefetch": 10,

@@ -1,5 +1,5 @@
 # Stub of the compiled codec (amqstomp/_core/_codec.pyx); same API as amqstomp/_core/_codec_py.py.
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
 
 from typing_extensions import disjoint_base
 
@@ -46,6 +46,9 @@ class FrameParser:
     def __init__(self, version: str = ..., max_command_length: int = ..., max_header_line_length: int = ...,
                  max_headers: int = ..., max_body_length: int = ...) -> None: ...
     def feed(self, data: Union[bytes, bytearray, memoryview]) -> List[Frame]: ...
+    @property
+    def body_missing(self) -> int: ...
+    def read_body(self, readinto: Callable[[Any], int]) -> int: ...
 
 def encode_frame(command: str, headers: Optional[Mapping[str, Any]] = ...,
                  body: Union[bytes, bytearray, memoryview, str, None] = ...,

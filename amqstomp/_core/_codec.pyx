@@ -55,6 +55,7 @@ from ._codec_py import (
 )
 from ._codec_py import encode_frame as _encode_frame_py
 from ._codec_py import FrameHead, encode_headers
+from ._body_read import read_body_chunk, read_count
 from ..exception import StompProtocolError
 
 __all__ = [
@@ -84,6 +85,8 @@ cdef extern from "Python.h":
     PyObject *_decode_utf8_raw "PyUnicode_DecodeUTF8"(const char *s, Py_ssize_t size, const char *errors)
     void PyErr_Clear()
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int PyBUF_WRITE
 
 cdef enum:
     S_IDLE = 0
@@ -153,6 +156,10 @@ cdef inline bint _message_line(const char *p) noexcept:
 # up to the declared size) as the body comes: a peer declaring a large body
 # makes us hold only what it really sends.
 cdef Py_ssize_t BIG_BODY = 1 << 20
+# A body of at least this many bytes that has not fully arrived takes that route too (allocated
+# whole when under BIG_BODY): a 64 KiB body is then copied once from the input, or not at all when
+# the rest of it is read straight into it (FrameParser.read_body), never through the buffer.
+cdef Py_ssize_t DIRECT_BODY = 16 * 1024
 
 
 cdef class _Interned:

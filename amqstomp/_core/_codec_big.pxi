@@ -67,3 +67,37 @@ cdef object _big_fill_from(FrameParser self, data):
         return None
     self._state = S_BODY_NUL
     return data[take:]
+
+
+cdef Py_ssize_t _body_missing(FrameParser self):
+    """FrameParser.body_missing: of the large body, or of a body in the buffer."""
+    cdef Py_ssize_t n
+    if self._error is not None:
+        return 0
+    if self._state == S_BIG:
+        return self._clen - self._big_fill
+    if self._state == S_BODY and self._clen >= 0:
+        n = self._clen - (PyByteArray_GET_SIZE(self._buf) - self._pos)
+        return n if n > 0 else 0
+    return 0
+
+
+cdef object _big_read(FrameParser self, readinto):
+    """FrameParser.read_body in S_BIG: ``readinto`` writes into the large body's
+    unfilled bytes themselves (a view released before it returns: the body may move
+    when it grows)."""
+    if self._big_fill == self._big_cap:
+        _big_grow(self, self._big_fill + 1)
+    cdef Py_ssize_t room = self._big_cap - self._big_fill
+    view = PyMemoryView_FromMemory(<char *>PyBytes_AS_STRING(<object>self._big) + self._big_fill, room,
+                                   PyBUF_WRITE)
+    try:
+        n = readinto(view)
+    finally:
+        view.release()
+    cdef Py_ssize_t got = read_count(n, room)
+    self._big_fill += got
+    self._base += got
+    if self._big_fill == self._clen:
+        self._state = S_BODY_NUL
+    return got

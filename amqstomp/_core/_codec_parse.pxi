@@ -128,6 +128,17 @@ cdef class FrameParser:
         """See :attr:`amqstomp._core._codec_py.FrameParser.buffered`."""
         return PyByteArray_GET_SIZE(self._buf) - self._pos + self._held()
 
+    @property
+    def body_missing(self):
+        """See :attr:`amqstomp._core._codec_py.FrameParser.body_missing`."""
+        return _body_missing(self)
+
+    def read_body(self, readinto):
+        """See :meth:`amqstomp._core._codec_py.FrameParser.read_body`; a large body
+        (held outside the buffer) gets ``readinto`` a view of its own bytes."""
+        return _big_read(self, readinto) if self._state == S_BIG and self._error is None \
+            else read_body_chunk(self, readinto)
+
     cdef inline Py_ssize_t _held(self) noexcept:
         """Bytes of a large body held outside the buffer (already counted in _base)."""
         return self._big_fill if self._state == S_BIG or self._state == S_BODY_NUL else 0
@@ -482,7 +493,7 @@ cdef class FrameParser:
                         pass  # large body completed above
                     elif clen >= 0:
                         if end - pos < clen + 1:
-                            if clen >= BIG_BODY and not split:  # (after a split: from the input)
+                            if clen >= DIRECT_BODY and not split:  # (after a split: from the input)
                                 _big_start(self, buf + pos, end - pos, pos)
                                 pos = end
                                 state = S_BIG

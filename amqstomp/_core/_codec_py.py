@@ -9,8 +9,9 @@ Encoding", "Size Limits", "Heart-beating") and, for the limits, ActiveMQ's
 ``StompWireFormat`` defaults.
 """
 from types import MappingProxyType
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+from ._body_read import read_body_chunk
 from ._frame_py import Frame, parsed_frame
 from ..constants import SECRET_HEADERS
 from ..exception import FrameEncodeError, StompProtocolError
@@ -168,6 +169,26 @@ class FrameParser:
         """Bytes received past :attr:`offset` and not yet part of a frame: a
         partial line, or the body received so far of a frame still arriving."""
         return len(self._buf) - self._pos
+
+    @property
+    def body_missing(self) -> int:
+        """Bytes still to come of the body of a frame whose content-length was
+        read (its NUL not counted); 0 when no such body is arriving or the parser stopped."""
+        if self._error is not None or self._state != _BODY or self._clen < 0:
+            return 0
+        return max(0, self._clen - (len(self._buf) - self._pos))
+
+    def read_body(self, readinto: Callable[[Any], int]) -> int:
+        """Read more of the body that is arriving (:attr:`body_missing` > 0):
+        ``readinto(buffer)`` (a socket's ``recv_into``) writes at most
+        ``len(buffer)`` bytes and returns how many (0: the stream ended). They
+        count as fed; no frame completes (its NUL is still to come). Returns the count.
+
+        Raises:
+            ValueError: no body is arriving, or readinto returned no int in 0 .. len(buffer).
+            StompProtocolError: the parser stopped on an earlier error.
+        """
+        return read_body_chunk(self, readinto)
 
     def _fail(self, message: str, pos: int) -> StompProtocolError:
         self._error = StompProtocolError(message, self._base + pos)

@@ -58,7 +58,7 @@ than MESSAGE (MESSAGE frames go to the consumer as they are, the hot path):
 what an ERROR event means for the waiters is :func:`amqstomp._core.errors.error_outcome`'s.
 """
 import enum
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..codec import Frame, FrameParser, encode_frame
 from ..exception import FrameEncodeError, StompProtocolError
@@ -201,6 +201,18 @@ class ProtocolState:
     def buffered(self) -> int:
         """Bytes of an incomplete frame held by the parser."""
         return self.parser.buffered
+
+    @property
+    def body_missing(self) -> int:
+        """Bytes still to come of a body whose content-length was read (0: none)."""
+        return self.parser.body_missing
+
+    def read_body(self, readinto: Callable[[Any], int]) -> int:
+        """Read more of the arriving body with ``readinto`` (a socket's
+        ``recv_into``: see :meth:`amqstomp.codec.FrameParser.read_body`); returns
+        the bytes read (0: the stream ended). The caller reports the time
+        (:meth:`peer_seen`): the core reads no clock."""
+        return self.parser.read_body(readinto)
 
     def peer_seen(self, now_ms: float) -> None:
         """The peer showed it is alive at ``now_ms`` without a byte being parsed

@@ -13,11 +13,14 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple, Union
 
 from ..exception import ConfigurationError, ConnectFailedException
 
-__all__ = ["PlainChannel", "TLSChannel", "connect", "set_keepalive", "tls_context", "look_at_socket",
+if TYPE_CHECKING:
+    from .._core.state import ProtocolState
+
+__all__ = ["PlainChannel", "TLSChannel", "stream_reader", "connect", "set_keepalive", "tls_context", "look_at_socket",
            "receive_window", "send_progress", "checked_hosts", "local_host_names", "order_hosts", "LOCAL_NAMES"]
 
 log = logging.getLogger("amqstomp.transport")
@@ -133,6 +136,47 @@ def send_progress(sock: socket.socket) -> Optional[Tuple[int, bool]]:
     return acked, bool(waiting)
 
 
+# --------------------------------------------------------------------------- reading
+
+#: the rest of a body of at least this many bytes (content-length) is read straight into its bytes
+#: (issue 21: one copy per body, the kernel's)
+BODY_READ_MIN = 16 * 1024
+#: after such a body, the next read asks for at most this many bytes: its NUL and the next frame's
+#: command and headers (a large body after them is again read straight into its bytes)
+HEAD_READ_BYTES = 4096
+
+
+def stream_reader(channel: Any, proto: "ProtocolState", size: int, clock: Callable[[], float]) -> Callable[[], bytes]:
+    """The reader thread's read: ``read()`` returns the next bytes for
+    ``proto.receive_data`` (b"": the stream ended), asking for ``size`` bytes.
+    While a body of a known content-length of at least :data:`BODY_READ_MIN`
+    bytes is arriving, its rest is first read straight into the body's bytes
+    (``proto.read_body(channel.recv_into)``: one copy, by the kernel), reporting
+    ``clock()`` (s) after each read as the peer's liveness; then at most
+    :data:`HEAD_READ_BYTES` are read (the next frame's head, so that a large
+    body after it comes the same way). Reading is not paused inside a body.
+    Channels other than :class:`PlainChannel` and
+    :class:`TLSChannel` (a transport's own ``receive()``, a websocket) get
+    ``channel.recv(size)`` only."""
+    recv: Callable[[int], bytes] = channel.recv
+    if not isinstance(channel, (PlainChannel, TLSChannel)):
+        return lambda: recv(size)
+    recv_into = channel.recv_into
+    head = min(size, HEAD_READ_BYTES)
+
+    def read() -> bytes:
+        missing = proto.body_missing
+        if not missing or missing + proto.buffered < BODY_READ_MIN:
+            return recv(size)
+        while missing:
+            if not proto.read_body(recv_into):
+                return b""
+            proto.peer_seen(clock() * 1000.0)
+            missing = proto.body_missing
+        return recv(head)
+    return read
+
+
 # --------------------------------------------------------------------------- channels
 
 
@@ -148,6 +192,10 @@ class PlainChannel:
 
     def recv(self, size: int) -> bytes:
         return self.sock.recv(size)
+
+    def recv_into(self, buffer: Any) -> int:
+        """Read into ``buffer`` (writable, e.g. a memoryview); returns the bytes read (0: the end)."""
+        return self.sock.recv_into(buffer)
 
     def pending(self) -> int:
         """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""
@@ -234,18 +282,29 @@ class TLSChannel:
         sel.select(self._POLL_S)
 
     def recv(self, size: int) -> bytes:
+        data: bytes = self._read(self.sock.recv, size, b"")
+        return data
+
+    def recv_into(self, buffer: Any) -> int:
+        """Read into ``buffer`` (writable); returns the bytes read (0: the end)."""
+        got: int = self._read(self.sock.recv_into, buffer, 0)
+        return got
+
+    def _read(self, call: Callable[[Any], Any], arg: Any, ended: Any) -> Any:
+        """``call(arg)`` under the lock, waiting outside it while OpenSSL wants to;
+        ``ended`` once the connection is closed."""
         while True:
             with self._io:
                 if self._closed:
-                    return b""
+                    return ended
                 try:
-                    return self.sock.recv(size)
+                    return call(arg)
                 except ssl.SSLWantReadError:
                     events = selectors.EVENT_READ
                 except ssl.SSLWantWriteError:
                     events = selectors.EVENT_WRITE
                 except ssl.SSLZeroReturnError:
-                    return b""
+                    return ended
             self._wait(self._rsel, events)
 
     def pending(self) -> int:

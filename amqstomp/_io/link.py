@@ -33,7 +33,7 @@ from .._core.heartbeat import send_stall_timeout_ms
 from .._core.state import CONNECTED, RECEIPT, ProtocolState
 from ..codec import HEARTBEAT, Frame
 from ..exception import ConnectFailedException, ConnectionClosedException, StompException, StompProtocolError
-from .channel import look_at_socket, receive_window
+from .channel import look_at_socket, receive_window, stream_reader
 from .futures import fail, resolve, wait_future
 from .scheduler import Scheduler
 from .writer import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, WRITE_FAILED_READ_S, WRITE_STALL_S, LinkWriter
@@ -466,7 +466,7 @@ class Link(LinkWriter):
         proto = self.proto
         receive = proto.receive_data
         monotonic = time.monotonic
-        size = recv_bytes
+        read = stream_reader(channel, proto, recv_bytes, monotonic)
         quickack = _QUICKACK
         sock = channel.sock
         error: Optional[BaseException] = None
@@ -486,7 +486,7 @@ class Link(LinkWriter):
                     except OSError:
                         quickack = None
                 self.in_recv = True
-                data = channel.recv(size)
+                data = read()
                 self.in_recv = False
                 if not data:
                     break
