@@ -3,14 +3,18 @@ the write lock, the write buffer of deferred frames, the frames queued by thread
 block, and the non-blocking flushes the timer thread runs.
 
 Writes: a frame is written under the write lock, in the order the callers got the lock. A frame sent with
-``defer=True`` (asynchronous SENDs nobody waits for) is written at once too when the link is idle (the
-buffer empty and nothing written for :data:`DEFER_IDLE_S`): at a few thousand messages a second each
-goes out as it is sent. Under load (frames closer together than that) it waits in the write buffer, for
-at most :data:`DEFER_FLUSH_S` (the timer thread flushes it), until :data:`DEFER_FLUSH_BYTES` have
-gathered, or until a frame sent without ``defer`` (it goes out behind them, in one ``send``): many small
-frames then cost one system call instead of one each (on loopback a ``send`` costs about 5 µs of CPU,
-more than the client's own work per message). Order is kept; heart-beats flush the buffer instead. TLS
-links never defer.
+``defer=True`` (asynchronous SENDs nobody waits for) is written at once too unless the link is under a
+sustained burst: the buffer empty and either nothing written for :data:`DEFER_IDLE_S` (the link is idle:
+the streak of close frames starts again) or fewer than :data:`DEFER_STREAK` frames written at once in a
+row, each closer than that to the previous write. So sparse or jittery traffic (a paced 2,000 msg/s
+whose late pacer sends two or three frames back to back) has every frame go out as it is sent; a
+producer sending flat out has its first :data:`DEFER_STREAK` + 1 frames written alone, then each waits in
+the write buffer, for at most :data:`DEFER_FLUSH_S` (the timer thread flushes it), until
+:data:`DEFER_FLUSH_BYTES` have gathered, or until a frame sent without ``defer`` (it goes out behind them,
+in one ``send``): many small frames then cost one system call instead of one each (on loopback a ``send``
+costs about 5 µs of CPU, more than the client's own work per message). A timer flush does not end the
+streak (the frame after it is close to that write). Order is kept; heart-beats flush the buffer instead.
+TLS links never defer.
 
 A thread that must never wait on a socket (the timer: it also runs the heart-beat receive check) writes
 with :meth:`LinkWriter.write_nowait`: its frame is queued, written by the next writer before that
@@ -37,8 +41,8 @@ from ..exception import ConnectionClosedException, NotConnectedException
 from .channel import send_progress
 from .scheduler import Scheduler
 
-__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "WRITE_FAILED_READ_S", "WRITE_STALL_S",
-           "MIN_WRITE_STALL_S", "PeerStoppedReading"]
+__all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "DEFER_STREAK", "WRITE_FAILED_READ_S",
+           "WRITE_STALL_S", "MIN_WRITE_STALL_S", "PeerStoppedReading"]
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
@@ -47,6 +51,11 @@ DEFER_FLUSH_BYTES = 65536
 #: A ``defer=True`` frame is written at once when nothing was written for this long (seconds): frames
 #: coalesce only above ~1/DEFER_IDLE_S = 5,000 frames a second (under load), never at a lower rate
 DEFER_IDLE_S = 0.0002
+#: Frames written at once in a row, each closer than :data:`DEFER_IDLE_S` to the previous write, before a
+#: ``defer=True`` frame waits in the write buffer (a sustained burst): a pacer at 2,000 msg/s has a frame
+#: wait only when it catches up after a stall of (DEFER_STREAK + 1) / 2 ms or more, and a flat-out producer
+#: pays DEFER_STREAK extra system calls per burst (a burst ends after DEFER_IDLE_S without a write)
+DEFER_STREAK = 8
 #: Seconds a failed write waits for the reader to read what the broker sent
 #: before it closed the socket (its ERROR: the reason the exception gives).
 WRITE_FAILED_READ_S = 0.5
@@ -123,6 +132,9 @@ class LinkWriter:
         # WebSocket: one write, one message, one frame
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0 and not self.message_framed
         self.flush_scheduled = False  # a timer flush of wbuf is pending
+        # defer=True frames written at once in a row, each closer than DEFER_IDLE_S to the previous
+        # write (write_deferred, under write_lock): at DEFER_STREAK the next ones wait in wbuf
+        self.defer_streak = 0
         #: the session's last frame (its DISCONNECT) was written (:meth:`write_last`, under the write
         #: lock): every later write is refused (read without the lock on the hot path, as ``closed``)
         self.finished = False
@@ -363,10 +375,13 @@ class LinkWriter:
             if self.nowait:
                 self.take_nowait()
             wbuf = self.wbuf
-            if not wbuf and time.monotonic() * 1000.0 - proto.last_write_ms >= DEFER_IDLE_S * 1000.0:
-                # idle: nothing to coalesce with, no reason to wait
-                self._sendall(data, None if write_timeout is None else time.monotonic() + max(0.0, write_timeout))
-                return
+            if not wbuf:
+                if time.monotonic() * 1000.0 - proto.last_write_ms >= DEFER_IDLE_S * 1000.0:
+                    self.defer_streak = -1  # idle: nothing to coalesce with, the streak starts again (at 0)
+                if self.defer_streak < DEFER_STREAK:  # sparse or jittery traffic, or a burst's start: no wait
+                    self.defer_streak += 1
+                    self._sendall(data, None if write_timeout is None else time.monotonic() + max(0.0, write_timeout))
+                    return
             wbuf.append(data)
             size = self.wbuf_bytes + len(data)
             if size >= DEFER_FLUSH_BYTES:
