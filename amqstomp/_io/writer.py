@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Deque, List, Optional
 
 from .._core.events import LinkEnd
-from .._core.limits import DEFER_FLUSH_BYTES
+from .._core.limits import DEFER_FLUSH_BYTES, DEFER_IDLE_S
 from ..exception import ConnectionClosedException, NotConnectedException
 from .channel import send_progress
 from .scheduler import Scheduler
@@ -43,9 +43,6 @@ __all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
-#: A ``defer=True`` frame is written at once when nothing was written for this long (seconds): frames
-#: coalesce only above ~1/DEFER_IDLE_S = 5,000 frames a second (under load), never at a lower rate
-DEFER_IDLE_S = 0.0002
 #: Seconds a failed write waits for the reader to read what the broker sent
 #: before it closed the socket (its ERROR: the reason the exception gives).
 WRITE_FAILED_READ_S = 0.5

@@ -38,7 +38,7 @@ from ..exception import ConnectFailedException, ConnectionClosedException, Stomp
 from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
                             last_error_note)
 from .._core.events import LinkEvent
-from .._core.limits import DEFER_FLUSH_BYTES
+from .._core.limits import DEFER_FLUSH_BYTES, DEFER_IDLE_S
 from .._core.state import CONNECTED, RECEIPT, ProtocolState
 
 __all__ = ["AioLink", "LostAfterWrite", "open_link"]
@@ -46,6 +46,8 @@ __all__ = ["AioLink", "LostAfterWrite", "open_link"]
 log = logging.getLogger("amqstomp.aio")
 
 _EOL = b"\n"
+#: :data:`~amqstomp._core.limits.DEFER_IDLE_S` in ms (the core's clock unit)
+_IDLE_MS = DEFER_IDLE_S * 1000.0
 #: The read buffer (bytes a read takes at most).
 READ_BYTES = 65536
 #: Linux: re-armed after every read, as the threaded reader does (ActiveMQ leaves Nagle on: with the
@@ -244,7 +246,8 @@ class AioLink(asyncio.BufferedProtocol):
         loop turn (see :meth:`flush`).
 
         Frames written during one turn of the loop (the tasks and callbacks it runs before it
-        polls the sockets again) gather in this link's buffer and go out in one
+        polls the sockets again) -- but the first after :data:`~amqstomp._core.limits.DEFER_IDLE_S`
+        without a write, which goes out at once -- gather in this link's buffer and go out in one
         ``transport.write`` at the turn's end (one ``loop.call_soon``, armed by the turn's first
         frame: no timer, and a lone frame leaves as soon as the task that wrote it yields), or at
         once when :data:`~amqstomp._core.limits.DEFER_FLUSH_BYTES` have gathered (a task that never
@@ -256,9 +259,16 @@ class AioLink(asyncio.BufferedProtocol):
         Raises:
             ConnectionClosedException: the socket is gone; nothing written.
         """
-        if self.closed or self.transport is None:
+        transport = self.transport
+        if self.closed or transport is None:
             raise ConnectionClosedException("connection closed: %s" % (self.close_reason or "not open"))
         buffer = self._deferred
+        if not buffer:
+            now = self.clock() * 1000.0
+            if now - self.proto.last_write_ms >= _IDLE_MS:  # the link was idle: at once (the threaded writer's rule)
+                transport.write(data)
+                self.proto.last_write_ms = now
+                return
         if len(data) >= DEFER_FLUSH_BYTES:
             self.flush()
             self._write_out(data)
