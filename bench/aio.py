@@ -29,10 +29,16 @@ the result goes under the ``stompman`` key of the JSON report, merged into the e
 (its other keys kept; a run of some ``--cases`` keeps the other cases' rows, their run named
 under ``earlier``).
 
+``--loop uvloop``: in the cases of :data:`UVLOOP_CASES` (``produce``, ``client-individual-p1``,
+``ack-p1000``, whichever the run has), amqstomp.aio also runs on uvloop's loop (API ``aio-uvloop``,
+the same child program under ``uvloop.run``), beside asyncio's own loop, interleaved with the
+other APIs in each repetition.
+
 Usage::
 
     python bench/aio.py [--count N] [--runs R] [--json [PATH]]
     python bench/aio.py --stompman [--count 10000] [--big-count 50] [--cases C,..] [--json [PATH]]
+    python bench/aio.py [--stompman] --loop uvloop [--cases produce,client-individual-p1,ack-p1000]
     python bench/aio.py --reader-probe     # asyncio.Protocol vs a StreamReader task, no broker
 """
 import argparse
@@ -52,6 +58,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import _raw_stomp  # noqa: E402
 from bench._common import (SEQ_HEADER, default_json_path, fill_queue, format_table, machine_info,  # noqa: E402
                            run_child, start_broker, wait_queue_statistics, write_json)
+
+#: the API name of amqstomp.aio on uvloop's loop (``--loop uvloop``)
+AIO_UVLOOP = "aio-uvloop"
+#: the cases ``--loop uvloop`` also runs amqstomp.aio on uvloop in (beside the default loop)
+UVLOOP_CASES = ("produce", "client-individual-p1", "ack-p1000")
 
 BODY = 256
 #: body size per case when not :data:`BODY` (bytes)
@@ -144,7 +155,7 @@ async def _aio_consume(spec: Dict[str, Any]) -> Dict[str, Any]:
                                     optimize_acknowledge=optimized) as sub:
             if optimized:
                 return await _aio_optimized(sub, count)  # the last ACK leaves as the subscription closes
-            if spec["api"] != "aio":
+            if spec["api"] not in ("aio", AIO_UVLOOP):
                 return await _aio_handlers(sub, count, spec["api"])
             received = 0
             t0 = c0 = 0.0
@@ -324,7 +335,12 @@ def child_main(spec_json: str) -> None:
     elif spec["api"] == "stompman":
         result = asyncio.run(_stompman_produce(spec) if _produces(spec["case"]) else _stompman_consume(spec))
     elif spec["api"].startswith("aio"):
-        result = asyncio.run(_aio_produce(spec) if _produces(spec["case"]) else _aio_consume(spec))
+        coro = _aio_produce(spec) if _produces(spec["case"]) else _aio_consume(spec)
+        if spec["api"] == AIO_UVLOOP:
+            import uvloop
+            result = uvloop.run(coro)
+        else:
+            result = asyncio.run(coro)
     else:
         result = _threaded_produce(spec) if _produces(spec["case"]) else _threaded_consume(spec)
     print(json.dumps(result))
@@ -413,9 +429,21 @@ STOMPMAN_BATCHING = ("none: stompman 3.16 writes one ACK frame per message (its 
                      "cumulative or batched acknowledgement to compare with amqstomp's optimize_acknowledge")
 
 
+def with_loop(case: str, apis: Any, loop: str) -> Any:
+    """``apis`` with :data:`AIO_UVLOOP` after ``aio`` when ``loop`` is ``uvloop`` and ``case`` is one
+    of :data:`UVLOOP_CASES` (the case tables stay as they are)."""
+    apis = tuple(apis)
+    if loop != "uvloop" or case not in UVLOOP_CASES or "aio" not in apis:
+        return apis
+    at = apis.index("aio") + 1
+    return apis[:at] + (AIO_UVLOOP,) + apis[at:]
+
+
 def _run_case(broker: Any, url: str, case: str, ack: str, prefetch: int, apis: Any,
               args: Any) -> Dict[str, List[Dict[str, Any]]]:
-    """``args.runs`` repetitions of ``case``, the APIs interleaved (the machine's load moves them alike)."""
+    """``args.runs`` repetitions of ``case``, the APIs interleaved (the machine's load moves them alike);
+    with ``--loop uvloop``, amqstomp.aio on uvloop too (:func:`with_loop`)."""
+    apis = with_loop(case, apis, getattr(args, "loop", "asyncio"))
     runs: Dict[str, List[Dict[str, Any]]] = {api: [] for api in apis}
     count = case_count(case, args)
     body = CASE_BODY.get(case, BODY)
@@ -579,6 +607,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--stompman", action="store_true",
                         help="amqstomp.aio against stompman (merged into the JSON under 'stompman')")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio",
+                        help="uvloop: amqstomp.aio on uvloop's loop too (API %s) in %s" % (AIO_UVLOOP,
+                                                                                        ", ".join(UVLOOP_CASES)))
     parser.add_argument("--reader-probe", action="store_true",
                         help="only compare asyncio.Protocol with a StreamReader task (no broker)")
     args = parser.parse_args(argv)

@@ -55,7 +55,10 @@ class Wire(asyncio.Transport):
         return default
 
     def frames(self, command: str) -> List[bytes]:
-        return [f for f in bytes(self.written).split(b"\x00") if f.lstrip(b"\n").startswith(command.encode() + b"\n")]
+        """The ``command`` frames written: to this transport, and those the link gathered in this
+        loop turn (they leave at its end: :meth:`AioLink.write`)."""
+        written = bytes(self.written) + (bytes(self.protocol._deferred) if self.protocol is not None else b"")
+        return [f for f in written.split(b"\x00") if f.lstrip(b"\n").startswith(command.encode() + b"\n")]
 
 
 async def memory_client(**options: Any) -> Tuple[amqstomp.aio.Client, AioLink, Wire]:

@@ -1,5 +1,6 @@
 """The frame limits: what a broker enforces, checked before a frame is written,
-and the largest frame this client takes; no I/O.
+and the largest frame this client takes; the bytes of gathered frames a
+writer sends at once (:data:`DEFER_FLUSH_BYTES`); no I/O.
 
 :data:`ACTIVEMQ_LIMITS` are ActiveMQ Classic's (activemq-stomp
 ``StompWireFormat``, 5.x); :func:`check_limits` raises
@@ -17,7 +18,18 @@ from ..codec import (
 from ..exception import FrameLimitError
 
 __all__ = ["ACTIVEMQ_LIMITS", "LIMITS_SAFE_BYTES", "NO_CHECK_BYTES", "MAX_RECEIVED_FRAME_BYTES",
-           "RECEIVED_HEADER_BUDGET_BYTES", "check_limits"]
+           "RECEIVED_HEADER_BUDGET_BYTES", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S",
+           "check_limits"]
+
+#: Bytes of gathered frames written at once, without waiting longer to gather more: the
+#: threaded writer's deferred SENDs (:mod:`amqstomp._io.writer`) and the asyncio link's frames
+#: of one loop turn (:meth:`amqstomp.aio._link.AioLink.write`); a frame of this size or more is
+#: written as it is (not copied into the gathered bytes). One rule, both drivers.
+DEFER_FLUSH_BYTES = 65536
+#: A frame is written at once when nothing gathered and nothing was written for this long
+#: (seconds), in both drivers: frames gather only above ~1/DEFER_IDLE_S = 5,000 frames a second
+#: (under load), never at a lower rate (an ACK per message at prefetch 1 is not held back).
+DEFER_IDLE_S = 0.0002
 
 #: ActiveMQ Classic's STOMP frame limits (activemq-stomp ``StompWireFormat``,
 #: 5.x): bytes of one encoded header line (``MAX_HEADER_LENGTH``), headers per

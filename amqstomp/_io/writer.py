@@ -37,6 +37,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Deque, List, Optional
 
 from .._core.events import LinkEnd
+from .._core.limits import DEFER_FLUSH_BYTES, DEFER_IDLE_S
 from ..exception import ConnectionClosedException, NotConnectedException
 from .channel import send_progress
 from .scheduler import Scheduler
@@ -46,11 +47,6 @@ __all__ = ["LinkWriter", "DEFER_FLUSH_S", "DEFER_FLUSH_BYTES", "DEFER_IDLE_S", "
 
 #: Longest time (seconds) a ``defer=True`` frame waits in the write buffer before the timer thread writes it.
 DEFER_FLUSH_S = 0.001
-#: A write buffer holding this many bytes is written at once (by the sender).
-DEFER_FLUSH_BYTES = 65536
-#: A ``defer=True`` frame is written at once when nothing was written for this long (seconds): frames
-#: coalesce only above ~1/DEFER_IDLE_S = 5,000 frames a second (under load), never at a lower rate
-DEFER_IDLE_S = 0.0002
 #: Frames written at once in a row, each closer than :data:`DEFER_IDLE_S` to the previous write, before a
 #: ``defer=True`` frame waits in the write buffer (a sustained burst): a pacer at 2,000 msg/s has a frame
 #: wait only when it catches up after a stall of (DEFER_STREAK + 1) / 2 ms or more, and a flat-out producer

@@ -16,7 +16,8 @@ those decisions with the loop's clock and timers:
   read what is waiting (a ``call_soon`` runs after a zero-timeout poll of the selector);
   while this side holds reading (a full prefetch buffer) silence is not held against
   the broker;
-* writes are whole frames (``transport.write`` of one ``bytes``: never half a frame,
+* writes are whole frames (appended whole to the link's buffer, which goes out in one
+  ``transport.write`` at the loop turn's end, :meth:`AioLink.write`: never half a frame,
   whatever task is cancelled); :meth:`AioLink.drain` waits while the transport's
   buffer is above its high-water mark (``pause_writing``/``resume_writing``);
 * receipts are :class:`asyncio.Future` tokens registered in the core; a lost socket
@@ -37,17 +38,18 @@ from ..exception import ConnectFailedException, ConnectionClosedException, Stomp
 from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
                             last_error_note)
 from .._core.events import LinkEvent
+from .._core.limits import DEFER_FLUSH_BYTES, DEFER_IDLE_S
 from .._core.state import CONNECTED, RECEIPT, ProtocolState
 
-__all__ = ["AioLink", "LostAfterWrite", "DEFER_FLUSH_BYTES", "open_link"]
+__all__ = ["AioLink", "LostAfterWrite", "open_link"]
 
 log = logging.getLogger("amqstomp.aio")
 
 _EOL = b"\n"
+#: :data:`~amqstomp._core.limits.DEFER_IDLE_S` in ms (the core's clock unit)
+_IDLE_MS = DEFER_IDLE_S * 1000.0
 #: The read buffer (bytes a read takes at most).
 READ_BYTES = 65536
-#: Bytes of deferred frames (:meth:`AioLink.write`) written at once, without waiting for the loop's turn.
-DEFER_FLUSH_BYTES = 65536
 #: Linux: re-armed after every read, as the threaded reader does (ActiveMQ leaves Nagle on: with the
 #: client's TCP ACK delayed, each window of small MESSAGE frames would wait up to 40 ms for it)
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None) if sys.platform.startswith("linux") else None
@@ -239,43 +241,60 @@ class AioLink(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------ writing
 
-    def write(self, data: bytes, defer: bool = False) -> None:
-        """Write one whole frame's bytes (never part of one), in order.
+    def write(self, data: bytes) -> None:
+        """Write one whole frame's bytes (never part of one), in order: out by the end of this
+        loop turn (see :meth:`flush`).
 
-        ``defer`` (SENDs nobody awaits a RECEIPT for): the frame may wait in this link's
-        buffer until the loop's next turn (``call_soon``) or :data:`DEFER_FLUSH_BYTES`:
-        many small frames then go out in one ``send`` instead of one each (as the
-        threaded writer coalesces deferred frames). A frame written without ``defer``
-        goes out at once, behind what waits.
+        Frames written during one turn of the loop (the tasks and callbacks it runs before it
+        polls the sockets again) -- but the first after :data:`~amqstomp._core.limits.DEFER_IDLE_S`
+        without a write, which goes out at once -- gather in this link's buffer and go out in one
+        ``transport.write`` at the turn's end (one ``loop.call_soon``, armed by the turn's first
+        frame: no timer, and a lone frame leaves as soon as the task that wrote it yields), or at
+        once when :data:`~amqstomp._core.limits.DEFER_FLUSH_BYTES` have gathered (a task that never
+        yields still writes). N frames in one turn cost one ``send`` instead of N (on loopback a
+        ``send`` costs more CPU than the client's own work per message): the threaded writer's
+        coalescing (:mod:`amqstomp._io.writer`), with the loop's turn for its timer. A frame of
+        that size or more is written as it is, behind what gathered (no copy).
 
         Raises:
             ConnectionClosedException: the socket is gone; nothing written.
         """
-        if self.closed or self.transport is None:
+        transport = self.transport
+        if self.closed or transport is None:
             raise ConnectionClosedException("connection closed: %s" % (self.close_reason or "not open"))
         buffer = self._deferred
-        if defer:
-            buffer += data
-            if len(buffer) >= DEFER_FLUSH_BYTES:
-                self.flush()
-            elif not self._flush_armed:
-                self._flush_armed = True
-                self.loop.call_soon(self.flush)
-            return
-        if buffer:
-            buffer += data
+        if not buffer:
+            now = self.clock() * 1000.0
+            if now - self.proto.last_write_ms >= _IDLE_MS:  # the link was idle: at once (the threaded writer's rule)
+                transport.write(data)
+                self.proto.last_write_ms = now
+                return
+        if len(data) >= DEFER_FLUSH_BYTES:
             self.flush()
-        else:
-            self.transport.write(data)
-            self.proto.last_write_ms = self.clock() * 1000.0
+            self._write_out(data)
+            return
+        buffer += data
+        if len(buffer) >= DEFER_FLUSH_BYTES:
+            self.flush()
+        elif not self._flush_armed:
+            self._flush_armed = True
+            self.loop.call_soon(self._turn_end)
+
+    def _write_out(self, data: bytes) -> None:
+        cast(asyncio.Transport, self.transport).write(data)
+        self.proto.last_write_ms = self.clock() * 1000.0
+
+    def _turn_end(self) -> None:
+        """The loop turn's end (the ``call_soon`` a turn's first :meth:`write` armed)."""
+        self._flush_armed = False
+        self.flush()
 
     def flush(self) -> None:
-        """Write what deferred writes left in the buffer (nothing when the socket is gone)."""
-        self._flush_armed = False
+        """Write what gathered (:meth:`write`) now, in one ``transport.write``; nothing when the
+        socket is gone (what gathered is dropped then)."""
         buffer = self._deferred
         if buffer and not self.closed and self.transport is not None:
-            self.transport.write(bytes(buffer))
-            self.proto.last_write_ms = self.clock() * 1000.0
+            self._write_out(bytes(buffer))
         buffer.clear()
 
     def encode(self, cmd: str, headers: Dict[str, Any], body: bytes = b"") -> bytes:
@@ -372,6 +391,7 @@ class AioLink(asyncio.BufferedProtocol):
             return
         if proto.send_ms and proto.connected and proto.heartbeat_due_in_ms(now) <= 0.0:
             self.write(_EOL)
+            self.flush()  # at once: the next heart-beat deadline counts from this write
         if proto.recv_ms and proto.connected:
             if self._read_holders:
                 proto.peer_seen(now)  # reading is held here: the silence is ours

@@ -343,20 +343,20 @@ class Client:
         return clamp_wait(timeout, "timeout") or 0.0
 
     def write_now(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes) -> bool:
-        """:meth:`write_frame` without a receipt, as a function: write one frame (whole; a SEND may
-        wait for the loop's next turn, :meth:`AioLink.write`); True when the socket's buffer is then
+        """:meth:`write_frame` without a receipt, as a function: write one frame (whole; out at the
+        end of the loop's turn, :meth:`AioLink.write`); True when the socket's buffer is then
         full -- the caller awaits :meth:`AioLink.drain`. An ACK per message runs no coroutine.
 
         Raises:
             ConnectionClosedException: the socket is gone (nothing written).
         """
-        link.write(link.encode(cmd, headers, body), cmd == "SEND")
+        link.write(link.encode(cmd, headers, body))
         return link.write_paused
 
     async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
                            timeout: Optional[float], what: object) -> Optional[Frame]:
-        """Write one frame (whole, at once) and, with ``receipt``, wait for its RECEIPT.
-        ``what`` names the frame in an error's text; its ``str()`` is taken only then.
+        """Write one frame (whole; out at the end of the loop's turn, :meth:`AioLink.write`) and,
+        with ``receipt``, wait for its RECEIPT. ``what`` names the frame in an error's text; its ``str()`` is taken only then.
 
         Raises:
             ConnectionClosedException: the socket is gone (nothing written), or, with a
@@ -366,7 +366,7 @@ class Client:
             BrokerError: the broker answered ERROR.
         """
         if not receipt:
-            link.write(link.encode(cmd, headers, body), cmd == "SEND")  # (write_now's, inline: a SEND per call)
+            link.write(link.encode(cmd, headers, body))  # (write_now's, inline: a SEND per call)
             if link.write_paused:
                 await link.drain(self.timeout_s(timeout), what)
             return None
