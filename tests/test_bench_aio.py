@@ -21,12 +21,18 @@ COUNT = 200
 BIG_COUNT = 5  # 1 MiB bodies: stompman spends about 125 ms of CPU on each
 
 
+@pytest.fixture(scope="module")
+def bench_broker(activemq_factory_module):
+    """One ActiveMQ for every case, as bench/aio.py runs them: each run has a fresh queue."""
+    return activemq_factory_module(statistics=True)  # the bench checks each consumed queue's dequeueCount
+
+
 @pytest.mark.broker
 @pytest.mark.compiled_pass_only
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("case, ack, prefetch, apis", aio.STOMPMAN_CASES)
-def test_every_api_consumes_or_sends_the_whole_count(activemq_factory, case, ack, prefetch, apis):
-    broker = activemq_factory(statistics=True)  # the bench checks each consumed queue's dequeueCount
+def test_every_api_consumes_or_sends_the_whole_count(bench_broker, case, ack, prefetch, apis):
+    broker = bench_broker
     host, port = broker.host_and_ports[0]
     args = argparse.Namespace(runs=1, count=COUNT, big_count=BIG_COUNT, deadline=60.0)
     expected = BIG_COUNT if case == "consume-1mib" else COUNT

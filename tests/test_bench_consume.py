@@ -28,14 +28,21 @@ ROW_FIELDS = {
 }
 
 
+@pytest.fixture(scope="module")
+def bench_broker(activemq_factory_module):
+    """One ActiveMQ (statistics, OpenWire for the Java leg) for this module's cases: each
+    run_case fills and drains a fresh queue of its own, as bench/consume.py does on one broker."""
+    return activemq_factory_module(statistics=True, openwire=True)
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("client, ack, prefetch", [
     ("stomp.py", "client-individual", 10),
     ("amqstomp", "client", 10),
     ("amqstomp", "optimized", 10),
 ])
-def test_run_case_consumes_the_whole_backlog(activemq_factory, client, ack, prefetch):
-    broker = activemq_factory(statistics=True)
+def test_run_case_consumes_the_whole_backlog(bench_broker, client, ack, prefetch):
+    broker = bench_broker
     if ack == "optimized":
         available, reason = consume.probe_optimized(broker.host_and_ports)
         if not available:
@@ -122,14 +129,14 @@ def test_ratios_and_table():
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("ack, prefetch", [("client-individual", 1), ("auto", 1000)])
-def test_java_leg_consumes_the_whole_backlog(activemq_factory, ack, prefetch):
+def test_java_leg_consumes_the_whole_backlog(bench_broker, ack, prefetch):
     """The ActiveMQ Java client (OpenWire) consumes a STOMP-filled backlog: every
     sequence number once, the broker dequeues all, its warm-up backlog (same
     size) is gone, and the parent has the JVM's CPU from SUBSCRIBE to the last
     message (less than the JVM's whole life)."""
     if _java.java_tools() is None:
         pytest.skip("javac/java not installed")
-    broker = activemq_factory(statistics=True, openwire=True)
+    broker = bench_broker
     row = consume.run_case(broker, consume.Case(_java.CLIENT, ack, prefetch, 256, BACKLOG), deadline=60.0)
 
     assert row["status"] == "ok", (row["status"], row["problems"], row.get("child_stderr_tail"))

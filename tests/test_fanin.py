@@ -130,8 +130,9 @@ def test_a_fan_in_consumer_takes_the_messages_stranded_without_replay(activemq_n
 
 
 
-def test_a_fan_in_consumer_over_standalone_brokers(activemq_factory) -> None:
-    brokers = [activemq_factory(), activemq_factory()]
+def test_a_fan_in_consumer_over_standalone_brokers(activemq, activemq_factory) -> None:
+    # the session's broker is the one that stays; the one stopped below is the test's own
+    brokers = [activemq, activemq_factory()]
     queue = _queue()
     for i, broker in enumerate(brokers):
         _produce(broker.url, queue, ["b%d-%03d" % (i, k) for k in range(30)])
@@ -318,10 +319,10 @@ def test_no_member_url_shows_its_password(activemq_factory, caplog) -> None:
     assert secret not in caplog.text
 
 
-def test_a_broker_that_never_connects_fails_the_start_up(activemq_factory) -> None:
+def test_a_broker_that_never_connects_fails_the_start_up(activemq) -> None:
     """A failover URI with one broker down, no ``timeout_s``, no ``startupMaxReconnectAttempts``:
     the construction raises ConnectFailedException after the members' bounded start-up attempts."""
-    broker = activemq_factory()
+    broker = activemq
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         down = sock.getsockname()[1]
@@ -387,10 +388,10 @@ def test_close_while_a_send_waits_on_silent_brokers_is_bounded(activemq, stall_p
             proxy.close()
 
 
-def test_every_close_waits_for_the_running_listeners(activemq_factory) -> None:
+def test_every_close_waits_for_the_running_listeners(activemq) -> None:
     """Two threads close a fan-in consumer while its listener runs: neither close()
     returns before the listener has finished (JMS: close waits for running listeners)."""
-    broker = activemq_factory()
+    broker = activemq
     queue = _queue()
     _produce(broker.url, queue, ["m0"])
     consumer = FanInConsumer([broker.url], queue, timeout_s=30)

@@ -393,13 +393,14 @@ def test_disconnect_of_silent_brokers_is_bounded_and_parallel(activemq) -> None:
     assert wait_until(lambda: threading.active_count() <= threads, 15), threading.enumerate()
 
 
-def test_a_stomp_member_lost_is_reported_and_left_out_its_password_never_shown(activemq_factory, caplog) -> None:
+def test_a_stomp_member_lost_is_reported_and_left_out_its_password_never_shown(activemq, activemq_factory,
+                                                                              caplog) -> None:
     """Two standalone brokers, ``stomp://`` members (no reconnect), the second URL with a
     jms.password: it connects with it; stopping that broker reports it once (redacted), it is
     left out, the other broker's messages still come, and the password shows nowhere."""
     caplog.set_level("DEBUG", logger="amqstomp")
     secret = "Secr3tPW-" + uuid.uuid4().hex[:6]
-    brokers = [activemq_factory(), activemq_factory()]
+    brokers = [activemq, activemq_factory()]  # the session's broker stays; the test's own is stopped
     name = _queue()
     queue = "/queue/" + name
     urls = [brokers[0].url, "%s?jms.userName=admin&jms.password=%s" % (brokers[1].url, secret)]
@@ -433,10 +434,10 @@ def test_a_stomp_member_lost_is_reported_and_left_out_its_password_never_shown(a
     assert secret not in caplog.text
 
 
-def test_a_spreading_connection_leaves_a_lost_stomp_member_out(activemq_factory) -> None:
+def test_a_spreading_connection_leaves_a_lost_stomp_member_out(activemq, activemq_factory) -> None:
     """``stomp://`` members (no reconnect): a stopped broker is reported once and its
     share goes to the other; every send with a receipt is on a broker (0 lost)."""
-    brokers = [activemq_factory(), activemq_factory()]
+    brokers = [activemq, activemq_factory()]  # the session's broker stays; the test's own is stopped
     name = _queue()
     heard: List[str] = []
     with amqstomp.SpreadingConnection([b.url for b in brokers], timeout=10) as producer:

@@ -386,9 +386,15 @@ def test_map_message_parses_what_java_producers_send():
 # --------------------------------------------------------------------------- scheduled delivery
 
 
+@pytest.fixture(scope="module")
+def scheduler_broker(activemq_factory_module):
+    """An ActiveMQ with its scheduler on, shared by this module's scheduling tests (own queues each)."""
+    return activemq_factory_module(scheduler=True)
+
+
 @pytest.mark.timeout(60)
-def test_scheduled_delay_holds_the_message_back(activemq_factory):
-    broker = activemq_factory(scheduler=True)
+def test_scheduled_delay_holds_the_message_back(scheduler_broker):
+    broker = scheduler_broker
     queue = Queue(qname("scheduled"))
     delay_ms = 2000
     with ConnectionFactory(broker.url).create_connection() as connection:
@@ -566,10 +572,10 @@ def test_schedule_refuses_values_out_of_java_range_and_bad_cron():
 
 
 @pytest.mark.timeout(60)
-def test_accepted_scheduling_values_keep_the_connection(activemq_factory):
+def test_accepted_scheduling_values_keep_the_connection(scheduler_broker):
     """What the checks let through, ActiveMQ's scheduler takes without closing the
     socket; what they refuse never reaches it."""
-    broker = activemq_factory(scheduler=True)
+    broker = scheduler_broker
     queue = Queue(qname("sched-values"))
     errors = []
     with ConnectionFactory(broker.url).create_connection() as connection:

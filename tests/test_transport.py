@@ -513,25 +513,6 @@ def tls_broker(tmp_path_factory, activemq_factory_module):
     return activemq_factory_module(ssl={"keystore": keystore, "keystore_password": "secret123"})
 
 
-@pytest.fixture(scope="module")
-def activemq_factory_module():
-    from amqstomp.testing.broker import ActiveMQBroker
-
-    made = []
-
-    def factory(**options):
-        broker = ActiveMQBroker(**options)
-        made.append(broker)
-        broker.start()
-        return broker
-
-    try:
-        yield factory
-    finally:
-        for broker in made:
-            broker.stop()
-
-
 @pytest.mark.timeout(120)
 def test_tls_send_receive_and_heartbeats(tls_broker):
     context = ssl.create_default_context()

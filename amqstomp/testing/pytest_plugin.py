@@ -9,6 +9,8 @@
     :class:`~amqstomp.testing.broker.ActiveMQBroker` with those options (pass
     ``wait=False`` to return before it answers, e.g. for a shared-store slave)
     and stops every broker it made at teardown.
+``activemq_factory_module``
+    the same factory, module-scoped: its brokers are stopped when the module ends.
 ``activemq_network_factory``
     function-scoped factory: ``activemq_network_factory(n=3, **options)`` starts an
     :class:`~amqstomp.testing.network.ActiveMQNetwork` (every member bridged) and
@@ -175,6 +177,20 @@ def activemq_persistent() -> Iterator[ActiveMQBroker]:
 def activemq_factory() -> Iterator[Callable[..., ActiveMQBroker]]:
     """``factory(**ActiveMQBroker options, wait=True)`` -> a started broker;
     all of them are stopped when the test ends."""
+    yield from _brokers_made()
+
+
+@pytest.fixture(scope="module")
+def activemq_factory_module() -> Iterator[Callable[..., ActiveMQBroker]]:
+    """``factory(**ActiveMQBroker options, wait=True)`` -> a started broker; all of them are
+    stopped when the module ends. For a module whose tests each need a broker with the same
+    options (TLS, the scheduler, OpenWire): one JVM start (about 6 s on a loaded 2-CPU machine)
+    instead of one per test; each test then uses destinations of its own and stops no broker."""
+    yield from _brokers_made()
+
+
+def _brokers_made() -> Iterator[Callable[..., ActiveMQBroker]]:
+    """The ActiveMQ factories' body: yields the factory, then stops what it made (newest first)."""
     _require_broker()
     made: List[ActiveMQBroker] = []
 
