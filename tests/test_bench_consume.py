@@ -79,7 +79,7 @@ def test_cases_and_ack_interval():
     assert len(ids) == len(set(ids)) == 2 * 3 * 7
     with_raw = [c.id for c in consume.build_cases(quick=True, java=False)]
     assert sorted(set(with_raw) - set(ids)) == sorted(
-        "raw-stomp:client-individual:p%d:%s" % (prefetch, body) for prefetch in (1, 1000) for body in ("256B", "64KiB"))
+        "raw-stomp:client-individual:p%d:256B" % prefetch for prefetch in (1, 1000))  # 256 B only: RAW_BODY
     with pytest.raises(ValueError):
         consume.Case("raw-stomp", "auto", 10, 256, 10)
     with_java = [c.id for c in consume.build_cases(quick=True, raw=False)]
