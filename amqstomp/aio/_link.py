@@ -241,13 +241,15 @@ class AioLink(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------ writing
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, defer: bool = False) -> None:
         """Write one whole frame's bytes (never part of one), in order: out by the end of this
         loop turn (see :meth:`flush`).
 
         Frames written during one turn of the loop (the tasks and callbacks it runs before it
         polls the sockets again) -- but the first after :data:`~amqstomp._core.limits.DEFER_IDLE_S`
-        without a write, which goes out at once -- gather in this link's buffer and go out in one
+        without a write, which goes out at once, unless ``defer`` (a SEND nobody awaits a RECEIPT
+        for: it always waits for the turn's end, so a producer's run of them never depends on the
+        clock) -- gather in this link's buffer and go out in one
         ``transport.write`` at the turn's end (one ``loop.call_soon``, armed by the turn's first
         frame: no timer, and a lone frame leaves as soon as the task that wrote it yields), or at
         once when :data:`~amqstomp._core.limits.DEFER_FLUSH_BYTES` have gathered (a task that never
@@ -263,7 +265,7 @@ class AioLink(asyncio.BufferedProtocol):
         if self.closed or transport is None:
             raise ConnectionClosedException("connection closed: %s" % (self.close_reason or "not open"))
         buffer = self._deferred
-        if not buffer:
+        if not buffer and not defer:
             now = self.clock() * 1000.0
             if now - self.proto.last_write_ms >= _IDLE_MS:  # the link was idle: at once (the threaded writer's rule)
                 transport.write(data)

@@ -350,7 +350,7 @@ class Client:
         Raises:
             ConnectionClosedException: the socket is gone (nothing written).
         """
-        link.write(link.encode(cmd, headers, body))
+        link.write(link.encode(cmd, headers, body), cmd == "SEND")
         return link.write_paused
 
     async def write_frame(self, link: AioLink, cmd: str, headers: Dict[str, Any], body: bytes, receipt: bool,
@@ -366,7 +366,7 @@ class Client:
             BrokerError: the broker answered ERROR.
         """
         if not receipt:
-            link.write(link.encode(cmd, headers, body))  # (write_now's, inline: a SEND per call)
+            link.write(link.encode(cmd, headers, body), cmd == "SEND")  # (write_now's, inline: a SEND per call)
             if link.write_paused:
                 await link.drain(self.timeout_s(timeout), what)
             return None
