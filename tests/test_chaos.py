@@ -296,9 +296,12 @@ def test_chaos_aio_modes(activemq):
     report = _run(config, SingleBroker(activemq))
     assert report.ok, "seed %d:\n%s" % (SEED, report.text())
     for mode in AIO_MODES:  # each consumed, and its settlements were counted where it reports them
-        result = report.modes[mode]
-        assert result.sent > 0 and result.unique == result.sent, (mode, result)
-        assert result.settled > 0 or not MODES[mode].strict, (mode, result)
+        result, spec = report.modes[mode], MODES[mode]
+        assert result.sent > 0 and result.unique > 0, (mode, result)
+        # every send arrived, but in an at-most-once mode (aio-auto: the broker acks at dispatch, so a
+        # cut takes the frames in flight with it; report.ok above held the checker's count of those)
+        assert result.unique == result.sent or spec.may_lose, (mode, result)
+        assert result.settled > 0 or not spec.strict, (mode, result)
 
 
 @pytest.mark.broker

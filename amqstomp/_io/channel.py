@@ -157,22 +157,26 @@ def stream_reader(channel: Any, proto: "ProtocolState", size: int, clock: Callab
     body after it comes the same way). Reading is not paused inside a body.
     Channels other than :class:`PlainChannel` and
     :class:`TLSChannel` (a transport's own ``receive()``, a websocket) get
-    ``channel.recv(size)`` only."""
+    ``channel.recv(size)`` only. While ``proto.parser.body_missing`` is 0,
+    ``read()`` is ``channel.recv(size)``: a caller may call that itself."""
     recv: Callable[[int], bytes] = channel.recv
     if not isinstance(channel, (PlainChannel, TLSChannel)):
         return lambda: recv(size)
     recv_into = channel.recv_into
     head = min(size, HEAD_READ_BYTES)
+    # the state's parser, asked directly: one read per message at prefetch 1, and the state's own
+    # properties would cost two Python calls on each (ProtocolState assigns its parser once)
+    parser = proto.parser
 
     def read() -> bytes:
-        missing = proto.body_missing
-        if not missing or missing + proto.buffered < BODY_READ_MIN:
+        missing = parser.body_missing
+        if not missing or missing + parser.buffered < BODY_READ_MIN:
             return recv(size)
         while missing:
-            if not proto.read_body(recv_into):
+            if not parser.read_body(recv_into):
                 return b""
             proto.peer_seen(clock() * 1000.0)
-            missing = proto.body_missing
+            missing = parser.body_missing
         return recv(head)
     return read
 
