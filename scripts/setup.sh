@@ -69,7 +69,7 @@ if [ ! -f "$stamp" ] || ! built || [ -n "$(find setup.py pyproject.toml amqstomp
     echo "setup: first run: installing amqstomp editable into .venv with its test/bench dependencies, and"
     echo "setup: compiling its two C extensions with Cython + the C compiler: amqstomp._core._codec (_codec.pyx with"
     echo "setup: $pxis: the frame codec) and amqstomp._core._flow (_flow_py.py typed by"
-    echo "setup: _flow.pxd: prefetch windows, ack batching). About 1.5 minutes on 2 CPUs (3 on a loaded machine);"
+    echo "setup: _flow.pxd: prefetch windows, ack batching). About 1 minute on 2 CPUs (measured 42 to 57 s; longer on a loaded machine);"
     echo "setup: later runs skip this unless a .pyx/.pxi/.pxd or _flow_py.py changes."
   fi
   # -qq: only errors (with the build's output when compiling fails)
