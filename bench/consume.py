@@ -347,6 +347,7 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
         wire_ack = "client"
         kwargs["optimize_acknowledge"] = True
     ru_sub = resource.getrusage(resource.RUSAGE_SELF)
+    threads_sub = thread_cpu()
     t_sub = time.perf_counter()
     try:
         conn.subscribe(spec["destination"], id="1", ack=wire_ack, headers=sub_headers, **kwargs)
@@ -364,6 +365,7 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     finished = listener.done.wait(deadline)
     t_end = time.perf_counter()
     ru_end = listener.ru_done if finished else resource.getrusage(resource.RUSAGE_SELF)
+    threads_end = thread_cpu()
     if finished and listener.mode == 2 and listener.pending:
         conn.ack(listener.last_ack_id)  # cumulative: acks everything before it too
         listener.acks_sent += 1
@@ -399,6 +401,7 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
         stalls=[{"after_message": i, "gap_s": g} for i, g in listener.stalls],
         consume_cpu_s=_cpu(ru_end) - _cpu(ru_sub),
         consume_sys_s=ru_end.ru_stime - ru_sub.ru_stime,
+        thread_cpu_s={name: cpu - threads_sub.get(name, 0.0) for name, cpu in threads_end.items()},
         consume_wall_s=((listener.t_done or t_end) - t_sub),
         disconnect_s=disconnect_s,
         disconnect_confirmed=bye,
@@ -409,6 +412,22 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     )
     if listener.listener_error:
         out["status"] = "error"
+    return out
+
+
+def thread_cpu() -> Dict[str, float]:
+    """CPU time (s, user+sys) of each live thread of this process, by thread name (Linux:
+    its CPU clock; ``{}`` where there is none). The consume report's ``thread_cpu_s`` is the
+    difference between SUBSCRIBE and the end (a thread's whole time when it started after)."""
+    out: Dict[str, float] = {}
+    clock_of = getattr(time, "pthread_getcpuclockid", None)
+    if clock_of is None:
+        return out
+    for thread in threading.enumerate():
+        try:
+            out[thread.name] = out.get(thread.name, 0.0) + time.clock_gettime(clock_of(thread.ident))
+        except (OSError, TypeError):
+            continue  # ended meanwhile, or never started
     return out
 
 
@@ -967,6 +986,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     for row in rows:
         row["cpu_per_mib_vs_memcpy"] = cpu_per_mib_vs_memcpy(row, memcpy_s)
         row["sys_per_mib_vs_memcpy"] = cpu_per_mib_vs_memcpy(row, memcpy_s, "consume_sys_s")
+        threads = (row.get("child") or {}).get("thread_cpu_s")
+        if threads and row["body_size"] >= 65536:
+            row["thread_cpu_per_mib_vs_memcpy"] = {
+                name: cpu_per_mib_vs_memcpy(dict(row, consume_cpu_s=cpu), memcpy_s) for name, cpu in threads.items()}
+            print("  %s: CPU/MiB / memcpy by thread: %s" % (row["id"], ", ".join(
+                "%s %.1f" % item for item in sorted(row["thread_cpu_per_mib_vs_memcpy"].items(), key=lambda i: -i[1]))))
     print("memcpy of 1 MiB: %.1f us (median of %d, before/after the cases: %.1f / %.1f us)"
           % (memcpy_s * 1e6, MEMCPY_ROUNDS, memcpy_runs[0] * 1e6, memcpy_runs[1] * 1e6))
     results["cases"] = rows

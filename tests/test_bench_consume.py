@@ -62,6 +62,10 @@ def test_run_case_consumes_the_whole_backlog(bench_broker, client, ack, prefetch
     assert row["child"]["module"] == consume.CLIENTS[client]
     assert row["cpu_s"] > 0 and row["msg_per_s"] > 0
     assert row["stall"] is False
+    threads = row["child"]["thread_cpu_s"]
+    assert "MainThread" in threads and all(cpu >= 0 for cpu in threads.values())
+    if client == "amqstomp":  # its reader thread read every message
+        assert any(name.startswith("amqstomp-reader") and cpu > 0 for name, cpu in threads.items()), threads
     if ack == "client":
         # K = min(100, 10 // 2) = 5: one cumulative ACK per 5 messages, none left over
         assert row["ack_interval"] == 5
