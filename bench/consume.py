@@ -44,7 +44,9 @@ by itself. Prefetch 1, 10, 1000; bodies 256 B (backlog 100,000) and 64 KiB
 
 Each row also gives its consume CPU per MiB of bodies received divided by the
 time this process takes to copy 1 MiB (``memmove``, median of 301, measured
-before and after the cases; the lower is used): "how many memcpys per MiB".
+before and after the cases; the lower is used): "how many memcpys per MiB". With 64 KiB or
+larger bodies the run also prints the kernel's floor (bench/_loopback.py): the CPU per MiB of a
+thread that only receives bytes over loopback TCP with ``recv_into``, no broker, in the same units.
 
 A gap of more than 5 s between two messages is a stall and is printed loudly;
 every case has a deadline (``--deadline``, 120 s) so a stall ends as a failure
@@ -73,7 +75,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import _java, _raw_stomp  # noqa: E402
+from bench import _java, _loopback, _raw_stomp  # noqa: E402
 from bench._common import (  # noqa: E402
     SEQ_HEADER,
     child_env,
@@ -744,6 +746,16 @@ def cpu_per_mib_vs_memcpy(row: Dict[str, Any], memcpy_s: Optional[float], key: s
     return row[key] / mib / memcpy_s
 
 
+def loopback_floor(memcpy_s: float, mib: int = 200) -> Dict[str, Any]:
+    """bench/_loopback.receive_cost (the kernel's part of receiving ``mib`` MiB over loopback
+    TCP, no broker) with its CPU per MiB in copies of 1 MiB (``cpu_per_mib_vs_memcpy``,
+    ``sys_per_mib_vs_memcpy``)."""
+    cost = _loopback.receive_cost(mib)
+    got = cost["bytes"] / float(HUGE_BODY)
+    return dict(cost, cpu_per_mib_vs_memcpy=(cost["user_s"] + cost["sys_s"]) / got / memcpy_s,
+                sys_per_mib_vs_memcpy=cost["sys_s"] / got / memcpy_s)
+
+
 def _ok(row: Optional[Dict[str, Any]]) -> bool:
     return bool(row) and row.get("status") == "ok" and bool(row.get("msg_per_s"))
 
@@ -994,6 +1006,11 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                 "%s %.1f" % item for item in sorted(row["thread_cpu_per_mib_vs_memcpy"].items(), key=lambda i: -i[1]))))
     print("memcpy of 1 MiB: %.1f us (median of %d, before/after the cases: %.1f / %.1f us)"
           % (memcpy_s * 1e6, MEMCPY_ROUNDS, memcpy_runs[0] * 1e6, memcpy_runs[1] * 1e6))
+    if any(row["body_size"] >= 65536 for row in rows):
+        floor = results["loopback_floor"] = loopback_floor(memcpy_s)
+        print("the kernel's floor (bench/_loopback.py: %d MiB received over loopback TCP, recv_into a reused "
+              "buffer, TCP_QUICKACK re-armed %s): CPU/MiB / memcpy/MiB %.1f, of which sys %.1f"
+              % (floor["mib"], floor["quickack"], floor["cpu_per_mib_vs_memcpy"], floor["sys_per_mib_vs_memcpy"]))
     results["cases"] = rows
     ratios = compute_ratios(rows)
     results.update(ratios)

@@ -109,6 +109,9 @@ def test_huge_cases_and_memcpy_baseline():
     assert consume.cpu_per_mib_vs_memcpy(row, 0.0001, "consume_sys_s") == pytest.approx(0.125 / 6.25 / 0.0001)
     assert consume.cpu_per_mib_vs_memcpy({"received": 0, "body_size": 1}, 0.0001) is None
     assert 0 < consume.memcpy_mib_seconds(rounds=5) < 1.0
+    floor = consume.loopback_floor(0.001, mib=4)
+    assert floor["mib"] == 4 and floor["bytes"] == 4 * consume.HUGE_BODY
+    assert floor["cpu_per_mib_vs_memcpy"] > 0 and 0 <= floor["sys_per_mib_vs_memcpy"] <= floor["cpu_per_mib_vs_memcpy"]
 
 
 def test_ratios_and_table():
