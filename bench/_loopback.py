@@ -23,12 +23,9 @@ def receive_cost(mib: int = 200, quickack: bool = True) -> Dict[str, float]:
     (received: ``mib`` MiB), ``user_s`` and ``sys_s`` (the receiving thread's CPU), ``quickack``
     (whether it was re-armed: False where the platform has none)."""
     who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    sender_sock = socket.create_connection(listener.getsockname(), timeout=30.0)
-    sock, _ = listener.accept()
-    listener.close()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        sender_sock = socket.create_connection(listener.getsockname(), timeout=30.0)
+        sock, _ = listener.accept()
     sock.settimeout(30.0)
     chunk = b"\x5a" * MIB
 
