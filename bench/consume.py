@@ -44,7 +44,9 @@ by itself. Prefetch 1, 10, 1000; bodies 256 B (backlog 100,000) and 64 KiB
 
 Each row also gives its consume CPU per MiB of bodies received divided by the
 time this process takes to copy 1 MiB (``memmove``, median of 301, measured
-before and after the cases; the lower is used): "how many memcpys per MiB".
+before and after the cases; the lower is used): "how many memcpys per MiB". With 64 KiB or
+larger bodies the run also prints the kernel's floor (bench/_loopback.py): the CPU per MiB of a
+thread that only receives bytes over loopback TCP with ``recv_into``, no broker, in the same units.
 
 A gap of more than 5 s between two messages is a stall and is printed loudly;
 every case has a deadline (``--deadline``, 120 s) so a stall ends as a failure
@@ -73,7 +75,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import _java, _raw_stomp  # noqa: E402
+from bench import _java, _loopback, _raw_stomp  # noqa: E402
 from bench._common import (  # noqa: E402
     SEQ_HEADER,
     child_env,
@@ -100,10 +102,6 @@ CLIENTS = {"stomp.py": "stomp", "amqstomp": "amqstomp", _java.CLIENT: "JmsBench 
 RAW = _raw_stomp.RAW
 #: (ack, prefetch) the raw ceiling runs: it only knows client-individual
 RAW_CASES = (("client-individual", 1000), ("client-individual", 1))
-#: the body size the raw ceiling runs at: with big bodies it is no ceiling (it never re-arms TCP_QUICKACK,
-#: so at prefetch 1 each 64 KiB message waits for the delayed TCP ACK: 50 msg/s measured, against 4,475
-#: for amqstomp in the same run)
-RAW_BODY = 256
 RAW_FILE = os.path.abspath(_raw_stomp.__file__)
 #: (ack, prefetch) the Java client runs: JMS has no cumulative-every-K mode of its own
 JAVA_CASES = (("auto", 1000), ("client-individual", 1000), ("client-individual", 1))
@@ -191,7 +189,7 @@ def build_cases(quick: bool = False, patterns: Sequence[str] = (), small: Option
                         continue
                     if client == _java.CLIENT and not (java and (ack, prefetch) in JAVA_CASES):
                         continue
-                    if client == RAW and not (raw and (ack, prefetch) in RAW_CASES and body_size == RAW_BODY):
+                    if client == RAW and not (raw and (ack, prefetch) in RAW_CASES):
                         continue
                     case = Case(client, ack, prefetch, body_size, count, ack_interval)
                     if patterns and not any(fnmatch.fnmatchcase(case.id, p) for p in patterns):
@@ -351,6 +349,7 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
         wire_ack = "client"
         kwargs["optimize_acknowledge"] = True
     ru_sub = resource.getrusage(resource.RUSAGE_SELF)
+    threads_sub = thread_cpu()
     t_sub = time.perf_counter()
     try:
         conn.subscribe(spec["destination"], id="1", ack=wire_ack, headers=sub_headers, **kwargs)
@@ -368,6 +367,7 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     finished = listener.done.wait(deadline)
     t_end = time.perf_counter()
     ru_end = listener.ru_done if finished else resource.getrusage(resource.RUSAGE_SELF)
+    threads_end = thread_cpu()
     if finished and listener.mode == 2 and listener.pending:
         conn.ack(listener.last_ack_id)  # cumulative: acks everything before it too
         listener.acks_sent += 1
@@ -402,6 +402,8 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
         gaps_over_1s=listener.gaps_over_1s,
         stalls=[{"after_message": i, "gap_s": g} for i, g in listener.stalls],
         consume_cpu_s=_cpu(ru_end) - _cpu(ru_sub),
+        consume_sys_s=ru_end.ru_stime - ru_sub.ru_stime,
+        thread_cpu_s={name: cpu - threads_sub.get(name, 0.0) for name, cpu in threads_end.items()},
         consume_wall_s=((listener.t_done or t_end) - t_sub),
         disconnect_s=disconnect_s,
         disconnect_confirmed=bye,
@@ -412,6 +414,22 @@ def consume(spec: Dict[str, Any]) -> Dict[str, Any]:
     )
     if listener.listener_error:
         out["status"] = "error"
+    return out
+
+
+def thread_cpu() -> Dict[str, float]:
+    """CPU time (s, user+sys) of each live thread of this process, by thread name (Linux:
+    its CPU clock; ``{}`` where there is none). The consume report's ``thread_cpu_s`` is the
+    difference between SUBSCRIBE and the end (a thread's whole time when it started after)."""
+    out: Dict[str, float] = {}
+    clock_of = getattr(time, "pthread_getcpuclockid", None)
+    if clock_of is None:
+        return out
+    for thread in threading.enumerate():
+        try:
+            out[thread.name] = out.get(thread.name, 0.0) + time.clock_gettime(clock_of(thread.ident))
+        except (OSError, TypeError):
+            continue  # ended meanwhile, or never started
     return out
 
 
@@ -565,6 +583,7 @@ def run_case(broker: Any, case: Case, deadline: float = DEFAULT_DEADLINE, decode
         cpu_s=cpu,
         cpu_per_10k_s=(cpu * 10000.0 / received) if received else None,
         consume_cpu_s=report.get("consume_cpu_s"),
+        consume_sys_s=report.get("consume_sys_s"),
         consume_cpu_per_10k_s=(report["consume_cpu_s"] * 10000.0 / received)
         if received and report.get("consume_cpu_s") is not None else None,
         max_gap_ms=(report["max_gap_s"] * 1000.0) if report.get("max_gap_s") is not None else None,
@@ -670,13 +689,15 @@ def format_row(row: Dict[str, Any]) -> List[Any]:
     return [row["client"], row["ack"], row["prefetch"], human_size(row["body_size"]),
             row["count"], _rate(row.get("msg_per_s")), f(row.get("cpu_per_10k_s"), "%.3f"),
             f(row.get("consume_cpu_per_10k_s"), "%.3f"), f(row.get("cpu_per_mib_vs_memcpy"), "%.1f"),
+            f(row.get("sys_per_mib_vs_memcpy"), "%.1f"),
             f(row.get("max_gap_ms"), "%.1f"),
             row.get("lost", "-"), row.get("dequeue_count", "-"), status]
 
 
 TABLE_HEADER = ["client", "ack", "prefetch", "body", "msgs", "msg/s", "CPU s/10k",
-                "consume CPU s/10k", "consume CPU/MiB / memcpy/MiB", "max gap ms", "lost", "dequeued", "status"]
-TABLE_ALIGN = "llrrrrrrrrrrl"
+                "consume CPU s/10k", "consume CPU/MiB / memcpy/MiB", "of which sys", "max gap ms", "lost", "dequeued",
+                "status"]
+TABLE_ALIGN = "llrrrrrrrrrrrl"
 
 
 def announce(row: Dict[str, Any], out: Any = None) -> None:
@@ -716,12 +737,23 @@ def memcpy_mib_seconds(rounds: int = MEMCPY_ROUNDS) -> float:
     return times[len(times) // 2]
 
 
-def cpu_per_mib_vs_memcpy(row: Dict[str, Any], memcpy_s: Optional[float]) -> Optional[float]:
-    """The row's consume CPU per MiB of bodies received, in copies of 1 MiB."""
-    if not memcpy_s or not row.get("received") or row.get("consume_cpu_s") is None:
+def cpu_per_mib_vs_memcpy(row: Dict[str, Any], memcpy_s: Optional[float], key: str = "consume_cpu_s") -> Optional[float]:
+    """The row's consume CPU (``key``: ``consume_sys_s`` for the kernel's part) per MiB of bodies
+    received, in copies of 1 MiB."""
+    if not memcpy_s or not row.get("received") or row.get(key) is None:
         return None
     mib = row["received"] * row["body_size"] / float(HUGE_BODY)
-    return row["consume_cpu_s"] / mib / memcpy_s
+    return row[key] / mib / memcpy_s
+
+
+def loopback_floor(memcpy_s: float, mib: int = 200) -> Dict[str, Any]:
+    """bench/_loopback.receive_cost (the kernel's part of receiving ``mib`` MiB over loopback
+    TCP, no broker) with its CPU per MiB in copies of 1 MiB (``cpu_per_mib_vs_memcpy``,
+    ``sys_per_mib_vs_memcpy``)."""
+    cost = _loopback.receive_cost(mib)
+    got = cost["bytes"] / float(HUGE_BODY)
+    return dict(cost, cpu_per_mib_vs_memcpy=(cost["user_s"] + cost["sys_s"]) / got / memcpy_s,
+                sys_per_mib_vs_memcpy=cost["sys_s"] / got / memcpy_s)
 
 
 def _ok(row: Optional[Dict[str, Any]]) -> bool:
@@ -965,8 +997,20 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                                "rounds": MEMCPY_ROUNDS}
     for row in rows:
         row["cpu_per_mib_vs_memcpy"] = cpu_per_mib_vs_memcpy(row, memcpy_s)
+        row["sys_per_mib_vs_memcpy"] = cpu_per_mib_vs_memcpy(row, memcpy_s, "consume_sys_s")
+        threads = (row.get("child") or {}).get("thread_cpu_s")
+        if threads and row["body_size"] >= 65536:
+            row["thread_cpu_per_mib_vs_memcpy"] = {
+                name: cpu_per_mib_vs_memcpy(dict(row, consume_cpu_s=cpu), memcpy_s) for name, cpu in threads.items()}
+            print("  %s: CPU/MiB / memcpy by thread: %s" % (row["id"], ", ".join(
+                "%s %.1f" % item for item in sorted(row["thread_cpu_per_mib_vs_memcpy"].items(), key=lambda i: -i[1]))))
     print("memcpy of 1 MiB: %.1f us (median of %d, before/after the cases: %.1f / %.1f us)"
           % (memcpy_s * 1e6, MEMCPY_ROUNDS, memcpy_runs[0] * 1e6, memcpy_runs[1] * 1e6))
+    if any(row["body_size"] >= 65536 for row in rows):
+        floor = results["loopback_floor"] = loopback_floor(memcpy_s)
+        print("the kernel's floor (bench/_loopback.py: %d MiB received over loopback TCP, recv_into a reused "
+              "buffer, TCP_QUICKACK re-armed %s): CPU/MiB / memcpy/MiB %.1f, of which sys %.1f"
+              % (floor["mib"], floor["quickack"], floor["cpu_per_mib_vs_memcpy"], floor["sys_per_mib_vs_memcpy"]))
     results["cases"] = rows
     ratios = compute_ratios(rows)
     results.update(ratios)

@@ -62,6 +62,10 @@ def test_run_case_consumes_the_whole_backlog(bench_broker, client, ack, prefetch
     assert row["child"]["module"] == consume.CLIENTS[client]
     assert row["cpu_s"] > 0 and row["msg_per_s"] > 0
     assert row["stall"] is False
+    threads = row["child"]["thread_cpu_s"]
+    assert "MainThread" in threads and all(cpu >= 0 for cpu in threads.values())
+    if client == "amqstomp":  # its reader thread read every message
+        assert any(name.startswith("amqstomp-reader") and cpu > 0 for name, cpu in threads.items()), threads
     if ack == "client":
         # K = min(100, 10 // 2) = 5: one cumulative ACK per 5 messages, none left over
         assert row["ack_interval"] == 5
@@ -79,7 +83,7 @@ def test_cases_and_ack_interval():
     assert len(ids) == len(set(ids)) == 2 * 3 * 7
     with_raw = [c.id for c in consume.build_cases(quick=True, java=False)]
     assert sorted(set(with_raw) - set(ids)) == sorted(
-        "raw-stomp:client-individual:p%d:256B" % prefetch for prefetch in (1, 1000))  # 256 B only: RAW_BODY
+        "raw-stomp:client-individual:p%d:%s" % (prefetch, body) for prefetch in (1, 1000) for body in ("256B", "64KiB"))
     with pytest.raises(ValueError):
         consume.Case("raw-stomp", "auto", 10, 256, 10)
     with_java = [c.id for c in consume.build_cases(quick=True, raw=False)]
@@ -100,10 +104,14 @@ def test_huge_cases_and_memcpy_baseline():
     named = consume.build_cases(quick=True, patterns=["amqstomp:auto:p1000:1MiB"], java=False)
     assert [(c.id, c.count) for c in named] == [("amqstomp:auto:p1000:1MiB", consume.QUICK_HUGE_BACKLOG)]
     assert {c.count for c in consume.build_cases(huge=7, java=False) if c.body_size == consume.HUGE_BODY} == {7}
-    row = {"received": 100, "body_size": 65536, "consume_cpu_s": 0.25}
+    row = {"received": 100, "body_size": 65536, "consume_cpu_s": 0.25, "consume_sys_s": 0.125}
     assert consume.cpu_per_mib_vs_memcpy(row, 0.0001) == pytest.approx(0.25 / 6.25 / 0.0001)
+    assert consume.cpu_per_mib_vs_memcpy(row, 0.0001, "consume_sys_s") == pytest.approx(0.125 / 6.25 / 0.0001)
     assert consume.cpu_per_mib_vs_memcpy({"received": 0, "body_size": 1}, 0.0001) is None
     assert 0 < consume.memcpy_mib_seconds(rounds=5) < 1.0
+    floor = consume.loopback_floor(0.001, mib=4)
+    assert floor["mib"] == 4 and floor["bytes"] == 4 * consume.HUGE_BODY
+    assert floor["cpu_per_mib_vs_memcpy"] > 0 and 0 <= floor["sys_per_mib_vs_memcpy"] <= floor["cpu_per_mib_vs_memcpy"]
 
 
 def test_ratios_and_table():
@@ -182,15 +190,17 @@ def test_run_child_reports_cpu_and_enforces_deadline():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("prefetch", [1, 1000])
-def test_raw_ceiling_consumes_every_message_once_and_the_broker_dequeues_them(activemq_factory, prefetch):
+@pytest.mark.parametrize("prefetch,body_size", [(1, 256), (1000, 256), (1, 65536), (1000, 1 << 20)])
+def test_raw_ceiling_consumes_every_message_once_and_the_broker_dequeues_them(activemq_factory, prefetch, body_size):
     """bench/_raw_stomp.py (the raw-stomp row): every sequence number once, every message ACKed
-    (the broker's dequeueCount), its DISCONNECT receipted; and the ratio to it in the report."""
+    (the broker's dequeueCount), its DISCONNECT receipted; and the ratio to it in the report.
+    64 KiB and 1 MiB bodies come through its body read (recv_into a buffer of the frame's size)."""
     broker = activemq_factory(statistics=True)
-    row = consume.run_case(broker, consume.Case(consume.RAW, "client-individual", prefetch, 256, BACKLOG),
+    count = BACKLOG if body_size < 1 << 20 else 40
+    row = consume.run_case(broker, consume.Case(consume.RAW, "client-individual", prefetch, body_size, count),
                            deadline=60.0)
     assert row["status"] == "ok", (row["status"], row["problems"], row.get("child_stderr_tail"))
-    assert row["received"] == row["distinct"] == row["dequeue_count"] == row["acks_sent"] == BACKLOG
+    assert row["received"] == row["distinct"] == row["dequeue_count"] == row["acks_sent"] == count
     assert row["missing"] == row["lost"] == row["duplicates"] == 0
     assert row["queue_stats_after"]["size"] == 0
     assert row["child"]["module"] == consume.CLIENTS[consume.RAW] and row["child"]["disconnect_confirmed"]

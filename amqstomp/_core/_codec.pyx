@@ -87,6 +87,8 @@ cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
     int PyBUF_WRITE
+    bint PyLong_CheckExact(object o)
+    Py_ssize_t PyLong_AsSsize_t(object o) except? -1
 
 cdef enum:
     S_IDLE = 0

@@ -95,7 +95,14 @@ cdef object _big_read(FrameParser self, readinto):
         n = readinto(view)
     finally:
         view.release()
-    cdef Py_ssize_t got = read_count(n, room)
+    cdef Py_ssize_t got = -1
+    if PyLong_CheckExact(n):  # what a socket's recv_into returns: checked here, without a Python call
+        try:
+            got = PyLong_AsSsize_t(n)
+        except OverflowError:
+            got = -1
+    if got < 0 or got > room:
+        got = read_count(n, room)  # anything else: read_count's check (and its error)
     self._big_fill += got
     self._base += got
     if self._big_fill == self._clen:

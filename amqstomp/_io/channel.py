@@ -186,20 +186,21 @@ def stream_reader(channel: Any, proto: "ProtocolState", size: int, clock: Callab
 
 class PlainChannel:
     """A connected TCP socket in blocking mode: reads on the reader thread,
-    writes under the link's write lock, each direction on its own."""
+    writes under the link's write lock, each direction on its own.
+
+    ``recv(size)`` and ``recv_into(buffer)`` (writable, e.g. a memoryview; returns the bytes
+    read, 0: the end) are the socket's own methods: the reader thread calls them with no
+    Python call in between (one or two reads per message)."""
 
     tls = False
+    recv: Callable[[int], bytes]
+    recv_into: Callable[[Any], int]
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         sock.settimeout(None)
-
-    def recv(self, size: int) -> bytes:
-        return self.sock.recv(size)
-
-    def recv_into(self, buffer: Any) -> int:
-        """Read into ``buffer`` (writable, e.g. a memoryview); returns the bytes read (0: the end)."""
-        return self.sock.recv_into(buffer)
+        self.recv = sock.recv
+        self.recv_into = sock.recv_into
 
     def pending(self) -> int:
         """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""
