@@ -171,13 +171,16 @@ class Link(LinkWriter):
 
         Raises:
             ConnectFailedException: an ERROR came instead (ConnectRefusedError),
-                the link ended, or nothing came in time.
+                the link ended, or nothing came in time (its message names the
+                broker's host:port).
         """
         try:
             frame: Frame = self.connect_future.result(timeout_s)
             return frame
         except _FutureTimeout:
-            raise ConnectFailedException("no CONNECTED frame within %.3g s" % timeout_s) from None
+            host, port = self.host_and_port[0], self.host_and_port[1]
+            raise ConnectFailedException("%s:%s: no CONNECTED frame within %.3g s (the broker accepted the socket "
+                                         "and did not answer CONNECT)" % (host, port, timeout_s)) from None
         except ConnectFailedException:
             raise
         except StompException as exc:
