@@ -240,6 +240,7 @@ def test_heartbeats_keep_an_idle_connection_alive(activemq):
         conn.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # heart-beat timers (test_heartbeats_keep_an_idle_connection_alive stays in both)
 @pytest.mark.timeout(40)
 def test_message_then_silence_is_not_a_false_timeout(activemq):
     """ActiveMQ skips its next keep-alive after any write, so 2 intervals of
