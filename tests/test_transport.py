@@ -314,6 +314,7 @@ def test_receipt_wait_released_by_connection_drop(stall_proxy):
     conn.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # the listener thread vs the heart-beat timer, above the codec
 @pytest.mark.timeout(40)
 def test_slow_listener_does_not_delay_heartbeats(activemq):
     class Slow(Collector):
