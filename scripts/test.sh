@@ -32,7 +32,8 @@
 #   9. ... and again with AMQSTOMP_NO_EXTENSIONS=1 (the pure twins), leaving out the tests marked
 #      compiled_pass_only (pyproject's markers; tests/test_compiled_pass_only.py keeps the rule;
 #      the run prints how many it left out): failover rebalancing, priority and connect order,
-#      master/slave and network-member kills, heart-beat liveness, blocked writes, RabbitMQ
+#      master/slave, network- and fan-in-member kills, heart-beat liveness, send/receipt timeouts
+#      against stalled peers, blocked writes, RabbitMQ
 #      clusters and plugins, the chaos harness's master kill and self-checks, the bench smoke
 #      runs. Threads, timers and brokers above the codec: they ran in step 8, and a second run
 #      with the pure codec/flow would find nothing new there (the twins are proven by the

@@ -27,6 +27,7 @@ def url_of(address: Any) -> str:
     return "stomp://%s:%d" % tuple(address)
 
 
+@pytest.mark.compiled_pass_only  # heart-beat timers against a blocked event loop
 def test_a_blocked_loop_is_no_heartbeat_timeout(activemq):
     """The broker's heart-beats every 1 s: it is declared dead after 3 s of silence (1000 x 2 x
     1.5); ours every 10 s (so the broker does not end a client that is silent 4 s). A handler

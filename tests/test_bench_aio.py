@@ -119,12 +119,13 @@ def test_ceiling_ratios_are_per_repetition_over_the_raw_client():
 
 
 @pytest.mark.broker
+@pytest.mark.compiled_pass_only  # the bench's own dequeue check (a 10 s wait), nothing of the codec
 @pytest.mark.timeout(60)
-def test_a_queue_left_with_messages_ends_the_run(activemq_factory):
+def test_a_queue_left_with_messages_ends_the_run(bench_broker):
     """The dequeue check after each consumer can fail: a queue nobody consumed is no row."""
     from bench._common import fill_queue
 
-    broker = activemq_factory(statistics=True)
+    broker = bench_broker  # the module's broker (statistics on); a queue of this test's own
     fill_queue(broker.host_and_ports, "/queue/bench-aio-left", 5, 256)
     with pytest.raises(SystemExit, match="expected 5 dequeued"):
         aio._dequeued(broker, "/queue/bench-aio-left", 5, "aio", "ack-p1000")

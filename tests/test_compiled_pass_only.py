@@ -28,7 +28,10 @@ MARK = "compiled_pass_only"
 #: tests/conftest.py, and the module fixtures of the broker files)
 BROKER_FIXTURES = {"activemq", "activemq_persistent", "activemq_factory", "activemq_factory_module",
                    "activemq_network_factory", "rabbitmq", "rabbitmq_web_stomp", "stomp_broker", "tcp_proxy_factory",
-                   "proxy", "cluster"}
+                   "proxy", "cluster",
+                   # the fake STOMP peers (tests/test_guards.py), the stalling proxy (tests/conftest.py) and
+                   # tests/test_proxy.py's proxy in front of the session broker
+                   "fake_broker", "stall_proxy", "broker_proxy"}
 #: files whose tests run in both passes, whatever they exercise: the codec, flow, protocol core,
 #: settlement and ack modes, and the smoke round trips
 BOTH_PASSES = ["test_codec*.py", "test_flow*.py", "test_protocol*.py", "test_settle*.py", "test_acks*.py",

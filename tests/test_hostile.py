@@ -27,6 +27,8 @@ class FakePeer:
         self.port = self.server.getsockname()[1]
         self.script = script
         self.lifetime = lifetime
+        #: set by :meth:`stop`: a script that holds the socket silent waits on it, not a fixed sleep
+        self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -53,6 +55,7 @@ class FakePeer:
             self.server.close()
 
     def stop(self):
+        self.stopped.set()
         self.server.close()
         self.thread.join(self.lifetime + 1)
 
@@ -257,7 +260,7 @@ def test_messages_of_a_subscription_subscribe_did_not_make_are_bounded_too(how):
 def test_a_malformed_broker_heart_beat_keeps_the_clients_own_and_says_so(value, caplog):
     """CONNECTED ``heart-beat:-5,-5`` or ``abc`` turned heart-beats off silently (0,0): a broker that
     then fell silent was never noticed. Now the client keeps what it asked for, with a WARNING."""
-    peer = FakePeer(lambda sock: time.sleep(8.0), lifetime=12.0,
+    peer = FakePeer(lambda sock: peer.stopped.wait(8.0), lifetime=12.0,  # silent until stopped
                     connected=b"CONNECTED\nversion:1.2\nserver:FakeBroker/1\nheart-beat:%s\n\n\x00" % value.encode())
     conn = amqstomp.Connection12([("127.0.0.1", peer.port)], heartbeats=(1000, 1000))
     events = Events()
@@ -278,7 +281,7 @@ def test_a_malformed_broker_heart_beat_keeps_the_clients_own_and_says_so(value, 
 
 def test_a_message_before_connected_is_a_protocol_error_not_a_delivery():
     frame = b"MESSAGE\nsubscription:s\nmessage-id:early\ndestination:/queue/x\n\nearly\x00"
-    peer = FakePeer(lambda sock: time.sleep(3.0), lifetime=10.0, connected=frame + CONNECTED)
+    peer = FakePeer(lambda sock: peer.stopped.wait(3.0), lifetime=10.0, connected=frame + CONNECTED)
     conn = amqstomp.Connection12([("127.0.0.1", peer.port)])
     events = Events()
     conn.set_listener("e", events)

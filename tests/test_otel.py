@@ -247,6 +247,7 @@ def test_the_prefetch_and_unacknowledged_gauges(activemq, telemetry):
     assert gauge("amqstomp.client.prefetch.credit") == []
 
 
+@pytest.mark.compiled_pass_only  # a full broker's flow control and the blocked time: broker behaviour, timers
 @pytest.mark.timeout(150)
 def test_the_time_a_jms_send_is_blocked_by_producer_flow_control(activemq_factory, telemetry):
     """ActiveMQ with a 1 MB memory limit holds the RECEIPTs of a full producer window back:

@@ -240,6 +240,7 @@ def test_heartbeats_keep_an_idle_connection_alive(activemq):
         conn.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # heart-beat timers (test_heartbeats_keep_an_idle_connection_alive stays in both)
 @pytest.mark.timeout(40)
 def test_message_then_silence_is_not_a_false_timeout(activemq):
     """ActiveMQ skips its next keep-alive after any write, so 2 intervals of
@@ -313,6 +314,7 @@ def test_receipt_wait_released_by_connection_drop(stall_proxy):
     conn.disconnect()
 
 
+@pytest.mark.compiled_pass_only  # the listener thread vs the heart-beat timer, above the codec
 @pytest.mark.timeout(40)
 def test_slow_listener_does_not_delay_heartbeats(activemq):
     class Slow(Collector):

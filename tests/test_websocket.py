@@ -9,6 +9,7 @@ ACKs reach it: without them delivery stops after the window.
 """
 import os
 import socket
+import re
 import subprocess
 import sys
 import textwrap
@@ -752,7 +753,14 @@ def test_binary_mode_takes_text_messages_as_bytes():
         Frame, Op = peer.ws.frames.Frame, peer.ws.frames.Opcode
         time.sleep(0.3)  # after connect() returned
         peer.send(Frame(Op.TEXT, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\n\xc3(\x00"))
-        server.stopped.wait(10)
+        # answer the DISCONNECT's receipt, so disconnect() need not wait out its timeout
+        deadline = time.monotonic() + 10
+        while not server.stopped.is_set() and time.monotonic() < deadline:
+            for f in peer.frames(1, timeout=10):
+                if f.data.startswith(b"DISCONNECT"):
+                    receipt = re.search(rb"\nreceipt:([^\n]*)\n", f.data).group(1)
+                    peer.send(Frame(Op.TEXT, b"RECEIPT\nreceipt-id:" + receipt + b"\n\n\x00"))
+                    return
 
     server = FakeWebSocketServer(script)
     conn, listener = _fake_ws_conn(server, binary_mode=True)
