@@ -202,18 +202,6 @@ class ProtocolState:
         """Bytes of an incomplete frame held by the parser."""
         return self.parser.buffered
 
-    @property
-    def body_missing(self) -> int:
-        """Bytes still to come of a body whose content-length was read (0: none)."""
-        return self.parser.body_missing
-
-    def read_body(self, readinto: Callable[[Any], int]) -> int:
-        """Read more of the arriving body with ``readinto`` (a socket's
-        ``recv_into``: see :meth:`amqstomp.codec.FrameParser.read_body`); returns
-        the bytes read (0: the stream ended). The caller reports the time
-        (:meth:`peer_seen`): the core reads no clock."""
-        return self.parser.read_body(readinto)
-
     def peer_seen(self, now_ms: float) -> None:
         """The peer showed it is alive at ``now_ms`` without a byte being parsed
         (bytes waiting in the socket while reading is paused)."""

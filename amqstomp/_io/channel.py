@@ -151,7 +151,7 @@ def stream_reader(channel: Any, proto: "ProtocolState", size: int, clock: Callab
     ``proto.receive_data`` (b"": the stream ended), asking for ``size`` bytes.
     While a body of a known content-length of at least :data:`BODY_READ_MIN`
     bytes is arriving, its rest is first read straight into the body's bytes
-    (``proto.read_body(channel.recv_into)``: one copy, by the kernel), reporting
+    (``proto.parser.read_body(channel.recv_into)``: one copy, by the kernel), reporting
     ``clock()`` (s) after each read as the peer's liveness; then at most
     :data:`HEAD_READ_BYTES` are read (the next frame's head, so that a large
     body after it comes the same way). Reading is not paused inside a body.
