@@ -862,21 +862,29 @@ def test_producer_flow_control_callbacks_against_a_full_broker(activemq_factory,
         consumer = session.create_consumer(queue)
         conn.start()
         got = 0
+        ids = set()
         deadline = time.monotonic() + 60
         while got < total and time.monotonic() < deadline:
-            if consumer.receive(2) is not None:
+            message = consumer.receive(2)
+            if message is not None:
                 got += 1
-        assert got == total
+                ids.add(message.message_id)
+        assert got == total and len(ids) == total  # each message once
         thread.join(10)
         assert len(sent) == total
         assert not_full.is_set()
         assert any(not e.full for e in events)
         assert conn._state.consumer_link.transport.is_connected()
-    # the connection's close acked what AUTO_ACKNOWLEDGE consumed (the broker counts the last ACKs late
-    # under load); what the broker said last goes into the failure (one pure-pass CI run saw the size stay
-    # above 0 for the whole 15 s: how many, and whether in flight or back on the queue, tells ACK from broker)
+    # the connection's close acked what AUTO_ACKNOWLEDGE consumed: the broker dequeued all of them and holds
+    # none in flight (it counts the last ACKs late under load: waited for, 15 s at most). Not the queue's size
+    # (enqueueCount - dequeueCount): ActiveMQ 5.17 now and then leaves a PERSISTENT send it stored and then
+    # dispatched out of enqueueCount for good. The queue pages the message in from its store before the send
+    # adds it to the cursor, whose add then fails as a duplicate ("cursor got duplicate send" in the broker's
+    # log), and the send skips the count. One such run: 290 enqueued, 300 dispatched and dequeued, size -10,
+    # ten such lines, and the consumer had each of the 300 once.
     last = {}
-    assert wait_until(lambda: last.update(stats(broker, queue.name)) or last["size"] == 0, 15), \
+    assert wait_until(lambda: last.update(stats(broker, queue.name)) or (
+        last["dequeueCount"] == total and last["inflightCount"] == 0), 15), \
         "the queue's statistics 15 s after the connection closed: %r" % (last,)
 
 
