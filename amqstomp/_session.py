@@ -39,7 +39,7 @@ from .transport import DEFAULT_CLOSE_TIMEOUT, DEFAULT_WAIT_TIMEOUT, Transport
 from .utils import get_uuid, merge_headers
 from ._io.timeouts import clamp_wait
 from . import _stomppy_wire as stomppy_wire
-from ._session_wait import never_waits, reconnect_wait
+from ._session_wait import abandon_connect, never_waits, reconnect_wait
 
 __all__ = ["StompSession", "DEFAULT_DISCONNECT_TIMEOUT", "DEFAULT_FAILOVER_HEARTBEATS"]
 
@@ -47,8 +47,7 @@ HostAndPort = Tuple[str, int]
 
 log = logging.getLogger("amqstomp.connection")
 
-#: Seconds ``disconnect()`` waits for the DISCONNECT receipt when the
-#: connection has no ``timeout``.
+#: Seconds ``disconnect()`` waits for the DISCONNECT receipt when the connection has no ``timeout``.
 DEFAULT_DISCONNECT_TIMEOUT = 10.0
 #: Heart-beats (ms) of a connection with ``auto_reconnect`` that names none: a
 #: broker that goes silent with the socket still open is only noticed by them.
@@ -420,46 +419,43 @@ class StompSession:
     def connect(self, username: Optional[str] = None, passcode: Optional[str] = None, wait: bool = False,
                 headers: Optional[Mapping[str, Any]] = None, with_connect_command: bool = False,
                 timeout: Optional[float] = None, **keyword_headers: Any) -> None:
-        """Open the socket and send CONNECT (1.0) or STOMP (1.1/1.2; CONNECT
-        with ``with_connect_command``), STOMP 1.2 "Connecting".
+        """Open the socket and send CONNECT (1.0) or STOMP (1.1/1.2; CONNECT with
+        ``with_connect_command``), STOMP 1.2 "Connecting".
 
-        Sends ``accept-version`` (this class's version), ``host`` (the vhost;
-        else ``/`` on 1.2, where stomp.py sends the broker's host name, which
-        RabbitMQ refuses as a virtual host; none on 1.0/1.1), ``heart-beat`` (when
-        ``heartbeats`` is not (0, 0)), ``login``/``passcode``, plus ``headers``
-        and keyword headers.
+        Sends ``accept-version`` (this class's version), ``host`` (the vhost; else ``/`` on 1.2, where
+        stomp.py sends the broker's host name, which RabbitMQ refuses as a virtual host; none on
+        1.0/1.1), ``heart-beat`` (when ``heartbeats`` is not (0, 0)), ``login``/``passcode``, plus
+        ``headers`` and keyword headers.
 
         Args:
             wait (bool): block until CONNECTED.
-            timeout (float | None): seconds: the bound of ``wait``; without
-                ``wait``, the time CONNECTED is due in (with ``auto_reconnect``, the
-                first broker's share, as with ``wait``), else the socket ends as a lost
-                one; the connection's ``timeout`` or 30 s when None. With ``wait`` it also
-                ends the socket attempts (``reconnect_attempts_max=-1`` included)
-                once passed (no limit when both are None, as in stomp.py).
+            timeout (float | None): seconds: the bound of ``wait``; without ``wait``, the time
+                CONNECTED is due in (with ``auto_reconnect``, the first broker's share, as with
+                ``wait``), else the socket ends as a lost one; the connection's ``timeout`` or 30 s
+                when None. With ``wait`` it also ends the socket attempts
+                (``reconnect_attempts_max=-1`` included) once passed (no limit when both are None,
+                as in stomp.py).
 
         With ``auto_reconnect`` the brokers are tried as a reconnect tries them
-        (:class:`amqstomp._engine.failover.Reconnector`): a broker that resets the
-        socket, drops it, or accepts it but never answers CONNECTED ends its
-        attempt and the next broker is tried. With ``wait``, on this thread: one
-        attempt per broker in the policy's order, each bounded by the
-        connection's ``timeout`` (30 s when None) and its share of the time left
-        (equal among the brokers still to try in the pass); passes repeat with
-        the reconnect back-off until ``timeout`` (or ``reconnect_attempts_max``
-        passes) run out; a broker's ERROR answer ends them at once. Without
-        ``wait``, one socket is opened here and CONNECT written; one that ends
-        before CONNECTED is the failover loop's from there, in the background
-        (the broker tried last; the listeners hear ``on_connected`` from the one
-        that answers, or one ``on_disconnected`` when the attempts run out).
+        (:class:`amqstomp._engine.failover.Reconnector`): a broker that resets the socket, drops it, or
+        accepts it but never answers CONNECTED ends its attempt and the next broker is tried. With
+        ``wait``, on this thread: one attempt per broker in the policy's order, each bounded by the
+        connection's ``timeout`` (30 s when None) and its share of the time left (equal among the brokers
+        still to try in the pass); passes repeat with the reconnect back-off until ``timeout`` (or
+        ``reconnect_attempts_max`` passes) run out; a broker's ERROR answer ends them at once. Without
+        ``wait``, one socket is opened here and CONNECT written; one that ends before CONNECTED is the
+        failover loop's from there, in the background (the broker tried last; the listeners hear
+        ``on_connected`` from the one that answers, or one ``on_disconnected`` when the attempts run out).
+        A ``wait`` ended by the caller's own exception (Ctrl-C's KeyboardInterrupt, one a signal handler
+        raised) ends the attempt too: socket closed, failover loop stopped; the exception goes on.
 
         Raises:
-            ConnectRefusedError: (a ConnectFailedException) with ``wait``, the
-                broker answered ERROR (its reason in the message and ``frame``).
-            ConnectFailedException: no socket could be opened; or, with
-                ``wait``, the broker closed the connection or said nothing
-                within ``timeout`` (the socket is then closed).
-            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout``
-                is not a finite number >= 0 (:func:`amqstomp.utils.clamp_wait`).
+            ConnectRefusedError: (a ConnectFailedException) with ``wait``, the broker answered ERROR
+                (its reason in the message and ``frame``).
+            ConnectFailedException: no socket could be opened; or, with ``wait``, the broker closed
+                the connection or said nothing within ``timeout`` (the socket is then closed).
+            InvalidTimeoutError: (a TypeError and a ValueError) ``timeout`` is not a finite number
+                >= 0 (:func:`amqstomp.utils.clamp_wait`).
         """
         timeout = clamp_wait(timeout, "timeout", strict=True)  # InvalidTimeoutError naming it
         if self._transport_replaced():  # stomp.py's calls and frames to the replacement
@@ -479,9 +475,8 @@ class StompSession:
     def _connect_over_failover(self, username: Optional[str], passcode: Optional[str],
                                headers: Optional[Mapping[str, Any]], with_connect_command: bool,
                                timeout: Optional[float], keyword_headers: Dict[str, Any]) -> None:
-        """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover loop's
-        passes on this thread (:meth:`amqstomp._engine.failover.Reconnector.connect`; each
-        attempt bounded, as ActiveMQ's FailoverTransport's, see :meth:`connect`)."""
+        """:meth:`connect` with ``auto_reconnect`` and ``wait``: the failover loop's passes on this thread
+        (:meth:`amqstomp._engine.failover.Reconnector.connect`; each attempt bounded, see :meth:`connect`)."""
         rc = self.reconnector
         assert rc is not None
         with self._connect_lock:  # concurrent callers: one pass at a time; the second finds it connected
@@ -498,9 +493,12 @@ class StompSession:
             opened_before = self.transport.link_seq
             try:
                 rc.connect(wait_s)  # ConnectRefusedError at once; ConnectFailedException when the passes end
-            except ConnectFailedException:
-                if self.transport.link_seq != opened_before:  # a socket was opened (and closed silently):
-                    self._tell_disconnected()  # on_disconnected once, as after connect() without failover
+            except BaseException as exc:
+                if isinstance(exc, ConnectFailedException):
+                    if self.transport.link_seq != opened_before:  # a socket was opened (and closed silently):
+                        self._tell_disconnected()  # on_disconnected once, as after connect() without failover
+                elif not isinstance(exc, StompException):  # Ctrl-C, a signal handler's: the wait abandoned
+                    abandon_connect(exc, rc, self.transport)
                 raise
 
     def _connect_once(self, username: Optional[str], passcode: Optional[str], wait: bool,
@@ -551,6 +549,9 @@ class StompSession:
             if isinstance(exc, ConnectFailedException):
                 raise
             raise ConnectFailedException(str(exc)) from exc
+        except BaseException as exc:  # Ctrl-C, a signal handler's exception: the wait abandoned
+            abandon_connect(exc, rc, self.transport)
+            raise
 
     def disconnect(self, receipt: Optional[str] = None, headers: Optional[Mapping[str, Any]] = None,
                    **keyword_headers: Any) -> None:

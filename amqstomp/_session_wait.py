@@ -1,14 +1,18 @@
 """How a stomp.py-API frame waits for a socket: :func:`never_waits` without
 failover, :func:`reconnect_wait` with it (the ``wait`` of
 :meth:`amqstomp._engine.client.Client.write`, used by
-:meth:`amqstomp._session.StompSession._write`)."""
+:meth:`amqstomp._session.StompSession._write`); and how a ``connect()`` wait that
+an exception of the caller's ended gives its attempt up (:func:`abandon_connect`)."""
+import logging
 import time
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 from .exception import NotConnectedException
 from ._engine.failover import Reconnector
 
-__all__ = ["never_waits", "reconnect_wait"]
+__all__ = ["never_waits", "reconnect_wait", "abandon_connect"]
+
+log = logging.getLogger("amqstomp.connection")
 
 #: ``wait(cmd, cause)``: returns once a socket may take the frame, else raises
 Wait = Callable[[str, Optional[BaseException]], None]
@@ -47,3 +51,18 @@ def reconnect_wait(rc: Reconnector, wait_s: float) -> Wait:
             raise NotConnectedException("not reconnected within %.3g s (%s not sent)" % (wait_s, cmd)) from cause
 
     return wait_up
+
+
+def abandon_connect(exc: BaseException, rc: Optional[Reconnector], transport: Any) -> None:
+    """``connect(wait=True)`` ended by an exception that is not the connection's own
+    (Ctrl-C: KeyboardInterrupt; one a signal handler raised): nobody waits for that
+    CONNECTED any more, so the attempt ends now (the failover loop ``rc`` disarmed,
+    the socket closed) instead of keeping its socket and threads until
+    ``disconnect()``. The caller re-raises ``exc``; a failed clean-up is logged,
+    never raised over it."""
+    try:
+        if rc is not None:
+            rc.disarm()
+        transport.close(reason="connect abandoned: %s" % (type(exc).__name__,))
+    except Exception:
+        log.exception("closing the connection after an abandoned connect() failed")

@@ -1,0 +1,79 @@
+"""Calls of the stomp.py API ended by an exception that is not the connection's
+own: Ctrl-C (KeyboardInterrupt) or an exception raised by a signal handler (an
+alarm-based timeout), arriving while the call waits on a socket.
+
+A new user's finding (2026-12-07): ``connect(wait=True)`` interrupted that way
+left its socket, its CONNECT unanswered, and the connection's three threads
+running until ``disconnect()``. The caller's exception must go on as it is, and
+nothing the abandoned call started may outlive it.
+
+The interruption is a SIGALRM whose handler raises :class:`Interrupted`, a
+BaseException as KeyboardInterrupt is (pytest treats a real KeyboardInterrupt as a
+request to stop the session); the peer is a
+socket on 127.0.0.1 that the kernel accepts and nobody ever answers.
+"""
+import signal
+import socket
+import threading
+
+import pytest
+from conftest import wait_until
+
+import amqstomp
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Interrupted(BaseException):
+    """What the alarm's handler raises: like KeyboardInterrupt, not an Exception (with
+    ``auto_reconnect`` a connect attempt that raises an Exception is that attempt's
+    failure, and the next one follows: the policy's passes bound it)."""
+
+
+@pytest.fixture
+def alarm():
+    """Arm SIGALRM ``after`` seconds; its handler raises Interrupted."""
+    def handler(signum, frame):
+        raise Interrupted("the alarm went off")
+
+    previous = signal.signal(signal.SIGALRM, handler)
+
+    def arm(after: float) -> None:
+        signal.setitimer(signal.ITIMER_REAL, after)
+
+    try:
+        yield arm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def silent_peer():
+    """(host, port) of a listening socket that never answers (the kernel accepts)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    try:
+        yield server.getsockname()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("auto_reconnect", [False, True])
+def test_an_interrupted_connect_wait_ends_its_socket_and_threads(alarm, silent_peer, auto_reconnect):
+    """``connect(wait=True)`` interrupted while it waits for CONNECTED: the exception
+    reaches the caller unchanged, and the socket and every thread the connect started
+    end within a few seconds (they ran until ``disconnect()``; the connect's own
+    bound here is 30 s, so only the interruption can have ended them)."""
+    before = set(threading.enumerate())
+    conn = amqstomp.Connection12([silent_peer], timeout=30, auto_reconnect=auto_reconnect,
+                                 reconnect_attempts_max=-1)
+    alarm(0.5)
+    with pytest.raises(Interrupted):
+        conn.connect("admin", "admin", wait=True)
+    assert wait_until(lambda: not (set(threading.enumerate()) - before), 10), \
+        sorted(t.name for t in set(threading.enumerate()) - before)
+    assert not conn.is_connected()
+    assert not conn.transport.is_open()
+    conn.disconnect()  # still a no-op that does not raise
