@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -731,3 +732,59 @@ def test_a_command_file_prints_every_message_that_came_before_it_ends(activemq, 
         assert "No stats available" in proc.stdout and "lost connection" not in proc.stdout, proc.stdout
         assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_command_file_may_be_a_pipe_and_a_directory_is_refused(activemq, tmp_path):
+    """``-F /dev/stdin`` (and so ``-F <(printf ...)``: a pipe, not a regular file) runs
+    the commands it reads, as stomp.py's client does (a fresh user's finding: it
+    was refused with "is not a file"); a directory is refused (argparse: its usage, then the reason), exit 2,
+    before connecting."""
+    queue = "/queue/cli.%s.pipe" % uuid.uuid4().hex[:10]
+    proc = subprocess.run(AMQSTOMP + ["-P", str(activemq.stomp_port), "-F", "/dev/stdin"], cwd=str(tmp_path),
+                          input="send %s from a pipe\nstats\n" % queue, capture_output=True, text=True,
+                          timeout=90, env=cli_env(str(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    stats = queue_statistics(activemq, queue[len("/queue/"):])
+    assert stats and stats["enqueueCount"] == 1, stats
+    (tmp_path / "adir").mkdir()
+    proc = _run(["-P", str(activemq.stomp_port), "-F", "adir"], tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "adir is a directory" in proc.stderr.strip().splitlines()[-1], proc.stderr  # argparse's usage, then it
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_during_the_demo_stops_its_broker_in_one_line(tmp_path):
+    """``amqstomp demo`` interrupted (SIGINT, as Ctrl-C) while it runs: one line on
+    stderr and exit status 130, not a traceback; the ActiveMQ it started is stopped
+    (a fresh user's finding: a raw KeyboardInterrupt traceback, status -2)."""
+    from amqstomp.testing import ActiveMQBroker
+    if not ActiveMQBroker.available():
+        pytest.skip("no ActiveMQ here")
+    proc = subprocess.Popen(AMQSTOMP + ["demo", "--messages", "50000000", "--timeout", "120"], cwd=str(tmp_path),
+                            env=cli_env(str(tmp_path)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pid = None
+        for line in proc.stdout:  # (ends when the process does: bounded by the test's timeout)
+            found = re.search(r"ActiveMQ started on .* \(pid (\d+)\)", line)
+            if found:
+                pid = int(found.group(1))
+                break
+        assert pid is not None, proc.stderr.read()
+        time.sleep(1.0)  # inside run_demo: sending
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    assert "interrupted (Ctrl-C); stopping ActiveMQ" in err
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the demo's ActiveMQ (pid %d) still runs" % pid

@@ -82,11 +82,13 @@ def _destination(text: str) -> str:
 
 
 def _command_file(text: str) -> str:
-    """``-F FILENAME``: a file that exists (checked before connecting; stomp.py connected,
-    printed "File ... was not found" and exited 0)."""
-    if not os.path.isfile(text):
-        raise argparse.ArgumentTypeError("File %s was not found" % text if not os.path.exists(text)
-                                         else "%s is not a file" % text)
+    """``-F FILENAME``: a file that exists and is not a directory (checked before connecting;
+    stomp.py connected, printed "File ... was not found" and exited 0). A pipe is a file here, as
+    in stomp.py: ``-F <(printf ...)``, ``-F /dev/stdin`` (read once, to its end)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError("File %s was not found" % text)
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError("%s is a directory, not a file of commands" % text)
     return text
 
 

@@ -137,16 +137,22 @@ def demo(args: argparse.Namespace) -> int:
     print("amqstomp demo: codec=%s, %d messages of %d bytes, ack:client with optimizeAcknowledge, prefetch %d"
           % (IMPLEMENTATION, args.messages, args.body_size, args.prefetch))
     t0 = time.monotonic()
+    broker = ActiveMQBroker(persistent=args.persistent)
     try:
-        broker = ActiveMQBroker(persistent=args.persistent).start()
-    except BrokerStartError as exc:
-        print("amqstomp demo: %s" % exc.summary, file=sys.stderr)
-        return 2
-    with broker:
+        try:
+            broker.start()
+        except BrokerStartError as exc:
+            print("amqstomp demo: %s" % exc.summary, file=sys.stderr)
+            return 2
         print("ActiveMQ started on %s in %.1f s (pid %s)" % (broker.url, time.monotonic() - t0, broker.pid))
         result = run_demo(broker.host_and_ports, args.messages, args.body_size, args.prefetch,
                           args.destination, args.timeout)
         stats = queue_statistics(broker, args.destination.rsplit("/", 1)[-1])
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback; the broker is stopped below
+        print("amqstomp demo: interrupted (Ctrl-C); stopping ActiveMQ", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        broker.stop()
     print("broker's view of %s: enqueued %d, dequeued %d, left %d"
           % (args.destination, stats["enqueueCount"], stats["dequeueCount"], stats["size"]))
     print("sent %(sent)d, received %(received)d, lost %(lost)d, duplicates %(duplicates)d" % result)
