@@ -423,7 +423,10 @@ class MessageConsumer:
 
     def receive(self, timeout: Optional[float] = None) -> Optional[Message]:
         """The next message: wait up to ``timeout`` seconds (None: until one comes
-        or the consumer is closed). Returns None on timeout or close.
+        or the consumer is closed; 0: no wait, as :meth:`receive_no_wait`). Returns
+        None on timeout or close. Unlike Java's ``MessageConsumer.receive(long)``,
+        the unit is seconds, not milliseconds, and 0 does not mean "for ever": a
+        port of ``receive(0)`` is ``receive()``, of ``receive(1000)`` ``receive(1.0)``.
 
         Raises:
             IllegalStateError: the consumer has a message listener, or is closed.
