@@ -15,11 +15,14 @@ socket on 127.0.0.1 that the kernel accepts and nobody ever answers.
 import signal
 import socket
 import threading
+import uuid
 
 import pytest
 from conftest import wait_until
 
 import amqstomp
+from amqstomp.exception import NotConnectedException
+from amqstomp.testing import queue_statistics
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -77,3 +80,38 @@ def test_an_interrupted_connect_wait_ends_its_socket_and_threads(alarm, silent_p
     assert not conn.is_connected()
     assert not conn.transport.is_open()
     conn.disconnect()  # still a no-op that does not raise
+
+
+@pytest.mark.parametrize("auto_reconnect", [False, True])
+def test_a_send_interrupted_inside_its_write_ends_the_socket_it_cut(alarm, activemq, tcp_proxy_factory,
+                                                                     auto_reconnect):
+    """A ``send()`` interrupted while its frame is being written (the broker not
+    reading: a stalled proxy; a 32 MiB body): part of the frame
+    may be on the wire, so that socket can carry nothing more (the broker would read
+    the next frames as the rest of the body). The socket is closed as a loss: the
+    caller's exception goes on, and the next ``send()`` raises (no failover) or goes
+    out whole on a new socket (failover), never reported sent on the cut one (a
+    fresh user's finding: ``is_connected()`` stayed True and the next send returned
+    normally, its message lost)."""
+    proxy = tcp_proxy_factory(tuple(activemq.host_and_ports[0]))
+    conn = amqstomp.Connection12([proxy.address], timeout=30, auto_reconnect=auto_reconnect,
+                                 reconnect_attempts_max=-1)
+    conn.connect("admin", "admin", wait=True)
+    queue = "/queue/amqstomp-interrupted-" + uuid.uuid4().hex[:10]
+    try:
+        proxy.stall()  # nothing forwarded: our writes fill the socket buffers, then block
+        alarm(1.0)
+        with pytest.raises(Interrupted):
+            conn.send(queue, b"z" * (32 << 20))
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        proxy.unstall()
+        if not auto_reconnect:
+            assert wait_until(lambda: not conn.is_connected(), 5)
+            with pytest.raises(NotConnectedException):
+                conn.send(queue, "after")
+            return
+        conn.send(queue, "after", receipt="after")  # on the failover loop's new socket
+        conn.wait_for_receipt("after", 20)
+        assert wait_until(lambda: (queue_statistics(activemq, queue[len("/queue/"):]) or {}).get("size") == 1, 10)
+    finally:
+        conn.disconnect()

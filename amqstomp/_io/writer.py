@@ -249,6 +249,9 @@ class LinkWriter:
                     self.proto.data_written(time.monotonic() * 1000.0)
                 except OSError as exc:
                     raise self.write_failed(exc) from exc
+                except BaseException as exc:
+                    self.write_interrupted(exc)
+                    raise
                 finally:
                     lock.release()
                 return
@@ -336,7 +339,21 @@ class LinkWriter:
                 self.channel.sendall(data, deadline)
         except OSError as exc:
             raise self.write_failed(exc) from exc
+        except BaseException as exc:
+            self.write_interrupted(exc)
+            raise
         self.proto.data_written(time.monotonic() * 1000.0)
+
+    def write_interrupted(self, exc: BaseException) -> None:
+        """Under the write lock: a write ended by an exception that is not the socket's
+        (Ctrl-C's KeyboardInterrupt, one a signal handler raised: Python runs the handler
+        inside a ``sendall`` that waits). Part of the frame may be on the wire, and the
+        broker would read whatever follows as the rest of it, so this socket carries
+        nothing more: the link is closed as a loss (a failover layer moves to a new
+        socket; without one the next write raises). The caller re-raises ``exc``; the
+        frame was not delivered (a broker drops a frame its socket cut short)."""
+        self.close("a write was interrupted (%s): part of a frame may be on the wire, so the socket "
+                   "cannot carry another" % (type(exc).__name__,))  # (not the caller's exception: no other thread raises it)
 
     def write_failed(self, exc: OSError) -> ConnectionClosedException:
         """A write failed: close the link; the exception to raise. The reader gets :data:`WRITE_FAILED_READ_S`
