@@ -388,8 +388,11 @@ class Link:
         if receipt_timeout_s is not None:
             frame_headers = dict(headers)
             frame_headers["receipt"] = "%s-%d" % (cmd.lower(), self.tracker.next_number())
-        self.client.acknowledge(cmd, frame_headers, link_seq, receipt_timeout_s,
-                                lambda: "the %s socket is closed: %s" % (self.role, self.close_reason()))
+        self.client.acknowledge(cmd, frame_headers, link_seq, receipt_timeout_s, self.closed_why)
+
+    def closed_why(self) -> str:
+        """Why a frame was not written on this link's closed socket (an ACK's ConnectionClosedException)."""
+        return "the %s socket is closed: %s" % (self.role, self.close_reason())
 
     def await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the
