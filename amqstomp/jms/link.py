@@ -85,7 +85,8 @@ MAX_SEND_RETRIES = 3
 def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
     """ACK/NACK headers for a MESSAGE on ``link``'s broker and STOMP version
     (:func:`amqstomp._core.frames.ack_headers`, with ActiveMQ's 1.0 quirk)."""
-    return ack_headers(link.version, message_headers, link.is_activemq)
+    # (``link.version``, its property's call skipped once a socket opened: one read per ACK)
+    return ack_headers(link.transport.version or link.version, message_headers, link.is_activemq)
 
 
 class _LinkObserver:
