@@ -40,9 +40,8 @@ _debug_enabled = log.isEnabledFor
 #: that cache (``Logger._cache``, level -> bool; cleared in place by every ``setLevel``/``disable``):
 #: a cached False skips the Python call of ``isEnabledFor`` per frame; anything else asks it
 #: (an interpreter without the cache: ``{}``, always asked)
-_debug_cache: Dict[int, bool] = getattr(log, "_cache", None)
-if not isinstance(_debug_cache, dict):  # pragma: no cover - CPython has had it since 3.7
-    _debug_cache = {}
+_found_cache: Any = getattr(log, "_cache", None)
+_debug_cache: Dict[int, bool] = _found_cache if isinstance(_found_cache, dict) else {}
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:

@@ -78,10 +78,8 @@ class LinkOwner:
         self.recv_bytes = int(recv_bytes)
         self._lock = threading.RLock()
         self._link: Optional[Link] = None
-        #: the STOMP version in use on the open link (the negotiated one once CONNECTED arrived), or None
-        #: before the first: a plain attribute, kept by :meth:`open` (the new link's asked-for version)
-        #: and :meth:`on_frame` (its CONNECTED's, before anything is told of it), read per message by the
-        #: ACK identity on the reader and at every ACK (a property costs ~600 instructions a read in 3.11)
+        #: the STOMP version of the open link (the negotiated one once CONNECTED arrived; None before one):
+        #: kept by :meth:`open` and :meth:`on_frame`, not a property (~600 instructions a read; ACKs read it)
         self.version: Optional[str] = None
         self._link_seq = itertools.count(1)
         #: this connection's number in the process: its threads are named ``amqstomp-<role>-<number>.<socket>``
