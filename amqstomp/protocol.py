@@ -364,9 +364,10 @@ class BaseProtocol(StompSession):
         self._acknowledge(ack_headers, command, frame_headers, None, transaction)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
-                     body: Any = None, tx: Optional[str] = None) -> None:
+                     body: Any = None, tx: Optional[str] = None, key: Optional[Tuple[str, ...]] = None) -> None:
         """An ACK/NACK of the message ``ack_headers`` name, with ``frame_headers``:
-        on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`)."""
+        on the socket that delivered it, if this session holds it (see :meth:`_ack_frame`).
+        ``key``: its identity (:func:`amqstomp._core.frames.ack_identity`) when the caller has it."""
         client = self._client
         taken = None
         try:  # (no cost on the way of an ACK that is written)
@@ -378,7 +379,7 @@ class BaseProtocol(StompSession):
                 if refusal is not None:
                     raise refusal
             if tx is None:
-                taken = self.subscriptions.check_ack(command, ack_headers)
+                taken = self.subscriptions.check_ack(command, ack_headers, None, key)
             else:  # what it takes, the table gives back on ABORT
                 client.check_ack(command, ack_headers, tx, self.subscriptions)
         except _LOCAL_REFUSALS as exc:
@@ -564,8 +565,10 @@ class Protocol12(Protocol11):
         if transaction or receipt or self._send_frame_replaced:
             self._ack_frame("ACK", ack_headers, transaction, receipt)
         else:  # the usual ACK: nothing to add, so its frame is its identity's headers (no copy) and
-            # _ack_frame's steps are skipped (a Python call less per ACK)
-            self._acknowledge(ack_headers, "ACK", ack_headers)
+            # _ack_frame's steps are skipped (a Python call less per ACK); on STOMP 1.2 its identity is
+            # its id, as ack_identity derives it (STOMP 1.2 "ACK"): given, not derived again
+            key = (id,) if id.__class__ is str and self._client.transport.version == "1.2" else None
+            self._acknowledge(ack_headers, "ACK", ack_headers, None, None, key)
 
     def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
              receipt: Optional[str] = None, **keyword_headers: Any) -> None:
