@@ -301,6 +301,11 @@ def test_individual_acknowledge_acks_the_one_message():
     for mode in (ackmodes.JMS_AUTO, ackmodes.JMS_DUPS_OK, ackmodes.JMS_AT_MOST_ONCE):
         with pytest.raises(ValueError, match="does not acknowledge"):
             ackmodes.application_ack(mode, [one], lambda d: False)
+    for lost in (False, True):  # individual_ack (the JMS driver's per-message call): the same action
+        short = ackmodes.individual_ack(one, lost)
+        full = ackmodes.application_ack(ackmodes.JMS_INDIVIDUAL, [one], lambda d: lost)
+        assert (short.names, short.settles, short.cumulative, short.not_acked) == \
+            (full.names, full.settles, full.cumulative, full.not_acked)
 
 
 def test_acks_in_a_transaction_every_batch_and_the_rest_at_commit():

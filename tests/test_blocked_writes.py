@@ -269,3 +269,43 @@ def test_a_write_with_a_timeout_that_cannot_finish_closes_the_link_in_time(size)
         link.scheduler.stop()
         ours.close()
         theirs.close()
+
+
+def test_a_frame_is_logged_at_debug_once_debug_is_turned_on_at_run_time(caplog):
+    """Driver.send_frame skips its DEBUG line through logging's own cache of isEnabledFor while
+    DEBUG is off (a cached False: no call per frame); a level set at run time clears that cache,
+    so the next frame is logged, and setting it back stops the lines again."""
+    import logging
+    import socket
+
+    from amqstomp._io.channel import PlainChannel
+    from amqstomp._io.driver import Driver
+    from amqstomp._io.link import Link
+
+    ours, theirs = socket.socketpair()
+    link = Link(PlainChannel(ours), ("127.0.0.1", 1), "1.2", 1, 1.5)
+    driver = Driver(None, None)  # type: ignore[arg-type]  # no socket is opened: the link is given
+    driver._link = link
+    logger = logging.getLogger("amqstomp.transport")
+    saved = logger.level
+    try:
+        logger.setLevel(logging.INFO)
+        caplog.set_level(logging.DEBUG, logger="amqstomp.other")  # a handler; not this logger's level
+        for _ in range(2):
+            driver.send_frame("ACK", {"id": "quiet"})
+        logger.setLevel(logging.DEBUG)
+        driver.send_frame("ACK", {"id": "shown"})
+        logger.setLevel(logging.INFO)
+        driver.send_frame("ACK", {"id": "quiet-again"})
+        lines = [r.getMessage() for r in caplog.records if r.name == "amqstomp.transport"]
+        assert [line for line in lines if "sending ACK" in line] == ["sending ACK {'id': 'shown'} (0 body bytes)"]
+        theirs.settimeout(5.0)
+        received = b""
+        while received.count(b"\x00") < 4:
+            received += theirs.recv(4096)
+        assert received.count(b"ACK\n") == 4  # every frame written, logged or not
+    finally:
+        logger.setLevel(saved)
+        link.scheduler.stop()
+        ours.close()
+        theirs.close()

@@ -42,6 +42,24 @@ cdef int _put(_Out *o, const char *s, Py_ssize_t n) except -1:
     return 0
 
 
+#: 1 for the bytes header text may have to escape or refuse (\\ : LF CR), else 0: one table load per
+#: byte in _put_text's loops instead of four comparisons (filled once, at import)
+cdef unsigned char _TEXT_SPECIAL[256]
+
+
+cdef void _fill_text_special() noexcept:
+    cdef int i
+    for i in range(256):
+        _TEXT_SPECIAL[i] = 0
+    _TEXT_SPECIAL[<unsigned char>b'\\'] = 1
+    _TEXT_SPECIAL[<unsigned char>b':'] = 1
+    _TEXT_SPECIAL[<unsigned char>b'\n'] = 1
+    _TEXT_SPECIAL[<unsigned char>b'\r'] = 1
+
+
+_fill_text_special()
+
+
 cdef int _put_text(_Out *o, const char *s, Py_ssize_t n, int esc, bint is_name) except -1:
     """Append the UTF-8 text s[:n], escaped per ``esc``; FALLBACK when the twin
     has to decide (it refuses the text)."""
@@ -50,7 +68,7 @@ cdef int _put_text(_Out *o, const char *s, Py_ssize_t n, int esc, bint is_name) 
     cdef char *w
     for i in range(n):
         c = s[i]
-        if c == b'\\' or c == b':' or c == b'\n' or c == b'\r':
+        if _TEXT_SPECIAL[<unsigned char>c]:  # \\ : LF CR
             if esc == ESC_NONE:
                 if c == b'\n' or c == b'\r' or (c == b':' and is_name):
                     return FALLBACK
@@ -64,7 +82,10 @@ cdef int _put_text(_Out *o, const char *s, Py_ssize_t n, int esc, bint is_name) 
     w = o.p + o.n
     for i in range(n):
         c = s[i]
-        if c == b'\\':
+        if not _TEXT_SPECIAL[<unsigned char>c]:
+            w[0] = c
+            w += 1
+        elif c == b'\\':
             w[0] = b'\\'
             w[1] = b'\\'
             w += 2
@@ -76,13 +97,10 @@ cdef int _put_text(_Out *o, const char *s, Py_ssize_t n, int esc, bint is_name) 
             w[0] = b'\\'
             w[1] = b'n'
             w += 2
-        elif c == b'\r':
+        else:  # CR
             w[0] = b'\\'
             w[1] = b'r'
             w += 2
-        else:
-            w[0] = c
-            w += 1
     o.n = w - o.p
     return 0
 

@@ -37,8 +37,8 @@ from .settle import (BY_APPLICATION, BY_BROKER, BY_LIBRARY, INDIVIDUAL, TRANSACT
                      next_redelivery)
 
 __all__ = ["AckMode", "AppAck", "Redelivery", "JMS_AUTO", "JMS_AT_MOST_ONCE", "JMS_CLIENT", "JMS_DUPS_OK",
-           "JMS_INDIVIDUAL", "JMS_TRANSACTED", "acks_in_transaction", "application_ack", "in_transaction_ack",
-           "redeliver",
+           "JMS_INDIVIDUAL", "JMS_TRANSACTED", "acks_in_transaction", "application_ack", "individual_ack",
+           "in_transaction_ack", "redeliver",
            "window_options"]
 
 
@@ -193,6 +193,15 @@ def application_ack(mode: AckMode, deliveries: Sequence[Any], lost: Callable[[An
     if not live:
         return AppAck(None, [], mode.cumulative, not_acked)
     return AppAck(live[-1], live, mode.cumulative, not_acked)
+
+
+def individual_ack(delivery: Any, lost: bool) -> AppAck:
+    """:func:`application_ack` of INDIVIDUAL_ACKNOWLEDGE's one message, ``delivery``, whose
+    lost-socket rule the caller applied (``lost``: it came on a socket lost since): the same
+    action, without a list and a predicate call per acknowledgement."""
+    if lost:
+        return AppAck(None, [], False, 1)
+    return AppAck(delivery, [delivery], False, 0)
 
 
 def in_transaction_ack(delivered: int, acked: int, threshold: int) -> int:

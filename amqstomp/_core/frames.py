@@ -96,9 +96,11 @@ def ack_identity(version: Optional[str], headers: Mapping[str, Any]) -> Tuple[st
     or an ACK's: 1.2 the MESSAGE's ``ack`` header (the ACK's ``id``), 1.1
     ``message-id`` + ``subscription``, 1.0 ``message-id``."""
     if version == "1.2":
-        value = headers.get("ack", headers.get("id"))
+        value = headers.get("ack")
+        if value is None:
+            value = headers.get("id")
         if value is not None:
-            return (str(value),)
+            return (value if value.__class__ is str else str(value),)
     if version == "1.0":
         return (str(headers.get("message-id")),)
     return (str(headers.get("message-id")), str(headers.get("subscription")))

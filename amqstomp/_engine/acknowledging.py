@@ -90,7 +90,7 @@ class Acknowledging:
                 it is refused before it is written (never after the move's
                 DISCONNECT); without, one the broker refused.
         """
-        tx_seq = self.transaction_socket(cmd, headers)
+        tx_seq = self.transaction_socket(cmd, headers) if "transaction" in headers else 0  # (0 outside one)
         if tx_seq and link_seq and tx_seq != link_seq:
             raise TransactionRolledBackError("%s not sent: the message came on another connection than its "
                                              "transaction's (failover); the broker redelivers it" % cmd)

@@ -195,12 +195,16 @@ class PlainChannel:
     tls = False
     recv: Callable[[int], bytes]
     recv_into: Callable[[Any], int]
+    write_whole: Callable[[bytes], None]
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         sock.settimeout(None)
         self.recv = sock.recv
         self.recv_into = sock.recv_into
+        #: :meth:`sendall` without a deadline: the socket's own (the writer calls it with no Python call
+        #: in between, :attr:`amqstomp._io.writer.LinkWriter.write_whole`)
+        self.write_whole = sock.sendall
 
     def pending(self) -> int:
         """Bytes read from the socket but not yet returned by :meth:`recv` (none)."""

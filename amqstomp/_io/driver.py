@@ -37,6 +37,11 @@ _DEBUG = logging.DEBUG
 #: ``log.isEnabledFor``, bound once (logging caches its answer per level and clears the cache on
 #: every level change: DEBUG turned on at run time shows the next frame)
 _debug_enabled = log.isEnabledFor
+#: that cache (``Logger._cache``, level -> bool; cleared in place by every ``setLevel``/``disable``):
+#: a cached False skips the Python call of ``isEnabledFor`` per frame; anything else asks it
+#: (an interpreter without the cache: ``{}``, always asked)
+_found_cache: Any = getattr(log, "_cache", None)
+_debug_cache: Dict[int, bool] = _found_cache if isinstance(_found_cache, dict) else {}
 
 
 def merged_headers(head: FrameHead, headers: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
@@ -205,9 +210,9 @@ class Driver(LinkOwner):
         if head is not None:
             encodings = head.encodings
             head_lines = encodings[version] if version in encodings else head.encoded(version)
-        if cmd == "SEND" and "transformation" not in clean:
-            # the most frequent frame, encoded here: ProtocolState.encode has no rule for a SEND
-            # without a transformation but the broker's limits (one Python call less per SEND)
+        if (cmd == "SEND" and "transformation" not in clean) or cmd == "ACK" or cmd == "NACK":
+            # the most frequent frames, encoded here: ProtocolState.encode has no rule for an ACK, a NACK
+            # or a SEND without a transformation but the broker's limits (one Python call less per frame)
             data = encode_frame(cmd, clean, payload, version, auto_length, head_lines)
             if len(data) > proto.check_above:  # the broker's limits (ActiveMQ), before anything is written
                 proto.check_limits(cmd, data, len(payload))
@@ -219,7 +224,7 @@ class Driver(LinkOwner):
             future = self.expect_receipt(str(receipt))
             if cmd == "DISCONNECT":
                 self.disconnect_receipt = str(receipt)
-        if _debug_enabled(_DEBUG):
+        if _debug_cache.get(_DEBUG) is not False and _debug_enabled(_DEBUG):
             shown = merged_headers(head, clean) if head else clean
             log.debug("sending %s %r (%d body bytes)", cmd, masked_headers(shown), len(payload))
             debug_log = self.debug_log

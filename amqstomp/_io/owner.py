@@ -78,6 +78,9 @@ class LinkOwner:
         self.recv_bytes = int(recv_bytes)
         self._lock = threading.RLock()
         self._link: Optional[Link] = None
+        #: the STOMP version of the open link (the negotiated one once CONNECTED arrived; None before one):
+        #: kept by :meth:`open` and :meth:`on_frame`, not a property (~600 instructions a read; ACKs read it)
+        self.version: Optional[str] = None
         self._link_seq = itertools.count(1)
         #: this connection's number in the process: its threads are named ``amqstomp-<role>-<number>.<socket>``
         self.number = next(_NUMBERS)
@@ -145,13 +148,6 @@ class LinkOwner:
         """(host, port) of the open or the last socket, or None before the first."""
         link = self._link
         return link.host_and_port if link is not None else None
-
-    @property
-    def version(self) -> Optional[str]:
-        """The STOMP version in use on the open link (the negotiated one once
-        CONNECTED arrived), or None."""
-        link = self._link
-        return link.proto.version if link is not None else None
 
     @property
     def connected_frame(self) -> Optional[Frame]:
@@ -271,6 +267,7 @@ class LinkOwner:
         link.debug_log, link.write_stall_ms = self.debug_log, self.write_stall_s * 1000.0
         with self._lock:
             self._link = link
+            self.version = link.proto.version
         link.post(Connecting(host_and_port))  # always the link's first event
         factory = self.create_thread_fc
         if factory is None:
@@ -588,6 +585,8 @@ class LinkOwner:
             log.debug("received %s %r", frame.cmd, frame.headers)
         post = self._listeners_hear(frame) if frame.cmd == "RECEIPT" else False
         if link.on_control_frame(frame, post):
+            if link is self._link:  # the negotiated version (:attr:`version`), before the threads hear of it
+                self.version = link.proto.version
             link.start_heartbeats()
             if _observe.observer is not None:
                 _observe.observer.connection_event(self, "connected", frame)

@@ -125,6 +125,10 @@ class LinkWriter:
         self.wbuf: List[bytes] = []
         self.wbuf_bytes = 0
         self.message_framed = bool(getattr(channel, "message_framed", False))
+        # a blocking write of a whole frame with no deadline (:meth:`write`'s usual case): the channel's
+        # ``write_whole`` when it has one (a plain socket's own ``sendall``: no Python call in between),
+        # else its ``sendall``
+        self.write_whole: Callable[[bytes], Any] = getattr(channel, "write_whole", None) or channel.sendall
         # WebSocket: one write, one message, one frame
         self.can_defer = not getattr(channel, "tls", False) and _MSG_DONTWAIT != 0 and not self.message_framed
         self.flush_scheduled = False  # a timer flush of wbuf is pending
@@ -245,8 +249,8 @@ class LinkWriter:
             if data and not (self.wbuf or self.nowait or self.closed or self.finished):
                 # nothing queued before it, not finished: straight out
                 try:  # _sendall(data), inlined: a call less per frame on the hot path
-                    self.channel.sendall(data)
-                    self.proto.data_written(time.monotonic() * 1000.0)
+                    self.write_whole(data)
+                    self.proto.last_write_ms = time.monotonic() * 1000.0  # (ProtocolState.data_written, inlined)
                 except OSError as exc:
                     raise self.write_failed(exc) from exc
                 except BaseException as exc:

@@ -140,7 +140,10 @@ class SessionState:
         self.transacted = transacted
         self.session: "Session"
         self.transaction: "Transaction"
-        self._cond = threading.Condition(threading.Lock())
+        #: the condition's lock: ``with self._lock`` is ``with self._cond`` (Condition.__enter__ takes it)
+        #: without the two Python calls of Condition's __enter__/__exit__ (per message: track, untrack)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self.consumers: List["ConsumerCore"] = []
         self.producers: List["MessageProducer"] = []
         self.windows: List["ProducerWindow"] = []
@@ -278,11 +281,12 @@ class SessionState:
 
     # ------------------------------------------------------------ life
 
-    def check_open(self, error: Optional[BaseException] = None) -> None:
-        """Raises ``error`` (default: IllegalStateError) when the session is
-        closed or closing, and what :meth:`ConnectionState.check_open` raises."""
+    def check_open(self, error: Optional[BaseException] = None, closed_message: Optional[str] = None) -> None:
+        """Raises ``error`` (default: IllegalStateError, with ``closed_message`` when given: made
+        only then, not per call) when the session is closed or closing, and what
+        :meth:`ConnectionState.check_open` raises."""
         if self.closed or self.closing:
-            raise error or IllegalStateError("%r is closed" % (self.session,))
+            raise error or IllegalStateError(closed_message or "%r is closed" % (self.session,))
         self.connection.check_open()
 
     def on_session_thread(self) -> bool:
@@ -445,16 +449,17 @@ class SessionState:
     def track(self, ledger: ConsumerLedger, delivery: Delivery) -> None:
         """``delivery`` was handed over (or is settled with those that were): it
         waits in ``delivered`` for its ACK / COMMIT."""
-        with self._cond:
+        with self._lock:  # (the condition's lock)
             ledger.delivered.append(delivery)
 
     def untrack(self, ledger: ConsumerLedger, delivery: Delivery) -> bool:
         """``delivery`` leaves ``delivered`` (its ACK is written next); False when it
         was not there (acked already, or being redelivered)."""
-        with self._cond:
-            if delivery not in ledger.delivered:
+        with self._lock:  # (the condition's lock)
+            try:
+                ledger.delivered.remove(delivery)  # (one search, not ``in`` and then remove)
+            except ValueError:
                 return False
-            ledger.delivered.remove(delivery)
         return True
 
     def delivered_count(self, ledger: ConsumerLedger) -> int:

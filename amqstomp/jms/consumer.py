@@ -24,6 +24,7 @@ Licensed under the Apache License, Version 2.0.
 """
 import logging
 import time
+from functools import partial
 from typing import Any, Callable, Deque, List, Optional
 
 from .. import _observe
@@ -186,7 +187,7 @@ class ConsumerCore:
         if mode.acknowledges_all:  # Message.acknowledge()
             bind_acknowledge(message, self._state.session.acknowledge)
         elif mode.individual:  # one ACK per message: this one
-            bind_acknowledge(message, lambda: self._ack_individual(delivery, check=True))
+            bind_acknowledge(message, partial(self._ack_individual, delivery, True))  # (no Python frame of its own)
         return message
 
     def _consumed(self, delivery: Delivery) -> None:
@@ -249,11 +250,11 @@ class ConsumerCore:
         """INDIVIDUAL_ACKNOWLEDGE: ACK this one message."""
         state = self._state
         if check:
-            state.check_open(IllegalStateError("the session of this message is closed"))
+            state.check_open(closed_message="the session of this message is closed")
         if not state.untrack(self.ledger, delivery):
             return  # acked already, or being redelivered
         lost = self._connection.is_from_lost_socket
-        todo = ackmodes.application_ack(self._acks, [delivery], lambda d: lost(d.frame))
+        todo = ackmodes.individual_ack(delivery, lost(delivery.frame))
         if todo.names is None:  # its window went with the socket
             raise AcknowledgeInterruptedError(
                 "message %s not acknowledged: it came on a connection lost since (failover); the broker "

@@ -85,7 +85,8 @@ MAX_SEND_RETRIES = 3
 def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dict[str, str]:
     """ACK/NACK headers for a MESSAGE on ``link``'s broker and STOMP version
     (:func:`amqstomp._core.frames.ack_headers`, with ActiveMQ's 1.0 quirk)."""
-    return ack_headers(link.version, message_headers, link.is_activemq)
+    # (``link.version``, its property's call skipped once a socket opened: one read per ACK)
+    return ack_headers(link.transport.version or link.version, message_headers, link.is_activemq)
 
 
 class _LinkObserver:
@@ -388,8 +389,11 @@ class Link:
         if receipt_timeout_s is not None:
             frame_headers = dict(headers)
             frame_headers["receipt"] = "%s-%d" % (cmd.lower(), self.tracker.next_number())
-        self.client.acknowledge(cmd, frame_headers, link_seq, receipt_timeout_s,
-                                lambda: "the %s socket is closed: %s" % (self.role, self.close_reason()))
+        self.client.acknowledge(cmd, frame_headers, link_seq, receipt_timeout_s, self.closed_why)
+
+    def closed_why(self) -> str:
+        """Why a frame was not written on this link's closed socket (an ACK's ConnectionClosedException)."""
+        return "the %s socket is closed: %s" % (self.role, self.close_reason())
 
     def await_up(self, deadline: Optional[float], what: str) -> None:
         """Wait for a new socket (failover) until ``deadline`` (monotonic) or the

@@ -472,7 +472,7 @@ class Session:
             ConnectionClosedException: the connection is closed (no failover).
             BrokerError: ``jms.sendAcksAsync=false`` only.
         """
-        self._check_open(IllegalStateError("the session of this message is closed"))
+        self._state.check_open(closed_message="the session of this message is closed")
         if not ACK_MODES[self.acknowledge_mode].acknowledges_all:  # the core's rule: CLIENT_ACKNOWLEDGE only
             return
         if not self._transaction.commit_delivered():  # ActiveMQ: the "delivered" transaction, if open
