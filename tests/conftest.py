@@ -36,7 +36,7 @@ import socket  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import uuid  # noqa: E402
-from typing import Any, Callable, List, Optional, Tuple  # noqa: E402
+from typing import Any, Callable, Iterator, List, Optional, Tuple  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -305,6 +305,19 @@ class StallProxy:
                 client.close()
                 server.close()
         self.listener.close()
+
+
+@pytest.fixture
+def silent_peer() -> Iterator[Tuple[str, int]]:
+    """(host, port) of a listener on 127.0.0.1 the kernel accepts connections on; nothing ever
+    reads or answers (a broker that accepted the socket and never answers CONNECT)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(50)
+    try:
+        yield listener.getsockname()
+    finally:
+        listener.close()
 
 
 @pytest.fixture

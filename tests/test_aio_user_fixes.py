@@ -24,18 +24,6 @@ def run(coro: Awaitable[Any], bound: float = 30.0) -> Any:
 
 
 @pytest.fixture
-def silent() -> Iterator[Tuple[str, int]]:
-    """A listener the kernel accepts connections on; nothing ever answers CONNECT."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(50)
-    try:
-        yield listener.getsockname()
-    finally:
-        listener.close()
-
-
-@pytest.fixture
 def stuck_reader() -> Iterator[Tuple[str, int]]:
     """A server that answers CONNECT with CONNECTED (STOMP 1.2), then never reads again: the
     client's socket buffers fill up."""
@@ -94,10 +82,10 @@ def closed_port() -> int:
 
 # ------------------------------------------------------------ 1. the first failover connect is bounded
 
-def test_failover_first_connect_to_a_silent_broker_ends_at_connect_timeout(silent):
+def test_failover_first_connect_to_a_silent_broker_ends_at_connect_timeout(silent_peer):
     """The per-host CONNECTED deadline and the first connect's bound fall together: before,
     on Python 3.9-3.11 the bound's cancellation was lost and the passes went on for ever."""
-    url = "failover:(stomp://%s:%d)?initialReconnectDelay=100" % silent
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=100" % silent_peer
 
     async def main() -> None:
         for _ in range(4):  # (before: the first one already hung on 3.11)
@@ -110,10 +98,10 @@ def test_failover_first_connect_to_a_silent_broker_ends_at_connect_timeout(silen
     run(main())
 
 
-def test_failover_first_connect_names_the_host_tried_when_time_ran_out(silent):
+def test_failover_first_connect_names_the_host_tried_when_time_ran_out(silent_peer):
     dead = closed_port()
     url = "failover:(stomp://127.0.0.1:%d,stomp://%s:%d)?initialReconnectDelay=100&randomize=false" % (
-        (dead,) + silent)
+        (dead,) + silent_peer)
 
     async def main() -> str:
         with pytest.raises(ConnectFailedException) as raised:
@@ -121,14 +109,14 @@ def test_failover_first_connect_names_the_host_tried_when_time_ran_out(silent):
         return str(raised.value)
     why = run(main())
     assert "not tried yet" not in why, why  # before: the silent host being tried was "not tried yet"
-    assert "127.0.0.1:%d: " % dead in why and "%s:%d: " % silent in why and "CONNECTED" in why, why
+    assert "127.0.0.1:%d: " % dead in why and "%s:%d: " % silent_peer in why and "CONNECTED" in why, why
 
 
-def test_failover_first_connect_bound_holds_before_a_live_broker(silent, activemq):
+def test_failover_first_connect_bound_holds_before_a_live_broker(silent_peer, activemq):
     """A silent host takes the whole bound: the live broker after it is not tried past the bound
     (before: connected at 1.0x s with connect_timeout=1, or hung on 3.9-3.11)."""
     host, port = activemq.host_and_ports[0]
-    url = "failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false" % (silent + (host, port))
+    url = "failover:(stomp://%s:%d,stomp://%s:%d)?randomize=false" % (silent_peer + (host, port))
 
     async def main() -> float:
         started = time.monotonic()
@@ -266,12 +254,12 @@ def test_after_a_cancelled_commit_commit_and_abort_say_its_outcome_is_unknown(ac
     run(main())
 
 
-def test_aio_connect_to_a_silent_peer_says_no_connected_within_the_timeout(silent):
+def test_aio_connect_to_a_silent_peer_says_no_connected_within_the_timeout(silent_peer):
     """Task 10: the CONNECTED deadline was reported as a close ("connection closed before CONNECTED ...
     without an ERROR frame") though the peer closed nothing."""
     async def main() -> str:
         with pytest.raises(ConnectFailedException) as raised:
-            await amqstomp.aio.connect("stomp://%s:%d" % silent, connect_timeout=0.5)
+            await amqstomp.aio.connect("stomp://%s:%d" % silent_peer, connect_timeout=0.5)
         return str(raised.value)
     why = run(main())
     assert "closed" not in why, why

@@ -13,7 +13,6 @@ request to stop the session); the peer is a
 socket on 127.0.0.1 that the kernel accepts and nobody ever answers.
 """
 import signal
-import socket
 import threading
 import uuid
 
@@ -49,18 +48,6 @@ def alarm():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture
-def silent_peer():
-    """(host, port) of a listening socket that never answers (the kernel accepts)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    try:
-        yield server.getsockname()
-    finally:
-        server.close()
 
 
 @pytest.mark.parametrize("auto_reconnect", [False, True])
