@@ -107,7 +107,7 @@ def test_both_apis_refuse_a_port_that_is_no_number_by_name(port):
     (["--heartbeats", "x,y"], "argument --heartbeats: invalid heartbeats 'x,y', expecting cx,cy"),
     (["--heartbeats", "1,2,3"], "argument --heartbeats: invalid heartbeats '1,2,3'"),
     (["-F", "no-such-file.txt"], "argument -F/--file: File no-such-file.txt was not found"),
-    (["-F", "."], "argument -F/--file: . is not a file"),
+    (["-F", "."], "argument -F/--file: . is a directory, not a file of commands"),
     (["-L", " "], "argument -L/--listen: a destination name such as /queue/orders is expected"),
 ])
 def test_a_bad_cli_value_is_a_usage_error_naming_its_option(tmp_path, args, named):

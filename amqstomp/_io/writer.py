@@ -38,7 +38,7 @@ from typing import Any, Callable, Deque, List, Optional
 
 from .._core.events import LinkEnd
 from .._core.limits import DEFER_FLUSH_BYTES, DEFER_IDLE_S
-from ..exception import ConnectionClosedException, NotConnectedException
+from ..exception import ConnectionClosedException, NotConnectedException, StompException
 from .channel import send_progress
 from .scheduler import Scheduler
 
@@ -355,7 +355,12 @@ class LinkWriter:
         broker would read whatever follows as the rest of it, so this socket carries
         nothing more: the link is closed as a loss (a failover layer moves to a new
         socket; without one the next write raises). The caller re-raises ``exc``; the
-        frame was not delivered (a broker drops a frame its socket cut short)."""
+        frame was not delivered (a broker drops a frame its socket cut short). A
+        StompException is no interruption: the channel refused the frame before writing
+        a byte (a WebSocket text message that is not UTF-8: FrameEncodeError), and the
+        link carries on."""
+        if isinstance(exc, StompException):
+            return
         self.close("a write was interrupted (%s): part of a frame may be on the wire, so the socket "
                    "cannot carry another" % (type(exc).__name__,))  # (not the caller's exception: no other thread raises it)
 
