@@ -344,12 +344,18 @@ class BaseProtocol(StompSession):
                         sub.id, sub.destination, future.exception())
 
     def _ack_frame(self, command: str, ack_headers: Dict[str, Any], transaction: Optional[str],
-                   receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None) -> None:
-        """ACK/NACK ``ack_headers``' message. Raises UnknownTransactionError,
+                   receipt: Optional[str], keyword_headers: Optional[Mapping[str, Any]] = None,
+                   key: Optional[Tuple[str, ...]] = None) -> None:
+        """ACK/NACK ``ack_headers``' message (``key``: its identity, when the caller has it;
+        see :meth:`_acknowledge`). Raises UnknownTransactionError,
         UnknownMessageError (a message this connection does not hold),
         AcknowledgeInterruptedError (one of a lost socket, or while
         ``disconnect()`` ends the connection), or, on a closed
         connection, NotConnectedException instead of any of them."""
+        if not (transaction or receipt or keyword_headers or self._send_frame_replaced):
+            # the usual ACK: nothing to add, so its frame is its identity's headers (no copy)
+            self._acknowledge(ack_headers, command, ack_headers, None, None, key)
+            return
         frame_headers = dict(ack_headers)  # a copy: ``ack_headers`` stays the message's identity
         if keyword_headers:
             frame_headers.update(keyword_headers)
@@ -361,7 +367,7 @@ class BaseProtocol(StompSession):
         if self._send_frame_replaced:  # through it; its super().send_frame acknowledges as below
             self._send(command, frame_headers, None, functools.partial(self._acknowledge, ack_headers, tx=transaction))
             return
-        self._acknowledge(ack_headers, command, frame_headers, None, transaction)
+        self._acknowledge(ack_headers, command, frame_headers, None, transaction, key)
 
     def _acknowledge(self, ack_headers: Mapping[str, Any], command: str, frame_headers: Mapping[str, Any],
                      body: Any = None, tx: Optional[str] = None, key: Optional[Tuple[str, ...]] = None) -> None:
@@ -428,11 +434,7 @@ class Protocol10(BaseProtocol, ConnectionListener):
         """ACK the message whose ``message-id`` is ``id`` (STOMP 1.0 "ACK")."""
         if id is None:
             raise RequiredArgumentError("'id' is required")
-        ack_headers = {"message-id": id}
-        if transaction or receipt or self._send_frame_replaced:
-            self._ack_frame("ACK", ack_headers, transaction, receipt)
-        else:  # the usual ACK: its frame is its identity's headers (see Protocol12.ack)
-            self._acknowledge(ack_headers, "ACK", ack_headers)
+        self._ack_frame("ACK", {"message-id": id}, transaction, receipt)
 
 
 def _engine_heartbeats(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -534,11 +536,7 @@ class Protocol11(BaseProtocol, HeartbeatListener):
         """ACK by ``message-id`` and ``subscription`` (STOMP 1.1 "ACK")."""
         if id is None or subscription is None:
             raise RequiredArgumentError("'id' and 'subscription' are required")
-        ack_headers = {"message-id": id, "subscription": subscription}
-        if transaction or receipt or self._send_frame_replaced:
-            self._ack_frame("ACK", ack_headers, transaction, receipt)
-        else:  # the usual ACK: its frame is its identity's headers (see Protocol12.ack)
-            self._acknowledge(ack_headers, "ACK", ack_headers)
+        self._ack_frame("ACK", {"message-id": id, "subscription": subscription}, transaction, receipt)
 
     def nack(self, id: str, subscription: Any, transaction: Optional[str] = None,
              receipt: Optional[str] = None, **keyword_headers: Any) -> None:
@@ -561,14 +559,10 @@ class Protocol12(Protocol11):
         """ACK the message whose ``ack`` header is ``id`` (STOMP 1.2 "ACK")."""
         if id is None:
             raise RequiredArgumentError("'id' is required")
-        ack_headers = {"id": id}
-        if transaction or receipt or self._send_frame_replaced:
-            self._ack_frame("ACK", ack_headers, transaction, receipt)
-        else:  # the usual ACK: nothing to add, so its frame is its identity's headers (no copy) and
-            # _ack_frame's steps are skipped (a Python call less per ACK); on STOMP 1.2 its identity is
-            # its id, as ack_identity derives it (STOMP 1.2 "ACK"): given, not derived again
-            key = (id,) if id.__class__ is str and self._client.transport.version == "1.2" else None
-            self._acknowledge(ack_headers, "ACK", ack_headers, None, None, key)
+        # on STOMP 1.2 its identity is its id, as ack_identity derives it (STOMP 1.2 "ACK"): given,
+        # not derived again
+        key = (id,) if id.__class__ is str and self._client.transport.version == "1.2" else None
+        self._ack_frame("ACK", {"id": id}, transaction, receipt, None, key)
 
     def nack(self, id: str, transaction: Optional[str] = None,  # type: ignore[override]
              receipt: Optional[str] = None, **keyword_headers: Any) -> None:
