@@ -56,8 +56,12 @@ def consume(plt: Any, results: str) -> None:
     modes = [("stomp.py", "auto"), ("stomp.py", "client-individual"), ("stomp.py", "client"),
              ("amqstomp", "auto"), ("amqstomp", "client-individual"), ("amqstomp", "client"),
              ("amqstomp", "optimized")]
-    rate = {(c["client"], c["ack"], c["prefetch"], c["body_size"]): c["child"]["msg_per_s"]
-            for c in data["cases"] if c.get("child", {}).get("msg_per_s")}
+    if data.get("summary"):  # bench/consume.py --runs: the median of each case's runs
+        rate = {(e["client"], e["ack"], e["prefetch"], e["body_size"]): e["msg_per_s"]
+                for e in data["summary"] if e.get("msg_per_s")}
+    else:
+        rate = {(c["client"], c["ack"], c["prefetch"], c["body_size"]): c["child"]["msg_per_s"]
+                for c in data["cases"] if c.get("child", {}).get("msg_per_s")}
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=False)
     for ax, body in zip(axes, (256, 65536)):
         prefetches = (1, 10, 1000)

@@ -52,9 +52,18 @@ A gap of more than 5 s between two messages is a stall and is printed loudly;
 every case has a deadline (``--deadline``, 120 s) so a stall ends as a failure
 line, never a hang.
 
+Repetitions: ``--runs N`` (default 1) runs every selected case N times in the
+same run and broker, each time on a fresh backlog; from one repetition to the
+next the order of the ack modes in a (body, prefetch) block and of the clients
+in an ack mode rotates, so no client always goes first. Every ratio (amqstomp /
+stomp.py, client / Java, client / raw-stomp) is computed inside a repetition,
+both sides from the same run; the tables give the median over the repetitions
+with the runs' range beside it, the case rows the median msg/s and CPU of the
+ok runs and ``runs ok`` (k/N). Logic: bench/_consume_runs.py.
+
 Usage::
 
-    python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]] [--huge N]
+    python bench/consume.py [--quick] [--persistent] [--cases GLOB[,GLOB]] [--huge N] [--runs N]
                             [--deadline S] [--json [PATH]] [--list] [--no-java] [--no-raw]
 
 ``--cases`` matches case ids such as ``amqstomp:optimized:p1000:256B`` or
@@ -76,6 +85,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _java, _loopback, _raw_stomp  # noqa: E402
+from bench._consume_runs import ratios_by_run, run_order, summarize_cases, with_runs  # noqa: E402
 from bench._common import (  # noqa: E402
     SEQ_HEADER,
     child_env,
@@ -839,58 +849,94 @@ def ceiling_pairs(by: Dict[Tuple[str, str, int, int], Dict[str, Any]]) -> List[D
     return out
 
 
-def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: Any = None) -> None:
+def compute_ratios_by_run(rows: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """:func:`compute_ratios` inside each repetition (rows by their ``run``, 1 when absent), then
+    the median of each ratio over the repetitions, with ``<field>_runs`` (one value per run)."""
+    return ratios_by_run(rows, compute_ratios, ACK_MODES, list(CLIENTS))
+
+
+def format_summary_row(entry: Dict[str, Any]) -> List[Any]:
+    """A :func:`bench._consume_runs.summarize_cases` entry as a table row: medians with the runs' range."""
+    def m(name: str, fmt: str) -> str:
+        return with_runs(entry.get(name), entry.get(name + "_runs"), fmt)
+
+    status = entry["status"]
+    if entry.get("stall_runs"):
+        status += " STALL (run %s)" % ", ".join(str(r) for r in entry["stall_runs"])
+    if status.startswith("failed"):
+        status += " (%s)" % ", ".join(str(s) for s in entry["statuses"])
+    return [entry["client"], entry["ack"], entry["prefetch"], human_size(entry["body_size"]), entry["count"],
+            "%d/%d" % (entry["ok_runs"], entry["runs"]), m("msg_per_s", "%.0f"), m("cpu_per_10k_s", "%.3f"),
+            m("consume_cpu_per_10k_s", "%.3f"), m("cpu_per_mib_vs_memcpy", "%.1f"), m("sys_per_mib_vs_memcpy", "%.1f"),
+            "-" if entry.get("max_gap_ms") is None else "%.1f" % entry["max_gap_ms"],
+            "-" if entry.get("lost") is None else entry["lost"], status]
+
+
+SUMMARY_HEADER = ["client", "ack", "prefetch", "body", "msgs", "runs ok", "msg/s", "CPU s/10k",
+                  "consume CPU s/10k", "consume CPU/MiB / memcpy/MiB", "of which sys", "max gap ms", "lost",
+                  "status"]
+
+
+def print_report(rows: Sequence[Dict[str, Any]], ratios: Dict[str, Any], out: Any = None,
+                 summary: Optional[Sequence[Dict[str, Any]]] = None) -> None:
+    """The tables: one row per case (``summary`` given with a case of more than one run: the
+    medians of its runs, "runs ok" k/N), then the ratios (with ``<field>_runs``: the median and
+    the runs' range)."""
     out = out or sys.stdout
+
+    def r(p: Dict[str, Any], field: str, suffix: str = "") -> str:
+        return with_runs(p.get(field), p.get(field + "_runs"), "%.2f", suffix)
+
+    many = bool(summary) and any(e["runs"] > 1 for e in summary or ())
     print("\n== consumers: amqstomp vs stomp.py (CPU = the consumer process's user+sys, for activemq-java "
-          "the JVM's whole life with start-up and warm-up; 'consume CPU' = SUBSCRIBE to last message) ==",
-          file=out)
-    print(format_table([format_row(r) for r in rows], TABLE_HEADER, TABLE_ALIGN), file=out)
+          "the JVM's whole life with start-up and warm-up; 'consume CPU' = SUBSCRIBE to last message)%s ==" % (
+              "; median of the ok runs (their range)" if many else ""), file=out)
+    if many:
+        print(format_table([format_summary_row(e) for e in summary or ()], SUMMARY_HEADER, "llrrrrrrrrrrrl"),
+              file=out)
+    else:
+        print(format_table([format_row(r) for r in rows], TABLE_HEADER, TABLE_ALIGN), file=out)
+    runs_note = " -- each ratio inside a run, median of the runs (their range)" if many else ""
 
     if ratios["pairs"]:
         print("\n== amqstomp / stomp.py, same ack mode (msg/s: higher is better; CPU per message: "
-              "lower is better) ==", file=out)
-        table = [[p["ack"], p["prefetch"], human_size(p["body_size"]), "%.2fx" % p["msg_per_s_ratio"],
-                  "%.2f" % p["cpu_per_msg_ratio"],
-                  "-" if p["consume_cpu_per_msg_ratio"] is None else "%.2f" % p["consume_cpu_per_msg_ratio"]]
-                 for p in ratios["pairs"]]
+              "lower is better)%s ==" % runs_note, file=out)
+        table = [[p["ack"], p["prefetch"], human_size(p["body_size"]), r(p, "msg_per_s_ratio", "x"),
+                  r(p, "cpu_per_msg_ratio"), r(p, "consume_cpu_per_msg_ratio")] for p in ratios["pairs"]]
         print(format_table(table, ["ack", "prefetch", "body", "msg/s ratio", "CPU/msg ratio",
                                    "consume CPU/msg ratio"], "lrrrrr"), file=out)
 
     if ratios.get("java_pairs"):
         print("\n== against the ActiveMQ Java client (OpenWire), same ack mode: client / Java (msg/s: higher "
-              "is better; consume CPU per message, SUBSCRIBE to last message: lower is better) ==", file=out)
-        table = [[p["client"], p["ack"], p["prefetch"], human_size(p["body_size"]), "%.2fx" % p["msg_per_s_vs_java"],
-                  "-" if p["consume_cpu_per_msg_vs_java"] is None else "%.2f" % p["consume_cpu_per_msg_vs_java"]]
-                 for p in ratios["java_pairs"]]
+              "is better; consume CPU per message, SUBSCRIBE to last message: lower is better)%s ==" % runs_note,
+              file=out)
+        table = [[p["client"], p["ack"], p["prefetch"], human_size(p["body_size"]), r(p, "msg_per_s_vs_java", "x"),
+                  r(p, "consume_cpu_per_msg_vs_java")] for p in ratios["java_pairs"]]
         print(format_table(table, ["client", "ack", "prefetch", "body", "msg/s vs Java",
                                    "consume CPU/msg vs Java"], "llrrrr"), file=out)
 
     if ratios.get("ceiling_pairs"):
         print("\n== against the broker's ceiling (raw-stomp: a socket that finds the ack header and writes the "
-              "ACK, client-individual, same prefetch and body): client / raw (msg/s; consume CPU per message) ==",
-              file=out)
+              "ACK, client-individual, same prefetch and body): client / raw (msg/s; consume CPU per message)%s =="
+              % runs_note, file=out)
         table = [[p["client"], p["ack"], p["prefetch"], human_size(p["body_size"]), _rate(p["raw_msg_per_s"]),
-                  "%.2fx" % p["msg_per_s_vs_raw"],
-                  "-" if p["consume_cpu_per_msg_vs_raw"] is None else "%.2f" % p["consume_cpu_per_msg_vs_raw"]]
+                  r(p, "msg_per_s_vs_raw", "x"), r(p, "consume_cpu_per_msg_vs_raw")]
                  for p in ratios["ceiling_pairs"]]
         print(format_table(table, ["client", "ack", "prefetch", "body", "raw msg/s", "msg/s vs raw",
                                    "consume CPU/msg vs raw"], "llrrrrr"), file=out)
 
-    print("\n== headline: amqstomp optimized acks vs stomp.py ==", file=out)
+    print("\n== headline: amqstomp optimized acks vs stomp.py%s ==" % runs_note, file=out)
     if not ratios["headline"]:
         print("(no amqstomp optimized case completed: see 'not available' / failure lines above)", file=out)
     else:
-        def r(x: Optional[float], suffix: str = "x") -> str:
-            return "-" if x is None else ("%.2f" % x) + suffix
-
         cols = ("optimized_vs_stomppy_individual_msg_per_s", "optimized_vs_stomppy_auto_msg_per_s",
                 "cpu_per_msg_optimized_over_stomppy_individual",
                 "consume_cpu_per_msg_optimized_over_stomppy_individual")
         suffix = ("x", "x", "", "")
-        table = [[h["prefetch"], human_size(h["body_size"])] + [r(h.get(c), x) for c, x in zip(cols, suffix)]
+        table = [[h["prefetch"], human_size(h["body_size"])] + [r(h, c, x) for c, x in zip(cols, suffix)]
                  for h in ratios["headline"]]
         g = ratios["headline_geomean"]
-        table.append(["geomean", ""] + [r(g.get(c), x) for c, x in zip(cols, suffix)])
+        table.append(["geomean", ""] + [r(g, c, x) for c, x in zip(cols, suffix)])
         print(format_table(table, ["prefetch", "body", "msg/s vs stomp.py client-individual",
                                    "msg/s vs stomp.py auto", "CPU/msg vs stomp.py client-individual",
                                    "consume CPU/msg vs same"], "lrrrrr"), file=out)
@@ -908,6 +954,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
                     "names 1MiB, backlog %d, --quick %d)" % (HUGE_BACKLOG, QUICK_HUGE_BACKLOG))
     ap.add_argument("--ack-interval", type=int, help="K for ack mode 'client' (default min(100, prefetch//2 or 1))")
     ap.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, help="seconds per case (default 120)")
+    ap.add_argument("--runs", type=int, default=1, help="repetitions of every case in this run, clients in a "
+                    "rotating order; ratios inside each, their median reported (default 1)")
     ap.add_argument("--decode", action="store_true", help="auto_decode=True (bodies as str) in the consumers")
     ap.add_argument("--json", nargs="?", const=default_json_path("consume"), metavar="PATH",
                     help="write every result here (default bench/results/consume.json)")
@@ -923,11 +971,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         child_main(args.child)
         return {}  # not reached
 
+    if args.runs < 1:
+        ap.error("--runs must be >= 1")
     if args.report:
         with open(args.report) as fh:
             saved = json.load(fh)
-        saved.update(compute_ratios(saved["cases"]))
-        print_report(saved["cases"], saved)
+        saved.update(compute_ratios_by_run(saved["cases"]))
+        saved["summary"] = summarize_cases(saved["cases"])
+        print_report(saved["cases"], saved, summary=saved["summary"])
         if args.json:
             print("results written to %s" % write_json(args.json, saved))
         return saved
@@ -953,7 +1004,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     t_run = time.monotonic()
     results: Dict[str, Any] = {
         "bench": "consume", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": machine_info(), "args": vars(args), "stall_threshold_s": STALL_S,
+        "machine": machine_info(), "args": vars(args), "stall_threshold_s": STALL_S, "runs": args.runs,
         "java": {"run": java_absent is None, "why_not": java_absent,
                  "warmup": "a backlog of the same size, same ack mode and prefetch, first"},
     }
@@ -964,9 +1015,10 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         results["broker"] = {"persistent": broker.persistent, "url": broker.url,
                              "startup_s": broker.startup_seconds, "java_heap": broker.java_heap,
                              "memory_limit": broker.memory_limit}
-        print("broker %s (%s) up in %.1f s; %d cases" % (
+        print("broker %s (%s) up in %.1f s; %d cases%s" % (
             broker.url, "persistent" if broker.persistent else "non-persistent",
-            broker.startup_seconds or 0.0, len(cases)), flush=True)
+            broker.startup_seconds or 0.0, len(cases), " x %d runs" % args.runs if args.runs > 1 else ""),
+            flush=True)
         # warm the broker's JIT (not timed)
         warm = "/queue/bench.consume.warmup"
         fill_queue(broker.host_and_ports, warm, 20000, 256, persistent=broker.persistent)
@@ -977,17 +1029,23 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
             print("amqstomp optimized acks: NOT AVAILABLE (%s); those cases are skipped" % optimized[1],
                   flush=True)
         tag = uuid.uuid4().hex[:6]
-        for case in cases:
-            try:
-                row = run_case(broker, case, deadline=args.deadline, decode=args.decode,
-                               persistent=args.persistent, tag=tag, optimized=optimized)
-            except Exception as exc:  # one broken case must not lose the others
-                row = {"id": case.id, "client": case.client, "ack": case.ack, "prefetch": case.prefetch,
-                       "body_size": case.body_size, "count": case.count, "status": "error",
-                       "problems": ["".join(traceback.format_exception_only(type(exc), exc)).strip()],
-                       "traceback": traceback.format_exc()}
-            rows.append(row)
-            announce(row)
+        for run in range(1, args.runs + 1):
+            if args.runs > 1:
+                print("-- run %d of %d" % (run, args.runs), flush=True)
+            # a queue of its own per repetition: the broker's counters of a queue add up
+            run_tag = tag if args.runs == 1 else "%s-r%d" % (tag, run)
+            for case in run_order(cases, run):
+                try:
+                    row = run_case(broker, case, deadline=args.deadline, decode=args.decode,
+                                   persistent=args.persistent, tag=run_tag, optimized=optimized)
+                except Exception as exc:  # one broken case must not lose the others
+                    row = {"id": case.id, "client": case.client, "ack": case.ack, "prefetch": case.prefetch,
+                           "body_size": case.body_size, "count": case.count, "status": "error",
+                           "problems": ["".join(traceback.format_exception_only(type(exc), exc)).strip()],
+                           "traceback": traceback.format_exc()}
+                row["run"] = run
+                rows.append(row)
+                announce(row)
     finally:
         broker.stop()
     memcpy_runs.append(memcpy_mib_seconds())
@@ -1002,7 +1060,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         if threads and row["body_size"] >= 65536:
             row["thread_cpu_per_mib_vs_memcpy"] = {
                 name: cpu_per_mib_vs_memcpy(dict(row, consume_cpu_s=cpu), memcpy_s) for name, cpu in threads.items()}
-            print("  %s: CPU/MiB / memcpy by thread: %s" % (row["id"], ", ".join(
+            print("  %s (run %d): CPU/MiB / memcpy by thread: %s" % (row["id"], row["run"], ", ".join(
                 "%s %.1f" % item for item in sorted(row["thread_cpu_per_mib_vs_memcpy"].items(), key=lambda i: -i[1]))))
     print("memcpy of 1 MiB: %.1f us (median of %d, before/after the cases: %.1f / %.1f us)"
           % (memcpy_s * 1e6, MEMCPY_ROUNDS, memcpy_runs[0] * 1e6, memcpy_runs[1] * 1e6))
@@ -1012,20 +1070,21 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
               "buffer, TCP_QUICKACK re-armed %s): CPU/MiB / memcpy/MiB %.1f, of which sys %.1f"
               % (floor["mib"], floor["quickack"], floor["cpu_per_mib_vs_memcpy"], floor["sys_per_mib_vs_memcpy"]))
     results["cases"] = rows
-    ratios = compute_ratios(rows)
+    results["summary"] = summarize_cases(rows)
+    ratios = compute_ratios_by_run(rows)
     results.update(ratios)
-    results["stalls"] = [{"id": r["id"], **s} for r in rows for s in (r.get("stalls") or [])]
-    results["failures"] = [{"id": r["id"], "status": r["status"], "problems": r.get("problems")}
+    results["stalls"] = [{"id": r["id"], "run": r["run"], **s} for r in rows for s in (r.get("stalls") or [])]
+    results["failures"] = [{"id": r["id"], "run": r["run"], "status": r["status"], "problems": r.get("problems")}
                            for r in rows if r["status"] not in ("ok", "not available")]
     results["wall_s"] = time.monotonic() - t_run
-    print_report(rows, ratios)
+    print_report(rows, ratios, summary=results["summary"])
     if results["stalls"]:
         print("\n!!! %d STALL(S) (gap > %.0f s):" % (len(results["stalls"]), STALL_S))
         for s in results["stalls"]:
-            print("!!!   %s: %.1f s after message %d" % (s["id"], s["gap_s"], s["after_message"]))
+            print("!!!   %s (run %d): %.1f s after message %d" % (s["id"], s["run"], s["gap_s"], s["after_message"]))
     if results["failures"]:
         print("\n!!! %d case(s) failed: %s" % (len(results["failures"]),
-                                               ", ".join("%s (%s)" % (f["id"], f["status"])
+                                               ", ".join("%s (run %d: %s)" % (f["id"], f["run"], f["status"])
                                                          for f in results["failures"])))
     print("\nwall time %.0f s" % results["wall_s"])
     if args.json:
