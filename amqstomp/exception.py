@@ -37,6 +37,20 @@ class InterruptedException(StompException):
     """A read was interrupted (kept for stomp.py compatibility)."""
 
 
+class WrongEventLoopError(StompException, RuntimeError):
+    """An :mod:`amqstomp.aio` client (or its subscription, transaction or message) was
+    awaited on an event loop other than the one it was connected on: another thread's loop,
+    or a new ``asyncio.run()`` after the owning one ended. Raised before anything is written
+    or waited for (asyncio's futures and transports belong to one loop: a write from another
+    thread is not supported, and its wait would fail after the frame went out). A
+    RuntimeError, as asyncio's own wrong-loop errors. From another thread, hand the coroutine
+    to the client's loop: ``asyncio.run_coroutine_threadsafe(coro, loop)``."""
+
+    def __init__(self, message: str = "this Client belongs to the event loop it was connected on; from another "
+                                      "thread use asyncio.run_coroutine_threadsafe(coro, loop)") -> None:
+        super().__init__(message)
+
+
 class StompProtocolError(StompException):
     """A peer sent bytes that are not a valid STOMP frame, or a frame broke a
     configured limit (STOMP 1.2 spec, "Augmented BNF" and "Size Limits").

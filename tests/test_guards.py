@@ -81,9 +81,16 @@ class FakeBroker:
                 frame, buf = buf.split(b"\0", 1)
                 frame = frame.lstrip(b"\r\n")
                 self.frames.append(frame)
-                if frame.startswith((b"CONNECT", b"STOMP")):
-                    sock.sendall(b"CONNECTED\nversion:%s\nserver:%s\n\n\0"
-                                 % (self.version.encode(), self.server_name.encode()))
+                reply = self.answer(frame)
+                if reply:
+                    sock.sendall(reply)
+
+    def answer(self, frame: bytes) -> bytes:
+        """What the server writes back for ``frame`` (a subclass may answer more): CONNECTED
+        for a CONNECT, nothing for the rest."""
+        if frame.startswith((b"CONNECT", b"STOMP")):
+            return b"CONNECTED\nversion:%s\nserver:%s\n\n\0" % (self.version.encode(), self.server_name.encode())
+        return b""
 
     def commands(self) -> List[str]:
         return [f.split(b"\n", 1)[0].decode() for f in self.frames]

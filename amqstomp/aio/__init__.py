@@ -25,11 +25,17 @@ prefetch window and ACK batching are :mod:`amqstomp._core.acks` and
 Exceptions are :mod:`amqstomp.exception`'s, as in the threaded APIs. A ``failover:``
 URI reconnects by the core's plan (:mod:`amqstomp._core.backoff`) and replays the
 subscriptions; an ACK of a lost socket's message raises AcknowledgeInterruptedError.
+A client belongs to the loop it was connected on: an await of it, its subscriptions,
+transactions or messages on another loop (another thread's, a later ``asyncio.run()``)
+raises :class:`~amqstomp.exception.WrongEventLoopError` (a RuntimeError) before anything is
+written; from another thread use ``asyncio.run_coroutine_threadsafe(coro, loop)``.
 
 Licensed under the Apache License, Version 2.0.
 """
+from ..exception import WrongEventLoopError
 from .client import Client, connect
 from .subscription import Message, Subscription, SubscriptionClosedError
 from .transaction import Transaction
 
-__all__ = ["connect", "Client", "Subscription", "Message", "Transaction", "SubscriptionClosedError"]
+__all__ = ["connect", "Client", "Subscription", "Message", "Transaction", "SubscriptionClosedError",
+           "WrongEventLoopError"]

@@ -17,11 +17,12 @@ import asyncio
 import itertools
 import logging
 import ssl as _ssl
+from asyncio import get_running_loop
 from typing import Any, Callable, Dict, Generator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from ..codec import Frame
 from ..exception import (BrokerError, ConfigurationError, ConnectFailedException, ConnectionClosedException,
-                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException)
+                         NotConnectedException, ReceiptTimeout, SendInDoubtError, StompException, WrongEventLoopError)
 from ..flow import PrefetchPolicy, RedeliveryPolicy
 from .._core.backoff import ReconnectPolicy
 from .._core.events import ErrorIn, LinkEvent
@@ -165,16 +166,11 @@ class Client:
             raise ConfigurationError("producer_window must be an int >= 1 (bytes), got %r" % (producer_window,))
         self.version = version
         self.heartbeats = (cx, cy)
-        self.vhost = vhost
-        self.client_id = client_id
-        self._login = login
-        self._passcode = passcode
-        self.ssl = ssl
-        self.grace = heart_beat_receive_scale
+        self.vhost, self.client_id = vhost, client_id
+        self._login, self._passcode = login, passcode
+        self.ssl, self.grace = ssl, heart_beat_receive_scale
         self.broker = broker
-        self.on_interrupted = on_interrupted
-        self.on_resumed = on_resumed
-        self.on_error = on_error
+        self.on_interrupted, self.on_resumed, self.on_error = on_interrupted, on_resumed, on_error
         self.prefetch_policy = PrefetchPolicy()
         self.link: Optional[AioLink] = None
         self._seq = 0
@@ -191,8 +187,14 @@ class Client:
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
-            self._loop = asyncio.get_running_loop()
+            self._loop = get_running_loop()
         return self._loop
+
+    def check_loop(self) -> None:
+        """Every public await's first call (its subscriptions', transactions', messages' too), before anything is
+        written: WrongEventLoopError unless on the loop this client was opened on (:meth:`open` binds it)."""
+        if get_running_loop() is not self._loop and self._loop is not None:
+            raise WrongEventLoopError()
 
     @property
     def connected(self) -> bool:
@@ -228,6 +230,7 @@ class Client:
         """
         if self.link is not None:
             raise ConnectFailedException("this client was opened already (make a new one with connect())")
+        self._loop = get_running_loop()  # (a failed open leaves no socket: the next may run on another loop)
         if self.policy is not None:
             self.failover = Failover(self.loop, self.policy, self.hosts, self._open_one, self._reconnected)
             self.link = await self.failover.first(self._first_bound)
@@ -435,12 +438,13 @@ class Client:
                 nothing written.
             TypeError: ``body`` is neither bytes-like nor str (the message names its type).
         """
+        self.check_loop()
         data, frame_headers = send_frame(destination, body, headers, transaction, content_type)
         wait = self.checked_timeout(timeout)
-        link = await self.ready(wait, "the SEND to %s" % destination)
+        what = "the SEND to %s" % destination
+        link = await self.ready(wait, what)
         if transaction is not None:
             self.transaction_check("SEND", transaction)
-        what = "the SEND to %s" % destination
         if not receipt:
             await self.write_frame(link, "SEND", frame_headers, data, False, wait, what)
             return
@@ -557,6 +561,7 @@ class Client:
         raises for the broker's silence (it runs as ``async with``'s exit, where an error would
         hide the block's own): a RECEIPT that did not come in time is a WARNING on the
         ``amqstomp.aio`` logger naming the seconds waited (the threaded ``disconnect()``'s rule)."""
+        self.check_loop()
         link = self.link
         if link is None or self._closing:
             return

@@ -115,6 +115,8 @@ class Message:
                 written; the broker redelivers it (never written on another socket). Settle
                 a message before leaving its subscription's ``async with``.
             ReceiptTimeout, BrokerError: with ``receipt``.
+            WrongEventLoopError: awaited on another loop than its client's (as every await of
+                :mod:`amqstomp.aio`): nothing written.
         """
         return self.subscription.settle_message(self, "ACK", transaction, receipt, timeout)
 
@@ -279,6 +281,7 @@ class Subscription(Acking):
     async def _receive(self, timeout: Optional[float], iterating: bool) -> Message:
         """:meth:`get`; ``iterating`` (``async for``): StopAsyncIteration, not
         SubscriptionClosedError, once the application closed the subscription or its client."""
+        self.client.check_loop()
         wait = None if timeout is None else clamp_wait(timeout, "timeout", strict=True)
         if self._handed is not None:
             self._count_handed()
@@ -371,6 +374,7 @@ class Subscription(Acking):
 
     async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
                              timeout: Optional[float], frame_headers: Optional[Mapping[str, str]] = None) -> None:
+        self.client.check_loop()
         if not self.app_acked:
             raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
                                       % (cmd, message, self.id, self.ack,
@@ -436,6 +440,7 @@ class Subscription(Acking):
                 was not entered (``async with`` it first).
             SubscriptionClosedError: the subscription ended (closed, or its socket lost without failover).
         """
+        self.client.check_loop()
         if self._ended is not None:
             raise SubscriptionClosedError("subscription %s ended: %s" % (self.id, self._ended))
         if self.link is None:
@@ -476,6 +481,7 @@ class Subscription(Acking):
             ConfigurationError: entered already (open, or ended: closed, refused, or its
                 socket lost); nothing is written.
         """
+        self.client.check_loop()
         if self._ended is not None:
             raise ConfigurationError("subscription %s to %s has ended (%s): a closed subscription is not reusable; "
                                      "create a new one with client.subscribe(...)"
@@ -497,6 +503,7 @@ class Subscription(Acking):
         Raises:
             ReceiptTimeout: no RECEIPT in time (the broker may still deliver until it answers).
         """
+        self.client.check_loop()
         if self._ended is not None:
             return
         await self.stop_handlers(self.client.timeout_s(timeout))

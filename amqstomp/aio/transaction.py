@@ -50,6 +50,7 @@ class Transaction:
             DuplicateTransactionError: begun already; ConnectionClosedException: no socket.
         """
         client = self.client
+        client.check_loop()
         link = await client.ready(self.timeout, "BEGIN of %s" % self.id)
         client.transaction_check("BEGIN", self.id)
         await client.write_frame(link, "BEGIN", {"transaction": self.id}, b"", False, self.timeout,
@@ -99,10 +100,12 @@ class Transaction:
         await self._end("ABORT", timeout)
 
     async def _end(self, cmd: str, timeout: Optional[float]) -> None:
-        if self.commit_cancelled:
-            raise TransactionInDoubtError("%s of %s not sent: its COMMIT was written and the wait for its receipt was "
-                                          "cancelled: the broker may or may not have committed" % (cmd, self.id))
         client = self.client
+        client.check_loop()
+        if self.commit_cancelled:
+            raise TransactionInDoubtError("the outcome of %s is unknown: its COMMIT was written, then the wait for its "
+                                          "receipt was cancelled, so the broker may or may not have committed; this "
+                                          "%s() wrote nothing" % (self.id, cmd.lower()))
         table = client.transactions
         if cmd == "ABORT" and table.is_stale(self.id):
             table.ended(self.id, True)
