@@ -408,6 +408,35 @@ class TransportEvents:
         self.events.append("resumed")
 
 
+def test_jms_transport_listener_hears_one_interruption_per_outage_of_both_sockets(proxy):
+    # ActiveMQ's Java client has one transport per connection: its TransportListener hears one
+    # transportInterupted/transportResumed per outage; amqstomp's consumer and producer sockets
+    # are one connection too, so a cut of both is told once, resumed when the second is back
+    url = "failover:(stomp://%s:%d)?initialReconnectDelay=100&maxReconnectDelay=200" % proxy.address
+    name = "amqstomp-fo-" + uuid.uuid4().hex[:8]
+    events = TransportEvents()
+    with amqstomp.ConnectionFactory(url).create_connection(timeout_s=15) as conn:
+        conn.set_transport_listener(events)
+        session = conn.create_session()
+        consumer = session.create_consumer(amqstomp.Queue(name))
+        conn.start()
+        producer = session.create_producer(amqstomp.Queue(name))
+        producer.send(session.create_text_message("before"))  # opens the producer socket
+        assert consumer.receive(10).text == "before"
+        assert len(conn._state.links()) == 2 and proxy.connections == 2
+        assert proxy.cut() == 2
+        assert wait_until(lambda: "resumed" in events.events, 15), events.events
+        producer.send(session.create_text_message("after"))  # both sockets work again
+        texts = []  # "before" may come again first: its ACK may have met the cut
+        while "after" not in texts and len(texts) < 3:
+            message = consumer.receive(10)
+            texts.append(message.text if message is not None else None)
+        assert "after" in texts, texts
+        time.sleep(0.5)  # a second (wrong) pair of events would have come by now
+        assert events.events == ["interrupted", "resumed"]
+        assert conn.failure is None
+
+
 def test_jms_failover_sync_sends_and_individual_acks_lose_nothing_over_cuts(proxy):
     url = "failover:(stomp://%s:%d)?initialReconnectDelay=10&maxReconnectDelay=200" % proxy.address
     factory = amqstomp.ConnectionFactory(url, heartbeats=(1000, 1000))

@@ -144,7 +144,8 @@ def test_jms_is_on_the_backup_within_1_s_when_the_lost_primary_drops_syns(
 
         proxy.refuse(True, mode="drop")
         assert proxy.cut() == sockets
-        assert wait_until(lambda: len(timeline.resumed) >= sockets, FAILOVER_WAIT_S), "no failover"
+        # resumed once, when the last of the connection's sockets is back (as the Java client's one transport)
+        assert wait_until(lambda: len(timeline.resumed) >= 1, FAILOVER_WAIT_S), "no failover"
         lost, resumed = timeline.interrupted[0], max(timeline.resumed)
         assert [link.transport.current_host_and_port for link in links] == [backup] * len(links)
         after = ["after-%d" % i for i in range(10)]
@@ -157,7 +158,8 @@ def test_jms_is_on_the_backup_within_1_s_when_the_lost_primary_drops_syns(
         assert resumed - lost < ON_B_WITHIN_S, "on B %.3f s after the loss notice" % (resumed - lost)
         assert working - lost < ON_B_WITHIN_S, "working on B %.3f s after the loss notice" % (working - lost)
         assert timeline.got(before + after)  # nothing lost
-        assert len(timeline.interrupted) == sockets and len(timeline.resumed) == sockets
+        assert sockets == 2  # the consumer's and the producer's, both lost: told once, as one transport
+        assert len(timeline.interrupted) == 1 and len(timeline.resumed) == 1
         assert conn.failure is None
 
 

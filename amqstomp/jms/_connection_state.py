@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set
 
 from ..codec import Frame
 from ..exception import BrokerError, ConnectionClosedException
@@ -89,6 +89,8 @@ class ConnectionState:
         self.open_timeout_s = timeout_s
         self.transport_listener: Any = None
         self.lock = threading.RLock()
+        #: the sockets lost and not connected again yet (:meth:`on_transport_event`), under ``lock``
+        self._interrupted_links: Set[Link] = set()
         self._sessions: List["SessionState"] = []
         self._consumers: Dict[str, "ConsumerCore"] = {}
         self._temporaries: Dict[str, TemporaryDestination] = {}
@@ -360,9 +362,23 @@ class ConnectionState:
         self.report(exc)
 
     def on_transport_event(self, link: Link, name: str) -> None:
-        """Dispatcher thread of ``link``: on_transport_interrupted / on_transport_resumed."""
+        """Dispatcher thread of ``link``: on_transport_interrupted / on_transport_resumed,
+        told to the transport listener once per outage of the connection, as ActiveMQ's
+        one transport per connection does (``TransportListener``): interrupted when the
+        first of its sockets is lost, resumed when the last of those lost is connected
+        again (a socket that connects with none lost: resumed, as before)."""
+        with self.lock:
+            lost = self._interrupted_links
+            if name == "on_transport_interrupted":
+                tell = not lost
+                lost.add(link)
+            else:
+                tell = not lost or (link in lost and len(lost) == 1)
+                lost.discard(link)
         if name == "on_transport_interrupted":
             log.info("%r: %s socket lost; failing over", self, link.role)
+        if not tell:
+            return
         fn = getattr(self.transport_listener, name, None)
         if fn is None:
             return

@@ -217,10 +217,13 @@ class Connection:
 
     def set_transport_listener(self, listener: Any) -> None:
         """With a ``failover:`` URI, ``listener.on_transport_interrupted()`` runs when
-        a socket of this connection is lost (a new one is being sought; sends
-        wait), ``listener.on_transport_resumed()`` when a new socket is connected
-        (ActiveMQ's ``TransportListener``). Either method may be missing. They run
-        on the dispatcher thread of the socket concerned."""
+        the connection loses a socket (a new one is being sought; sends wait),
+        ``listener.on_transport_resumed()`` when it is connected again (ActiveMQ's
+        ``TransportListener``). Once per outage, as the Java client's one transport
+        per connection: a connection with a consumer and a producer socket that loses
+        both hears interrupted when the first goes, resumed when the last is back.
+        Either method may be missing. They run on the dispatcher thread of the
+        socket concerned."""
         self._state.transport_listener = listener
 
     def set_usage_listener(self, on_usage_full: Optional[UsageListener] = None,
