@@ -43,7 +43,7 @@ import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
-from conftest import wait_until
+from conftest import assert_none_left, wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInterruptedError
@@ -431,9 +431,11 @@ def test_ten_master_kills_in_a_row_lose_nothing(activemq_factory, store_dir, mod
     assert max(thread_counts) == min(thread_counts), thread_counts
     # sanity bounds only (never tight): the takeover is the lock interval plus a start of the store
     assert all(row["takeover_s"] < TAKEOVER_TIMEOUT_S for row in rows)
-    # the broker's view: every message acknowledged, nothing left on the queue
-    stats = queue_statistics(pair.master, stream.queue, timeout=15)
-    assert stats["size"] == 0, stats
+    # the broker's view: every message acknowledged, nothing left on the queue, none in flight. Not the size 0:
+    # the sends are PERSISTENT and overlap the consumer, and ActiveMQ 5.17 may leave such a send out of
+    # enqueueCount for good (conftest.assert_none_left); what the last master dequeued is not known (it
+    # counts from its start, and re-sent copies are messages of their own)
+    assert_none_left(pair.master, stream.queue, 15)
 
 
 @pytest.mark.compiled_pass_only  # a takeover's replay order: failover threads

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
-from conftest import wait_until
+from conftest import assert_consumed, wait_until
 
 import amqstomp
 from amqstomp._core.backoff import ReconnectPolicy
@@ -331,6 +331,14 @@ def _stomppy_consumer(addresses: List[Tuple[str, int]], queue_name: str, run: Ru
     return conn, loop, conn.transport, conn.reconnector
 
 
+def _assert_each_broker_dequeued_its_share(brokers: List[Any], queue_name: str) -> None:
+    """Each broker dequeued the MESSAGES // 2 sent to it (message i to broker i % 2) and holds none
+    in flight. Not their sizes: the messages are PERSISTENT and sent while the consumer takes them,
+    and ActiveMQ 5.17 may leave such a send out of enqueueCount for good (conftest.assert_consumed)."""
+    for broker in brokers:
+        assert_consumed(broker, queue_name, MESSAGES // 2)
+
+
 def _run_until_settled(brokers: List[Any], queue_name: str, run: Run, api: str, conn: Any, loop: Any,
                        reconnector: Any, transport: Any, bound_s: float, while_producing: Any = None,
                        produced_all: Any = None) -> Tuple[List[str], float, List[int]]:
@@ -415,7 +423,7 @@ def test_a_rebalance_moves_a_busy_consumer_with_nothing_lost_or_settled_twice(br
     assert run.errors == []
     assert len(sent) == MESSAGES
     assert run.settled_again == []  # none settled twice
-    assert left == [0, 0]  # nothing left behind on either broker
+    _assert_each_broker_dequeued_its_share(brokers, queue_name)  # nothing left behind on either broker
     assert moves_while_producing >= 1 and reconnector.prober.moves >= 2  # moved away, and came back
     assert per_broker[first] > 0 and per_broker[other] > 0
     assert redelivered > 0  # the moves handed back a prefetched backlog, drained on coming back
@@ -498,7 +506,7 @@ def test_a_rebalance_settles_before_it_moves_so_a_large_prefetch_finishes(broker
                                                          if b), run.not_settled, left))
     assert run.errors == []
     assert len(sent) == MESSAGES and run.settled_again == []  # every one settled, none twice
-    assert left == [0, 0]
+    _assert_each_broker_dequeued_its_share(brokers, queue_name)
     assert moves >= 2 and per_broker[first] > 0 and per_broker[other] > 0  # it moved away and came back
     # a move hands back only what the application still held at the settle bound (the stomp.py consumer
     # queues every frame it is handed: what it did not get through within the bound; the JMS one: nothing),
@@ -573,4 +581,7 @@ def test_an_ack_racing_the_moves_disconnect_is_refused_as_interrupted_never_a_br
         conn.wait_for_receipt("again", timeout=10)
     finally:
         conn.disconnect()
-    assert [queue_statistics(b, queue_name.rsplit("/", 1)[1])["size"] for b in brokers] == [0, 0]
+    # "held" (PERSISTENT, sent while the subscription consumed) dequeued on the first broker, nothing on the
+    # other: dequeues, not the sizes (conftest.assert_consumed says why)
+    for broker, dequeued in zip(brokers, (1, 0)):
+        assert_consumed(broker, queue_name, dequeued)

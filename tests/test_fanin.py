@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Dict, List
 
 import pytest
-from conftest import StallProxy, wait_until
+from conftest import StallProxy, assert_consumed, assert_none_left, wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInterruptedError
@@ -168,7 +168,9 @@ def test_a_fan_in_consumer_over_standalone_brokers(activemq, activemq_factory) -
     finally:
         consumer.close()
     assert consumer.closed and wait_until(lambda: threading.active_count() <= threads, 10), threading.enumerate()
-    assert wait_until(lambda: _size(brokers[0], queue) == 0, 10)
+    # 30 before the consumer, 5 to its listener, 5 after the stop (those 10 PERSISTENT, sent while it
+    # consumed: dequeues, not the size; conftest.assert_consumed says why)
+    assert_consumed(brokers[0], queue, 40)
 
 
 @pytest.mark.compiled_pass_only  # a member stopped mid-run: the spreading and failover threads
@@ -225,8 +227,10 @@ def test_a_spreading_producer_spreads_and_skips_a_stopped_broker(activemq_networ
     print("\nspreading producer, member 2 stopped after 30 of 60: sent per member %s, received %d (%d distinct): %s"
           % (after, len(got), len(set(got)), sorted(b for b in set(got) if got.count(b) > 1)))
     assert set(got) == set(sent)  # none lost
-    assert all(wait_until(lambda b=b: _size(b, queue) == 0, 10) for b in net.members), \
-        [(_size(b, queue), _stat(b, queue, "inflightCount"), _stat(b, queue, "dequeueCount")) for b in net.members]
+    # nothing left on any member (sent while consumed, bridged, re-sent, a restart between: what each member
+    # dequeued is not known; the size may be below 0, conftest.assert_none_left says why)
+    for member in net.members:
+        assert_none_left(member, queue)
 
 
 

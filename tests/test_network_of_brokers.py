@@ -20,7 +20,7 @@ import uuid
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import pytest
-from conftest import wait_until
+from conftest import assert_none_left, wait_until
 
 import amqstomp
 from amqstomp.exception import AcknowledgeInDoubtError, AcknowledgeInterruptedError
@@ -403,7 +403,10 @@ def test_a_member_killed_mid_run_loses_nothing_and_settles_nothing_twice(activem
     assert errors == []
     assert len(sent) == 450
     assert lost == [], [(m.index, [body for _, body in m.received if body in lost]) for m in members]
-    # nothing left on any broker: an ACK in doubt was applied (or its message came again and was settled)
-    assert all(wait_until(lambda b=b: _stat(b, queue, "size") == 0, 10) for b in net.members), \
-        [_stat(b, queue, "size") for b in net.members]
+    # nothing left on any broker: an ACK in doubt was applied (or its message came again and was settled).
+    # Not the size 0: the members send PERSISTENT while they (and the bridges) consume, and ActiveMQ 5.17 may
+    # leave such a send out of enqueueCount for good (conftest.assert_none_left); what each broker dequeues
+    # is not known (bridges, a restart)
+    for member in net.members:
+        assert_none_left(member, queue)
     assert settled_again == [] and settled_twice == []
