@@ -553,6 +553,30 @@ def test_jms_a_refused_consumer_leaves_nothing_registered_or_replayed(activemq):
             session.unsubscribe("durable")
 
 
+def test_jms_a_selector_that_is_not_a_str_is_refused_before_anything_is_sent(activemq):
+    """selector=5 went to the broker as is and came back as 'BrokerError: ... ERROR: 5'; now a
+    TypeError naming it, for every entry that takes a selector, and no frame written."""
+    from amqstomp.jms import FanInConsumer
+
+    factory = ConnectionFactory(activemq.url, client_id="guard-" + uuid.uuid4().hex[:8])
+    with factory.create_connection() as connection:
+        spy = SendSpy()
+        spy.watch(connection._state.consumer_link.transport)
+        session = connection.create_session()
+        queue = session.create_queue(queue_name()[len("/queue/"):])
+        topic = session.create_topic("guard.topic." + uuid.uuid4().hex[:8])
+        for selector in (5, b"a = 1", 0, ["a = 1"]):
+            for call in (lambda: session.create_consumer(queue, selector=selector),
+                         lambda: session.create_durable_subscriber(topic, "d", selector),
+                         lambda: session.create_browser(queue, selector=selector),
+                         lambda: FanInConsumer([activemq.url], queue, selector=selector)):
+                with pytest.raises(TypeError, match=r"selector must be a JMS selector \(str\) or None, got "):
+                    call()
+        assert spy.sent == []
+        assert len(connection._state.consumer_link.manager) == 0
+        assert session.create_consumer(queue, selector="a = 1").selector == "a = 1"  # still usable
+
+
 # --------------------------------------------------------------------------- 2. unknown transactions, unknown acks
 
 

@@ -23,6 +23,7 @@ from amqstomp.jms import (
     ConnectionFactory,
     IllegalStateError,
     InvalidDestinationError,
+    MessageNotWriteableError,
     Queue,
     ResourceAllocationError,
     TemporaryQueue,
@@ -565,6 +566,36 @@ def test_message_fields_round_trip(activemq):
         assert data.data == b"\x00\x01\x02" and data.delivery_mode == NON_PERSISTENT
         nul = next(m for m in rest if isinstance(m, TextMessage))
         assert nul.text == "nul\x00inside"
+
+
+@pytest.mark.timeout(60)
+def test_a_received_message_is_read_only_and_can_be_sent_again(activemq):
+    """Java semantics (javax.jms.Message): a received message's properties and body are
+    read-only until cleared, and the application may send it on as it is: the producer
+    sets its header fields (destination, delivery mode, timestamp), asynchronous or not."""
+    queue, onward = Queue(qname("resend")), Queue(qname("onward"))
+    with ConnectionFactory(activemq.url).create_connection() as conn:
+        session = conn.create_session()
+        text = TextMessage("text")
+        text.set_property("k", "v")
+        session.create_producer(queue).send(text)
+        session.create_producer(queue).send(BytesMessage(b"\x00data"))
+        consumer = session.create_consumer(queue)
+        conn.start()
+        received = [consumer.receive(5), consumer.receive(5)]
+        got = next(m for m in received if isinstance(m, TextMessage))
+        with pytest.raises(MessageNotWriteableError):
+            got.set_property("k", "changed")
+        with pytest.raises(MessageNotWriteableError):
+            got.text = "changed"
+        producer = session.create_producer(onward)
+        for message in received:
+            producer.send(message, delivery_mode=NON_PERSISTENT)  # asynchronous
+            producer.send(message)  # PERSISTENT: waits for its receipt
+            assert message.destination == onward and message.delivery_mode == PERSISTENT
+        again = session.create_consumer(onward)
+        bodies = sorted(repr(m.body) + repr(m.get_property("k")) for m in (again.receive(5) for _ in range(4)))
+        assert bodies == sorted([repr(b"\x00data") + "None"] * 2 + [repr("text") + repr("v")] * 2)
 
 
 @pytest.mark.timeout(60)

@@ -8,13 +8,14 @@ extension comes from an ACK inside a transaction (``StompSubscription.onStompMes
 writes a DELIVERED ack), settled at COMMIT. These tests hold the consumer to that, and
 to what acknowledge(), recover() and a lost socket must still do.
 """
+import threading
 import time
 import uuid
 
 import pytest
 from conftest import wait_until
 
-from amqstomp.exception import AcknowledgeInterruptedError
+from amqstomp.exception import AcknowledgeInterruptedError, ConnectionClosedException
 from amqstomp.jms import CLIENT_ACKNOWLEDGE, ConnectionFactory, Queue, TextMessage
 from amqstomp.testing import queue_statistics
 
@@ -164,6 +165,56 @@ def test_a_lost_connection_before_acknowledge_gives_every_message_back(activemq,
         again[-1].acknowledge()
         consumer.close()
     assert wait_until(lambda: _size(activemq, queue) == 0, 10)
+
+
+@pytest.mark.timeout(90)
+def test_a_lost_connection_stops_a_listener_and_the_broker_redelivers_what_it_held(activemq, tcp_proxy_factory):
+    """No failover: once the connection is broken the listener gets none of the messages still
+    prefetched (ActiveMQ's Java client closes its sessions the same way), acknowledge() raises
+    ConnectionClosedException, and the broker redelivers every message not acknowledged.
+    Documented in docs/guides/jms.md ("CLIENT_ACKNOWLEDGE past the prefetch")."""
+    queue = _queue()
+    proxy = tcp_proxy_factory(activemq.host_and_ports[0])
+    with ConnectionFactory(_url(activemq.url)).create_connection() as direct:
+        _fill(direct, queue)
+    conn = ConnectionFactory(_url("stomp://%s:%d" % proxy.address), close_timeout_ms=2000).create_connection()
+    errors, seen, acknowledged = [], [], []
+    holding, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def listener(message):
+        seen.append(message.text)
+        if len(seen) == 1:
+            holding.set()
+            release.wait(30)
+        try:
+            message.acknowledge()
+            acknowledged.append(True)
+        except ConnectionClosedException:
+            acknowledged.append(False)
+        returned.set()
+
+    try:
+        conn.set_exception_listener(errors.append)
+        consumer = conn.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        consumer.set_message_listener(listener)
+        conn.start()
+        assert holding.wait(10)
+        buffered = consumer._core.ledger.buffer  # (internal: the prefetched messages the listener has not had)
+        assert wait_until(lambda: len(buffered) == PREFETCH - 1, 10)
+        proxy.cut()
+        assert wait_until(lambda: errors, 10)
+        release.set()
+        assert returned.wait(10)
+        time.sleep(0.5)  # the buffered messages would follow within ms
+        assert seen == ["m0"] and acknowledged == [False]
+    finally:
+        _close_quietly(conn)
+    with ConnectionFactory(_url(activemq.url)).create_connection() as conn2:
+        consumer = conn2.create_session(False, CLIENT_ACKNOWLEDGE).create_consumer(queue)
+        conn2.start()
+        again = _drain(consumer)
+        assert sorted(m.text for m in again) == sorted("m%d" % i for i in range(COUNT))
+        again[-1].acknowledge()
 
 
 @pytest.mark.timeout(90)

@@ -12,7 +12,10 @@ from amqstomp.jms import (
     PERSISTENT,
     BytesMessage,
     ConnectionFactory,
+    JMSError,
+    MapMessage,
     MessageFormatError,
+    MessageNotWriteableError,
     Queue,
     TemporaryQueue,
     TextMessage,
@@ -176,6 +179,67 @@ def test_message_from_frame():
     text = message_from_frame(Frame("MESSAGE", {"destination": "/topic/t", "message-id": "m"}, b"caf\xc3\xa9"))
     assert isinstance(text, TextMessage) and text.text == "café" and not text.redelivered
     assert text.destination == Topic("t")
+
+
+def _received(headers, body):
+    return message_from_frame(Frame("MESSAGE", dict({"destination": "/queue/q", "message-id": "m"}, **headers), body))
+
+
+def test_a_received_messages_properties_and_body_are_read_only_until_cleared():
+    """javax.jms.Message: a received message's properties and body are read-only
+    (MessageNotWriteableException) until clearProperties() / clearBody(); before,
+    set_property() and ``text =`` changed it silently. Nothing is changed by a refused write."""
+    text = _received({"k": "v"}, b"hello")
+    data = _received({"content-length": "3"}, b"a\x00b")
+    entries = MapMessage({"n": 1})
+    _, xml = send_headers(entries, Queue("q"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
+    mapped = _received({"transformation": "jms-map-xml"}, xml)
+    assert isinstance(text, TextMessage) and isinstance(data, BytesMessage) and isinstance(mapped, MapMessage)
+    for message in (text, data, mapped):
+        with pytest.raises(MessageNotWriteableError, match=r"properties are read-only.*clear_properties\(\)"):
+            message.set_property("k", "changed")
+        with pytest.raises(MessageNotWriteableError, match="properties"):
+            message.schedule(delay_ms=1000)
+        assert message.properties == ({"k": "v"} if message is text else {})
+    for write in (lambda: setattr(text, "text", "changed"), lambda: setattr(data, "data", b"changed"),
+                  lambda: mapped.set_int("n", 2), lambda: mapped.__setitem__("other", "x")):
+        with pytest.raises(MessageNotWriteableError, match=r"body is read-only.*clear_body\(\)"):
+            write()
+    assert text.text == "hello" and data.data == b"a\x00b" and mapped.to_dict() == {"n": 1}
+    # header fields stay writable (JMS allows it; a send sets them)
+    text.correlation_id = "c-2"
+    # clear_properties() opens the properties only, clear_body() the body only
+    text.clear_properties()
+    text.set_property("k", "new")
+    with pytest.raises(MessageNotWriteableError):
+        text.text = "still read-only"
+    text.clear_body()
+    text.text = "new"
+    data.clear_body()
+    data.data = b"new"
+    mapped.clear_body()
+    mapped.set_int("n", 2)
+    assert (text.text, text.properties, data.data, mapped.to_dict()) == ("new", {"k": "new"}, b"new", {"n": 2})
+    with pytest.raises(MessageNotWriteableError):
+        data.set_property("k", "v")  # its properties were not cleared
+    # messages the application makes stay writable
+    mine = TextMessage("mine")
+    mine.text = "changed"
+    mine.set_property("k", "v")
+    entries.set_int("n", 2)
+    assert isinstance(MessageNotWriteableError("x"), JMSError)
+
+
+def test_a_received_message_is_sent_again_as_it_came():
+    """The send path sets the header fields of a read-only message (as Java's producer does)."""
+    received = _received({"k": "v", "correlation-id": "c"}, b"body")
+    received.correlation_id = "c-2"
+    headers, body = send_headers(received, Queue("other"), NON_PERSISTENT, 4, 0, dialect=ACTIVEMQ)
+    assert body == b"body" and headers["k"] == "v" and headers["correlation-id"] == "c-2"
+    assert received.destination == Queue("other") and received.delivery_mode == NON_PERSISTENT
+    data = _received({"content-length": "2"}, b"ab")
+    headers, body = send_headers(data, Queue("other"), PERSISTENT, 4, 0, dialect=ACTIVEMQ)
+    assert body == b"ab" and headers["content-length"] == 2
 
 
 def test_jms_entry_points_are_exported_from_the_package():

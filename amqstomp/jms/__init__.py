@@ -45,6 +45,7 @@ from .exceptions import (
     InvalidDestinationError,
     JMSError,
     MessageFormatError,
+    MessageNotWriteableError,
     ResourceAllocationError,
     TransactionInDoubtError,
     TransactionPartlyCommittedError,
@@ -101,6 +102,7 @@ __all__ = [
     "AcknowledgeInterruptedError",
     "AcknowledgeInDoubtError",
     "MessageFormatError",
+    "MessageNotWriteableError",
     "InvalidDestinationError",
     "JMS_OPTIONS",
 ]

@@ -40,7 +40,7 @@ from .destination import Destination
 from .exceptions import BrowseInterruptedError, IllegalStateError
 from .link import message_ack_headers
 
-__all__ = ["ACK_MODES", "Subscriber", "is_reply_subscription"]
+__all__ = ["ACK_MODES", "Subscriber", "check_selector", "is_reply_subscription"]
 
 log = logging.getLogger("amqstomp.jms.consumer")
 
@@ -52,6 +52,17 @@ ACK_MODES: Dict[int, AckMode] = {
 
 _PREFETCH_OPTIONS = ("prefetch_all", "queue_prefetch", "queue_browser_prefetch", "durable_topic_prefetch",
                      "topic_prefetch")
+
+
+def check_selector(selector: Any) -> None:
+    """Refuse a selector that is not a str (or None) before anything is sent: the
+    broker would answer with an ERROR that does not name the argument.
+
+    Raises:
+        TypeError: ``selector`` is neither a str nor None.
+    """
+    if selector is not None and not isinstance(selector, str):
+        raise TypeError("selector must be a JMS selector (str) or None, got %r" % (selector,))
 
 
 def is_reply_subscription(link: Any, sub_id: str) -> bool:

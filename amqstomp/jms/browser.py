@@ -33,6 +33,7 @@ from typing import Any, Iterator, Optional
 from .._core.dialect import refusal
 from ..exception import ConfigurationError
 from ._state import Delivery, SessionState
+from ._subscriber import check_selector
 from .constants import AT_MOST_ONCE
 from .consumer import ConsumerCore
 from .destination import Queue
@@ -59,8 +60,7 @@ class QueueBrowser:
     def __init__(self, state: SessionState, queue: Queue, selector: Optional[str], timeout: float) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError("timeout must be a number of seconds > 0, got %r" % (timeout,))
-        if selector is not None and not isinstance(selector, str):
-            raise TypeError("selector must be a str or None, got %r" % (selector,))
+        check_selector(selector)
         link = state.connection.consumer_link
         if not link.is_activemq:
             raise refusal("queue browsers (ActiveMQ's browser header)", link.dialect, link.server)

@@ -30,6 +30,7 @@ __all__ = [
     "AcknowledgeInterruptedError",
     "AcknowledgeInDoubtError",
     "MessageFormatError",
+    "MessageNotWriteableError",
     "InvalidDestinationError",
     "BrowseTimeoutError",
     "BrowseInterruptedError",
@@ -64,6 +65,13 @@ class IllegalStateError(JMSError):
 class MessageFormatError(JMSError, ValueError):
     """A message cannot be sent as asked: a property named like a STOMP header
     amqstomp sets itself, a body of the wrong type."""
+
+
+class MessageNotWriteableError(JMSError):
+    """A write to the properties or the body of a received message, which are
+    read-only until ``clear_properties()`` / ``clear_body()``
+    (``javax.jms.MessageNotWriteableException``; ActiveMQ's Java client raises it
+    the same way). Header fields (``correlation_id``...) stay writable."""
 
 
 class InvalidDestinationError(JMSError, _InvalidDestinationError):

@@ -31,6 +31,7 @@ from ..exception import ConnectionClosedException
 from .._io.timeouts import clamp_wait
 from .._members import Closing, member_urls, split_prefetch
 from ._members import Member, MemberGroup, member_factory, open_members
+from ._subscriber import check_selector
 from .connection import Connection, ConnectionFactory
 from .constants import ACKNOWLEDGE_MODES, AUTO_ACKNOWLEDGE, SESSION_TRANSACTED
 from .consumer import MessageConsumer, MessageListener
@@ -107,8 +108,7 @@ class FanInConsumer(MemberGroup):
             raise ValueError("acknowledge_mode must be AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE, "
                              "INDIVIDUAL_ACKNOWLEDGE or AT_MOST_ONCE (a transaction cannot span brokers), got %r"
                              % (acknowledge_mode,))
-        if selector is not None and not isinstance(selector, str):
-            raise TypeError("selector must be a JMS selector (str) or None, got %r" % (selector,))
+        check_selector(selector)
         urls = member_urls(brokers)
         self.destination = as_destination(destination)
         if prefetch is None:

@@ -33,15 +33,16 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 from ..codec import FrameHead
 from .._core.dialect import ACTIVEMQ, is_text, refusal
 from ._mapxml import MAP_SUBSCRIBE_TRANSFORMATION, MAP_TRANSFORMATION, TypedEntries
+from ._mapmessage import MapMessage, MapValue
 from ._messages import (
     RESERVED_HEADERS,
     BytesMessage,
-    MapMessage,
-    MapValue,
     Message,
     PropertyValue,
     TextMessage,
+    bytes_data,
     check_property,
+    mark_received,
     stomp_body,
 )
 from ._scheduling import SCHEDULING_PROPERTIES, check_scheduled_property
@@ -135,8 +136,9 @@ def message_headers(message: Message, head: SendHead, time_to_live: int, dialect
     if time_to_live is not _NEVER and (time_to_live.__class__ is not int or time_to_live < 0):
         if isinstance(time_to_live, bool) or not isinstance(time_to_live, int) or time_to_live < 0:
             raise MessageFormatError("time_to_live must be an int >= 0 (ms), got %r" % (time_to_live,))
-    if message.__class__ is BytesMessage and message.data.__class__ is bytes:  # BytesMessage's body inlined: hot path
-        body = message.data
+    # BytesMessage's body inlined (hot path): bytes_data is a C call, the data property would add a Python frame
+    body = bytes_data(message) if message.__class__ is BytesMessage else None
+    if body.__class__ is bytes:
         headers: Dict[str, Any] = {"content-length": len(body)}
     else:
         body, headers = stomp_body(message, dialect)
@@ -220,7 +222,8 @@ def _int(value: Optional[str], default: int) -> int:
 
 def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = None,
                        delivery_count: int = 1) -> Message:
-    """A Message made from a MESSAGE frame (a new object on every delivery)."""
+    """A Message made from a MESSAGE frame (a new object on every delivery), its
+    properties and body read-only (JMS: until ``clear_properties()`` / ``clear_body()``)."""
     headers = frame.headers
     body = frame.body
     data = body.encode("utf-8") if isinstance(body, str) else bytes(body)
@@ -261,6 +264,7 @@ def message_from_frame(frame: "Frame", lookup: Optional[Callable[[str], Any]] = 
     seq = headers.get("JMSXGroupSeq")
     message.group_seq = _int(seq, 0) if seq is not None else None
     message.properties = {k: v for k, v in headers.items() if k not in _FRAME_ONLY}
+    mark_received(message)  # properties and body read-only until cleared (javax.jms.Message)
     return message
 
 

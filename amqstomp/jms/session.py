@@ -42,7 +42,7 @@ from .._core.dialect import BROKERS, refusal
 from ..exception import BrokerError, StompException
 from .._io.timeouts import clamp_wait
 from ._state import SessionState
-from ._subscriber import ACK_MODES
+from ._subscriber import ACK_MODES, check_selector
 from ._transaction import Transaction
 from .browser import QueueBrowser
 from .constants import ACKNOWLEDGE_MODES, AT_MOST_ONCE, SESSION_TRANSACTED
@@ -187,8 +187,10 @@ class Session:
             BrokerError: the broker refused the subscription.
             ReceiptTimeout: no RECEIPT within ``timeout_s`` (a stalled broker).
             ValueError: ``timeout_s`` is not a number of seconds >= 0 (or None).
+            TypeError: ``selector`` is not a str (or None).
         """
         self._check_open()
+        check_selector(selector)
         dest = as_destination(destination)
         if dest.is_temporary:
             if getattr(dest, "deleted", False):
@@ -256,11 +258,13 @@ class Session:
                 subscription open already; the session is closed.
             InvalidDestinationError: not a topic, or a temporary topic.
             ValueError: ``name`` is not a non-empty str.
+            TypeError: ``selector`` is not a str (or None).
             ConfigurationError: the broker is not ActiveMQ.
             BrokerError: the broker refused it (e.g. another connection with the
                 same client id has it open).
         """
         self._check_open()
+        check_selector(selector)
         dest = as_destination(topic)
         if not isinstance(dest, Topic):
             raise InvalidDestinationError("a durable subscription needs a Topic, got %r" % (dest,))
@@ -349,6 +353,7 @@ class Session:
             ConfigurationError: the broker is not ActiveMQ, or STOMP 1.0 (ActiveMQ
                 browses only for 1.1+).
             ValueError: ``timeout`` not > 0.
+            TypeError: ``selector`` is not a str (or None).
             BrokerError: the broker refused the subscription (a bad selector).
             ReceiptTimeout: no RECEIPT for the browse within ``timeout``.
         """
