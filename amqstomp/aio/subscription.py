@@ -20,6 +20,7 @@ Licensed under the Apache License, Version 2.0.
 import asyncio
 import collections
 import logging
+from asyncio import get_running_loop
 from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Deque, Dict, Mapping, Optional,
                     Tuple, Union)
 
@@ -281,12 +282,14 @@ class Subscription(Acking):
     async def _receive(self, timeout: Optional[float], iterating: bool) -> Message:
         """:meth:`get`; ``iterating`` (``async for``): StopAsyncIteration, not
         SubscriptionClosedError, once the application closed the subscription or its client."""
-        self.client.check_loop()
+        link = self.link
+        loop = link.loop if link is not None else self.client.loop
+        if get_running_loop() is not loop:  # (the socket's loop is the client's: check_loop says why, no call per message)
+            self.client.check_loop()
         wait = None if timeout is None else clamp_wait(timeout, "timeout", strict=True)
         if self._handed is not None:
             self._count_handed()
         queue = self._queue
-        loop = self.link.loop if self.link is not None else self.client.loop
         deadline = None if wait is None else loop.time() + wait
         while True:
             while queue:
@@ -374,13 +377,14 @@ class Subscription(Acking):
 
     async def settle_message(self, message: Message, cmd: str, transaction: Optional[str], receipt: bool,
                              timeout: Optional[float], frame_headers: Optional[Mapping[str, str]] = None) -> None:
-        self.client.check_loop()
+        link = message.link
+        if get_running_loop() is not link.loop:  # (its socket's loop is the client's; as in _receive)
+            self.client.check_loop()
         if not self.app_acked:
             raise UnknownMessageError("%s of %r: subscription %s (ack:%s%s) is acknowledged by %s; nothing sent"
                                       % (cmd, message, self.id, self.ack,
                                          ", optimize_acknowledge" if self.window.optimize_acknowledge else "",
                                          "the broker" if self.ack == "auto" else "amqstomp"))
-        link = message.link
         # a message settled before its subscription ended or its socket went is "acknowledged already" (below)
         if (self._ended is not None or link.closed or link is not self.link) and not message.settled:
             if not link.closed and link is self.link:
