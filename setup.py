@@ -19,10 +19,12 @@ from setuptools.command.build_ext import build_ext
 # includes its _codec_*.pxi files (the include lines at its end; all in git, none generated;
 # cythonize tracks included files itself);
 # flow is ONE source: the pure-Python _flow_py.py compiled as it is, typed by amqstomp/_core/_flow.pxd
-# (Cython reads the .pxd of the module's name: amqstomp._core._flow -> amqstomp/_core/_flow.pxd).
+# (Cython reads the .pxd of the module's name: amqstomp._core._flow -> amqstomp/_core/_flow.pxd);
+# so is the links' thread hand-off (_io/_handoff_py.py, typed by amqstomp/_io/_handoff.pxd).
 EXTENSION_MODULES = {
     "amqstomp._core._codec": "amqstomp/_core/_codec.pyx",
     "amqstomp._core._flow": "amqstomp/_core/_flow_py.py",
+    "amqstomp._io._handoff": "amqstomp/_io/_handoff_py.py",
 }
 
 

@@ -433,11 +433,8 @@ class BaseTransport(Driver, Publisher):
         if link is None:
             return
         wait_s = DEFAULT_CLOSE_TIMEOUT if timeout is None else clamp_wait(timeout)
-        reader = link.reader
-        if reader is not None and reader is not threading.current_thread() and not link.closed:
-            join = getattr(reader, "join", None)
-            if join is not None:
-                join(wait_s)
+        if not link.closed:
+            link.wait_read_done(wait_s)
         if not link.closed:
             log.warning("stop(): the socket to %s:%s was still open after %.3g s: closing it",
                         link.host_and_port[0], link.host_and_port[1], wait_s)
@@ -485,7 +482,7 @@ class BaseTransport(Driver, Publisher):
         link = self._link
         if link is not None and not link.closed:
             local = self._compat.local  # not the reader: the application injects it (injecting())
-            local.injecting = threading.current_thread() is not link.reader
+            local.injecting = not link.events.reading_here()
             try:
                 self.on_frame(link, f)
             finally:

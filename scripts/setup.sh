@@ -58,8 +58,9 @@ fi
 stamp=.venv/.amqstomp-installed
 # built modules where the build puts them (an editable install builds them in the tree; a moved
 # source leaves them elsewhere, with mtimes older than the stamp)
-built() { compgen -G "amqstomp/_core/_codec.*.so" >/dev/null && compgen -G "amqstomp/_core/_flow.*.so" >/dev/null; }
-if [ ! -f "$stamp" ] || ! built || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '_flow_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
+built() { compgen -G "amqstomp/_core/_codec.*.so" >/dev/null && compgen -G "amqstomp/_core/_flow.*.so" >/dev/null \
+  && compgen -G "amqstomp/_io/_handoff.*.so" >/dev/null; }
+if [ ! -f "$stamp" ] || ! built || [ -n "$(find setup.py pyproject.toml amqstomp -newer "$stamp" \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '_flow_py.py' -o -name '_handoff_py.py' -o -name 'setup.py' -o -name 'pyproject.toml' \) -print -quit)" ]; then
   started=$SECONDS
   if [ -f "$stamp" ]; then
     echo "setup: a Cython source changed (or a compiled module is missing): recompiling amqstomp's extensions (about a minute)"
@@ -67,14 +68,15 @@ if [ ! -f "$stamp" ] || ! built || [ -n "$(find setup.py pyproject.toml amqstomp
     # the .pxi files named by _codec.pyx's own include lines (all in git: none is generated)
     pxis=$(sed -n 's/^include "\(.*\)"$/\1/p' amqstomp/_core/_codec.pyx | paste -sd, - | sed 's/,/, /g')
     echo "setup: first run: installing amqstomp editable into .venv with its test/bench dependencies, and"
-    echo "setup: compiling its two C extensions with Cython + the C compiler: amqstomp._core._codec (_codec.pyx with"
-    echo "setup: $pxis: the frame codec) and amqstomp._core._flow (_flow_py.py typed by"
-    echo "setup: _flow.pxd: prefetch windows, ack batching). About 1 minute on 2 CPUs (measured 42 to 57 s; longer on a loaded machine);"
-    echo "setup: later runs skip this unless a .pyx/.pxi/.pxd or _flow_py.py changes."
+    echo "setup: compiling its three C extensions with Cython + the C compiler: amqstomp._core._codec (_codec.pyx with"
+    echo "setup: $pxis: the frame codec), amqstomp._core._flow (_flow_py.py typed by"
+    echo "setup: _flow.pxd: prefetch windows, ack batching) and amqstomp._io._handoff (_handoff_py.py typed by _handoff.pxd:"
+    echo "setup: the reader/dispatcher hand-off). About 1 minute on 2 CPUs (measured 42 to 57 s; longer on a loaded machine);"
+    echo "setup: later runs skip this unless a .pyx/.pxi/.pxd, _flow_py.py or _handoff_py.py changes."
   fi
   # -qq: only errors (with the build's output when compiling fails)
   .venv/bin/python -m pip install -qq --upgrade pip
   .venv/bin/python -m pip install -qq -e '.[test,bench,otel]'
   touch "$stamp"
-  echo "setup: done in $((SECONDS - started)) s ($(.venv/bin/python -c 'import amqstomp.codec as c, amqstomp.flow as f; print("codec", c.IMPLEMENTATION + ",", "flow", f.IMPLEMENTATION)'))"
+  echo "setup: done in $((SECONDS - started)) s ($(.venv/bin/python -c 'import amqstomp.codec as c, amqstomp.flow as f; import amqstomp._io.handoff as h; print("codec", c.IMPLEMENTATION + ",", "flow", f.IMPLEMENTATION + ",", "handoff", h.IMPLEMENTATION)'))"
 fi

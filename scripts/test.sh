@@ -159,6 +159,7 @@ problems = []
 for need in ("LICENSE", "setup.py", "pyproject.toml", "MANIFEST.in", "amqstomp/_core/_codec.pyx",
              "amqstomp/_core/_codec_parse.pxi", "amqstomp/_core/_codec_big.pxi", "amqstomp/_core/_codec_encode.pxi",
              "amqstomp/_core/_flow.pxd", "amqstomp/_core/_codec_py.py", "amqstomp/_core/_flow_py.py",
+             "amqstomp/_io/_handoff.pxd", "amqstomp/_io/_handoff_py.py",
              "tests/conftest.py"):
     if need not in snames:
         problems.append("sdist lacks " + need)
@@ -191,7 +192,7 @@ if kind == "pure":
     if so:
         problems.append("pure wheel ships compiled modules %s" % so)
 else:
-    for mod in ("amqstomp/_core/_codec.", "amqstomp/_core/_flow."):
+    for mod in ("amqstomp/_core/_codec.", "amqstomp/_core/_flow.", "amqstomp/_io/_handoff."):
         if not any(n.startswith(mod) for n in so):
             problems.append("wheel lacks the compiled %s*.so" % mod)
     if purelib or any(t.endswith("-any") for t in tags):

@@ -2,12 +2,12 @@
 :class:`amqstomp._io.observer.ObserverLoop` and the stomp.py facade's
 :class:`amqstomp._engine.dispatch.ListenerDispatch`, driven in memory (a link's
 event queue, no socket, the loop run on this thread until its STOP)."""
-import queue
 from concurrent.futures import Future
 
 from amqstomp._core import events
 from amqstomp._engine.dispatch import ListenerDispatch
 from amqstomp._engine.subscription import SubscriptionManager
+from amqstomp._io.handoff import EventQueue
 from amqstomp._io.link import STOP
 from amqstomp._io.observer import ObserverLoop
 from amqstomp.codec import Frame
@@ -17,7 +17,7 @@ class _Link:
     """What a dispatcher loop reads of a link: its queue and its CONNECTED wait."""
 
     def __init__(self, *items):
-        self.events = queue.SimpleQueue()
+        self.events = EventQueue()
         self.connect_future = Future()
         for item in items + (STOP,):
             self.events.put(item)
@@ -137,7 +137,7 @@ class _Port:
 
     def __init__(self):
         self.link = _Link()
-        self.link.events = queue.SimpleQueue()  # the STOP goes in after the events
+        self.link.events = EventQueue()  # the STOP goes in after the events
         self.paused = []
 
     def post(self, event):

@@ -39,6 +39,7 @@ from .._core.events import (
     UsageNotFull,
     event_named,
 )
+from .._io.handoff import PROMOTE
 from .._io.link import STOP, Link, resolve
 from ..codec import Frame
 from ..exception import RequiredArgumentError
@@ -247,42 +248,54 @@ class ListenerDispatch:
 
     # ------------------------------------------------------------ the dispatcher thread
 
-    def run(self, link: Link, transport: Any) -> None:
-        """Dispatcher thread of ``link``: every queued event to the listeners, in
-        arrival order, until the link's last event. A MESSAGE goes only where
-        ``transport.observer`` (:class:`amqstomp._io.observer.TransportObserver`)
-        says it still should, and its outcome is reported back to it: consumed
-        when every listener returned, failed otherwise. CONNECTED resolves the
-        link's connect wait after ``on_connected`` ran."""
+    def run(self, link: Link, transport: Any) -> bool:
+        """The dispatching thread of ``link``: every queued event to the listeners, in
+        arrival order (a MESSAGE by :meth:`deliver`), until the link's last event
+        (False) or until this thread is to read the socket (True: :mod:`amqstomp._io.handoff`).
+        CONNECTED resolves the link's connect wait after ``on_connected`` ran."""
         events = link.events
-        notify_message = self.notify_message
+        next_item = events.next_item
+        deliver = self.deliver
         notify_event = self.notify_event
         frame_class = Frame
+        item = next_item(False)
         while True:
-            item = events.get()
             if item.__class__ is not frame_class:  # (a MESSAGE, the frame itself, is the usual item)
+                if item is PROMOTE:
+                    return True
                 if item is STOP:
-                    break
+                    events.finish()
+                    return False
                 if isinstance(item, LinkEvent):
                     notify_event(item)
                     if item.__class__ is Connected:
                         resolve(link.connect_future, item.arg)
+                    item = next_item(True)
                     continue
-            observer = transport.observer
-            try:
-                if not observer.should_dispatch(item):
-                    continue
-            except BaseException:
-                log.exception("should_dispatch failed")
-            watcher = _observe.messages  # an instrumentation: its process span around the listeners
-            outcome = notify_message(item) if watcher is None else watcher.process(transport, item, notify_message, item)
-            try:
-                if outcome is None:
-                    observer.on_consumed(item)
-                else:
-                    observer.on_failed(item, outcome)
-            except BaseException:
-                log.exception("consumed hook failed")
+            deliver(link, transport, item)
+            item = next_item(True)
+
+    def deliver(self, link: Link, transport: Any, frame: Frame) -> None:
+        """One MESSAGE to the listeners, on whichever thread dispatches now: only where
+        ``transport.observer`` (:class:`amqstomp._io.observer.TransportObserver`) says it
+        still should, and its outcome reported back to it: consumed when every listener
+        returned, failed otherwise."""
+        observer = transport.observer
+        try:
+            if not observer.should_dispatch(frame):
+                return
+        except BaseException:
+            log.exception("should_dispatch failed")
+        watcher = _observe.messages  # an instrumentation: its process span around the listeners
+        notify_message = self.notify_message
+        outcome = notify_message(frame) if watcher is None else watcher.process(transport, frame, notify_message, frame)
+        try:
+            if outcome is None:
+                observer.on_consumed(frame)
+            else:
+                observer.on_failed(frame, outcome)
+        except BaseException:
+            log.exception("consumed hook failed")
 
 
 def _own(listeners: Tuple[Any, ...], name: str) -> Tuple[Any, ...]:

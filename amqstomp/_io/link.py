@@ -10,14 +10,13 @@ Writes: the write half, :class:`amqstomp._io.writer.LinkWriter` (the write lock,
 frames queued by threads that must never block).
 """
 import logging
-import queue
 import socket
 import sys
 import threading
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as _FutureTimeout
-from typing import Any, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Protocol, Tuple
 
 from .._core.errors import (ERROR_EVENTS, connect_wait_failure, error_answer_failures, error_outcome,
                             last_error_note)
@@ -35,6 +34,7 @@ from ..codec import HEARTBEAT, Frame
 from ..exception import ConnectFailedException, ConnectionClosedException, StompException, StompProtocolError
 from .channel import look_at_socket, receive_window, stream_reader
 from .futures import fail, resolve, wait_future
+from .handoff import EventQueue
 from .scheduler import Scheduler
 from .writer import DEFER_FLUSH_BYTES, DEFER_FLUSH_S, WRITE_FAILED_READ_S, WRITE_STALL_S, LinkWriter
 
@@ -90,13 +90,16 @@ class Link(LinkWriter):
         self.connect_future: "Future[Frame]" = Future()
         #: seconds the broker has to answer CONNECT (:meth:`expect_connected`), 0.0 until armed
         self.connect_within_s = 0.0
-        self.events: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        #: the listeners' events and which thread reads (:mod:`amqstomp._io.handoff`)
+        self.events = EventQueue()
         #: what its threads are called after: ``<connection>.<socket>`` (``amqstomp-timer-3.1``)
         self.name = name or str(seq)
         self.scheduler = Scheduler("amqstomp-timer-%s" % self.name)
         self.flush_owed = getattr(channel, "flush_owed", None)  # a WebSocket's pongs: flush_some writes them
         if self.flush_owed is not None:  # when its reader, which never writes, has some
             channel.call_when_owed(lambda: self.scheduler.call_later(0.0, self.flush_tick))
+        #: ``deliver(frame)``: one MESSAGE to the listeners on the calling thread (set by the owner)
+        self.deliver_here: Optional[Callable[[Frame], None]] = None
         self.reader: Optional[threading.Thread] = None
         self.dispatcher: Optional[threading.Thread] = None
         # reading paused by flow control: `paused`, `pause_suspended` and `draining` change under
@@ -150,11 +153,14 @@ class Link(LinkWriter):
 
     def wait(self, future: "Future[Any]", timeout_s: float, what: str) -> Any:
         """``future.result()`` within ``timeout_s`` seconds (:class:`ReceiptTimeout`
-        on expiry). On this link's dispatcher thread a pause of the reader is
+        on expiry). On the thread running this link's listeners a pause of the reader is
         lifted for the wait: the answer may be behind the messages that filled
-        the buffer, which only that thread would drain."""
-        on_dispatcher = threading.current_thread() is self.dispatcher
+        the buffer, which only that thread would drain; when that thread is the reading
+        one (a listener run inline), the other thread takes reading over first."""
+        events = self.events
+        on_dispatcher = events.dispatching_here()
         if on_dispatcher:
+            events.promote_now()
             with self.pause_lock:
                 self.pause_suspended += 1
                 self.apply_pause()
@@ -455,15 +461,20 @@ class Link(LinkWriter):
             debug_log.log_heartbeat_loop_ended()
         return True
 
-    def read_loop(self, recv_bytes: int, sink: "FrameSink") -> Tuple[str, Optional[BaseException]]:
-        """Reader thread: read the socket until it ends, feeding the protocol
+    def read_loop(self, recv_bytes: int, sink: "FrameSink",
+                  batch: Optional[Iterator[Frame]] = None) -> Optional[Tuple[str, Optional[BaseException]]]:
+        """The reading thread: read the socket until it ends, feeding the protocol
         state and handing each frame to ``sink.on_frame(self, frame)``; re-arms
         ``TCP_QUICKACK`` before every read (Linux: ActiveMQ leaves Nagle on, and
         the client's delayed TCP ACK would stall each prefetch window ~40 ms).
         Waits while reading is paused. Ends by closing the link and the socket.
+        ``batch``: frames read by the thread this one took reading over from
+        (:mod:`amqstomp._io.handoff`), handled first.
 
         Returns:
-            (reason, error): why the socket ended, and the exception if any.
+            (reason, error): why the socket ended, and the exception if any; None when
+            the other thread took reading over while a listener ran here (the caller
+            dispatches now).
         """
         channel = self.channel
         proto = self.proto
@@ -476,10 +487,24 @@ class Link(LinkWriter):
         parser = proto.parser
         quickack = _QUICKACK
         sock = channel.sock
+        events = self.events
+        me = threading.get_ident()
+        events.reading = me  # (a thread taking reading over was named under the queue's lock already)
         error: Optional[BaseException] = None
         reason = "connection closed by the broker"
+        handed_over = False
         try:
             while True:
+                if batch is not None:
+                    events.batch = batch  # what a thread taking reading over handles first
+                    on_frame = sink.on_frame
+                    for frame in batch:
+                        on_frame(self, frame)
+                        if events.lost == me:  # taken over while a listener ran here (EventQueue.handed_over)
+                            events.lost = 0
+                            handed_over = True
+                            return None
+                    batch = None
                 if not self.resume.is_set():
                     # what waits in the socket now: the check tick compares against it
                     self.paused_waiting = look_at_socket(sock)[1]
@@ -499,15 +524,14 @@ class Link(LinkWriter):
                     break
                 frames = receive(data, monotonic() * 1000.0)
                 if frames:
-                    on_frame = sink.on_frame
-                    for frame in frames:
-                        on_frame(self, frame)
+                    batch = iter(frames)
                 elif not proto.buffered and not data.strip(b"\r\n"):
                     debug_log = self.debug_log
                     if debug_log is not None and debug_log.enabled():
                         debug_log.log_heartbeat_received()
                     self.post(HeartbeatIn())
         except StompProtocolError as exc:
+            events.stop_reading()  # (nothing inline: these frames' listeners run on the other thread)
             for frame in exc.frames:  # complete frames that came before the fault
                 try:
                     sink.on_frame(self, frame)
@@ -526,24 +550,35 @@ class Link(LinkWriter):
             reason = "internal error in the reader: %r" % exc
             log.exception("reader thread failed")
         finally:
-            if not self.closed:
-                log.info("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
-            elif self.close_reason:
-                reason = self.close_reason  # closed on purpose (heart-beat timeout, close()): say why
-            self.close(reason, error)
-            reason = self.close_reason
-            self.read_done.set()
-            if self.write_lock.acquire(timeout=5.0):
-                try:
+            if not handed_over and events.reading not in (me, 0):  # a failure after the other thread took over
+                handed_over = True
+                log.error("the thread that handed reading over failed after: %r", error)
+            if not handed_over:
+                events.stop_reading()
+                if not self.closed:
+                    log.info("%s:%s: %s", self.host_and_port[0], self.host_and_port[1], reason)
+                elif self.close_reason:
+                    reason = self.close_reason  # closed on purpose (heart-beat timeout, close()): say why
+                self.close(reason, error)
+                reason = self.close_reason
+                self.read_done.set()
+                if self.write_lock.acquire(timeout=5.0):
+                    try:
+                        channel.close()
+                    finally:
+                        self.write_lock.release()
+                else:
                     channel.close()
-                finally:
-                    self.write_lock.release()
-            else:
-                channel.close()
-        return reason, error
+        return None if handed_over else (reason, error)
 
     def post(self, event: LinkEvent) -> None:
-        """Queue ``event`` (:mod:`amqstomp._core.events`) for this socket's dispatcher
-        (a MESSAGE frame is queued as it is: :meth:`amqstomp._io.owner.LinkOwner.deliver_message`)."""
+        """Queue ``event`` (:mod:`amqstomp._core.events`) for this socket's dispatching thread
+        (a MESSAGE frame is offered as it is: :meth:`amqstomp._io.owner.LinkOwner.deliver_message`)."""
         self.events.put(event)
+
+    def promote_reader(self) -> None:
+        """Called on a thread about to wait for what only a read brings (a receipt, the
+        socket's end): when it is the reading thread inside a listener, the other
+        thread takes reading over now (:meth:`amqstomp._io.handoff.EventQueue.promote_now`)."""
+        self.events.promote_now()
 

@@ -30,6 +30,7 @@ from .._core.events import (
     event_named,
 )
 from .futures import resolve
+from .handoff import PROMOTE
 from .link import STOP
 
 __all__ = ["TransportObserver", "ListenersOnly", "DISCONNECTED", "INTERRUPTED", "LAST_EVENTS", "EventSink",
@@ -100,12 +101,17 @@ class EventSink(Protocol):
     #: RECEIPTs are queued for it (:class:`~amqstomp._core.events.ReceiptIn`) only when True
     wants_receipts: bool
 
-    def run(self, link: Any, owner: Any) -> None:
-        """Dispatcher thread of ``link``: take ``link.events`` in order until
-        :data:`amqstomp._io.link.STOP`: typed events, and MESSAGE frames as they are
-        (report each one's outcome to ``owner.observer``); after
+    def run(self, link: Any, owner: Any) -> bool:
+        """The dispatching thread of ``link``: take ``link.events`` in order
+        (``link.events.next_item``) until :data:`amqstomp._io.link.STOP` (False) or
+        :data:`amqstomp._io.handoff.PROMOTE` (True: this thread reads now): typed
+        events, and MESSAGE frames by :meth:`deliver`; after
         :class:`~amqstomp._core.events.Connected`, resolve ``link.connect_future``
         with its frame."""
+
+    def deliver(self, link: Any, owner: Any, frame: Any) -> None:
+        """One MESSAGE to the application, on whichever thread dispatches now (the
+        reading one too, :mod:`amqstomp._io.handoff`); its outcome to ``owner.observer``."""
 
     def call_event(self, event: Any) -> None:
         """``event`` with no socket to queue it on: handled on the calling thread."""
@@ -185,20 +191,27 @@ class ObserverLoop:
         if isinstance(item, LinkEvent):
             self.call_event(item)
 
-    def run(self, link: Any, owner: Any) -> None:
+    def run(self, link: Any, owner: Any) -> bool:
         events = link.events
         call_event = self.call_event
+        item = events.next_item(False)
         while True:
-            item = events.get()
+            if item is PROMOTE:
+                return True
             if item is STOP:
-                break
+                events.finish()
+                return False
             if not isinstance(item, LinkEvent):  # a MESSAGE: its API routes them past the dispatcher
-                log.debug("a MESSAGE reached a link observer's dispatcher: not delivered")
-                try:
-                    owner.observer.on_failed(item, "no listener")
-                except BaseException:
-                    log.exception("on_failed failed")
-                continue
-            call_event(item)
-            if item.__class__ is Connected:
-                resolve(link.connect_future, item.arg)
+                self.deliver(link, owner, item)
+            else:
+                call_event(item)
+                if item.__class__ is Connected:
+                    resolve(link.connect_future, item.arg)
+            item = events.next_item(True)
+
+    def deliver(self, link: Any, owner: Any, frame: Any) -> None:
+        log.debug("a MESSAGE reached a link observer's dispatcher: not delivered")
+        try:
+            owner.observer.on_failed(frame, "no listener")
+        except BaseException:
+            log.exception("on_failed failed")

@@ -2,13 +2,15 @@
 :class:`amqstomp.transport.Transport`.
 
 A LinkOwner holds at most one live :class:`~amqstomp._io.link.Link` at a time
-and runs exactly three threads per link, all ending with it: the **reader**
-(bytes into the link's :class:`~amqstomp._core.state.ProtocolState`;
-MESSAGE frames to the observer, receipts resolved, typed events
-(:mod:`amqstomp._core.events`) queued), the **dispatcher** (those events in
-arrival order, so a slow callback never delays reading or heart-beats: the
-API's :class:`~amqstomp._io.observer.EventSink`) and the **timer**
-(heart-beats, deferred-write flushes, ack timers). It answers what the open
+and runs exactly three threads per link, all ending with it
+(:mod:`amqstomp._io.threads`): the **timer** (heart-beats, deferred-write
+flushes, ack timers) and two that take turns at **reading** (bytes into the
+link's :class:`~amqstomp._core.state.ProtocolState`; MESSAGE frames to the
+observer, receipts resolved, typed events (:mod:`amqstomp._core.events`)
+queued; a MESSAGE's listeners run right there when nothing is queued) and
+**dispatching** (the queued events in arrival order: the API's
+:class:`~amqstomp._io.observer.EventSink`), so a slow callback never delays
+reading or heart-beats (:mod:`amqstomp._io.handoff`). It answers what the open
 socket is, opens and closes sockets, pauses reading, and reports MESSAGEs and
 losses through :class:`~amqstomp._io.observer.TransportObserver`.
 
@@ -33,6 +35,7 @@ from .connector import Connector
 from .link import STOP, WRITE_STALL_S, Link, wait_future
 from .observer import LAST_EVENTS, EventSink, ListenersOnly, TransportObserver
 from .scheduler import TimerHandle
+from .threads import LinkThreads
 from .timeouts import clamp_wait
 
 __all__ = ["LinkOwner", "DEFAULT_CLOSE_TIMEOUT", "DEFAULT_WAIT_TIMEOUT"]
@@ -51,7 +54,7 @@ DEFAULT_WAIT_TIMEOUT = 30.0
 _NUMBERS = itertools.count(1)  # the numbers of the link owners (connections) of this process, for thread names
 
 
-class LinkOwner:
+class LinkOwner(LinkThreads):
     """The open socket (a link) of one connection, its threads, and the observer
     it reports to.
 
@@ -269,40 +272,8 @@ class LinkOwner:
             self._link = link
             self.version = link.proto.version
         link.post(Connecting(host_and_port))  # always the link's first event
-        factory = self.create_thread_fc
-        if factory is None:
-            link.scheduler.start()
-            link.dispatcher = threading.Thread(target=self._dispatch_loop, args=(link,),
-                                               name="amqstomp-dispatch-%s" % link.name, daemon=True)
-            link.reader = threading.Thread(target=self._read_loop, args=(link,),
-                                           name="amqstomp-reader-%s" % link.name, daemon=True)
-            link.dispatcher.start()
-            link.reader.start()
-        else:  # override_threading: the caller's factory makes (and starts) each thread
-            link.scheduler.start(factory)
-            self._factory_thread(factory, link, "dispatcher", self._dispatch_loop)
-            self._factory_thread(factory, link, "reader", self._read_loop)
+        self.start_threads(link)
         return host_and_port
-
-    @staticmethod
-    def _factory_thread(factory: Callable[[Callable[[], None]], Any], link: Link, role: str,
-                        loop: Callable[[Link], None]) -> None:
-        """A link thread made by ``factory(callback)`` (stomp.py's
-        ``override_threading`` contract: it returns the started thread). The
-        link's ``role`` is whichever comes first: the thread the callback runs on
-        (a receipt wait tells the dispatcher by it) or the factory's result."""
-        def run() -> None:
-            if getattr(link, role) is None:
-                setattr(link, role, threading.current_thread())
-            loop(link)
-
-        thread = factory(run)
-        if getattr(link, role) is None:
-            setattr(link, role, thread)
-        try:
-            thread.name = "amqstomp-%s-%s" % ("dispatch" if role == "dispatcher" else role, link.name)
-        except (AttributeError, TypeError):  # a thread-like object without a settable name
-            pass
 
     def close(self, timeout: Optional[float] = DEFAULT_CLOSE_TIMEOUT, reason: str = "closed by the client",
               silent: bool = False) -> None:
@@ -363,6 +334,7 @@ class LinkOwner:
     def _join(self, link: Link, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         me = threading.current_thread()
+        link.promote_reader()  # a listener run by the reading thread: the other one reads to the end
         for thread in link.threads():
             if thread is me or not getattr(thread, "is_alive", lambda: False)():
                 continue  # (a factory's thread-like object without is_alive is not waited for)
@@ -380,10 +352,12 @@ class LinkOwner:
         self.observer = observer if observer is not None else ListenersOnly(self)
 
     def deliver_message(self, frame: Frame) -> None:
-        """Queue a MESSAGE for the listeners (``on_before_message`` then ``on_message``)."""
+        """A MESSAGE for the listeners (``on_before_message`` then ``on_message``):
+        queued for the dispatching thread, or, on the reading thread with nothing queued
+        and nobody dispatching, run here now (:mod:`amqstomp._io.handoff`)."""
         link = self._link
         if link is not None:
-            link.events.put(frame)  # a MESSAGE is its own event (:mod:`amqstomp._core.events`)
+            link.events.offer(frame, link.deliver_here)  # a MESSAGE is its own event (:mod:`amqstomp._core.events`)
 
     def post(self, event: LinkEvent) -> None:
         """Queue ``event`` on the open or last socket's dispatcher, after everything
@@ -551,30 +525,6 @@ class LinkOwner:
     def control_frame_seen(self, link: Link, frame: Frame) -> None:
         """Reader thread: a frame other than MESSAGE was handled (nothing to do here)."""
 
-    def _read_loop(self, link: Link) -> None:
-        """Reader thread: :meth:`Link.read_loop`, then the end of the link: the
-        observer decides what the listeners hear last."""
-        reason, error = "the reader ended", None
-        try:
-            reason, error = link.read_loop(self.recv_bytes, self.frame_sink())
-        finally:
-            last: Optional[str] = "disconnected"
-            proto = link.proto
-            if not proto.by_client:
-                try:
-                    last = self.observer.on_link_lost(link.seq, reason, error)
-                except Exception:
-                    log.exception("on_link_lost failed")
-            if _observe.observer is not None:
-                if link.planned_end is not None:  # (its DISCONNECT made it the client's end)
-                    _observe.observer.connection_event(self, "moved", link.planned_end)
-                elif not proto.by_client:
-                    _observe.observer.connection_event(self, "link_lost", reason)
-            if last is not None and not proto.silent:  # the link's last events, unless its end is unreported
-                link.post(ReceiverLoopCompleted())
-                link.post(LAST_EVENTS[last]())
-            link.events.put(STOP)
-
     def on_frame(self, link: Link, frame: Frame) -> None:
         """Reader thread: one frame received on ``link`` (:class:`amqstomp._io.link.FrameSink`)."""
         if frame.cmd == "MESSAGE":
@@ -595,5 +545,3 @@ class LinkOwner:
             link.post(Connected(frame))
         self.control_frame_seen(link, frame)
 
-    def _dispatch_loop(self, link: Link) -> None:
-        self.dispatch.run(link, self)

@@ -102,6 +102,7 @@ class LinkWriter:
     #: None while it lives: read without a lock on the hot path
     closed: Optional[LinkEnd]
     reader: Optional[threading.Thread]
+    events: Any  # the link's EventQueue (amqstomp._io.handoff)
     host_and_port: Any
     read_done: threading.Event
     state_lock: threading.Lock
@@ -116,6 +117,18 @@ class LinkWriter:
 
     def close(self, reason: str, error: Optional[BaseException] = None) -> bool:  # pragma: no cover - Link's
         raise NotImplementedError
+
+    def wait_read_done(self, timeout_s: Optional[float]) -> bool:
+        """Wait up to ``timeout_s`` seconds for the socket to be read to its end (True when
+        it was). The reading thread does not wait for itself, unless it runs a listener: the
+        other thread then takes reading over (:mod:`amqstomp._io.handoff`). No wait
+        before the link's threads started."""
+        if self.reader is None or self.read_done.is_set():
+            return self.read_done.is_set()
+        events = self.events
+        if events.reading_here() and not events.promote_now():
+            return False
+        return self.read_done.wait(timeout_s)
 
     def init_writer(self, channel: Any) -> None:
         """The write state of a new link on ``channel``."""
@@ -367,9 +380,7 @@ class LinkWriter:
     def write_failed(self, exc: OSError) -> ConnectionClosedException:
         """A write failed: close the link; the exception to raise. The reader gets :data:`WRITE_FAILED_READ_S`
         to read the ERROR a broker sends before it closes (oversize frame, refused login): its reason."""
-        reader = self.reader
-        if reader is not None and reader is not threading.current_thread() and reader.is_alive():
-            self.read_done.wait(WRITE_FAILED_READ_S)
+        self.wait_read_done(WRITE_FAILED_READ_S)
         reason = "write failed: %s" % exc
         self.close(reason, exc)
         if self.close_reason != reason:  # the reader's, with the broker's reason: that first
