@@ -76,6 +76,11 @@ def test_member_urls_and_the_prefetch_split() -> None:
                        "&priorityBackup=true") == ["failover:(stomp://a:1)?maxReconnectDelay=200",
                                                    "failover:(stomp://b:2)?maxReconnectDelay=200"]
     assert member_urls(["stomp://a:1", "stomp://b:2"]) == ["stomp://a:1", "stomp://b:2"]
+    # a comma after the last broker is allowed (as in ActiveMQ); an empty broker is refused, naming the
+    # URI given and where (not the one-member URI made of it)
+    assert member_urls("failover:(stomp://a:1,stomp://b:2,)") == ["failover:(stomp://a:1)", "failover:(stomp://b:2)"]
+    with pytest.raises(ValueError, match=r"'failover:\(stomp://a:1,,stomp://b:2\)' has an empty broker: .* index 21"):
+        member_urls("failover:(stomp://a:1,,stomp://b:2)")
     assert split_prefetch(1000, 3) == [334, 333, 333] and split_prefetch(2, 3) == [1, 1, 1]
     with pytest.raises(ValueError, match="parentheses"):
         member_urls("failover:stomp://a:1,stomp://b:2")
