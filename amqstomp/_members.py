@@ -23,13 +23,12 @@ Written once here, below both APIs (it imports neither):
 Licensed under the Apache License, Version 2.0.
 """
 import logging
-import re
 import threading
 import time
 from typing import Callable, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .exception import ConfigurationError, StompException
-from ._core.uri import parse_uri, redact
+from ._core.uri import failover_members, parse_uri, redact
 
 __all__ = ["member_urls", "split_prefetch", "Member", "MemberGroup", "close_members", "Closing", "CLOSE_SLACK_S",
            "BrokerListener", "Turns"]
@@ -64,7 +63,8 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
             raise ValueError("brokers: a failover URI must list its members in parentheses, "
                              "failover:(stomp://a:61613,stomp://b:61613)?..., got %r" % (redact(text),))
         close = body.index(")")
-        members, query = body[1:close], body[close + 1:].lstrip("?")
+        members = failover_members(text, len("failover:("), len("failover:") + close)
+        query = body[close + 1:].lstrip("?")
         keys = [pair.split("=", 1)[0].lower() for pair in query.split("&") if pair]
         if "rebalanceinterval" in keys:
             raise ConfigurationError("brokers: rebalanceInterval has no meaning here: a fan-in or spreading "
@@ -72,8 +72,7 @@ def member_urls(brokers: Union[str, Sequence[str]]) -> List[str]:
                                      "its own broker, nothing to rebalance), got %r" % (redact(text),))
         kept = [pair for pair in query.split("&") if pair and pair.split("=", 1)[0].lower() not in _CHOOSING]
         suffix = ("?" + "&".join(kept)) if kept else ""
-        urls = ["failover:(%s)%s" % (member.strip(), suffix)
-                for member in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", members) if member.strip()]
+        urls = ["failover:(%s)%s" % (member, suffix) for member in members]
     elif isinstance(brokers, (list, tuple)) and all(isinstance(url, str) for url in brokers):
         urls = [url.strip() for url in brokers]
     else:

@@ -12,7 +12,10 @@ Grammar (ActiveMQ's):
   into the matching SUBSCRIBE header, e.g. ``activemq.prefetchSize:10``).
 
 An OpenWire ``tcp://`` URI, an unknown ``jms.*``/transport option, or a bad value
-raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI.
+raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI; so
+does an empty member of a failover list (a comma with no broker before it, or two in a
+row), naming the URI and the comma's index in it (one comma after the last member is
+allowed, as ActiveMQ's client allows it).
 
 The public face of the pure core's modules, which hold the code (issue 22):
 :mod:`amqstomp._core.uri` (the grammar, the failover options),

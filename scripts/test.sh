@@ -111,11 +111,22 @@ die() { echo "test.sh: $*" >&2; keep=1; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/amqstomp-test.XXXXXX")
 WORK=$(cd "$WORK" && pwd -P)
 case "$WORK/" in "$ROOT"/*) echo "test.sh: work dir $WORK is inside the checkout; set TMPDIR" >&2; exit 2 ;; esac
+# Interrupted (Ctrl-C, SIGTERM) or failed, the run ends what its pytest runs started: they carry
+# AMQSTOMP_TEST_RUN=$WORK and TMPDIR=$WORK/tmp (run_suite), which the brokers they start inherit
+# (they run in sessions of their own: Ctrl-C does not reach them), and their directories are
+# under $WORK/tmp (scripts/run_leftovers.sh). Brokers other runs started are not touched.
+. "$ROOT/scripts/run_leftovers.sh"
 cleanup() {
+  end_run "$WORK" "$WORK/tmp"
   if [ "$keep" = 1 ]; then echo "test.sh: work dir kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-mkdir -p "$WORK/log" "$WORK/dist" "$WORK/wheelhouse" "$WORK/pure"
+# Ctrl-C: pytest tears its brokers down, then the run stops (else the next step would start);
+# SIGTERM needs no trap: bash runs the EXIT trap at once, while pytest is still running
+trap 'echo "test.sh: interrupted" >&2; exit 130' INT
+mkdir -p "$WORK/log" "$WORK/dist" "$WORK/wheelhouse" "$WORK/pure" "$WORK/tmp"
+# the tests' TMPDIR: RabbitMQ (another user) reads the web-STOMP TLS certificate a test makes there
+chmod 711 "$WORK" "$WORK/tmp"
 
 # ------------------------------------------------------------------------------ 1. system
 step "[1/10] system packages (scripts/setup.sh --system)"
@@ -297,7 +308,7 @@ mkdir -p "$SUITE"
 cp -R tests bench "$SUITE/"
 [ -d docs ] && cp -R docs "$SUITE/"
 cp pyproject.toml README.md LICENSE "$SUITE/"  # [tool.pytest.ini_options]: markers, timeout, testpaths; README: its example runs; LICENSE: tests/test_packaging.py
-mkdir -p "$SUITE/scripts" && cp scripts/find_pythons.py scripts/test.sh "$SUITE/scripts/"  # tests/test_find_pythons.py, test_compiled_pass_only.py
+mkdir -p "$SUITE/scripts" && cp scripts/find_pythons.py scripts/test.sh scripts/run_leftovers.sh "$SUITE/scripts/"  # tests/test_find_pythons.py, test_compiled_pass_only.py, test_run_leftovers.py
 find "$SUITE" -name __pycache__ -prune -exec rm -rf {} +
 cat >"$SUITE/_amqstomp_installed.py" <<'EOF'
 """pytest plugin written by scripts/test.sh: the run fails unless amqstomp comes from this
@@ -374,9 +385,10 @@ run_suite() {  # run_suite NAME VENV EXPECT_IMPL [ENV=VALUE...] -- [pytest paths
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   local rc=0
-  ( cd "$SUITE" && env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" ${envs[@]+"${envs[@]}"} \
+  envs+=(AMQSTOMP_TEST_RUN="$WORK" TMPDIR="$WORK/tmp")  # what cleanup() finds the run's brokers by
+  ( cd "$SUITE" && env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" "${envs[@]}" \
       "$venv/bin/python" -c 'import amqstomp, amqstomp.codec as c, amqstomp.flow as f; print("   proof: amqstomp.__file__ =", amqstomp.__file__, "| codec:", c.IMPLEMENTATION, "| flow:", f.IMPLEMENTATION)' &&
-    env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" ${envs[@]+"${envs[@]}"} \
+    env AMQSTOMP_CHECKOUT="$ROOT" AMQSTOMP_EXPECT_IMPL="$expect" "${envs[@]}" \
       "$venv/bin/python" -m pytest -p no:cacheprovider -p _amqstomp_installed \
       --junitxml "$WORK/log/junit-$name.xml" "$@" ${pytest_args[@]+"${pytest_args[@]}"} ) || rc=$?
   if [ "$rc" = 5 ] && [ ${#pytest_args[@]} -gt 0 ]; then rc=0; fi  # nothing matched the caller's filter

@@ -78,6 +78,19 @@ def assert_none_left(broker: Any, queue: str, timeout: float = 10.0) -> None:
                        done=lambda s: s["size"] <= 0 and s["inflightCount"] == 0)
 
 
+def assert_given_back(broker: Any, queue: str, timeout: float = 20.0) -> None:
+    """Wait (``timeout`` s at most) until ``broker`` holds ``queue``'s messages as a consumer that
+    left without acknowledging gives them back: none in flight, none dequeued, no consumer left;
+    else raise AssertionError with its last statistics.
+
+    Not ``size == N`` (N the messages that consumer had): a PERSISTENT message that reached the
+    queue while that consumer was dispatched to can be left out of enqueueCount for good, and
+    the size then stays below N though all N are on the queue (:func:`assert_consumed` says
+    why). The caller proves the N are there by consuming them."""
+    _wait_for_counters(broker, queue, timeout, "no consumer, none dequeued", absent=False,
+                       done=lambda s: s["consumerCount"] == 0 and s["inflightCount"] == 0 and s["dequeueCount"] == 0)
+
+
 def _wait_for_counters(broker: Any, queue: str, timeout: float, expected: str, absent: bool,
                        done: Callable[[dict], bool]) -> None:
     """Poll ``queue``'s statistics on ``broker`` until ``done(stats)`` (``absent``: what a queue

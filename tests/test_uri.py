@@ -129,7 +129,35 @@ def test_passwords_never_appear_in_errors():
 
 
 def test_trailing_comma_in_a_failover_list():
-    assert [e.port for e in parse_uri("failover:(stomp://a:1,stomp://b:2,)").endpoints] == [1, 2]
+    # one comma after the last member: allowed, as ActiveMQ's client allows it
+    for uri in ("failover:(stomp://a:1,stomp://b:2,)", "failover:(stomp://a:1,stomp://b:2 , )?randomize=false",
+                "failover:stomp://a:1,stomp://b:2,"):
+        assert [e.port for e in parse_uri(uri).endpoints] == [1, 2], uri
+
+
+@pytest.mark.parametrize("uri, side, index", [
+    ("failover:(stomp://a:1,,stomp://b:2)", "after", 21),
+    ("failover:(stomp://a:1, ,stomp://b:2)", "after", 21),
+    ("failover:(stomp://a:1,stomp://b:2,,)", "after", 33),
+    ("failover:(,stomp://a:1)", "before", 10),
+    ("failover:( , stomp://a:1)", "before", 11),
+    ("failover:(,)", "before", 10),
+    ("failover:stomp://a:1,,stomp://b:2?randomize=false", "after", 20),
+    # the index is the shown (redacted) URI's
+    ("failover:(stomp://u:hunter2@a:1,,stomp://b:2)", "after", 25),
+])
+def test_an_empty_member_of_a_failover_list_is_refused_naming_the_comma(uri, side, index):
+    """A comma with no broker before it, or two with none between: ActiveMQ's client would
+    take an empty URI for a broker there."""
+    with pytest.raises(ConfigurationError) as err:
+        parse_uri(uri)
+    message = str(err.value)
+    assert isinstance(err.value, ValueError)
+    assert "hunter2" not in message
+    shown = uri.replace("u:hunter2@", "***@")
+    assert message.startswith("failover URI %r has an empty broker: no broker %s the ',' at index %d "
+                              % (shown, side, index)), message
+    assert shown[index] == ","
 
 
 def test_consumer_option_ranges():

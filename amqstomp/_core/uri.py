@@ -9,7 +9,10 @@
   are :mod:`amqstomp._core.destinations`'.
 
 An OpenWire ``tcp://`` URI, an unknown ``jms.*``/transport option, or a bad value
-raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI.
+raises :class:`amqstomp.exception.ConfigurationError` naming the option and the URI; so
+does an empty member of a failover list (a comma with no broker before it, or two in a
+row), naming the URI and the comma's index in it (one comma after the last member is
+allowed, as ActiveMQ's client allows it).
 The option tables are :mod:`amqstomp._core.uri_options`' (the failover's own,
 :data:`FAILOVER_OPTIONS`, is here: ``priorityURIs`` is read with this grammar);
 :func:`options_table_markdown` documents them all (``docs/options.md``).
@@ -27,7 +30,7 @@ from .uri_options import (CONNECTION_OPTIONS, CONSUMER_OPTIONS, KEYWORD_ONLY_OPT
 from ..exception import ConfigurationError
 
 __all__ = ["FAILOVER_OPTIONS", "Endpoint", "BrokerURI", "parse_uri", "priority_endpoints", "redact",
-           "options_table_markdown", "checked_hosts"]
+           "options_table_markdown", "checked_hosts", "failover_members"]
 
 
 #: Options of a ``failover:`` URI (FailoverTransport's names and defaults).
@@ -233,6 +236,47 @@ def _apply_connection_options(raw: Dict[str, str], uri: str, target: Dict[str, A
         target[opt.keyword] = convert_option(opt, value, uri)
 
 
+#: a comma that separates two members of a failover URI: one the next member's scheme follows (a
+#: heartBeat value holds a comma too)
+_MEMBER_COMMA = re.compile(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+def failover_members(text: str, start: int, end: int) -> List[str]:
+    """The member URLs of the failover URI ``text`` (each stripped), from its comma-separated
+    list at ``text[start:end]`` (inside the parentheses, or after ``failover:`` without them).
+    One comma after the last member is allowed, as ActiveMQ's client allows it.
+
+    Raises:
+        ConfigurationError: an empty member: a comma with no broker before it
+            (``failover:(,stomp://a:61613)``), or two with none between them
+            (``(stomp://a:61613,,stomp://b:61613)``), which ActiveMQ's client would read as a
+            broker with an empty URI. The message shows the URI (redacted) and the 0-based index
+            of the comma in it. An empty list (``failover:()``) is the caller's to refuse.
+    """
+    members: List[str] = []
+    if not text[start:end].strip():
+        return members
+    bounds = [m.start() for m in _MEMBER_COMMA.finditer(text, start, end)] + [end]
+    piece_start = start
+    for piece_end in bounds:
+        piece = text[piece_start:piece_end]
+        member = piece.strip(" \t,")
+        if not member:  # only the first piece can be: the others start with a scheme
+            comma, side = text.find(",", piece_start, piece_end + 1), "before"
+        else:
+            after = text.index(member, piece_start) + len(member)
+            commas = text.count(",", after, piece_end)
+            if commas == 0 or (commas == 1 and piece_end == end):  # a comma after the last one: allowed
+                members.append(member)
+                piece_start = piece_end + 1
+                continue
+            comma, side = text.index(",", after), "after"
+        raise ConfigurationError("failover URI %r has an empty broker: no broker %s the ',' at index %d "
+                                 "(0-based); remove that comma or name a broker there"
+                                 % (_redact(text), side, len(_redact(text[:comma]))))
+    return members
+
+
 def parse_uri(uri: str) -> BrokerURI:
     """Parse a broker URI (see the module docstring for the grammar).
 
@@ -242,25 +286,29 @@ def parse_uri(uri: str) -> BrokerURI:
 
     Raises:
         ConfigurationError: not a STOMP URI (``tcp://`` is OpenWire), an unknown
-            option, a bad value, no host, a bad port.
+            option, a bad value, no host, a bad port, an empty member of a failover list
+            (:func:`failover_members`).
     """
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigurationError("broker URI must be a non-empty str, got %r" % (uri,))
     text = uri.strip()
     uri = _redact(text)  # what error messages show
     if text.lower().startswith("failover:"):
-        body = text[len("failover:"):]
-        if body.startswith("("):
-            close = body.find(")")
+        start = len("failover:")
+        if text.startswith("(", start):
+            close = text.find(")", start)
             if close < 0:
                 raise ConfigurationError("unbalanced parenthesis in %r" % (uri,))
-            members_text, query = body[1:close], body[close + 1:]
+            members = failover_members(text, start + 1, close)
+            query = text[close + 1:]
             if query and not query.startswith("?"):
                 raise ConfigurationError("expected '?' after ')' in %r" % (uri,))
             query = query[1:]
         else:
             # without parentheses the outer query is the last member's; ActiveMQ reads it as the failover's
-            members_text, _, query = body.partition("?")
+            mark = text.find("?", start)
+            members = failover_members(text, start, len(text) if mark < 0 else mark)
+            query = "" if mark < 0 else text[mark + 1:]
         raw = split_query(query, uri)
         nested = {k[len("nested."):]: v for k, v in raw.items() if k.startswith("nested.")}
         failover_options: Dict[str, Any] = {}
@@ -281,11 +329,7 @@ def parse_uri(uri: str) -> BrokerURI:
                 raise unknown_option("failover option", key, uri, list(FAILOVER_OPTIONS) + list(CONNECTION_OPTIONS))
         endpoints = []
         options: Dict[str, Any] = {}
-        # a comma separates members only where the next one starts (a heartBeat value holds one too)
-        for member in re.split(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)", members_text):
-            member = member.strip().rstrip(",").strip()
-            if not member:
-                continue
+        for member in members:
             endpoint, leftover = _endpoint(member, uri, nested)
             for key in sorted(leftover):
                 if key in CONNECTION_OPTIONS:
