@@ -154,7 +154,7 @@ class StompGroup(shared.MemberGroup[Any]):
 
     def set_listener(self, name: str, listener: Any) -> None:
         """Register ``listener`` under ``name`` on every broker's connection (stomp.py's
-        ``set_listener``): its callbacks run on the dispatcher thread of the connection
+        ``set_listener``): its callbacks run on the dispatching thread of the connection
         that heard the event, so with several brokers concurrently; ``on_connected``,
         ``on_disconnected`` and the like come once per broker.
 

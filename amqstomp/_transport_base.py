@@ -475,7 +475,7 @@ class BaseTransport(Driver, Publisher):
     def process_frame(self, f: Frame, frame_str: Optional[bytes]) -> None:
         """stomp.py's ``process_frame``: handle ``f`` as a frame received.
         With a socket open, as the reader does (receipts, flow control, the
-        listeners on the dispatcher thread); without one, the listeners are
+        listeners on the dispatching thread); without one, the listeners are
         called here (``on_before_message`` and ``on_message`` for a MESSAGE).
         The reader calls it for every frame (``frame_str``: the frame's bytes
         without the NUL) when a subclass replaces it."""

@@ -66,8 +66,8 @@ class FanInConnection(StompGroup):
         **keywords: stomp.py connection keywords for every member (``timeout`` in s,
             ``heartbeats``, ``reconnect_attempts_max``, ``auto_decode``...), over the URL's.
 
-    Telling brokers apart: a listener's callbacks run on the dispatcher thread of
-    the broker's connection that delivered the frame; :attr:`delivering_broker`
+    Telling brokers apart: a listener's callbacks run on a thread of the broker's
+    connection that delivered the frame; :attr:`delivering_broker`
     names that broker there (the frame is the broker's as it came, no header
     added). Each broker's messages come in its order; there is no order across
     brokers, and listeners of different brokers run concurrently.

@@ -1,7 +1,7 @@
 """What a link reports upward, as typed events (the h11 ``_events`` model), and how a link ended.
 
 A driver (:mod:`amqstomp._io`) queues one of these per event for the link's
-dispatcher thread (:meth:`amqstomp._io.link.Link.post`); an API maps each
+dispatching thread (:meth:`amqstomp._io.link.Link.post`); an API maps each
 class once to what its users see: the stomp.py facade to listener methods
 (:data:`amqstomp._engine.dispatch.LISTENER_CALLS`), the JMS API to the
 typed :class:`amqstomp._io.observer.LinkObserver` calls. A MESSAGE frame is
@@ -26,7 +26,7 @@ __all__ = ["LinkEvent", "Connecting", "Connected", "ReceiptIn", "ErrorIn", "Conn
 
 
 class LinkEvent:
-    """One event of a link, for its dispatcher thread. ``arg``: its payload or None."""
+    """One event of a link, for its dispatching thread. ``arg``: its payload or None."""
 
     __slots__ = ("arg",)
 

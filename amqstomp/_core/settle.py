@@ -342,7 +342,7 @@ def delivery_answered(seqs: Sequence[int], caller_seq: int) -> int:
 
     Args:
         seqs (sequence of int): the sockets that delivered the identity, oldest first (not empty).
-        caller_seq (int): the socket whose dispatcher thread makes the ACK (0: another thread).
+        caller_seq (int): the socket whose dispatching thread makes the ACK (0: another thread).
 
     Returns:
         int: the index into ``seqs``: the delivery of ``caller_seq`` (the listener it handed

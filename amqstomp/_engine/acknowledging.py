@@ -160,7 +160,7 @@ class Acknowledging:
         1.0/1.1 after a failover: the lost socket's copy and the redelivered
         one, same ``message-id`` and ``subscription``), one rule
         (:meth:`amqstomp._engine.ledger.SocketLedger.socket_of`): an ACK made in a
-        listener, on a socket's dispatcher thread, answers that socket's
+        listener, on a socket's dispatching thread, answers that socket's
         delivery (the one that listener was handed); any other answers the
         oldest outstanding delivery, since the listeners were handed them in
         delivery order. So the first ACK of the identity after a failover

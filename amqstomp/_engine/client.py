@@ -110,7 +110,7 @@ class Client(Acknowledging, Subscribing):
         #: its DISCONNECT (refused before, AcknowledgeInterruptedError); None without planned moves
         self.move_gate: Optional[Any] = threading.Lock() \
             if reconnector is not None and getattr(reconnector, "prober", None) is not None else None
-        # per dispatcher thread: the socket whose deliveries it hands over (each socket has its own)
+        # per dispatching thread: the socket whose deliveries it hands over (each socket has its own)
         self._dispatching = threading.local()
         if manager is not None:  # the reader and the dispatcher call it directly: no frame of ours per MESSAGE
             self.on_message = manager.on_message  # type: ignore[method-assign]

@@ -1,7 +1,7 @@
 """stomp.py listener fan-out: the registry of listeners and how each event reaches them.
 
 One :class:`ListenerDispatch` per connection: the stomp.py facade's
-:class:`~amqstomp._io.observer.EventSink`. The link's dispatcher thread
+:class:`~amqstomp._io.observer.EventSink`. The link's dispatching thread
 (:meth:`ListenerDispatch.run`) takes its typed events
 (:mod:`amqstomp._core.events`) in arrival order and maps each class ONCE, by
 :data:`LISTENER_CALLS`, to the stomp.py listener method and its arguments; a
@@ -186,7 +186,7 @@ class ListenerDispatch:
             for fn in self.message_calls:  # each runs, whoever raised before it
                 try:
                     fn(frame)
-                except BaseException as exc:  # SystemExit too: it would end the dispatcher thread silently
+                except BaseException as exc:  # SystemExit too: it would end the dispatching thread silently
                     _listener_raised(fn, exc)
                     failed = True
             return "error" if failed else None
@@ -246,7 +246,7 @@ class ListenerDispatch:
             for listener in self.ordered:
                 _call0(listener, "on_" + event)
 
-    # ------------------------------------------------------------ the dispatcher thread
+    # ------------------------------------------------------------ the dispatching thread
 
     def run(self, link: Link, transport: Any) -> bool:
         """The dispatching thread of ``link``: every queued event to the listeners, in
@@ -335,7 +335,7 @@ def _call(listener: Any, name: str, arg: Any) -> bool:
     try:
         fn(arg)
         return True
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+    except BaseException:  # SystemExit too: it would end the dispatching thread silently
         report_callback_error(log, "listener %r raised in %s", listener, name)
         return False
 
@@ -346,5 +346,5 @@ def _call0(listener: Any, name: str) -> None:
         return
     try:
         fn()
-    except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+    except BaseException:  # SystemExit too: it would end the dispatching thread silently
         report_callback_error(log, "listener %r raised in %s", listener, name)

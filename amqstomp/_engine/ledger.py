@@ -31,7 +31,7 @@ class SocketLedger:
     the redelivered one share their identity; the application's ACK carries no
     socket, so one rule (:meth:`socket_of`, the settlement core's
     :func:`~amqstomp._core.settle.delivery_answered`) says which delivery it is for: an
-    ACK made by a listener on a socket's dispatcher thread answers that
+    ACK made by a listener on a socket's dispatching thread answers that
     socket's delivery; otherwise, the listeners being handed the copies in
     delivery order, the ACKs of an identity answer its outstanding deliveries
     oldest first -- the first ACK after a failover answers the lost socket's copy (refused:
@@ -165,7 +165,7 @@ class SocketLedger:
         names, and forget that delivery; None when unknown. Of several
         deliveries of one identity (1.0/1.1 after a failover: the lost copy and
         the redelivered one): the one of socket ``caller_seq`` (the ACK is made
-        on that socket's dispatcher thread, by a listener it handed the
+        on that socket's dispatching thread, by a listener it handed the
         delivery to), else the oldest outstanding one: ACKs answer deliveries
         in the order the listeners were handed them (the class docstring's rule)."""
         if key is None:

@@ -13,7 +13,7 @@ Three of the transport's threads call in; a lock per subscription keeps each win
   consumer turns slow (pending > 2 x prefetch, ActiveMQ's definition: a typed
   :class:`~amqstomp._core.events.SlowConsumer` event, stomp.py's ``on_slow_consumer(info)``);
   then queue it for the listeners.
-* dispatcher thread, after every listener returned (:meth:`on_consumed`): count it consumed; send
+* dispatching thread, after every listener returned (:meth:`on_consumed`): count it consumed; send
   the ACK the window decides (optimizeAcknowledge: one cumulative ACK per batch); resume reading
   once the buffer drained to half.
 * timer thread (:meth:`_on_timer`): the ACK of a batch left short by a timer
@@ -87,7 +87,7 @@ class SubscriptionManager(UnackedMessages, DuplicateAudits, UnknownSubscriptions
         deliver (callable | None): the dispatch policy, ``deliver(frame)`` for each
             MESSAGE flow control lets through (reader or timer thread; must not
             block): ``transport.deliver_message`` when None (the stomp.py API: the
-            listeners, on the link's dispatcher thread), or the JMS connection's
+            listeners, on the link's dispatching thread), or the JMS connection's
             route to its sessions' executors.
         prefetch_policy (PrefetchPolicy | None): prefetch sizes the windows assume
             when a subscription names none (ActiveMQ 5.17's defaults).

@@ -8,7 +8,7 @@
   (write lock, write coalescing), heart-beat ticks, watching a paused
   socket, closing.
 
-The reader and dispatcher threads and everything above one socket (connect
+The reader and dispatching threads and everything above one socket (connect
 with back-off, receipts, listeners, the hooks a failover layer uses) are in
 :mod:`amqstomp.transport`; the protocol decisions they act on are
 :class:`amqstomp._core.state.ProtocolState`'s.

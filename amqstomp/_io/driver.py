@@ -68,7 +68,7 @@ class Driver(LinkOwner):
 
     Args:
         connector (Connector | None): where and how sockets are made (None: none can be).
-        dispatch (EventSink): who serves the dispatcher thread
+        dispatch (EventSink): who serves the dispatching thread
             (:class:`amqstomp._io.observer.EventSink`).
         heart_beat_receive_scale (float): grace factor of the receive check.
         recv_bytes (int): bytes asked for per ``recv``.

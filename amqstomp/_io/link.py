@@ -1,10 +1,11 @@
 """One socket and everything that lives and dies with it: the link.
 
 A :class:`Link` holds the socket's channel, its :class:`~amqstomp._core.state.ProtocolState`, its timer
-thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue for the dispatcher, and does the
-socket-level work that needs no STOMP decision: writing under the write lock, heart-beat ticks (asking the
-protocol state when one is due and when the peer is overdue), watching a paused socket, and closing. Its
-reader and dispatcher threads are started and run by :class:`amqstomp._io.owner.LinkOwner`.
+thread (:class:`~amqstomp._io.scheduler.Scheduler`), its event queue and the roles of its two other
+threads (:mod:`amqstomp._io.handoff`), and does the socket-level work that needs no STOMP decision:
+writing under the write lock, heart-beat ticks (asking the protocol state when one is due and when the
+peer is overdue), watching a paused socket, and closing. Its reading and dispatching threads are started
+and run by :class:`amqstomp._io.owner.LinkOwner` (:mod:`amqstomp._io.threads`).
 
 Writes: the write half, :class:`amqstomp._io.writer.LinkWriter` (the write lock, deferred frames,
 frames queued by threads that must never block).

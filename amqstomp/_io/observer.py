@@ -6,7 +6,7 @@
   installs itself with ``set_observer``): MESSAGEs, their outcome, lost sockets.
   Until an observer is set, :class:`ListenersOnly` applies: every MESSAGE goes
   to the dispatcher and a lost socket is the end of the connection.
-* :class:`EventSink`, who serves a link's dispatcher thread: the link's typed
+* :class:`EventSink`, who serves a link's dispatching thread: the link's typed
   events (:mod:`amqstomp._core.events`) in arrival order. The stomp.py facade's
   :class:`amqstomp._engine.dispatch.ListenerDispatch` is one (events to
   listener methods, by one table); :class:`ObserverLoop` is the other, which
@@ -96,7 +96,7 @@ class ListenersOnly:
 
 
 class EventSink(Protocol):
-    """Who serves a link's dispatcher thread (:class:`~amqstomp._io.owner.LinkOwner`'s ``dispatch``)."""
+    """Who serves a link's dispatching thread (:class:`~amqstomp._io.owner.LinkOwner`'s ``dispatch``)."""
 
     #: RECEIPTs are queued for it (:class:`~amqstomp._core.events.ReceiptIn`) only when True
     wants_receipts: bool
@@ -121,7 +121,7 @@ class EventSink(Protocol):
 
 
 class LinkObserver(Protocol):
-    """A link's events as typed calls, on its dispatcher thread, never on the reader
+    """A link's events as typed calls, on its dispatching thread, never on the reader
     (:class:`ObserverLoop` makes them). None may block for long: they delay the
     events behind them."""
 
@@ -169,7 +169,7 @@ def _calls(observer: LinkObserver) -> Dict[type, Callable[[Any], None]]:
 class ObserverLoop:
     """The :class:`EventSink` of an API that observes its links with a typed
     :class:`LinkObserver` (the JMS API): each event to its call by one table,
-    on the dispatcher thread; what the observer raises is logged and the loop goes on."""
+    on the dispatching thread; what the observer raises is logged and the loop goes on."""
 
     wants_receipts = False
 
@@ -183,7 +183,7 @@ class ObserverLoop:
             return
         try:
             fn(event.arg)
-        except BaseException:  # SystemExit too: it would end the dispatcher thread silently
+        except BaseException:  # SystemExit too: it would end the dispatching thread silently
             log.exception("link observer %r raised on %r", self.observer, event)
 
     def call(self, event: str, arg: Any = None) -> None:

@@ -60,7 +60,7 @@ class LinkOwner(LinkThreads):
 
     Args:
         connector (Connector): where and how sockets are made.
-        dispatch (EventSink): who serves the dispatcher thread (the stomp.py facade's
+        dispatch (EventSink): who serves the dispatching thread (the stomp.py facade's
             listeners, a JMS link's :class:`~amqstomp._io.observer.ObserverLoop`).
         heart_beat_receive_scale (float): grace factor of the receive check.
         recv_bytes (int): bytes asked for per ``recv``.
@@ -75,7 +75,7 @@ class LinkOwner(LinkThreads):
                  recv_bytes: int) -> None:
         #: where and how sockets are made (brokers, TLS per broker, the TCP connect)
         self.connector = connector
-        #: who hears the link's events on its dispatcher thread (:class:`~amqstomp._io.observer.EventSink`)
+        #: who hears the link's events on its dispatching thread (:class:`~amqstomp._io.observer.EventSink`)
         self.dispatch = dispatch
         self.heart_beat_receive_scale = float(heart_beat_receive_scale)
         self.recv_bytes = int(recv_bytes)
@@ -373,7 +373,7 @@ class LinkOwner(LinkThreads):
         back on the broker). A pause is a state, not a count: the last call of
         this and :meth:`resume_reading` wins (they are serialised). While paused
         the peer is still watched (:meth:`amqstomp._io.link.Link.heartbeat_check_tick`);
-        closing the link ends a pause, a receipt wait on the dispatcher thread
+        closing the link ends a pause, a receipt wait on the dispatching thread
         lifts it for its duration (:meth:`wait_future`)."""
         link = self._link
         if link is not None:
@@ -494,7 +494,7 @@ class LinkOwner(LinkThreads):
     def wait_future(self, future: "Future[Any]", timeout: Optional[float] = None, what: str = "reply") -> Any:
         """``future.result()`` with a bounded wait (seconds; ``self.timeout`` or
         :data:`DEFAULT_WAIT_TIMEOUT` when None): :class:`ReceiptTimeout` on expiry.
-        On the dispatcher thread it reads on meanwhile although flow control
+        On the dispatching thread it reads on meanwhile although flow control
         paused reading (:meth:`amqstomp._io.link.Link.wait`)."""
         link = self._link
         if link is None:

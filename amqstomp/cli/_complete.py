@@ -58,7 +58,7 @@ class Completion:
         _remember(self._destinations, destination)
 
     def seen(self, headers: Any) -> None:
-        """A MESSAGE with ``headers`` arrived (dispatcher thread). Its id is offered
+        """A MESSAGE with ``headers`` arrived (dispatching thread). Its id is offered
         to ``ack``/``nack`` unless its subscription acks automatically (an
         ``ack:auto`` message has nothing to acknowledge: the broker refuses it)."""
         _remember(self._destinations, headers.get("destination"))

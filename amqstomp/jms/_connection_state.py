@@ -344,7 +344,7 @@ class ConnectionState:
                     raise IllegalStateError("%s still has a consumer; close it first" % (temp,))
             self._temporaries.pop(temp.stomp_name, None)
 
-    # ------------------------------------------------------------ link events (dispatcher threads)
+    # ------------------------------------------------------------ link events (dispatching threads)
 
     def on_error_frame(self, link: Link, frame: Frame) -> None:
         """Dispatcher thread of ``link``: an ERROR frame no call waits for goes
@@ -384,7 +384,7 @@ class ConnectionState:
             return
         try:
             fn()
-        except BaseException:  # a listener must not end the dispatcher thread
+        except BaseException:  # a listener must not end the dispatching thread
             log.exception("transport listener %s raised", name)
 
     def on_link_resumed(self, link: Link) -> None:
@@ -421,7 +421,7 @@ class ConnectionState:
         link.client.replay(manager, link.connect_timeout_s, "resubscribe", skip, refused)
 
     def on_link_lost(self, link: Link, gave_up: Optional[BaseException] = None) -> None:
-        """Failover or dispatcher thread of ``link``: its socket is lost for good
+        """Failover or dispatching thread of ``link``: its socket is lost for good
         (no failover, or the failover gave up): the connection is broken, the
         other link is closed, waiters wake and the exception listener hears of it."""
         if link.ended_by_client():
@@ -455,7 +455,7 @@ class ConnectionState:
             return
         try:
             listener(exc)
-        except BaseException:  # a listener must not end the dispatcher thread
+        except BaseException:  # a listener must not end the dispatching thread
             log.exception("exception listener %r raised", listener)
 
     def on_usage(self, event: UsageEvent) -> None:

@@ -222,7 +222,7 @@ class Connection:
         ``TransportListener``). Once per outage, as the Java client's one transport
         per connection: a connection with a consumer and a producer socket that loses
         both hears interrupted when the first goes, resumed when the last is back.
-        Either method may be missing. They run on the dispatcher thread of the
+        Either method may be missing. They run on the dispatching thread of the
         socket concerned."""
         self._state.transport_listener = listener
 

@@ -149,7 +149,7 @@ class FanInConsumer(MemberGroup):
     def set_exception_listener(self, listener: Optional[BrokerListener]) -> None:
         """``listener(broker_url, exc)`` (``broker_url`` redacted, as in :attr:`brokers`)
         hears what goes wrong on a broker's connection: its loss (the broker is then left out of :meth:`receive`),
-        an ERROR no call waits for. It runs on that connection's dispatcher thread."""
+        an ERROR no call waits for. It runs on that connection's dispatching thread."""
         self._exception_listener = listener
 
     # ------------------------------------------------------------ messages

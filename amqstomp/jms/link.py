@@ -14,7 +14,7 @@ CONNECT/DISCONNECT exchange, and what the JMS layer adds on top:
   errors of asynchronous sends;
 * a :class:`_LinkObserver` (the driver's typed
   :class:`~amqstomp._io.observer.LinkObserver`, no stomp.py listener) on the
-  driver's dispatcher thread, which is the connection's "executor" (as in the
+  driver's dispatching thread, which is the connection's "executor" (as in the
   Java client): exception listener and usage callbacks run there, never on the reader.
 
 With a ``failover:`` URI a link has a :class:`amqstomp._engine.failover.Reconnector`:
@@ -91,7 +91,7 @@ def message_ack_headers(link: "Link", message_headers: Mapping[str, str]) -> Dic
 
 class _LinkObserver:
     """A link's events (:class:`amqstomp._io.observer.LinkObserver`), on its
-    dispatcher thread (the connection's executor)."""
+    dispatching thread (the connection's executor)."""
 
     def __init__(self, link: "Link") -> None:
         self.link = link
