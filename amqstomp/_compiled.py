@@ -11,9 +11,34 @@ installs built from one tree at once) is replaced by the twin with a
 a slower library, and the user hears why. ``AMQSTOMP_NO_EXTENSIONS=1`` chooses
 the twins without trying the compiled modules, and without a word.
 """
+import importlib
+import os
 import warnings
+from types import ModuleType
+from typing import Any, Dict, Tuple
 
-__all__ = ["twin_instead"]
+__all__ = ["twin_instead", "choose"]
+
+
+def choose(compiled: str, twin: str, namespace: Dict[str, Any]) -> Tuple[ModuleType, str]:
+    """A selector's choice: import the compiled module ``compiled`` (a full name) unless
+    ``AMQSTOMP_NO_EXTENSIONS`` is set or it does not load (then :func:`twin_instead`
+    says why), else the pure-Python ``twin``; copy the chosen module's ``__all__`` names
+    into ``namespace`` (the selector's ``globals()``).
+
+    Returns:
+        (module, implementation): the module loaded and ``"cython"`` or ``"python"``.
+    """
+    module, implementation = None, "python"
+    if not os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
+        try:
+            module, implementation = importlib.import_module(compiled), "cython"
+        except ImportError as error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
+            twin_instead(compiled, error)
+    if module is None:
+        module = importlib.import_module(twin)
+    namespace.update((name, getattr(module, name)) for name in module.__all__)
+    return module, implementation
 
 
 def twin_instead(name: str, error: ImportError) -> None:
@@ -30,4 +55,4 @@ def twin_instead(name: str, error: ImportError) -> None:
     warnings.warn("%s is installed but does not load (%s: %s); amqstomp uses its pure-Python twin instead, "
                   "slower. Reinstall amqstomp to get the compiled module back, or set "
                   "AMQSTOMP_NO_EXTENSIONS=1 to choose the pure-Python modules without this warning"
-                  % (name, type(error).__name__, error), RuntimeWarning, stacklevel=2)
+                  % (name, type(error).__name__, error), RuntimeWarning, stacklevel=3)

@@ -11,26 +11,13 @@ is replaced by the twin with a RuntimeWarning naming the import error
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
 """
-import os
 from typing import TYPE_CHECKING
 
-from ._compiled import twin_instead
+from ._compiled import choose
 from ._core._flow_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
 if TYPE_CHECKING:
     from ._core._flow_py import *  # noqa: F401,F403
-elif os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
-    from ._core._flow_py import *  # noqa: F401,F403
-
-    IMPLEMENTATION = "python"
 else:
-    try:
-        from ._core._flow import *  # noqa: F401,F403
-
-        IMPLEMENTATION = "cython"
-    except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
-        from ._core._flow_py import *  # noqa: F401,F403
-
-        IMPLEMENTATION = "python"
-        twin_instead("amqstomp._core._flow", _error)
+    _module, IMPLEMENTATION = choose("amqstomp._core._flow", "amqstomp._core._flow_py", globals())

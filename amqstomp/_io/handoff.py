@@ -10,26 +10,13 @@ with a RuntimeWarning (:mod:`amqstomp._compiled`).
 Attributes:
     IMPLEMENTATION (str): ``"cython"`` or ``"python"``, whichever was loaded.
 """
-import os
 from typing import TYPE_CHECKING
 
-from .._compiled import twin_instead
+from .._compiled import choose
 from ._handoff_py import __all__  # noqa: F401  (the same in both)
 
 IMPLEMENTATION: str
 if TYPE_CHECKING:
     from ._handoff_py import *  # noqa: F401,F403
-elif os.environ.get("AMQSTOMP_NO_EXTENSIONS"):
-    from ._handoff_py import *  # noqa: F401,F403
-
-    IMPLEMENTATION = "python"
 else:
-    try:
-        from ._handoff import *  # noqa: F401,F403
-
-        IMPLEMENTATION = "cython"
-    except ImportError as _error:  # not built (quiet), or there but broken (a RuntimeWarning says so)
-        from ._handoff_py import *  # noqa: F401,F403
-
-        IMPLEMENTATION = "python"
-        twin_instead("amqstomp._io._handoff", _error)
+    _module, IMPLEMENTATION = choose("amqstomp._io._handoff", "amqstomp._io._handoff_py", globals())
