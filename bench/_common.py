@@ -386,6 +386,8 @@ def machine_info() -> Dict[str, Any]:
         info["amqstomp_codec"] = getattr(_codec_sel, "IMPLEMENTATION", None)
         from amqstomp import flow as _flow_sel
         info["amqstomp_flow"] = getattr(_flow_sel, "IMPLEMENTATION", None)
+        from amqstomp._io import handoff as _handoff_sel
+        info["amqstomp_handoff"] = getattr(_handoff_sel, "IMPLEMENTATION", None)
     except ImportError:
         pass
     return info

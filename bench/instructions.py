@@ -814,12 +814,13 @@ CHILDREN: Dict[str, Callable[[int, int], None]] = {
 
 
 def _loaded() -> Dict[str, Any]:
-    """Which amqstomp the child ran: its file and the codec / flow implementations."""
+    """Which amqstomp the child ran: its file and the codec / flow / hand-off implementations."""
     import amqstomp
     from amqstomp import codec, flow
+    from amqstomp._io import handoff
 
     return {"amqstomp": os.path.dirname(amqstomp.__file__), "codec": codec.IMPLEMENTATION,
-            "flow": flow.IMPLEMENTATION, "python": sys.version.split()[0]}
+            "flow": flow.IMPLEMENTATION, "handoff": handoff.IMPLEMENTATION, "python": sys.version.split()[0]}
 
 
 #: ``AMQSTOMP_BENCH_OTEL``: the children run instrumented (:mod:`amqstomp.otel`), to measure what
@@ -955,10 +956,11 @@ class Runner:
             tail = proc.stderr.strip().splitlines()[-4:]
             raise MeasureError("%s: its program failed natively (exit %d): %s" % (case.name, proc.returncode,
                                                                                   " | ".join(tail)))
-        if info.get("codec") != "cython":
-            raise MeasureError("%s: %s loads amqstomp's %s codec, not the compiled one (build the extensions: "
-                               "bash scripts/setup.sh)" % (case.name, self.python, info.get("codec")))
-        self.loaded = {k: info.get(k) for k in ("amqstomp", "codec", "flow", "python")}
+        for module in ("codec", "flow", "handoff"):
+            if info.get(module, "cython") != "cython":  # (an older tree may not report the hand-off)
+                raise MeasureError("%s: %s loads amqstomp's pure-Python %s, not the compiled one (build the "
+                                   "extensions: bash scripts/setup.sh)" % (case.name, self.python, module))
+        self.loaded = {k: info.get(k) for k in ("amqstomp", "codec", "flow", "handoff", "python")}
         self.primed.add(case.name)
 
     def total(self, case: Case, n: int, tag: str = "") -> Tuple[int, float]:
