@@ -125,6 +125,28 @@ def test_a_listener_about_to_wait_on_a_read_hands_reading_over_at_once(impl, mon
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_another_thread_can_ask_for_reading_to_be_taken_over(impl, monkeypatch):
+    # (the heart-beat check does, when bytes wait unread while a listener runs on the reading thread)
+    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
+    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    events = impl.EventQueue()
+    assert not events.ask_promotion()  # nothing runs inline
+    release = threading.Event()
+    reader, result = _run_reader(events, lambda item: release.wait(30))
+    assert wait_until(lambda: events.busy, 10)
+    got = []
+    dispatcher = threading.Thread(target=lambda: got.append(events.next_item(False)), daemon=True)
+    dispatcher.start()
+    assert wait_until(lambda: events.idle, 10)
+    assert events.ask_promotion()
+    dispatcher.join(20)
+    assert got == [impl.PROMOTE]
+    release.set()
+    reader.join(10)
+    assert result == {"handed_over": True}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_promote_now_is_refused_off_the_reading_thread_and_a_quick_listener_keeps_reading(impl):
     events = _reading_queue(impl)
     assert not events.promote_now()  # not in a listener
@@ -180,10 +202,18 @@ def test_a_quick_listener_runs_on_the_reading_thread_with_no_hand_off(activemq):
 
 
 @pytest.mark.broker
-def test_a_slow_listener_keeps_heart_beats_order_and_every_message(activemq):
+@pytest.mark.parametrize("polls", ["usual", "hour-long"])
+def test_a_slow_listener_keeps_heart_beats_order_and_every_message(activemq, monkeypatch, polls):
     """A listener that takes 1.5 s on its first message, with heart-beats of 300 ms: the
     other thread takes reading over (the broker's heart-beats are read: no timeout), the
-    messages behind it are read meanwhile and reach the listener in order, none lost."""
+    messages behind it are read meanwhile and reach the listener in order, none lost. With
+    hour-long polls only the heart-beat check's own request hands reading over."""
+    if polls == "hour-long":
+        from amqstomp._io import handoff
+
+        impl = _handoff_c if handoff.IMPLEMENTATION == "cython" else _handoff_py
+        monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
+        monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
     dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
     fill_queue(activemq, dest, 50)
     got, errors = [], []

@@ -20,6 +20,7 @@ cdef class EventQueue:
     cpdef object get(self)
     cpdef bint empty(self)
     cpdef bint promote_now(self)
+    cpdef bint ask_promotion(self)
     cpdef bint dispatching_here(self)
     cpdef bint reading_here(self)
     cpdef offer(self, object item, object deliver)

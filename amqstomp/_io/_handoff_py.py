@@ -116,7 +116,15 @@ class EventQueue:
         """The calling thread runs listeners inline and is about to wait for
         something only a read brings: the dispatching thread takes reading over at
         once. False when the caller is not the reading thread in a listener."""
-        if not self._ticket or self.busy != _get_ident() or self.reading != self.busy:
+        if self.busy != _get_ident() or self.reading != self.busy:
+            return False
+        return self.ask_promotion()
+
+    def ask_promotion(self) -> bool:
+        """Any thread: when the reading thread runs listeners inline, the dispatching
+        thread takes reading over at once (True); False when nothing runs inline. (The
+        heart-beat check asks when bytes wait unread while a listener runs.)"""
+        if not self._ticket:
             return False
         self.promote_asked = True
         self.idle = False

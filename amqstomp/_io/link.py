@@ -403,7 +403,8 @@ class Link(LinkWriter):
         while the reader is in ``recv()`` (it is behind: C code holding the GIL);
         a reader held outside ``recv()`` past the deadline (and the confirming
         look :data:`_HB_CONFIRM_S` later) cannot take them: they are no sign, and
-        the link is closed, which also ends whatever held the reader.
+        the link is closed, which also ends whatever held the reader -- unless it is
+        running a listener: the other thread then takes reading over and reads them.
 
         Paused (no new byte since the last look, :meth:`paused_look`): when this
         side's receive window is closed, TCP stops the peer -- our doing, not held
@@ -414,9 +415,14 @@ class Link(LinkWriter):
         channel = self.channel
         gone, waiting = look_at_socket(channel.sock)
         if not paused:
+            if gone:
+                return True
+            if waiting == 0 and channel.pending() <= 0:
+                return False
             # what waits unread is the peer's sign only while the reader can take it: a reader
-            # held elsewhere for a whole receive timeout (a write that cannot finish) cannot
-            return gone or (self.in_recv and (waiting != 0 or channel.pending() > 0))
+            # held elsewhere for a whole receive timeout (a write that cannot finish) cannot; a
+            # reading thread running a listener hands reading over now (amqstomp._io.handoff)
+            return self.in_recv or self.events.ask_promotion()
         if waiting == 0:
             return False
         window = receive_window(channel.sock)
