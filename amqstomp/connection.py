@@ -172,6 +172,19 @@ class BaseConnection(Publisher):
     default (Java's is on): it costs 4-6 % of the client's instructions per message.
     ConfigurationError: not a bool, or a depth below 1.
 
+    Keyword-only ``always_session_async`` (bool, False): ActiveMQ's
+    ``alwaysSessionAsync``. False: a MESSAGE's listeners run on the thread that read
+    it when nothing is queued (no thread hand-off per message; the connection's
+    other thread takes reading over while a listener runs long or waits on a
+    read), so consecutive ``on_message`` calls may run on either of the socket's
+    two threads -- one at a time, in arrival order. True: every event goes
+    through the queue to one dispatching thread, so the listeners always run on
+    that thread (stomp.py's listeners always run on its receiver thread), for
+    code that keeps thread-bound objects between calls (a ``sqlite3`` connection,
+    a ``threading.local``); it costs a thread wake-up per message
+    (:mod:`amqstomp._io.handoff`). It takes effect at the next socket when set
+    later as ``transport.always_session_async``.
+
     Attributes:
         transport (Transport): the wire layer.
     """
@@ -299,7 +312,8 @@ class StompConnection10(Protocol10, BaseConnection):
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
                  auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
                  priority_backup: bool = False, priority_uris: Any = None,
-                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0) -> None:
+                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0,
+                 always_session_async: bool = False) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
@@ -308,6 +322,7 @@ class StompConnection10(Protocol10, BaseConnection):
         self._attach(transport, (0, 0), auto_content_length, auto_reconnect, auto_resubscribe,
                      reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
                      (priority_backup, priority_uris, rebalance_interval_ms), (check_for_duplicates, audit_depth))
+        transport.always_session_async = bool(always_session_async)
 
 
 class StompConnection11(Protocol11, BaseConnection):
@@ -336,7 +351,8 @@ class StompConnection11(Protocol11, BaseConnection):
                  ssl_context: Optional[ssl.SSLContext] = None, recv_bytes: int = 65536,
                  auto_reconnect: bool = False, auto_resubscribe: bool = True, broker: Optional[str] = None,
                  priority_backup: bool = False, priority_uris: Any = None,
-                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0) -> None:
+                 check_for_duplicates: bool = False, audit_depth: int = 2048, rebalance_interval_ms: int = 0,
+                 always_session_async: bool = False) -> None:
         transport = self._make_transport(
             host_and_ports, prefer_localhost, try_loopback_connect, reconnect_sleep_initial, reconnect_sleep_increase,
             reconnect_sleep_jitter, reconnect_sleep_max, reconnect_attempts_max, timeout, keepalive, vhost,
@@ -346,6 +362,7 @@ class StompConnection11(Protocol11, BaseConnection):
         self._attach(transport, heartbeats, auto_content_length, auto_reconnect, auto_resubscribe,
                      reconnect_attempts_max is _ATTEMPTS_DEFAULT, broker,
                      (priority_backup, priority_uris, rebalance_interval_ms), (check_for_duplicates, audit_depth))
+        transport.always_session_async = bool(always_session_async)
 
 
 class StompConnection12(StompConnection11, Protocol12):

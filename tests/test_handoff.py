@@ -311,3 +311,75 @@ def test_disconnect_from_a_listener_on_the_reading_thread_ends_promptly(activemq
     assert heard[0].startswith("amqstomp-reader-")
     assert wait_until(lambda: "disconnected" in heard, 10), heard
     assert wait_until(lambda: not any(t.is_alive() for t in conn.transport.threads()), 10)
+
+
+@pytest.mark.broker
+def test_a_batch_of_short_listeners_does_not_stop_the_socket_being_read(activemq):
+    """One read brings hundreds of messages; a listener of 20 ms each keeps the reading thread
+    away from the socket for seconds unless the other thread takes reading over: with
+    heart-beats of 1 s the broker's would go unread (a false heart-beat timeout, and with
+    ack=auto the unhandled rest lost). The idle thread finds no read since its last look and
+    takes over (a fresh-eyes tester's finding: 400 x 20 ms, heart-beats 1 s, ack auto)."""
+    dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
+    fill_queue(activemq, dest, 300, body=b"x" * 200)
+    got, errors = [], []
+
+    class L(ConnectionListener):
+        def on_message(self, frame):
+            got.append(frame.headers["message-id"])
+            time.sleep(0.02)
+
+        def on_heartbeat_timeout(self):
+            errors.append("heartbeat timeout")
+
+    conn = amqstomp.Connection12(_hosts(activemq), heartbeats=(1000, 1000))
+    conn.set_listener("l", L())
+    conn.connect("admin", "admin", wait=True)
+    try:
+        conn.subscribe(dest, id="1", ack="auto")
+        assert wait_until(lambda: len(got) >= 20, 30)
+        # a receipt the main thread waits for, while the batch's listeners run: read by the other
+        # thread within a poll or two (without the take-over: after the whole batch, some 5 s)
+        conn.send(dest + ".out", "x", receipt="r-main")
+        conn.transport.wait_for_receipt("r-main", 2.0)
+        assert len(got) < 250  # (the batch was still being handled)
+        assert wait_until(lambda: len(got) == 300 or errors, 60), len(got)
+        assert errors == [] and len(set(got)) == 300 and conn.is_connected()
+        assert conn.transport._link.events.promotions >= 1
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("always_session_async", [True, False])
+def test_always_session_async_keeps_every_listener_call_on_one_thread(activemq, always_session_async):
+    """ActiveMQ's alwaysSessionAsync: every MESSAGE through the queue to the one dispatching
+    thread (code that keeps thread-bound objects between calls, a sqlite3 connection made in
+    the listener); without it the calls may run on either of the socket's two threads, one
+    at a time (a slow listener hands reading over, so the next calls come on the other)."""
+    dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
+    fill_queue(activemq, dest, 40)
+    threads, got = [], []
+
+    class L(ConnectionListener):
+        def on_message(self, frame):
+            threads.append(threading.current_thread().name)
+            got.append(frame.headers["message-id"])
+            if len(got) in (1, 20):
+                time.sleep(0.4)  # long enough for the other thread to take reading over
+
+    conn = amqstomp.Connection12(_hosts(activemq), always_session_async=always_session_async)
+    conn.set_listener("l", L())
+    conn.connect("admin", "admin", wait=True)
+    try:
+        conn.subscribe(dest, id="1", ack="auto", headers={"activemq.prefetchSize": "10"})
+        assert wait_until(lambda: len(got) == 40, 30), len(got)
+        tag = "%d.1" % conn.transport.number
+        if always_session_async:
+            assert set(threads) == {"amqstomp-dispatch-" + tag}
+            assert conn.transport._link.events.promotions == 0
+        else:  # (which of the two runs which call is the hand-off's business)
+            assert set(threads) <= {"amqstomp-dispatch-" + tag, "amqstomp-reader-" + tag}
+            assert "amqstomp-reader-" + tag in threads and conn.transport._link.events.promotions >= 1
+    finally:
+        conn.disconnect()

@@ -15,6 +15,8 @@ cdef class EventQueue:
     cdef public object batch
     cdef public bint promote_asked
     cdef public long long promotions
+    cdef public long long reads
+    cdef public bint inline_ok
 
     cpdef put(self, object item)
     cpdef object get(self)

@@ -16,8 +16,9 @@ followers with lazy promotion:
   the queue only while holding it.
 * **Promotion, lazily**: the idle dispatching thread does not hear of each inline
   dispatch (no wake per message). It sleeps with a timeout (:data:`ACTIVE_POLL_S`
-  while inline dispatches happen, :data:`IDLE_POLL_S` otherwise); when it finds the
-  same inline dispatch still running a whole poll later, or when the listener's thread
+  while inline dispatches happen, :data:`IDLE_POLL_S` otherwise); when it finds a
+  listener running on the reading thread and no read of the socket since its previous
+  look (one long listener, or a long batch of short ones), or when the listener's thread
   is about to wait on something only a read can bring (:meth:`EventQueue.promote_now`:
   a receipt, the socket's end), it takes over reading by taking the inline dispatch's
   *reader ticket*: it becomes the reading thread, first handling the frames the old
@@ -69,8 +70,7 @@ class EventQueue:
         self._wake: "queue.SimpleQueue[None]" = queue.SimpleQueue()
         #: the dispatch token: empty while a thread runs listeners
         self._token: List[bool] = [True]
-        #: the reader ticket: holds the item the reading thread runs listeners for inline (a new
-        #: object each time: the dispatching thread tells a long dispatch from a new one by it)
+        #: the reader ticket: holds the item the reading thread runs listeners for inline
         self._ticket: List[Any] = []
         #: ``get_ident()`` of the thread running listeners now, 0: none
         self.busy = 0
@@ -87,6 +87,12 @@ class EventQueue:
         self.promote_asked = False
         #: times the dispatching thread took reading over
         self.promotions = 0
+        #: reads of the socket so far (the reading thread counts them): a look that finds none
+        #: since the previous look while a listener runs on the reading thread hands reading over
+        self.reads = 0
+        #: False: every MESSAGE goes through the queue to the dispatching thread, as with ActiveMQ's
+        #: ``alwaysSessionAsync`` (listeners then always run on that one thread)
+        self.inline_ok = True
 
     # ------------------------------------------------------------ any thread
 
@@ -148,7 +154,7 @@ class EventQueue:
         reading (:meth:`handed_over`)."""
         reading = self.reading
         token = self._token
-        if reading == _get_ident() and token and not self._items:
+        if self.inline_ok and reading == _get_ident() and token and not self._items:
             try:
                 token.pop()
             except IndexError:  # the dispatching thread took it between the look and here
@@ -205,7 +211,7 @@ class EventQueue:
             self.busy = 0
             token.append(True)
         me = _get_ident()
-        seen: Any = None  # the inline item seen at the last look
+        seen = -1  # reads at the previous look while a listener ran on the reading thread (-1: none ran)
         while True:
             if items and token:
                 try:
@@ -219,12 +225,10 @@ class EventQueue:
                     token.append(True)
             if self.promote_asked and not ticket:  # asked by a listener that returned since
                 self.promote_asked = False
-            try:
-                current = ticket[0]
-            except IndexError:  # (no inline dispatch, or it ended between a look and here)
-                current = None
-            if current is not None and (self.promote_asked or current is seen):
-                # the reader is in a listener for longer than a poll, or about to wait on a read
+            reads = self.reads
+            if ticket and (self.promote_asked or reads == seen):
+                # a listener runs on the reading thread and nothing was read for a whole poll (one long
+                # listener, or a batch of short ones), or it is about to wait on a read
                 try:
                     ticket.pop()
                 except IndexError:  # its listener returned meanwhile
@@ -234,8 +238,8 @@ class EventQueue:
                     self.promote_asked = False
                     self.promotions += 1
                     return PROMOTE
-            timeout = ACTIVE_POLL_S if current is not None or seen is not None else IDLE_POLL_S
-            seen = current
+            timeout = ACTIVE_POLL_S if ticket or seen >= 0 else IDLE_POLL_S
+            seen = reads if ticket else -1
             self.idle = True
             if not (items and token) and not self.promote_asked:
                 try:

@@ -527,6 +527,7 @@ class Link(LinkWriter):
                 self.in_recv = True
                 data = read() if parser.body_missing else recv(recv_bytes)
                 self.in_recv = False
+                events.reads += 1  # (the idle thread's sign that this one still reads)
                 if not data:
                     break
                 frames = receive(data, monotonic() * 1000.0)

@@ -77,6 +77,9 @@ class LinkOwner(LinkThreads):
         self.connector = connector
         #: who hears the link's events on its dispatching thread (:class:`~amqstomp._io.observer.EventSink`)
         self.dispatch = dispatch
+        #: True: every MESSAGE goes to the dispatching thread, never to listeners on the reading one
+        #: (ActiveMQ's alwaysSessionAsync; read when a socket opens: :mod:`amqstomp._io.handoff`)
+        self.always_session_async = False
         self.heart_beat_receive_scale = float(heart_beat_receive_scale)
         self.recv_bytes = int(recv_bytes)
         self._lock = threading.RLock()

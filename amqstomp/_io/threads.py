@@ -34,6 +34,7 @@ class LinkThreads:
     dispatch: Any  # the API's EventSink (amqstomp._io.observer)
     observer: Any  # the TransportObserver
     recv_bytes: int
+    always_session_async: bool
 
     def frame_sink(self) -> Any:  # pragma: no cover - the owner's
         raise NotImplementedError
@@ -42,6 +43,7 @@ class LinkThreads:
         """Start ``link``'s timer, dispatcher and reader (made by the ``override_threading``
         factory when one is set)."""
         link.deliver_here = functools.partial(self.dispatch.deliver, link, self)
+        link.events.inline_ok = not self.always_session_async
         factory = self.create_thread_fc
         if factory is None:
             link.scheduler.start()
