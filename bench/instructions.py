@@ -65,8 +65,9 @@ Inside, a program calls ``gc.freeze()`` once connected (a full collection then
 walks what the messages left, not the start-up heap, whose size would decide
 it) and sets ``sys.setswitchinterval(10)`` (Python's 5 ms clock-driven GIL
 hand-overs would follow the wall time of a run 50x slower than native, so the
-machine's load); valgrind runs with ``--fair-sched=yes`` (its threads take
-turns in a fixed order).
+machine's load), and sets the threads' hand-off polls an hour apart (a listener
+running past a 50 ms poll would hand reading over at wall-clock moments);
+valgrind runs with ``--fair-sched=yes`` (its threads take turns in a fixed order).
 
 A deliberate regression proves the gate (issue 21): with ``AMQSTOMP_BENCH_SEND_EXTRA=20``
 in the environment the producer cases' ``send`` does about 1 microsecond of extra work
@@ -855,9 +856,22 @@ def _instrument(how: str) -> None:
                                       meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
+def _freeze_handoff_polls() -> None:
+    """The threads' hand-off (:mod:`amqstomp._io.handoff`) looks every 50 ms whether the reading
+    thread has read since its last look while it runs listeners, and takes reading over if not: a
+    wall-clock rule, which under callgrind (50x slower) would fire at moments the machine's load
+    decides. The programs count the per-message path, so their looks are an hour apart (no listener
+    here waits on a read, and heart-beats are off)."""
+    from amqstomp._io import handoff
+
+    module = handoff._module  # the module loaded (compiled or not): it reads these when it sleeps
+    module.ACTIVE_POLL_S = module.IDLE_POLL_S = 3600.0
+
+
 def child_main(case: str, n: int, port: int) -> int:
     """Run one client program; print one JSON line (``ok`` and what was loaded)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    _freeze_handoff_polls()
     if os.environ.get(OTEL_ENV):
         _instrument(os.environ[OTEL_ENV])
     CHILDREN[case](n, port)
