@@ -168,10 +168,10 @@ class EventQueue:
                         deliver(item)
                     finally:
                         self.busy = 0
-                        if not ticket:  # taken: the other thread reads now
+                        try:
+                            ticket.pop()  # (one operation: this or the other thread's pop wins)
+                        except IndexError:  # taken: the other thread reads now
                             self.lost = reading
-                        else:
-                            ticket.pop()
                         token.append(True)
                         if self._items and self.idle:  # queued meanwhile: the dispatching thread's
                             self.idle = False
