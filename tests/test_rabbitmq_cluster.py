@@ -3,6 +3,7 @@ quorum queues over STOMP, and a node killed under a consumer: nothing lost.
 
 The nodes are this module's, never the machine's RabbitMQ (own names, ports, data and
 cookie); they run for the module (about 40 s to start on 2 cores)."""
+import logging
 import threading
 import time
 import uuid
@@ -78,12 +79,15 @@ def test_three_nodes_form_one_cluster_and_a_quorum_queue_spans_them(cluster):
 
 
 @pytest.mark.compiled_pass_only  # a node kill: failover threads
-def test_a_node_killed_under_a_consumer_loses_no_message_of_a_quorum_queue(cluster):
+def test_a_node_killed_under_a_consumer_loses_no_message_of_a_quorum_queue(cluster, caplog):
     """The consumer's own node is SIGKILLed mid-stream: it fails over to another node and
     every message arrives; a message seen twice is one it had not acknowledged, flagged
     ``redelivered``; the node restarts into the cluster."""
     count = 300
     queue = "/queue/amqstomp-qq-kill-%s" % uuid.uuid4().hex[:8]
+    # what the client decided about deliveries (drops of a lost socket's, ACKs not sent): named when one is missing
+    caplog.set_level(logging.DEBUG, logger="amqstomp.engine")
+    caplog.set_level(logging.DEBUG, logger="amqstomp.subscription")
     victim = cluster.nodes[1]
     # the consumer's list starts with the victim: it is connected there when it dies
     order = victim.host_and_ports + cluster.nodes[2].host_and_ports + cluster.nodes[0].host_and_ports
@@ -110,9 +114,10 @@ def test_a_node_killed_under_a_consumer_loses_no_message_of_a_quorum_queue(clust
         # a new leader elected, the consumer back, the un-acknowledged redelivered: seconds alone, more
         # under load (the bound is generous; it says only that every message comes)
         assert wait_until(lambda: bodies <= {m.body for m in collect.messages}, 240), (
-            "missing after the kill: %s; last error %s; errors %s" % (
+            "missing after the kill: %s; last error %s; errors %s; first bodies %s; the client's decisions: %s" % (
                 sorted(bodies - {m.body for m in collect.messages})[:20], consumer.reconnector.last_error,
-                collect.errors))
+                collect.errors, [m.body for m in collect.messages[:5]],
+                [r.getMessage() for r in caplog.records if r.levelno <= logging.DEBUG][:20]))
         assert consumer.transport.current_host_and_port != victim.host_and_ports[0]
         seen = set()
         for message in collect.messages:
