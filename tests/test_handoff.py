@@ -26,6 +26,20 @@ IMPLS = [pytest.param(_handoff_py, id="python"),
 pytestmark = pytest.mark.timeout(120)
 
 
+def _hour_polls(monkeypatch, impl):
+    """Polls an hour apart: only an explicit request can hand reading over within a test's bounds."""
+    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
+    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+
+
+def _dispatching(events):
+    """A dispatching thread waiting for its next item; (thread, list it appends the item to)."""
+    got = []
+    thread = threading.Thread(target=lambda: got.append(events.next_item(False)), daemon=True)
+    thread.start()
+    return thread, got
+
+
 def _reading_queue(impl):
     events = impl.EventQueue()
     events.reading = threading.get_ident()
@@ -103,8 +117,7 @@ def test_a_listener_running_long_on_the_reading_thread_hands_reading_over(impl):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_a_listener_about_to_wait_on_a_read_hands_reading_over_at_once(impl, monkeypatch):
     # polls of an hour: only promote_now can hand reading over within the test's bounds
-    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    _hour_polls(monkeypatch, impl)
     events = impl.EventQueue()
     release = threading.Event()
     asked = []
@@ -114,9 +127,7 @@ def test_a_listener_about_to_wait_on_a_read_hands_reading_over_at_once(impl, mon
         release.wait(30)
 
     reader, result = _run_reader(events, listener)
-    got = []
-    dispatcher = threading.Thread(target=lambda: got.append(events.next_item(False)), daemon=True)
-    dispatcher.start()
+    dispatcher, got = _dispatching(events)
     dispatcher.join(20)
     assert got == [impl.PROMOTE] and asked == [True]
     release.set()
@@ -127,16 +138,13 @@ def test_a_listener_about_to_wait_on_a_read_hands_reading_over_at_once(impl, mon
 @pytest.mark.parametrize("impl", IMPLS)
 def test_another_thread_can_ask_for_reading_to_be_taken_over(impl, monkeypatch):
     # (the heart-beat check does, when bytes wait unread while a listener runs on the reading thread)
-    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    _hour_polls(monkeypatch, impl)
     events = impl.EventQueue()
     assert not events.ask_promotion()  # nothing runs inline
     release = threading.Event()
     reader, result = _run_reader(events, lambda item: release.wait(30))
     assert wait_until(lambda: events.busy, 10)
-    got = []
-    dispatcher = threading.Thread(target=lambda: got.append(events.next_item(False)), daemon=True)
-    dispatcher.start()
+    dispatcher, got = _dispatching(events)
     assert wait_until(lambda: events.idle, 10)
     assert events.ask_promotion()
     dispatcher.join(20)
@@ -156,12 +164,9 @@ def test_promote_now_is_refused_off_the_reading_thread_and_a_quick_listener_keep
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_a_put_wakes_the_sleeping_dispatching_thread(impl, monkeypatch):
-    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    _hour_polls(monkeypatch, impl)
     events = impl.EventQueue()
-    got = []
-    dispatcher = threading.Thread(target=lambda: got.append(events.next_item(False)), daemon=True)
-    dispatcher.start()
+    dispatcher, got = _dispatching(events)
     assert wait_until(lambda: events.idle, 10)
     events.put("event")
     dispatcher.join(20)
@@ -212,8 +217,7 @@ def test_a_slow_listener_keeps_heart_beats_order_and_every_message(activemq, mon
         from amqstomp._io import handoff
 
         impl = _handoff_c if handoff.IMPLEMENTATION == "cython" else _handoff_py
-        monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-        monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+        _hour_polls(monkeypatch, impl)
     dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
     fill_queue(activemq, dest, 50)
     got, errors = [], []
@@ -255,8 +259,7 @@ def test_a_listener_that_waits_for_a_receipt_gets_it_without_the_poll(activemq, 
 
     if handoff.IMPLEMENTATION != ("cython" if impl is _handoff_c else "python"):
         pytest.skip("this build loads the other hand-off")
-    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    _hour_polls(monkeypatch, impl)
     dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
     fill_queue(activemq, dest, 5)
     committed = []
@@ -287,8 +290,7 @@ def test_disconnect_from_a_listener_on_the_reading_thread_ends_promptly(activemq
     from amqstomp._io import handoff
 
     impl = _handoff_c if handoff.IMPLEMENTATION == "cython" else _handoff_py
-    monkeypatch.setattr(impl, "ACTIVE_POLL_S", 3600.0)
-    monkeypatch.setattr(impl, "IDLE_POLL_S", 3600.0)
+    _hour_polls(monkeypatch, impl)
     dest = "/queue/handoff-%s" % uuid.uuid4().hex[:10]
     fill_queue(activemq, dest, 3)
     done, heard = threading.Event(), []
