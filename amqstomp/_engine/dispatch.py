@@ -39,8 +39,8 @@ from .._core.events import (
     UsageNotFull,
     event_named,
 )
-from .._io.handoff import PROMOTE
-from .._io.link import STOP, Link, resolve
+from .._io.link import Link
+from .._io.observer import serve_events
 from ..codec import Frame
 from ..exception import RequiredArgumentError
 from ..log import report_callback_error
@@ -253,27 +253,7 @@ class ListenerDispatch:
         arrival order (a MESSAGE by :meth:`deliver`), until the link's last event
         (False) or until this thread is to read the socket (True: :mod:`amqstomp._io.handoff`).
         CONNECTED resolves the link's connect wait after ``on_connected`` ran."""
-        events = link.events
-        next_item = events.next_item
-        deliver = self.deliver
-        notify_event = self.notify_event
-        frame_class = Frame
-        item = next_item(False)
-        while True:
-            if item.__class__ is not frame_class:  # (a MESSAGE, the frame itself, is the usual item)
-                if item is PROMOTE:
-                    return True
-                if item is STOP:
-                    events.finish()
-                    return False
-                if isinstance(item, LinkEvent):
-                    notify_event(item)
-                    if item.__class__ is Connected:
-                        resolve(link.connect_future, item.arg)
-                    item = next_item(True)
-                    continue
-            deliver(link, transport, item)
-            item = next_item(True)
+        return serve_events(link, transport, self.notify_event, self.deliver)
 
     def deliver(self, link: Link, transport: Any, frame: Frame) -> None:
         """One MESSAGE to the listeners, on whichever thread dispatches now: only where

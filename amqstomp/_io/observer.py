@@ -29,11 +29,12 @@ from .._core.events import (
     UsageNotFull,
     event_named,
 )
+from ..codec import Frame
 from .futures import resolve
 from .handoff import PROMOTE
 from .link import STOP
 
-__all__ = ["TransportObserver", "ListenersOnly", "DISCONNECTED", "INTERRUPTED", "LAST_EVENTS", "EventSink",
+__all__ = ["TransportObserver", "ListenersOnly", "DISCONNECTED", "INTERRUPTED", "LAST_EVENTS", "EventSink", "serve_events",
            "LinkObserver", "ObserverLoop"]
 
 log = logging.getLogger("amqstomp.transport")
@@ -192,22 +193,7 @@ class ObserverLoop:
             self.call_event(item)
 
     def run(self, link: Any, owner: Any) -> bool:
-        events = link.events
-        call_event = self.call_event
-        item = events.next_item(False)
-        while True:
-            if item is PROMOTE:
-                return True
-            if item is STOP:
-                events.finish()
-                return False
-            if not isinstance(item, LinkEvent):  # a MESSAGE: its API routes them past the dispatcher
-                self.deliver(link, owner, item)
-            else:
-                call_event(item)
-                if item.__class__ is Connected:
-                    resolve(link.connect_future, item.arg)
-            item = events.next_item(True)
+        return serve_events(link, owner, self.call_event, self.deliver)
 
     def deliver(self, link: Any, owner: Any, frame: Any) -> None:
         log.debug("a MESSAGE reached a link observer's dispatcher: not delivered")
@@ -215,3 +201,32 @@ class ObserverLoop:
             owner.observer.on_failed(frame, "no listener")
         except BaseException:
             log.exception("on_failed failed")
+
+
+def serve_events(link: Any, owner: Any, on_event: Callable[[Any], None],
+                 deliver: Callable[[Any, Any, Any], None]) -> bool:
+    """An :class:`EventSink`'s ``run``, for every API: ``link.events`` in arrival order
+    (``next_item``: :mod:`amqstomp._io.handoff`) to ``on_event(event)`` for a typed event
+    (after :class:`~amqstomp._core.events.Connected`, ``link.connect_future`` resolved with
+    its frame) and to ``deliver(link, owner, frame)`` for a MESSAGE, until
+    :data:`amqstomp._io.link.STOP` (False) or :data:`amqstomp._io.handoff.PROMOTE` (True:
+    the calling thread reads now)."""
+    events = link.events
+    next_item = events.next_item
+    frame_class = Frame
+    item = next_item(False)
+    while True:
+        if item.__class__ is not frame_class:  # (a MESSAGE, the frame itself, is the usual item)
+            if item is PROMOTE:
+                return True
+            if item is STOP:
+                events.finish()
+                return False
+            if isinstance(item, LinkEvent):
+                on_event(item)
+                if item.__class__ is Connected:
+                    resolve(link.connect_future, item.arg)
+                item = next_item(True)
+                continue
+        deliver(link, owner, item)
+        item = next_item(True)
